@@ -8,6 +8,9 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libgoogle-glog-dev libgflags-dev libgtest-dev libgmock-dev
   libeigen3-dev nlohmann-json3-dev libgoogle-perftools-dev zlib1g-dev
+  libboost-dev
+  clang libclang-rt-14-dev
+  python3-venv
   dataset-fashion-mnist
 )
 
