@@ -1,5 +1,6 @@
 #include "common/hostlist.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -12,6 +13,11 @@
 
 namespace tessera {
 namespace {
+
+// Longest host name accepted, DNS's limit. Without it a long literal times
+// kMaxExpandedHosts names could ask for gigabytes (found by
+// tests/fuzz/hostlist_fuzzer).
+constexpr size_t kMaxHostNameBytes = 255;
 
 // One "lo-hi" (or single "lo") inside brackets; values are printed with at
 // least `width` digits.
@@ -165,19 +171,38 @@ class HostlistParser {
     // a group.
     std::vector<absl::string_view> literals;
     std::vector<std::vector<std::string>> groups;
+    uint64_t count = 1;     // names the groups so far stand for
+    size_t name_bytes = 0;  // longest name the groups so far can give
     size_t pos = begin;
     while (true) {
       const size_t open = text_.find('[', pos);
       if (open == absl::string_view::npos || open >= end) break;
       const size_t close = text_.find(']', open);  // Balanced: Parse checked.
       literals.push_back(text_.substr(pos, open - pos));
+      name_bytes += literals.back().size();
       absl::StatusOr<std::vector<std::string>> values =
           ExpandGroup(open + 1, close);
       if (!values.ok()) return values.status();
+      // Checked group by group, so several large groups cannot each be
+      // expanded before their product is found too large.
+      count *= values->size();  // Each factor and the product stay <= 2^20.
+      if (hosts->size() + count > static_cast<uint64_t>(kMaxExpandedHosts)) {
+        return Error(
+            absl::StrCat("expands to more than ", kMaxExpandedHosts, " names"));
+      }
+      size_t widest = 0;
+      for (const std::string& v : *values) widest = std::max(widest, v.size());
+      name_bytes += widest;
       groups.push_back(*std::move(values));
       pos = close + 1;
     }
     literals.push_back(text_.substr(pos, end - pos));
+    name_bytes += literals.back().size();
+    if (name_bytes > kMaxHostNameBytes) {
+      return ErrorAt(begin, absl::StrCat("a host name of up to ", name_bytes,
+                                         " characters; at most ",
+                                         kMaxHostNameBytes, " are allowed"));
+    }
     if (groups.empty()) {
       hosts->emplace_back(literals[0]);
       return absl::OkStatus();
@@ -186,14 +211,6 @@ class HostlistParser {
       return ErrorAt(pos, absl::StrCat(Quote(literals.back()),
                                        " follows the last bracket group; "
                                        "Slurm allows no text there"));
-    }
-    uint64_t count = 1;
-    for (const std::vector<std::string>& values : groups) {
-      count *= values.size();  // Each factor and the product stay <= 2^20.
-      if (hosts->size() + count > static_cast<uint64_t>(kMaxExpandedHosts)) {
-        return Error(
-            absl::StrCat("expands to more than ", kMaxExpandedHosts, " names"));
-      }
     }
     // Slurm's order: the next-to-last group outermost, then the groups
     // before it from right to left, and the last group innermost.

@@ -16,6 +16,10 @@ struct VariableDef {
   std::string name;
   std::vector<int64_t> shape;
   Initializer initializer;
+  // An embedding table: read and updated by rows (the ids of a batch), never
+  // whole. shape is [vocab_size, dim]; vocab_size 0 means the table has no
+  // fixed size and grows a row on the first access of an id.
+  bool sparse = false;
 };
 
 // Checks a model description; errors name the bad field.
@@ -26,6 +30,12 @@ absl::Status ValidateModelConfig(const ModelConfig& model);
 // coordinator creates them from it and the worker reads them back by name.
 // Dense layer i has "dense_{i}/kernel" [in, out] (Glorot uniform, as Keras)
 // and "dense_{i}/bias" [out] (zeros).
+//
+// kind "mlp": the dense layers input_dim -> hidden_units... -> num_classes.
+// kind "ctr": first "embedding_{f}" [vocab_size, embedding_dim] for each
+// field f (sparse, uniform in [-0.05, 0.05) as Keras' Embedding), then the
+// dense layers num_fields * embedding_dim + num_dense -> hidden_units... ->
+// 1 (one logit).
 absl::StatusOr<std::vector<VariableDef>> ModelVariables(
     const ModelConfig& model, uint64_t seed);
 

@@ -44,8 +44,9 @@ ProcessStart StartProcess(int* argc, char*** argv, const char* usage,
   return start;
 }
 
-std::unique_ptr<grpc::Server> StartServer(const std::string& address,
-                                          grpc::Service* service) {
+std::unique_ptr<grpc::Server> StartServer(
+    const std::string& address, grpc::Service* service,
+    const std::function<void(grpc::ServerBuilder*)>& more) {
   // By default every interface at the cluster's port: the host name in
   // the cluster spec is how others reach us, not necessarily a local
   // address (see --listen_host).
@@ -56,6 +57,7 @@ std::unique_ptr<grpc::Server> StartServer(const std::string& address,
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(),
                            &bound_port);
   builder.RegisterService(service);
+  if (more) more(&builder);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || bound_port == 0) {
     LOG(ERROR) << "cannot listen on " << listen

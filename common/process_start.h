@@ -2,12 +2,14 @@
 #define TESSERA_COMMON_PROCESS_START_H_
 
 #include <memory>
+#include <functional>
 #include <optional>
 #include <string>
 
 #include "absl/strings/string_view.h"
 #include "common/cluster_spec.h"
 #include "grpcpp/server.h"
+#include "grpcpp/server_builder.h"
 #include "grpcpp/support/config.h"
 
 namespace grpc {
@@ -32,8 +34,11 @@ ProcessStart StartProcess(int* argc, char*** argv, const char* usage,
 // Starts a gRPC server for `service` at ListenAddress(address) with the
 // project's message limits; nullptr (the reason logged) when it cannot
 // listen there.
-std::unique_ptr<grpc::Server> StartServer(const std::string& address,
-                                          grpc::Service* service);
+// `more` (optional) adds further services to the same server before it
+// starts, e.g. the worker's all-reduce service.
+std::unique_ptr<grpc::Server> StartServer(
+    const std::string& address, grpc::Service* service,
+    const std::function<void(grpc::ServerBuilder*)>& more = nullptr);
 
 }  // namespace tessera
 

@@ -14,6 +14,8 @@ ClusterCoordinator::ClusterCoordinator(
   {
     absl::MutexLock lock(&mu_);
     down_.assign(workers_.size(), false);
+    busy_.assign(workers_.size(), false);
+    finished_.assign(workers_.size(), 0);
   }
   for (int w = 0; w < num_workers(); ++w) {
     threads_.emplace_back([this, w] { WorkerLoop(w); });
@@ -69,8 +71,33 @@ int64_t ClusterCoordinator::steps_rerun() const {
   return rerun_;
 }
 
+int64_t ClusterCoordinator::max_lead() const {
+  absl::MutexLock lock(&mu_);
+  return max_lead_;
+}
+
+int64_t ClusterCoordinator::Lead(int worker) const {
+  std::vector<bool> has_work(workers_.size(), false);
+  bool any_unassigned = false;
+  for (const Pending& p : queue_) {
+    if (p.preferred < 0) any_unassigned = true;
+    if (p.preferred >= 0) has_work[p.preferred] = true;
+  }
+  int64_t slowest = finished_[worker];
+  for (int w = 0; w < num_workers(); ++w) {
+    if (w == worker || down_[w]) continue;
+    if (busy_[w] || has_work[w] || any_unassigned) {
+      slowest = std::min(slowest, finished_[w]);
+    }
+  }
+  return finished_[worker] - slowest;
+}
+
 bool ClusterCoordinator::HasWork(int worker) const {
   if (down_[worker]) return false;
+  if (options_.max_staleness >= 0 && Lead(worker) > options_.max_staleness) {
+    return false;
+  }
   std::vector<int> backlog(workers_.size(), 0);
   for (const Pending& p : queue_) {
     if (p.preferred == worker || p.preferred < 0) return true;
@@ -112,6 +139,8 @@ bool ClusterCoordinator::Take(int worker, Pending* out) {
   *out = std::move(*it);
   queue_.erase(it);
   ++inflight_;
+  max_lead_ = std::max(max_lead_, Lead(worker));
+  busy_[worker] = true;
   return true;
 }
 
@@ -120,6 +149,11 @@ void ClusterCoordinator::WorkerLoop(int worker) {
   while (Take(worker, &p)) {
     StepResponse response;
     absl::Status status = workers_[worker]->RunStep(p.request, &response);
+    {
+      absl::MutexLock lock(&mu_);
+      busy_[worker] = false;
+      if (status.ok()) ++finished_[worker];
+    }
     if (status.ok()) {
       p.future.Set(std::move(response));
       absl::MutexLock lock(&mu_);

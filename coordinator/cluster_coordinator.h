@@ -26,6 +26,12 @@ struct CoordinatorOptions {
   // worker is down or has at least this many steps waiting: taking over a
   // step means loading that worker's dataset shard.
   int steal_threshold = 8;
+  // Bounded staleness (ssp:S): a worker starts its step c (it has finished
+  // c steps) only when every worker that still has work has finished at
+  // least c - S. Workers with nothing queued and nothing in flight do not
+  // hold the others back, so uneven shards cannot deadlock an epoch's end.
+  // -1: no bound (async).
+  int64_t max_staleness = -1;
 };
 
 // Runs scheduled steps on workers, as TF's ClusterCoordinator: one thread
@@ -60,6 +66,9 @@ class ClusterCoordinator {
   int num_workers() const { return static_cast<int>(workers_.size()); }
   int64_t steps_done() const;
   int64_t steps_rerun() const;
+  // The largest lead, in finished steps, that a worker starting a step had
+  // over the slowest worker with work (0 with one worker).
+  int64_t max_lead() const;
 
  private:
   struct Pending {
@@ -72,6 +81,8 @@ class ClusterCoordinator {
   // Takes the next step for `worker`; false when stopping.
   bool Take(int worker, Pending* out);
   bool HasWork(int worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // How far `worker` is ahead of the slowest worker that still has work.
+  int64_t Lead(int worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RecoverWorker(int worker);
   void RecordError(absl::Status error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CancelQueued() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -83,6 +94,9 @@ class ClusterCoordinator {
   mutable absl::Mutex mu_;
   std::deque<Pending> queue_ ABSL_GUARDED_BY(mu_);
   std::vector<bool> down_ ABSL_GUARDED_BY(mu_);
+  std::vector<bool> busy_ ABSL_GUARDED_BY(mu_);
+  std::vector<int64_t> finished_ ABSL_GUARDED_BY(mu_);  // per worker
+  int64_t max_lead_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t inflight_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t done_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t rerun_ ABSL_GUARDED_BY(mu_) = 0;

@@ -51,7 +51,13 @@ int main(int argc, char** argv) {
       "chief");
   if (!start.cluster) return start.exit_code;
   std::optional<tessera::ClusterSpec>& cluster = start.cluster;
-  if (absl::Status s = cluster->ValidateForParameterServerTraining(); !s.ok()) {
+  // A chief and workers without parameter servers train mirrored, as a
+  // TF cluster without ps tasks would with MirroredStrategy.
+  const bool mirrored_cluster = cluster->num_tasks("ps") == 0 &&
+                                cluster->num_tasks("chief") == 1 &&
+                                cluster->num_tasks("worker") >= 1;
+  if (absl::Status s = cluster->ValidateForParameterServerTraining();
+      !s.ok() && !mirrored_cluster) {
     LOG(ERROR) << s.message();
     return 2;
   }
@@ -68,12 +74,19 @@ int main(int argc, char** argv) {
     google::protobuf::TextFormat::PrintToString(*job, &text);
     std::printf("%s", text.c_str());
   }
-  const int num_ps = cluster->num_tasks("ps");
+  // Mirrored jobs place nothing; the plan still lists the variables.
+  const int num_ps = std::max(1, cluster->num_tasks("ps"));
   absl::StatusOr<tessera::VariablePlan> plan =
       tessera::PlanVariables(*job, num_ps);
   if (!plan.ok()) {
     LOG(ERROR) << "cannot place the variables: " << plan.status().message();
     return 2;
+  }
+  if (FLAGS_dry_run && mirrored_cluster) {
+    std::printf("no parameter servers: mirrored training, every worker holds "
+                "all %zu variables\n",
+                plan->variables.size());
+    return 0;
   }
   if (FLAGS_dry_run) {
     std::printf(

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/model_spec.h"
+#include "common/training_mode.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "ps_server/optimizer.h"
@@ -19,7 +20,8 @@ DEFINE_int64(steps_per_epoch, 0,
              "Steps per epoch; 0 means one pass over the training data.");
 DEFINE_int32(batch_size, 64, "Examples per step (per worker).");
 DEFINE_double(learning_rate, 0.001, "Learning rate of the optimizer.");
-DEFINE_string(optimizer, "adam", "Server-side optimizer: sgd, momentum, adam.");
+DEFINE_string(optimizer, "adam",
+              "Server-side optimizer: sgd, momentum, adam, adagrad, ftrl.");
 DEFINE_double(momentum, 0.9, "Momentum (optimizer momentum).");
 DEFINE_string(partitioner, "fixed",
               "How variables are split over parameter servers: none, fixed, "
@@ -40,7 +42,13 @@ DEFINE_string(data_dir, "/usr/share/datasets/fashion-mnist",
 DEFINE_int64(train_examples, 0,
              "Use only the first N training examples (0: all).");
 DEFINE_int64(test_examples, 0, "Use only the first N test examples (0: all).");
-DEFINE_string(mode, "async", "Training mode: async.");
+DEFINE_string(mode, "async",
+              "Training mode: async, sync, ssp:S (a worker may run at most S "
+              "steps ahead of the slowest) or mirrored (no parameter "
+              "servers; gradients all-reduced between workers).");
+DEFINE_int32(backup_workers, 0,
+             "Sync mode: apply a step once all but this many workers have "
+             "pushed; later gradients are dropped and counted.");
 DEFINE_uint64(seed, 42, "Seed of initial values, shuffling and dropout.");
 
 namespace tessera {
@@ -111,10 +119,14 @@ absl::Status ApplyFlags(bool only_explicit, JobConfig* job) {
       adam->set_beta1(0.9f);
       adam->set_beta2(0.999f);
       adam->set_epsilon(1e-7f);
+    } else if (FLAGS_optimizer == "adagrad") {
+      opt->mutable_adagrad();  // Keras' defaults when unset
+    } else if (FLAGS_optimizer == "ftrl") {
+      opt->mutable_ftrl();
     } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--optimizer: unknown optimizer \"", FLAGS_optimizer,
-                       "\" (sgd, momentum, adam)"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--optimizer: unknown optimizer \"", FLAGS_optimizer,
+          "\" (sgd, momentum, adam, adagrad, ftrl)"));
     }
   }
   if (use("momentum") && opt->has_momentum()) {
@@ -129,6 +141,7 @@ absl::Status ApplyFlags(bool only_explicit, JobConfig* job) {
   if (use("max_shards")) part->set_max_shards(FLAGS_max_shards);
 
   if (use("mode")) job->set_mode(FLAGS_mode);
+  if (use("backup_workers")) job->set_backup_workers(FLAGS_backup_workers);
   ScheduleConfig* schedule = job->mutable_schedule();
   if (use("epochs")) schedule->set_epochs(FLAGS_epochs);
   if (use("steps_per_epoch"))
@@ -188,9 +201,15 @@ absl::Status ValidateJobConfig(const JobConfig& job) {
       !opt.ok()) {
     return opt.status();
   }
-  if (job.mode() != "async") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("mode: \"", job.mode(), "\" is not supported (async)"));
+  absl::StatusOr<TrainingMode> mode = ParseTrainingMode(job.mode());
+  if (!mode.ok()) return mode.status();
+  if (job.backup_workers() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "backup_workers must be >= 0, got ", job.backup_workers()));
+  }
+  if (job.backup_workers() > 0 && mode->kind != TrainingMode::Kind::kSync) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "backup_workers is for mode sync; mode is ", mode->ToString()));
   }
   const ScheduleConfig& s = job.schedule();
   if (s.epochs() < 1) {

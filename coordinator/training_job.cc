@@ -2,12 +2,16 @@
 
 #include <cstdio>
 #include <fstream>
+#include <limits>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/byte_codec.h"
+#include "common/summary_histogram.h"
 #include "common/grpc_channel.h"
+#include "coordinator/global_steps.h"
 #include "coordinator/progress_meter.h"
 #include "coordinator/svg_chart.h"
 #include "glog/logging.h"
@@ -37,6 +41,41 @@ TrainingJob::TrainingJob(ClusterSpec cluster, JobConfig job, VariablePlan plan,
       job_(std::move(job)),
       plan_(std::move(plan)),
       options_(std::move(options)) {
+  absl::StatusOr<TrainingMode> mode = ParseTrainingMode(job_.mode());
+  if (mode.ok()) mode_ = *mode;
+  else mode_error_ = mode.status();
+  const bool have_ps = !cluster_.tasks("ps").empty();
+  if (!have_ps && mode_.kind == TrainingMode::Kind::kAsync &&
+      (job_.mode().empty() || job_.mode() == "async")) {
+    // As TF, a cluster without parameter servers trains mirrored.
+    LOG(INFO) << "the cluster has no parameter servers: training mirrored";
+    mode_.kind = TrainingMode::Kind::kMirrored;
+  } else if (!have_ps && mode_.uses_parameter_servers()) {
+    mode_error_ = absl::InvalidArgumentError(
+        absl::StrCat("mode ", mode_.ToString(),
+                     " needs parameter servers; the cluster has none (use "
+                     "--mode=mirrored)"));
+  }
+  if (mode_.lockstep() &&
+      job_.schedule().batch_size() % cluster_.tasks("worker").size() != 0) {
+    mode_error_ = absl::InvalidArgumentError(absl::StrCat(
+        "mode ", mode_.ToString(), ": the global batch_size ",
+        job_.schedule().batch_size(), " must split evenly over ",
+        cluster_.tasks("worker").size(), " workers"));
+  }
+  if (job_.backup_workers() >= static_cast<int>(cluster_.tasks("worker").size())) {
+    mode_error_ = absl::InvalidArgumentError(absl::StrCat(
+        "backup_workers is ", job_.backup_workers(), " but there are only ",
+        cluster_.tasks("worker").size(), " workers"));
+  }
+  CoordinatorOptions coordinator_options = options_.coordinator;
+  if (mode_.kind == TrainingMode::Kind::kSsp) {
+    coordinator_options.max_staleness = mode_.staleness;
+  }
+  if (mode_.kind == TrainingMode::Kind::kMirrored) {
+    // Every replica takes part in every all-reduce with its own data.
+    coordinator_options.steal_threshold = std::numeric_limits<int>::max();
+  }
   const std::vector<std::string>& ps = cluster_.tasks("ps");
   for (size_t k = 0; k < ps.size(); ++k) {
     ps_.push_back(std::make_unique<PsClient>(ps[k], static_cast<int>(k),
@@ -51,7 +90,7 @@ TrainingJob::TrainingJob(ClusterSpec cluster, JobConfig job, VariablePlan plan,
     stubs.push_back(std::move(remote));
   }
   coordinator_ = std::make_unique<ClusterCoordinator>(std::move(stubs),
-                                                      options_.coordinator);
+                                                      coordinator_options);
   absl::MutexLock lock(&status_mu_);
   status_.set_epochs(job_.schedule().epochs());
 }
@@ -93,6 +132,7 @@ absl::Status TrainingJob::WaitForCluster() {
 }
 
 absl::Status TrainingJob::CreateVariables() {
+  if (!mode_.uses_parameter_servers()) return absl::OkStatus();
   std::vector<CreateShardsRequest> requests =
       ShardRequests(plan_, job_.optimizer(), static_cast<int>(ps_.size()));
   for (size_t k = 0; k < ps_.size(); ++k) {
@@ -118,7 +158,12 @@ absl::Status TrainingJob::ConfigureWorkers(const DataPlan& data) {
     config.set_seed(job_.schedule().seed());
     config.set_train_begin(data.shards()[w].begin);
     config.set_train_end(data.shards()[w].end);
-    config.set_prefetch_parameters(options_.prefetch_parameters);
+    // A prefetched pull could miss the previous global step's update.
+    config.set_prefetch_parameters(options_.prefetch_parameters &&
+                                   !mode_.lockstep());
+    config.set_mode(mode_.ToString());
+    *config.mutable_optimizer() = job_.optimizer();
+    config.set_num_workers(static_cast<int>(workers_.size()));
     ConfigureResponse response;
     if (absl::Status s = workers_[w]->Configure(config, &response); !s.ok()) {
       return s;
@@ -130,46 +175,94 @@ absl::Status TrainingJob::ConfigureWorkers(const DataPlan& data) {
   return absl::OkStatus();
 }
 
+StepRequest TrainingJob::MakeRequest(int epoch, const PlannedStep& planned,
+                                     const DataPlan& data) {
+  StepRequest request;
+  request.set_epoch(epoch);
+  request.set_step(next_step_++);
+  AppendRaw(absl::MakeConstSpan(planned.example_ids),
+            request.mutable_example_ids());
+  request.set_shard_begin(data.shards()[planned.shard].begin);
+  request.set_shard_end(data.shards()[planned.shard].end);
+  return request;
+}
+
+void TrainingJob::Record(const StepResponse& r, int64_t step,
+                         ProgressMeter* meter, EpochResult* result,
+                         int64_t* correct) {
+  for (int64_t s : r.staleness()) ++result->staleness[s];
+  result->late_shards += r.late_shards();
+  if (r.examples() == 0) return;  // a mirrored replica without data
+  meter->Step(r.examples(), r.loss());
+  *correct += r.correct();
+  int64_t max_staleness = 0;
+  for (int64_t s : r.staleness()) max_staleness = std::max(max_staleness, s);
+  if (events_ != nullptr) {
+    events_->AddScalar("step/loss", step, r.loss()).IgnoreError();
+    if (r.staleness_size() > 0) {
+      std::vector<int64_t> counts(max_staleness + 1, 0);
+      for (int64_t s : r.staleness()) ++counts[s];
+      absl::StatusOr<tensorboard::HistogramProto> h = HistogramOfCounts(counts);
+      if (h.ok()) events_->AddHistogram("step/staleness", step, *h).IgnoreError();
+    }
+  }
+  if (step_log_.is_open()) {
+    nlohmann::json line = {{"step", step},
+                           {"epoch", result->epoch},
+                           {"loss", r.loss()},
+                           {"examples", r.examples()},
+                           {"correct", r.correct()},
+                           {"max_staleness", max_staleness},
+                           {"late_shards", r.late_shards()}};
+    step_log_ << line.dump() << "\n";
+  }
+  absl::MutexLock lock(&status_mu_);
+  status_.set_steps_done(status_.steps_done() + 1);
+  status_.set_examples_done(status_.examples_done() + r.examples());
+  status_.set_last_loss(r.loss());
+}
+
 absl::Status TrainingJob::RunEpoch(int epoch, DataPlan* data,
                                    EpochResult* result) {
   std::vector<PlannedStep> steps = data->NextEpoch();
+  int64_t nonempty = 0;
+  for (const PlannedStep& p : steps) nonempty += !p.example_ids.empty();
   const int epochs = job_.schedule().epochs();
   ProgressMeter meter(stdout, absl::StrFormat("epoch %d/%d", epoch, epochs),
-                      static_cast<int64_t>(steps.size()));
-  std::vector<StepFuture> futures;
-  futures.reserve(steps.size());
-  for (const PlannedStep& planned : steps) {
-    StepRequest request;
-    request.set_epoch(epoch);
-    request.set_step(next_step_++);
-    AppendRaw(absl::MakeConstSpan(planned.example_ids),
-              request.mutable_example_ids());
-    request.set_shard_begin(data->shards()[planned.shard].begin);
-    request.set_shard_end(data->shards()[planned.shard].end);
-    absl::StatusOr<StepFuture> future =
-        coordinator_->Schedule(std::move(request), planned.shard);
-    if (!future.ok()) return future.status();
-    futures.push_back(*std::move(future));
-  }
-  {
-    absl::MutexLock lock(&status_mu_);
-    status_.set_epoch(epoch);
-    status_.set_steps_scheduled(next_step_);
-  }
-  int64_t correct = 0;
-  for (StepFuture& f : futures) {
-    absl::StatusOr<StepResponse> r = f.Get();
-    if (!r.ok()) break;  // Join reports the job's first error
-    meter.Step(r->examples(), r->loss());
-    correct += r->correct();
-    absl::MutexLock lock(&status_mu_);
-    status_.set_steps_done(status_.steps_done() + 1);
-    status_.set_examples_done(status_.examples_done() + r->examples());
-    status_.set_last_loss(r->loss());
-  }
-  if (absl::Status s = coordinator_->Join(); !s.ok()) return s;
-  meter.Finish();
+                      nonempty);
   result->epoch = epoch;
+  int64_t correct = 0;
+  if (mode_.lockstep()) {
+    if (absl::Status s = RunLockstepEpoch(std::move(steps), *data, epoch,
+                                          &meter, result, &correct);
+        !s.ok()) {
+      return s;
+    }
+  } else {
+    std::vector<StepFuture> futures;
+    std::vector<int64_t> ids;
+    futures.reserve(steps.size());
+    for (const PlannedStep& planned : steps) {
+      StepRequest request = MakeRequest(epoch, planned, *data);
+      ids.push_back(request.step());
+      absl::StatusOr<StepFuture> future =
+          coordinator_->Schedule(std::move(request), planned.shard);
+      if (!future.ok()) return future.status();
+      futures.push_back(*std::move(future));
+    }
+    {
+      absl::MutexLock lock(&status_mu_);
+      status_.set_epoch(epoch);
+      status_.set_steps_scheduled(next_step_);
+    }
+    for (size_t i = 0; i < futures.size(); ++i) {
+      absl::StatusOr<StepResponse> r = futures[i].Get();
+      if (!r.ok()) break;  // Join reports the job's first error
+      Record(*r, ids[i], &meter, result, &correct);
+    }
+    if (absl::Status s = coordinator_->Join(); !s.ok()) return s;
+  }
+  meter.Finish();
   result->steps = meter.steps();
   result->examples = meter.examples();
   result->train_loss = meter.mean_loss();
@@ -178,6 +271,83 @@ absl::Status TrainingJob::RunEpoch(int epoch, DataPlan* data,
   result->seconds = absl::ToDoubleSeconds(meter.elapsed());
   result->examples_per_second =
       result->examples / std::max(1e-9, result->seconds);
+  return absl::OkStatus();
+}
+
+absl::Status TrainingJob::RunLockstepEpoch(std::vector<PlannedStep> steps,
+                                           const DataPlan& data, int epoch,
+                                           ProgressMeter* meter,
+                                           EpochResult* result,
+                                           int64_t* correct) {
+  const bool mirrored = mode_.kind == TrainingMode::Kind::kMirrored;
+  const int n = static_cast<int>(workers_.size());
+  struct Scheduled {
+    int64_t step;
+    StepFuture future;
+    bool recorded = false;
+  };
+  // Steps of earlier rounds still running (backup workers' late steps).
+  std::vector<Scheduled> stragglers;
+  for (std::vector<PlannedStep>& round :
+       GroupIntoGlobalSteps(std::move(steps), n, /*pad_missing=*/mirrored)) {
+    const int64_t global_step = next_global_step_++;
+    const int size = static_cast<int>(round.size());
+    const int required =
+        mirrored ? size : std::max(1, size - job_.backup_workers());
+    std::vector<Scheduled> scheduled;
+    for (const PlannedStep& planned : round) {
+      StepRequest request = MakeRequest(epoch, planned, data);
+      request.set_sync_step(global_step);
+      request.set_sync_required(required);
+      const int64_t id = request.step();
+      absl::StatusOr<StepFuture> future =
+          coordinator_->Schedule(std::move(request), planned.shard);
+      if (!future.ok()) return future.status();
+      scheduled.push_back({id, *std::move(future)});
+    }
+    {
+      absl::MutexLock lock(&status_mu_);
+      status_.set_epoch(epoch);
+      status_.set_steps_scheduled(next_step_);
+    }
+    // The round is over once `required` steps are: their updates are then
+    // applied everywhere, and the next round's pulls see them.
+    while (true) {
+      int ready = 0;
+      bool failed = false;
+      for (const Scheduled& s : scheduled) {
+        if (!s.future.ready()) continue;
+        ++ready;
+        failed |= !s.future.Get().ok();
+      }
+      if (ready >= required || failed) break;
+      absl::SleepFor(absl::Microseconds(200));
+    }
+    std::optional<uint32_t> checksum;
+    for (Scheduled& s : scheduled) {
+      if (!s.future.ready()) {
+        stragglers.push_back(std::move(s));
+        continue;
+      }
+      absl::StatusOr<StepResponse> r = s.future.Get();
+      if (!r.ok()) return coordinator_->Join();
+      Record(*r, s.step, meter, result, correct);
+      if (!mirrored) continue;
+      if (checksum.has_value() && *checksum != r->replica_checksum()) {
+        coordinator_->Join().IgnoreError();
+        return absl::DataLossError(absl::StrCat(
+            "mirrored replicas differ after global step ", global_step,
+            ": parameter checksums ", *checksum, " and ",
+            r->replica_checksum()));
+      }
+      checksum = r->replica_checksum();
+    }
+  }
+  if (absl::Status s = coordinator_->Join(); !s.ok()) return s;
+  for (Scheduled& s : stragglers) {
+    absl::StatusOr<StepResponse> r = s.future.Get();
+    if (r.ok()) Record(*r, s.step, meter, result, correct);
+  }
   return absl::OkStatus();
 }
 
@@ -212,6 +382,28 @@ absl::Status TrainingJob::Evaluate(EpochResult* result) {
 }
 
 void TrainingJob::WriteMetrics(const EpochResult& r) {
+  if (events_ != nullptr) {
+    events_->AddScalar("epoch/train_loss", r.epoch, r.train_loss).IgnoreError();
+    events_->AddScalar("epoch/train_accuracy", r.epoch, r.train_accuracy)
+        .IgnoreError();
+    events_->AddScalar("epoch/test_loss", r.epoch, r.test_loss).IgnoreError();
+    events_->AddScalar("epoch/test_accuracy", r.epoch, r.test_accuracy)
+        .IgnoreError();
+    events_->AddScalar("epoch/examples_per_second", r.epoch,
+                       r.examples_per_second)
+        .IgnoreError();
+    if (!r.staleness.empty()) {
+      std::vector<int64_t> counts(r.staleness.rbegin()->first + 1, 0);
+      for (const auto& [staleness, count] : r.staleness) {
+        counts[staleness] = count;
+      }
+      absl::StatusOr<tensorboard::HistogramProto> h = HistogramOfCounts(counts);
+      if (h.ok()) {
+        events_->AddHistogram("epoch/staleness", r.epoch, *h).IgnoreError();
+      }
+    }
+    events_->Flush().IgnoreError();
+  }
   if (options_.run_dir.empty()) return;
   nlohmann::json line = {{"epoch", r.epoch},
                          {"steps", r.steps},
@@ -221,7 +413,22 @@ void TrainingJob::WriteMetrics(const EpochResult& r) {
                          {"test_loss", r.test_loss},
                          {"test_accuracy", r.test_accuracy},
                          {"seconds", r.seconds},
-                         {"examples_per_second", r.examples_per_second}};
+                         {"examples_per_second", r.examples_per_second},
+                         {"mode", mode_.ToString()},
+                         {"late_shards", r.late_shards}};
+  if (!r.staleness.empty()) {
+    nlohmann::json histogram = nlohmann::json::object();
+    int64_t pushes = 0, sum = 0, max = 0;
+    for (const auto& [staleness, count] : r.staleness) {
+      histogram[std::to_string(staleness)] = count;
+      pushes += count;
+      sum += staleness * count;
+      max = std::max(max, staleness);
+    }
+    line["staleness"] = {{"histogram", histogram},
+                         {"mean", double(sum) / std::max<int64_t>(1, pushes)},
+                         {"max", max}};
+  }
   std::ofstream out(options_.run_dir + "/metrics.jsonl", std::ios::app);
   out << line.dump() << "\n";
 }
@@ -285,6 +492,15 @@ void TrainingJob::ShutdownCluster() {
 absl::Status TrainingJob::Run() {
   const absl::Time start = absl::Now();
   absl::Status status = [&]() -> absl::Status {
+    if (!mode_error_.ok()) return mode_error_;
+    if (!options_.run_dir.empty()) {
+      step_log_.open(options_.run_dir + "/steps.jsonl", std::ios::app);
+      absl::StatusOr<std::unique_ptr<EventFileWriter>> events =
+          EventFileWriter::Create(options_.run_dir + "/tensorboard");
+      if (!events.ok()) return events.status();
+      events_ = *std::move(events);
+    }
+    LOG(INFO) << "mode " << mode_.ToString();
     if (absl::Status s = WaitForCluster(); !s.ok()) return s;
     absl::StatusOr<std::vector<int64_t>> train_dims =
         ReadIdxDims(job_.data().train_images());
@@ -300,9 +516,18 @@ absl::Status TrainingJob::Run() {
     if (job_.data().test_examples() > 0) {
       test_examples_ = std::min(test_examples_, job_.data().test_examples());
     }
-    absl::StatusOr<DataPlan> data = DataPlan::Create(
-        train, static_cast<int>(workers_.size()), job_.schedule().batch_size(),
-        job_.schedule().steps_per_epoch(), job_.schedule().seed());
+    // In sync and mirrored modes batch_size and steps_per_epoch count
+    // global steps, each one batch per worker.
+    const int n = static_cast<int>(workers_.size());
+    const int64_t per_worker_batch = mode_.lockstep()
+                                         ? job_.schedule().batch_size() / n
+                                         : job_.schedule().batch_size();
+    const int64_t steps = mode_.lockstep()
+                              ? job_.schedule().steps_per_epoch() * n
+                              : job_.schedule().steps_per_epoch();
+    absl::StatusOr<DataPlan> data =
+        DataPlan::Create(train, n, per_worker_batch, steps,
+                         job_.schedule().seed());
     if (!data.ok()) return data.status();
     if (absl::Status s = CreateVariables(); !s.ok()) return s;
     if (absl::Status s = ConfigureWorkers(*data); !s.ok()) return s;

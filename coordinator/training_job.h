@@ -1,6 +1,8 @@
 #ifndef TESSERA_COORDINATOR_TRAINING_JOB_H_
 #define TESSERA_COORDINATOR_TRAINING_JOB_H_
 
+#include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,8 +13,11 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/cluster_spec.h"
+#include "common/event_file_writer.h"
+#include "common/training_mode.h"
 #include "coordinator/cluster_coordinator.h"
 #include "coordinator/data_plan.h"
+#include "coordinator/progress_meter.h"
 #include "coordinator/remote_worker.h"
 #include "coordinator/variable_plan.h"
 #include "proto/coordinator_service.pb.h"
@@ -42,6 +47,11 @@ struct EpochResult {
   double test_accuracy = 0;
   double seconds = 0;
   double examples_per_second = 0;
+  // Async and ssp: how many updates landed between a push's pull and its
+  // own update, counted per pushed shard (staleness -> pushes).
+  std::map<int64_t, int64_t> staleness;
+  // Sync with backup workers: shard gradients dropped as late.
+  int64_t late_shards = 0;
 };
 
 // The coordinator's job from start to end: wait for the cluster, create
@@ -65,6 +75,17 @@ class TrainingJob {
   absl::Status CreateVariables();
   absl::Status ConfigureWorkers(const DataPlan& data);
   absl::Status RunEpoch(int epoch, DataPlan* data, EpochResult* result);
+  // Sync and mirrored: one global step (a round of per-worker steps) at a
+  // time.
+  absl::Status RunLockstepEpoch(std::vector<PlannedStep> steps,
+                                const DataPlan& data, int epoch,
+                                ProgressMeter* meter, EpochResult* result,
+                                int64_t* correct);
+  StepRequest MakeRequest(int epoch, const PlannedStep& planned,
+                          const DataPlan& data);
+  // Adds a finished step to the epoch's figures and the step log.
+  void Record(const StepResponse& response, int64_t step, ProgressMeter* meter,
+              EpochResult* result, int64_t* correct);
   absl::Status Evaluate(EpochResult* result);
   void WriteMetrics(const EpochResult& result);
   // accuracy.svg and loss.svg in the run folder, redrawn every epoch.
@@ -76,11 +97,16 @@ class TrainingJob {
   const JobConfig job_;
   const VariablePlan plan_;
   const TrainingJobOptions options_;
+  TrainingMode mode_;
+  absl::Status mode_error_;  // a mode this cluster cannot run
 
   std::vector<std::unique_ptr<PsClient>> ps_;
   std::vector<RemoteWorker*> workers_;  // owned by coordinator_
   std::unique_ptr<ClusterCoordinator> coordinator_;
   int64_t next_step_ = 0;
+  int64_t next_global_step_ = 0;  // sync and mirrored
+  std::ofstream step_log_;  // steps.jsonl in the run folder
+  std::unique_ptr<EventFileWriter> events_;  // tensorboard/ in the run folder
   int64_t test_examples_ = 0;
   std::vector<EpochResult> results_;
 

@@ -5,6 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash deploy/install.sh
+# TensorBoard's own reader checks the event files (tensorboard from PyPI).
+bash deploy/python_env.sh
 bash deploy/build.sh
 BUILD_DIR="${TESSERA_BUILD_DIR:-build}"
 cd "$BUILD_DIR"

@@ -3,14 +3,28 @@
 #include <algorithm>
 
 #include "common/grpc_status.h"
+#include "grpc/slice.h"
+#include "grpcpp/support/proto_buffer_reader.h"
+#include "proto/ps_service.pb.h"
 
 namespace tessera {
 
 DensePullReactor::DensePullReactor(ShardStore* store,
-                                   const PullRequest& request,
+                                   const grpc::ByteBuffer& request,
                                    int64_t chunk_bytes)
-    : chunk_bytes_(chunk_bytes) {
-  for (const std::string& name : request.shards()) {
+    : chunk_bytes_(std::max<int64_t>(chunk_bytes, 1)) {
+  PullRequest pull;
+  {
+    // The reader consumes a buffer; read a copy (it shares the slices).
+    grpc::ByteBuffer copy(request);
+    grpc::ProtoBufferReader reader(&copy);
+    if (!reader.status().ok() || !pull.ParseFromZeroCopyStream(&reader)) {
+      Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "PullDense: the request is not a PullRequest"));
+      return;
+    }
+  }
+  for (const std::string& name : pull.shards()) {
     absl::StatusOr<std::shared_ptr<Shard>> shard = store->Find(name);
     if (!shard.ok()) {
       Finish(ToGrpcStatus(shard.status()));
@@ -29,14 +43,16 @@ void DensePullReactor::NextWrite() {
         (offset_ == 0 && shard.byte_size() == 0)) {
       const int64_t length =
           std::min(chunk_bytes_, shard.byte_size() - offset_);
-      chunk_.set_name(shard.def().name());
-      chunk_.set_offset(offset_);
-      chunk_.set_total_bytes(shard.byte_size());
-      std::string* data = chunk_.mutable_data();
-      data->resize(length);
-      chunk_.set_version(shard.ReadBytes(offset_, length, data->data()));
+      grpc_slice data = grpc_slice_malloc(length);
+      header_.name = shard.def().name();
+      header_.offset = offset_;
+      header_.total_bytes = shard.byte_size();
+      header_.version = shard.ReadBytes(
+          offset_, length, reinterpret_cast<char*>(GRPC_SLICE_START_PTR(data)));
+      message_ = MakeTensorChunkBuffer(
+          header_, grpc::Slice(data, grpc::Slice::STEAL_REF));
       offset_ += std::max<int64_t>(length, 1);
-      StartWrite(&chunk_);
+      StartWrite(&message_);
       return;
     }
     ++shard_index_;

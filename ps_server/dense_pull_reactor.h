@@ -4,9 +4,9 @@
 #include <memory>
 #include <vector>
 
+#include "common/tensor_chunk_codec.h"
+#include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/server_callback.h"
-#include "proto/ps_service.pb.h"
-#include "proto/tensor.pb.h"
 #include "ps_server/shard.h"
 #include "ps_server/shard_store.h"
 
@@ -18,9 +18,15 @@ namespace tessera {
 // versions, though a multi-chunk shard may if a push lands mid-stream
 // (asynchronous training tolerates this, as TF's async PS does).
 // Deletes itself when done.
-class DensePullReactor final : public grpc::ServerWriteReactor<TensorChunk> {
+//
+// The method is registered raw: the request is a serialized PullRequest,
+// and each chunk goes out as a TensorChunk's wire bytes in two slices, a
+// small header and the values, copied once from the shard into a fresh
+// slice that gRPC sends from and frees when the bytes are on the wire.
+class DensePullReactor final
+    : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
-  DensePullReactor(ShardStore* store, const PullRequest& request,
+  DensePullReactor(ShardStore* store, const grpc::ByteBuffer& request,
                    int64_t chunk_bytes);
 
   void OnWriteDone(bool ok) override;
@@ -33,7 +39,8 @@ class DensePullReactor final : public grpc::ServerWriteReactor<TensorChunk> {
   std::vector<std::shared_ptr<Shard>> shards_;
   size_t shard_index_ = 0;
   int64_t offset_ = 0;
-  TensorChunk chunk_;  // reused: its data buffer keeps its capacity
+  TensorChunkHeader header_;
+  grpc::ByteBuffer message_;  // the write in flight
 };
 
 }  // namespace tessera

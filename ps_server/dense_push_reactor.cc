@@ -1,18 +1,68 @@
 #include "ps_server/dense_push_reactor.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/grpc_status.h"
+#include "grpcpp/support/slice.h"
+#include "proto/ps_service.pb.h"
+#include "ps_server/finite_copy.h"
 #include "ps_server/gradient_check.h"
 
 namespace tessera {
+namespace internal {
 
-DensePushReactor::DensePushReactor(ShardStore* store, PushResponse* response)
+absl::Status CopyChunkAndCheckFinite(const TensorChunkView& chunk, float* dst,
+                                     absl::string_view shard,
+                                     int64_t first_element) {
+  char* const out = reinterpret_cast<char*>(dst);
+  size_t copied = 0;  // bytes
+  // The error names the first bad element of `count` floats from `first`.
+  auto refuse = [&](size_t first, size_t count) {
+    return internal::NameNonFinite(absl::MakeConstSpan(dst + first, count),
+                                   shard,
+                                   first_element + static_cast<int64_t>(first));
+  };
+  for (absl::string_view piece : chunk.data) {
+    const char* src = piece.data();
+    size_t left = piece.size();
+    // Complete a float the previous piece ended in the middle of.
+    if (const size_t partial = copied % sizeof(float); partial != 0) {
+      const size_t n = std::min(sizeof(float) - partial, left);
+      std::memcpy(out + copied, src, n);
+      copied += n;
+      src += n;
+      left -= n;
+      if (copied % sizeof(float) == 0) {
+        const size_t index = copied / sizeof(float) - 1;
+        if (!std::isfinite(dst[index])) return refuse(index, 1);
+      }
+    }
+    const size_t first = copied / sizeof(float);
+    const size_t floats = left / sizeof(float);
+    if (CopyFloatsAnyNonFinite(src, floats, dst + first)) {
+      return refuse(first, floats);
+    }
+    copied += floats * sizeof(float);
+    src += floats * sizeof(float);
+    left -= floats * sizeof(float);
+    // The start of a float the next piece completes (and checks).
+    std::memcpy(out + copied, src, left);
+    copied += left;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace internal
+
+DensePushReactor::DensePushReactor(ShardStore* store,
+                                   grpc::ByteBuffer* response)
     : store_(store), response_(response) {
-  StartRead(&chunk_);
+  StartRead(&message_);
 }
 
 void DensePushReactor::OnReadDone(bool ok) {
@@ -24,59 +74,63 @@ void DensePushReactor::OnReadDone(bool ok) {
     FinishAndApply();
     return;
   }
-  if (absl::Status s = Accept(chunk_); !s.ok()) {
+  absl::Status s = parser_.Parse(message_);
+  if (s.ok()) s = Accept(parser_.chunk());
+  // Hand gRPC's receive buffers back before waiting for the next chunk.
+  parser_.Clear();
+  message_.Clear();
+  if (!s.ok()) {
     Finish(ToGrpcStatus(s));
     return;
   }
-  StartRead(&chunk_);
+  StartRead(&message_);
 }
 
-absl::Status DensePushReactor::Accept(const TensorChunk& chunk) {
+absl::Status DensePushReactor::Accept(const TensorChunkView& chunk) {
+  const TensorChunkHeader& header = chunk.header;
   const bool continues = !pending_.empty() &&
-                         pending_.back().shard->def().name() == chunk.name() &&
-                         chunk.offset() != 0;
+                         pending_.back().shard->def().name() == header.name &&
+                         header.offset != 0;
   if (!continues) {
-    absl::StatusOr<std::shared_ptr<Shard>> shard = store_->Find(chunk.name());
+    absl::StatusOr<std::shared_ptr<Shard>> shard = store_->Find(header.name);
     if (!shard.ok()) return shard.status();
     const int64_t expected = (*shard)->byte_size();
-    if (chunk.total_bytes() != expected) {
+    if (header.total_bytes != expected) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "wrong shape: shard ", chunk.name(), " has shape [",
+          "wrong shape: shard ", header.name, " has shape [",
           absl::StrJoin((*shard)->def().shape().dims(), ","), "] (", expected,
-          " bytes) but the gradient has ", chunk.total_bytes(), " bytes"));
+          " bytes) but the gradient has ", header.total_bytes, " bytes"));
     }
     for (const Pending& seen : pending_) {
       if (seen.shard == *shard) {
         return absl::InvalidArgumentError(
-            absl::StrCat("shard ", chunk.name(), " appears twice in one push"));
+            absl::StrCat("shard ", header.name, " appears twice in one push"));
       }
     }
     Pending p;
     p.shard = *std::move(shard);
     p.grad = p.shard->AcquireBuffer();
-    p.base_version = chunk.version();
+    p.base_version = header.version;
     pending_.push_back(std::move(p));
   }
   Pending& p = pending_.back();
-  const std::string& data = chunk.data();
+  const int64_t size = chunk.data_bytes;
   const int64_t total = p.shard->byte_size();
-  if (chunk.total_bytes() != total) {
+  if (header.total_bytes != total) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "wrong shape: shard ", chunk.name(), " holds ", total,
-        " bytes but a chunk of its gradient says ", chunk.total_bytes()));
+        "wrong shape: shard ", header.name, " holds ", total,
+        " bytes but a chunk of its gradient says ", header.total_bytes));
   }
-  if (chunk.offset() != p.received || data.size() % sizeof(float) != 0 ||
-      p.received + static_cast<int64_t>(data.size()) > total) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("shard ", chunk.name(), ": chunk at byte ", chunk.offset(),
-                     " of ", data.size(), " bytes does not follow byte ",
-                     p.received, " of ", total));
+  if (header.offset != p.received || size % sizeof(float) != 0 ||
+      p.received + size > total) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "shard ", header.name, ": chunk at byte ", header.offset, " of ", size,
+        " bytes does not follow byte ", p.received, " of ", total));
   }
-  float* dst = p.grad.get() + p.received / sizeof(float);
-  absl::Status finite =
-      CopyAndCheckFinite(data.data(), data.size() / sizeof(float), dst,
-                         chunk.name(), p.received / sizeof(float));
-  p.received += data.size();
+  const int64_t first = p.received / sizeof(float);
+  absl::Status finite = internal::CopyChunkAndCheckFinite(
+      chunk, p.grad.get() + first, header.name, first);
+  p.received += size;
   return finite;
 }
 
@@ -100,11 +154,14 @@ void DensePushReactor::FinishAndApply() {
   std::sort(order.begin(), order.end(), [](const Pending* a, const Pending* b) {
     return a->shard->def().name() < b->shard->def().name();
   });
+  PushResponse response;
   for (Pending* p : order) {
-    ShardVersion* applied = response_->add_applied();
+    ShardVersion* applied = response.add_applied();
     applied->set_name(p->shard->def().name());
     applied->set_version(p->shard->BeginUpdate());
   }
+  const grpc::Slice bytes(response.SerializeAsString());
+  *response_ = grpc::ByteBuffer(&bytes, 1);
   // OnDone (which deletes this reactor) waits for this reaction to return,
   // so the buffers stay valid below.
   Finish(grpc::Status::OK);

@@ -5,9 +5,10 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "common/tensor_chunk_codec.h"
+#include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/server_callback.h"
-#include "proto/ps_service.pb.h"
-#include "proto/tensor.pb.h"
 #include "ps_server/shard.h"
 #include "ps_server/shard_store.h"
 
@@ -17,9 +18,16 @@ namespace tessera {
 // once the client has sent everything and every shard's gradient is whole,
 // finite and of the right size, applies them. Any bad chunk ends the call
 // with an error and nothing is applied. Deletes itself when done.
-class DensePushReactor final : public grpc::ServerReadReactor<TensorChunk> {
+//
+// The method is registered raw: each message is a TensorChunk's wire bytes
+// in gRPC's receive slices, parsed by hand (common/tensor_chunk_codec.h)
+// so that the gradient bytes are copied once, from the slices straight into
+// the shard's reused gradient buffer, and checked for NaN/Inf in the same
+// pass. The response is a serialized PushResponse.
+class DensePushReactor final
+    : public grpc::ServerReadReactor<grpc::ByteBuffer> {
  public:
-  DensePushReactor(ShardStore* store, PushResponse* response);
+  DensePushReactor(ShardStore* store, grpc::ByteBuffer* response);
 
   void OnReadDone(bool ok) override;
   void OnDone() override;
@@ -32,16 +40,32 @@ class DensePushReactor final : public grpc::ServerReadReactor<TensorChunk> {
     int64_t base_version = 0;
   };
 
-  absl::Status Accept(const TensorChunk& chunk);
+  absl::Status Accept(const TensorChunkView& chunk);
   absl::Status Validate() const;
   void FinishAndApply();
 
   ShardStore* const store_;
-  PushResponse* const response_;
-  TensorChunk chunk_;
+  grpc::ByteBuffer* const response_;
+  grpc::ByteBuffer message_;
+  TensorChunkParser parser_;
   std::vector<Pending> pending_;
 };
 
+namespace internal {
+
+// Copies the data of `chunk` to dst[0, chunk.data_bytes) piece by piece
+// (a piece is one of gRPC's receive slices) and checks every float in the
+// same pass (CopyFloatsAnyNonFinite), so the received bytes are read once
+// and the gradient written once. A float split between two pieces is
+// checked when the later one completes it. On a NaN or an infinity:
+// CheckFinite's error (`first_element` is the index of dst[0] within
+// `shard`), with dst partly written.
+// REQUIRES: chunk.data_bytes is a multiple of sizeof(float).
+absl::Status CopyChunkAndCheckFinite(const TensorChunkView& chunk, float* dst,
+                                     absl::string_view shard,
+                                     int64_t first_element);
+
+}  // namespace internal
 }  // namespace tessera
 
 #endif  // TESSERA_PS_SERVER_DENSE_PUSH_REACTOR_H_

@@ -21,10 +21,16 @@ class Optimizer {
   // Number of slot arrays of the values' size this optimizer needs.
   virtual int num_slots() const = 0;
 
+  // The value every element of slot `slot` starts at (Adagrad's and FTRL's
+  // accumulators start above zero). REQUIRES: 0 <= slot < num_slots().
+  virtual float slot_initial_value(int slot) const { return 0.0f; }
+
   virtual std::string name() const = 0;
 
   // Updates values[0, n) from grad[0, n) and slots[k][0, n). `t` is the
-  // 1-based count of updates this range has received, including this one.
+  // 1-based count of updates the shard has received, including this one.
+  // A row push calls it once per pushed row, so only those rows and their
+  // slots change (sparse, "lazy" updates, as TF's sparse apply ops).
   virtual void Apply(float* values, const float* grad, float* const* slots,
                      int64_t n, int64_t t) const = 0;
 };

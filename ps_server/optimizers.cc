@@ -1,6 +1,7 @@
 #include "ps_server/optimizers.h"
 
 #include <cmath>
+#include <utility>
 
 #include "Eigen/Core"
 #include "absl/strings/str_cat.h"
@@ -43,6 +44,109 @@ void AdamOptimizer::Apply(float* values, const float* grad, float* const* slots,
   w -= lr_t * m / (v.sqrt() + epsilon_);
 }
 
+void AdagradOptimizer::Apply(float* values, const float* grad,
+                             float* const* slots, int64_t n, int64_t t) const {
+  ArrayMap w(values, n), acc(slots[0], n);
+  ConstArrayMap g(grad, n);
+  acc += g.square();
+  w -= lr_ * g / (acc.sqrt() + epsilon_);
+}
+
+void FtrlOptimizer::Apply(float* values, const float* grad, float* const* slots,
+                          int64_t n, int64_t t) const {
+  float* acc = slots[0];
+  float* linear = slots[1];
+  const float l2 = o_.l2 + o_.beta / (2.0f * o_.learning_rate);
+  const float inv_lr = 1.0f / o_.learning_rate;
+  // TF special-cases the default power for speed and accuracy; so do we.
+  const bool sqrt_power = o_.learning_rate_power == -0.5f;
+  const float neg_power = -o_.learning_rate_power;
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = grad[i];
+    const float w = values[i];
+    const float shrunk = g + 2.0f * o_.l2_shrinkage * w;
+    const float new_acc = acc[i] + g * g;
+    const float new_pow =
+        sqrt_power ? std::sqrt(new_acc) : std::pow(new_acc, neg_power);
+    const float old_pow =
+        sqrt_power ? std::sqrt(acc[i]) : std::pow(acc[i], neg_power);
+    linear[i] += shrunk - (new_pow - old_pow) * inv_lr * w;
+    const float l = linear[i];
+    if (std::fabs(l) > o_.l1) {
+      const float sign = l > 0 ? 1.0f : -1.0f;
+      values[i] = (o_.l1 * sign - l) / (new_pow * inv_lr + 2.0f * l2);
+    } else {
+      values[i] = 0.0f;
+    }
+    acc[i] = new_acc;
+  }
+}
+
+namespace {
+
+absl::StatusOr<std::unique_ptr<Optimizer>> CreateAdagrad(
+    float lr, const AdagradOptions& a) {
+  const float initial =
+      a.has_initial_accumulator_value() ? a.initial_accumulator_value() : 0.1f;
+  const float epsilon = a.has_epsilon() ? a.epsilon() : 1e-7f;
+  if (!(initial >= 0) || !std::isfinite(initial)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "optimizer.adagrad.initial_accumulator_value must be a finite "
+        "number >= 0, got ",
+        initial));
+  }
+  if (!(epsilon >= 0) || !std::isfinite(epsilon) ||
+      (initial == 0 && epsilon == 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "optimizer.adagrad.epsilon must be a finite number >= 0, and > 0 "
+        "when initial_accumulator_value is 0, got ",
+        epsilon));
+  }
+  return std::make_unique<AdagradOptimizer>(lr, initial, epsilon);
+}
+
+absl::StatusOr<std::unique_ptr<Optimizer>> CreateFtrl(float lr,
+                                                      const FtrlOptions& f) {
+  FtrlOptimizer::Options o;
+  o.learning_rate = lr;
+  o.learning_rate_power =
+      f.has_learning_rate_power() ? f.learning_rate_power() : -0.5f;
+  o.initial_accumulator_value =
+      f.has_initial_accumulator_value() ? f.initial_accumulator_value() : 0.1f;
+  o.l1 = f.l1();
+  o.l2 = f.l2();
+  o.l2_shrinkage = f.l2_shrinkage();
+  o.beta = f.beta();
+  // Keras' checks, which also keep acc^-p finite.
+  if (!(o.learning_rate_power <= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("optimizer.ftrl.learning_rate_power must be <= 0, got ",
+                     o.learning_rate_power));
+  }
+  if (!(o.initial_accumulator_value >= 0) ||
+      !std::isfinite(o.initial_accumulator_value)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "optimizer.ftrl.initial_accumulator_value must be a finite number "
+        ">= 0, got ",
+        o.initial_accumulator_value));
+  }
+  const std::pair<const char*, float> nonnegative[] = {
+      {"l1", o.l1},
+      {"l2", o.l2},
+      {"l2_shrinkage", o.l2_shrinkage},
+      {"beta", o.beta}};
+  for (const auto& [field, value] : nonnegative) {
+    if (!(value >= 0) || !std::isfinite(value)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("optimizer.ftrl.", field,
+                       " must be a finite number >= 0, got ", value));
+    }
+  }
+  return std::make_unique<FtrlOptimizer>(o);
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<Optimizer>> CreateOptimizer(
     const OptimizerConfig& config) {
   const float lr = config.learning_rate();
@@ -78,9 +182,14 @@ absl::StatusOr<std::unique_ptr<Optimizer>> CreateOptimizer(
       return std::make_unique<AdamOptimizer>(lr, a.beta1(), a.beta2(),
                                              a.epsilon());
     }
+    case OptimizerConfig::kAdagrad:
+      return CreateAdagrad(lr, config.adagrad());
+    case OptimizerConfig::kFtrl:
+      return CreateFtrl(lr, config.ftrl());
     default:
       return absl::InvalidArgumentError(
-          "optimizer: no kind set (one of sgd, momentum, adam)");
+          "optimizer: no kind set (one of sgd, momentum, adam, adagrad, "
+          "ftrl)");
   }
 }
 

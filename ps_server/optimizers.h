@@ -49,6 +49,57 @@ class AdamOptimizer final : public Optimizer {
   const float lr_, beta1_, beta2_, epsilon_;
 };
 
+// Keras' Adagrad (TF's ApplyAdagradV2): acc += g^2;
+// w -= lr * g / (sqrt(acc) + epsilon). Slot 0 is the accumulator, starting
+// at initial_accumulator_value.
+class AdagradOptimizer final : public Optimizer {
+ public:
+  AdagradOptimizer(float learning_rate, float initial_accumulator_value,
+                   float epsilon)
+      : lr_(learning_rate),
+        initial_accumulator_(initial_accumulator_value),
+        epsilon_(epsilon) {}
+  int num_slots() const override { return 1; }
+  float slot_initial_value(int slot) const override {
+    return initial_accumulator_;
+  }
+  std::string name() const override { return "adagrad"; }
+  void Apply(float* values, const float* grad, float* const* slots, int64_t n,
+             int64_t t) const override;
+
+ private:
+  const float lr_, initial_accumulator_, epsilon_;
+};
+
+// FTRL-Proximal as TF's ApplyFtrlV2 / Keras' Ftrl, with p = lr_power:
+//   g' = g + 2 * l2_shrinkage * w
+//   acc' = acc + g^2
+//   linear += g' - (acc'^-p - acc^-p) / lr * w
+//   w = |linear| > l1 ? (l1 * sign(linear) - linear) /
+//                       (acc'^-p / lr + 2 * l2') : 0
+// where l2' = l2 + beta / (2 * lr) (Keras' beta). Slot 0 is the
+// accumulator (starting at initial_accumulator_value), slot 1 "linear".
+class FtrlOptimizer final : public Optimizer {
+ public:
+  struct Options {
+    float learning_rate;
+    float learning_rate_power;
+    float initial_accumulator_value;
+    float l1, l2, l2_shrinkage, beta;
+  };
+  explicit FtrlOptimizer(const Options& options) : o_(options) {}
+  int num_slots() const override { return 2; }
+  float slot_initial_value(int slot) const override {
+    return slot == 0 ? o_.initial_accumulator_value : 0.0f;
+  }
+  std::string name() const override { return "ftrl"; }
+  void Apply(float* values, const float* grad, float* const* slots, int64_t n,
+             int64_t t) const override;
+
+ private:
+  const Options o_;
+};
+
 }  // namespace tessera
 
 #endif  // TESSERA_PS_SERVER_OPTIMIZERS_H_

@@ -4,9 +4,14 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "common/byte_codec.h"
 #include "common/grpc_channel.h"
 #include "common/grpc_status.h"
+#include "common/tensor_chunk_codec.h"
+#include "grpcpp/support/byte_buffer.h"
+#include "grpcpp/support/slice.h"
+#include "grpcpp/support/sync_stream.h"
 
 namespace tessera {
 
@@ -16,7 +21,13 @@ PsClient::PsClient(std::string address, int task_index,
     : address_(std::move(address)),
       task_index_(task_index),
       options_(options),
-      stub_(ParameterServer::NewStub(channel)) {}
+      channel_(channel),
+      stub_(ParameterServer::NewStub(channel)),
+      pull_dense_method_("/tessera.ParameterServer/PullDense",
+                         grpc::internal::RpcMethod::SERVER_STREAMING, channel),
+      push_dense_method_("/tessera.ParameterServer/PushDense",
+                         grpc::internal::RpcMethod::CLIENT_STREAMING, channel) {
+}
 
 std::string PsClient::Peer(const char* call) const {
   return absl::StrCat("ps ", task_index_, " (", address_, ") ", call);
@@ -44,49 +55,57 @@ absl::Status PsClient::PullDense(absl::Span<const std::string> shards,
 
   grpc::ClientContext context;
   SetDeadline(&context, options_.timeout_s);
-  std::unique_ptr<grpc::ClientReader<TensorChunk>> reader =
-      stub_->PullDense(&context, request);
-  TensorChunk chunk;  // reused, so its buffer is allocated once
+  std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> reader(
+      grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(
+          channel_.get(), pull_dense_method_, &context, request));
+  grpc::ByteBuffer message;
+  TensorChunkParser parser;  // reused, so its vectors are allocated once
   size_t index = 0;
   int64_t received = 0;
   bool started = false;
   absl::Status bad;
-  while (reader->Read(&chunk)) {
-    if (started && chunk.offset() == 0) {
+  while (reader->Read(&message)) {
+    if (absl::Status s = parser.Parse(message); !s.ok()) {
+      bad = absl::InternalError(
+          absl::StrCat(Peer("PullDense"), ": ", s.message()));
+      context.TryCancel();
+      break;
+    }
+    const TensorChunkView& chunk = parser.chunk();
+    const TensorChunkHeader& header = chunk.header;
+    if (started && header.offset == 0) {
       ++index;
       received = 0;
     }
     started = true;
-    if (index >= shards.size() || chunk.name() != shards[index]) {
+    if (index >= shards.size() || header.name != shards[index]) {
       bad = absl::InternalError(absl::StrCat(
-          Peer("PullDense"), ": unexpected chunk of ", chunk.name()));
+          Peer("PullDense"), ": unexpected chunk of ", header.name));
       context.TryCancel();
       break;
     }
     const int64_t capacity = out[index].size() * sizeof(float);
-    if (chunk.total_bytes() != capacity) {
+    if (header.total_bytes != capacity) {
       bad = absl::InvalidArgumentError(absl::StrCat(
-          Peer("PullDense"), ": wrong shape: shard ", chunk.name(), " has ",
-          chunk.total_bytes(), " bytes, the destination ", capacity));
+          Peer("PullDense"), ": wrong shape: shard ", header.name, " has ",
+          header.total_bytes, " bytes, the destination ", capacity));
       context.TryCancel();
       break;
     }
-    const std::string& data = chunk.data();
-    if (chunk.offset() != received ||
-        received + static_cast<int64_t>(data.size()) > capacity) {
+    if (header.offset != received || received + chunk.data_bytes > capacity) {
       bad = absl::InternalError(absl::StrCat(
-          Peer("PullDense"), ": chunk of ", chunk.name(), " at byte ",
-          chunk.offset(), " does not follow byte ", received));
+          Peer("PullDense"), ": chunk of ", header.name, " at byte ",
+          header.offset, " does not follow byte ", received));
       context.TryCancel();
       break;
     }
-    if (!data.empty()) {
-      std::memcpy(reinterpret_cast<char*>(out[index].data()) + received,
-                  data.data(), data.size());
-    }
-    received += data.size();
-    if (versions != nullptr) (*versions)[index] = chunk.version();
+    // The one copy: from gRPC's receive slices into the caller's buffer.
+    chunk.CopyDataTo(reinterpret_cast<char*>(out[index].data()) + received);
+    received += chunk.data_bytes;
+    if (versions != nullptr) (*versions)[index] = header.version;
+    parser.Clear();
   }
+  parser.Clear();
   grpc::Status status = reader->Finish();
   if (!bad.ok()) return bad;
   if (!status.ok()) return FromGrpcStatus(status, Peer("PullDense"));
@@ -99,39 +118,94 @@ absl::Status PsClient::PullDense(absl::Span<const std::string> shards,
   return absl::OkStatus();
 }
 
+namespace {
+
+// Counts the gRPC slices that reference a caller's memory. gRPC may hold a
+// sent slice after the write that carried it completed (until the bytes
+// are in the socket), so memory lent to it is only free again once the
+// slice's destroy callback ran.
+class LentMemory {
+ public:
+  LentMemory() = default;
+  LentMemory(const LentMemory&) = delete;
+  LentMemory& operator=(const LentMemory&) = delete;
+  ~LentMemory() { WaitUntilReturned(); }
+
+  // A slice over bytes [data, data + size) that gRPC may keep and send
+  // from; sub-slices share its count. REQUIRES: size > 0.
+  grpc::Slice Lend(const void* data, size_t size) {
+    absl::MutexLock lock(&mu_);
+    ++lent_;
+    return grpc::Slice(const_cast<void*>(data), size, &LentMemory::Returned,
+                       this);
+  }
+
+  // Blocks until gRPC dropped every slice from Lend(). Once the call is
+  // over that is immediate in practice: the last bytes are in the socket.
+  void WaitUntilReturned() {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(
+        +[](int* lent) { return *lent == 0; }, &lent_));
+  }
+
+ private:
+  static void Returned(void* self) {
+    LentMemory* lent = static_cast<LentMemory*>(self);
+    absl::MutexLock lock(&lent->mu_);
+    --lent->lent_;
+  }
+
+  absl::Mutex mu_;
+  int lent_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace
+
 absl::Status PsClient::PushDense(
     absl::Span<const std::string> shards,
     absl::Span<const absl::Span<const float>> grads,
-    absl::Span<const int64_t> base_versions, PushResponse* response) {
+    absl::Span<const int64_t> base_versions, PushResponse* response,
+    const SyncPush* sync) {
   if (shards.size() != grads.size() ||
       (!base_versions.empty() && base_versions.size() != shards.size())) {
     return absl::InvalidArgumentError(absl::StrCat(
         Peer("PushDense"), ": ", shards.size(), " shards, ", grads.size(),
         " gradients and ", base_versions.size(), " versions"));
   }
+  // Declared first, so it is destroyed (and waits) after the call.
+  LentMemory lent;
   grpc::ClientContext context;
   SetDeadline(&context, options_.timeout_s);
-  std::unique_ptr<grpc::ClientWriter<TensorChunk>> writer =
-      stub_->PushDense(&context, response);
-  TensorChunk chunk;
-  bool write_failed = false;
-  for (size_t i = 0; i < shards.size() && !write_failed; ++i) {
-    const char* bytes = reinterpret_cast<const char*>(grads[i].data());
+  if (sync != nullptr) AttachSyncPush(*sync, &context);
+  std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> writer(
+      grpc::internal::ClientWriterFactory<grpc::ByteBuffer>::Create(
+          channel_.get(), push_dense_method_, &context, response));
+  // Whole floats per chunk: the server refuses a chunk that splits one.
+  const int64_t chunk_bytes = std::max<int64_t>(
+      sizeof(float), options_.chunk_bytes / sizeof(float) * sizeof(float));
+  TensorChunkHeader header;
+  for (size_t i = 0; i < shards.size(); ++i) {
     const int64_t total = grads[i].size() * sizeof(float);
-    chunk.set_name(shards[i]);
-    chunk.set_total_bytes(total);
-    chunk.set_version(base_versions.empty() ? 0 : base_versions[i]);
+    header.name = shards[i];
+    header.total_bytes = total;
+    header.version = base_versions.empty() ? 0 : base_versions[i];
+    // Each chunk is a small header slice plus a sub-slice of this one: the
+    // gradient is sent from the caller's memory, not copied.
+    const grpc::Slice gradient =
+        total > 0 ? lent.Lend(grads[i].data(), total) : grpc::Slice();
+    bool write_failed = false;
     int64_t offset = 0;
     do {
-      const int64_t length = std::min(options_.chunk_bytes, total - offset);
-      chunk.set_offset(offset);
-      chunk.mutable_data()->assign(bytes + offset, length);
-      if (!writer->Write(chunk)) {
+      const int64_t length = std::min(chunk_bytes, total - offset);
+      header.offset = offset;
+      if (!writer->Write(MakeTensorChunkBuffer(
+              header, gradient.sub(offset, offset + length)))) {
         write_failed = true;  // the server ended the call; Finish says why
         break;
       }
       offset += length;
     } while (offset < total);
+    if (write_failed) break;
   }
   writer->WritesDone();
   return FromGrpcStatus(writer->Finish(), Peer("PushDense"));

@@ -10,7 +10,9 @@
 #include "absl/types/span.h"
 #include "common/transport_limits.h"
 #include "grpcpp/channel.h"
+#include "grpcpp/impl/rpc_method.h"
 #include "proto/ps_service.grpc.pb.h"
+#include "ps_server/sync_push.h"
 
 namespace tessera {
 
@@ -44,11 +46,14 @@ class PsClient {
                          std::vector<int64_t>* versions);
 
   // Pushes the gradient of shards[i] from grads[i], computed from version
-  // base_versions[i] (empty: 0). All are applied, or none on error.
+  // base_versions[i] (empty: 0). All are applied, or none on error. The
+  // bytes are sent from `grads` itself, without a copy; the call returns
+  // once gRPC no longer refers to them.
   absl::Status PushDense(absl::Span<const std::string> shards,
                          absl::Span<const absl::Span<const float>> grads,
                          absl::Span<const int64_t> base_versions,
-                         PushResponse* response);
+                         PushResponse* response,
+                         const SyncPush* sync = nullptr);
 
   // Pulls the rows `ids` (ids of the whole variable) of one shard into
   // `out`, ids.size() * row_elements floats.
@@ -69,7 +74,15 @@ class PsClient {
   const std::string address_;
   const int task_index_;
   const PsClientOptions options_;
+  const std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<ParameterServer::Stub> stub_;
+  // PullDense and PushDense bypass the stub: they send and receive
+  // TensorChunks as grpc::ByteBuffers (common/tensor_chunk_codec.h), so a
+  // gradient goes out from the caller's memory and pulled values land in
+  // the caller's buffer with one copy. Registered once per client, as the
+  // stub does for its methods.
+  const grpc::internal::RpcMethod pull_dense_method_;
+  const grpc::internal::RpcMethod push_dense_method_;
 };
 
 }  // namespace tessera

@@ -29,13 +29,13 @@ grpc::ServerUnaryReactor* ParameterServerService::CreateShards(
   return reactor;
 }
 
-grpc::ServerWriteReactor<TensorChunk>* ParameterServerService::PullDense(
-    grpc::CallbackServerContext* context, const PullRequest* request) {
+grpc::ServerWriteReactor<grpc::ByteBuffer>* ParameterServerService::PullDense(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
   return new DensePullReactor(store_, *request, options_.chunk_bytes);
 }
 
-grpc::ServerReadReactor<TensorChunk>* ParameterServerService::PushDense(
-    grpc::CallbackServerContext* context, PushResponse* response) {
+grpc::ServerReadReactor<grpc::ByteBuffer>* ParameterServerService::PushDense(
+    grpc::CallbackServerContext* context, grpc::ByteBuffer* response) {
   return new DensePushReactor(store_, response);
 }
 

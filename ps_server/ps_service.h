@@ -7,6 +7,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "grpcpp/support/byte_buffer.h"
 #include "proto/ps_service.grpc.pb.h"
 #include "ps_server/shard_store.h"
 
@@ -17,11 +18,20 @@ struct PsServiceOptions {
   int64_t chunk_bytes = 1 << 20;  // largest chunk this server sends
 };
 
+// The callback service with PullDense and PushDense registered raw
+// (grpc::ByteBuffer in and out): their TensorChunks are encoded and parsed
+// by hand so the tensor bytes skip protobuf's strings. On the wire they are
+// the same messages, so generated stubs still call them.
+using DenseRawCallbackService =
+    ParameterServer::WithRawCallbackMethod_PullDense<
+        ParameterServer::WithRawCallbackMethod_PushDense<
+            ParameterServer::CallbackService>>;
+
 // The ParameterServer gRPC service over a ShardStore, with the callback
 // API: unary calls answer inline, streams run as self-deleting reactors.
 // Shutdown() only signals `shutdown_requested()`; the owner of the
 // grpc::Server stops it, after the reply has gone out.
-class ParameterServerService final : public ParameterServer::CallbackService {
+class ParameterServerService final : public DenseRawCallbackService {
  public:
   ParameterServerService(ShardStore* store, PsServiceOptions options);
 
@@ -31,11 +41,14 @@ class ParameterServerService final : public ParameterServer::CallbackService {
   grpc::ServerUnaryReactor* CreateShards(
       grpc::CallbackServerContext* context, const CreateShardsRequest* request,
       CreateShardsResponse* response) override;
-  grpc::ServerWriteReactor<TensorChunk>* PullDense(
+  // `request` is a serialized PullRequest; writes TensorChunks.
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* PullDense(
       grpc::CallbackServerContext* context,
-      const PullRequest* request) override;
-  grpc::ServerReadReactor<TensorChunk>* PushDense(
-      grpc::CallbackServerContext* context, PushResponse* response) override;
+      const grpc::ByteBuffer* request) override;
+  // Reads TensorChunks; `response` gets a serialized PushResponse.
+  grpc::ServerReadReactor<grpc::ByteBuffer>* PushDense(
+      grpc::CallbackServerContext* context,
+      grpc::ByteBuffer* response) override;
   grpc::ServerWriteReactor<RowsChunk>* PullRows(
       grpc::CallbackServerContext* context,
       const PullRowsRequest* request) override;

@@ -10,63 +10,52 @@
 
 namespace tessera {
 
-absl::StatusOr<std::vector<int64_t>> ToLocalRows(const Shard& shard,
-                                                 absl::string_view id_bytes) {
+absl::StatusOr<std::vector<int64_t>> DecodeIds(const RowTable& table,
+                                               absl::string_view id_bytes) {
   absl::StatusOr<std::vector<int64_t>> ids =
-      DecodeRaw<int64_t>(id_bytes, absl::StrCat(shard.def().name(), " ids"));
+      DecodeRaw<int64_t>(id_bytes, absl::StrCat(table.def().name(), " ids"));
   if (!ids.ok()) return ids.status();
-  const int64_t begin = shard.def().row_offset();
-  const int64_t end = begin + shard.rows();
-  for (int64_t& id : *ids) {
-    if (id < begin || id >= end) {
-      return absl::OutOfRangeError(
-          absl::StrCat("id ", id, " is out of range for shard ",
-                       shard.def().name(), ", which holds rows [", begin, ", ",
-                       end, ") of variable ", shard.def().variable()));
-    }
-    id -= begin;
-  }
+  if (absl::Status s = table.CheckIds(*ids); !s.ok()) return s;
   return ids;
 }
 
 RowPullReactor::RowPullReactor(ShardStore* store,
                                const PullRowsRequest& request,
                                int64_t chunk_bytes) {
-  absl::StatusOr<std::shared_ptr<Shard>> shard = store->Find(request.shard());
-  if (!shard.ok()) {
-    Finish(ToGrpcStatus(shard.status()));
+  absl::StatusOr<std::shared_ptr<RowTable>> table =
+      store->FindRows(request.shard());
+  if (!table.ok()) {
+    Finish(ToGrpcStatus(table.status()));
     return;
   }
-  shard_ = *std::move(shard);
-  absl::StatusOr<std::vector<int64_t>> rows =
-      ToLocalRows(*shard_, request.ids());
-  if (!rows.ok()) {
-    Finish(ToGrpcStatus(rows.status()));
+  table_ = *std::move(table);
+  absl::StatusOr<std::vector<int64_t>> ids = DecodeIds(*table_, request.ids());
+  if (!ids.ok()) {
+    Finish(ToGrpcStatus(ids.status()));
     return;
   }
-  rows_ = *std::move(rows);
+  ids_ = *std::move(ids);
   const int64_t row_bytes =
-      std::max<int64_t>(1, shard_->row_elements() * sizeof(float));
+      std::max<int64_t>(1, table_->row_elements() * sizeof(float));
   rows_per_chunk_ = std::max<int64_t>(1, chunk_bytes / row_bytes);
   NextWrite();
 }
 
 void RowPullReactor::NextWrite() {
-  const int64_t total = static_cast<int64_t>(rows_.size());
+  const int64_t total = static_cast<int64_t>(ids_.size());
   if (next_ >= total && !(total == 0 && next_ == 0)) {
     Finish(grpc::Status::OK);
     return;
   }
   const int64_t n = std::min(rows_per_chunk_, total - next_);
-  const int64_t row_elements = shard_->row_elements();
-  chunk_.set_name(shard_->def().name());
+  const int64_t row_elements = table_->row_elements();
+  chunk_.set_name(table_->def().name());
   chunk_.set_row_elements(row_elements);
   chunk_.set_first(next_);
   std::string* values = chunk_.mutable_values();
   values->resize(n * row_elements * sizeof(float));
-  chunk_.set_version(
-      shard_->ReadRows(absl::MakeConstSpan(rows_.data() + next_, n),
-                       reinterpret_cast<float*>(values->data())));
+  chunk_.set_version(table_->Read(absl::MakeConstSpan(ids_.data() + next_, n),
+                                  reinterpret_cast<float*>(values->data())));
   next_ += std::max<int64_t>(n, 1);
   StartWrite(&chunk_);
 }
@@ -100,48 +89,53 @@ void RowPushReactor::OnReadDone(bool ok) {
 }
 
 absl::Status RowPushReactor::Accept(const RowsChunk& chunk) {
-  if (pending_.empty() || pending_.back().shard->def().name() != chunk.name()) {
-    absl::StatusOr<std::shared_ptr<Shard>> shard = store_->Find(chunk.name());
-    if (!shard.ok()) return shard.status();
-    pending_.push_back(Pending{*std::move(shard), {}, {}});
+  auto it = std::find_if(pending_.begin(), pending_.end(), [&](const auto& p) {
+    return p.table->def().name() == chunk.name();
+  });
+  if (it == pending_.end()) {
+    absl::StatusOr<std::shared_ptr<RowTable>> table =
+        store_->FindRows(chunk.name());
+    if (!table.ok()) return table.status();
+    pending_.push_back(Pending{*std::move(table), {}, {}});
+    it = pending_.end() - 1;
   }
-  Pending& p = pending_.back();
-  const int64_t row_elements = p.shard->row_elements();
+  Pending& p = *it;
+  const int64_t row_elements = p.table->row_elements();
   if (chunk.row_elements() != row_elements) {
     return absl::InvalidArgumentError(absl::StrCat(
         "wrong shape: rows of shard ", chunk.name(), " have ", row_elements,
         " elements, the gradient has ", chunk.row_elements()));
   }
-  absl::StatusOr<std::vector<int64_t>> rows =
-      ToLocalRows(*p.shard, chunk.ids());
-  if (!rows.ok()) return rows.status();
-  const size_t expected = rows->size() * row_elements * sizeof(float);
+  absl::StatusOr<std::vector<int64_t>> ids = DecodeIds(*p.table, chunk.ids());
+  if (!ids.ok()) return ids.status();
+  const size_t expected = ids->size() * row_elements * sizeof(float);
   if (chunk.values().size() != expected) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "wrong shape: ", rows->size(), " ids of shard ", chunk.name(), " need ",
+        "wrong shape: ", ids->size(), " ids of shard ", chunk.name(), " need ",
         expected, " bytes of values, got ", chunk.values().size()));
   }
   const size_t old = p.grads.size();
-  p.grads.resize(old + rows->size() * row_elements);
-  if (expected > 0) {
-    std::memcpy(p.grads.data() + old, chunk.values().data(), expected);
-  }
+  p.grads.resize(old + ids->size() * row_elements);
   // Element numbers in the error count within this request's rows of the
   // shard, row-major, so "element e" is row e / row_elements of the push.
-  if (absl::Status s = CheckFinite(absl::MakeConstSpan(p.grads).subspan(old),
-                                   chunk.name(), static_cast<int64_t>(old));
-      !s.ok()) {
-    return s;
+  if (expected > 0) {
+    if (absl::Status s = CopyAndCheckFinite(
+            chunk.values().data(), ids->size() * row_elements,
+            p.grads.data() + old, chunk.name(), static_cast<int64_t>(old));
+        !s.ok()) {
+      return s;
+    }
   }
-  p.rows.insert(p.rows.end(), rows->begin(), rows->end());
+  p.ids.insert(p.ids.end(), ids->begin(), ids->end());
   return absl::OkStatus();
 }
 
 void RowPushReactor::ApplyAll() {
-  for (const Pending& p : pending_) {
+  for (Pending& p : pending_) {
+    SumDuplicateIds(&p.ids, &p.grads, p.table->row_elements());
     ShardVersion* applied = response_->add_applied();
-    applied->set_name(p.shard->def().name());
-    applied->set_version(p.shard->ApplyRows(p.rows, p.grads));
+    applied->set_name(p.table->def().name());
+    applied->set_version(p.table->Apply(p.ids, p.grads));
   }
 }
 

@@ -8,19 +8,21 @@
 #include "grpcpp/support/server_callback.h"
 #include "proto/ps_service.pb.h"
 #include "proto/tensor.pb.h"
-#include "ps_server/shard.h"
+#include "ps_server/row_table.h"
 #include "ps_server/shard_store.h"
 
 namespace tessera {
 
-// Sparse transfers address rows by their id in the whole variable; a shard
-// holding rows [row_offset, row_offset + rows) refuses any other id with
-// OutOfRange naming it.
-absl::StatusOr<std::vector<int64_t>> ToLocalRows(const Shard& shard,
-                                                 absl::string_view id_bytes);
+// Sparse transfers address rows by their id in the whole variable. A fixed
+// shard holding rows [row_offset, row_offset + rows) refuses any other id,
+// a hash-table shard any id HashShardOf routes elsewhere, with OutOfRange
+// naming it. Decodes `id_bytes` and checks the ids against `table`.
+absl::StatusOr<std::vector<int64_t>> DecodeIds(const RowTable& table,
+                                               absl::string_view id_bytes);
 
-// Streams the rows a PullRows request names, in request order, as chunks of
-// at most `chunk_bytes` of values. Deletes itself when done.
+// Streams the rows a PullRows request names, in request order (repeats
+// allowed), as chunks of at most `chunk_bytes` of values. A hash table
+// creates the rows it does not hold yet. Deletes itself when done.
 class RowPullReactor final : public grpc::ServerWriteReactor<RowsChunk> {
  public:
   RowPullReactor(ShardStore* store, const PullRowsRequest& request,
@@ -31,8 +33,8 @@ class RowPullReactor final : public grpc::ServerWriteReactor<RowsChunk> {
  private:
   void NextWrite();
 
-  std::shared_ptr<Shard> shard_;
-  std::vector<int64_t> rows_;
+  std::shared_ptr<RowTable> table_;
+  std::vector<int64_t> ids_;
   int64_t rows_per_chunk_ = 1;
   int64_t next_ = 0;
   RowsChunk chunk_;
@@ -40,7 +42,9 @@ class RowPullReactor final : public grpc::ServerWriteReactor<RowsChunk> {
 
 // Receives a PushRows stream, validates all of it (shard, ids, sizes,
 // finiteness), then applies the row gradients; nothing is applied when any
-// chunk is bad. Deletes itself when done.
+// chunk is bad. Chunks of one shard may come in any order and an id may
+// repeat: repeats are summed first (SumDuplicateIds), as Keras does. Each
+// shard named is updated once and reported once. Deletes itself when done.
 class RowPushReactor final : public grpc::ServerReadReactor<RowsChunk> {
  public:
   RowPushReactor(ShardStore* store, PushResponse* response);
@@ -49,8 +53,8 @@ class RowPushReactor final : public grpc::ServerReadReactor<RowsChunk> {
 
  private:
   struct Pending {
-    std::shared_ptr<Shard> shard;
-    std::vector<int64_t> rows;
+    std::shared_ptr<RowTable> table;
+    std::vector<int64_t> ids;
     std::vector<float> grads;
   };
   absl::Status Accept(const RowsChunk& chunk);

@@ -84,8 +84,10 @@ Shard::Shard(const ShardDef& def, const Optimizer* optimizer, int64_t rows,
   FillInitialValues(def_.initializer(), def_.row_offset() * row_elements_,
                     absl::MakeSpan(values_));
   slots_.resize(optimizer_->num_slots());
-  for (auto& slot : slots_) {
-    slot.assign(values_.size(), 0.0f);
+  for (size_t k = 0; k < slots_.size(); ++k) {
+    auto& slot = slots_[k];
+    slot.assign(values_.size(),
+                optimizer_->slot_initial_value(static_cast<int>(k)));
     slot_ptrs_.push_back(slot.data());
   }
 }

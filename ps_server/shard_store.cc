@@ -12,7 +12,7 @@ absl::Status ShardStore::Create(const CreateShardsRequest& request,
 
   const std::string optimizer_text = request.optimizer().SerializeAsString();
   absl::MutexLock lock(&mu_);
-  std::vector<std::unique_ptr<Shard>> created;
+  std::vector<Entry> created;
   absl::flat_hash_map<std::string, const ShardDef*> seen;
   int existing = 0;
   for (const ShardDef& def : request.shards()) {
@@ -30,7 +30,7 @@ absl::Status ShardStore::Create(const CreateShardsRequest& request,
     }
     auto it = shards_.find(def.name());
     if (it != shards_.end()) {
-      if (it->second.shard->def().SerializeAsString() !=
+      if (it->second.rows->def().SerializeAsString() !=
           def.SerializeAsString()) {
         return absl::AlreadyExistsError(absl::StrCat(
             "shard ", def.name(), " exists with a different definition"));
@@ -42,14 +42,23 @@ absl::Status ShardStore::Create(const CreateShardsRequest& request,
       ++existing;
       continue;
     }
+    if (def.hash_table()) {
+      absl::StatusOr<std::unique_ptr<HashTable>> table =
+          HashTable::Create(def, optimizer->get());
+      if (!table.ok()) return table.status();
+      created.push_back(Entry{nullptr, *std::move(table), optimizer_text});
+      continue;
+    }
     absl::StatusOr<std::unique_ptr<Shard>> shard =
         Shard::Create(def, optimizer->get());
     if (!shard.ok()) return shard.status();
-    created.push_back(*std::move(shard));
+    std::shared_ptr<Shard> fixed = *std::move(shard);
+    created.push_back(
+        Entry{fixed, std::make_shared<FixedRowTable>(fixed), optimizer_text});
   }
-  for (auto& shard : created) {
-    std::string name = shard->def().name();
-    shards_.emplace(std::move(name), Entry{std::move(shard), optimizer_text});
+  for (Entry& entry : created) {
+    std::string name = entry.rows->def().name();
+    shards_.emplace(std::move(name), std::move(entry));
   }
   if (!created.empty()) optimizers_.push_back(*std::move(optimizer));
   response->set_created(static_cast<int32_t>(created.size()));
@@ -65,7 +74,24 @@ absl::StatusOr<std::shared_ptr<Shard>> ShardStore::Find(
     return absl::NotFoundError(
         absl::StrCat("unknown variable shard \"", name, "\""));
   }
+  if (it->second.shard == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("shard \"", name,
+                     "\" is a hash table: it has rows by id (PullRows, "
+                     "PushRows), not a dense value"));
+  }
   return it->second.shard;
+}
+
+absl::StatusOr<std::shared_ptr<RowTable>> ShardStore::FindRows(
+    const std::string& name) const {
+  absl::MutexLock lock(&mu_);
+  auto it = shards_.find(name);
+  if (it == shards_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("unknown variable shard \"", name, "\""));
+  }
+  return it->second.rows;
 }
 
 int64_t ShardStore::num_shards() const {
@@ -77,7 +103,7 @@ int64_t ShardStore::resident_bytes() const {
   absl::MutexLock lock(&mu_);
   int64_t total = 0;
   for (const auto& [name, entry] : shards_) {
-    total += entry.shard->resident_bytes();
+    total += entry.rows->resident_bytes();
   }
   return total;
 }

@@ -11,12 +11,16 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "proto/ps_service.pb.h"
+#include "ps_server/hash_table.h"
 #include "ps_server/optimizer.h"
+#include "ps_server/row_table.h"
 #include "ps_server/shard.h"
 
 namespace tessera {
 
-// The shards one parameter server holds, by name.
+// The shards one parameter server holds, by name: fixed row ranges of
+// variables (Shard) and shards of growing tables (HashTable, for the
+// definitions with hash_table set).
 //
 // Thread safety: all methods may be called concurrently. Shards are handed
 // out as shared_ptr so a request keeps its shard alive while it works.
@@ -32,15 +36,22 @@ class ShardStore {
   absl::Status Create(const CreateShardsRequest& request,
                       CreateShardsResponse* response);
 
-  // NotFound naming the shard when it does not exist.
+  // NotFound naming the shard when it does not exist; FailedPrecondition
+  // when it is a hash table, which has no dense value.
   absl::StatusOr<std::shared_ptr<Shard>> Find(const std::string& name) const;
+
+  // The shard as rows by id, for either kind; NotFound when it does not
+  // exist.
+  absl::StatusOr<std::shared_ptr<RowTable>> FindRows(
+      const std::string& name) const;
 
   int64_t num_shards() const;
   int64_t resident_bytes() const;
 
  private:
   struct Entry {
-    std::shared_ptr<Shard> shard;
+    std::shared_ptr<Shard> shard;  // null for a hash table
+    std::shared_ptr<RowTable> rows;
     std::string optimizer;  // serialized OptimizerConfig it was made with
   };
 

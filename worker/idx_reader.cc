@@ -28,10 +28,14 @@ constexpr int kMaxDims = 4;
 constexpr unsigned kGzBufferBytes = 1 << 20;
 // gzread takes an unsigned and returns an int, so reads are chunked.
 constexpr int64_t kReadChunkBytes = int64_t{1} << 24;
-// Cap on the up-front reservation: a corrupt header may declare far more data
-// than the file holds, and that should surface as DataLoss, not as an
-// allocation failure.
+// Cap on the reservation: a corrupt header may declare far more data than
+// the file holds, and that should surface as DataLoss, not as an allocation
+// failure.
 constexpr int64_t kMaxReserveBytes = int64_t{1} << 26;
+// Data read before anything is reserved, so a tiny corrupt file declaring
+// gigabytes costs this much rather than kMaxReserveBytes plus a zeroed
+// kReadChunkBytes chunk (which made tests/fuzz/idx_reader_fuzzer crawl).
+constexpr int64_t kFirstChunkBytes = int64_t{1} << 16;
 
 struct GzCloser {
   void operator()(gzFile_s* f) const { gzclose(f); }
@@ -199,12 +203,15 @@ absl::StatusOr<IdxArray> ReadIdx(const std::string& path, int64_t first_item,
   IdxArray out;
   out.dims = header->dims;
   out.dims[0] = num_items;
-  out.data.reserve(static_cast<size_t>(std::min(want, kMaxReserveBytes)));
   // Grow as data arrives rather than allocating `want` up front; see
-  // kMaxReserveBytes.
+  // kMaxReserveBytes and kFirstChunkBytes.
   while (static_cast<int64_t>(out.data.size()) < want) {
     const int64_t have = static_cast<int64_t>(out.data.size());
-    const int64_t chunk = std::min(want - have, kReadChunkBytes);
+    if (have == kFirstChunkBytes) {
+      out.data.reserve(static_cast<size_t>(std::min(want, kMaxReserveBytes)));
+    }
+    const int64_t chunk =
+        std::min(want - have, have == 0 ? kFirstChunkBytes : kReadChunkBytes);
     out.data.resize(static_cast<size_t>(have + chunk));
     absl::StatusOr<int64_t> got =
         ReadUpTo(f, path, out.data.data() + have, chunk);

@@ -99,11 +99,31 @@ absl::Status ShardedParameters::PullAll() {
   });
 }
 
-absl::Status ShardedParameters::PushAll() {
-  return ForEachServer([](ServerGroup& g) {
-    PushResponse response;
-    return g.client->PushDense(g.shards, g.grads, g.versions, &response);
+absl::Status ShardedParameters::PushAll(const SyncPush* sync,
+                                        PushOutcome* outcome) {
+  absl::Status s = ForEachServer([sync](ServerGroup& g) {
+    g.response.Clear();
+    return g.client->PushDense(g.shards, g.grads, g.versions, &g.response,
+                               sync);
   });
+  if (!s.ok()) return s;
+  outcome->staleness.clear();
+  outcome->late_shards = 0;
+  for (const ServerGroup& g : groups_) {
+    outcome->late_shards += g.response.late_size();
+    if (sync != nullptr) continue;
+    // The update this push made is version v; it was computed from the
+    // pulled version, so v - 1 - pulled updates came in between.
+    for (const ShardVersion& applied : g.response.applied()) {
+      for (size_t i = 0; i < g.shards.size(); ++i) {
+        if (g.shards[i] != applied.name()) continue;
+        outcome->staleness.push_back(
+            std::max<int64_t>(0, applied.version() - 1 - g.versions[i]));
+        break;
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 std::vector<absl::Span<const float>> ShardedParameters::values() const {

@@ -34,8 +34,17 @@ class ShardedParameters {
 
   // Pulls every shard, all parameter servers in parallel.
   absl::Status PullAll();
-  // Pushes the gradient buffers, all parameter servers in parallel.
-  absl::Status PushAll();
+  // What the parameter servers said about a push.
+  struct PushOutcome {
+    // Async: per shard, updates by others between this worker's pull and
+    // its own update.
+    std::vector<int64_t> staleness;
+    // Sync: shards where the gradient came too late for its step.
+    int late_shards = 0;
+  };
+  // Pushes the gradient buffers, all parameter servers in parallel; in
+  // sync mode (sync != nullptr) as the gradient of one global step.
+  absl::Status PushAll(const SyncPush* sync, PushOutcome* outcome);
 
   std::vector<absl::Span<const float>> values() const;
   std::vector<absl::Span<float>> gradients();
@@ -48,6 +57,7 @@ class ShardedParameters {
     std::vector<absl::Span<float>> values;
     std::vector<absl::Span<const float>> grads;
     std::vector<int64_t> versions;
+    PushResponse response;
   };
 
   ShardedParameters() = default;

@@ -34,11 +34,13 @@ absl::StatusOr<int64_t> ExampleCount(const std::string& path, int64_t cap) {
 
 TrainingWorker::TrainingWorker(ClusterSpec cluster,
                                std::unique_ptr<Backend> backend,
-                               PsClientOptions ps_options)
+                               PsClientOptions ps_options,
+                               AllReducer* all_reducer)
     : cluster_(std::move(cluster)),
       backend_(std::move(backend)),
       ps_options_(ps_options),
-      device_name_(backend_->device_name()) {}
+      device_name_(backend_->device_name()),
+      all_reducer_(all_reducer) {}
 
 absl::Status TrainingWorker::DrainPrefetch() {
   if (!prefetch_.valid()) return absl::OkStatus();
@@ -75,6 +77,30 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& config,
   absl::StatusOr<std::unique_ptr<MlpModel>> model =
       MlpModel::Create(config.model(), backend_.get());
   if (!model.ok()) return model.status();
+  absl::StatusOr<TrainingMode> mode = ParseTrainingMode(config.mode());
+  if (!mode.ok()) return mode.status();
+
+  std::unique_ptr<MirroredParameters> mirrored;
+  if (mode->kind == TrainingMode::Kind::kMirrored) {
+    if (all_reducer_ == nullptr ||
+        all_reducer_->num_ranks() != config.num_workers() ||
+        all_reducer_->rank() != config.worker_index()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "mirrored mode: the job has ", config.num_workers(),
+          " workers and names this one ", config.worker_index(),
+          ", but this worker's all-reduce group was started as rank ",
+          all_reducer_ ? all_reducer_->rank() : -1, " of ",
+          all_reducer_ ? all_reducer_->num_ranks() : 0));
+    }
+    // Every replica builds the same initial values from the same seed.
+    absl::StatusOr<std::vector<VariableDef>> variables =
+        ModelVariables(config.model(), config.seed());
+    if (!variables.ok()) return variables.status();
+    absl::StatusOr<std::unique_ptr<MirroredParameters>> replica =
+        MirroredParameters::Create(*variables, config.optimizer());
+    if (!replica.ok()) return replica.status();
+    mirrored = *std::move(replica);
+  }
 
   std::vector<std::unique_ptr<PsClient>> clients;
   std::vector<PsClient*> raw;
@@ -84,11 +110,16 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& config,
         ps[k], static_cast<int>(k), MakeChannel(ps[k]), ps_options_));
     raw.push_back(clients.back().get());
   }
-  absl::StatusOr<std::unique_ptr<ShardedParameters>> params =
-      ShardedParameters::Create((*model)->variables(), config.variables(), raw);
-  if (!params.ok()) return params.status();
+  std::unique_ptr<ShardedParameters> params;
+  if (mirrored == nullptr) {
+    absl::StatusOr<std::unique_ptr<ShardedParameters>> sharded =
+        ShardedParameters::Create((*model)->variables(), config.variables(),
+                                  raw);
+    if (!sharded.ok()) return sharded.status();
+    params = *std::move(sharded);
+  }
   std::unique_ptr<ShardedParameters> spare;
-  if (config.prefetch_parameters()) {
+  if (config.prefetch_parameters() && mirrored == nullptr) {
     absl::StatusOr<std::unique_ptr<ShardedParameters>> second =
         ShardedParameters::Create((*model)->variables(), config.variables(),
                                   raw);
@@ -98,11 +129,13 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& config,
 
   // Only now, with everything valid, replace the old state.
   config_ = config;
+  mode_ = *mode;
   train_size_ = *train_size;
   clients_ = std::move(clients);
   model_ = *std::move(model);
-  params_ = *std::move(params);
+  params_ = std::move(params);
   spare_ = std::move(spare);
+  mirrored_ = std::move(mirrored);
   absl::StatusOr<const MnistDataset*> own =
       TrainShard(config.train_begin(), config.train_end());
   if (!own.ok()) return own.status();
@@ -131,7 +164,7 @@ absl::StatusOr<const MnistDataset*> TrainingWorker::TrainShard(int64_t begin,
 
 absl::Status TrainingWorker::RunStep(const StepRequest& request,
                                      StepResponse* response) {
-  if (params_ == nullptr) {
+  if (!configured()) {
     return absl::FailedPreconditionError("worker is not configured yet");
   }
   const int64_t begin = request.shard_begin(), end = request.shard_end();
@@ -143,9 +176,15 @@ absl::Status TrainingWorker::RunStep(const StepRequest& request,
   absl::StatusOr<std::vector<int64_t>> ids =
       DecodeRaw<int64_t>(request.example_ids(), "example_ids");
   if (!ids.ok()) return ids.status();
-  if (ids->empty()) {
+  if (ids->empty() && mirrored_ == nullptr) {
     return absl::InvalidArgumentError(
         absl::StrCat("step ", request.step(), " names no examples"));
+  }
+  if (mirrored_ != nullptr && ids->empty()) {
+    // This replica has no data left in the epoch but takes part in the
+    // all-reduce with a zero gradient.
+    mirrored_->ZeroGradients();
+    return MirroredUpdate(0, response);
   }
   for (int64_t id : *ids) {
     if (id < begin || id >= end) {
@@ -173,14 +212,19 @@ absl::Status TrainingWorker::RunStep(const StepRequest& request,
   }
 
   auto t0 = std::chrono::steady_clock::now();
-  if (absl::Status s = PrepareParameters(); !s.ok()) return s;
+  if (mirrored_ == nullptr) {
+    if (absl::Status s = PrepareParameters(); !s.ok()) return s;
+  }
   response->set_pull_us(MicrosSince(t0));
 
   auto t1 = std::chrono::steady_clock::now();
-  if (absl::Status s = model_->SetParameters(params_->values()); !s.ok()) {
+  if (absl::Status s = model_->SetParameters(
+          mirrored_ ? mirrored_->values() : params_->values());
+      !s.ok()) {
     return s;
   }
-  std::vector<absl::Span<float>> grads = params_->gradients();
+  std::vector<absl::Span<float>> grads =
+      mirrored_ ? mirrored_->gradients() : params_->gradients();
   absl::StatusOr<BatchResult> result =
       model_->TrainStep(batch_x_.data(), batch_y_.data(), batch,
                         DeriveSeed(config_.seed(), request.step()), grads);
@@ -189,19 +233,47 @@ absl::Status TrainingWorker::RunStep(const StepRequest& request,
   if (absl::Status s = backend_->Synchronize(); !s.ok()) return s;
   response->set_compute_us(MicrosSince(t1));
 
-  auto t2 = std::chrono::steady_clock::now();
-  if (absl::Status s = params_->PushAll(); !s.ok()) return s;
-  response->set_push_us(MicrosSince(t2));
-
   response->set_loss(static_cast<float>(result->loss_sum / batch));
   response->set_examples(batch);
   response->set_correct(result->correct);
+
+  if (mirrored_ != nullptr) {
+    mirrored_->SetWeight(static_cast<double>(batch));
+    return MirroredUpdate(batch, response);
+  }
+  auto t2 = std::chrono::steady_clock::now();
+  SyncPush sync;
+  sync.step = request.sync_step();
+  sync.required = request.sync_required();
+  ShardedParameters::PushOutcome outcome;
+  if (absl::Status s =
+          params_->PushAll(sync.required > 0 ? &sync : nullptr, &outcome);
+      !s.ok()) {
+    return s;
+  }
+  response->set_push_us(MicrosSince(t2));
+  for (int64_t st : outcome.staleness) response->add_staleness(st);
+  response->set_late_shards(outcome.late_shards);
+  return absl::OkStatus();
+}
+
+absl::Status TrainingWorker::MirroredUpdate(int64_t batch,
+                                            StepResponse* response) {
+  auto t = std::chrono::steady_clock::now();
+  if (absl::Status s = all_reducer_->AllReduce(mirrored_->reduce_buffer());
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = mirrored_->ApplyReduced(); !s.ok()) return s;
+  response->set_push_us(MicrosSince(t));
+  response->set_replica_checksum(mirrored_->Checksum());
+  if (batch == 0) response->set_examples(0);
   return absl::OkStatus();
 }
 
 absl::Status TrainingWorker::Evaluate(const EvaluateRequest& request,
                                       EvaluateResponse* response) {
-  if (params_ == nullptr) {
+  if (!configured()) {
     return absl::FailedPreconditionError("worker is not configured yet");
   }
   if (test_set_ == nullptr) {
@@ -219,11 +291,17 @@ absl::Status TrainingWorker::Evaluate(const EvaluateRequest& request,
         "evaluation range [", begin, ", ", end, ") is not inside the ",
         test_set_->size, " test examples"));
   }
-  // Evaluate the freshest parameters, not a prefetched set.
-  DrainPrefetch().IgnoreError();
-  if (absl::Status s = params_->PullAll(); !s.ok()) return s;
-  if (absl::Status s = model_->SetParameters(params_->values()); !s.ok()) {
-    return s;
+  if (mirrored_ != nullptr) {
+    if (absl::Status s = model_->SetParameters(mirrored_->values()); !s.ok()) {
+      return s;
+    }
+  } else {
+    // Evaluate the freshest parameters, not a prefetched set.
+    DrainPrefetch().IgnoreError();
+    if (absl::Status s = params_->PullAll(); !s.ok()) return s;
+    if (absl::Status s = model_->SetParameters(params_->values()); !s.ok()) {
+      return s;
+    }
   }
   // Evaluate in slices so activation buffers stay small.
   constexpr int64_t kSlice = 1000;

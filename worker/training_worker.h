@@ -10,9 +10,12 @@
 
 #include "absl/status/status.h"
 #include "common/cluster_spec.h"
+#include "common/training_mode.h"
 #include "proto/worker_service.pb.h"
 #include "ps_server/ps_client.h"
+#include "worker/all_reducer.h"
 #include "worker/backend.h"
+#include "worker/mirrored_parameters.h"
 #include "worker/mlp_model.h"
 #include "worker/mnist_dataset.h"
 #include "worker/sharded_parameters.h"
@@ -26,8 +29,10 @@ namespace tessera {
 // Thread safety: one call at a time; the service serialises them.
 class TrainingWorker {
  public:
+  // `all_reducer` (may be null: no mirrored training) is this worker's
+  // rank among the job's workers and must outlive the worker.
   TrainingWorker(ClusterSpec cluster, std::unique_ptr<Backend> backend,
-                 PsClientOptions ps_options);
+                 PsClientOptions ps_options, AllReducer* all_reducer = nullptr);
 
   absl::Status Configure(const WorkerConfig& config,
                          ConfigureResponse* response);
@@ -46,6 +51,10 @@ class TrainingWorker {
   // there is one, else a fresh pull; starts the next prefetch if enabled.
   absl::Status PrepareParameters();
 
+  // The mirrored step after the forward and backward pass: all-reduce the
+  // weighted gradients and apply them to this replica.
+  absl::Status MirroredUpdate(int64_t batch, StepResponse* response);
+
   // The training examples [begin, end), loaded on first use.
   absl::StatusOr<const MnistDataset*> TrainShard(int64_t begin, int64_t end);
 
@@ -53,8 +62,12 @@ class TrainingWorker {
   const std::unique_ptr<Backend> backend_;
   const PsClientOptions ps_options_;
   const std::string device_name_;
+  AllReducer* const all_reducer_;
 
   WorkerConfig config_;
+  TrainingMode mode_;
+  // Mirrored mode: this worker's full replica (params_ stays null).
+  std::unique_ptr<MirroredParameters> mirrored_;
   int64_t train_size_ = 0;  // examples in the training file (or subset)
   std::vector<std::unique_ptr<PsClient>> clients_;
   std::unique_ptr<MlpModel> model_;

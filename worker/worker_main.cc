@@ -14,6 +14,7 @@
 #include "worker/device_choice.h"
 #include "worker/gpu_probe.h"
 #include "worker/training_worker.h"
+#include "worker/ring_allreduce.h"
 #include "worker/worker_service.h"
 
 DEFINE_string(device, "auto",
@@ -59,11 +60,27 @@ int main(int argc, char** argv) {
 
   tessera::PsClientOptions ps_options;
   ps_options.chunk_bytes = FLAGS_chunk_bytes;
-  tessera::TrainingWorker worker(cluster, *std::move(backend), ps_options);
+  // This worker's rank in the all-reduce group of mirrored training. It
+  // serves on the worker's own port; only mirrored jobs use it.
+  const std::vector<std::string>& peers = cluster.tasks("worker");
+  absl::StatusOr<std::unique_ptr<tessera::RingAllReduce>> ring =
+      tessera::RingAllReduce::Create(task_index,
+                                     static_cast<int>(peers.size()));
+  if (!ring.ok()) {
+    LOG(ERROR) << ring.status().message();
+    return 2;
+  }
+  if (absl::Status s = (*ring)->SetPeers(peers); !s.ok()) {
+    LOG(ERROR) << s.message();
+    return 2;
+  }
+  tessera::TrainingWorker worker(cluster, *std::move(backend), ps_options,
+                                 ring->get());
   tessera::WorkerService service(&worker, task_index);
 
-  std::unique_ptr<grpc::Server> server =
-      tessera::StartServer(address, &service);
+  std::unique_ptr<grpc::Server> server = tessera::StartServer(
+      address, &service,
+      [&](grpc::ServerBuilder* builder) { (*ring)->RegisterService(builder); });
   if (server == nullptr) return 1;
   LOG(INFO) << "worker " << task_index << " serving at " << address;
   const std::string why =

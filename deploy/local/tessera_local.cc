@@ -52,7 +52,8 @@
 #include "glog/logging.h"
 #include "nlohmann/json.hpp"
 
-DEFINE_int32(num_ps, 2, "Number of parameter servers to start.");
+DEFINE_int32(num_ps, 2,
+             "Number of parameter servers to start (0: mirrored training).");
 DEFINE_int32(num_workers, 2, "Number of workers to start.");
 DEFINE_string(run_dir, "",
               "Folder for cluster.json, the process logs and the "
@@ -548,9 +549,9 @@ int main(int argc, char** argv) {
                                 /*remove_flags=*/true);
   google::InitGoogleLogging(argv[0]);
 
-  if (FLAGS_num_ps < 1 || FLAGS_num_workers < 1 || FLAGS_grace_period_s < 0) {
+  if (FLAGS_num_ps < 0 || FLAGS_num_workers < 1 || FLAGS_grace_period_s < 0) {
     absl::FPrintF(stderr,
-                  "tessera_local: need --num_ps >= 1, --num_workers >= 1 and "
+                  "tessera_local: need --num_ps >= 0, --num_workers >= 1 and "
                   "--grace_period_s >= 0\n");
     return tessera::kExitFailure;
   }

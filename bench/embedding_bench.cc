@@ -1,0 +1,654 @@
+// bench_embedding: sparse embedding tables on parameter servers.
+//
+// --mode is a comma-separated list of:
+//   memory      For each --dims and optimizer (sgd, adagrad), a forked child
+//               creates one hash-table shard of --mem_rows rows (by pulling
+//               them) and reports its resident bytes by the table's own
+//               accounting and by VmRSS (after - before), against
+//               rows * dim * 4 * (1 + slots) and the 1.25 x bound.
+//   throughput  One in-process parameter server on loopback. --clients
+//               threads each loop: draw --batch ids from a Zipf(--zipf_s)
+//               law over --vocab ids, deduplicate them (as a worker does),
+//               PullRows the unique ids, PushRows one gradient row per id
+//               (Adagrad). Reports unique rows pulled and pushed per second,
+//               for hash tables and for fixed tables (--fixed_rows rows,
+//               one lock per shard) at each of --dims.
+//   scale       --scale_servers parameter servers, each its own forked
+//               process on loopback, hold one shard each of a dim-16
+//               Adagrad hash table. --scale_workers client threads first
+//               create --scale_rows rows (pulls of every id, routed with
+//               HashShardOf), then train --scale_steps steps of
+//               --scale_batch examples x --scale_features ids drawn from a
+//               Zipf law over those ids: dedupe, route, pull, push. Reports
+//               rows, accounted bytes and VmRSS per server, and examples/s.
+// The default runs memory and throughput; the scale run takes ~7 GB.
+//
+// Progress goes to stderr, the tables to stdout. Exit status 0 unless a
+// call fails.
+
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "common/grpc_channel.h"
+#include "gflags/gflags.h"
+#include "glog/logging.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server.h"
+#include "grpcpp/server_builder.h"
+#include "partitioners/hash_routing.h"
+#include "ps_server/hash_table.h"
+#include "ps_server/optimizer.h"
+#include "ps_server/ps_client.h"
+#include "ps_server/ps_service.h"
+#include "ps_server/shard_store.h"
+
+DEFINE_string(mode, "memory,throughput",
+              "Comma-separated: memory, throughput, scale.");
+DEFINE_string(dims, "16,64", "Embedding dimensions to measure.");
+DEFINE_int64(mem_rows, 3000000, "Rows of the memory measurement's table.");
+DEFINE_int64(vocab, 10000000, "Distinct ids the Zipf law draws from.");
+DEFINE_double(zipf_s, 1.05, "Zipf exponent.");
+DEFINE_int32(batch, 4096, "Ids per batch, before deduplication.");
+DEFINE_string(clients, "1,4", "Client threads for the throughput runs.");
+DEFINE_double(seconds, 5, "Timed seconds per throughput measurement.");
+DEFINE_int64(fixed_rows, 1000000,
+             "Rows of the fixed table in the throughput runs (Zipf ranks "
+             "fold onto them); 0 skips fixed tables.");
+DEFINE_int64(scale_rows, 40000000, "Rows of the scale run, in total.");
+DEFINE_int32(scale_servers, 4, "Parameter servers of the scale run.");
+DEFINE_int32(scale_workers, 4, "Client threads of the scale run.");
+DEFINE_int32(scale_steps, 200, "Training steps of the scale run.");
+DEFINE_int32(scale_batch, 512, "Examples per step of the scale run.");
+DEFINE_int32(scale_features, 26, "Ids per example of the scale run.");
+
+namespace tessera {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+// "VmRSS" or "VmHWM" of this process from /proc/self/status, in bytes.
+int64_t ProcStatusBytes(const std::string& key) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key + ":", 0) == 0) {
+      int64_t kb = 0;
+      std::sscanf(line.c_str() + key.size() + 1, "%ld", &kb);
+      return kb * 1024;
+    }
+  }
+  return 0;
+}
+
+std::vector<int64_t> ParseList(const std::string& text) {
+  std::vector<int64_t> out;
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    int64_t v;
+    if (absl::SimpleAtoi(part, &v)) out.push_back(v);
+  }
+  return out;
+}
+
+bool HasMode(const std::string& mode) {
+  for (absl::string_view m : absl::StrSplit(FLAGS_mode, ',')) {
+    if (m == mode) return true;
+  }
+  return false;
+}
+
+// Zipf ranks in [1, n] with P(k) ~ k^-s, by Hörmann and Derflinger's
+// rejection-inversion (as Apache Commons RNG's sampler): O(1) per draw and
+// no table, whatever n.
+class ZipfSampler {
+ public:
+  ZipfSampler(int64_t n, double s) : n_(n), s_(s) {
+    h_integral_x1_ = HIntegral(1.5) - 1.0;
+    h_integral_n_ = HIntegral(n + 0.5);
+    s2_ = 2.0 - HIntegralInverse(HIntegral(2.5) - H(2.0));
+  }
+
+  int64_t operator()(std::mt19937_64& rng) const {
+    std::uniform_real_distribution<double> uniform(0.0, 1.0);
+    while (true) {
+      const double u =
+          h_integral_n_ + uniform(rng) * (h_integral_x1_ - h_integral_n_);
+      const double x = HIntegralInverse(u);
+      int64_t k = static_cast<int64_t>(x + 0.5);
+      k = std::clamp<int64_t>(k, 1, n_);
+      if (k - x <= s2_ || u >= HIntegral(k + 0.5) - H(k)) return k;
+    }
+  }
+
+ private:
+  double H(double x) const { return std::exp(-s_ * std::log(x)); }
+  double HIntegral(double x) const {
+    const double log_x = std::log(x);
+    return Helper2((1.0 - s_) * log_x) * log_x;
+  }
+  double HIntegralInverse(double x) const {
+    double t = x * (1.0 - s_);
+    if (t < -1.0) t = -1.0;
+    return std::exp(Helper1(t) * x);
+  }
+  static double Helper1(double x) {
+    return std::fabs(x) > 1e-8 ? std::log1p(x) / x
+                               : 1.0 - x * (0.5 - x * (1.0 / 3.0 - 0.25 * x));
+  }
+  static double Helper2(double x) {
+    return std::fabs(x) > 1e-8
+               ? std::expm1(x) / x
+               : 1.0 + x * 0.5 * (1.0 + x * (1.0 / 3.0) * (1.0 + 0.25 * x));
+  }
+
+  const int64_t n_;
+  const double s_;
+  double h_integral_x1_, h_integral_n_, s2_;
+};
+
+// Hash-table ids of Zipf rank k: scattered over int64 like hashed
+// categorical values (odd multiplier: one id per rank).
+int64_t HashId(int64_t rank) {
+  return static_cast<int64_t>(static_cast<uint64_t>(rank) *
+                              0x9E3779B97F4A7C15ull);
+}
+
+OptimizerConfig OptimizerNamed(const std::string& name) {
+  OptimizerConfig config;
+  config.set_learning_rate(0.01f);
+  if (name == "sgd") {
+    config.mutable_sgd();
+  } else {
+    config.mutable_adagrad();
+  }
+  return config;
+}
+
+ShardDef HashDef(const std::string& variable, int64_t dim, int index,
+                 int num_shards, int64_t expected_rows) {
+  ShardDef def;
+  def.set_name(absl::StrCat(variable, "/part_", index));
+  def.set_variable(variable);
+  def.set_index(index);
+  def.set_dtype(DT_FLOAT);
+  def.set_hash_table(true);
+  def.set_dim(dim);
+  def.set_num_shards(num_shards);
+  def.set_expected_rows(expected_rows);
+  Initializer* init = def.mutable_initializer();
+  init->set_kind(Initializer::UNIFORM);
+  init->set_minval(-0.05f);
+  init->set_maxval(0.05f);
+  init->set_seed(7);
+  return def;
+}
+
+// ---- memory ---------------------------------------------------------------
+
+// Runs in a forked child so that every measurement starts from a fresh heap.
+void MeasureMemoryChild(int64_t dim, const std::string& optimizer_name,
+                        int64_t rows) {
+  absl::StatusOr<std::unique_ptr<Optimizer>> optimizer =
+      CreateOptimizer(OptimizerNamed(optimizer_name));
+  CHECK(optimizer.ok()) << optimizer.status();
+  const int64_t before = ProcStatusBytes("VmRSS");
+  absl::StatusOr<std::unique_ptr<HashTable>> table =
+      HashTable::Create(HashDef("mem", dim, 0, 1, rows), optimizer->get());
+  CHECK(table.ok()) << table.status();
+  std::vector<int64_t> ids(4096);
+  std::vector<float> sink(ids.size() * dim);
+  const auto start = Clock::now();
+  for (int64_t next = 0; next < rows;) {
+    ids.resize(std::min<int64_t>(4096, rows - next));
+    for (int64_t& id : ids) id = HashId(++next);
+    (*table)->Read(ids, sink.data());
+  }
+  const double seconds = Seconds(start);
+  const int64_t rss = ProcStatusBytes("VmRSS") - before;
+  const int slots = (*optimizer)->num_slots();
+  const double payload = static_cast<double>(rows) * dim * 4 * (1 + slots);
+  const int64_t accounted = (*table)->resident_bytes();
+  std::printf(
+      "%-8s %4ld %10ld %6ld %10.1f %10.1f %10.1f %8.3f %8.3f %8s %9.2f\n",
+      optimizer_name.c_str(), dim, (*table)->rows(), (*table)->record_bytes(),
+      payload / 1e6, accounted / 1e6, rss / 1e6, accounted / payload,
+      rss / payload, rss <= 1.25 * payload ? "yes" : "NO",
+      rows / seconds / 1e6);
+  std::fflush(stdout);
+}
+
+void RunMemory(const std::vector<int64_t>& dims) {
+  std::printf(
+      "\nmemory: one hash-table shard of %ld rows; payload = rows x dim x 4 "
+      "x (1 + slots); rss = VmRSS after - before (fresh process)\n",
+      FLAGS_mem_rows);
+  std::printf("%-8s %4s %10s %6s %10s %10s %10s %8s %8s %8s %9s\n", "optim",
+              "dim", "rows", "rec_B", "payload_MB", "account_MB", "rss_MB",
+              "acct/pl", "rss/pl", "<=1.25", "Mrows/s");
+  std::fflush(stdout);
+  for (int64_t dim : dims) {
+    for (const char* optimizer : {"adagrad", "sgd"}) {
+      const pid_t pid = fork();
+      if (pid == 0) {
+        MeasureMemoryChild(dim, optimizer, FLAGS_mem_rows);
+        _exit(0);
+      }
+      int status = 0;
+      waitpid(pid, &status, 0);
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        LOG(ERROR) << "memory child for dim " << dim << " failed";
+      }
+    }
+  }
+}
+
+// ---- throughput -----------------------------------------------------------
+
+struct Batches {
+  std::vector<std::vector<int64_t>> ranks;  // Zipf ranks, --batch each
+};
+
+Batches MakeBatches(int count) {
+  Batches b;
+  ZipfSampler zipf(FLAGS_vocab, FLAGS_zipf_s);
+  std::mt19937_64 rng(1);
+  b.ranks.resize(count);
+  for (auto& batch : b.ranks) {
+    batch.resize(FLAGS_batch);
+    for (int64_t& r : batch) r = zipf(rng);
+  }
+  return b;
+}
+
+struct ThroughputResult {
+  double rows_per_s = 0, batches_per_s = 0, unique_per_batch = 0;
+};
+
+// Clients pull and push deduplicated batches of `table` until the time is
+// up; the first second is a warm-up.
+absl::StatusOr<ThroughputResult> RunClients(const std::string& address,
+                                            const std::string& table, bool hash,
+                                            int64_t dim, int clients,
+                                            const Batches& batches) {
+  std::atomic<bool> timing{false}, stop{false};
+  std::atomic<int64_t> rows{0}, done{0};
+  std::vector<absl::Status> errors(clients);
+  std::vector<std::thread> threads;
+  for (int c = 0; c < clients; ++c) {
+    threads.emplace_back([&, c] {
+      PsClient client(address, 0, MakeChannel(address));
+      std::vector<int64_t> ids;
+      std::vector<float> values, grads;
+      absl::flat_hash_set<int64_t> seen;
+      PushResponse response;
+      for (size_t i = c * 7; !stop.load(); ++i) {
+        const auto& ranks = batches.ranks[i % batches.ranks.size()];
+        seen.clear();
+        ids.clear();
+        for (int64_t r : ranks) {
+          const int64_t id = hash ? HashId(r) : (r - 1) % FLAGS_fixed_rows;
+          if (seen.insert(id).second) ids.push_back(id);
+        }
+        values.resize(ids.size() * dim);
+        absl::Status s =
+            client.PullRows(table, ids, dim, absl::MakeSpan(values));
+        if (s.ok()) {
+          grads.assign(values.size(), 0.01f);
+          s = client.PushRows(table, ids, dim, grads, &response);
+        }
+        if (!s.ok()) {
+          errors[c] = s;
+          stop = true;
+          return;
+        }
+        if (timing.load()) {
+          rows += static_cast<int64_t>(ids.size());
+          ++done;
+        }
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  timing = true;
+  const auto start = Clock::now();
+  std::this_thread::sleep_for(std::chrono::duration<double>(FLAGS_seconds));
+  timing = false;
+  const double seconds = Seconds(start);
+  stop = true;
+  for (auto& t : threads) t.join();
+  for (const absl::Status& s : errors) {
+    if (!s.ok()) return s;
+  }
+  ThroughputResult r;
+  r.rows_per_s = rows.load() / seconds;
+  r.batches_per_s = done.load() / seconds;
+  r.unique_per_batch = done.load() > 0 ? double(rows.load()) / done.load() : 0;
+  return r;
+}
+
+int RunThroughput(const std::vector<int64_t>& dims) {
+  ShardStore store;
+  PsServiceOptions options;
+  ParameterServerService service(&store, options);
+  grpc::ServerBuilder builder;
+  ConfigureServerBuilder(&builder);
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                           &port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    LOG(ERROR) << "could not start the server";
+    return 1;
+  }
+  const std::string address = absl::StrCat("127.0.0.1:", port);
+  const Batches batches = MakeBatches(256);
+  std::printf(
+      "\nthroughput: 1 server on loopback, Adagrad, batches of %d Zipf(%.2f) "
+      "ids over %ld ids, deduplicated, then PullRows + PushRows; rows/s = "
+      "unique rows pulled and pushed per second (%u cores here)\n",
+      FLAGS_batch, FLAGS_zipf_s, FLAGS_vocab,
+      std::thread::hardware_concurrency());
+  std::printf("%-6s %4s %7s %10s %10s %12s %12s %10s\n", "table", "dim",
+              "clients", "uniq/batch", "batches/s", "rows/s", "table_rows",
+              "resid_MB");
+  std::fflush(stdout);
+  PsClient admin(address, 0, MakeChannel(address));
+  for (const char* kind : {"hash", "fixed"}) {
+    const bool hash = std::string(kind) == "hash";
+    if (!hash && FLAGS_fixed_rows <= 0) continue;
+    for (int64_t dim : dims) {
+      const std::string variable = absl::StrCat(kind, "_", dim);
+      CreateShardsRequest request;
+      if (hash) {
+        *request.add_shards() = HashDef(variable, dim, 0, 1, 0);
+      } else {
+        ShardDef def = HashDef(variable, dim, 0, 1, 0);
+        def.set_hash_table(false);
+        def.set_dim(0);
+        def.set_num_shards(0);
+        def.mutable_variable_shape()->add_dims(FLAGS_fixed_rows);
+        def.mutable_variable_shape()->add_dims(dim);
+        *def.mutable_shape() = def.variable_shape();
+        *request.add_shards() = def;
+      }
+      *request.mutable_optimizer() = OptimizerNamed("adagrad");
+      CreateShardsResponse created;
+      if (absl::Status s = admin.CreateShards(request, &created); !s.ok()) {
+        LOG(ERROR) << s;
+        return 1;
+      }
+      const std::string shard = request.shards(0).name();
+      for (int64_t clients : ParseList(FLAGS_clients)) {
+        absl::StatusOr<ThroughputResult> r =
+            RunClients(address, shard, hash, dim, clients, batches);
+        if (!r.ok()) {
+          LOG(ERROR) << r.status();
+          return 1;
+        }
+        absl::StatusOr<std::shared_ptr<RowTable>> table = store.FindRows(shard);
+        const int64_t table_rows =
+            hash ? static_cast<HashTable&>(**table).rows() : FLAGS_fixed_rows;
+        std::printf("%-6s %4ld %7ld %10.0f %10.1f %12.0f %12ld %10.1f\n", kind,
+                    dim, clients, r->unique_per_batch, r->batches_per_s,
+                    r->rows_per_s, table_rows,
+                    (*table)->resident_bytes() / 1e6);
+        std::fflush(stdout);
+      }
+    }
+  }
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  return 0;
+}
+
+// ---- scale ----------------------------------------------------------------
+
+struct ServerProcess {
+  pid_t pid = -1;
+  int fd = -1;  // reads "port baseline_rss" then "rss hwm"
+  std::string address;
+  int64_t baseline_rss = 0;
+};
+
+// Forks a parameter server process. Must run before this process starts
+// any gRPC machinery, which does not survive fork().
+ServerProcess ForkServer() {
+  int fds[2];
+  PCHECK(pipe(fds) == 0);
+  ServerProcess p;
+  p.pid = fork();
+  if (p.pid == 0) {
+    close(fds[0]);
+    ShardStore store;
+    ParameterServerService service(&store, PsServiceOptions());
+    grpc::ServerBuilder builder;
+    ConfigureServerBuilder(&builder);
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                             &port);
+    builder.RegisterService(&service);
+    std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+    const std::string hello =
+        absl::StrCat(port, " ", ProcStatusBytes("VmRSS"), "\n");
+    (void)!write(fds[1], hello.data(), hello.size());
+    service.shutdown_requested().WaitForNotification();
+    const std::string bye = absl::StrCat(ProcStatusBytes("VmRSS"), " ",
+                                         ProcStatusBytes("VmHWM"), "\n");
+    (void)!write(fds[1], bye.data(), bye.size());
+    close(fds[1]);
+    _exit(0);  // skips destructors: the table's pages go with the process
+  }
+  close(fds[1]);
+  p.fd = fds[0];
+  return p;
+}
+
+std::string ReadLine(int fd) {
+  std::string line;
+  char c;
+  while (read(fd, &c, 1) == 1 && c != '\n') line += c;
+  return line;
+}
+
+int RunScale(std::vector<ServerProcess>& servers) {
+  const int n = static_cast<int>(servers.size());
+  std::vector<std::unique_ptr<PsClient>> admin;
+  for (ServerProcess& s : servers) {
+    std::vector<std::string> parts = absl::StrSplit(ReadLine(s.fd), ' ');
+    if (parts.size() != 2) {
+      LOG(ERROR) << "a server process did not start";
+      return 1;
+    }
+    s.address = absl::StrCat("127.0.0.1:", parts[0]);
+    CHECK(absl::SimpleAtoi(parts[1], &s.baseline_rss));
+    admin.push_back(
+        std::make_unique<PsClient>(s.address, 0, MakeChannel(s.address)));
+  }
+  constexpr int64_t kDim = 16;
+  const int64_t rows = FLAGS_scale_rows;
+  for (int i = 0; i < n; ++i) {
+    CreateShardsRequest request;
+    *request.add_shards() = HashDef("scale", kDim, i, n, rows / n * 21 / 20);
+    *request.mutable_optimizer() = OptimizerNamed("adagrad");
+    CreateShardsResponse response;
+    if (absl::Status s = admin[i]->CreateShards(request, &response); !s.ok()) {
+      LOG(ERROR) << s;
+      return 1;
+    }
+  }
+  const int workers = FLAGS_scale_workers;
+  std::vector<std::vector<std::unique_ptr<PsClient>>> clients(workers);
+  for (auto& per_worker : clients) {
+    for (ServerProcess& s : servers) {
+      per_worker.push_back(
+          std::make_unique<PsClient>(s.address, 0, MakeChannel(s.address)));
+    }
+  }
+  std::vector<std::atomic<int64_t>> rows_per_server(n);
+  std::atomic<bool> failed{false};
+  // Pulls (or pushes) the routed ids of one worker, server by server, in
+  // parallel threads so that all servers work at once.
+  auto exchange = [&](int w, std::vector<std::vector<int64_t>>& routed,
+                      bool push) {
+    std::vector<std::thread> threads;
+    for (int i = 0; i < n; ++i) {
+      if (routed[i].empty()) continue;
+      threads.emplace_back([&, i] {
+        std::vector<float> values(routed[i].size() * kDim);
+        absl::Status s =
+            clients[w][i]->PullRows(absl::StrCat("scale/part_", i), routed[i],
+                                    kDim, absl::MakeSpan(values));
+        if (s.ok() && push) {
+          for (float& v : values) v = 0.01f * v + 0.001f;  // some gradient
+          PushResponse response;
+          s = clients[w][i]->PushRows(absl::StrCat("scale/part_", i), routed[i],
+                                      kDim, values, &response);
+        }
+        if (!s.ok()) {
+          LOG(ERROR) << s;
+          failed = true;
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+  };
+
+  // Phase 1: create every row.
+  std::fprintf(stderr, "scale: creating %ld rows on %d servers\n", rows, n);
+  std::atomic<int64_t> next{0};
+  auto start = Clock::now();
+  std::vector<std::thread> threads;
+  for (int w = 0; w < workers; ++w) {
+    threads.emplace_back([&, w] {
+      std::vector<std::vector<int64_t>> routed(n);
+      constexpr int64_t kChunk = 1 << 16;
+      for (int64_t begin; (begin = next.fetch_add(kChunk)) < rows;) {
+        for (auto& r : routed) r.clear();
+        for (int64_t k = begin; k < std::min(rows, begin + kChunk); ++k) {
+          const int64_t id = HashId(k + 1);
+          routed[HashShardOf(id, n)].push_back(id);
+        }
+        for (int i = 0; i < n; ++i) rows_per_server[i] += routed[i].size();
+        exchange(w, routed, /*push=*/false);
+        if (failed) return;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  threads.clear();
+  if (failed) return 1;
+  const double create_seconds = Seconds(start);
+  std::fprintf(stderr, "scale: created in %.1f s; training\n", create_seconds);
+
+  // Phase 2: train a fixed number of steps.
+  std::atomic<int> step{0};
+  std::atomic<int64_t> unique_ids{0};
+  start = Clock::now();
+  for (int w = 0; w < workers; ++w) {
+    threads.emplace_back([&, w] {
+      ZipfSampler zipf(rows, FLAGS_zipf_s);
+      std::mt19937_64 rng(100 + w);
+      std::vector<std::vector<int64_t>> routed(n);
+      absl::flat_hash_set<int64_t> seen;
+      while (step.fetch_add(1) < FLAGS_scale_steps && !failed) {
+        for (auto& r : routed) r.clear();
+        seen.clear();
+        const int64_t draws = int64_t{FLAGS_scale_batch} * FLAGS_scale_features;
+        for (int64_t d = 0; d < draws; ++d) {
+          const int64_t id = HashId(zipf(rng));
+          if (seen.insert(id).second) routed[HashShardOf(id, n)].push_back(id);
+        }
+        unique_ids += static_cast<int64_t>(seen.size());
+        exchange(w, routed, /*push=*/true);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  if (failed) return 1;
+  const double train_seconds = Seconds(start);
+
+  std::printf(
+      "\nscale: %d parameter server processes, one dim-%ld Adagrad hash-table "
+      "shard each; bound = 1.25 x rows x dim x 4 x 2\n",
+      n, kDim);
+  std::printf("%-6s %12s %12s %12s %12s %12s %10s %8s\n", "server", "rows",
+              "account_MB", "rss_MB", "rss-idle_MB", "peak_rss_MB", "bound_MB",
+              "rss/pl");
+  int64_t total_rows = 0;
+  for (int i = 0; i < n; ++i) {
+    HealthResponse health;
+    absl::Status s = admin[i]->Health(&health);
+    (void)admin[i]->Shutdown("bench done");
+    std::vector<std::string> parts =
+        absl::StrSplit(ReadLine(servers[i].fd), ' ');
+    int64_t rss = 0, hwm = 0;
+    if (parts.size() == 2) {
+      (void)absl::SimpleAtoi(parts[0], &rss);
+      (void)absl::SimpleAtoi(parts[1], &hwm);
+    }
+    waitpid(servers[i].pid, nullptr, 0);
+    const int64_t r = rows_per_server[i].load();
+    total_rows += r;
+    const double payload = static_cast<double>(r) * kDim * 4 * 2;
+    std::printf("%-6d %12ld %12.1f %12.1f %12.1f %12.1f %10.1f %8.3f\n", i, r,
+                s.ok() ? health.resident_bytes() / 1e6 : -1.0, rss / 1e6,
+                (rss - servers[i].baseline_rss) / 1e6, hwm / 1e6,
+                1.25 * payload / 1e6,
+                (rss - servers[i].baseline_rss) / payload);
+  }
+  const double examples =
+      static_cast<double>(FLAGS_scale_steps) * FLAGS_scale_batch;
+  std::printf(
+      "total rows %ld (created in %.1f s, %.2f M rows/s); %d steps x %d "
+      "examples x %d ids (%.0f unique ids/step) with %d workers in %.1f s: "
+      "%.0f examples/s, %.0f rows pulled+pushed/s\n",
+      total_rows, create_seconds, total_rows / create_seconds / 1e6,
+      FLAGS_scale_steps, FLAGS_scale_batch, FLAGS_scale_features,
+      unique_ids.load() / double(FLAGS_scale_steps), workers, train_seconds,
+      examples / train_seconds, unique_ids.load() / train_seconds);
+  return 0;
+}
+
+}  // namespace
+}  // namespace tessera
+
+int main(int argc, char** argv) {
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  google::InitGoogleLogging(argv[0]);
+  FLAGS_logtostderr = true;
+  const std::vector<int64_t> dims = tessera::ParseList(FLAGS_dims);
+  // Children first: fork() before this process starts gRPC.
+  if (tessera::HasMode("memory")) tessera::RunMemory(dims);
+  std::vector<tessera::ServerProcess> scale_servers;
+  if (tessera::HasMode("scale")) {
+    for (int i = 0; i < FLAGS_scale_servers; ++i) {
+      scale_servers.push_back(tessera::ForkServer());
+    }
+  }
+  int rc = 0;
+  if (tessera::HasMode("throughput")) rc |= tessera::RunThroughput(dims);
+  if (!scale_servers.empty()) rc |= tessera::RunScale(scale_servers);
+  return rc;
+}

@@ -1,0 +1,40 @@
+#ifndef TESSERA_COMMON_TRAINING_MODE_H_
+#define TESSERA_COMMON_TRAINING_MODE_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace tessera {
+
+// How workers' updates meet the parameters (--mode).
+//   async       every push is applied as it arrives (TF's
+//               ParameterServerStrategy);
+//   sync        each step is one global batch split over the workers; a
+//               shard applies the average of the step's gradients once;
+//   ssp:S       bounded staleness: a worker starts its step c only when
+//               the slowest worker has finished c - S steps;
+//   mirrored    no parameter servers; every worker holds every variable
+//               and gradients are all-reduced (TF's MirroredStrategy).
+struct TrainingMode {
+  enum class Kind { kAsync, kSync, kSsp, kMirrored };
+  Kind kind = Kind::kAsync;
+  int64_t staleness = 0;  // ssp only
+
+  bool uses_parameter_servers() const { return kind != Kind::kMirrored; }
+  // Steps of one global step run together and wait for each other.
+  bool lockstep() const {
+    return kind == Kind::kSync || kind == Kind::kMirrored;
+  }
+  std::string ToString() const;
+};
+
+// Parses "async", "sync", "ssp:S" (S >= 0) and "mirrored"; errors name the
+// text and the accepted forms.
+absl::StatusOr<TrainingMode> ParseTrainingMode(absl::string_view text);
+
+}  // namespace tessera
+
+#endif  // TESSERA_COMMON_TRAINING_MODE_H_

@@ -1,0 +1,491 @@
+#include "ps_server/hash_table.h"
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/counter_rng.h"
+#include "common/initializer.h"
+#include "glog/logging.h"
+#include "partitioners/hash_routing.h"
+
+namespace tessera {
+namespace {
+
+constexpr uint32_t kEmpty = 0xFFFFFFFFu;  // index entry of no row
+constexpr uint32_t kNoRow = 0xFFFFFFFFu;  // end of the free list
+constexpr uint32_t kFreeBit = 1u << 31;
+constexpr uint32_t kSurvivedBit = 1u << 30;  // lived through a sweep
+constexpr uint32_t kCountMask = kSurvivedBit - 1;
+constexpr int kMaxSlots = 8;
+constexpr int64_t kBlockBytes = 256 << 10;
+constexpr int kStripeShift = 58;  // top 6 bits of the hash pick the stripe
+static_assert(HashTable::kStripes == 1 << (64 - kStripeShift),
+              "stripe bits and stripe count disagree");
+
+// The start of every record. Tables without eviction keep only `id`
+// (kShortHeader bytes): nothing is ever freed or swept there. A free record
+// keeps the next free record number in `id` and has kFreeBit in `state`.
+struct RowHeader {
+  int64_t id;
+  uint32_t last_seen;  // low 32 bits of the step of the last pull or push
+  uint32_t state;      // kFreeBit | kSurvivedBit | push count
+};
+static_assert(sizeof(RowHeader) == 16, "row header must stay 16 bytes");
+constexpr int64_t kShortHeader = sizeof(int64_t);
+
+// The in-table hash. Distinct from HashRoutingMix on purpose: the ids of a
+// shard all share HashShardOf(id, n), so reusing the routing hash would
+// leave their index slots biased.
+inline uint64_t TableHash(int64_t id) {
+  return CounterHash(0x7E55E4A7AB1E5EEDull, static_cast<uint64_t>(id));
+}
+inline int StripeOf(uint64_t hash) {
+  return static_cast<int>(hash >> kStripeShift);
+}
+inline uint32_t TagOf(uint64_t hash) { return (hash >> 48) & 0xFF; }
+
+inline RowHeader* Header(char* record) {
+  return reinterpret_cast<RowHeader*>(record);
+}
+
+size_t IndexCapacityFor(int64_t rows) {
+  size_t capacity = 16;
+  while (static_cast<int64_t>(capacity) * 3 / 4 < rows) capacity *= 2;
+  return capacity;
+}
+
+// Sets `scratch`'s seed for row `id` and fills the row's initial values.
+void FillRowInit(Initializer* scratch, uint64_t seed, int64_t id,
+                 absl::Span<float> out) {
+  scratch->set_seed(DeriveSeed(seed, static_cast<uint64_t>(id)));
+  FillInitialValues(*scratch, 0, out);
+}
+
+}  // namespace
+
+void HashRowInitialValues(const Initializer& init, int64_t id,
+                          absl::Span<float> out) {
+  Initializer scratch = init;
+  FillRowInit(&scratch, init.seed(), id, out);
+}
+
+struct HashTable::Stripe {
+  mutable absl::Mutex mu;
+  std::vector<uint32_t> index ABSL_GUARDED_BY(mu);  // (row << 8) | tag
+  std::vector<std::unique_ptr<char[]>> blocks ABSL_GUARDED_BY(mu);
+  uint32_t high_water ABSL_GUARDED_BY(mu) = 0;  // records handed out
+  uint32_t free_head ABSL_GUARDED_BY(mu) = kNoRow;
+  uint32_t live ABSL_GUARDED_BY(mu) = 0;
+  Initializer init ABSL_GUARDED_BY(mu);  // scratch copy for new rows
+};
+
+absl::StatusOr<std::unique_ptr<HashTable>> HashTable::Create(
+    const ShardDef& def, const Optimizer* optimizer) {
+  auto bad = [&](auto... what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("hash table shard ", def.name(), ": ", what...));
+  };
+  if (def.dtype() != DT_FLOAT) return bad("only float32 tables are supported");
+  if (def.dim() <= 0 || def.dim() > (int64_t{1} << 20)) {
+    return bad("dim must be in [1, 2^20], got ", def.dim());
+  }
+  if (def.num_shards() < 0 ||
+      (def.num_shards() == 0
+           ? def.index() != 0
+           : def.index() < 0 || def.index() >= def.num_shards())) {
+    return bad("index ", def.index(), " is not a shard of num_shards ",
+               def.num_shards());
+  }
+  const int64_t max_rows = int64_t{kStripes} * (kMaxRowsPerStripe / 2);
+  if (def.expected_rows() < 0 || def.expected_rows() > max_rows) {
+    return bad("expected_rows must be in [0, ", max_rows, "], got ",
+               def.expected_rows());
+  }
+  if (def.evict_unseen_steps() < 0 || def.evict_min_count() < 0 ||
+      def.evict_interval_steps() < 0) {
+    return bad("eviction settings must be >= 0, got evict_unseen_steps ",
+               def.evict_unseen_steps(), ", evict_min_count ",
+               def.evict_min_count(), ", evict_interval_steps ",
+               def.evict_interval_steps());
+  }
+  if (def.evict_unseen_steps() >= (int64_t{1} << 31)) {
+    return bad("evict_unseen_steps must be below 2^31, got ",
+               def.evict_unseen_steps());
+  }
+  if (optimizer->num_slots() > kMaxSlots) {
+    return bad("optimizer ", optimizer->name(), " has too many slots");
+  }
+  if (absl::Status s = ValidateInitializer(def.initializer()); !s.ok()) {
+    return bad(s.message());
+  }
+  try {
+    return std::unique_ptr<HashTable>(new HashTable(def, optimizer));
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "hash table shard ", def.name(), ": out of memory reserving ",
+        def.expected_rows(), " rows"));
+  }
+}
+
+namespace {
+
+int64_t RecordBytes(int64_t header, int64_t dim, int slots) {
+  // Rounded to 8 so every record's 64-bit id stays aligned.
+  return (header + dim * 4 * (1 + slots) + 7) / 8 * 8;
+}
+
+uint32_t RowsPerBlock(int64_t record_bytes, int64_t expected_rows) {
+  const int64_t most = std::max<int64_t>(1, kBlockBytes / record_bytes);
+  const int64_t least = std::min<int64_t>(16, most);
+  // About 1/32 of a stripe's expected rows, so the last, partly used block
+  // of each stripe wastes little.
+  const int64_t want =
+      expected_rows > 0 ? expected_rows / HashTable::kStripes / 32 : 256;
+  // A power of two, so finding a record is a shift and a mask.
+  int64_t rows = std::clamp(want, least, most);
+  while (rows & (rows - 1)) rows &= rows - 1;
+  return static_cast<uint32_t>(rows);
+}
+
+int64_t EvictInterval(const ShardDef& def) {
+  if (def.evict_interval_steps() > 0) return def.evict_interval_steps();
+  if (def.evict_unseen_steps() > 0) return def.evict_unseen_steps();
+  if (def.evict_min_count() > 0) return 1000;
+  return 0;
+}
+
+}  // namespace
+
+HashTable::HashTable(const ShardDef& def, const Optimizer* optimizer)
+    : def_(def),
+      optimizer_(optimizer),
+      dim_(def.dim()),
+      num_slots_(optimizer->num_slots()),
+      track_seen_(def.evict_unseen_steps() > 0 || def.evict_min_count() > 0),
+      header_bytes_(track_seen_ ? sizeof(RowHeader) : kShortHeader),
+      record_bytes_(
+          RecordBytes(header_bytes_, def.dim(), optimizer->num_slots())),
+      rows_per_block_(RowsPerBlock(record_bytes_, def.expected_rows())),
+      block_shift_(__builtin_ctz(rows_per_block_)),
+      max_rows_(int64_t{kStripes} * (kMaxRowsPerStripe / 2)),
+      evict_interval_(EvictInterval(def)),
+      stripes_(new Stripe[kStripes]) {
+  const int64_t per_stripe = (def.expected_rows() + kStripes - 1) / kStripes;
+  for (int k = 0; k < kStripes; ++k) {
+    Stripe& s = stripes_[k];
+    absl::MutexLock lock(&s.mu);
+    s.index.assign(IndexCapacityFor(per_stripe), kEmpty);
+    s.blocks.reserve((per_stripe + rows_per_block_ - 1) / rows_per_block_);
+    s.init = def_.initializer();
+  }
+}
+
+HashTable::~HashTable() = default;
+
+char* HashTable::Record(const Stripe& s, uint32_t row) const {
+  return s.blocks[row >> block_shift_].get() +
+         static_cast<int64_t>(row & (rows_per_block_ - 1)) * record_bytes_;
+}
+
+void HashTable::InitRecord(Stripe& s, int64_t id, char* record) {
+  RowHeader* header = Header(record);
+  header->id = id;
+  if (track_seen_) {
+    header->last_seen = 0;
+    header->state = 0;
+  }
+  float* values = Values(record);
+  FillRowInit(&s.init, def_.initializer().seed(), id,
+              absl::MakeSpan(values, dim_));
+  for (int k = 0; k < num_slots_; ++k) {
+    std::fill_n(values + (k + 1) * dim_, dim_,
+                optimizer_->slot_initial_value(k));
+  }
+}
+
+char* HashTable::FindOrCreate(Stripe& s, int64_t id, uint64_t hash) {
+  const uint32_t tag = TagOf(hash);
+  size_t mask = s.index.size() - 1;
+  size_t i = hash & mask;
+  for (;; i = (i + 1) & mask) {
+    const uint32_t e = s.index[i];
+    if (e == kEmpty) break;
+    if ((e & 0xFF) == tag) {
+      char* record = Record(s, e >> 8);
+      if (Header(record)->id == id) return record;
+    }
+  }
+  if (s.live >= kMaxRowsPerStripe) return nullptr;
+  if ((s.live + 1) * size_t{4} > s.index.size() * 3) {
+    Grow(s);
+    mask = s.index.size() - 1;
+    for (i = hash & mask; s.index[i] != kEmpty; i = (i + 1) & mask) {
+    }
+  }
+  uint32_t row;
+  char* record;
+  if (s.free_head != kNoRow) {
+    row = s.free_head;
+    record = Record(s, row);
+    s.free_head = static_cast<uint32_t>(Header(record)->id);
+  } else {
+    row = s.high_water;
+    if ((row >> block_shift_) >= s.blocks.size()) {
+      // Uninitialised on purpose: a record is written when handed out.
+      char* block = new (std::nothrow) char[rows_per_block_ * record_bytes_];
+      if (block == nullptr) return nullptr;
+      s.blocks.emplace_back(block);
+    }
+    ++s.high_water;
+    record = Record(s, row);
+  }
+  InitRecord(s, id, record);
+  s.index[i] = (row << 8) | tag;
+  ++s.live;
+  rows_.fetch_add(1, std::memory_order_relaxed);
+  return record;
+}
+
+void HashTable::Grow(Stripe& s) {
+  std::vector<uint32_t> old(s.index.size() * 2, kEmpty);
+  old.swap(s.index);
+  const size_t mask = s.index.size() - 1;
+  for (uint32_t e : old) {
+    if (e == kEmpty) continue;
+    size_t i = TableHash(Header(Record(s, e >> 8))->id) & mask;
+    while (s.index[i] != kEmpty) i = (i + 1) & mask;
+    s.index[i] = e;
+  }
+}
+
+size_t HashTable::SlotOf(const Stripe& s, uint32_t row, uint64_t hash) const {
+  const size_t mask = s.index.size() - 1;
+  size_t i = hash & mask;
+  // kEmpty >> 8 is above every record number, so it never matches.
+  while ((s.index[i] >> 8) != row) {
+    i = (i + 1) & mask;
+  }
+  return i;
+}
+
+void HashTable::Remove(Stripe& s, uint32_t row) {
+  char* record = Record(s, row);
+  const size_t mask = s.index.size() - 1;
+  size_t hole = SlotOf(s, row, TableHash(Header(record)->id));
+  // Backward-shift deletion keeps linear probing correct without
+  // tombstones: move each later entry of the run into the hole unless its
+  // home slot lies cyclically in (hole, j].
+  for (size_t j = (hole + 1) & mask; s.index[j] != kEmpty; j = (j + 1) & mask) {
+    const size_t home =
+        TableHash(Header(Record(s, s.index[j] >> 8))->id) & mask;
+    const bool stays =
+        hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
+    if (stays) continue;
+    s.index[hole] = s.index[j];
+    hole = j;
+  }
+  s.index[hole] = kEmpty;
+  Header(record)->id = s.free_head;
+  Header(record)->state = kFreeBit;
+  s.free_head = row;
+  --s.live;
+  rows_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void HashTable::GroupByStripe(absl::Span<const int64_t> ids,
+                              std::vector<uint64_t>* hashes,
+                              std::vector<int>* order,
+                              std::vector<int>* starts) const {
+  const size_t n = ids.size();
+  hashes->resize(n);
+  order->resize(n);
+  starts->assign(kStripes + 1, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t h = TableHash(ids[i]);
+    (*hashes)[i] = h;
+    ++(*starts)[StripeOf(h) + 1];
+  }
+  for (int k = 0; k < kStripes; ++k) (*starts)[k + 1] += (*starts)[k];
+  std::vector<int> next(starts->begin(), starts->end() - 1);
+  for (size_t i = 0; i < n; ++i) {
+    (*order)[next[StripeOf((*hashes)[i])]++] = static_cast<int>(i);
+  }
+}
+
+void HashTable::Prefetch(const Stripe& s, const std::vector<uint64_t>& hashes,
+                         const std::vector<int>& order, int j, int end) const {
+  // Lookups are two dependent cache misses (index entry, then record).
+  // Fetch the index entry kAhead ids ahead, and the record of an entry
+  // fetched earlier kAhead / 2 ahead, so both are in cache when needed.
+  constexpr int kAhead = 8;
+  const size_t mask = s.index.size() - 1;
+  if (j + kAhead < end) {
+    __builtin_prefetch(&s.index[hashes[order[j + kAhead]] & mask]);
+  }
+  if (j + kAhead / 2 < end) {
+    const uint64_t hash = hashes[order[j + kAhead / 2]];
+    const uint32_t e = s.index[hash & mask];
+    if (e != kEmpty && (e & 0xFF) == TagOf(hash)) {
+      __builtin_prefetch(Record(s, e >> 8));
+    }
+  }
+}
+
+absl::Status HashTable::CheckIds(absl::Span<const int64_t> ids) const {
+  const int n = def_.num_shards();
+  if (n > 1) {
+    for (int64_t id : ids) {
+      const int owner = HashShardOf(id, n);
+      if (owner != def_.index()) {
+        return absl::OutOfRangeError(
+            absl::StrCat("id ", id, " is out of range for shard ", def_.name(),
+                         ": HashShardOf routes it to shard ", owner, " of the ",
+                         n, " shards of hash table ", def_.variable(),
+                         ", not to shard ", def_.index()));
+      }
+    }
+  }
+  if (rows() + static_cast<int64_t>(ids.size()) > max_rows_) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("hash table shard ", def_.name(), " holds ", rows(),
+                     " rows and cannot take ", ids.size(), " more (at most ",
+                     max_rows_, ")"));
+  }
+  return absl::OkStatus();
+}
+
+int64_t HashTable::Read(absl::Span<const int64_t> ids, float* dst) {
+  std::vector<uint64_t> hashes;
+  std::vector<int> order, starts;
+  GroupByStripe(ids, &hashes, &order, &starts);
+  const int64_t step = version();
+  const size_t row_bytes = dim_ * sizeof(float);
+  for (int k = 0; k < kStripes; ++k) {
+    if (starts[k] == starts[k + 1]) continue;
+    Stripe& s = stripes_[k];
+    absl::MutexLock lock(&s.mu);
+    for (int j = starts[k]; j < starts[k + 1]; ++j) {
+      Prefetch(s, hashes, order, j, starts[k + 1]);
+      const int i = order[j];
+      float* out = dst + static_cast<int64_t>(i) * dim_;
+      char* record = FindOrCreate(s, ids[i], hashes[i]);
+      if (record == nullptr) {
+        // No room: serve the row's initial value without keeping it.
+        FillRowInit(&s.init, def_.initializer().seed(), ids[i],
+                    absl::MakeSpan(out, dim_));
+        continue;
+      }
+      if (track_seen_) Header(record)->last_seen = static_cast<uint32_t>(step);
+      std::memcpy(out, Values(record), row_bytes);
+    }
+  }
+  return step;
+}
+
+int64_t HashTable::Apply(absl::Span<const int64_t> ids,
+                         absl::Span<const float> grads) {
+  std::vector<uint64_t> hashes;
+  std::vector<int> order, starts;
+  GroupByStripe(ids, &hashes, &order, &starts);
+  const int64_t t = step_.fetch_add(1, std::memory_order_acq_rel) + 1;
+  float* slots[kMaxSlots];
+  int64_t dropped = 0;
+  for (int k = 0; k < kStripes; ++k) {
+    if (starts[k] == starts[k + 1]) continue;
+    Stripe& s = stripes_[k];
+    absl::MutexLock lock(&s.mu);
+    for (int j = starts[k]; j < starts[k + 1]; ++j) {
+      Prefetch(s, hashes, order, j, starts[k + 1]);
+      const int i = order[j];
+      char* record = FindOrCreate(s, ids[i], hashes[i]);
+      if (record == nullptr) {
+        ++dropped;
+        continue;
+      }
+      if (track_seen_) {
+        RowHeader* header = Header(record);
+        header->last_seen = static_cast<uint32_t>(t);
+        if ((header->state & kCountMask) != kCountMask) ++header->state;
+      }
+      float* values = Values(record);
+      for (int m = 0; m < num_slots_; ++m) slots[m] = values + (m + 1) * dim_;
+      optimizer_->Apply(values, grads.data() + static_cast<int64_t>(i) * dim_,
+                        slots, dim_, t);
+    }
+  }
+  if (dropped > 0) {
+    LOG_EVERY_N(ERROR, 1000) << "hash table shard " << def_.name()
+                             << ": out of memory or row capacity, dropped "
+                             << dropped << " row updates";
+  }
+  MaybeEvict(t);
+  return t;
+}
+
+void HashTable::MaybeEvict(int64_t step) {
+  if (evict_interval_ > 0 && step % evict_interval_ == 0) Evict();
+}
+
+int64_t HashTable::Evict() {
+  const int64_t unseen_steps = def_.evict_unseen_steps();
+  const int64_t min_count = def_.evict_min_count();
+  if (unseen_steps <= 0 && min_count <= 0) return 0;
+  absl::MutexLock sweep(&evict_mu_);
+  const uint32_t now = static_cast<uint32_t>(version());
+  int64_t evicted = 0;
+  std::vector<uint32_t> doomed;
+  for (int k = 0; k < kStripes; ++k) {
+    Stripe& s = stripes_[k];
+    absl::MutexLock lock(&s.mu);
+    doomed.clear();
+    for (uint32_t row = 0; row < s.high_water; ++row) {
+      RowHeader* header = Header(Record(s, row));
+      if (header->state & kFreeBit) continue;
+      // Unsigned difference: right across the 32-bit wrap of the step.
+      bool evict =
+          unseen_steps > 0 && static_cast<uint32_t>(now - header->last_seen) >=
+                                  static_cast<uint64_t>(unseen_steps);
+      if (!evict && min_count > 0 &&
+          (header->state & kCountMask) < static_cast<uint64_t>(min_count)) {
+        evict = header->state & kSurvivedBit;
+        header->state |= kSurvivedBit;
+      }
+      if (evict) doomed.push_back(row);
+    }
+    for (uint32_t row : doomed) Remove(s, row);
+    evicted += static_cast<int64_t>(doomed.size());
+  }
+  return evicted;
+}
+
+bool HashTable::Contains(int64_t id) const {
+  const uint64_t hash = TableHash(id);
+  const Stripe& s = stripes_[StripeOf(hash)];
+  absl::MutexLock lock(&s.mu);
+  const size_t mask = s.index.size() - 1;
+  for (size_t i = hash & mask; s.index[i] != kEmpty; i = (i + 1) & mask) {
+    const uint32_t e = s.index[i];
+    if ((e & 0xFF) == TagOf(hash) && Header(Record(s, e >> 8))->id == id) {
+      return true;
+    }
+  }
+  return false;
+}
+
+int64_t HashTable::resident_bytes() const {
+  int64_t total = sizeof(*this) + kStripes * sizeof(Stripe);
+  for (int k = 0; k < kStripes; ++k) {
+    const Stripe& s = stripes_[k];
+    absl::MutexLock lock(&s.mu);
+    total +=
+        s.index.capacity() * sizeof(uint32_t) +
+        s.blocks.capacity() * sizeof(s.blocks[0]) +
+        static_cast<int64_t>(s.blocks.size()) * rows_per_block_ * record_bytes_;
+  }
+  return total;
+}
+
+}  // namespace tessera

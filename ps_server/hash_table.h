@@ -1,0 +1,152 @@
+#ifndef TESSERA_PS_SERVER_HASH_TABLE_H_
+#define TESSERA_PS_SERVER_HASH_TABLE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
+#include "proto/job.pb.h"
+#include "proto/ps_service.pb.h"
+#include "ps_server/optimizer.h"
+#include "ps_server/row_table.h"
+
+namespace tessera {
+
+// The initial value of row `id` of a hash table made with `init` (see
+// Determinism below): what a pull of a row never pushed returns.
+void HashRowInitialValues(const Initializer& init, int64_t id,
+                          absl::Span<float> out);
+
+// One shard of a growing embedding table (ShardDef.hash_table): rows keyed
+// by arbitrary int64 ids, created on their first pull or push.
+//
+// Determinism: a created row's values are FillInitialValues of the shard's
+// initializer with its seed replaced by DeriveSeed(seed, id), elements
+// 0..dim-1, so they are a pure function of (initializer, id): another
+// server, a restarted one, or the same one after the row was evicted makes
+// the same row. Slots start at the optimizer's slot_initial_value.
+//
+// Steps and eviction: every Apply is one step of the table (its version,
+// and the `t` its optimizer sees, so Adam is TF's LazyAdam). A row records
+// the step it was last pulled or pushed and how many pushes it got. Evict()
+// drops rows unseen for def.evict_unseen_steps steps, and rows that have
+// lived through a whole sweep interval with fewer than def.evict_min_count
+// pushes; Apply runs it by itself every def.evict_interval_steps steps.
+//
+// Memory: each row is one record, its id (8 bytes; 16 with the last step
+// and push count when eviction is on) followed by its values and each slot
+// (dim floats each), in blocks of records of at most 256 KiB; evicted
+// records go to a free list. Rows are
+// found through an open-addressing index of 32-bit entries (24-bit record
+// number, 8-bit hash tag, so a probe rarely touches a record that does not
+// match), kept at most 3/4 full and sized from def.expected_rows up front.
+// Per row that is dim * 4 * (1 + slots) + 8 (or 16) + 4 / load bytes; see
+// resident_bytes() and bench/embedding_bench.cc for the measured ratio.
+//
+// Thread safety: all methods may be called concurrently. Ids are spread
+// over kStripes stripes by hash, each with its own lock, index and records,
+// so concurrent pulls and pushes of one table run in parallel. A push is
+// applied stripe by stripe: a concurrent pull may see some of its rows
+// updated and others not yet (the rows themselves are never torn).
+class HashTable final : public RowTable {
+ public:
+  static constexpr int kStripes = 64;
+  // Rows one stripe can hold (24-bit record numbers, one value reserved).
+  static constexpr uint32_t kMaxRowsPerStripe = (1u << 24) - 2;
+
+  // Validates def (dtype float, dim > 0, 0 <= index < num_shards, the
+  // initializer, non-negative hints) and reserves room for
+  // def.expected_rows rows. `optimizer` must outlive the table.
+  static absl::StatusOr<std::unique_ptr<HashTable>> Create(
+      const ShardDef& def, const Optimizer* optimizer);
+
+  ~HashTable() override;
+  HashTable(const HashTable&) = delete;
+  HashTable& operator=(const HashTable&) = delete;
+
+  const ShardDef& def() const override { return def_; }
+  int64_t row_elements() const override { return dim_; }
+  int64_t resident_bytes() const override;
+
+  // Every id routed here by HashShardOf(id, def.num_shards) is valid;
+  // others are OutOfRange naming the id and the shard it belongs to.
+  absl::Status CheckIds(absl::Span<const int64_t> ids) const override;
+  int64_t Read(absl::Span<const int64_t> ids, float* dst) override;
+  int64_t Apply(absl::Span<const int64_t> ids,
+                absl::Span<const float> grads) override;
+
+  // Rows held now.
+  int64_t rows() const { return rows_.load(std::memory_order_relaxed); }
+  // Pushes applied so far.
+  int64_t version() const { return step_.load(std::memory_order_acquire); }
+  // Bytes one row's record takes: header, values and slots.
+  int64_t record_bytes() const { return record_bytes_; }
+
+  // Runs an eviction sweep now with the def's rules and returns the number
+  // of rows dropped (0 when neither rule is set).
+  int64_t Evict();
+
+  // True when a row with this id is held (does not create it).
+  bool Contains(int64_t id) const;
+
+ private:
+  struct Stripe;
+
+  HashTable(const ShardDef& def, const Optimizer* optimizer);
+
+  // The record of `id` in `s`, created when missing; nullptr only when the
+  // stripe is full (kMaxRowsPerStripe).
+  char* FindOrCreate(Stripe& s, int64_t id, uint64_t hash)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  // Index slot holding record `row`, whose id hashes to `hash`.
+  size_t SlotOf(const Stripe& s, uint32_t row, uint64_t hash) const
+      ABSL_SHARED_LOCKS_REQUIRED(s.mu);
+  void Grow(Stripe& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  void Remove(Stripe& s, uint32_t row) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  char* Record(const Stripe& s, uint32_t row) const
+      ABSL_SHARED_LOCKS_REQUIRED(s.mu);
+  void InitRecord(Stripe& s, int64_t id, char* record)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  // Orders positions 0..ids.size()-1 by stripe; starts[k]..starts[k+1]
+  // are stripe k's positions in `order`. hashes[i] is ids[i]'s hash.
+  void GroupByStripe(absl::Span<const int64_t> ids,
+                     std::vector<uint64_t>* hashes, std::vector<int>* order,
+                     std::vector<int>* starts) const;
+  void MaybeEvict(int64_t step);
+  // Prefetches what the lookups of order[j + a few] will touch.
+  void Prefetch(const Stripe& s, const std::vector<uint64_t>& hashes,
+                const std::vector<int>& order, int j, int end) const
+      ABSL_SHARED_LOCKS_REQUIRED(s.mu);
+  float* Values(char* record) const {
+    return reinterpret_cast<float*>(record + header_bytes_);
+  }
+
+  const ShardDef def_;
+  const Optimizer* const optimizer_;
+  const int64_t dim_;
+  const int num_slots_;
+  // Eviction needs each row's last step and push count; without it a
+  // record's header is the id alone.
+  const bool track_seen_;
+  const int64_t header_bytes_;
+  const int64_t record_bytes_;
+  const uint32_t rows_per_block_;  // a power of two
+  const int block_shift_;          // log2(rows_per_block_)
+  const int64_t max_rows_;
+  const int64_t evict_interval_;
+
+  std::atomic<int64_t> step_{0};
+  std::atomic<int64_t> rows_{0};
+  absl::Mutex evict_mu_;  // one sweep at a time
+  std::unique_ptr<Stripe[]> stripes_;
+};
+
+}  // namespace tessera
+
+#endif  // TESSERA_PS_SERVER_HASH_TABLE_H_

@@ -1,0 +1,41 @@
+#include "common/training_mode.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tessera {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(TrainingMode, ParsesEveryMode) {
+  EXPECT_EQ(ParseTrainingMode("async")->kind, TrainingMode::Kind::kAsync);
+  EXPECT_EQ(ParseTrainingMode("")->kind, TrainingMode::Kind::kAsync);
+  EXPECT_EQ(ParseTrainingMode("sync")->kind, TrainingMode::Kind::kSync);
+  EXPECT_EQ(ParseTrainingMode("mirrored")->kind,
+            TrainingMode::Kind::kMirrored);
+  absl::StatusOr<TrainingMode> ssp = ParseTrainingMode("ssp:3");
+  ASSERT_TRUE(ssp.ok());
+  EXPECT_EQ(ssp->kind, TrainingMode::Kind::kSsp);
+  EXPECT_EQ(ssp->staleness, 3);
+  EXPECT_EQ(ssp->ToString(), "ssp:3");
+  EXPECT_EQ(ParseTrainingMode("ssp:0")->staleness, 0);
+}
+
+TEST(TrainingMode, OnlyMirroredRunsWithoutParameterServers) {
+  EXPECT_FALSE(ParseTrainingMode("mirrored")->uses_parameter_servers());
+  EXPECT_TRUE(ParseTrainingMode("sync")->uses_parameter_servers());
+  EXPECT_TRUE(ParseTrainingMode("sync")->lockstep());
+  EXPECT_FALSE(ParseTrainingMode("ssp:0")->lockstep());
+}
+
+TEST(TrainingMode, RejectsBadTextNamingIt) {
+  for (const char* bad : {"ssp", "ssp:", "ssp:-1", "ssp:x", "SYNC", "bsp"}) {
+    absl::StatusOr<TrainingMode> m = ParseTrainingMode(bad);
+    ASSERT_FALSE(m.ok()) << bad;
+    EXPECT_THAT(m.status().message(), HasSubstr(bad));
+  }
+}
+
+}  // namespace
+}  // namespace tessera
