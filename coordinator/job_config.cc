@@ -201,6 +201,14 @@ absl::Status ValidateJobConfig(const JobConfig& job) {
       !opt.ok()) {
     return opt.status();
   }
+  if (job.model().kind() == "ctr") {
+    // The click-through model trains in one process for now
+    // (tessera_ctr_local_train); the distributed job needs the workers'
+    // sparse pulls and per-variable optimizers.
+    return absl::UnimplementedError(
+        "model ctr: distributed training of the click-through model is not "
+        "available yet; use tessera_ctr_local_train");
+  }
   absl::StatusOr<TrainingMode> mode = ParseTrainingMode(job.mode());
   if (!mode.ok()) return mode.status();
   if (job.backup_workers() < 0) {

@@ -62,4 +62,19 @@ int64_t SyncAggregator::released_step() const {
   return released_step_;
 }
 
+SyncAggregator* SyncAggregators::For(const std::string& shard,
+                                     int64_t num_elements) {
+  absl::MutexLock lock(&mu_);
+  std::unique_ptr<SyncAggregator>& agg = map_[shard];
+  if (agg == nullptr) agg = std::make_unique<SyncAggregator>(num_elements);
+  return agg.get();
+}
+
+int64_t SyncAggregators::dropped() const {
+  absl::MutexLock lock(&mu_);
+  int64_t total = 0;
+  for (const auto& [name, agg] : map_) total += agg->dropped();
+  return total;
+}
+
 }  // namespace tessera

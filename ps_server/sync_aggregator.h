@@ -2,9 +2,12 @@
 #define TESSERA_PS_SERVER_SYNC_AGGREGATOR_H_
 
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
@@ -47,6 +50,22 @@ class SyncAggregator {
   std::vector<double> sum_ ABSL_GUARDED_BY(mu_);
   int64_t released_step_ ABSL_GUARDED_BY(mu_) = -1;
   int64_t dropped_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// The aggregators of a server's shards, made on a shard's first sync push.
+//
+// Thread safety: For may be called concurrently.
+class SyncAggregators {
+ public:
+  // The aggregator of `shard`; `num_elements` sizes a new one.
+  SyncAggregator* For(const std::string& shard, int64_t num_elements);
+  // Late gradients dropped over all shards.
+  int64_t dropped() const;
+
+ private:
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::unique_ptr<SyncAggregator>> map_
+      ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace tessera

@@ -21,7 +21,9 @@
 //    column (1-based, and its name: label, I3, C7) and the bad text: a wrong
 //    number of columns, a label other than 0 or 1, an integer that is not
 //    one or does not fit 64 bits, a bad or too long hex id. A gzip stream cut
-//    short or corrupt is DataLoss; see GzLineReader for I/O errors.
+//    short or corrupt is DataLoss; see GzLineReader for I/O errors. More
+//    than 2^32 ids in one field of the slice is ResourceExhausted (the
+//    data set's 32-bit offsets).
 //  - A slice [first, first + count) skips the leading lines without parsing
 //    them and stops reading after the slice, so lines outside it are not
 //    checked; a slice past the end is OutOfRange naming the example count.
