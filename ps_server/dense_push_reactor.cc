@@ -60,8 +60,17 @@ absl::Status CopyChunkAndCheckFinite(const TensorChunkView& chunk, float* dst,
 }  // namespace internal
 
 DensePushReactor::DensePushReactor(ShardStore* store,
+                                   SyncAggregators* aggregators,
+                                   absl::StatusOr<std::optional<SyncPush>> sync,
                                    grpc::ByteBuffer* response)
-    : store_(store), response_(response) {
+    : store_(store),
+      aggregators_(aggregators),
+      sync_(std::move(sync)),
+      response_(response) {
+  if (!sync_.ok()) {
+    Finish(ToGrpcStatus(sync_.status()));
+    return;
+  }
   StartRead(&message_);
 }
 
@@ -71,7 +80,11 @@ void DensePushReactor::OnReadDone(bool ok) {
       Finish(ToGrpcStatus(s));
       return;
     }
-    FinishAndApply();
+    if (sync_->has_value()) {
+      FinishSync();
+    } else {
+      FinishAndApply();
+    }
     return;
   }
   absl::Status s = parser_.Parse(message_);
@@ -169,6 +182,55 @@ void DensePushReactor::FinishAndApply() {
     p->shard->FinishUpdate(
         absl::MakeConstSpan(p->grad.get(), p->shard->num_elements()));
   }
+}
+
+void DensePushReactor::FinishSync() {
+  const SyncPush& sync = **sync_;
+  PushResponse response;
+  struct Release {
+    Shard* shard;
+    std::vector<float> average;
+  };
+  std::vector<Release> releases;
+  for (Pending& p : pending_) {
+    const std::string& name = p.shard->def().name();
+    SyncAggregator* agg = aggregators_->For(name, p.shard->num_elements());
+    Release r{p.shard.get(), {}};
+    absl::StatusOr<SyncAggregator::Outcome> outcome = agg->Add(
+        sync.step, sync.required,
+        absl::MakeConstSpan(p.grad.get(), p.shard->num_elements()), &r.average);
+    if (!outcome.ok()) {
+      // Only a disagreement on `required` gets here; shards handed over
+      // before it keep their gradients for the step.
+      Finish(ToGrpcStatus(outcome.status()));
+      return;
+    }
+    switch (*outcome) {
+      case SyncAggregator::Outcome::kAccumulated:
+        response.add_pending(name);
+        break;
+      case SyncAggregator::Outcome::kLate:
+        response.add_late(name);
+        break;
+      case SyncAggregator::Outcome::kReleased:
+        releases.push_back(std::move(r));
+        break;
+    }
+  }
+  // As FinishAndApply: lock in name order, answer, then update.
+  std::sort(releases.begin(), releases.end(),
+            [](const Release& a, const Release& b) {
+              return a.shard->def().name() < b.shard->def().name();
+            });
+  for (Release& r : releases) {
+    ShardVersion* applied = response.add_applied();
+    applied->set_name(r.shard->def().name());
+    applied->set_version(r.shard->BeginUpdate());
+  }
+  const grpc::Slice bytes(response.SerializeAsString());
+  *response_ = grpc::ByteBuffer(&bytes, 1);
+  Finish(grpc::Status::OK);
+  for (Release& r : releases) r.shard->FinishUpdate(r.average);
 }
 
 void DensePushReactor::OnDone() {

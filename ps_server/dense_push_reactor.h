@@ -2,6 +2,7 @@
 #define TESSERA_PS_SERVER_DENSE_PUSH_REACTOR_H_
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -11,6 +12,8 @@
 #include "grpcpp/support/server_callback.h"
 #include "ps_server/shard.h"
 #include "ps_server/shard_store.h"
+#include "ps_server/sync_aggregator.h"
+#include "ps_server/sync_push.h"
 
 namespace tessera {
 
@@ -27,7 +30,13 @@ namespace tessera {
 class DensePushReactor final
     : public grpc::ServerReadReactor<grpc::ByteBuffer> {
  public:
-  DensePushReactor(ShardStore* store, grpc::ByteBuffer* response);
+  // A sync push (`sync` set, from the call's metadata) adds each shard's
+  // gradient to its step in `aggregators`; a shard is updated only when
+  // its step completes (ps_server/sync_aggregator.h). A malformed tag
+  // (`sync` not ok) refuses the push.
+  DensePushReactor(ShardStore* store, SyncAggregators* aggregators,
+                   absl::StatusOr<std::optional<SyncPush>> sync,
+                   grpc::ByteBuffer* response);
 
   void OnReadDone(bool ok) override;
   void OnDone() override;
@@ -43,8 +52,13 @@ class DensePushReactor final
   absl::Status Accept(const TensorChunkView& chunk);
   absl::Status Validate() const;
   void FinishAndApply();
+  // Sync mode: hands each gradient to its step's aggregator and updates
+  // the shards whose step this push completes.
+  void FinishSync();
 
   ShardStore* const store_;
+  SyncAggregators* const aggregators_;
+  const absl::StatusOr<std::optional<SyncPush>> sync_;
   grpc::ByteBuffer* const response_;
   grpc::ByteBuffer message_;
   TensorChunkParser parser_;

@@ -36,7 +36,8 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* ParameterServerService::PullDense(
 
 grpc::ServerReadReactor<grpc::ByteBuffer>* ParameterServerService::PushDense(
     grpc::CallbackServerContext* context, grpc::ByteBuffer* response) {
-  return new DensePushReactor(store_, response);
+  return new DensePushReactor(store_, &sync_aggregators_,
+                              ReadSyncPush(*context), response);
 }
 
 grpc::ServerWriteReactor<RowsChunk>* ParameterServerService::PullRows(

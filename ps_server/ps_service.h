@@ -10,6 +10,7 @@
 #include "grpcpp/support/byte_buffer.h"
 #include "proto/ps_service.grpc.pb.h"
 #include "ps_server/shard_store.h"
+#include "ps_server/sync_aggregator.h"
 
 namespace tessera {
 
@@ -64,6 +65,7 @@ class ParameterServerService final : public DenseRawCallbackService {
  private:
   ShardStore* const store_;
   const PsServiceOptions options_;
+  SyncAggregators sync_aggregators_;  // sync mode's pending steps
   const absl::Time start_ = absl::Now();
   std::atomic<bool> shutdown_called_{false};
   absl::Notification shutdown_;

@@ -1,0 +1,96 @@
+// Sync pushes over real gRPC on loopback: a shard applies the average of a
+// global step's gradients once, when the step's required pushes arrived.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ps_server/ps_client.h"
+#include "tests/ps_server/ps_test_util.h"
+
+namespace tessera {
+namespace {
+
+using ps_test::ConstantInit;
+using ps_test::MakeShardDef;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+class PsServiceSyncTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(server_.started());
+    client_ = server_.NewClient();
+    CreateShardsRequest request;
+    *request.add_shards() = shard_;
+    *request.mutable_optimizer() = ps_test::SgdConfig(1.0f);
+    CreateShardsResponse response;
+    ASSERT_TRUE(client_->CreateShards(request, &response).ok());
+  }
+
+  absl::Status Push(std::vector<float> grad, int64_t step, int required,
+                    PushResponse* response) {
+    SyncPush sync{step, required};
+    std::vector<absl::Span<const float>> grads = {absl::MakeConstSpan(grad)};
+    return client_->PushDense({shard_.name()}, grads, {}, response, &sync);
+  }
+
+  std::vector<float> Pull(int64_t* version) {
+    std::vector<float> out(2);
+    std::vector<absl::Span<float>> spans = {absl::MakeSpan(out)};
+    std::vector<int64_t> versions;
+    EXPECT_TRUE(client_->PullDense({shard_.name()}, spans, &versions).ok());
+    *version = versions.at(0);
+    return out;
+  }
+
+  ps_test::TestPsServer server_;
+  std::unique_ptr<PsClient> client_;
+  const ShardDef shard_ = MakeShardDef("w", 0, {2}, 0, 2, ConstantInit(10));
+};
+
+TEST_F(PsServiceSyncTest, AppliesTheAverageOnceTheStepIsComplete) {
+  PushResponse r;
+  ASSERT_TRUE(Push({2, 4}, 0, 2, &r).ok());
+  EXPECT_THAT(r.pending(), ElementsAre(shard_.name()));
+  EXPECT_THAT(r.applied(), IsEmpty());
+  int64_t version = -1;
+  EXPECT_THAT(Pull(&version), ElementsAre(10.0f, 10.0f));  // not yet
+  EXPECT_EQ(version, 0);
+
+  r.Clear();
+  ASSERT_TRUE(Push({4, 8}, 0, 2, &r).ok());
+  ASSERT_EQ(r.applied_size(), 1);
+  EXPECT_EQ(r.applied(0).version(), 1);
+  // SGD with learning rate 1 on the average (3, 6), applied once.
+  EXPECT_THAT(Pull(&version), ElementsAre(7.0f, 4.0f));
+  EXPECT_EQ(version, 1);
+}
+
+TEST_F(PsServiceSyncTest, BackupWorkersLateGradientIsDroppedAndReported) {
+  PushResponse r;
+  ASSERT_TRUE(Push({1, 1}, 3, 2, &r).ok());
+  ASSERT_TRUE(Push({3, 3}, 3, 2, &r).ok());
+  r.Clear();
+  ASSERT_TRUE(Push({100, 100}, 3, 2, &r).ok());  // the third, too late
+  EXPECT_THAT(r.late(), ElementsAre(shard_.name()));
+  int64_t version = -1;
+  EXPECT_THAT(Pull(&version), ElementsAre(8.0f, 8.0f));
+  EXPECT_EQ(version, 1);
+}
+
+TEST_F(PsServiceSyncTest, MalformedTagOrDisagreementIsRefused) {
+  PushResponse r;
+  EXPECT_EQ(Push({1, 1}, 0, 0, &r).code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(Push({1, 1}, 0, 2, &r).ok());
+  absl::Status s = Push({1, 1}, 0, 3, &r);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  int64_t version = -1;
+  EXPECT_THAT(Pull(&version), ElementsAre(10.0f, 10.0f));
+}
+
+}  // namespace
+}  // namespace tessera
