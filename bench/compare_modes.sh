@@ -20,7 +20,7 @@ WORKERS="${WORKERS:-1 2 4}"
 MODES="${MODES:-async sync ssp:2 mirrored}"
 BUILD="${TESSERA_BUILD_DIR:-build}"
 bash deploy/install.sh >/dev/null
-bash deploy/build.sh tessera_local tessera_ps tessera_worker tessera_coordinator >/dev/null
+bash deploy/build.sh --target tessera_local tessera_ps tessera_worker tessera_coordinator >/dev/null
 bash deploy/python_env.sh >/dev/null
 mkdir -p "$OUT/runs"
 total=$(( $(wc -w <<<"$MODES") * $(wc -w <<<"$WORKERS") ))
