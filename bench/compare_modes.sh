@@ -7,6 +7,10 @@
 #
 #   bash bench/compare_modes.sh [out_dir] [-- extra coordinator flags]
 #
+# EPOCHS, WORKERS and MODES (environment) narrow the grid;
+# TESSERA_BUILD_DIR picks the build folder; TESSERA_NO_BUILD=1 uses the
+# binaries already there.
+#
 # Batches: async and ssp:2 use --batch_size per worker (64); sync and
 # mirrored use one global batch of 128 split over the workers, so "sync, 1
 # worker" and "sync, 2 workers" train on the same global batches.
@@ -20,7 +24,10 @@ WORKERS="${WORKERS:-1 2 4}"
 MODES="${MODES:-async sync ssp:2 mirrored}"
 BUILD="${TESSERA_BUILD_DIR:-build}"
 bash deploy/install.sh >/dev/null
-bash deploy/build.sh --target tessera_local tessera_ps tessera_worker tessera_coordinator >/dev/null
+if [ -z "${TESSERA_NO_BUILD:-}" ]; then
+  bash deploy/build.sh --target tessera_local tessera_ps tessera_worker \
+    tessera_coordinator >/dev/null
+fi
 bash deploy/python_env.sh >/dev/null
 mkdir -p "$OUT/runs"
 total=$(( $(wc -w <<<"$MODES") * $(wc -w <<<"$WORKERS") ))
