@@ -33,7 +33,7 @@ DEFINE_int64(max_shard_bytes, 1 << 20, "Largest shard (partitioner max_size).");
 DEFINE_int64(max_shards, 0,
              "Cap on shards per variable (min_size: 0 means 1, as in TF; "
              "max_size: 0 means no cap).");
-DEFINE_string(model, "mlp", "Model: mlp.");
+DEFINE_string(model, "mlp", "Model: mlp, ctr (click-through).");
 DEFINE_string(hidden_units, "128", "Hidden layer widths, comma-separated.");
 DEFINE_double(dropout, 0.2, "Dropout rate after each hidden layer.");
 DEFINE_string(data_dir, "/usr/share/datasets/fashion-mnist",
@@ -50,6 +50,26 @@ DEFINE_int32(backup_workers, 0,
              "Sync mode: apply a step once all but this many workers have "
              "pushed; later gradients are dropped and counted.");
 DEFINE_uint64(seed, 42, "Seed of initial values, shuffling and dropout.");
+DEFINE_string(data_format, "",
+              "idx (MNIST-format files) or criteo (train.tsv[.gz] and "
+              "test.tsv[.gz] in --data_dir); empty: criteo for --model=ctr, "
+              "else idx.");
+DEFINE_int32(embedding_dim, 8, "Model ctr: floats per embedding row.");
+DEFINE_int32(num_fields, 26, "Model ctr: categorical fields (tables).");
+DEFINE_int32(num_dense, 13, "Model ctr: dense (integer) features.");
+DEFINE_int64(vocab_size, 0,
+             "Model ctr: rows per embedding table (a feature id maps to id "
+             "mod vocab_size); 0: growing hash tables.");
+DEFINE_string(combiner, "sum",
+              "Model ctr: how a bag's rows combine: sum, mean.");
+DEFINE_string(embedding_optimizer, "",
+              "Optimizer of the embedding tables (sgd, momentum, adam, "
+              "adagrad, ftrl); empty: --optimizer.");
+DEFINE_double(embedding_learning_rate, 0,
+              "Learning rate of --embedding_optimizer; 0: --learning_rate.");
+DEFINE_int64(expected_rows_per_shard, 0,
+             "Growing tables: rows each parameter server's shard of a table "
+             "expects (capacity hint; 0: default).");
 
 namespace tessera {
 namespace {
@@ -74,6 +94,40 @@ bool Explicit(const char* flag) {
   return gflags::GetCommandLineFlagInfo(flag, &info) && !info.is_default;
 }
 
+// `flag`'s optimizer `kind` with Keras' defaults, learning rate kept.
+absl::Status SetOptimizerKind(const char* flag, const std::string& kind,
+                              OptimizerConfig* opt) {
+  if (kind == "sgd") {
+    opt->mutable_sgd();
+  } else if (kind == "momentum") {
+    opt->mutable_momentum()->set_momentum(FLAGS_momentum);
+  } else if (kind == "adam") {
+    AdamOptions* adam = opt->mutable_adam();
+    // Keras' defaults.
+    adam->set_beta1(0.9f);
+    adam->set_beta2(0.999f);
+    adam->set_epsilon(1e-7f);
+  } else if (kind == "adagrad") {
+    opt->mutable_adagrad();  // Keras' defaults when unset
+  } else if (kind == "ftrl") {
+    opt->mutable_ftrl();
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, ": unknown optimizer \"", kind,
+                     "\" (sgd, momentum, adam, adagrad, ftrl)"));
+  }
+  return absl::OkStatus();
+}
+
+// The Criteo-format file `name`.tsv in `dir`, or `name`.tsv.gz when only
+// that one exists.
+std::string CriteoFile(const std::string& dir, const std::string& name) {
+  const std::string plain = absl::StrCat(dir, "/", name, ".tsv");
+  const std::string gz = plain + ".gz";
+  if (!std::ifstream(plain) && std::ifstream(gz)) return gz;
+  return plain;
+}
+
 absl::Status ApplyFlags(bool only_explicit, JobConfig* job) {
   auto use = [&](const char* flag) { return !only_explicit || Explicit(flag); };
   ModelConfig* model = job->mutable_model();
@@ -92,16 +146,50 @@ absl::Status ApplyFlags(bool only_explicit, JobConfig* job) {
       model->add_hidden_units(units);
     }
   }
-  if (use("dropout")) model->set_dropout(FLAGS_dropout);
+  const bool ctr = model->kind() == "ctr";
+  if (use("dropout")) {
+    // The click-through model trains without dropout unless asked.
+    model->set_dropout(ctr && !Explicit("dropout") ? 0.0f : FLAGS_dropout);
+  }
+  if (ctr) {
+    if (use("embedding_dim")) model->set_embedding_dim(FLAGS_embedding_dim);
+    if (use("num_fields")) model->set_num_fields(FLAGS_num_fields);
+    if (use("num_dense")) model->set_num_dense(FLAGS_num_dense);
+    if (use("vocab_size")) model->set_vocab_size(FLAGS_vocab_size);
+    if (use("combiner")) model->set_combiner(FLAGS_combiner);
+  }
 
   DataConfig* data = job->mutable_data();
-  if (use("data_dir") || data->train_images().empty()) {
+  std::string format = FLAGS_data_format;
+  if (format.empty()) {
+    format = !data->format().empty() && !use("model") ? data->format()
+             : ctr                                    ? "criteo"
+                                                      : "idx";
+  }
+  if (format != "idx" && format != "criteo") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--data_format: unknown format \"", format, "\" (idx, criteo)"));
+  }
+  const bool have_paths = format == "criteo" ? !data->train_path().empty()
+                                             : !data->train_images().empty();
+  if (use("data_dir") || use("data_format") || !have_paths) {
     const std::string dir = FLAGS_data_dir;
-    data->set_format("idx");
-    data->set_train_images(dir + "/train-images-idx3-ubyte.gz");
-    data->set_train_labels(dir + "/train-labels-idx1-ubyte.gz");
-    data->set_test_images(dir + "/t10k-images-idx3-ubyte.gz");
-    data->set_test_labels(dir + "/t10k-labels-idx1-ubyte.gz");
+    data->set_format(format);
+    if (format == "criteo") {
+      data->clear_train_images();
+      data->clear_train_labels();
+      data->clear_test_images();
+      data->clear_test_labels();
+      data->set_train_path(CriteoFile(dir, "train"));
+      data->set_test_path(CriteoFile(dir, "test"));
+    } else {
+      data->clear_train_path();
+      data->clear_test_path();
+      data->set_train_images(dir + "/train-images-idx3-ubyte.gz");
+      data->set_train_labels(dir + "/train-labels-idx1-ubyte.gz");
+      data->set_test_images(dir + "/t10k-images-idx3-ubyte.gz");
+      data->set_test_labels(dir + "/t10k-labels-idx1-ubyte.gz");
+    }
   }
   if (use("train_examples")) data->set_train_examples(FLAGS_train_examples);
   if (use("test_examples")) data->set_test_examples(FLAGS_test_examples);
@@ -109,28 +197,32 @@ absl::Status ApplyFlags(bool only_explicit, JobConfig* job) {
   OptimizerConfig* opt = job->mutable_optimizer();
   if (use("learning_rate")) opt->set_learning_rate(FLAGS_learning_rate);
   if (use("optimizer") || opt->kind_case() == OptimizerConfig::KIND_NOT_SET) {
-    if (FLAGS_optimizer == "sgd") {
-      opt->mutable_sgd();
-    } else if (FLAGS_optimizer == "momentum") {
-      opt->mutable_momentum()->set_momentum(FLAGS_momentum);
-    } else if (FLAGS_optimizer == "adam") {
-      AdamOptions* adam = opt->mutable_adam();
-      // Keras' defaults.
-      adam->set_beta1(0.9f);
-      adam->set_beta2(0.999f);
-      adam->set_epsilon(1e-7f);
-    } else if (FLAGS_optimizer == "adagrad") {
-      opt->mutable_adagrad();  // Keras' defaults when unset
-    } else if (FLAGS_optimizer == "ftrl") {
-      opt->mutable_ftrl();
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--optimizer: unknown optimizer \"", FLAGS_optimizer,
-          "\" (sgd, momentum, adam, adagrad, ftrl)"));
+    if (absl::Status s = SetOptimizerKind("--optimizer", FLAGS_optimizer, opt);
+        !s.ok()) {
+      return s;
     }
   }
   if (use("momentum") && opt->has_momentum()) {
     opt->mutable_momentum()->set_momentum(FLAGS_momentum);
+  }
+  if ((use("embedding_optimizer") || use("embedding_learning_rate")) &&
+      (!FLAGS_embedding_optimizer.empty() ||
+       FLAGS_embedding_learning_rate > 0)) {
+    OptimizerConfig* emb = job->mutable_embedding_optimizer();
+    emb->set_learning_rate(FLAGS_embedding_learning_rate > 0
+                               ? FLAGS_embedding_learning_rate
+                               : opt->learning_rate());
+    if (absl::Status s = SetOptimizerKind("--embedding_optimizer",
+                                          FLAGS_embedding_optimizer.empty()
+                                              ? FLAGS_optimizer
+                                              : FLAGS_embedding_optimizer,
+                                          emb);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (use("expected_rows_per_shard")) {
+    job->set_expected_rows_per_shard(FLAGS_expected_rows_per_shard);
   }
 
   PartitionerConfig* part = job->mutable_partitioner();
@@ -201,16 +293,36 @@ absl::Status ValidateJobConfig(const JobConfig& job) {
       !opt.ok()) {
     return opt.status();
   }
-  if (job.model().kind() == "ctr") {
-    // The click-through model trains in one process for now
-    // (tessera_ctr_local_train); the distributed job needs the workers'
-    // sparse pulls and per-variable optimizers.
-    return absl::UnimplementedError(
-        "model ctr: distributed training of the click-through model is not "
-        "available yet; use tessera_ctr_local_train");
+  if (job.has_embedding_optimizer()) {
+    if (absl::StatusOr<std::unique_ptr<Optimizer>> opt =
+            CreateOptimizer(job.embedding_optimizer());
+        !opt.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("embedding_optimizer: ", opt.status().message()));
+    }
   }
   absl::StatusOr<TrainingMode> mode = ParseTrainingMode(job.mode());
   if (!mode.ok()) return mode.status();
+  if (job.model().kind() == "ctr") {
+    // Row pushes carry no sync step, and mirrored replicas cannot hold
+    // growing tables: the click-through model trains asynchronously.
+    if (mode->kind != TrainingMode::Kind::kAsync &&
+        mode->kind != TrainingMode::Kind::kSsp) {
+      return absl::UnimplementedError(absl::StrCat(
+          "model ctr trains in modes async and ssp, not ", mode->ToString()));
+    }
+    if (job.data().format() != "criteo" || job.data().train_path().empty() ||
+        job.data().test_path().empty()) {
+      return absl::InvalidArgumentError(
+          "model ctr needs data format criteo with train_path and test_path "
+          "(--data_dir with train.tsv and test.tsv)");
+    }
+  }
+  if (job.expected_rows_per_shard() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected_rows_per_shard must be >= 0, got ",
+                     job.expected_rows_per_shard()));
+  }
   if (job.backup_workers() < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "backup_workers must be >= 0, got ", job.backup_workers()));

@@ -9,13 +9,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/byte_codec.h"
-#include "common/summary_histogram.h"
 #include "common/grpc_channel.h"
+#include "common/summary_histogram.h"
 #include "coordinator/global_steps.h"
 #include "coordinator/progress_meter.h"
 #include "coordinator/svg_chart.h"
 #include "glog/logging.h"
 #include "nlohmann/json.hpp"
+#include "worker/criteo_reader.h"
+#include "worker/ctr_metrics.h"
 #include "worker/idx_reader.h"
 
 namespace tessera {
@@ -33,6 +35,40 @@ absl::Status WaitUntil(absl::Time deadline,
   }
 }
 
+// Examples in the training and test files of `data`, before any cap.
+absl::StatusOr<std::pair<int64_t, int64_t>> DataSizes(const DataConfig& data) {
+  if (data.format() == "criteo") {
+    absl::StatusOr<int64_t> train = CountCriteoExamples(data.train_path());
+    if (!train.ok()) return train.status();
+    absl::StatusOr<int64_t> test = CountCriteoExamples(data.test_path());
+    if (!test.ok()) return test.status();
+    return std::make_pair(*train, *test);
+  }
+  absl::StatusOr<std::vector<int64_t>> train_dims =
+      ReadIdxDims(data.train_images());
+  if (!train_dims.ok()) return train_dims.status();
+  absl::StatusOr<std::vector<int64_t>> test_dims =
+      ReadIdxDims(data.test_images());
+  if (!test_dims.ok()) return test_dims.status();
+  return std::make_pair((*train_dims)[0], (*test_dims)[0]);
+}
+
+// The generator's best achievable test AUC from meta.json in the test
+// file's folder (worker/ctr_generator.h), or -1.
+double ReadBestAuc(const std::string& test_path) {
+  const size_t slash = test_path.rfind('/');
+  const std::string dir =
+      slash == std::string::npos ? "." : test_path.substr(0, slash);
+  std::ifstream in(dir + "/meta.json");
+  if (!in) return -1;
+  nlohmann::json meta = nlohmann::json::parse(in, nullptr, false);
+  if (meta.is_discarded() || !meta.contains("best_auc") ||
+      !meta["best_auc"].is_number()) {
+    return -1;
+  }
+  return meta["best_auc"].get<double>();
+}
+
 }  // namespace
 
 TrainingJob::TrainingJob(ClusterSpec cluster, JobConfig job, VariablePlan plan,
@@ -42,8 +78,10 @@ TrainingJob::TrainingJob(ClusterSpec cluster, JobConfig job, VariablePlan plan,
       plan_(std::move(plan)),
       options_(std::move(options)) {
   absl::StatusOr<TrainingMode> mode = ParseTrainingMode(job_.mode());
-  if (mode.ok()) mode_ = *mode;
-  else mode_error_ = mode.status();
+  if (mode.ok())
+    mode_ = *mode;
+  else
+    mode_error_ = mode.status();
   const bool have_ps = !cluster_.tasks("ps").empty();
   if (!have_ps && mode_.kind == TrainingMode::Kind::kAsync &&
       (job_.mode().empty() || job_.mode() == "async")) {
@@ -58,12 +96,13 @@ TrainingJob::TrainingJob(ClusterSpec cluster, JobConfig job, VariablePlan plan,
   }
   if (mode_.lockstep() &&
       job_.schedule().batch_size() % cluster_.tasks("worker").size() != 0) {
-    mode_error_ = absl::InvalidArgumentError(absl::StrCat(
-        "mode ", mode_.ToString(), ": the global batch_size ",
-        job_.schedule().batch_size(), " must split evenly over ",
-        cluster_.tasks("worker").size(), " workers"));
+    mode_error_ = absl::InvalidArgumentError(
+        absl::StrCat("mode ", mode_.ToString(), ": the global batch_size ",
+                     job_.schedule().batch_size(), " must split evenly over ",
+                     cluster_.tasks("worker").size(), " workers"));
   }
-  if (job_.backup_workers() >= static_cast<int>(cluster_.tasks("worker").size())) {
+  if (job_.backup_workers() >=
+      static_cast<int>(cluster_.tasks("worker").size())) {
     mode_error_ = absl::InvalidArgumentError(absl::StrCat(
         "backup_workers is ", job_.backup_workers(), " but there are only ",
         cluster_.tasks("worker").size(), " workers"));
@@ -133,16 +172,23 @@ absl::Status TrainingJob::WaitForCluster() {
 
 absl::Status TrainingJob::CreateVariables() {
   if (!mode_.uses_parameter_servers()) return absl::OkStatus();
-  std::vector<CreateShardsRequest> requests =
-      ShardRequests(plan_, job_.optimizer(), static_cast<int>(ps_.size()));
+  // Embedding tables and dense layers may train with different
+  // optimizers; a parameter server takes one per request.
+  std::vector<std::vector<CreateShardsRequest>> requests = ShardRequestsByKind(
+      plan_, job_.optimizer(),
+      job_.has_embedding_optimizer() ? job_.embedding_optimizer()
+                                     : job_.optimizer(),
+      static_cast<int>(ps_.size()));
   for (size_t k = 0; k < ps_.size(); ++k) {
-    CreateShardsResponse response;
-    if (absl::Status s = ps_[k]->CreateShards(requests[k], &response);
-        !s.ok()) {
-      return s;
+    for (const CreateShardsRequest& request : requests[k]) {
+      CreateShardsResponse response;
+      if (absl::Status s = ps_[k]->CreateShards(request, &response); !s.ok()) {
+        return s;
+      }
+      LOG(INFO) << "ps " << k << ": " << response.created()
+                << " shards created, " << response.existing()
+                << " already there";
     }
-    LOG(INFO) << "ps " << k << ": " << response.created() << " shards created, "
-              << response.existing() << " already there";
   }
   return absl::OkStatus();
 }
@@ -203,7 +249,8 @@ void TrainingJob::Record(const StepResponse& r, int64_t step,
       std::vector<int64_t> counts(max_staleness + 1, 0);
       for (int64_t s : r.staleness()) ++counts[s];
       absl::StatusOr<tensorboard::HistogramProto> h = HistogramOfCounts(counts);
-      if (h.ok()) events_->AddHistogram("step/staleness", step, *h).IgnoreError();
+      if (h.ok())
+        events_->AddHistogram("step/staleness", step, *h).IgnoreError();
     }
   }
   if (step_log_.is_open()) {
@@ -335,10 +382,10 @@ absl::Status TrainingJob::RunLockstepEpoch(std::vector<PlannedStep> steps,
       if (!mirrored) continue;
       if (checksum.has_value() && *checksum != r->replica_checksum()) {
         coordinator_->Join().IgnoreError();
-        return absl::DataLossError(absl::StrCat(
-            "mirrored replicas differ after global step ", global_step,
-            ": parameter checksums ", *checksum, " and ",
-            r->replica_checksum()));
+        return absl::DataLossError(
+            absl::StrCat("mirrored replicas differ after global step ",
+                         global_step, ": parameter checksums ", *checksum,
+                         " and ", r->replica_checksum()));
       }
       checksum = r->replica_checksum();
     }
@@ -368,14 +415,29 @@ absl::Status TrainingJob::Evaluate(EpochResult* result) {
   for (std::thread& t : threads) t.join();
   int64_t examples = 0, correct = 0;
   double loss = 0;
+  std::vector<float> probabilities, labels;
   for (int w = 0; w < n; ++w) {
     if (!statuses[w].ok()) return statuses[w];
     examples += responses[w].examples();
     correct += responses[w].correct();
     loss += responses[w].loss_sum();
+    probabilities.insert(probabilities.end(),
+                         responses[w].probabilities().begin(),
+                         responses[w].probabilities().end());
+    labels.insert(labels.end(), responses[w].labels().begin(),
+                  responses[w].labels().end());
   }
   result->test_accuracy = examples > 0 ? double(correct) / examples : 0;
   result->test_loss = examples > 0 ? loss / examples : 0;
+  if (!probabilities.empty()) {
+    // Exact over the whole test set: every prediction, sorted once.
+    absl::StatusOr<double> auc = RocAuc(probabilities, labels);
+    if (!auc.ok()) return auc.status();
+    absl::StatusOr<double> log_loss = LogLoss(probabilities, labels);
+    if (!log_loss.ok()) return log_loss.status();
+    result->auc = *auc;
+    result->log_loss = *log_loss;
+  }
   absl::MutexLock lock(&status_mu_);
   status_.set_last_test_accuracy(static_cast<float>(result->test_accuracy));
   return absl::OkStatus();
@@ -389,8 +451,12 @@ void TrainingJob::WriteMetrics(const EpochResult& r) {
     events_->AddScalar("epoch/test_loss", r.epoch, r.test_loss).IgnoreError();
     events_->AddScalar("epoch/test_accuracy", r.epoch, r.test_accuracy)
         .IgnoreError();
-    events_->AddScalar("epoch/examples_per_second", r.epoch,
-                       r.examples_per_second)
+    if (r.auc >= 0) {
+      events_->AddScalar("epoch/auc", r.epoch, r.auc).IgnoreError();
+      events_->AddScalar("epoch/log_loss", r.epoch, r.log_loss).IgnoreError();
+    }
+    events_
+        ->AddScalar("epoch/examples_per_second", r.epoch, r.examples_per_second)
         .IgnoreError();
     if (!r.staleness.empty()) {
       std::vector<int64_t> counts(r.staleness.rbegin()->first + 1, 0);
@@ -416,6 +482,11 @@ void TrainingJob::WriteMetrics(const EpochResult& r) {
                          {"examples_per_second", r.examples_per_second},
                          {"mode", mode_.ToString()},
                          {"late_shards", r.late_shards}};
+  if (r.auc >= 0) {
+    line["auc"] = r.auc;
+    line["log_loss"] = r.log_loss;
+    if (best_auc_ >= 0) line["best_auc"] = best_auc_;
+  }
   if (!r.staleness.empty()) {
     nlohmann::json histogram = nlohmann::json::object();
     int64_t pushes = 0, sum = 0, max = 0;
@@ -473,6 +544,10 @@ void TrainingJob::PrintSummary(absl::Duration wall) const {
       train_seconds, examples / std::max(1e-9, train_seconds),
       absl::ToDoubleSeconds(wall),
       static_cast<long long>(coordinator_->steps_rerun()));
+  if (last.auc >= 0) {
+    std::printf("final test AUC %.4f, best achievable %.4f, log loss %.4f\n",
+                last.auc, best_auc_, last.log_loss);
+  }
   std::fflush(stdout);
 }
 
@@ -502,17 +577,16 @@ absl::Status TrainingJob::Run() {
     }
     LOG(INFO) << "mode " << mode_.ToString();
     if (absl::Status s = WaitForCluster(); !s.ok()) return s;
-    absl::StatusOr<std::vector<int64_t>> train_dims =
-        ReadIdxDims(job_.data().train_images());
-    if (!train_dims.ok()) return train_dims.status();
-    absl::StatusOr<std::vector<int64_t>> test_dims =
-        ReadIdxDims(job_.data().test_images());
-    if (!test_dims.ok()) return test_dims.status();
-    int64_t train = (*train_dims)[0];
+    absl::StatusOr<std::pair<int64_t, int64_t>> sizes = DataSizes(job_.data());
+    if (!sizes.ok()) return sizes.status();
+    int64_t train = sizes->first;
     if (job_.data().train_examples() > 0) {
       train = std::min(train, job_.data().train_examples());
     }
-    test_examples_ = (*test_dims)[0];
+    test_examples_ = sizes->second;
+    if (job_.data().format() == "criteo") {
+      best_auc_ = ReadBestAuc(job_.data().test_path());
+    }
     if (job_.data().test_examples() > 0) {
       test_examples_ = std::min(test_examples_, job_.data().test_examples());
     }
@@ -525,9 +599,8 @@ absl::Status TrainingJob::Run() {
     const int64_t steps = mode_.lockstep()
                               ? job_.schedule().steps_per_epoch() * n
                               : job_.schedule().steps_per_epoch();
-    absl::StatusOr<DataPlan> data =
-        DataPlan::Create(train, n, per_worker_batch, steps,
-                         job_.schedule().seed());
+    absl::StatusOr<DataPlan> data = DataPlan::Create(
+        train, n, per_worker_batch, steps, job_.schedule().seed());
     if (!data.ok()) return data.status();
     if (absl::Status s = CreateVariables(); !s.ok()) return s;
     if (absl::Status s = ConfigureWorkers(*data); !s.ok()) return s;
@@ -545,6 +618,15 @@ absl::Status TrainingJob::Run() {
           epoch, job_.schedule().epochs(), result.train_loss,
           result.train_accuracy, result.test_loss, result.test_accuracy,
           result.examples_per_second);
+      if (result.auc >= 0) {
+        std::printf(
+            "epoch %d/%d: test AUC %.4f (best achievable %s), test "
+            "log loss %.4f\n",
+            epoch, job_.schedule().epochs(), result.auc,
+            best_auc_ >= 0 ? absl::StrFormat("%.4f", best_auc_).c_str()
+                           : "unknown",
+            result.log_loss);
+      }
       std::fflush(stdout);
       results_.push_back(result);
       WriteMetrics(result);

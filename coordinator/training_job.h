@@ -45,6 +45,10 @@ struct EpochResult {
   double train_accuracy = 0;
   double test_loss = 0;
   double test_accuracy = 0;
+  // Models with one sigmoid output (ctr): exact ROC AUC and log loss over
+  // the whole test set; -1 for other models.
+  double auc = -1;
+  double log_loss = -1;
   double seconds = 0;
   double examples_per_second = 0;
   // Async and ssp: how many updates landed between a push's pull and its
@@ -104,10 +108,13 @@ class TrainingJob {
   std::vector<RemoteWorker*> workers_;  // owned by coordinator_
   std::unique_ptr<ClusterCoordinator> coordinator_;
   int64_t next_step_ = 0;
-  int64_t next_global_step_ = 0;  // sync and mirrored
-  std::ofstream step_log_;  // steps.jsonl in the run folder
+  int64_t next_global_step_ = 0;             // sync and mirrored
+  std::ofstream step_log_;                   // steps.jsonl in the run folder
   std::unique_ptr<EventFileWriter> events_;  // tensorboard/ in the run folder
   int64_t test_examples_ = 0;
+  // Model ctr: the generator's best achievable test AUC (meta.json beside
+  // the test file), -1 when unknown.
+  double best_auc_ = -1;
   std::vector<EpochResult> results_;
 
   mutable absl::Mutex status_mu_;

@@ -1,5 +1,8 @@
 #include "coordinator/variable_plan.h"
 
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
 #include "partitioners/partitioner_factory.h"
 
 namespace tessera {
@@ -24,14 +27,84 @@ absl::StatusOr<VariablePlan> PlanVariables(const JobConfig& job, int num_ps) {
 
   std::vector<VariableShape> shapes;
   for (const VariableDef& v : plan.variables) {
+    if (v.sparse && !v.shape.empty() && v.shape[0] == 0) {
+      plan.hash_tables.push_back(v.name);
+      continue;
+    }
     shapes.push_back({v.name, v.shape, sizeof(float)});
   }
   absl::StatusOr<std::vector<ShardInfo>> shards =
       ShardVariables(shapes, **partitioner, num_ps);
   if (!shards.ok()) return shards.status();
   plan.shards = *std::move(shards);
+  if (!plan.hash_tables.empty() && num_ps < 1) {
+    return absl::InvalidArgumentError(
+        "growing embedding tables need at least one parameter server");
+  }
+  for (const std::string& name : plan.hash_tables) {
+    const VariableDef* var = nullptr;
+    for (const VariableDef& v : plan.variables) {
+      if (v.name == name) var = &v;
+    }
+    for (int k = 0; k < num_ps; ++k) {
+      ShardInfo shard;
+      shard.variable = name;
+      shard.index = k;
+      shard.name = absl::StrCat(name, "/part_", k);
+      shard.row_offset = 0;
+      shard.rows = 0;
+      shard.shape = var->shape;
+      shard.bytes = 0;
+      shard.ps_task = k;
+      plan.shards.push_back(std::move(shard));
+    }
+  }
+  plan.expected_rows_per_shard = job.expected_rows_per_shard();
   return plan;
 }
+
+bool VariablePlan::IsHashTable(const std::string& variable) const {
+  return std::find(hash_tables.begin(), hash_tables.end(), variable) !=
+         hash_tables.end();
+}
+
+bool VariablePlan::IsSparse(const std::string& variable) const {
+  for (const VariableDef& v : variables) {
+    if (v.name == variable) return v.sparse;
+  }
+  return false;
+}
+
+namespace {
+
+void AddShardDef(const VariablePlan& plan, const ShardInfo& shard,
+                 CreateShardsRequest* request) {
+  const VariableDef* var = nullptr;
+  for (const VariableDef& v : plan.variables) {
+    if (v.name == shard.variable) var = &v;
+  }
+  ShardDef* def = request->add_shards();
+  def->set_name(shard.name);
+  def->set_variable(shard.variable);
+  def->set_index(shard.index);
+  def->set_row_offset(shard.row_offset);
+  for (int64_t d : var->shape) def->mutable_variable_shape()->add_dims(d);
+  for (int64_t d : shard.shape) def->mutable_shape()->add_dims(d);
+  def->set_dtype(DT_FLOAT);
+  *def->mutable_initializer() = var->initializer;
+  if (plan.IsHashTable(shard.variable)) {
+    def->set_hash_table(true);
+    def->set_dim(var->shape.size() > 1 ? var->shape[1] : 1);
+    int num_shards = 0;
+    for (const ShardInfo& s : plan.shards) {
+      num_shards += s.variable == shard.variable;
+    }
+    def->set_num_shards(num_shards);
+    def->set_expected_rows(plan.expected_rows_per_shard);
+  }
+}
+
+}  // namespace
 
 std::vector<CreateShardsRequest> ShardRequests(const VariablePlan& plan,
                                                const OptimizerConfig& optimizer,
@@ -39,21 +112,30 @@ std::vector<CreateShardsRequest> ShardRequests(const VariablePlan& plan,
   std::vector<CreateShardsRequest> requests(num_ps);
   for (CreateShardsRequest& r : requests) *r.mutable_optimizer() = optimizer;
   for (const ShardInfo& shard : plan.shards) {
-    const VariableDef* var = nullptr;
-    for (const VariableDef& v : plan.variables) {
-      if (v.name == shard.variable) var = &v;
-    }
-    ShardDef* def = requests[shard.ps_task].add_shards();
-    def->set_name(shard.name);
-    def->set_variable(shard.variable);
-    def->set_index(shard.index);
-    def->set_row_offset(shard.row_offset);
-    for (int64_t d : var->shape) def->mutable_variable_shape()->add_dims(d);
-    for (int64_t d : shard.shape) def->mutable_shape()->add_dims(d);
-    def->set_dtype(DT_FLOAT);
-    *def->mutable_initializer() = var->initializer;
+    AddShardDef(plan, shard, &requests[shard.ps_task]);
   }
   return requests;
+}
+
+std::vector<std::vector<CreateShardsRequest>> ShardRequestsByKind(
+    const VariablePlan& plan, const OptimizerConfig& optimizer,
+    const OptimizerConfig& embedding_optimizer, int num_ps) {
+  std::vector<CreateShardsRequest> tables(num_ps), dense(num_ps);
+  for (int k = 0; k < num_ps; ++k) {
+    *tables[k].mutable_optimizer() = embedding_optimizer;
+    *dense[k].mutable_optimizer() = optimizer;
+  }
+  for (const ShardInfo& shard : plan.shards) {
+    AddShardDef(plan, shard,
+                plan.IsSparse(shard.variable) ? &tables[shard.ps_task]
+                                              : &dense[shard.ps_task]);
+  }
+  std::vector<std::vector<CreateShardsRequest>> out(num_ps);
+  for (int k = 0; k < num_ps; ++k) {
+    if (tables[k].shards_size() > 0) out[k].push_back(std::move(tables[k]));
+    if (dense[k].shards_size() > 0) out[k].push_back(std::move(dense[k]));
+  }
+  return out;
 }
 
 std::vector<VariablePlacement> Placements(const VariablePlan& plan) {
@@ -62,6 +144,7 @@ std::vector<VariablePlacement> Placements(const VariablePlan& plan) {
     VariablePlacement placement;
     placement.set_name(v.name);
     for (int64_t d : v.shape) placement.mutable_shape()->add_dims(d);
+    placement.set_hash_table(plan.IsHashTable(v.name));
     for (const ShardInfo& shard : plan.shards) {
       if (shard.variable != v.name) continue;
       ShardPlacement* p = placement.add_shards();

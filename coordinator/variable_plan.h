@@ -1,6 +1,7 @@
 #ifndef TESSERA_COORDINATOR_VARIABLE_PLAN_H_
 #define TESSERA_COORDINATOR_VARIABLE_PLAN_H_
 
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -14,9 +15,21 @@ namespace tessera {
 
 // Where every variable of a job goes: the model's variables, split by the
 // job's partitioner and placed on parameter servers.
+//
+// Embedding tables (sparse variables) of a fixed vocabulary are split by the
+// partitioner like any variable (div layout, partitioners/shard_layout.h).
+// A growing table (vocab_size 0, shape [0, dim]) gets one hash shard per
+// parameter server instead: shard k, on ps k, holds the ids
+// HashShardOf(id, num_ps) routes to k.
 struct VariablePlan {
   std::vector<VariableDef> variables;
-  std::vector<ShardInfo> shards;
+  std::vector<ShardInfo> shards;  // hash shards have rows 0, shape [0, dim]
+  // Names of the growing tables, whose shards are hash shards.
+  std::vector<std::string> hash_tables;
+  int64_t expected_rows_per_shard = 0;  // the hash shards' capacity hint
+
+  bool IsHashTable(const std::string& variable) const;
+  bool IsSparse(const std::string& variable) const;
 };
 
 absl::StatusOr<VariablePlan> PlanVariables(const JobConfig& job, int num_ps);
@@ -25,6 +38,14 @@ absl::StatusOr<VariablePlan> PlanVariables(const JobConfig& job, int num_ps);
 std::vector<CreateShardsRequest> ShardRequests(const VariablePlan& plan,
                                                const OptimizerConfig& optimizer,
                                                int num_ps);
+
+// As ShardRequests, with the tables' shards created with
+// `embedding_optimizer` and the others with `optimizer`: a parameter server
+// gives every shard of one request the request's optimizer, so each ps gets
+// up to two requests (tables, then dense), in the order to send them.
+std::vector<std::vector<CreateShardsRequest>> ShardRequestsByKind(
+    const VariablePlan& plan, const OptimizerConfig& optimizer,
+    const OptimizerConfig& embedding_optimizer, int num_ps);
 
 // What a worker needs to route its pulls and pushes.
 std::vector<VariablePlacement> Placements(const VariablePlan& plan);

@@ -65,6 +65,7 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& config,
                                        ConfigureResponse* response) {
   // A prefetch in flight uses the old clients; let it end first.
   DrainPrefetch().IgnoreError();
+  if (config.model().kind() == "ctr") return ConfigureCtr(config, response);
   absl::StatusOr<int64_t> train_size = ExampleCount(
       config.data().train_images(), config.data().train_examples());
   if (!train_size.ok()) return train_size.status();
@@ -128,6 +129,7 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& config,
   }
 
   // Only now, with everything valid, replace the old state.
+  ctr_.reset();
   config_ = config;
   mode_ = *mode;
   train_size_ = *train_size;
@@ -149,6 +151,35 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& config,
   return absl::OkStatus();
 }
 
+absl::Status TrainingWorker::ConfigureCtr(const WorkerConfig& config,
+                                          ConfigureResponse* response) {
+  std::vector<std::unique_ptr<PsClient>> clients;
+  std::vector<PsClient*> raw;
+  const std::vector<std::string>& ps = cluster_.tasks("ps");
+  for (size_t k = 0; k < ps.size(); ++k) {
+    clients.push_back(std::make_unique<PsClient>(
+        ps[k], static_cast<int>(k), MakeChannel(ps[k]), ps_options_));
+    raw.push_back(clients.back().get());
+  }
+  // The old clients stay alive until the new worker replaces its user.
+  absl::StatusOr<std::unique_ptr<CtrWorker>> ctr =
+      CtrWorker::Create(config, raw, backend_.get());
+  if (!ctr.ok()) return ctr.status();
+  ctr_ = *std::move(ctr);
+  params_.reset();
+  spare_.reset();
+  mirrored_.reset();
+  clients_ = std::move(clients);
+  config_ = config;
+  configured_.store(true);
+  response->set_train_examples(ctr_->own_shard_size());
+  response->set_device(device_name_);
+  LOG(INFO) << "configured as click-through worker " << config.worker_index()
+            << " on " << device_name_ << ", dataset shard ["
+            << config.train_begin() << ", " << config.train_end() << ")";
+  return absl::OkStatus();
+}
+
 absl::StatusOr<const MnistDataset*> TrainingWorker::TrainShard(int64_t begin,
                                                                int64_t end) {
   auto key = std::make_pair(begin, end);
@@ -167,6 +198,7 @@ absl::Status TrainingWorker::RunStep(const StepRequest& request,
   if (!configured()) {
     return absl::FailedPreconditionError("worker is not configured yet");
   }
+  if (ctr_ != nullptr) return ctr_->RunStep(request, response);
   const int64_t begin = request.shard_begin(), end = request.shard_end();
   if (begin < 0 || begin > end || end > train_size_) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -218,8 +250,8 @@ absl::Status TrainingWorker::RunStep(const StepRequest& request,
   response->set_pull_us(MicrosSince(t0));
 
   auto t1 = std::chrono::steady_clock::now();
-  if (absl::Status s = model_->SetParameters(
-          mirrored_ ? mirrored_->values() : params_->values());
+  if (absl::Status s = model_->SetParameters(mirrored_ ? mirrored_->values()
+                                                       : params_->values());
       !s.ok()) {
     return s;
   }
@@ -276,6 +308,7 @@ absl::Status TrainingWorker::Evaluate(const EvaluateRequest& request,
   if (!configured()) {
     return absl::FailedPreconditionError("worker is not configured yet");
   }
+  if (ctr_ != nullptr) return ctr_->Evaluate(request, response);
   if (test_set_ == nullptr) {
     absl::StatusOr<int64_t> n = ExampleCount(config_.data().test_images(),
                                              config_.data().test_examples());

@@ -15,6 +15,7 @@
 #include "ps_server/ps_client.h"
 #include "worker/all_reducer.h"
 #include "worker/backend.h"
+#include "worker/ctr_worker.h"
 #include "worker/mirrored_parameters.h"
 #include "worker/mlp_model.h"
 #include "worker/mnist_dataset.h"
@@ -45,6 +46,9 @@ class TrainingWorker {
   const std::string& device_name() const { return device_name_; }
 
  private:
+  // Configure for model kind "ctr".
+  absl::Status ConfigureCtr(const WorkerConfig& config,
+                            ConfigureResponse* response);
   // Waits for a prefetch in flight, if any, and returns its status.
   absl::Status DrainPrefetch();
   // Makes params_ hold parameters for this step: the prefetched set when
@@ -63,6 +67,10 @@ class TrainingWorker {
   const PsClientOptions ps_options_;
   const std::string device_name_;
   AllReducer* const all_reducer_;
+
+  // Model kind "ctr": the click-through worker does the job's steps and
+  // evaluations (the MLP members below stay unused).
+  std::unique_ptr<CtrWorker> ctr_;
 
   WorkerConfig config_;
   TrainingMode mode_;
