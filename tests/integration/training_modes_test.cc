@@ -77,9 +77,12 @@ TEST_F(TrainingModesTest, SspRecordsStalenessWithinItsBound) {
   ASSERT_EQ(epochs.size(), 2u) << out;
   for (const nlohmann::json& e : epochs) {
     ASSERT_TRUE(e.contains("staleness")) << e.dump();
-    // With 2 workers at most 1 step apart, a push can miss at most the
-    // other worker's pushes of 2 steps.
-    EXPECT_LE(e["staleness"]["max"].get<int64_t>(), 2) << e.dump();
+    // ssp:1, 2 workers: while a worker that finished c steps runs its
+    // next one, the other may finish its steps c, c + 1 and c + 2 (it may
+    // start a step while it is at most 1 ahead), so a push misses at most
+    // 2S + 1 = 3 updates of a shard; without the bound it could miss any
+    // number.
+    EXPECT_LE(e["staleness"]["max"].get<int64_t>(), 3) << e.dump();
   }
   EXPECT_GT(epochs.back()["test_accuracy"].get<double>(), 0.7) << out;
 }
