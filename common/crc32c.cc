@@ -7,8 +7,8 @@ namespace crc32c {
 namespace {
 
 // Reflected CRC-32C with the usual all-ones initial value and final xor.
-using Crc32c = boost::crc_optimal<32, 0x1EDC6F41, 0xFFFFFFFF, 0xFFFFFFFF,
-                                  true, true>;
+using Crc32c =
+    boost::crc_optimal<32, 0x1EDC6F41, 0xFFFFFFFF, 0xFFFFFFFF, true, true>;
 
 // Boost's constructor takes the register in unreflected bit order.
 uint32_t Reverse(uint32_t x) {

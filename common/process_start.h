@@ -1,8 +1,8 @@
 #ifndef TESSERA_COMMON_PROCESS_START_H_
 #define TESSERA_COMMON_PROCESS_START_H_
 
-#include <memory>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 

@@ -38,13 +38,11 @@ absl::StatusOr<TrainingMode> ParseTrainingMode(absl::string_view text) {
       mode.staleness = s;
       return mode;
     }
-    return absl::InvalidArgumentError(
-        absl::StrCat("mode: \"", text,
-                     "\" needs a staleness bound S >= 0 after \"ssp:\""));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "mode: \"", text, "\" needs a staleness bound S >= 0 after \"ssp:\""));
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("mode: \"", text,
-                   "\" is not one of async, sync, ssp:S, mirrored"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "mode: \"", text, "\" is not one of async, sync, ssp:S, mirrored"));
 }
 
 }  // namespace tessera

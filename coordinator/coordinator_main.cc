@@ -83,9 +83,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (FLAGS_dry_run && mirrored_cluster) {
-    std::printf("no parameter servers: mirrored training, every worker holds "
-                "all %zu variables\n",
-                plan->variables.size());
+    std::printf(
+        "no parameter servers: mirrored training, every worker holds "
+        "all %zu variables\n",
+        plan->variables.size());
     return 0;
   }
   if (FLAGS_dry_run) {

@@ -16,9 +16,9 @@ absl::StatusOr<SyncAggregator::Outcome> SyncAggregator::Add(
                      " elements, the shard ", num_elements_));
   }
   if (required < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "sync step ", step, ": required gradients must be >= 1, got ",
-        required));
+    return absl::InvalidArgumentError(
+        absl::StrCat("sync step ", step,
+                     ": required gradients must be >= 1, got ", required));
   }
   absl::MutexLock lock(&mu_);
   if (step <= released_step_ || step < pending_step_) {

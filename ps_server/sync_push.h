@@ -40,12 +40,12 @@ inline absl::StatusOr<std::optional<SyncPush>> ReadSyncPush(
   if (step == md.end() && required == md.end()) return std::nullopt;
   SyncPush sync;
   if (step == md.end() || required == md.end() ||
-      !absl::SimpleAtoi(absl::string_view(step->second.data(),
-                                          step->second.size()),
-                        &sync.step) ||
-      !absl::SimpleAtoi(absl::string_view(required->second.data(),
-                                          required->second.size()),
-                        &sync.required) ||
+      !absl::SimpleAtoi(
+          absl::string_view(step->second.data(), step->second.size()),
+          &sync.step) ||
+      !absl::SimpleAtoi(
+          absl::string_view(required->second.data(), required->second.size()),
+          &sync.required) ||
       sync.step < 0 || sync.required < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "sync push: metadata ", kSyncStepKey, " and ", kSyncRequiredKey,

@@ -13,8 +13,8 @@
 #include "grpcpp/server.h"
 #include "worker/device_choice.h"
 #include "worker/gpu_probe.h"
-#include "worker/training_worker.h"
 #include "worker/ring_allreduce.h"
+#include "worker/training_worker.h"
 #include "worker/worker_service.h"
 
 DEFINE_string(device, "auto",

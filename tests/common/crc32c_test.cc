@@ -21,9 +21,9 @@ TEST(Crc32c, KnownVectorsFromRfc3720) {
 
 TEST(Crc32c, ExtendEqualsValueOfConcatenation) {
   const std::string a = "hello ", b = "world";
-  EXPECT_EQ(crc32c::Extend(crc32c::Value(a.data(), a.size()), b.data(),
-                           b.size()),
-            crc32c::Value("hello world", 11));
+  EXPECT_EQ(
+      crc32c::Extend(crc32c::Value(a.data(), a.size()), b.data(), b.size()),
+      crc32c::Value("hello world", 11));
 }
 
 TEST(Crc32c, MaskRoundTripsAndChangesTheValue) {

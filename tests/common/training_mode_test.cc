@@ -12,8 +12,7 @@ TEST(TrainingMode, ParsesEveryMode) {
   EXPECT_EQ(ParseTrainingMode("async")->kind, TrainingMode::Kind::kAsync);
   EXPECT_EQ(ParseTrainingMode("")->kind, TrainingMode::Kind::kAsync);
   EXPECT_EQ(ParseTrainingMode("sync")->kind, TrainingMode::Kind::kSync);
-  EXPECT_EQ(ParseTrainingMode("mirrored")->kind,
-            TrainingMode::Kind::kMirrored);
+  EXPECT_EQ(ParseTrainingMode("mirrored")->kind, TrainingMode::Kind::kMirrored);
   absl::StatusOr<TrainingMode> ssp = ParseTrainingMode("ssp:3");
   ASSERT_TRUE(ssp.ok());
   EXPECT_EQ(ssp->kind, TrainingMode::Kind::kSsp);
