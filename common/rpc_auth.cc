@@ -1,0 +1,117 @@
+#include "common/rpc_auth.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+
+DEFINE_string(job_token_file, "",
+              "File holding this job's token, which every RPC must carry "
+              "(launchers write one per job). Empty: $TESSERA_JOB_TOKEN, and "
+              "without that no token is required.");
+
+namespace tessera {
+namespace {
+
+// gRPC refuses non-printable metadata values; a token stays in visible
+// ASCII so it never breaks a call.
+absl::Status CheckTokenText(absl::string_view token, absl::string_view from) {
+  if (token.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(from, " holds no token"));
+  }
+  if (token.size() > 4096) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        from, " holds ", token.size(), " bytes; a job token is at most 4096"));
+  }
+  for (char c : token) {
+    if (c < 0x21 || c > 0x7e) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(from,
+                       " holds a character that is not printable ASCII; a job "
+                       "token is letters, digits and punctuation"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> LoadJobToken() {
+  if (!FLAGS_job_token_file.empty()) {
+    std::ifstream in(FLAGS_job_token_file, std::ios::binary);
+    if (!in) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--job_token_file=", FLAGS_job_token_file, ": cannot be read"));
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string token(absl::StripTrailingAsciiWhitespace(text.str()));
+    if (absl::Status s = CheckTokenText(
+            token, absl::StrCat("--job_token_file=", FLAGS_job_token_file));
+        !s.ok()) {
+      return s;
+    }
+    return token;
+  }
+  const char* env = std::getenv(kJobTokenEnvVar);
+  if (env == nullptr || *env == '\0') return std::string();
+  std::string token(absl::StripTrailingAsciiWhitespace(env));
+  if (absl::Status s = CheckTokenText(token, kJobTokenEnvVar); !s.ok()) {
+    return s;
+  }
+  return token;
+}
+
+absl::StatusOr<std::string> GenerateJobToken() {
+  std::ifstream random("/dev/urandom", std::ios::binary);
+  char bytes[32];
+  if (!random.read(bytes, sizeof(bytes))) {
+    return absl::UnavailableError("cannot read /dev/urandom for a job token");
+  }
+  return absl::BytesToHexString(absl::string_view(bytes, sizeof(bytes)));
+}
+
+absl::StatusOr<RpcAuth> RpcAuth::FromFlags() {
+  absl::StatusOr<std::string> token = LoadJobToken();
+  if (!token.ok()) return token.status();
+  if (token->empty()) {
+    LOG(WARNING) << "no job token (--job_token_file or " << kJobTokenEnvVar
+                 << "): this process accepts calls from anyone who can reach "
+                    "its port";
+  } else {
+    LOG(INFO) << "every call must carry this job's token";
+  }
+  return RpcAuth(*std::move(token));
+}
+
+grpc::Status RpcAuth::Check(const grpc::ServerContextBase& context,
+                            absl::string_view method) const {
+  if (token_.empty()) return grpc::Status::OK;
+  const auto& metadata = context.client_metadata();
+  auto it = metadata.find(kJobTokenMetadataKey);
+  if (it == metadata.end()) {
+    return grpc::Status(
+        grpc::StatusCode::UNAUTHENTICATED,
+        absl::StrCat(method, ": the call carries no job token (",
+                     kJobTokenMetadataKey, ")"));
+  }
+  const grpc::string_ref given = it->second;
+  // Constant time in the token's length, so the answer's timing does not
+  // tell how much of a guess was right.
+  unsigned char diff = given.size() == token_.size() ? 0 : 1;
+  for (size_t i = 0; i < token_.size(); ++i) {
+    const char g = i < given.size() ? given.data()[i] : 0;
+    diff |= static_cast<unsigned char>(g ^ token_[i]);
+  }
+  if (diff != 0) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        absl::StrCat(method, ": wrong job token"));
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace tessera

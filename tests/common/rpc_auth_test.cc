@@ -1,0 +1,73 @@
+#include "common/rpc_auth.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "gflags/gflags.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tessera {
+namespace {
+
+using ::testing::HasSubstr;
+
+class RpcAuthFlagsTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    FLAGS_job_token_file = "";
+    unsetenv(kJobTokenEnvVar);
+  }
+  std::string WriteFile(const std::string& text) {
+    const std::string path = ::testing::TempDir() + "/rpc_auth_token";
+    std::ofstream(path) << text;
+    return path;
+  }
+};
+
+TEST_F(RpcAuthFlagsTest, NoTokenConfiguredMeansNone) {
+  absl::StatusOr<std::string> token = LoadJobToken();
+  ASSERT_TRUE(token.ok()) << token.status();
+  EXPECT_EQ(*token, "");
+  EXPECT_FALSE(RpcAuth(*token).enabled());
+}
+
+TEST_F(RpcAuthFlagsTest, FileWinsOverEnvironmentAndLosesTrailingNewline) {
+  FLAGS_job_token_file = WriteFile("from-file\n");
+  setenv(kJobTokenEnvVar, "from-env", 1);
+  absl::StatusOr<std::string> token = LoadJobToken();
+  ASSERT_TRUE(token.ok()) << token.status();
+  EXPECT_EQ(*token, "from-file");
+}
+
+TEST_F(RpcAuthFlagsTest, EnvironmentWhenNoFile) {
+  setenv(kJobTokenEnvVar, "from-env", 1);
+  absl::StatusOr<std::string> token = LoadJobToken();
+  ASSERT_TRUE(token.ok()) << token.status();
+  EXPECT_EQ(*token, "from-env");
+}
+
+TEST_F(RpcAuthFlagsTest, MissingEmptyOrUnprintableFileIsNamed) {
+  FLAGS_job_token_file = "/nonexistent/token";
+  EXPECT_THAT(LoadJobToken().status().message(),
+              HasSubstr("--job_token_file=/nonexistent/token"));
+  FLAGS_job_token_file = WriteFile("\n");
+  EXPECT_THAT(LoadJobToken().status().message(), HasSubstr("holds no token"));
+  FLAGS_job_token_file =
+      WriteFile(std::string("ab\x01"
+                            "cd"));
+  EXPECT_THAT(LoadJobToken().status().message(), HasSubstr("printable"));
+}
+
+TEST(RpcAuthTest, GeneratedTokensAreHexAndDiffer) {
+  absl::StatusOr<std::string> a = GenerateJobToken();
+  absl::StatusOr<std::string> b = GenerateJobToken();
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->size(), 64u);
+  EXPECT_EQ(a->find_first_not_of("0123456789abcdef"), std::string::npos);
+  EXPECT_NE(*a, *b);
+}
+
+}  // namespace
+}  // namespace tessera
