@@ -61,6 +61,11 @@ absl::Status ClusterCoordinator::Join() {
   return TakeError();
 }
 
+void ClusterCoordinator::Abort(absl::Status error) {
+  absl::MutexLock lock(&mu_);
+  RecordError(std::move(error));
+}
+
 int64_t ClusterCoordinator::steps_done() const {
   absl::MutexLock lock(&mu_);
   return done_;

@@ -63,6 +63,12 @@ class ClusterCoordinator {
   // returns (and clears) the first error.
   absl::Status Join();
 
+  // Records `error` as the job's error unless one is already recorded:
+  // queued steps are cancelled and the next Join returns it once the steps
+  // in flight are over. For failures noticed outside a step, such as a
+  // parameter server that stops answering its heartbeat.
+  void Abort(absl::Status error);
+
   int num_workers() const { return static_cast<int>(workers_.size()); }
   int64_t steps_done() const;
   int64_t steps_rerun() const;

@@ -146,5 +146,31 @@ TEST_F(ClusterCoordinatorFailureTest, ScheduleReturnsPendingErrorOnce) {
   EXPECT_TRUE(GetWithin(accepted).ok());
 }
 
+TEST_F(ClusterCoordinatorFailureTest,
+       AbortCancelsQueuedStepsAfterInFlightOnes) {
+  Start(1);
+  workers_[0]->Gate(0);
+  StepFuture running = MustSchedule(0, -1);
+  StepFuture queued = MustSchedule(1, -1);
+  ASSERT_TRUE(workers_[0]->WaitEntered());
+  coord_->Abort(absl::UnavailableError("ps 1 stopped answering"));
+  ASSERT_TRUE(WaitReady(queued));
+  EXPECT_EQ(GetWithin(queued).status().code(), absl::StatusCode::kCancelled);
+  workers_[0]->Open();
+  const absl::Status s = JoinBounded();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(s.message(), HasSubstr("ps 1"));
+  // The step in flight finished normally; only the queued one was dropped.
+  EXPECT_TRUE(GetWithin(running).ok());
+  EXPECT_EQ(log_.attempts().size(), 1u);
+  // A second abort while one is pending keeps the first error.
+  coord_->Abort(absl::InternalError("first"));
+  coord_->Abort(absl::InternalError("second"));
+  EXPECT_THAT(JoinBounded().message(), HasSubstr("first"));
+  StepFuture next = MustSchedule(2, -1);
+  ASSERT_TRUE(JoinBounded().ok());
+  EXPECT_TRUE(GetWithin(next).ok());
+}
+
 }  // namespace
 }  // namespace tessera
