@@ -390,6 +390,7 @@ int64_t HashTable::Apply(absl::Span<const int64_t> ids,
   std::vector<uint64_t> hashes;
   std::vector<int> order, starts;
   GroupByStripe(ids, &hashes, &order, &starts);
+  absl::ReaderMutexLock whole_push(&apply_mu_);
   const int64_t t = step_.fetch_add(1, std::memory_order_acq_rel) + 1;
   float* slots[kMaxSlots];
   int64_t dropped = 0;
@@ -486,6 +487,146 @@ int64_t HashTable::resident_bytes() const {
         static_cast<int64_t>(s.blocks.size()) * rows_per_block_ * record_bytes_;
   }
   return total;
+}
+
+void HashTable::LockAllStripes() const {
+  for (int k = 0; k < kStripes; ++k) stripes_[k].mu.Lock();
+}
+
+void HashTable::UnlockAllStripes() const {
+  for (int k = kStripes - 1; k >= 0; --k) stripes_[k].mu.Unlock();
+}
+
+absl::Status HashTable::VisitRows(
+    absl::FunctionRef<absl::Status(const Rows&)> fn) const {
+  absl::MutexLock no_pushes(&apply_mu_);
+  absl::MutexLock no_sweeps(&evict_mu_);
+  LockAllStripes();
+  const Rows rows(this, version(), this->rows());
+  absl::Status status = fn(rows);
+  UnlockAllStripes();
+  return status;
+}
+
+// Runs inside VisitRows, which holds every stripe's lock.
+void HashTable::Rows::ForEach(
+    absl::FunctionRef<void(const HashRowRef&)> fn) const {
+  const HashTable& t = *table_;
+  const uint32_t now = static_cast<uint32_t>(step_);
+  HashRowRef ref;
+  for (int k = 0; k < kStripes; ++k) {
+    const Stripe& s = t.stripes_[k];
+    for (uint32_t row = 0; row < s.high_water; ++row) {
+      char* record = t.Record(s, row);
+      const RowHeader* header = Header(record);
+      // Records are freed only by eviction, which needs the long header.
+      if (t.track_seen_) {
+        if (header->state & kFreeBit) continue;
+        ref.steps_unseen = now - header->last_seen;
+        ref.pushes = header->state & kCountMask;
+        ref.swept = (header->state & kSurvivedBit) != 0;
+      }
+      ref.id = header->id;
+      ref.values = t.Values(record);
+      fn(ref);
+    }
+  }
+}
+
+absl::StatusOr<std::unique_ptr<HashTable>> HashTable::BuildFromState(
+    const HashTableState& state) const {
+  const size_t n = state.ids.size();
+  const size_t floats = n * static_cast<size_t>(dim_);
+  auto bad = [&](auto... what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("hash table shard ", def_.name(), ": ", what...));
+  };
+  bool fits = state.values.size() == floats &&
+              state.slots.size() == static_cast<size_t>(num_slots_);
+  for (size_t k = 0; fits && k < state.slots.size(); ++k) {
+    fits = state.slots[k].size() == floats;
+  }
+  for (const size_t size :
+       {state.steps_unseen.size(), state.pushes.size(), state.swept.size()}) {
+    fits = fits && (size == 0 || size == n);
+  }
+  if (!fits) {
+    return bad("a restored state of ", n, " ids, ", state.values.size(),
+               " values and ", state.slots.size(),
+               " slots does not fit rows of ", dim_, " floats with ",
+               num_slots_, " slots");
+  }
+  if (state.step < 0) return bad("a restored step must be >= 0");
+  if (static_cast<int64_t>(n) > max_rows_) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("hash table shard ", def_.name(), " cannot hold ", n,
+                     " restored rows (at most ", max_rows_, ")"));
+  }
+  absl::StatusOr<std::unique_ptr<HashTable>> built = Create(def_, optimizer_);
+  if (!built.ok()) return built.status();
+  HashTable& table = **built;
+  const int num_shards = def_.num_shards();
+  const uint32_t now = static_cast<uint32_t>(state.step);
+  const size_t row_bytes = dim_ * sizeof(float);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t id = state.ids[i];
+    if (num_shards > 1 && HashShardOf(id, num_shards) != def_.index()) {
+      return bad("restored id ", id, " belongs to shard ",
+                 HashShardOf(id, num_shards), " of ", num_shards,
+                 ", not to this one");
+    }
+    const uint64_t hash = TableHash(id);
+    Stripe& s = table.stripes_[StripeOf(hash)];
+    absl::MutexLock lock(&s.mu);
+    const uint32_t before = s.live;
+    char* record = table.FindOrCreate(s, id, hash);
+    if (record == nullptr) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "hash table shard ", def_.name(),
+          ": out of memory or stripe capacity restoring ", n, " rows"));
+    }
+    if (s.live == before) return bad("id ", id, " is restored twice");
+    float* values = Values(record);
+    std::memcpy(values, state.values.data() + i * dim_, row_bytes);
+    for (int k = 0; k < num_slots_; ++k) {
+      std::memcpy(values + (k + 1) * dim_, state.slots[k].data() + i * dim_,
+                  row_bytes);
+    }
+    if (track_seen_) {
+      RowHeader* header = Header(record);
+      header->last_seen =
+          now - (state.steps_unseen.empty() ? 0 : state.steps_unseen[i]);
+      const uint32_t pushes = state.pushes.empty() ? 0 : state.pushes[i];
+      header->state =
+          std::min(pushes, kCountMask) |
+          (!state.swept.empty() && state.swept[i] ? kSurvivedBit : 0);
+    }
+  }
+  table.step_.store(state.step, std::memory_order_release);
+  return built;
+}
+
+void HashTable::TakeRowsFrom(HashTable& built) {
+  absl::MutexLock no_pushes(&apply_mu_);
+  absl::MutexLock no_sweeps(&evict_mu_);
+  // `built` is private to the caller: no lock of its is needed.
+  LockAllStripes();
+  for (int k = 0; k < kStripes; ++k) {
+    Stripe& mine = stripes_[k];
+    Stripe& theirs = built.stripes_[k];
+    mine.index.swap(theirs.index);
+    mine.blocks.swap(theirs.blocks);
+    std::swap(mine.high_water, theirs.high_water);
+    std::swap(mine.free_head, theirs.free_head);
+    std::swap(mine.live, theirs.live);
+  }
+  const int64_t rows = built.rows();
+  built.rows_.store(this->rows(), std::memory_order_relaxed);
+  rows_.store(rows, std::memory_order_relaxed);
+  const int64_t step = built.version();
+  built.step_.store(version(), std::memory_order_release);
+  step_.store(step, std::memory_order_release);
+  UnlockAllStripes();
 }
 
 }  // namespace tessera

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -22,6 +23,29 @@ namespace tessera {
 // Determinism below): what a pull of a row never pushed returns.
 void HashRowInitialValues(const Initializer& init, int64_t id,
                           absl::Span<float> out);
+
+// A hash table's rows as a checkpoint holds them, in any order.
+struct HashTableState {
+  int64_t step = 0;  // the table's version and its optimizer's t
+  std::vector<int64_t> ids;
+  std::vector<float> values;              // ids.size() rows of dim
+  std::vector<std::vector<float>> slots;  // per optimizer slot, as values
+  // Eviction bookkeeping per row, or empty when unknown (every row is then
+  // taken as seen now, with no pushes): steps since the row was last
+  // pulled or pushed, its push count, and whether it lived through a sweep.
+  std::vector<uint32_t> steps_unseen;
+  std::vector<uint32_t> pushes;
+  std::vector<uint8_t> swept;
+};
+
+// One row, borrowed from a table held still (HashTable::VisitRows).
+struct HashRowRef {
+  int64_t id = 0;
+  const float* values = nullptr;  // dim floats, then dim per slot
+  uint32_t steps_unseen = 0;      // 0, 0, false without eviction
+  uint32_t pushes = 0;
+  bool swept = false;
+};
 
 // One shard of a growing embedding table (ShardDef.hash_table): rows keyed
 // by arbitrary int64 ids, created on their first pull or push.
@@ -95,6 +119,48 @@ class HashTable final : public RowTable {
   // True when a row with this id is held (does not create it).
   bool Contains(int64_t id) const;
 
+  const Optimizer& optimizer() const { return *optimizer_; }
+  int num_slots() const { return num_slots_; }
+  // Whether rows carry eviction bookkeeping (an eviction rule is set).
+  bool tracks_seen() const { return track_seen_; }
+
+  // Every row of a table held still, for checkpoints: only valid inside
+  // VisitRows.
+  class Rows {
+   public:
+    int64_t step() const { return step_; }
+    int64_t size() const { return size_; }
+    // Calls `fn` for every row, in the same order on every call.
+    void ForEach(absl::FunctionRef<void(const HashRowRef&)> fn) const
+        ABSL_NO_THREAD_SAFETY_ANALYSIS;
+
+   private:
+    friend class HashTable;
+    Rows(const HashTable* table, int64_t step, int64_t size)
+        : table_(table), step_(step), size_(size) {}
+    const HashTable* const table_;
+    const int64_t step_;
+    const int64_t size_;
+  };
+
+  // Calls `fn` with the table held still: no push, pull or eviction runs
+  // until it returns, so the rows are one version and a push is either in
+  // all of them or in none. The coordinator saves after joining, when no
+  // traffic is expected; traffic waits meanwhile. Returns what `fn` does.
+  absl::Status VisitRows(absl::FunctionRef<absl::Status(const Rows&)> fn) const;
+
+  // Restoring a checkpoint, in two phases so that a server restoring many
+  // shards changes none when any fails: BuildFromState makes a new table
+  // with this one's definition holding `state` (InvalidArgument naming the
+  // shard for wrong sizes, a repeated id, or an id HashShardOf routes to
+  // another shard; ResourceExhausted when the rows do not fit), without
+  // touching this one. TakeRowsFrom then swaps that table's rows and step
+  // into this one at once. REQUIRES: `built` came from this table's
+  // BuildFromState.
+  absl::StatusOr<std::unique_ptr<HashTable>> BuildFromState(
+      const HashTableState& state) const;
+  void TakeRowsFrom(HashTable& built) ABSL_NO_THREAD_SAFETY_ANALYSIS;
+
  private:
   struct Stripe;
 
@@ -119,6 +185,9 @@ class HashTable final : public RowTable {
                      std::vector<uint64_t>* hashes, std::vector<int>* order,
                      std::vector<int>* starts) const;
   void MaybeEvict(int64_t step);
+  // Locks (unlocks) every stripe, in stripe order.
+  void LockAllStripes() const ABSL_NO_THREAD_SAFETY_ANALYSIS;
+  void UnlockAllStripes() const ABSL_NO_THREAD_SAFETY_ANALYSIS;
   // Prefetches what the lookups of order[j + a few] will touch.
   void Prefetch(const Stripe& s, const std::vector<uint64_t>& hashes,
                 const std::vector<int>& order, int j, int end) const
@@ -143,7 +212,10 @@ class HashTable final : public RowTable {
 
   std::atomic<int64_t> step_{0};
   std::atomic<int64_t> rows_{0};
-  absl::Mutex evict_mu_;  // one sweep at a time
+  mutable absl::Mutex evict_mu_;  // one sweep at a time
+  // Held shared by every Apply and exclusively by VisitRows and
+  // TakeRowsFrom, so those never see a push applied to some stripes only.
+  mutable absl::Mutex apply_mu_;
   std::unique_ptr<Stripe[]> stripes_;
 };
 

@@ -27,6 +27,11 @@ class Optimizer {
 
   virtual std::string name() const = 0;
 
+  // The name slot `slot` is saved under in a checkpoint (Keras' slot names:
+  // "momentum", "m", "v", "accumulator", "linear"), so a restore can tell
+  // that the optimizer changed. REQUIRES: 0 <= slot < num_slots().
+  virtual std::string slot_name(int slot) const = 0;
+
   // Updates values[0, n) from grad[0, n) and slots[k][0, n). `t` is the
   // 1-based count of updates the shard has received, including this one.
   // A row push calls it once per pushed row, so only those rows and their

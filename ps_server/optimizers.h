@@ -11,6 +11,7 @@ class SgdOptimizer final : public Optimizer {
   explicit SgdOptimizer(float learning_rate) : lr_(learning_rate) {}
   int num_slots() const override { return 0; }
   std::string name() const override { return "sgd"; }
+  std::string slot_name(int slot) const override { return ""; }
   void Apply(float* values, const float* grad, float* const* slots, int64_t n,
              int64_t t) const override;
 
@@ -26,6 +27,7 @@ class MomentumOptimizer final : public Optimizer {
       : lr_(learning_rate), momentum_(momentum), nesterov_(nesterov) {}
   int num_slots() const override { return 1; }
   std::string name() const override { return "momentum"; }
+  std::string slot_name(int slot) const override { return "momentum"; }
   void Apply(float* values, const float* grad, float* const* slots, int64_t n,
              int64_t t) const override;
 
@@ -42,6 +44,9 @@ class AdamOptimizer final : public Optimizer {
       : lr_(learning_rate), beta1_(beta1), beta2_(beta2), epsilon_(epsilon) {}
   int num_slots() const override { return 2; }
   std::string name() const override { return "adam"; }
+  std::string slot_name(int slot) const override {
+    return slot == 0 ? "m" : "v";
+  }
   void Apply(float* values, const float* grad, float* const* slots, int64_t n,
              int64_t t) const override;
 
@@ -64,6 +69,7 @@ class AdagradOptimizer final : public Optimizer {
     return initial_accumulator_;
   }
   std::string name() const override { return "adagrad"; }
+  std::string slot_name(int slot) const override { return "accumulator"; }
   void Apply(float* values, const float* grad, float* const* slots, int64_t n,
              int64_t t) const override;
 
@@ -93,6 +99,9 @@ class FtrlOptimizer final : public Optimizer {
     return slot == 0 ? o_.initial_accumulator_value : 0.0f;
   }
   std::string name() const override { return "ftrl"; }
+  std::string slot_name(int slot) const override {
+    return slot == 0 ? "accumulator" : "linear";
+  }
   void Apply(float* values, const float* grad, float* const* slots, int64_t n,
              int64_t t) const override;
 

@@ -296,6 +296,35 @@ absl::Status PsClient::PushRows(const std::string& shard,
   return FromGrpcStatus(writer->Finish(), Peer("PushRows"));
 }
 
+namespace {
+
+// The deadline of a checkpoint call: the longest of the call's, the
+// client's, --rpc_timeout_s and the floor.
+double CheckpointDeadline(double call_s, double client_s) {
+  return std::max(
+      {call_s, client_s, FLAGS_rpc_timeout_s, PsClient::kCheckpointTimeoutS});
+}
+
+}  // namespace
+
+absl::Status PsClient::SaveShards(const SaveShardsRequest& request,
+                                  SaveShardsResponse* response,
+                                  double timeout_s) {
+  grpc::ClientContext context;
+  SetDeadline(&context, CheckpointDeadline(timeout_s, options_.timeout_s));
+  return FromGrpcStatus(stub_->SaveShards(&context, request, response),
+                        Peer("SaveShards"));
+}
+
+absl::Status PsClient::RestoreShards(const RestoreShardsRequest& request,
+                                     RestoreShardsResponse* response,
+                                     double timeout_s) {
+  grpc::ClientContext context;
+  SetDeadline(&context, CheckpointDeadline(timeout_s, options_.timeout_s));
+  return FromGrpcStatus(stub_->RestoreShards(&context, request, response),
+                        Peer("RestoreShards"));
+}
+
 absl::Status PsClient::Health(HealthResponse* response, double timeout_s) {
   grpc::ClientContext context;
   SetDeadline(&context, timeout_s > 0 ? timeout_s : options_.timeout_s);

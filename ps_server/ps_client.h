@@ -65,6 +65,16 @@ class PsClient {
                         int64_t row_elements, absl::Span<const float> grads,
                         PushResponse* response);
 
+  // Checkpoints (ps_server/shard_checkpoint.h). A save or restore moves
+  // the server's whole state through the file system, so the deadline is
+  // at least kCheckpointTimeoutS whatever the client's timeout.
+  static constexpr double kCheckpointTimeoutS = 600;
+  absl::Status SaveShards(const SaveShardsRequest& request,
+                          SaveShardsResponse* response, double timeout_s = 0);
+  absl::Status RestoreShards(const RestoreShardsRequest& request,
+                             RestoreShardsResponse* response,
+                             double timeout_s = 0);
+
   absl::Status Health(HealthResponse* response, double timeout_s = 0);
   absl::Status Shutdown(const std::string& reason);
 

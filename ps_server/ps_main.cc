@@ -7,6 +7,7 @@
 
 #include "common/grpc_channel.h"
 #include "common/process_start.h"
+#include "common/rpc_auth.h"
 #include "common/shutdown_signal.h"
 #include "glog/logging.h"
 #include "ps_server/ps_service.h"
@@ -22,8 +23,16 @@ int main(int argc, char** argv) {
   if (!start.cluster) return start.exit_code;
   const tessera::ClusterSpec& cluster = *start.cluster;
 
+  // Every call to this server must carry the job's token.
+  absl::StatusOr<tessera::RpcAuth> auth = tessera::RpcAuth::FromFlags();
+  if (!auth.ok()) {
+    LOG(ERROR) << auth.status().message();
+    return 2;
+  }
+
   tessera::ShardStore store;
   tessera::PsServiceOptions options;
+  options.auth = *std::move(auth);
   options.task_index = cluster.task().index;
   options.chunk_bytes = FLAGS_chunk_bytes;
   tessera::ParameterServerService service(&store, options);

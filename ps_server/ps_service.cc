@@ -1,20 +1,34 @@
 #include "ps_server/ps_service.h"
 
+#include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "glog/logging.h"
 #include "ps_server/dense_pull_reactor.h"
 #include "ps_server/dense_push_reactor.h"
+#include "ps_server/refused_reactors.h"
 #include "ps_server/row_reactors.h"
+#include "ps_server/shard_checkpoint.h"
 
 namespace tessera {
 
 ParameterServerService::ParameterServerService(ShardStore* store,
                                                PsServiceOptions options)
-    : store_(store), options_(options) {}
+    : store_(store), options_(std::move(options)) {}
+
+bool ParameterServerService::Refused(grpc::CallbackServerContext* context,
+                                     const char* method,
+                                     grpc::ServerUnaryReactor* reactor) const {
+  grpc::Status status = options_.auth.Check(*context, method);
+  if (status.ok()) return false;
+  reactor->Finish(status);
+  return true;
+}
 
 grpc::ServerUnaryReactor* ParameterServerService::CreateShards(
     grpc::CallbackServerContext* context, const CreateShardsRequest* request,
     CreateShardsResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (Refused(context, "ParameterServer.CreateShards", reactor)) return reactor;
   absl::Status status = store_->Create(*request, response);
   if (status.ok()) {
     LOG(INFO) << "CreateShards: " << response->created() << " created, "
@@ -24,41 +38,63 @@ grpc::ServerUnaryReactor* ParameterServerService::CreateShards(
   } else {
     LOG(WARNING) << "CreateShards refused: " << status;
   }
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(ToGrpcStatus(status));
   return reactor;
 }
 
+// The streaming calls check the token where their reactor is made, so a
+// refused call never parses its request or looks up a shard.
 grpc::ServerWriteReactor<grpc::ByteBuffer>* ParameterServerService::PullDense(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request) {
+  if (grpc::Status s =
+          options_.auth.Check(*context, "ParameterServer.PullDense");
+      !s.ok()) {
+    return new RefusedWriteReactor<grpc::ByteBuffer>(s);
+  }
   return new DensePullReactor(store_, *request, options_.chunk_bytes);
 }
 
 grpc::ServerReadReactor<grpc::ByteBuffer>* ParameterServerService::PushDense(
     grpc::CallbackServerContext* context, grpc::ByteBuffer* response) {
+  if (grpc::Status s =
+          options_.auth.Check(*context, "ParameterServer.PushDense");
+      !s.ok()) {
+    return new RefusedReadReactor<grpc::ByteBuffer>(s);
+  }
   return new DensePushReactor(store_, &sync_aggregators_,
                               ReadSyncPush(*context), response);
 }
 
 grpc::ServerWriteReactor<RowsChunk>* ParameterServerService::PullRows(
     grpc::CallbackServerContext* context, const PullRowsRequest* request) {
+  if (grpc::Status s =
+          options_.auth.Check(*context, "ParameterServer.PullRows");
+      !s.ok()) {
+    return new RefusedWriteReactor<RowsChunk>(s);
+  }
   return new RowPullReactor(store_, *request, options_.chunk_bytes);
 }
 
 grpc::ServerReadReactor<RowsChunk>* ParameterServerService::PushRows(
     grpc::CallbackServerContext* context, PushResponse* response) {
+  if (grpc::Status s =
+          options_.auth.Check(*context, "ParameterServer.PushRows");
+      !s.ok()) {
+    return new RefusedReadReactor<RowsChunk>(s);
+  }
   return new RowPushReactor(store_, response);
 }
 
 grpc::ServerUnaryReactor* ParameterServerService::Health(
     grpc::CallbackServerContext* context, const HealthRequest* request,
     HealthResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (Refused(context, "ParameterServer.Health", reactor)) return reactor;
   response->set_task_type("ps");
   response->set_task_index(options_.task_index);
   response->set_uptime_ms(absl::ToInt64Milliseconds(absl::Now() - start_));
   response->set_num_shards(store_->num_shards());
   response->set_resident_bytes(store_->resident_bytes());
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }
@@ -66,10 +102,71 @@ grpc::ServerUnaryReactor* ParameterServerService::Health(
 grpc::ServerUnaryReactor* ParameterServerService::Shutdown(
     grpc::CallbackServerContext* context, const ShutdownRequest* request,
     ShutdownResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (Refused(context, "ParameterServer.Shutdown", reactor)) return reactor;
   LOG(INFO) << "Shutdown requested: " << request->reason();
   if (!shutdown_called_.exchange(true)) shutdown_.Notify();
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ParameterServerService::SaveShards(
+    grpc::CallbackServerContext* context, const SaveShardsRequest* request,
+    SaveShardsResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (Refused(context, "ParameterServer.SaveShards", reactor)) return reactor;
+  // The request and response live until Finish; the executor runs this
+  // before the service goes away.
+  checkpoint_io_.Post([this, request, response, reactor] {
+    const absl::Time start = absl::Now();
+    absl::Status status =
+        request->directory().empty()
+            ? absl::InvalidArgumentError("SaveShards: no directory given")
+            : SaveShardCheckpoint(*store_, request->directory(),
+                                  request->ps_index(), response);
+    if (status.ok()) {
+      LOG(INFO) << "SaveShards: step " << request->global_step() << ", "
+                << response->file().size_bytes() << " bytes of "
+                << response->variables_size() << " variables into "
+                << request->directory() << "/" << response->file().name()
+                << " in " << absl::FormatDuration(absl::Now() - start);
+    } else {
+      LOG(WARNING) << "SaveShards of step " << request->global_step()
+                   << " failed: " << status;
+    }
+    reactor->Finish(ToGrpcStatus(status));
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ParameterServerService::RestoreShards(
+    grpc::CallbackServerContext* context, const RestoreShardsRequest* request,
+    RestoreShardsResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (Refused(context, "ParameterServer.RestoreShards", reactor)) {
+    return reactor;
+  }
+  checkpoint_io_.Post([this, request, response, reactor] {
+    const absl::Time start = absl::Now();
+    absl::Status status =
+        request->directory().empty()
+            ? absl::InvalidArgumentError("RestoreShards: no directory given")
+            : RestoreShardCheckpoint(request->manifest(), request->directory(),
+                                     store_, response);
+    if (status.ok()) {
+      // Sync steps restart from the checkpoint's; none of them is late.
+      sync_aggregators_.ResetAll();
+      LOG(INFO) << "RestoreShards: " << response->shards_restored()
+                << " shards, " << response->rows_restored() << " rows from "
+                << request->directory() << " (step "
+                << request->manifest().global_step() << ") in "
+                << absl::FormatDuration(absl::Now() - start);
+    } else {
+      LOG(WARNING) << "RestoreShards from " << request->directory()
+                   << " failed: " << status;
+    }
+    reactor->Finish(ToGrpcStatus(status));
+  });
   return reactor;
 }
 

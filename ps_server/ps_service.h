@@ -7,6 +7,8 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/rpc_auth.h"
+#include "common/serial_executor.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "proto/ps_service.grpc.pb.h"
 #include "ps_server/shard_store.h"
@@ -17,6 +19,9 @@ namespace tessera {
 struct PsServiceOptions {
   int task_index = 0;
   int64_t chunk_bytes = 1 << 20;  // largest chunk this server sends
+  // Every call must carry the job's token; the default (no token) accepts
+  // every call, as tests and single-user machines do.
+  RpcAuth auth;
 };
 
 // The callback service with PullDense and PushDense registered raw
@@ -30,7 +35,11 @@ using DenseRawCallbackService =
 
 // The ParameterServer gRPC service over a ShardStore, with the callback
 // API: unary calls answer inline, streams run as self-deleting reactors.
-// Shutdown() only signals `shutdown_requested()`; the owner of the
+// Every call first checks the job token (options.auth) and is refused with
+// UNAUTHENTICATED, before it touches anything, when it lacks it.
+// SaveShards and RestoreShards do file I/O (seconds per GB), so they run
+// one at a time on a thread of the service, never on gRPC's callback
+// threads. Shutdown() only signals `shutdown_requested()`; the owner of the
 // grpc::Server stops it, after the reply has gone out.
 class ParameterServerService final : public DenseRawCallbackService {
  public:
@@ -61,14 +70,32 @@ class ParameterServerService final : public DenseRawCallbackService {
   grpc::ServerUnaryReactor* Shutdown(grpc::CallbackServerContext* context,
                                      const ShutdownRequest* request,
                                      ShutdownResponse* response) override;
+  // Writes this server's shards into request->directory
+  // (ps_server/shard_checkpoint.h).
+  grpc::ServerUnaryReactor* SaveShards(grpc::CallbackServerContext* context,
+                                       const SaveShardsRequest* request,
+                                       SaveShardsResponse* response) override;
+  // Fills this server's shards from the checkpoint request->manifest
+  // describes, re-sharding as needed; all change or none.
+  grpc::ServerUnaryReactor* RestoreShards(
+      grpc::CallbackServerContext* context, const RestoreShardsRequest* request,
+      RestoreShardsResponse* response) override;
 
  private:
+  // Finishes `reactor` with UNAUTHENTICATED and returns true when the call
+  // lacks the job token.
+  bool Refused(grpc::CallbackServerContext* context, const char* method,
+               grpc::ServerUnaryReactor* reactor) const;
+
   ShardStore* const store_;
   const PsServiceOptions options_;
   SyncAggregators sync_aggregators_;  // sync mode's pending steps
   const absl::Time start_ = absl::Now();
   std::atomic<bool> shutdown_called_{false};
   absl::Notification shutdown_;
+  // Last, so it is destroyed first: it finishes the checkpoint calls
+  // already posted while the members they use still exist.
+  SerialExecutor checkpoint_io_;
 };
 
 }  // namespace tessera

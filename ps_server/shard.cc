@@ -151,6 +151,43 @@ int64_t Shard::ApplyRows(absl::Span<const int64_t> rows,
   return ++version_;
 }
 
+absl::Status Shard::VisitState(
+    absl::FunctionRef<absl::Status(const ShardStateView&)> fn) const {
+  absl::ReaderMutexLock lock(&mu_);
+  ShardStateView view;
+  view.values = values_;
+  for (const std::vector<float>& slot : slots_) view.slots.emplace_back(slot);
+  view.version = version_;
+  view.updates = updates_;
+  return fn(view);
+}
+
+ShardState Shard::CopyState() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return ShardState{values_, slots_, version_, updates_};
+}
+
+absl::Status Shard::RestoreState(ShardState state) {
+  const size_t n = static_cast<size_t>(num_elements());
+  bool fits = state.values.size() == n && state.slots.size() == slots_.size();
+  for (size_t k = 0; fits && k < state.slots.size(); ++k) {
+    fits = state.slots[k].size() == n;
+  }
+  if (!fits) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "shard ", def_.name(), ": a restored state of ", state.values.size(),
+        " values and ", state.slots.size(), " slots does not fit a shard of ",
+        n, " values and ", slots_.size(), " slots"));
+  }
+  absl::MutexLock lock(&mu_);
+  values_ = std::move(state.values);
+  slots_ = std::move(state.slots);
+  for (size_t k = 0; k < slots_.size(); ++k) slot_ptrs_[k] = slots_[k].data();
+  version_ = state.version;
+  updates_ = state.updates;
+  return absl::OkStatus();
+}
+
 std::unique_ptr<float[]> Shard::AcquireBuffer() {
   {
     absl::MutexLock lock(&pool_mu_);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -14,6 +15,22 @@
 #include "ps_server/optimizer.h"
 
 namespace tessera {
+
+// A shard's whole state, as a checkpoint holds it.
+struct ShardState {
+  std::vector<float> values;
+  std::vector<std::vector<float>> slots;  // one per optimizer slot
+  int64_t version = 0;
+  int64_t updates = 0;  // the optimizer's step count (Adam's t)
+};
+
+// The same, borrowed from a shard under its lock (Shard::VisitState).
+struct ShardStateView {
+  absl::Span<const float> values;
+  std::vector<absl::Span<const float>> slots;
+  int64_t version = 0;
+  int64_t updates = 0;
+};
 
 // One shard of a variable: its values, its optimizer slots and a version
 // that counts applied updates.
@@ -39,6 +56,7 @@ class Shard {
   // Values plus optimizer slots.
   int64_t resident_bytes() const;
   int64_t version() const;
+  const Optimizer& optimizer() const { return *optimizer_; }
 
   // Copies bytes [offset, offset + length) of the values to `dst` and
   // returns the version they belong to. REQUIRES: the range is inside.
@@ -66,6 +84,21 @@ class Shard {
   // returns the new version. REQUIRES: rows in range, all finite.
   int64_t ApplyRows(absl::Span<const int64_t> rows,
                     absl::Span<const float> grads);
+
+  // Calls `fn` with the shard's state under its shared lock, so what it
+  // sees is one version: pulls go on meanwhile, updates wait until `fn`
+  // returns. Checkpoints write straight from the view rather than copy a
+  // shard that may be gigabytes. Returns what `fn` returns.
+  absl::Status VisitState(
+      absl::FunctionRef<absl::Status(const ShardStateView&)> fn) const;
+
+  // A copy of the state (tests and tools).
+  ShardState CopyState() const;
+
+  // Replaces values, slots, version and update count at once (restoring a
+  // checkpoint). InvalidArgument naming the shard, with nothing changed,
+  // when the sizes or the number of slots differ from the shard's.
+  absl::Status RestoreState(ShardState state);
 
   // Gradient buffers of the shard's size are reused across pushes so a
   // large push does not pay for fresh pages each time.

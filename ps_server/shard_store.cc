@@ -1,5 +1,7 @@
 #include "ps_server/shard_store.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace tessera {
@@ -46,15 +48,16 @@ absl::Status ShardStore::Create(const CreateShardsRequest& request,
       absl::StatusOr<std::unique_ptr<HashTable>> table =
           HashTable::Create(def, optimizer->get());
       if (!table.ok()) return table.status();
-      created.push_back(Entry{nullptr, *std::move(table), optimizer_text});
+      std::shared_ptr<HashTable> shared = *std::move(table);
+      created.push_back(Entry{nullptr, shared, optimizer_text, shared});
       continue;
     }
     absl::StatusOr<std::unique_ptr<Shard>> shard =
         Shard::Create(def, optimizer->get());
     if (!shard.ok()) return shard.status();
     std::shared_ptr<Shard> fixed = *std::move(shard);
-    created.push_back(
-        Entry{fixed, std::make_shared<FixedRowTable>(fixed), optimizer_text});
+    created.push_back(Entry{fixed, std::make_shared<FixedRowTable>(fixed),
+                            optimizer_text, nullptr});
   }
   for (Entry& entry : created) {
     std::string name = entry.rows->def().name();
@@ -92,6 +95,22 @@ absl::StatusOr<std::shared_ptr<RowTable>> ShardStore::FindRows(
         absl::StrCat("unknown variable shard \"", name, "\""));
   }
   return it->second.rows;
+}
+
+std::vector<StoredShard> ShardStore::List() const {
+  std::vector<StoredShard> list;
+  {
+    absl::MutexLock lock(&mu_);
+    list.reserve(shards_.size());
+    for (const auto& [name, entry] : shards_) {
+      list.push_back(StoredShard{entry.shard, entry.table});
+    }
+  }
+  std::sort(list.begin(), list.end(),
+            [](const StoredShard& a, const StoredShard& b) {
+              return a.def().name() < b.def().name();
+            });
+  return list;
 }
 
 int64_t ShardStore::num_shards() const {

@@ -18,6 +18,14 @@
 
 namespace tessera {
 
+// One shard of a store, of either kind (exactly one of shard and table is
+// set), for walking every shard (checkpoints).
+struct StoredShard {
+  std::shared_ptr<Shard> shard;      // a fixed row range, or null
+  std::shared_ptr<HashTable> table;  // a growing table, or null
+  const ShardDef& def() const { return shard ? shard->def() : table->def(); }
+};
+
 // The shards one parameter server holds, by name: fixed row ranges of
 // variables (Shard) and shards of growing tables (HashTable, for the
 // definitions with hash_table set).
@@ -45,6 +53,9 @@ class ShardStore {
   absl::StatusOr<std::shared_ptr<RowTable>> FindRows(
       const std::string& name) const;
 
+  // Every shard held, in name order.
+  std::vector<StoredShard> List() const;
+
   int64_t num_shards() const;
   int64_t resident_bytes() const;
 
@@ -53,6 +64,7 @@ class ShardStore {
     std::shared_ptr<Shard> shard;  // null for a hash table
     std::shared_ptr<RowTable> rows;
     std::string optimizer;  // serialized OptimizerConfig it was made with
+    std::shared_ptr<HashTable> table;  // `rows` again for a hash table
   };
 
   mutable absl::Mutex mu_;

@@ -1,5 +1,7 @@
 #include "ps_server/sync_aggregator.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace tessera {
@@ -62,12 +64,26 @@ int64_t SyncAggregator::released_step() const {
   return released_step_;
 }
 
+void SyncAggregator::Reset() {
+  absl::MutexLock lock(&mu_);
+  pending_step_ = -1;
+  pending_required_ = 0;
+  pending_count_ = 0;
+  std::fill(sum_.begin(), sum_.end(), 0.0);
+  released_step_ = -1;
+}
+
 SyncAggregator* SyncAggregators::For(const std::string& shard,
                                      int64_t num_elements) {
   absl::MutexLock lock(&mu_);
   std::unique_ptr<SyncAggregator>& agg = map_[shard];
   if (agg == nullptr) agg = std::make_unique<SyncAggregator>(num_elements);
   return agg.get();
+}
+
+void SyncAggregators::ResetAll() {
+  absl::MutexLock lock(&mu_);
+  for (auto& [name, agg] : map_) agg->Reset();
 }
 
 int64_t SyncAggregators::dropped() const {

@@ -38,6 +38,10 @@ class SyncAggregator {
                               std::vector<float>* average);
 
   int64_t dropped() const;
+  // Forgets the pending step and the last step released, as if new: after
+  // the shard was restored from a checkpoint, the job's global steps start
+  // again from the checkpoint's, and those must not count as late.
+  void Reset();
   // The last step released, -1 before the first.
   int64_t released_step() const;
 
@@ -61,6 +65,8 @@ class SyncAggregators {
   SyncAggregator* For(const std::string& shard, int64_t num_elements);
   // Late gradients dropped over all shards.
   int64_t dropped() const;
+  // Reset() of every aggregator (RestoreShards).
+  void ResetAll();
 
  private:
   mutable absl::Mutex mu_;

@@ -88,5 +88,21 @@ TEST(SyncAggregator, ConcurrentPushesReleaseExactlyOnce) {
   EXPECT_EQ(released.load() * kWorkers + agg.dropped(), kWorkers * kSteps);
 }
 
+TEST(SyncAggregator, AfterResetEarlierStepsAreNoLongerLate) {
+  SyncAggregator agg(2);
+  std::vector<float> avg;
+  ASSERT_EQ(*agg.Add(7, 1, {1, 1}, &avg), Outcome::kReleased);
+  EXPECT_EQ(*agg.Add(3, 1, {1, 1}, &avg), Outcome::kLate);
+  ASSERT_EQ(*agg.Add(8, 2, {5, 5}, &avg), Outcome::kAccumulated);
+  // A restore rewinds the job to step 3: the half-gathered step 8 is
+  // forgotten and step 3 is taken again.
+  agg.Reset();
+  EXPECT_EQ(agg.released_step(), -1);
+  ASSERT_EQ(*agg.Add(3, 2, {1, 1}, &avg), Outcome::kAccumulated);
+  ASSERT_EQ(*agg.Add(3, 2, {3, 3}, &avg), Outcome::kReleased);
+  EXPECT_THAT(avg, ElementsAre(2.0f, 2.0f));
+  EXPECT_EQ(agg.dropped(), 1);
+}
+
 }  // namespace
 }  // namespace tessera
