@@ -71,6 +71,16 @@ int64_t ClusterCoordinator::steps_done() const {
   return done_;
 }
 
+std::vector<std::pair<int64_t, bool>> ClusterCoordinator::worker_progress()
+    const {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::pair<int64_t, bool>> progress;
+  for (size_t w = 0; w < workers_.size(); ++w) {
+    progress.emplace_back(finished_[w], down_[w]);
+  }
+  return progress;
+}
+
 int64_t ClusterCoordinator::steps_rerun() const {
   absl::MutexLock lock(&mu_);
   return rerun_;

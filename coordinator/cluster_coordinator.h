@@ -72,6 +72,8 @@ class ClusterCoordinator {
   int num_workers() const { return static_cast<int>(workers_.size()); }
   int64_t steps_done() const;
   int64_t steps_rerun() const;
+  // Per worker: steps finished, and whether it is down (failed, not back).
+  std::vector<std::pair<int64_t, bool>> worker_progress() const;
   // The largest lead, in finished steps, that a worker starting a step had
   // over the slowest worker with work (0 with one worker).
   int64_t max_lead() const;

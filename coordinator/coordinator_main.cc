@@ -15,6 +15,7 @@
 #include "common/cluster_flags.h"
 #include "common/grpc_channel.h"
 #include "common/process_start.h"
+#include "common/rpc_auth.h"
 #include "common/shutdown_signal.h"
 #include "coordinator/coordinator_service.h"
 #include "coordinator/job_config.h"
@@ -39,6 +40,25 @@ DEFINE_double(worker_recovery_timeout_s, 300,
 DEFINE_bool(prefetch_parameters, false,
             "Workers pull the next step's parameters while the current step "
             "computes (asynchronous mode: one more step of staleness).");
+DEFINE_string(checkpoint_dir, "",
+              "Folder of the job's checkpoints (shared by the coordinator and "
+              "every parameter server). Set: the job resumes from the newest "
+              "valid checkpoint there (see --restore), writes one after every "
+              "--checkpoint_every_epochs epochs, and recovers from a failed "
+              "parameter server. Empty: no checkpoints.");
+DEFINE_int32(checkpoint_every_epochs, 1,
+             "Epochs between checkpoints (the last epoch always writes one).");
+DEFINE_int32(keep_checkpoints, 3, "Complete checkpoints kept (>= 1).");
+DEFINE_bool(restore, true,
+            "Resume from the newest valid checkpoint in --checkpoint_dir.");
+DEFINE_double(ps_recovery_timeout_s, 300,
+              "How long a failed parameter server may take to come back.");
+DEFINE_double(heartbeat_s, 1,
+              "Seconds between health checks of every parameter server "
+              "(0: none; failed calls still reveal a failure).");
+DEFINE_bool(wait_for_commands, false,
+            "After the epochs, keep the cluster and wait for tessera_ctl "
+            "(schedule more steps, checkpoint, stop) instead of ending.");
 DEFINE_bool(shutdown_cluster, true,
             "Stop the parameter servers and workers when the job ends.");
 
@@ -110,10 +130,29 @@ int main(int argc, char** argv) {
   options.prefetch_parameters = FLAGS_prefetch_parameters;
   options.coordinator.worker_recovery_timeout =
       absl::Seconds(FLAGS_worker_recovery_timeout_s);
+  if (FLAGS_keep_checkpoints < 1 || FLAGS_checkpoint_every_epochs < 1) {
+    LOG(ERROR) << "--keep_checkpoints and --checkpoint_every_epochs must be "
+                  ">= 1";
+    return 2;
+  }
+  options.checkpoint_dir = FLAGS_checkpoint_dir;
+  options.checkpoint_every_epochs = FLAGS_checkpoint_every_epochs;
+  options.keep_checkpoints = FLAGS_keep_checkpoints;
+  options.restore = FLAGS_restore;
+  options.ps_recovery_timeout = absl::Seconds(FLAGS_ps_recovery_timeout_s);
+  options.heartbeat_interval = absl::Seconds(FLAGS_heartbeat_s);
+  options.wait_for_commands = FLAGS_wait_for_commands;
   tessera::TrainingJob training(*cluster, *job, *std::move(plan), options);
 
+  absl::StatusOr<tessera::RpcAuth> auth = tessera::RpcAuth::FromFlags();
+  if (!auth.ok()) {
+    LOG(ERROR) << auth.status().message();
+    return 2;
+  }
   tessera::CoordinatorService service(
-      [&training] { return training.status(); });
+      [&training] { return training.status(); }, training.control(),
+      [&training](const std::string& reason) { training.Stop(reason); },
+      *std::move(auth));
   const std::string address = cluster->own_address();
   std::unique_ptr<grpc::Server> server =
       tessera::StartServer(address, &service);

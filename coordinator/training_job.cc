@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/byte_codec.h"
 #include "common/grpc_channel.h"
 #include "common/summary_histogram.h"
@@ -130,15 +131,151 @@ TrainingJob::TrainingJob(ClusterSpec cluster, JobConfig job, VariablePlan plan,
   }
   coordinator_ = std::make_unique<ClusterCoordinator>(std::move(stubs),
                                                       coordinator_options);
+  if (!options_.checkpoint_dir.empty() && !ps_.empty() &&
+      mode_.uses_parameter_servers()) {
+    std::vector<PsClient*> clients;
+    for (auto& p : ps_) clients.push_back(p.get());
+    checkpointer_ = std::make_unique<JobCheckpointer>(options_.checkpoint_dir,
+                                                      options_.keep_checkpoints,
+                                                      std::move(clients), job_);
+  }
   absl::MutexLock lock(&status_mu_);
   status_.set_epochs(job_.schedule().epochs());
 }
 
-TrainingJob::~TrainingJob() = default;
+TrainingJob::~TrainingJob() {
+  {
+    absl::MutexLock lock(&heartbeat_mu_);
+    stop_heartbeat_ = true;
+  }
+  if (heartbeat_.joinable()) heartbeat_.join();
+}
 
 JobStatus TrainingJob::status() const {
-  absl::MutexLock lock(&status_mu_);
-  return status_;
+  JobStatus status;
+  {
+    absl::MutexLock lock(&status_mu_);
+    status = status_;
+  }
+  status.set_steps_rerun(coordinator_->steps_rerun());
+  const double seconds =
+      std::max(1e-9, absl::ToDoubleSeconds(absl::Now() - start_time_));
+  const std::vector<std::pair<int64_t, bool>> progress =
+      coordinator_->worker_progress();
+  for (size_t w = 0; w < workers_.size(); ++w) {
+    WorkerState* state = status.add_workers();
+    state->set_index(static_cast<int>(w));
+    state->set_address(workers_[w]->address());
+    state->set_steps_done(progress[w].first);
+    state->set_steps_per_second(progress[w].first / seconds);
+    state->set_down(progress[w].second);
+  }
+  for (size_t k = 0; k < ps_.size(); ++k) {
+    ServerState* state = status.add_servers();
+    state->set_index(static_cast<int>(k));
+    state->set_address(ps_[k]->address());
+    HealthResponse health;
+    absl::Status s = ps_[k]->Health(&health, 2.0);
+    state->set_up(s.ok());
+    if (!s.ok()) {
+      state->set_error(std::string(s.message()));
+      continue;
+    }
+    state->set_num_shards(health.num_shards());
+    state->set_resident_bytes(health.resident_bytes());
+    state->set_uptime_ms(health.uptime_ms());
+  }
+  return status;
+}
+
+void TrainingJob::Stop(const std::string& reason) {
+  control_.Stop(reason);
+  coordinator_->Abort(absl::CancelledError(absl::StrCat(
+      "stopped by the operator", reason.empty() ? "" : ": ", reason)));
+}
+
+absl::StatusOr<std::string> TrainingJob::SaveCheckpoint(
+    const JobPosition& position) {
+  absl::StatusOr<std::string> saved =
+      checkpointer_ != nullptr
+          ? checkpointer_->Save(position)
+          : absl::FailedPreconditionError(
+                "this job writes no checkpoints (no --checkpoint_dir, or "
+                "mirrored training)");
+  if (saved.ok()) {
+    absl::MutexLock lock(&status_mu_);
+    status_.set_last_checkpoint(*saved);
+  }
+  if (control_.checkpoint_wanted()) control_.CheckpointWritten(saved);
+  return saved;
+}
+
+absl::Status TrainingJob::RunExtraSteps(int64_t steps, DataPlan* data) {
+  // In lockstep modes a step is a global step, one batch per worker.
+  const int64_t planned =
+      mode_.lockstep() ? steps * static_cast<int64_t>(workers_.size()) : steps;
+  std::vector<PlannedStep> taken;
+  while (static_cast<int64_t>(taken.size()) < planned) {
+    if (extra_plan_.empty()) {
+      std::vector<PlannedStep> next = data->NextEpoch();
+      extra_plan_.assign(std::make_move_iterator(next.begin()),
+                         std::make_move_iterator(next.end()));
+    }
+    taken.push_back(std::move(extra_plan_.front()));
+    extra_plan_.pop_front();
+  }
+  const int epoch = job_.schedule().epochs() + 1;
+  const std::string label = absl::StrFormat("steps %d-%d", extra_steps_run_ + 1,
+                                            extra_steps_run_ + steps);
+  EpochResult result;
+  if (absl::Status s =
+          RunPlannedSteps(std::move(taken), epoch, *data, label, &result);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = Evaluate(&result); !s.ok()) return s;
+  extra_steps_run_ += steps;
+  std::printf(
+      "%s: train loss %.4f, train accuracy %.4f, test loss %.4f, test "
+      "accuracy %.4f, %.0f examples/s\n",
+      label.c_str(), result.train_loss, result.train_accuracy, result.test_loss,
+      result.test_accuracy, result.examples_per_second);
+  std::fflush(stdout);
+  return absl::OkStatus();
+}
+
+absl::Status TrainingJob::ServeCommands(DataPlan* data, int epoch) {
+  auto set_state = [this](const char* state) {
+    absl::MutexLock lock(&status_mu_);
+    status_.set_state(state);
+  };
+  while (true) {
+    if (control_.stop_requested()) return absl::OkStatus();
+    if (control_.checkpoint_wanted()) {
+      // Past the epochs: a restored job has no epoch left to run; extra
+      // steps are the operator's to schedule again.
+      JobPosition position;
+      position.global_step = next_step_;
+      position.epoch = epoch;
+      position.next_sync_step = next_global_step_;
+      SaveCheckpoint(position).IgnoreError();  // the caller gets the error
+      continue;
+    }
+    if (const int64_t steps = control_.TakeSteps(); steps > 0) {
+      set_state("training");
+      absl::Status s = RunExtraSteps(steps, data);
+      if (!s.ok() && control_.stop_requested()) return absl::OkStatus();
+      if (!s.ok()) return s;
+      control_.StepsDone(steps);
+      continue;
+    }
+    if (!options_.wait_for_commands) return absl::OkStatus();
+    set_state("waiting for commands");
+    std::printf(
+        "waiting for commands (tessera_ctl schedule|checkpoint|stop)\n");
+    std::fflush(stdout);
+    control_.WaitForWork();
+  }
 }
 
 absl::Status TrainingJob::WaitForCluster() {
@@ -179,8 +316,10 @@ absl::Status TrainingJob::CreateVariables() {
       job_.has_embedding_optimizer() ? job_.embedding_optimizer()
                                      : job_.optimizer(),
       static_cast<int>(ps_.size()));
+  expected_shards_.assign(ps_.size(), 0);
   for (size_t k = 0; k < ps_.size(); ++k) {
     for (const CreateShardsRequest& request : requests[k]) {
+      expected_shards_[k] += request.shards_size();
       CreateShardsResponse response;
       if (absl::Status s = ps_[k]->CreateShards(request, &response); !s.ok()) {
         return s;
@@ -191,6 +330,153 @@ absl::Status TrainingJob::CreateVariables() {
     }
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<JobPosition> TrainingJob::StartFromCheckpoint() {
+  std::vector<std::string> rejected;
+  absl::StatusOr<ValidCheckpoint> latest =
+      options_.restore ? checkpointer_->Latest(&rejected)
+                       : absl::NotFoundError("--restore is off");
+  for (const std::string& why : rejected) {
+    std::printf("checkpoint rejected: %s\n", why.c_str());
+  }
+  if (latest.ok()) {
+    if (latest->manifest.next_step_in_epoch() != 0 &&
+        latest->manifest.epoch() <= job_.schedule().epochs()) {
+      return absl::UnimplementedError(absl::StrCat(
+          latest->path, " was taken inside epoch ", latest->manifest.epoch(),
+          "; only checkpoints at epoch boundaries can be resumed"));
+    }
+    if (absl::Status s = checkpointer_->Restore(*latest); !s.ok()) return s;
+    const std::string line = absl::StrFormat(
+        "resuming from %s: epoch %d, step %lld", latest->path,
+        latest->manifest.epoch(), latest->manifest.global_step());
+    LOG(INFO) << line;
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+    absl::MutexLock lock(&status_mu_);
+    status_.set_last_checkpoint(latest->path);
+    return PositionOf(latest->manifest);
+  }
+  if (latest.status().code() != absl::StatusCode::kNotFound) {
+    return latest.status();
+  }
+  JobPosition start;
+  absl::StatusOr<std::string> first = checkpointer_->Save(start);
+  if (!first.ok()) return first.status();
+  absl::MutexLock lock(&status_mu_);
+  status_.set_last_checkpoint(*first);
+  return start;
+}
+
+std::vector<std::string> TrainingJob::FailedServers() {
+  std::vector<std::string> failed;
+  for (size_t k = 0; k < ps_.size(); ++k) {
+    HealthResponse health;
+    absl::Status s = ps_[k]->Health(&health, 2.0);
+    if (!s.ok()) {
+      failed.push_back(absl::StrCat("ps ", k, " (", ps_[k]->address(),
+                                    ") does not answer: ", s.message()));
+    } else if (k < expected_shards_.size() &&
+               health.num_shards() < expected_shards_[k]) {
+      failed.push_back(absl::StrCat(
+          "ps ", k, " (", ps_[k]->address(), ") holds ", health.num_shards(),
+          " of its ", expected_shards_[k], " shards (it restarted)"));
+    }
+  }
+  return failed;
+}
+
+absl::StatusOr<JobPosition> TrainingJob::RecoverFromPsFailure(
+    const absl::Status& error) {
+  if (checkpointer_ == nullptr) return error;
+  std::vector<std::string> failed = FailedServers();
+  if (failed.empty()) return error;
+  const absl::Time start = absl::Now();
+  {
+    absl::MutexLock lock(&heartbeat_mu_);
+    recovering_ = true;
+  }
+  std::printf("%s; training paused (the epoch failed with: %s)\n",
+              absl::StrJoin(failed, "; ").c_str(),
+              std::string(error.message()).c_str());
+  std::fflush(stdout);
+  // A heartbeat may have aborted the steps after the error was taken.
+  coordinator_->Join().IgnoreError();
+  const absl::Time deadline = absl::Now() + options_.ps_recovery_timeout;
+  for (size_t k = 0; k < ps_.size(); ++k) {
+    absl::Status s = WaitUntil(deadline, [&] {
+      HealthResponse h;
+      return ps_[k]->Health(&h, 2.0);
+    });
+    if (!s.ok()) {
+      return absl::UnavailableError(
+          absl::StrCat("parameter server ", k, " (", ps_[k]->address(),
+                       ") did not come back within ",
+                       absl::FormatDuration(options_.ps_recovery_timeout), ": ",
+                       s.message()));
+    }
+  }
+  if (absl::Status s = CreateVariables(); !s.ok()) return s;
+  std::vector<std::string> rejected;
+  absl::StatusOr<ValidCheckpoint> latest = checkpointer_->Latest(&rejected);
+  for (const std::string& why : rejected) {
+    std::printf("checkpoint rejected: %s\n", why.c_str());
+  }
+  if (!latest.ok()) return latest.status();
+  if (absl::Status s = checkpointer_->Restore(*latest); !s.ok()) return s;
+  coordinator_->Join().IgnoreError();
+  {
+    absl::MutexLock lock(&heartbeat_mu_);
+    recovering_ = false;
+  }
+  const JobPosition position = PositionOf(latest->manifest);
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  const std::string line = absl::StrFormat(
+      "recovered in %.2f s: restored %s on every parameter server; resuming "
+      "epoch %d at step %lld",
+      seconds, latest->path, position.epoch, position.global_step);
+  LOG(INFO) << line;
+  std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
+  absl::MutexLock lock(&status_mu_);
+  status_.set_ps_recoveries(status_.ps_recoveries() + 1);
+  return position;
+}
+
+void TrainingJob::HeartbeatLoop() {
+  while (true) {
+    {
+      absl::MutexLock lock(&heartbeat_mu_);
+      auto stopped = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(heartbeat_mu_) {
+        return stop_heartbeat_;
+      };
+      if (heartbeat_mu_.AwaitWithTimeout(absl::Condition(&stopped),
+                                         options_.heartbeat_interval)) {
+        return;
+      }
+      if (recovering_) continue;
+    }
+    std::vector<std::string> failed = FailedServers();
+    if (failed.empty()) continue;
+    absl::MutexLock lock(&heartbeat_mu_);
+    if (recovering_ || stop_heartbeat_) continue;
+    LOG(WARNING) << "heartbeat: " << absl::StrJoin(failed, "; ");
+    // Stops the queued steps now rather than one failed step at a time.
+    coordinator_->Abort(absl::UnavailableError(
+        absl::StrCat("heartbeat: ", absl::StrJoin(failed, "; "))));
+  }
+}
+
+absl::Status TrainingJob::CheckEpochCoverage(const EpochResult& result,
+                                             int64_t train_examples) const {
+  // A one-pass epoch reads each training example exactly once: a step lost
+  // or run twice (a failed worker's step re-run) would show here.
+  if (job_.schedule().steps_per_epoch() != 0) return absl::OkStatus();
+  if (result.examples == train_examples) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(
+      "epoch ", result.epoch, " trained on ", result.examples,
+      " examples; one pass over the training set is ", train_examples));
 }
 
 absl::Status TrainingJob::ConfigureWorkers(const DataPlan& data) {
@@ -271,12 +557,19 @@ void TrainingJob::Record(const StepResponse& r, int64_t step,
 
 absl::Status TrainingJob::RunEpoch(int epoch, DataPlan* data,
                                    EpochResult* result) {
-  std::vector<PlannedStep> steps = data->NextEpoch();
+  return RunPlannedSteps(
+      data->NextEpoch(), epoch, *data,
+      absl::StrFormat("epoch %d/%d", epoch, job_.schedule().epochs()), result);
+}
+
+absl::Status TrainingJob::RunPlannedSteps(std::vector<PlannedStep> steps,
+                                          int epoch, const DataPlan& data_plan,
+                                          const std::string& label,
+                                          EpochResult* result) {
+  const DataPlan* data = &data_plan;
   int64_t nonempty = 0;
   for (const PlannedStep& p : steps) nonempty += !p.example_ids.empty();
-  const int epochs = job_.schedule().epochs();
-  ProgressMeter meter(stdout, absl::StrFormat("epoch %d/%d", epoch, epochs),
-                      nonempty);
+  ProgressMeter meter(stdout, label, nonempty);
   result->epoch = epoch;
   int64_t correct = 0;
   if (mode_.lockstep()) {
@@ -536,6 +829,12 @@ void TrainingJob::PrintSummary(absl::Duration wall) const {
     examples += r.examples;
     train_seconds += r.seconds;
   }
+  if (results_.empty()) {
+    std::printf("\nno epoch left to train; wall time %.1f s\n",
+                absl::ToDoubleSeconds(wall));
+    std::fflush(stdout);
+    return;
+  }
   const EpochResult& last = results_.back();
   std::printf(
       "\nfinal test accuracy %.4f after %zu epochs; %lld examples in %.1f s "
@@ -599,30 +898,69 @@ absl::Status TrainingJob::Run() {
     const int64_t steps = mode_.lockstep()
                               ? job_.schedule().steps_per_epoch() * n
                               : job_.schedule().steps_per_epoch();
-    absl::StatusOr<DataPlan> data = DataPlan::Create(
-        train, n, per_worker_batch, steps, job_.schedule().seed());
+    auto plan_data = [&](int epoch) -> absl::StatusOr<DataPlan> {
+      absl::StatusOr<DataPlan> plan = DataPlan::Create(
+          train, n, per_worker_batch, steps, job_.schedule().seed());
+      // Plans are reproducible: epoch e's steps follow from the e-1 before.
+      if (plan.ok()) {
+        for (int e = 1; e < epoch; ++e) plan->NextEpoch();
+      }
+      return plan;
+    };
+    absl::StatusOr<DataPlan> data = plan_data(1);
     if (!data.ok()) return data.status();
     if (absl::Status s = CreateVariables(); !s.ok()) return s;
     if (absl::Status s = ConfigureWorkers(*data); !s.ok()) return s;
+    JobPosition position;
+    if (checkpointer_ != nullptr) {
+      absl::StatusOr<JobPosition> resumed = StartFromCheckpoint();
+      if (!resumed.ok()) return resumed.status();
+      position = *resumed;
+      data = plan_data(position.epoch);
+      if (!data.ok()) return data.status();
+      next_step_ = position.global_step;
+      next_global_step_ = position.next_sync_step;
+      if (options_.heartbeat_interval > absl::ZeroDuration()) {
+        heartbeat_ = std::thread([this] { HeartbeatLoop(); });
+      }
+    }
     LOG(INFO) << "training on " << train << " examples, "
               << data->steps_per_epoch() << " steps per epoch, batch "
               << job_.schedule().batch_size() << ", testing on "
               << test_examples_;
-    for (int epoch = 1; epoch <= job_.schedule().epochs(); ++epoch) {
+    const int epochs = job_.schedule().epochs();
+    int epoch = position.epoch;
+    {
+      absl::MutexLock lock(&status_mu_);
+      status_.set_state("training");
+    }
+    while (epoch <= epochs && !control_.stop_requested()) {
       EpochResult result;
-      if (absl::Status s = RunEpoch(epoch, &*data, &result); !s.ok()) return s;
-      if (absl::Status s = Evaluate(&result); !s.ok()) return s;
+      absl::Status s = RunEpoch(epoch, &*data, &result);
+      if (s.ok()) s = Evaluate(&result);
+      if (!s.ok() && control_.stop_requested()) break;
+      if (!s.ok()) {
+        absl::StatusOr<JobPosition> resumed = RecoverFromPsFailure(s);
+        if (!resumed.ok()) return resumed.status();
+        epoch = resumed->epoch;
+        next_step_ = resumed->global_step;
+        data = plan_data(epoch);
+        if (!data.ok()) return data.status();
+        continue;
+      }
+      if (absl::Status check = CheckEpochCoverage(result, train); !check.ok()) {
+        return check;
+      }
       std::printf(
           "epoch %d/%d: train loss %.4f, train accuracy %.4f, test loss "
           "%.4f, test accuracy %.4f, %.0f examples/s\n",
-          epoch, job_.schedule().epochs(), result.train_loss,
-          result.train_accuracy, result.test_loss, result.test_accuracy,
-          result.examples_per_second);
+          epoch, epochs, result.train_loss, result.train_accuracy,
+          result.test_loss, result.test_accuracy, result.examples_per_second);
       if (result.auc >= 0) {
         std::printf(
             "epoch %d/%d: test AUC %.4f (best achievable %s), test "
             "log loss %.4f\n",
-            epoch, job_.schedule().epochs(), result.auc,
+            epoch, epochs, result.auc,
             best_auc_ >= 0 ? absl::StrFormat("%.4f", best_auc_).c_str()
                            : "unknown",
             result.log_loss);
@@ -631,9 +969,40 @@ absl::Status TrainingJob::Run() {
       results_.push_back(result);
       WriteMetrics(result);
       WriteCharts();
+      if ((checkpointer_ != nullptr &&
+           (epoch % std::max(1, options_.checkpoint_every_epochs) == 0 ||
+            epoch == epochs)) ||
+          control_.checkpoint_wanted()) {
+        JobPosition next;
+        next.global_step = next_step_;
+        next.epoch = epoch + 1;
+        next.next_sync_step = next_global_step_;
+        absl::StatusOr<std::string> saved = SaveCheckpoint(next);
+        if (!saved.ok()) {
+          // Training goes on; a failed server shows in the next epoch.
+          LOG(ERROR) << "checkpoint after epoch " << epoch
+                     << " failed: " << saved.status();
+        }
+      }
+      ++epoch;
+    }
+    if (!control_.stop_requested()) {
+      if (absl::Status s = ServeCommands(&*data, epoch); !s.ok()) return s;
+    }
+    if (control_.stop_requested()) {
+      std::printf("stopped by the operator (%s) after %lld steps\n",
+                  control_.stop_reason().c_str(),
+                  static_cast<long long>(coordinator_->steps_done()));
+      std::fflush(stdout);
     }
     return absl::OkStatus();
   }();
+  {
+    absl::MutexLock lock(&status_mu_);
+    status_.set_state(status.ok() ? "done"
+                                  : absl::StrCat("failed: ", status.message()));
+  }
+  control_.End(status);
   if (status.ok()) PrintSummary(absl::Now() - start);
   if (options_.shutdown_cluster) ShutdownCluster();
   return status;

@@ -1,10 +1,12 @@
 #ifndef TESSERA_COORDINATOR_TRAINING_JOB_H_
 #define TESSERA_COORDINATOR_TRAINING_JOB_H_
 
+#include <deque>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -17,6 +19,8 @@
 #include "common/training_mode.h"
 #include "coordinator/cluster_coordinator.h"
 #include "coordinator/data_plan.h"
+#include "coordinator/job_checkpointer.h"
+#include "coordinator/job_control.h"
 #include "coordinator/progress_meter.h"
 #include "coordinator/remote_worker.h"
 #include "coordinator/variable_plan.h"
@@ -35,6 +39,24 @@ struct TrainingJobOptions {
   // Workers pull the next step's parameters while a step computes.
   bool prefetch_parameters = false;
   CoordinatorOptions coordinator;
+
+  // Checkpoints (empty: none). The job starts from the newest valid
+  // checkpoint there when `restore` is set (a restarted coordinator
+  // resumes), and writes one after every `checkpoint_every_epochs` epochs
+  // and after the last, keeping `keep_checkpoints`. Recovery from a failed
+  // parameter server needs them.
+  std::string checkpoint_dir;
+  int checkpoint_every_epochs = 1;
+  int keep_checkpoints = 3;
+  bool restore = true;
+  // How long a failed parameter server may take to come back.
+  absl::Duration ps_recovery_timeout = absl::Minutes(5);
+  // How often every parameter server is asked whether it is alive and
+  // still holds its shards; 0 turns the heartbeat off.
+  absl::Duration heartbeat_interval = absl::Seconds(1);
+  // After its epochs the job waits for commands (tessera_ctl schedule,
+  // checkpoint, stop) instead of ending.
+  bool wait_for_commands = false;
 };
 
 struct EpochResult {
@@ -71,14 +93,37 @@ class TrainingJob {
   absl::Status Run();
 
   const std::vector<EpochResult>& results() const { return results_; }
-  // A snapshot for the Coordinator service; any thread.
+  // A snapshot for the Coordinator service, with every worker's progress
+  // and every parameter server's state (asked for now); any thread.
   JobStatus status() const;
+  // What tessera_ctl asks of the job; any thread.
+  JobControl* control() { return &control_; }
+  // Stops the job after the steps in flight; any thread.
+  void Stop(const std::string& reason);
 
  private:
   absl::Status WaitForCluster();
   absl::Status CreateVariables();
+  // Restores the newest valid checkpoint, or writes the first one (step 0)
+  // when there is none, so a server failure in the first epoch can be
+  // recovered from too. Returns where the job resumes.
+  absl::StatusOr<JobPosition> StartFromCheckpoint();
+  // Called with the error that ended an epoch. When a parameter server
+  // failed (it does not answer, or answers without its shards) and there
+  // is a checkpoint: waits for the server to come back, re-creates its
+  // shards, restores every server from the newest valid checkpoint (so all
+  // shards agree on one step) and returns the position to resume at.
+  // Otherwise returns `error`.
+  absl::StatusOr<JobPosition> RecoverFromPsFailure(const absl::Status& error);
+  // Parameter servers that do not answer or have lost shards, with why.
+  std::vector<std::string> FailedServers();
+  void HeartbeatLoop();
   absl::Status ConfigureWorkers(const DataPlan& data);
   absl::Status RunEpoch(int epoch, DataPlan* data, EpochResult* result);
+  // Runs `steps` (of epoch `epoch`, or of extra steps), shown as `label`.
+  absl::Status RunPlannedSteps(std::vector<PlannedStep> steps, int epoch,
+                               const DataPlan& data, const std::string& label,
+                               EpochResult* result);
   // Sync and mirrored: one global step (a round of per-worker steps) at a
   // time.
   absl::Status RunLockstepEpoch(std::vector<PlannedStep> steps,
@@ -91,6 +136,17 @@ class TrainingJob {
   void Record(const StepResponse& response, int64_t step, ProgressMeter* meter,
               EpochResult* result, int64_t* correct);
   absl::Status Evaluate(EpochResult* result);
+  // Runs `steps` more steps (global steps in lockstep modes) continuing
+  // the data order, evaluates, and reports them.
+  absl::Status RunExtraSteps(int64_t steps, DataPlan* data);
+  // Serves tessera_ctl after the epochs: checkpoints, extra steps, stop.
+  absl::Status ServeCommands(DataPlan* data, int epoch);
+  // Writes a checkpoint at `position` and tells waiting operators.
+  absl::StatusOr<std::string> SaveCheckpoint(const JobPosition& position);
+  // Internal error when a one-pass epoch did not train on every example
+  // exactly once.
+  absl::Status CheckEpochCoverage(const EpochResult& result,
+                                  int64_t train_examples) const;
   void WriteMetrics(const EpochResult& result);
   // accuracy.svg and loss.svg in the run folder, redrawn every epoch.
   void WriteCharts() const;
@@ -105,6 +161,14 @@ class TrainingJob {
   absl::Status mode_error_;  // a mode this cluster cannot run
 
   std::vector<std::unique_ptr<PsClient>> ps_;
+  // Shards each parameter server holds once the variables exist.
+  std::vector<int64_t> expected_shards_;
+  std::unique_ptr<JobCheckpointer> checkpointer_;
+  JobControl control_;
+  // Steps of a started epoch that extra steps have not used yet.
+  std::deque<PlannedStep> extra_plan_;
+  int64_t extra_steps_run_ = 0;
+  const absl::Time start_time_ = absl::Now();
   std::vector<RemoteWorker*> workers_;  // owned by coordinator_
   std::unique_ptr<ClusterCoordinator> coordinator_;
   int64_t next_step_ = 0;
@@ -116,6 +180,13 @@ class TrainingJob {
   // the test file), -1 when unknown.
   double best_auc_ = -1;
   std::vector<EpochResult> results_;
+
+  // The heartbeat aborts the running steps once per failure; recovery
+  // holds it off while it restores.
+  absl::Mutex heartbeat_mu_;
+  bool recovering_ ABSL_GUARDED_BY(heartbeat_mu_) = false;
+  bool stop_heartbeat_ ABSL_GUARDED_BY(heartbeat_mu_) = false;
+  std::thread heartbeat_;
 
   mutable absl::Mutex status_mu_;
   JobStatus status_ ABSL_GUARDED_BY(status_mu_);

@@ -1,0 +1,164 @@
+// tessera_ctl: talks to a running coordinator.
+//
+//   tessera_ctl --coordinator=HOST:PORT status
+//   tessera_ctl --coordinator=HOST:PORT schedule N    run N more steps
+//   tessera_ctl --coordinator=HOST:PORT join          wait for every step
+//   tessera_ctl --coordinator=HOST:PORT checkpoint    write one, print it
+//   tessera_ctl --coordinator=HOST:PORT stop [REASON] stop cleanly
+//
+// Calls carry the job's token (--job_token_file or $TESSERA_JOB_TOKEN) like
+// every other process of the job. Exit status: 0, 1 when the coordinator
+// refused or failed the command, 2 for a bad command line.
+
+#include <cstdio>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/grpc_channel.h"
+#include "common/grpc_status.h"
+#include "common/rpc_auth.h"
+#include "gflags/gflags.h"
+#include "google/protobuf/util/json_util.h"
+#include "grpcpp/client_context.h"
+#include "proto/coordinator_service.grpc.pb.h"
+
+DEFINE_string(coordinator, "", "The coordinator's address, HOST:PORT.");
+DEFINE_bool(json, false, "Print status and join results as JSON.");
+DEFINE_double(wait_s, 3600,
+              "How long join and checkpoint wait for the job, in seconds.");
+
+namespace tessera {
+namespace {
+
+void PrintStatus(const JobStatus& s) {
+  if (FLAGS_json) {
+    std::string json;
+    google::protobuf::util::JsonPrintOptions options;
+    options.always_print_primitive_fields = true;
+    (void)google::protobuf::util::MessageToJsonString(s, &json, options);
+    std::printf("%s\n", json.c_str());
+    return;
+  }
+  std::printf(
+      "state %s; epoch %d of %d; %lld steps done, %lld scheduled, %lld "
+      "re-run; %lld examples; last loss %.4f; last test accuracy %.4f\n",
+      s.state().c_str(), s.epoch(), s.epochs(),
+      static_cast<long long>(s.steps_done()),
+      static_cast<long long>(s.steps_scheduled()),
+      static_cast<long long>(s.steps_rerun()),
+      static_cast<long long>(s.examples_done()), s.last_loss(),
+      s.last_test_accuracy());
+  std::printf(
+      "parameter-server recoveries %d; last checkpoint %s\n", s.ps_recoveries(),
+      s.last_checkpoint().empty() ? "none" : s.last_checkpoint().c_str());
+  for (const WorkerState& w : s.workers()) {
+    std::printf("  worker %d %-21s %8lld steps %8.1f steps/s%s\n", w.index(),
+                w.address().c_str(), static_cast<long long>(w.steps_done()),
+                w.steps_per_second(), w.down() ? "  DOWN" : "");
+  }
+  for (const ServerState& p : s.servers()) {
+    if (!p.up()) {
+      std::printf("  ps %d     %-21s DOWN: %s\n", p.index(),
+                  p.address().c_str(), p.error().c_str());
+      continue;
+    }
+    std::printf("  ps %d     %-21s %8lld shards %10.1f MB  up %.0f s\n",
+                p.index(), p.address().c_str(),
+                static_cast<long long>(p.num_shards()),
+                p.resident_bytes() / 1e6, p.uptime_ms() / 1e3);
+  }
+}
+
+int Fail(const grpc::Status& status, const char* what) {
+  std::fprintf(stderr, "tessera_ctl %s: %s\n", what,
+               FromGrpcStatus(status, FLAGS_coordinator).ToString().c_str());
+  return 1;
+}
+
+int Run(int argc, char** argv) {
+  if (FLAGS_coordinator.empty() || argc < 2) {
+    std::fprintf(stderr, "%s\n", gflags::ProgramUsage());
+    return 2;
+  }
+  const std::string command = argv[1];
+  std::unique_ptr<Coordinator::Stub> stub =
+      Coordinator::NewStub(MakeChannel(FLAGS_coordinator));
+  grpc::ClientContext context;
+  if (command == "status") {
+    SetDeadline(&context, 10);
+    JobStatus status;
+    grpc::Status s = stub->GetJobStatus(&context, JobStatusRequest(), &status);
+    if (!s.ok()) return Fail(s, "status");
+    PrintStatus(status);
+    return 0;
+  }
+  if (command == "schedule") {
+    int64_t steps = 0;
+    if (argc != 3 || !absl::SimpleAtoi(argv[2], &steps) || steps <= 0) {
+      std::fprintf(stderr,
+                   "tessera_ctl schedule: give a number of steps > 0\n");
+      return 2;
+    }
+    SetDeadline(&context, 10);
+    ScheduleStepsRequest request;
+    request.set_steps(steps);
+    ScheduleStepsResponse response;
+    grpc::Status s = stub->ScheduleSteps(&context, request, &response);
+    if (!s.ok()) return Fail(s, "schedule");
+    std::printf("scheduled %lld steps (%lld extra steps asked for in all)\n",
+                static_cast<long long>(steps),
+                static_cast<long long>(response.extra_steps_requested()));
+    return 0;
+  }
+  if (command == "join") {
+    SetDeadline(&context, FLAGS_wait_s + 10);
+    JoinRequest request;
+    request.set_timeout_s(FLAGS_wait_s);
+    JobStatus status;
+    grpc::Status s = stub->Join(&context, request, &status);
+    if (!s.ok()) return Fail(s, "join");
+    PrintStatus(status);
+    return 0;
+  }
+  if (command == "checkpoint") {
+    SetDeadline(&context, FLAGS_wait_s + 10);
+    CheckpointRequest request;
+    request.set_timeout_s(FLAGS_wait_s);
+    CheckpointResponse response;
+    grpc::Status s = stub->Checkpoint(&context, request, &response);
+    if (!s.ok()) return Fail(s, "checkpoint");
+    std::printf("%s\n", response.path().c_str());
+    return 0;
+  }
+  if (command == "stop") {
+    SetDeadline(&context, 10);
+    StopRequest request;
+    if (argc >= 3) request.set_reason(argv[2]);
+    StopResponse response;
+    grpc::Status s = stub->Stop(&context, request, &response);
+    if (!s.ok()) return Fail(s, "stop");
+    std::printf("stop requested\n");
+    return 0;
+  }
+  std::fprintf(stderr, "tessera_ctl: unknown command '%s'\n%s\n",
+               command.c_str(), gflags::ProgramUsage());
+  return 2;
+}
+
+}  // namespace
+}  // namespace tessera
+
+int main(int argc, char** argv) {
+  gflags::SetUsageMessage(
+      "tessera_ctl --coordinator=HOST:PORT "
+      "status|schedule N|join|checkpoint|stop [REASON]");
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  if (absl::StatusOr<std::string> token = tessera::LoadJobToken();
+      !token.ok()) {
+    std::fprintf(stderr, "tessera_ctl: %s\n",
+                 std::string(token.status().message()).c_str());
+    return 2;
+  }
+  return tessera::Run(argc, argv);
+}

@@ -1,0 +1,141 @@
+#include "coordinator/job_checkpointer.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "glog/logging.h"
+
+namespace tessera {
+namespace {
+
+// Runs call(k) for every server at once; the first failure wins.
+absl::Status ForEachServer(size_t n,
+                           const std::function<absl::Status(size_t)>& call) {
+  std::vector<absl::Status> statuses(n);
+  std::vector<std::thread> threads;
+  for (size_t k = 0; k < n; ++k) {
+    threads.emplace_back([&, k] { statuses[k] = call(k); });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const absl::Status& s : statuses) {
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+JobPosition PositionOf(const CheckpointManifest& manifest) {
+  JobPosition p;
+  p.global_step = manifest.global_step();
+  p.epoch = manifest.epoch();
+  p.next_step_in_epoch = manifest.next_step_in_epoch();
+  p.next_sync_step = manifest.next_sync_step();
+  return p;
+}
+
+JobCheckpointer::JobCheckpointer(std::string root, int keep,
+                                 std::vector<PsClient*> ps, JobConfig job)
+    : dir_(std::move(root)),
+      keep_(std::max(1, keep)),
+      ps_(std::move(ps)),
+      job_(std::move(job)) {}
+
+absl::StatusOr<std::string> JobCheckpointer::Save(const JobPosition& position) {
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::string> directory = dir_.Prepare(position.global_step);
+  if (!directory.ok()) return directory.status();
+  std::vector<SaveShardsResponse> responses(ps_.size());
+  if (absl::Status s =
+          ForEachServer(ps_.size(),
+                        [&](size_t k) {
+                          SaveShardsRequest request;
+                          request.set_directory(*directory);
+                          request.set_ps_index(static_cast<int>(k));
+                          request.set_global_step(position.global_step);
+                          return ps_[k]->SaveShards(request, &responses[k]);
+                        });
+      !s.ok()) {
+    return absl::Status(
+        s.code(), absl::StrCat("checkpoint at step ", position.global_step,
+                               ": ", s.message()));
+  }
+
+  CheckpointManifest manifest;
+  manifest.set_global_step(position.global_step);
+  manifest.set_epoch(position.epoch);
+  manifest.set_next_step_in_epoch(position.next_step_in_epoch);
+  manifest.set_next_sync_step(position.next_sync_step);
+  manifest.set_num_ps(static_cast<int>(ps_.size()));
+  *manifest.mutable_optimizer() = job_.optimizer();
+  *manifest.mutable_job() = job_;
+  manifest.set_created_unix_micros(absl::ToUnixMicros(absl::Now()));
+  // Each server saved its part of a variable; the manifest has it whole.
+  std::map<std::string, CheckpointVariable> variables;
+  int64_t bytes = 0;
+  for (const SaveShardsResponse& r : responses) {
+    *manifest.add_files() = r.file();
+    bytes += r.file().size_bytes();
+    for (const CheckpointVariable& part : r.variables()) {
+      auto [it, fresh] = variables.try_emplace(part.name(), part);
+      if (fresh) continue;
+      for (const CheckpointShard& shard : part.shards()) {
+        *it->second.add_shards() = shard;
+      }
+    }
+  }
+  for (auto& [name, variable] : variables) {
+    *variable.mutable_partitioner() = job_.partitioner();
+    std::sort(variable.mutable_shards()->begin(),
+              variable.mutable_shards()->end(),
+              [](const CheckpointShard& a, const CheckpointShard& b) {
+                return a.index() < b.index();
+              });
+    *manifest.add_variables() = std::move(variable);
+  }
+  if (absl::Status s = dir_.Commit(manifest); !s.ok()) return s;
+  if (absl::Status s = dir_.KeepLast(keep_); !s.ok()) {
+    // The new checkpoint is complete; failing to prune is not fatal.
+    LOG(WARNING) << "checkpoint " << *directory
+                 << " written, but older ones could not be deleted: " << s;
+  }
+  LOG(INFO) << "checkpoint " << *directory << ": " << variables.size()
+            << " variables, " << bytes << " bytes from " << ps_.size()
+            << " parameter servers in "
+            << absl::FormatDuration(absl::Now() - start);
+  return directory;
+}
+
+absl::StatusOr<ValidCheckpoint> JobCheckpointer::Latest(
+    std::vector<std::string>* rejected) const {
+  return dir_.LatestValid(rejected);
+}
+
+absl::Status JobCheckpointer::Restore(const ValidCheckpoint& checkpoint) {
+  const absl::Time start = absl::Now();
+  std::vector<RestoreShardsResponse> responses(ps_.size());
+  absl::Status s = ForEachServer(ps_.size(), [&](size_t k) {
+    RestoreShardsRequest request;
+    request.set_directory(checkpoint.path);
+    *request.mutable_manifest() = checkpoint.manifest;
+    return ps_[k]->RestoreShards(request, &responses[k]);
+  });
+  if (!s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("restoring ", checkpoint.path,
+                                               ": ", s.message()));
+  }
+  int64_t rows = 0;
+  for (const RestoreShardsResponse& r : responses) rows += r.rows_restored();
+  LOG(INFO) << "restored " << checkpoint.path << " (saved by "
+            << checkpoint.manifest.num_ps() << " parameter servers) onto "
+            << ps_.size() << ": " << rows << " rows in "
+            << absl::FormatDuration(absl::Now() - start);
+  return absl::OkStatus();
+}
+
+}  // namespace tessera

@@ -1,0 +1,73 @@
+#ifndef TESSERA_COORDINATOR_JOB_CHECKPOINTER_H_
+#define TESSERA_COORDINATOR_JOB_CHECKPOINTER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/checkpoint_dir.h"
+#include "proto/checkpoint.pb.h"
+#include "proto/job.pb.h"
+#include "ps_server/ps_client.h"
+
+namespace tessera {
+
+// Where a job stands when a checkpoint is taken: the steps scheduled so
+// far, and the data position (the epoch in progress and its first step
+// not yet applied), so a restored job visits each example of that epoch
+// exactly once.
+struct JobPosition {
+  int64_t global_step = 0;
+  int epoch = 1;
+  int64_t next_step_in_epoch = 0;
+  int64_t next_sync_step = 0;  // sync mode's next global step
+};
+
+// Takes and restores a job's checkpoints through its parameter servers,
+// following the protocol of common/checkpoint_dir.h: the coordinator
+// prepares ckpt-<step>/, every server writes its own file, and the
+// manifest, written last, makes the checkpoint complete.
+//
+// Thread safety: one caller at a time (the training loop).
+class JobCheckpointer {
+ public:
+  // `ps` are not owned and must outlive this; ps[k] is task k. `keep` >= 1
+  // complete checkpoints are kept.
+  JobCheckpointer(std::string root, int keep, std::vector<PsClient*> ps,
+                  JobConfig job);
+
+  const std::string& root() const { return dir_.root(); }
+
+  // Every parameter server saves its shards, in parallel; then the
+  // manifest (variables, shapes, partitioning, position, the job) is
+  // committed and checkpoints beyond the newest `keep` are deleted.
+  // Returns the checkpoint's directory. A failure leaves no manifest, so a
+  // half-written checkpoint is never restored.
+  absl::StatusOr<std::string> Save(const JobPosition& position);
+
+  // The newest checkpoint that fully verifies; each newer one that does
+  // not is logged and named in *rejected (optional). NotFound when none.
+  absl::StatusOr<ValidCheckpoint> Latest(
+      std::vector<std::string>* rejected = nullptr) const;
+
+  // Every parameter server loads the shards it now holds from `checkpoint`,
+  // re-sharding when the checkpoint was written by a different number of
+  // servers or with a different split. The shards must exist
+  // (CreateShards) first.
+  absl::Status Restore(const ValidCheckpoint& checkpoint);
+
+ private:
+  CheckpointDir dir_;
+  const int keep_;
+  const std::vector<PsClient*> ps_;
+  const JobConfig job_;
+};
+
+// The position a checkpoint records.
+JobPosition PositionOf(const CheckpointManifest& manifest);
+
+}  // namespace tessera
+
+#endif  // TESSERA_COORDINATOR_JOB_CHECKPOINTER_H_
