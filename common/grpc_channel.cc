@@ -1,10 +1,18 @@
 #include "common/grpc_channel.h"
 
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/rpc_auth.h"
 #include "common/transport_limits.h"
 #include "gflags/gflags.h"
+#include "glog/logging.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
+#include "grpcpp/support/client_interceptor.h"
+#include "grpcpp/support/interceptor.h"
 
 DEFINE_double(rpc_timeout_s, 120,
               "Deadline of every remote call, in seconds (streams of large "
@@ -19,6 +27,64 @@ DEFINE_string(listen_host, "[::]",
               "task has in the cluster spec.");
 
 namespace tessera {
+namespace {
+
+// Adds the job token to the initial metadata of every call. An interceptor
+// rather than CallCredentials: gRPC drops call credentials on plaintext
+// channels, and the token must travel on both kinds.
+class JobTokenInterceptor final : public grpc::experimental::Interceptor {
+ public:
+  explicit JobTokenInterceptor(std::string token) : token_(std::move(token)) {}
+
+  void Intercept(
+      grpc::experimental::InterceptorBatchMethods* methods) override {
+    if (methods->QueryInterceptionHookPoint(
+            grpc::experimental::InterceptionHookPoints::
+                PRE_SEND_INITIAL_METADATA)) {
+      methods->GetSendInitialMetadata()->emplace(kJobTokenMetadataKey, token_);
+    }
+    methods->Proceed();
+  }
+
+ private:
+  const std::string token_;
+};
+
+class JobTokenInterceptorFactory final
+    : public grpc::experimental::ClientInterceptorFactoryInterface {
+ public:
+  explicit JobTokenInterceptorFactory(std::string token)
+      : token_(std::move(token)) {}
+
+  grpc::experimental::Interceptor* CreateClientInterceptor(
+      grpc::experimental::ClientRpcInfo* /*info*/) override {
+    return new JobTokenInterceptor(token_);
+  }
+
+ private:
+  const std::string token_;
+};
+
+// gRPC's retry policy for every method (an empty name matches all):
+// UNAVAILABLE means the call did not reach a handler that could answer
+// (peer restarting, connection lost, server overloaded), so trying again
+// after a pause is the cure. Other codes are answers and are not retried.
+//
+// The Worker service is the exception: its one client, the coordinator,
+// handles a failed call itself (it probes the worker and runs the step
+// again elsewhere), and a replay by gRPC could reach a worker restarted in
+// the meantime, unconfigured, and turn a recoverable worker failure into
+// a failed step.
+std::string RetryServiceConfig() {
+  return absl::StrCat(
+      R"({"methodConfig": [{"name": [{}], "retryPolicy": {"maxAttempts": )",
+      kRpcMaxAttempts,
+      R"(, "initialBackoff": "0.1s", "maxBackoff": "2s",)"
+      R"( "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}},)"
+      R"( {"name": [{"service": "tessera.Worker"}]}]})");
+}
+
+}  // namespace
 
 grpc::ChannelArguments ChannelArgs() {
   grpc::ChannelArguments args;
@@ -32,12 +98,65 @@ grpc::ChannelArguments ChannelArgs() {
   // Each peer gets its own connection even when two channels share an
   // address, so a bulk transfer never queues behind another's stream.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  args.SetInt(GRPC_ARG_ENABLE_RETRIES, 1);
+  args.SetServiceConfigJSON(RetryServiceConfig());
+  // The policy above is the one source of truth: never one from DNS.
+  args.SetInt(GRPC_ARG_SERVICE_CONFIG_DISABLE_RESOLUTION, 1);
   return args;
 }
 
+absl::StatusOr<ChannelSecurity> ChannelSecurityFromFlags() {
+  ChannelSecurity security;
+  absl::StatusOr<std::string> token = LoadJobToken();
+  if (!token.ok()) return token.status();
+  security.job_token = *std::move(token);
+  absl::StatusOr<std::optional<TlsFiles>> tls = LoadTlsFiles();
+  if (!tls.ok()) return tls.status();
+  security.tls = *std::move(tls);
+  if (!security.tls && !FLAGS_tls_target_name_override.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls_target_name_override needs TLS: --tls_cert, --tls_key and "
+        "--tls_ca");
+  }
+  security.tls_target_name_override = FLAGS_tls_target_name_override;
+  return security;
+}
+
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
-                                   ChannelArgs());
+  absl::StatusOr<ChannelSecurity> security = ChannelSecurityFromFlags();
+  if (security.ok()) return MakeChannel(address, *security);
+  LOG(ERROR) << "channel to " << address << ": " << security.status().message()
+             << "; its calls will be refused";
+  // Fails closed (see the header): the server refuses a call without a
+  // token, and a TLS handshake without a client certificate.
+  grpc::ChannelArguments args = ChannelArgs();
+  const bool tls_wanted = !FLAGS_tls_cert.empty() || !FLAGS_tls_key.empty() ||
+                          !FLAGS_tls_ca.empty();
+  return grpc::CreateCustomChannel(
+      address,
+      tls_wanted ? grpc::SslCredentials(grpc::SslCredentialsOptions())
+                 : grpc::InsecureChannelCredentials(),
+      args);
+}
+
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
+                                           const ChannelSecurity& security) {
+  grpc::ChannelArguments args = ChannelArgs();
+  if (security.tls && !security.tls_target_name_override.empty()) {
+    args.SetSslTargetNameOverride(security.tls_target_name_override);
+  }
+  std::shared_ptr<grpc::ChannelCredentials> credentials =
+      MakeChannelCredentials(security.tls);
+  if (security.job_token.empty()) {
+    return grpc::CreateCustomChannel(address, credentials, args);
+  }
+  std::vector<
+      std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>
+      interceptors;
+  interceptors.push_back(
+      std::make_unique<JobTokenInterceptorFactory>(security.job_token));
+  return grpc::experimental::CreateCustomChannelWithInterceptors(
+      address, credentials, args, std::move(interceptors));
 }
 
 std::string ListenAddress(const std::string& address) {

@@ -3,8 +3,11 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "absl/status/statusor.h"
+#include "common/tls_credentials.h"
 #include "gflags/gflags.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
@@ -17,13 +20,54 @@ DECLARE_string(listen_host);
 
 namespace tessera {
 
+// How a channel shows that it belongs to the job.
+struct ChannelSecurity {
+  // Sent with every call under kJobTokenMetadataKey (common/rpc_auth.h);
+  // empty: calls carry no token.
+  std::string job_token;
+  // TLS with a client certificate; nullopt: plaintext.
+  std::optional<TlsFiles> tls;
+  // With TLS, the name the server's certificate must carry instead of the
+  // dialled host; empty: the dialled host.
+  std::string tls_target_name_override;
+};
+
+// What the flags ask for: LoadJobToken(), LoadTlsFiles() and
+// --tls_target_name_override; their errors, which name the flag or file.
+absl::StatusOr<ChannelSecurity> ChannelSecurityFromFlags();
+
 // The one place channels are made: message size limits derived from the
-// chunk size, keepalive so a dead peer is noticed, and reconnect backoff.
-// Channels are meant to be created once per peer and reused.
+// chunk size, keepalive so a dead peer is noticed, reconnect backoff, and
+// gRPC's retry policy (ChannelArgs()); every call carries the job token,
+// over TLS when the flags configure it (ChannelSecurityFromFlags(), read
+// once per channel). Channels are meant to be created once per peer and
+// reused.
+//
+// Never fails: when the flags' token or TLS files cannot be read (a
+// process that passed StartProcess has already checked them), the error
+// is logged and the channel fails closed: no token, and with TLS flags
+// given a TLS channel without a client certificate, so that a Tessera
+// server refuses every call and nothing travels in plaintext.
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address);
 
-// The arguments MakeChannel uses, for callers (benches) that add their own.
+// The same with explicit security (tests, tools).
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
+                                           const ChannelSecurity& security);
+
+// The arguments MakeChannel uses, for callers (benches) that add their own:
+// size limits, keepalive, reconnect backoff, and a service config whose
+// retry policy retries every method on UNAVAILABLE up to
+// kRpcMaxAttempts times with exponential backoff (0.1 s doubling to 2 s,
+// jittered), within the call's deadline. gRPC replays only calls that are
+// not yet committed: no answer from the server began, and at most 256 KiB
+// sent (so a stream of large chunks is not retried once under way).
+// Exception: the methods of the Worker service are not retried; the
+// coordinator, their caller, handles a worker's failure itself (probes it,
+// runs the step again elsewhere).
 grpc::ChannelArguments ChannelArgs();
+
+// Attempts of one call under the retry policy, the first included.
+inline constexpr int kRpcMaxAttempts = 5;
 
 // Where a server listens for the cluster address `address` (host:port):
 // by default every interface at that port; with --listen_host=cluster the

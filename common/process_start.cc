@@ -3,6 +3,7 @@
 #include "common/cluster_flags.h"
 #include "common/grpc_channel.h"
 #include "common/shutdown_signal.h"
+#include "common/tls_credentials.h"
 #include "common/transport_limits.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
@@ -40,30 +41,46 @@ ProcessStart StartProcess(int* argc, char*** argv, const char* usage,
                << "], got " << FLAGS_chunk_bytes;
     return start;
   }
+  if (absl::StatusOr<ChannelSecurity> security = ChannelSecurityFromFlags();
+      !security.ok()) {
+    LOG(ERROR) << security.status().message();
+    return start;
+  }
   start.cluster = *std::move(cluster);
   return start;
 }
 
 std::unique_ptr<grpc::Server> StartServer(
     const std::string& address, grpc::Service* service,
-    const std::function<void(grpc::ServerBuilder*)>& more) {
+    const std::function<void(grpc::ServerBuilder*)>& more, int* selected_port) {
   // By default every interface at the cluster's port: the host name in
   // the cluster spec is how others reach us, not necessarily a local
   // address (see --listen_host).
   const std::string listen = ListenAddress(address);
+  absl::StatusOr<std::optional<TlsFiles>> tls = LoadTlsFiles();
+  if (!tls.ok()) {
+    LOG(ERROR) << "cannot serve at " << listen << ": "
+               << tls.status().message();
+    return nullptr;
+  }
   grpc::ServerBuilder builder;
   ConfigureServerBuilder(&builder);
   int bound_port = 0;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(),
-                           &bound_port);
+  builder.AddListeningPort(listen, MakeServerCredentials(*tls), &bound_port);
   builder.RegisterService(service);
   if (more) more(&builder);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || bound_port == 0) {
     LOG(ERROR) << "cannot listen on " << listen
-               << " (in use, or not a valid address)";
+               << (tls->has_value() ? " with TLS" : "")
+               << " (in use, not a valid address, or a certificate and key "
+                  "that do not match)";
     return nullptr;
   }
+  LOG(INFO) << "serving at " << listen << " on port " << bound_port
+            << (tls->has_value() ? " over TLS, client certificates required"
+                                 : " in plaintext");
+  if (selected_port != nullptr) *selected_port = bound_port;
   return server;
 }
 

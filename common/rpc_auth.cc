@@ -88,8 +88,23 @@ absl::StatusOr<RpcAuth> RpcAuth::FromFlags() {
   return RpcAuth(*std::move(token));
 }
 
+RpcAuth RpcAuth::FromFlagsOrRefuseAll() {
+  absl::StatusOr<std::string> token = LoadJobToken();
+  if (token.ok()) return RpcAuth(*std::move(token));
+  LOG(ERROR) << token.status().message() << "; every call will be refused";
+  RpcAuth refuse_all;
+  refuse_all.refusal_ = std::string(token.status().message());
+  return refuse_all;
+}
+
 grpc::Status RpcAuth::Check(const grpc::ServerContextBase& context,
                             absl::string_view method) const {
+  if (!refusal_.empty()) {
+    return grpc::Status(
+        grpc::StatusCode::UNAUTHENTICATED,
+        absl::StrCat(method, ": this server has no usable job token (",
+                     refusal_, ")"));
+  }
   if (token_.empty()) return grpc::Status::OK;
   const auto& metadata = context.client_metadata();
   auto it = metadata.find(kJobTokenMetadataKey);

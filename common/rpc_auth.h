@@ -49,6 +49,13 @@ class RpcAuth {
   // LoadJobToken(), logging once whether calls are authenticated.
   static absl::StatusOr<RpcAuth> FromFlags();
 
+  // LoadJobToken() for services built where no error can be returned; when
+  // the token cannot be read, an RpcAuth that refuses every call with
+  // UNAUTHENTICATED saying why (the error is logged too). Binaries have
+  // checked the token in StartProcess already, so this fails closed only
+  // where that was skipped.
+  static RpcAuth FromFlagsOrRefuseAll();
+
   bool enabled() const { return !token_.empty(); }
   const std::string& token() const { return token_; }
 
@@ -60,6 +67,8 @@ class RpcAuth {
 
  private:
   std::string token_;
+  // Non-empty: why every call is refused (FromFlagsOrRefuseAll).
+  std::string refusal_;
 };
 
 }  // namespace tessera

@@ -12,6 +12,7 @@ PACKAGES=(
   clang libclang-rt-14-dev
   python3-venv
   dataset-fashion-mnist
+  openssl
 )
 
 missing=()

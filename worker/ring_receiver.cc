@@ -63,11 +63,32 @@ class RingExchangeReactor final
   bool received_all_ = false;
 };
 
+// A stream refused before anything is read from it.
+class RefusedExchangeReactor final
+    : public grpc::ServerBidiReactor<CollectiveChunk, ExchangeResponse> {
+ public:
+  explicit RefusedExchangeReactor(const grpc::Status& status) {
+    Finish(status);
+  }
+  void OnDone() override { delete this; }
+};
+
+RingReceiver::RingReceiver(int rank, int num_ranks, std::string left_name,
+                           RpcAuth auth)
+    : rank_(rank),
+      num_ranks_(num_ranks),
+      auth_(std::move(auth)),
+      left_name_(std::move(left_name)) {}
+
 RingReceiver::RingReceiver(int rank, int num_ranks, std::string left_name)
-    : rank_(rank), num_ranks_(num_ranks), left_name_(std::move(left_name)) {}
+    : RingReceiver(rank, num_ranks, std::move(left_name),
+                   RpcAuth::FromFlagsOrRefuseAll()) {}
 
 grpc::ServerBidiReactor<CollectiveChunk, ExchangeResponse>*
 RingReceiver::Exchange(grpc::CallbackServerContext* context) {
+  if (grpc::Status s = auth_.Check(*context, "Collective.Exchange"); !s.ok()) {
+    return new RefusedExchangeReactor(s);
+  }
   return new RingExchangeReactor(this);
 }
 

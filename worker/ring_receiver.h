@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/rpc_auth.h"
 #include "proto/collective_service.grpc.pb.h"
 #include "worker/ring_schedule.h"
 
@@ -47,14 +48,19 @@ struct RingCall {
 // Begin() of that generation.
 //
 // The calling thread uses Begin, WaitReceived, Fail and End; the service
-// methods are gRPC's.
+// methods are gRPC's. A stream without the job's token is refused
+// (UNAUTHENTICATED) before its first message is read.
 //
 // Thread safety: all methods may be called concurrently; at most one call
 // is active at a time. The gRPC server the service is registered on must
 // be shut down before the receiver is destroyed.
 class RingReceiver final : public Collective::CallbackService {
  public:
-  // `left_name` names the left neighbour in errors ("rank 2 (host:port)").
+  // `left_name` names the left neighbour in errors ("rank 2 (host:port)");
+  // `auth` checks each stream's job token.
+  RingReceiver(int rank, int num_ranks, std::string left_name, RpcAuth auth);
+  // The same with the job token of the flags (RpcAuth::FromFlagsOrRefuseAll:
+  // every stream is refused when it cannot be read).
   RingReceiver(int rank, int num_ranks, std::string left_name);
   // Renames it (once its address is known).
   void SetLeftName(std::string left_name);
@@ -108,6 +114,7 @@ class RingReceiver final : public Collective::CallbackService {
 
   const int rank_;
   const int num_ranks_;
+  const RpcAuth auth_;
   absl::Mutex mu_;
   std::string left_name_ ABSL_GUARDED_BY(mu_);
   absl::CondVar cv_;  // progress, errors, reactors going idle

@@ -7,6 +7,7 @@
 
 #include "common/grpc_channel.h"
 #include "common/process_start.h"
+#include "common/rpc_auth.h"
 #include "common/shutdown_signal.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
@@ -74,9 +75,16 @@ int main(int argc, char** argv) {
     LOG(ERROR) << s.message();
     return 2;
   }
+  // Every call to this worker (Worker and Collective) must carry the
+  // job's token; StartProcess has checked that it can be read.
+  absl::StatusOr<tessera::RpcAuth> auth = tessera::RpcAuth::FromFlags();
+  if (!auth.ok()) {
+    LOG(ERROR) << auth.status().message();
+    return 2;
+  }
   tessera::TrainingWorker worker(cluster, *std::move(backend), ps_options,
                                  ring->get());
-  tessera::WorkerService service(&worker, task_index);
+  tessera::WorkerService service(&worker, task_index, *std::move(auth));
 
   std::unique_ptr<grpc::Server> server = tessera::StartServer(
       address, &service,

@@ -6,6 +6,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/rpc_auth.h"
 #include "common/serial_executor.h"
 #include "proto/worker_service.grpc.pb.h"
 #include "worker/training_worker.h"
@@ -15,10 +16,12 @@ namespace tessera {
 // The Worker gRPC service. Configure, RunStep and Evaluate run one at a
 // time on the service's own thread (they block on pulls and pushes);
 // Health and Shutdown answer at once. Shutdown only signals
-// shutdown_requested(); the owner stops the server.
+// shutdown_requested(); the owner stops the server. Every method first
+// checks the job token with `auth` and refuses a call without it
+// (UNAUTHENTICATED), touching nothing.
 class WorkerService final : public Worker::CallbackService {
  public:
-  WorkerService(TrainingWorker* worker, int task_index);
+  WorkerService(TrainingWorker* worker, int task_index, RpcAuth auth);
 
   absl::Notification& shutdown_requested() { return shutdown_; }
 
@@ -41,6 +44,7 @@ class WorkerService final : public Worker::CallbackService {
  private:
   TrainingWorker* const worker_;
   const int task_index_;
+  const RpcAuth auth_;
   const absl::Time start_ = absl::Now();
   std::atomic<bool> shutdown_called_{false};
   absl::Notification shutdown_;

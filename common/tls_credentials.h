@@ -1,0 +1,56 @@
+// Optional TLS with mutual authentication between the processes of a job.
+//
+// With --tls_cert, --tls_key and --tls_ca (PEM files, all three or none)
+// every server asks each client for a certificate and accepts only one
+// signed by the CA, and every channel shows the same certificate and
+// accepts only a server whose certificate the CA signed and that names
+// the dialled host (or --tls_target_name_override). Without them, servers
+// and channels speak plaintext and only the job token (common/rpc_auth.h)
+// guards the calls.
+#ifndef TESSERA_COMMON_TLS_CREDENTIALS_H_
+#define TESSERA_COMMON_TLS_CREDENTIALS_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "gflags/gflags.h"
+#include "grpcpp/security/credentials.h"
+#include "grpcpp/security/server_credentials.h"
+
+DECLARE_string(tls_cert);
+DECLARE_string(tls_key);
+DECLARE_string(tls_ca);
+DECLARE_string(tls_target_name_override);
+
+namespace tessera {
+
+// The PEM text of this process's certificate (chain), its private key and
+// the CA that signs every certificate of the job.
+struct TlsFiles {
+  std::string cert_chain;
+  std::string private_key;
+  std::string ca;
+};
+
+// Reads the files named by --tls_cert, --tls_key and --tls_ca. nullopt
+// when none of the three is set (plaintext). InvalidArgument naming the
+// missing flag when only some are set, and naming the file when one cannot
+// be read or does not hold what its flag promises (a PEM certificate, a
+// PEM private key).
+absl::StatusOr<std::optional<TlsFiles>> LoadTlsFiles();
+
+// Server credentials: plaintext for nullopt, else TLS that requires and
+// verifies a client certificate signed by `tls->ca`.
+std::shared_ptr<grpc::ServerCredentials> MakeServerCredentials(
+    const std::optional<TlsFiles>& tls);
+
+// Channel credentials: plaintext for nullopt, else TLS that shows
+// `tls->cert_chain` and trusts only servers `tls->ca` signed.
+std::shared_ptr<grpc::ChannelCredentials> MakeChannelCredentials(
+    const std::optional<TlsFiles>& tls);
+
+}  // namespace tessera
+
+#endif  // TESSERA_COMMON_TLS_CREDENTIALS_H_

@@ -1,0 +1,270 @@
+// Mutual TLS between Tessera processes: the flags, and real calls over
+// 127.0.0.1 with certificates made by `openssl` at test time (a CA, a
+// server certificate for localhost/127.0.0.1/tessera-ps.test, a client
+// certificate, and a second CA with a client certificate of its own).
+#include "common/tls_credentials.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/grpc_channel.h"
+#include "common/process_start.h"
+#include "common/rpc_auth.h"
+#include "gmock/gmock.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "gtest/gtest.h"
+#include "tests/common/rpc_test_service.h"
+#include "tests/shell_command.h"
+
+namespace tessera {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kToken[] = "tls-test-token";
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+class TlsTest : public ::testing::Test {
+ protected:
+  // One set of certificates for the whole suite: EC keys, valid one day.
+  static void SetUpTestSuite() {
+    dir_ = new std::string(::testing::TempDir() + "/tessera_tls_test");
+    const std::string d = *dir_;
+    const std::string ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1";
+    auto ca = [&](const std::string& name) {
+      return absl::StrCat("openssl req -x509 ", ec, " -nodes -days 1 -keyout ",
+                          d, "/", name, ".key -out ", d, "/", name,
+                          ".pem -subj /CN=", name,
+                          " -addext basicConstraints=critical,CA:TRUE"
+                          " -addext keyUsage=critical,keyCertSign,cRLSign && ");
+    };
+    auto leaf = [&](const std::string& name, const std::string& ca_name,
+                    const std::string& ext) {
+      return absl::StrCat(
+          "printf '", ext, "' > ", d, "/", name, ".ext && openssl req ", ec,
+          " -nodes -keyout ", d, "/", name, ".key -out ", d, "/", name,
+          ".csr -subj /CN=", name, " && openssl x509 -req -days 1 -in ", d, "/",
+          name, ".csr -CA ", d, "/", ca_name, ".pem -CAkey ", d, "/", ca_name,
+          ".key -CAcreateserial -out ", d, "/", name, ".pem -extfile ", d, "/",
+          name, ".ext && ");
+    };
+    const std::string script = absl::StrCat(
+        "rm -rf ", d, " && mkdir -p ", d, " && ", ca("ca"), ca("other_ca"),
+        leaf("server", "ca",
+             "subjectAltName=DNS:localhost,IP:127.0.0.1,DNS:tessera-ps.test\\n"
+             "extendedKeyUsage=serverAuth,clientAuth\\n"),
+        leaf("client", "ca", "extendedKeyUsage=clientAuth\\n"),
+        leaf("rogue", "other_ca", "extendedKeyUsage=clientAuth\\n"), "true");
+    ShellResult run = Shell("(" + script + ")");
+    if (run.exit_code != 0) {
+      openssl_error_ = new std::string(run.output);
+    }
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    delete openssl_error_;
+    dir_ = nullptr;
+    openssl_error_ = nullptr;
+  }
+
+  void SetUp() override {
+    if (openssl_error_ != nullptr) {
+      GTEST_SKIP() << "openssl could not make test certificates "
+                      "(deploy/install.sh installs it): "
+                   << *openssl_error_;
+    }
+  }
+  void TearDown() override {
+    FLAGS_tls_cert = "";
+    FLAGS_tls_key = "";
+    FLAGS_tls_ca = "";
+    FLAGS_tls_target_name_override = "";
+    FLAGS_listen_host = "[::]";
+  }
+
+  static std::string Path(const std::string& file) {
+    return *dir_ + "/" + file;
+  }
+  static TlsFiles Files(const std::string& name, const std::string& ca) {
+    return TlsFiles{ReadText(Path(name + ".pem")),
+                    ReadText(Path(name + ".key")), ReadText(Path(ca + ".pem"))};
+  }
+  static ChannelSecurity ClientSecurity(std::optional<TlsFiles> tls,
+                                        std::string target_override = "") {
+    ChannelSecurity security;
+    security.job_token = kToken;
+    security.tls = std::move(tls);
+    security.tls_target_name_override = std::move(target_override);
+    return security;
+  }
+
+  static std::string* dir_;
+  static std::string* openssl_error_;
+};
+
+std::string* TlsTest::dir_ = nullptr;
+std::string* TlsTest::openssl_error_ = nullptr;
+
+TEST(TlsFlagsTest, NoFlagsMeansPlaintext) {
+  absl::StatusOr<std::optional<TlsFiles>> tls = LoadTlsFiles();
+  ASSERT_TRUE(tls.ok()) << tls.status();
+  EXPECT_FALSE(tls->has_value());
+}
+
+TEST(TlsFlagsTest, SomeButNotAllFlagsNameTheMissingOnes) {
+  FLAGS_tls_cert = "/some/cert.pem";
+  absl::StatusOr<std::optional<TlsFiles>> tls = LoadTlsFiles();
+  EXPECT_THAT(tls.status().message(), HasSubstr("missing --tls_key, --tls_ca"));
+  FLAGS_tls_key = "/some/key.pem";
+  tls = LoadTlsFiles();
+  EXPECT_THAT(tls.status().message(), HasSubstr("missing --tls_ca"));
+  EXPECT_THAT(tls.status().message(),
+              ::testing::Not(HasSubstr("missing --tls_key")));
+  FLAGS_tls_cert = "";
+  FLAGS_tls_key = "";
+}
+
+TEST_F(TlsTest, UnreadableOrWrongFilesAreNamed) {
+  FLAGS_tls_cert = Path("server.pem");
+  FLAGS_tls_key = Path("server.key");
+  FLAGS_tls_ca = "/nonexistent/ca.pem";
+  EXPECT_THAT(LoadTlsFiles().status().message(),
+              HasSubstr("--tls_ca=/nonexistent/ca.pem: cannot be read"));
+  // A key where the CA belongs, and a certificate where the key belongs.
+  FLAGS_tls_ca = Path("ca.key");
+  EXPECT_THAT(LoadTlsFiles().status().message(),
+              HasSubstr("ca.key: holds no PEM CERTIFICATE"));
+  FLAGS_tls_ca = Path("ca.pem");
+  FLAGS_tls_key = Path("server.pem");
+  EXPECT_THAT(LoadTlsFiles().status().message(),
+              HasSubstr("--tls_key=" + Path("server.pem") +
+                        ": holds no PEM PRIVATE KEY"));
+  FLAGS_tls_key = Path("server.key");
+  absl::StatusOr<std::optional<TlsFiles>> tls = LoadTlsFiles();
+  ASSERT_TRUE(tls.ok()) << tls.status();
+  ASSERT_TRUE(tls->has_value());
+  EXPECT_THAT((*tls)->private_key, HasSubstr("PRIVATE KEY"));
+}
+
+TEST_F(TlsTest, MutualTlsCallSucceedsAndStillNeedsTheToken) {
+  TokenCheckingWorker service{RpcAuth(kToken)};
+  TestServer server(&service, MakeServerCredentials(Files("server", "ca")));
+  ASSERT_TRUE(server.ok());
+  HealthResponse response;
+  grpc::Status s = CallHealth(
+      MakeChannel(server.address(), ClientSecurity(Files("client", "ca"))), 5,
+      &response);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(response.task_type(), "worker");
+  // A certificate does not replace the token.
+  ChannelSecurity no_token = ClientSecurity(Files("client", "ca"));
+  no_token.job_token.clear();
+  EXPECT_EQ(CallHealth(MakeChannel(server.address(), no_token)).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+}
+
+TEST_F(TlsTest, ClientWithoutCertificateIsRefused) {
+  TokenCheckingWorker service{RpcAuth(kToken)};
+  TestServer server(&service, MakeServerCredentials(Files("server", "ca")));
+  ASSERT_TRUE(server.ok());
+  grpc::SslCredentialsOptions options;
+  options.pem_root_certs = ReadText(Path("ca.pem"));
+  grpc::ChannelArguments args = ChannelArgs();
+  grpc::Status s = CallHealth(grpc::CreateCustomChannel(
+      server.address(), grpc::SslCredentials(options), args));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+}
+
+TEST_F(TlsTest, ClientCertificateOfAnotherCaIsRefused) {
+  TokenCheckingWorker service{RpcAuth(kToken)};
+  TestServer server(&service, MakeServerCredentials(Files("server", "ca")));
+  ASSERT_TRUE(server.ok());
+  TlsFiles rogue = Files("rogue", "ca");  // trusts the server's CA
+  grpc::Status s =
+      CallHealth(MakeChannel(server.address(), ClientSecurity(rogue)));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+}
+
+TEST_F(TlsTest, PlaintextAndTlsDoNotMix) {
+  TokenCheckingWorker service{RpcAuth(kToken)};
+  TestServer tls_server(&service, MakeServerCredentials(Files("server", "ca")));
+  TestServer plain_server(&service, grpc::InsecureServerCredentials());
+  ASSERT_TRUE(tls_server.ok() && plain_server.ok());
+  grpc::Status s = CallHealth(
+      MakeChannel(tls_server.address(), ClientSecurity(std::nullopt)));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+  s = CallHealth(MakeChannel(plain_server.address(),
+                             ClientSecurity(Files("client", "ca"))));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+}
+
+TEST_F(TlsTest, TargetNameOverrideChoosesTheNameToVerify) {
+  TokenCheckingWorker service{RpcAuth(kToken)};
+  TestServer server(&service, MakeServerCredentials(Files("server", "ca")));
+  ASSERT_TRUE(server.ok());
+  grpc::Status s = CallHealth(
+      MakeChannel(server.address(),
+                  ClientSecurity(Files("client", "ca"), "tessera-ps.test")));
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  s = CallHealth(
+      MakeChannel(server.address(),
+                  ClientSecurity(Files("client", "ca"), "elsewhere.test")));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+}
+
+TEST_F(TlsTest, FlagsTurnOnTlsInStartServerAndMakeChannel) {
+  FLAGS_tls_cert = Path("server.pem");
+  FLAGS_tls_key = Path("server.key");
+  FLAGS_tls_ca = Path("ca.pem");
+  FLAGS_listen_host = "127.0.0.1";
+  TokenCheckingWorker service{RpcAuth(kToken)};
+  int port = 0;
+  std::unique_ptr<grpc::Server> server =
+      StartServer("127.0.0.1:0", &service, nullptr, &port);
+  ASSERT_NE(server, nullptr);
+  ASSERT_NE(port, 0);
+  const std::string address = absl::StrCat("127.0.0.1:", port);
+  // The server's certificate serves as the client's too here (it allows
+  // clientAuth); the token comes from the environment.
+  setenv(kJobTokenEnvVar, kToken, 1);
+  grpc::Status s = CallHealth(MakeChannel(address));
+  unsetenv(kJobTokenEnvVar);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  // Plaintext is refused.
+  EXPECT_EQ(CallHealth(MakeChannel(address, ClientSecurity(std::nullopt)))
+                .error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+  server->Shutdown(std::chrono::system_clock::now() +
+                   std::chrono::milliseconds(200));
+}
+
+TEST_F(TlsTest, UnreadableTlsFilesFailClosed) {
+  FLAGS_tls_cert = Path("server.pem");
+  FLAGS_tls_key = "/nonexistent/server.key";
+  FLAGS_tls_ca = Path("ca.pem");
+  FLAGS_listen_host = "127.0.0.1";
+  TokenCheckingWorker service{RpcAuth(kToken)};
+  EXPECT_EQ(StartServer("127.0.0.1:0", &service), nullptr);
+  // A channel made from these flags reaches a TLS server, but without a
+  // client certificate it is refused: nothing goes out in plaintext.
+  TestServer server(&service, MakeServerCredentials(Files("server", "ca")));
+  ASSERT_TRUE(server.ok());
+  setenv(kJobTokenEnvVar, kToken, 1);
+  grpc::Status s = CallHealth(MakeChannel(server.address()));
+  unsetenv(kJobTokenEnvVar);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+}
+
+}  // namespace
+}  // namespace tessera
