@@ -175,6 +175,43 @@ absl::StatusOr<pid_t> ProcessGroup::Start(const ChildSpec& spec) {
           absl::StrCat("a child named ", spec.name, " was already started"));
     }
   }
+  absl::StatusOr<pid_t> pid = Spawn(spec);
+  if (!pid.ok()) return pid.status();
+  Child child;
+  child.name = spec.name;
+  child.pid = *pid;
+  child.log_path = spec.log_path;
+  child.spec = spec;
+  children_.push_back(std::move(child));
+  return *pid;
+}
+
+absl::StatusOr<pid_t> ProcessGroup::Restart(const std::string& name) {
+  auto it =
+      std::find_if(children_.begin(), children_.end(),
+                   [&](const Child& child) { return child.name == name; });
+  if (it == children_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("no child named ", name, " to restart"));
+  }
+  if (it->running) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cannot restart ", name, " (pid ", it->pid, "): it is still running"));
+  }
+  // The leader is reaped, but its group lives on while anything it spawned
+  // does (the kernel keeps the group's id out of use until then), and that
+  // may hold the port the new child must bind. StopAll() signals exited
+  // children's groups the same way.
+  killpg(it->pid, SIGKILL);
+  absl::StatusOr<pid_t> pid = Spawn(it->spec);
+  if (!pid.ok()) return pid.status();
+  it->pid = *pid;
+  it->running = true;
+  it->status = ExitStatus{};
+  return *pid;
+}
+
+absl::StatusOr<pid_t> ProcessGroup::Spawn(const ChildSpec& spec) {
   if (absl::Status status = CheckExecutable(spec.binary); !status.ok()) {
     return status;
   }
@@ -273,11 +310,6 @@ absl::StatusOr<pid_t> ProcessGroup::Start(const ChildSpec& spec) {
         "cannot execute ", spec.binary, ": ", strerror(child_errno)));
   }
 
-  Child child;
-  child.name = spec.name;
-  child.pid = pid;
-  child.log_path = spec.log_path;
-  children_.push_back(std::move(child));
   return pid;
 }
 

@@ -13,7 +13,9 @@
 //    PR_SET_PDEATHSIG(SIGKILL) (so children die even if the launcher is
 //    SIGKILLed; that covers the children themselves, not what they spawn).
 //  - WaitAny() reaps the first child to exit and says who it was and how it
-//    ended. StopAll() sends SIGTERM to every child's process group, waits up
+//    ended. Restart() starts an exited child again from the spec it was
+//    first started with (deploy/local/restart_policy.h decides when).
+//    StopAll() sends SIGTERM to every child's process group, waits up
 //    to a grace period, then sends SIGKILL and reaps. The destructor calls
 //    StopAll() as a last resort.
 //  - Only children started by this group are ever waited for or signalled.
@@ -80,6 +82,7 @@ class ProcessGroup {
     std::string log_path;
     bool running = true;
     ExitStatus status;  // Meaningful once !running.
+    ChildSpec spec;     // What Start() was given; Restart() reuses it.
   };
 
   ProcessGroup() = default;
@@ -89,6 +92,15 @@ class ProcessGroup {
 
   // Starts a child; returns its pid. Names must be unique within the group.
   absl::StatusOr<pid_t> Start(const ChildSpec& spec);
+
+  // Starts the exited child `name` again from the spec it was first started
+  // with: same binary, arguments and environment, its log appended to. What
+  // the dead child spawned is killed first (SIGKILL to its old process
+  // group), so nothing of it holds a port the new one needs. Returns the new
+  // pid, which replaces the old one in children(). NotFound when no child
+  // has that name, FailedPrecondition while it still runs, or Start()'s
+  // errors (the child then stays exited).
+  absl::StatusOr<pid_t> Restart(const std::string& name);
 
   // Waits up to `timeout` (absl::InfiniteDuration() to block) for any running
   // child to exit, reaps it and returns it. Returns nullopt on timeout, or at
@@ -109,6 +121,9 @@ class ProcessGroup {
   int num_running() const;
 
  private:
+  // Forks and execs `spec`; the checks and error messages of Start().
+  absl::StatusOr<pid_t> Spawn(const ChildSpec& spec);
+
   // Reaps `child` if it has exited; with `block`, waits until it does.
   // Returns true when the child is (now) no longer running.
   bool Reap(Child& child, bool block);

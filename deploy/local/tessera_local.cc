@@ -12,11 +12,32 @@
 // GLOG_logtostderr=1 so that their glog output lands in their log files. The
 // coordinator's log is echoed to stdout as it grows.
 //
+// Each run gets its own job token (common/rpc_auth.h) in <run_dir>/job.token,
+// readable by the user only, and every process gets --job_token_file naming
+// it, so only this job's processes can call each other (a --job_token_file
+// given to the launcher is used instead). The coordinator also gets
+// --checkpoint_dir=<run_dir>/checkpoints. Every process's pid is kept in
+// <run_dir>/pids/<type>-<index> (pids/ps-1, pids/worker-0, pids/chief-0),
+// rewritten when it is restarted.
+//
+// Restarts: a process that dies while the job runs (killed by a signal, or a
+// non-zero exit other than 2, the binaries' code for a bad configuration) is
+// started again with the same command line at the same address, up to
+// --max_restarts times per process; its log gets a line "=== restart 1
+// after signal 9 ===" and carries on. Nothing is restarted once a process
+// has exited cleanly before the coordinator: the coordinator is then
+// shutting the cluster down. A restarted coordinator resumes from
+// its newest checkpoint; a restarted parameter server is restored by the
+// coordinator. RestartPolicy (deploy/local/restart_policy.h) has the rule.
+//
 // Exit status: 0 when the coordinator succeeds; 1 when it fails, when a
-// parameter server or worker dies before it finishes, or when the cluster
-// cannot be started; 130 when interrupted by SIGINT, SIGTERM or SIGHUP. In
-// every case all started processes are stopped before the launcher exits.
+// parameter server or worker dies before it finishes and cannot be
+// restarted (no restarts left, or exit code 2), or when the cluster cannot
+// be started; 130 when interrupted by SIGINT, SIGTERM or SIGHUP. In every
+// case all started processes are stopped before the launcher exits.
 
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -27,6 +48,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -44,10 +66,12 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/rpc_auth.h"
 #include "deploy/build_root.h"
 #include "deploy/local/free_ports.h"
 #include "deploy/local/log_tail.h"
 #include "deploy/local/process_group.h"
+#include "deploy/local/restart_policy.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "nlohmann/json.hpp"
@@ -67,6 +91,10 @@ DEFINE_int32(grace_period_s, 15,
              "Seconds processes get to exit by themselves after the "
              "coordinator finishes, and to exit after SIGTERM before they are "
              "sent SIGKILL.");
+DEFINE_int32(max_restarts, 3,
+             "Times each parameter server, worker and the coordinator is "
+             "restarted when it dies while the job runs (0: never; the first "
+             "death then stops the job).");
 
 namespace tessera {
 namespace {
@@ -79,6 +107,11 @@ constexpr char kChiefName[] = "chief";
 
 // How often the main loop checks for signals while waiting on children.
 constexpr absl::Duration kTick = absl::Milliseconds(100);
+
+// How long a coordinator's non-zero exit is watched for servers that exit
+// cleanly right after it (the shutdown it sent before failing), before it
+// is restarted.
+constexpr absl::Duration kShutdownSettle = absl::Seconds(2);
 
 // Both threads write whole messages through stdio, whose per-FILE lock keeps
 // lines from the coordinator echo and the launcher's own from interleaving.
@@ -265,6 +298,38 @@ absl::Status WriteFile(const std::string& path, const std::string& contents) {
   return absl::OkStatus();
 }
 
+// Writes `contents` to `path` through a fresh file of mode `mode` renamed
+// into place, so a reader never sees a partial file and an older file's
+// looser mode never carries over.
+absl::Status WriteFileAtomically(const std::string& path,
+                                 const std::string& contents, mode_t mode) {
+  const std::string tmp = path + ".tmp";
+  unlink(tmp.c_str());
+  const int fd = open(
+      tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+  if (fd < 0) {
+    return absl::InternalError(
+        absl::StrCat("cannot create ", tmp, ": ", strerror(errno)));
+  }
+  // open() applies the umask; the mode must be exact either way.
+  bool ok = fchmod(fd, mode) == 0;
+  size_t done = 0;
+  while (ok && done < contents.size()) {
+    const ssize_t n = write(fd, contents.data() + done, contents.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) done += n;
+  }
+  const int err = errno;
+  ok = close(fd) == 0 && ok;
+  if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
+    unlink(tmp.c_str());
+    return absl::InternalError(
+        absl::StrCat("cannot write ", path, ": ", strerror(ok ? errno : err)));
+  }
+  return absl::OkStatus();
+}
+
 struct Member {
   std::string name;  // ps-0, worker-1, chief: also the log file's stem.
   std::string type;  // TF_CONFIG task type.
@@ -272,6 +337,11 @@ struct Member {
   std::string address;
   std::string binary;
   std::vector<std::string> args;
+
+  // "ps 1", "worker 0", "coordinator": how messages name it.
+  std::string Label() const {
+    return type == "chief" ? "coordinator" : absl::StrCat(type, " ", index);
+  }
 };
 
 class Launcher {
@@ -279,13 +349,25 @@ class Launcher {
   Launcher(std::vector<std::string> coordinator_args, SignalWatcher* signals)
       : coordinator_args_(std::move(coordinator_args)),
         signals_(signals),
-        grace_(absl::Seconds(FLAGS_grace_period_s)) {}
+        grace_(absl::Seconds(FLAGS_grace_period_s)),
+        restarts_(&group_, FLAGS_max_restarts) {}
 
   int Run();
 
  private:
   absl::Status Prepare();
+  absl::Status PrepareToken();
   absl::Status StartAll();
+  absl::Status WritePidFile(const Member& member, pid_t pid) const;
+  // Applies the restart rule to a process that died while the job runs.
+  // True when it runs again; otherwise `*why` says why it was not restarted.
+  bool TryRestart(const ChildExit& exit, std::string* why);
+  const Member* MemberNamed(const std::string& name) const;
+  // The next exit to handle: one set aside earlier, else WaitAny(timeout).
+  std::optional<ChildExit> NextExit(absl::Duration timeout);
+  // Waits up to `settle` for a process to exit cleanly and returns it; other
+  // exits seen meanwhile are set aside for NextExit.
+  std::optional<ChildExit> AwaitCleanExit(absl::Duration settle);
   int Supervise();
   int Succeed();
   int Fail(const ChildExit& dead, absl::string_view why);
@@ -307,9 +389,11 @@ class Launcher {
   const absl::Duration grace_;
   std::string run_dir_;
   nlohmann::json cluster_;
+  std::string token_file_;
   std::vector<Member> members_;  // Start order: ps, workers, chief last.
   ProcessGroup group_;
-  pid_t chief_pid_ = -1;
+  RestartPolicy restarts_;
+  std::deque<ChildExit> set_aside_;  // Reaped, not yet handled.
   std::optional<LogFollower> chief_echo_;
 };
 
@@ -331,6 +415,16 @@ absl::Status Launcher::Prepare() {
   absl::StatusOr<std::string> run_dir = MakeRunDir(FLAGS_run_dir);
   if (!run_dir.ok()) return run_dir.status();
   run_dir_ = *run_dir;
+  if (absl::Status status = PrepareToken(); !status.ok()) return status;
+  std::error_code error;
+  std::filesystem::create_directories(run_dir_ + "/pids", error);
+  if (error) {
+    return absl::InternalError(
+        absl::StrCat("cannot create ", run_dir_, "/pids: ", error.message()));
+  }
+  // Every process gets the job's token file.
+  const std::vector<std::string> common_args = {
+      absl::StrCat("--job_token_file=", token_file_)};
 
   absl::StatusOr<std::vector<int>> ports =
       PickFreePorts(1 + FLAGS_num_ps + FLAGS_num_workers);
@@ -339,18 +433,18 @@ absl::Status Launcher::Prepare() {
 
   int next_port = 1;
   for (int i = 0; i < FLAGS_num_ps; ++i) {
-    members_.push_back(
-        {absl::StrCat("ps-", i), "ps", i, address(next_port++), ps_bin, {}});
+    members_.push_back({absl::StrCat("ps-", i), "ps", i, address(next_port++),
+                        ps_bin, common_args});
   }
   for (int i = 0; i < FLAGS_num_workers; ++i) {
-    members_.push_back({absl::StrCat("worker-", i),
-                        "worker",
-                        i,
-                        address(next_port++),
-                        worker_bin,
-                        {}});
+    members_.push_back({absl::StrCat("worker-", i), "worker", i,
+                        address(next_port++), worker_bin, common_args});
   }
-  std::vector<std::string> chief_args = {absl::StrCat("--run_dir=", run_dir_)};
+  // The user's coordinator flags come last, so their --checkpoint_dir wins.
+  std::vector<std::string> chief_args = common_args;
+  chief_args.push_back(absl::StrCat("--run_dir=", run_dir_));
+  chief_args.push_back(
+      absl::StrCat("--checkpoint_dir=", run_dir_, "/checkpoints"));
   chief_args.insert(chief_args.end(), coordinator_args_.begin(),
                     coordinator_args_.end());
   members_.push_back(
@@ -362,6 +456,34 @@ absl::Status Launcher::Prepare() {
   }
   return WriteFile(run_dir_ + "/cluster.json",
                    nlohmann::json{{"cluster", cluster_}}.dump(2) + "\n");
+}
+
+absl::Status Launcher::PrepareToken() {
+  if (!FLAGS_job_token_file.empty()) {
+    // The user's own token file: checked here so a bad one fails at once
+    // rather than in every process.
+    absl::StatusOr<std::string> token = LoadJobToken();
+    if (!token.ok()) return token.status();
+    token_file_ = std::filesystem::absolute(FLAGS_job_token_file).string();
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::string> token = GenerateJobToken();
+  if (!token.ok()) return token.status();
+  token_file_ = run_dir_ + "/job.token";
+  return WriteFileAtomically(token_file_, *token + "\n", 0600);
+}
+
+absl::Status Launcher::WritePidFile(const Member& member, pid_t pid) const {
+  return WriteFileAtomically(
+      absl::StrCat(run_dir_, "/pids/", member.type, "-", member.index),
+      absl::StrCat(pid, "\n"), 0644);
+}
+
+const Member* Launcher::MemberNamed(const std::string& name) const {
+  for (const Member& member : members_) {
+    if (member.name == name) return &member;
+  }
+  return nullptr;
 }
 
 absl::Status Launcher::StartAll() {
@@ -396,7 +518,9 @@ absl::Status Launcher::StartAll() {
           pid.status().code(),
           absl::StrCat("starting ", member.name, ": ", pid.status().message()));
     }
-    if (member.name == kChiefName) chief_pid_ = *pid;
+    if (absl::Status status = WritePidFile(member, *pid); !status.ok()) {
+      return status;
+    }
     Say("  %-10s %-21s pid %-8d log %s\n", member.name, member.address, *pid,
         spec.log_path);
   }
@@ -425,7 +549,7 @@ int Launcher::Supervise() {
   absl::Time chief_deadline = absl::InfiniteFuture();
   while (true) {
     if (signals_->count() > 0) return Interrupted();
-    std::optional<ChildExit> exit = group_.WaitAny(kTick);
+    std::optional<ChildExit> exit = NextExit(kTick);
     if (!exit.has_value()) {
       if (absl::Now() >= chief_deadline) {
         return Fail(*early_exit,
@@ -437,19 +561,103 @@ int Launcher::Supervise() {
       }
       continue;
     }
-    if (exit->pid == chief_pid_) {
+    // Once a process has exited cleanly the coordinator is shutting the
+    // cluster down (it does so when it fails, too), and a restarted
+    // process would only meet an emptying cluster.
+    std::string why;
+    bool restartable = !early_exit.has_value();
+    if (!restartable && !exit->status.success()) {
+      why = absl::StrFormat("; not restarted, since %s had already exited",
+                            early_exit->name);
+    }
+    if (exit->name == kChiefName) {
       if (exit->status.success()) return Succeed();
-      return Fail(*exit, exit->status.ToString());
+      // The servers' clean exits may trail a coordinator that shut them
+      // down and then exited by itself; one killed by a signal did not.
+      if (restartable && !exit->status.signaled &&
+          restarts_.WouldRestart(*exit)) {
+        if (std::optional<ChildExit> clean = AwaitCleanExit(kShutdownSettle)) {
+          restartable = false;
+          why = absl::StrFormat(
+              "; not restarted, since %s exited cleanly right after it (the "
+              "coordinator shut the cluster down)",
+              clean->name);
+        }
+      }
+      if (restartable && TryRestart(*exit, &why)) continue;
+      return Fail(*exit, absl::StrCat(exit->status.ToString(), why));
     }
     if (!exit->status.success()) {
+      if (restartable && TryRestart(*exit, &why)) continue;
       return Fail(*exit, absl::StrCat(exit->status.ToString(),
-                                      " before the coordinator finished"));
+                                      " before the coordinator finished", why));
     }
     if (!early_exit.has_value()) {
       early_exit = exit;
       chief_deadline = absl::Now() + grace_;
     }
   }
+}
+
+std::optional<ChildExit> Launcher::NextExit(absl::Duration timeout) {
+  if (set_aside_.empty()) return group_.WaitAny(timeout);
+  ChildExit exit = set_aside_.front();
+  set_aside_.pop_front();
+  return exit;
+}
+
+std::optional<ChildExit> Launcher::AwaitCleanExit(absl::Duration settle) {
+  const absl::Time deadline = absl::Now() + settle;
+  while (signals_->count() == 0) {
+    const absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) break;
+    std::optional<ChildExit> exit = group_.WaitAny(std::min(kTick, left));
+    if (!exit.has_value()) {
+      if (group_.num_running() == 0) break;
+      continue;
+    }
+    if (exit->status.success()) return exit;
+    set_aside_.push_back(*exit);
+  }
+  return std::nullopt;
+}
+
+bool Launcher::TryRestart(const ChildExit& exit, std::string* why) {
+  const RestartPolicy::Decision decision = restarts_.OnExit(exit);
+  const Member* member = MemberNamed(exit.name);
+  const std::string label = member != nullptr ? member->Label() : exit.name;
+  switch (decision.outcome) {
+    case RestartPolicy::Outcome::kRestarted:
+      Say("tessera_local: %s died (%s); restarting it (%d of %d)\n", label,
+          DeathCause(exit.status), decision.restarts, restarts_.max_restarts());
+      if (member != nullptr) {
+        if (absl::Status status = WritePidFile(*member, decision.pid);
+            !status.ok()) {
+          Complain("tessera_local: warning: %s\n", status.ToString());
+        }
+      }
+      return true;
+    case RestartPolicy::Outcome::kExhausted:
+      if (decision.restarts > 0) {
+        *why = absl::StrFormat(", after %d restart%s", decision.restarts,
+                               decision.restarts == 1 ? "" : "s");
+      }
+      return false;
+    case RestartPolicy::Outcome::kStartFailed:
+      *why =
+          absl::StrCat("; restarting it failed: ", decision.status.ToString());
+      return false;
+    case RestartPolicy::Outcome::kNotRestartable:
+      if (restarts_.max_restarts() > 0) {
+        *why =
+            " (a bad command line or configuration, which a restart would "
+            "not fix)";
+      }
+      return false;
+    case RestartPolicy::Outcome::kFinished:
+      return false;
+  }
+  return false;
 }
 
 int Launcher::Succeed() {
@@ -497,8 +705,7 @@ int Launcher::Fail(const ChildExit& dead, absl::string_view why) {
            log, tail, log);
   // Name the other casualties too: when a server dies, the coordinator
   // often follows before we look, and the order helps the diagnosis.
-  while (std::optional<ChildExit> other =
-             group_.WaitAny(absl::ZeroDuration())) {
+  while (std::optional<ChildExit> other = NextExit(absl::ZeroDuration())) {
     Complain("tessera_local: also %s %s (log %s)\n", Describe(*other),
              other->status.ToString(), LogPath(other->name));
   }
@@ -549,10 +756,11 @@ int main(int argc, char** argv) {
                                 /*remove_flags=*/true);
   google::InitGoogleLogging(argv[0]);
 
-  if (FLAGS_num_ps < 0 || FLAGS_num_workers < 1 || FLAGS_grace_period_s < 0) {
+  if (FLAGS_num_ps < 0 || FLAGS_num_workers < 1 || FLAGS_grace_period_s < 0 ||
+      FLAGS_max_restarts < 0) {
     absl::FPrintF(stderr,
-                  "tessera_local: need --num_ps >= 0, --num_workers >= 1 and "
-                  "--grace_period_s >= 0\n");
+                  "tessera_local: need --num_ps >= 0, --num_workers >= 1, "
+                  "--grace_period_s >= 0 and --max_restarts >= 0\n");
     return tessera::kExitFailure;
   }
   // The first thread of the process, so every later one (the coordinator

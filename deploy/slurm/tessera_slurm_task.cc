@@ -12,8 +12,9 @@
 //   ps     -> <bin_dir>/ps_server/tessera_ps;
 //   worker -> <bin_dir>/worker/tessera_worker.
 // Each gets --listen_host when it is given here (--listen_host=cluster when
-// several fake nodes share one machine). The binary reads its cluster from
-// TF_CONFIG, so it needs none of the Slurm flags.
+// several fake nodes share one machine), and --job_token_file when it is
+// given here (the sbatch scripts write one token per job). The binary reads
+// its cluster from TF_CONFIG, so it needs none of the Slurm flags.
 //
 // With srun --multi-prog, the binaries can instead be started directly with
 // --slurm_jobs (deploy/slurm/train_multiprog.sbatch); this program is for
@@ -46,6 +47,7 @@
 #include "common/cluster_flags.h"
 #include "common/cluster_spec.h"
 #include "common/grpc_channel.h"  // Declares --listen_host.
+#include "common/rpc_auth.h"      // Declares --job_token_file.
 #include "deploy/build_root.h"
 #include "gflags/gflags.h"
 
@@ -119,6 +121,9 @@ absl::StatusOr<std::vector<std::string>> CommandLine(
   std::vector<std::string> line = {absl::StrCat(*bin_dir, "/", *relative)};
   if (!gflags::GetCommandLineFlagInfoOrDie("listen_host").is_default) {
     line.push_back(absl::StrCat("--listen_host=", FLAGS_listen_host));
+  }
+  if (!FLAGS_job_token_file.empty()) {
+    line.push_back(absl::StrCat("--job_token_file=", FLAGS_job_token_file));
   }
   if (cluster.task().type == "chief") {
     line.insert(line.end(), chief_args.begin(), chief_args.end());
