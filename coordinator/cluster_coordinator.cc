@@ -176,7 +176,7 @@ void ClusterCoordinator::WorkerLoop(int worker) {
       ++done_;
       continue;
     }
-    if (!workers_[worker]->Alive()) {
+    if (!workers_[worker]->Alive() || workers_[worker]->LostState()) {
       LOG(WARNING) << "worker " << worker << " failed during step "
                    << p.request.step() << " (" << status
                    << "); the step will run again";

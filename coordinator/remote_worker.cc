@@ -24,6 +24,7 @@ absl::Status RemoteWorker::Configure(const WorkerConfig& config,
   if (status.ok()) {
     absl::MutexLock lock(&mu_);
     config_ = config;
+    configured_ = true;
   }
   return status;
 }
@@ -64,6 +65,15 @@ absl::Status RemoteWorker::RunStep(const StepRequest& request,
 bool RemoteWorker::Alive() {
   HealthResponse response;
   return Health(&response, 2.0).ok();
+}
+
+bool RemoteWorker::LostState() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!configured_) return false;
+  }
+  HealthResponse response;
+  return Health(&response, 2.0).ok() && !response.configured();
 }
 
 absl::Status RemoteWorker::Restore() {

@@ -31,6 +31,7 @@ class RemoteWorker final : public WorkerStub {
   absl::Status RunStep(const StepRequest& request,
                        StepResponse* response) override;
   bool Alive() override;
+  bool LostState() override;
   absl::Status Restore() override;
 
  private:
@@ -41,6 +42,7 @@ class RemoteWorker final : public WorkerStub {
   std::unique_ptr<Worker::Stub> stub_;
   absl::Mutex mu_;
   WorkerConfig config_ ABSL_GUARDED_BY(mu_);
+  bool configured_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace tessera

@@ -19,6 +19,11 @@ class WorkerStub {
   // failed worker (re-run its step elsewhere) from a failed step.
   virtual bool Alive() = 0;
 
+  // True when the worker answers but has lost the state it was given (it
+  // was restarted between two checks): its failed step is then a worker
+  // failure too, re-run after Restore.
+  virtual bool LostState() { return false; }
+
   // Brings a worker that came back (a restarted process has lost its
   // configuration) up to date, so it can take steps again.
   virtual absl::Status Restore() = 0;

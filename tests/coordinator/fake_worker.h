@@ -109,10 +109,23 @@ class FakeWorker : public WorkerStub {
     return alive_;
   }
 
+  bool LostState() override {
+    absl::MutexLock lock(&mu_);
+    return lost_state_;
+  }
+
   absl::Status Restore() override {
     absl::MutexLock lock(&mu_);
     ++restores_;
+    lost_state_ = false;
     return absl::OkStatus();
+  }
+
+  // The worker was restarted behind the coordinator's back: it answers,
+  // but its configuration is gone until Restore.
+  void LoseState() {
+    absl::MutexLock lock(&mu_);
+    lost_state_ = true;
   }
 
   void Fail(int64_t step, absl::Status status, bool die, int dead_checks) {
@@ -147,6 +160,7 @@ class FakeWorker : public WorkerStub {
   bool alive_ ABSL_GUARDED_BY(mu_) = true;
   int dead_checks_ ABSL_GUARDED_BY(mu_) = -1;
   int restores_ ABSL_GUARDED_BY(mu_) = 0;
+  bool lost_state_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 inline StepRequest Request(int64_t step) {
