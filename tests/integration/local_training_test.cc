@@ -178,7 +178,8 @@ TEST_F(LocalTrainingTest, KilledWorkerIsNamedAndEverythingStops) {
   const fs::path out = dir_ / "launcher.out";
   // Start a long job, wait until worker-0 trains, kill -9 it.
   const std::string script = absl::StrCat(
-      Launcher(), " --grace_period_s=5 --run_dir=", run_dir.string(),
+      Launcher(),
+      " --max_restarts=0 --grace_period_s=5 --run_dir=", run_dir.string(),
       " -- --epochs=50 --train_examples=6000 --test_examples=1000 > ",
       out.string(), " 2>&1 &\n", "launcher=$!\n",
       "for i in $(seq 1 300); do grep -q configured ", run_dir.string(),

@@ -1,0 +1,101 @@
+// tessera_ctl against a real job on loopback: status, schedule, join,
+// checkpoint and stop, and the job token it must carry.
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/shell_command.h"
+
+namespace tessera {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+constexpr char kData[] = "/usr/share/datasets/fashion-mnist";
+
+TEST(ControlTest, StatusScheduleJoinCheckpointStop) {
+  if (!fs::exists(kData)) GTEST_SKIP() << kData << " is not installed";
+  const fs::path dir = fs::path(::testing::TempDir()) /
+                       absl::StrCat("tessera_control_", getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path rd = dir / "run";
+  const fs::path out = dir / "launcher.out";
+  const std::string ctl = BuildDir() + "/coordinator/tessera_ctl";
+  // Start a job that waits for commands after its one epoch, then drive it.
+  const std::string script = absl::StrCat(
+      BuildDir(), "/deploy/local/tessera_local --num_ps=2 --num_workers=2",
+      " --run_dir=", rd.string(),
+      " -- --epochs=1 --train_examples=6000 --test_examples=1000",
+      " --checkpoint_dir=", rd.string(), "/checkpoints --wait_for_commands > ",
+      out.string(), " 2>&1 &\nlauncher=$!\n",
+      "for i in $(seq 1 1200); do grep -q 'waiting for commands' ",
+      out.string(), " && break; sleep 0.1; done\n",
+      "addr=$(awk '$1 == \"chief\" {print $2}' ", out.string(), ")\n", "ctl=\"",
+      ctl, " --coordinator=$addr\"\n", "$ctl status; echo no_token_exit=$?\n",
+      "export TESSERA_JOB_TOKEN=$(cat ", rd.string(), "/job.token)\n",
+      "$ctl --json status > ", dir.string(),
+      "/status.json; echo status_exit=$?\n",
+      "$ctl schedule 30; echo schedule_exit=$?\n",
+      "$ctl schedule 0; echo bad_schedule_exit=$?\n", "$ctl --json join > ",
+      dir.string(), "/join.json; echo join_exit=$?\n",
+      "echo checkpoint=$($ctl checkpoint)\n",
+      "$ctl stop 'test over'; echo stop_exit=$?\n",
+      "wait $launcher; echo launcher_exit=$?\n");
+  std::ofstream(dir / "run.sh") << script;
+  ShellResult run = Shell("bash " + (dir / "run.sh").string());
+  std::stringstream launcher;
+  launcher << std::ifstream(out).rdbuf();
+  SCOPED_TRACE(run.output + "\n--- launcher ---\n" + launcher.str());
+
+  EXPECT_THAT(run.output, HasSubstr("UNAUTHENTICATED"));
+  EXPECT_THAT(run.output, HasSubstr("no_token_exit=1"));
+  EXPECT_THAT(run.output, HasSubstr("status_exit=0"));
+  EXPECT_THAT(run.output, HasSubstr("schedule_exit=0"));
+  EXPECT_THAT(run.output, HasSubstr("bad_schedule_exit=2"));
+  EXPECT_THAT(run.output, HasSubstr("join_exit=0"));
+  EXPECT_THAT(run.output, HasSubstr("stop_exit=0"));
+  EXPECT_THAT(run.output, HasSubstr("launcher_exit=0"));
+
+  std::stringstream status_text, join_text;
+  status_text << std::ifstream(dir / "status.json").rdbuf();
+  join_text << std::ifstream(dir / "join.json").rdbuf();
+  nlohmann::json status =
+      nlohmann::json::parse(status_text.str(), nullptr, false);
+  nlohmann::json joined =
+      nlohmann::json::parse(join_text.str(), nullptr, false);
+  ASSERT_FALSE(status.is_discarded());
+  ASSERT_FALSE(joined.is_discarded());
+  // One epoch of 6000 examples in batches of 64: 94 steps.
+  EXPECT_EQ(status["state"], "waiting for commands");
+  EXPECT_EQ(std::stoll(status["stepsDone"].get<std::string>()), 94);
+  ASSERT_EQ(status["workers"].size(), 2u);
+  ASSERT_EQ(status["servers"].size(), 2u);
+  for (const auto& server : status["servers"]) {
+    EXPECT_TRUE(server["up"].get<bool>());
+    EXPECT_EQ(std::stoll(server["numShards"].get<std::string>()), 4);
+    EXPECT_GT(std::stoll(server["residentBytes"].get<std::string>()), 0);
+  }
+  // Join returned after the 30 scheduled steps ran.
+  EXPECT_EQ(std::stoll(joined["stepsDone"].get<std::string>()), 94 + 30);
+
+  const size_t at = run.output.find("checkpoint=");
+  ASSERT_NE(at, std::string::npos);
+  const std::string path =
+      run.output.substr(at + 11, run.output.find('\n', at) - at - 11);
+  EXPECT_THAT(path, HasSubstr("ckpt-0000000124"));
+  EXPECT_TRUE(fs::exists(fs::path(path) / "manifest")) << path;
+  EXPECT_THAT(launcher.str(), HasSubstr("stopped by the operator"));
+}
+
+}  // namespace
+}  // namespace tessera
