@@ -57,11 +57,14 @@ struct NcclAllReduce::Impl {
   cudaStream_t stream = nullptr;
   int device = 0;
   double timeout_s = 0;
-  absl::Status broken;  // set once the communicator was aborted
+  absl::Status broken;       // set once the communicator was aborted
+  float* staging = nullptr;  // AllReduceHost's device buffer
+  size_t staging_floats = 0;
 
   ~Impl() {
     if (comm != nullptr) ncclCommDestroy(comm);
     if (stream != nullptr) cudaStreamDestroy(stream);
+    if (staging != nullptr) cudaFree(staging);
   }
 
   // Aborts the communicator after an error; every later call fails.
@@ -164,6 +167,45 @@ absl::Status NcclAllReduce::AllReduce(absl::Span<float> data) {
     }
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
+}
+
+absl::Status NcclAllReduce::AllReduceHost(absl::Span<float> host) {
+  Impl& impl = *impl_;
+  if (!impl.broken.ok()) return impl.broken;
+  if (cudaError_t e = cudaSetDevice(impl.device); e != cudaSuccess) {
+    return CudaError("SetDevice", e);
+  }
+  if (impl.staging_floats < host.size()) {
+    if (impl.staging != nullptr) cudaFree(impl.staging);
+    impl.staging = nullptr;
+    impl.staging_floats = 0;
+    if (cudaError_t e = cudaMalloc(&impl.staging, host.size() * sizeof(float));
+        e != cudaSuccess) {
+      return CudaError("Malloc (all-reduce staging buffer)", e);
+    }
+    impl.staging_floats = host.size();
+  }
+  const size_t bytes = host.size() * sizeof(float);
+  // The copy is ordered before the all-reduce on the same stream, and
+  // AllReduce waits for the stream.
+  if (cudaError_t e = cudaMemcpyAsync(impl.staging, host.data(), bytes,
+                                      cudaMemcpyHostToDevice, impl.stream);
+      e != cudaSuccess) {
+    return CudaError("MemcpyAsync to the device", e);
+  }
+  if (absl::Status s = AllReduce(absl::MakeSpan(impl.staging, host.size()));
+      !s.ok()) {
+    return s;
+  }
+  if (cudaError_t e = cudaMemcpyAsync(host.data(), impl.staging, bytes,
+                                      cudaMemcpyDeviceToHost, impl.stream);
+      e != cudaSuccess) {
+    return CudaError("MemcpyAsync to the host", e);
+  }
+  if (cudaError_t e = cudaStreamSynchronize(impl.stream); e != cudaSuccess) {
+    return CudaError("StreamSynchronize", e);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace tessera

@@ -50,6 +50,10 @@ class NcclAllReduce final : public AllReducer {
   // error, aborts the communicator (every later call fails).
   absl::Status AllReduce(absl::Span<float> data) override;
 
+  // As AllReduce, for `host` in host memory: copied to a device buffer
+  // this object keeps (grown as needed), reduced, and copied back.
+  absl::Status AllReduceHost(absl::Span<float> host);
+
  private:
   struct Impl;  // NCCL and CUDA handles; only nccl_allreduce.cu knows them
   NcclAllReduce(int rank, int num_ranks, std::unique_ptr<Impl> impl);

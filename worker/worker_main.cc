@@ -14,6 +14,7 @@
 #include "grpcpp/server.h"
 #include "worker/device_choice.h"
 #include "worker/gpu_probe.h"
+#include "worker/negotiated_all_reducer.h"
 #include "worker/ring_allreduce.h"
 #include "worker/training_worker.h"
 #include "worker/worker_service.h"
@@ -82,8 +83,14 @@ int main(int argc, char** argv) {
     LOG(ERROR) << auth.status().message();
     return 2;
   }
+  // Mirrored jobs sum through NCCL when every worker has a GPU: the first
+  // all-reduce asks the others, through the ring.
+  tessera::NegotiatedAllReducer all_reducer(
+      ring->get(),
+      tessera::DefaultNcclChoice(choice->cuda ? choice->ordinal : -1,
+                                 FLAGS_rpc_timeout_s));
   tessera::TrainingWorker worker(cluster, *std::move(backend), ps_options,
-                                 ring->get());
+                                 &all_reducer);
   tessera::WorkerService service(&worker, task_index, *std::move(auth));
 
   std::unique_ptr<grpc::Server> server = tessera::StartServer(
