@@ -63,10 +63,13 @@ void PrintStatus(const JobStatus& s) {
                   p.address().c_str(), p.error().c_str());
       continue;
     }
-    std::printf("  ps %d     %-21s %8lld shards %10.1f MB  up %.0f s\n",
-                p.index(), p.address().c_str(),
-                static_cast<long long>(p.num_shards()),
-                p.resident_bytes() / 1e6, p.uptime_ms() / 1e3);
+    std::printf(
+        "  ps %d     %-21s %8lld shards %10.1f MB  %lld pulls %lld pushes "
+        "(%.0f calls/s)  up %.0f s\n",
+        p.index(), p.address().c_str(), static_cast<long long>(p.num_shards()),
+        p.resident_bytes() / 1e6, static_cast<long long>(p.pulls_served()),
+        static_cast<long long>(p.pushes_served()), p.calls_per_second(),
+        p.uptime_ms() / 1e3);
   }
 }
 

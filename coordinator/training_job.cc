@@ -184,6 +184,11 @@ JobStatus TrainingJob::status() const {
     state->set_num_shards(health.num_shards());
     state->set_resident_bytes(health.resident_bytes());
     state->set_uptime_ms(health.uptime_ms());
+    state->set_pulls_served(health.pulls_served());
+    state->set_pushes_served(health.pushes_served());
+    state->set_calls_per_second(
+        (health.pulls_served() + health.pushes_served()) /
+        std::max(1e-3, health.uptime_ms() / 1e3));
   }
   return status;
 }

@@ -51,6 +51,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* ParameterServerService::PullDense(
       !s.ok()) {
     return new RefusedWriteReactor<grpc::ByteBuffer>(s);
   }
+  pulls_.fetch_add(1, std::memory_order_relaxed);
   return new DensePullReactor(store_, *request, options_.chunk_bytes);
 }
 
@@ -61,6 +62,7 @@ grpc::ServerReadReactor<grpc::ByteBuffer>* ParameterServerService::PushDense(
       !s.ok()) {
     return new RefusedReadReactor<grpc::ByteBuffer>(s);
   }
+  pushes_.fetch_add(1, std::memory_order_relaxed);
   return new DensePushReactor(store_, &sync_aggregators_,
                               ReadSyncPush(*context), response);
 }
@@ -72,6 +74,7 @@ grpc::ServerWriteReactor<RowsChunk>* ParameterServerService::PullRows(
       !s.ok()) {
     return new RefusedWriteReactor<RowsChunk>(s);
   }
+  pulls_.fetch_add(1, std::memory_order_relaxed);
   return new RowPullReactor(store_, *request, options_.chunk_bytes);
 }
 
@@ -82,6 +85,7 @@ grpc::ServerReadReactor<RowsChunk>* ParameterServerService::PushRows(
       !s.ok()) {
     return new RefusedReadReactor<RowsChunk>(s);
   }
+  pushes_.fetch_add(1, std::memory_order_relaxed);
   return new RowPushReactor(store_, response);
 }
 
@@ -94,6 +98,8 @@ grpc::ServerUnaryReactor* ParameterServerService::Health(
   response->set_task_index(options_.task_index);
   response->set_uptime_ms(absl::ToInt64Milliseconds(absl::Now() - start_));
   response->set_num_shards(store_->num_shards());
+  response->set_pulls_served(pulls_.load(std::memory_order_relaxed));
+  response->set_pushes_served(pushes_.load(std::memory_order_relaxed));
   response->set_resident_bytes(store_->resident_bytes());
   reactor->Finish(grpc::Status::OK);
   return reactor;

@@ -90,6 +90,9 @@ class ParameterServerService final : public DenseRawCallbackService {
   ShardStore* const store_;
   const PsServiceOptions options_;
   SyncAggregators sync_aggregators_;  // sync mode's pending steps
+  // Calls taken, dense and row ones together, for Health (load).
+  std::atomic<int64_t> pulls_{0};
+  std::atomic<int64_t> pushes_{0};
   const absl::Time start_ = absl::Now();
   std::atomic<bool> shutdown_called_{false};
   absl::Notification shutdown_;

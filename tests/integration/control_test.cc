@@ -84,6 +84,9 @@ TEST(ControlTest, StatusScheduleJoinCheckpointStop) {
     EXPECT_TRUE(server["up"].get<bool>());
     EXPECT_EQ(std::stoll(server["numShards"].get<std::string>()), 4);
     EXPECT_GT(std::stoll(server["residentBytes"].get<std::string>()), 0);
+    // 94 steps, each pulling from and pushing to both servers.
+    EXPECT_GE(std::stoll(server["pushesServed"].get<std::string>()), 94);
+    EXPECT_GE(std::stoll(server["pullsServed"].get<std::string>()), 94);
   }
   // Join returned after the 30 scheduled steps ran.
   EXPECT_EQ(std::stoll(joined["stepsDone"].get<std::string>()), 94 + 30);
