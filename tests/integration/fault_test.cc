@@ -135,18 +135,21 @@ class FaultTest : public ::testing::Test {
   }
 
   // Completed, with exactly one metrics line per epoch, each a full pass.
-  static void ExpectCompleteAndExact(const JobRun& run) {
+  // `max_late`: gradients that may be dropped as late in all.
+  static void ExpectCompleteAndExact(const JobRun& run, int64_t max_late = 0) {
     ASSERT_EQ(run.launcher_exit, 0) << run.output;
     ASSERT_EQ(run.metrics.size(), static_cast<size_t>(kEpochs)) << run.output;
+    int64_t late = 0;
     for (int e = 0; e < kEpochs; ++e) {
       EXPECT_EQ(run.metrics[e]["epoch"].get<int>(), e + 1);
       EXPECT_EQ(run.metrics[e]["examples"].get<int64_t>(), kTrain)
           << "epoch " << e + 1;
-      // Without backup workers no gradient may be dropped as late: a
-      // restored server must take the resumed steps' gradients.
-      EXPECT_EQ(run.metrics[e]["late_shards"].get<int64_t>(), 0)
-          << "epoch " << e + 1;
+      late += run.metrics[e]["late_shards"].get<int64_t>();
     }
+    // Without backup workers a gradient is dropped as late only when a
+    // killed worker had pushed part of its step: the re-run's copy of that
+    // part is then late. A restored server must take every resumed step.
+    EXPECT_LE(late, max_late);
   }
 
   static double FinalAccuracy(const JobRun& run) {
@@ -183,7 +186,7 @@ class FaultTest : public ::testing::Test {
 void ExpectSameRunDespite(const std::string& victim,
                           const std::string& restarted,
                           const std::string& recovered,
-                          const std::string& resumed) {
+                          const std::string& resumed, int64_t max_late) {
   const double baseline = FaultTest::Baseline();
   JobRun run =
       FaultTest::Train(victim, "sync", victim, FaultTest::kMidSecondEpoch);
@@ -202,16 +205,17 @@ void ExpectSameRunDespite(const std::string& victim,
 }
 
 TEST_F(FaultTest, KilledWorkerIsRestartedAndItsStepRerun) {
-  ExpectSameRunDespite("worker-1", "worker 1", "worker 1 is back", "");
+  // Each server holds 4 shards; a step cut short pushed at most those.
+  ExpectSameRunDespite("worker-1", "worker 1", "worker 1 is back", "", 8);
 }
 
 TEST_F(FaultTest, KilledParameterServerIsRestoredFromTheLastCheckpoint) {
-  ExpectSameRunDespite("ps-1", "ps 1", "recovered in", "resuming epoch 2");
+  ExpectSameRunDespite("ps-1", "ps 1", "recovered in", "resuming epoch 2", 0);
 }
 
 TEST_F(FaultTest, KilledCoordinatorResumesFromTheLastCheckpoint) {
   ExpectSameRunDespite("chief-0", "coordinator", "resuming from",
-                       "epoch 2, step");
+                       "epoch 2, step", 0);
 }
 
 TEST_F(FaultTest, AsynchronousTrainingSurvivesAParameterServerKill) {
