@@ -21,31 +21,14 @@
 #include "deploy/local/free_ports.h"
 #include "deploy/local/log_tail.h"
 #include "gtest/gtest.h"
+#include "tests/deploy/test_files.h"
 
 namespace tessera {
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = "/tmp/tessera_pg_test.XXXXXX";
-    path_ = mkdtemp(pattern.data());
-  }
-  ~TempDir() { system(absl::StrCat("rm -rf '", path_, "'").c_str()); }
-  std::string File(absl::string_view name) const {
-    return absl::StrCat(path_, "/", name);
-  }
-
- private:
-  std::string path_;
-};
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream contents;
-  contents << in.rdbuf();
-  return contents.str();
-}
+using ::tessera::deploy_testing::Eventually;
+using ::tessera::deploy_testing::ReadFile;
+using ::tessera::deploy_testing::TempDir;
 
 void WriteFile(const std::string& path, const std::string& contents) {
   std::ofstream(path) << contents;
@@ -82,16 +65,6 @@ bool IsGone(pid_t pid) {
   if (paren == std::string::npos) return true;
   const char state = stat_text[paren + 2];
   return state == 'Z' || state == 'X';
-}
-
-// Signals are delivered asynchronously; give the kernel a moment.
-template <typename Predicate>
-bool Eventually(Predicate predicate) {
-  for (int i = 0; i < 500; ++i) {
-    if (predicate()) return true;
-    absl::SleepFor(absl::Milliseconds(10));
-  }
-  return predicate();
 }
 
 ChildSpec Shell(const std::string& name, const std::string& script,

@@ -16,40 +16,14 @@
 #include "absl/time/time.h"
 #include "deploy/local/process_group.h"
 #include "gtest/gtest.h"
+#include "tests/deploy/test_files.h"
 
 namespace tessera {
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = "/tmp/tessera_restart_test.XXXXXX";
-    path_ = mkdtemp(pattern.data());
-  }
-  ~TempDir() { system(absl::StrCat("rm -rf '", path_, "'").c_str()); }
-  std::string File(absl::string_view name) const {
-    return absl::StrCat(path_, "/", name);
-  }
-
- private:
-  std::string path_;
-};
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream contents;
-  contents << in.rdbuf();
-  return contents.str();
-}
-
-template <typename Predicate>
-bool Eventually(Predicate predicate) {
-  for (int i = 0; i < 500; ++i) {
-    if (predicate()) return true;
-    absl::SleepFor(absl::Milliseconds(10));
-  }
-  return predicate();
-}
+using ::tessera::deploy_testing::Eventually;
+using ::tessera::deploy_testing::ReadFile;
+using ::tessera::deploy_testing::TempDir;
 
 bool IsGone(pid_t pid) {
   const std::string stat_text = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
