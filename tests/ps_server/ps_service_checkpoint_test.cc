@@ -185,44 +185,9 @@ TEST(PsServiceCheckpointTest, RestoreErrorsComeBackNamed) {
 }
 
 // A ParameterServerService that requires the token "secret".
-class TokenPsServer {
+class TokenPsServer : public TestPsServer {
  public:
-  TokenPsServer() : service_(&store_, Options()) {
-    grpc::ServerBuilder builder;
-    ConfigureServerBuilder(&builder);
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                             &port_);
-    builder.RegisterService(&service_);
-    server_ = builder.BuildAndStart();
-    address_ = absl::StrCat("127.0.0.1:", port_);
-  }
-  ~TokenPsServer() {
-    if (server_ != nullptr) {
-      server_->Shutdown(std::chrono::system_clock::now() +
-                        std::chrono::seconds(5));
-    }
-  }
-
-  bool started() const { return server_ != nullptr && port_ > 0; }
-  ShardStore& store() { return store_; }
-  // A channel that attaches no token of its own.
-  std::unique_ptr<ParameterServer::Stub> NewStub() const {
-    return ParameterServer::NewStub(
-        grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
-  }
-
- private:
-  static PsServiceOptions Options() {
-    PsServiceOptions options;
-    options.auth = RpcAuth("secret");
-    return options;
-  }
-
-  ShardStore store_;
-  ParameterServerService service_;
-  int port_ = 0;
-  std::string address_;
-  std::unique_ptr<grpc::Server> server_;
+  TokenPsServer() : TestPsServer(RpcAuth("secret")) {}
 };
 
 // A context with a deadline and, unless empty, the token.

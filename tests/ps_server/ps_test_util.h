@@ -11,6 +11,9 @@
 #include "absl/types/span.h"
 #include "common/grpc_channel.h"
 #include "common/initializer.h"
+#include "common/rpc_auth.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
@@ -124,7 +127,9 @@ inline OptimizerConfig AdamConfig(float learning_rate, float beta1, float beta2,
 // by the kernel, with a PsClient talking to it.
 class TestPsServer {
  public:
-  TestPsServer() : service_(&store_, ServiceOptions()) {
+  // `auth` (default: none) is the token calls must carry.
+  explicit TestPsServer(RpcAuth auth = RpcAuth())
+      : service_(&store_, ServiceOptions(std::move(auth))) {
     grpc::ServerBuilder builder;
     ConfigureServerBuilder(&builder);
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
@@ -146,6 +151,12 @@ class TestPsServer {
   ShardStore& store() { return store_; }
   ParameterServerService& service() { return service_; }
 
+  // A stub whose channel attaches no token of its own.
+  std::unique_ptr<ParameterServer::Stub> NewStub() const {
+    return ParameterServer::NewStub(
+        grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
+  }
+
   std::unique_ptr<PsClient> NewClient() const {
     PsClientOptions options;
     options.chunk_bytes = kTestChunkBytes;
@@ -155,9 +166,10 @@ class TestPsServer {
   }
 
  private:
-  static PsServiceOptions ServiceOptions() {
+  static PsServiceOptions ServiceOptions(RpcAuth auth) {
     PsServiceOptions options;
     options.chunk_bytes = kTestChunkBytes;
+    options.auth = std::move(auth);
     return options;
   }
 
