@@ -33,6 +33,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/types/span.h"
+#include "bench/bench_main.h"
 #include "bench/tcp_reference.h"
 #include "common/grpc_channel.h"
 #include "gflags/gflags.h"
@@ -246,19 +247,10 @@ absl::Status Run() {
 }  // namespace tessera
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage(
+  return tessera::BenchMain(
+      argc, argv, "bench_allreduce",
       "bench_allreduce: ring all-reduce over gRPC across in-process ranks on "
       "loopback, beside raw TCP. Flags: --sizes_mb, --ranks, --reps, "
-      "--warmup, --chunk_bytes.");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
-  FLAGS_logtostderr = true;
-  google::InitGoogleLogging(argv[0]);
-  absl::Status status = tessera::Run();
-  if (!status.ok()) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "bench_allreduce: error: %s\n",
-                 status.ToString().c_str());
-    return 1;
-  }
-  return 0;
+      "--warmup, --chunk_bytes.",
+      tessera::Run);
 }

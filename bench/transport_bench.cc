@@ -48,6 +48,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/types/span.h"
+#include "bench/bench_main.h"
 #include "bench/tcp_reference.h"
 #include "common/grpc_channel.h"
 #include "common/transport_limits.h"
@@ -504,19 +505,10 @@ absl::Status Run() {
 }  // namespace tessera
 
 int main(int argc, char** argv) {
-  gflags::SetUsageMessage(
+  return tessera::BenchMain(
+      argc, argv, "bench_transport",
       "bench_transport: dense push/pull of a PsClient against one in-process "
       "parameter server over loopback, with raw TCP of the same sizes as the "
-      "reference. Flags: --sizes_mb, --chunk_bytes, --rounds, --reps_scale.");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
-  FLAGS_logtostderr = true;
-  google::InitGoogleLogging(argv[0]);
-  absl::Status status = tessera::Run();
-  if (!status.ok()) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "bench_transport: error: %s\n",
-                 status.ToString().c_str());
-    return 1;
-  }
-  return 0;
+      "reference. Flags: --sizes_mb, --chunk_bytes, --rounds, --reps_scale.",
+      tessera::Run);
 }

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/counter_rng.h"
+#include "worker/parameter_upload.h"
 
 namespace tessera {
 namespace {
@@ -59,21 +60,8 @@ CtrModel::CtrModel(std::vector<VariableDef> variables,
 
 absl::Status CtrModel::SetDenseParameters(
     absl::Span<const absl::Span<const float>> values) {
-  const absl::Span<const VariableDef> vars = dense_variables();
-  if (values.size() != vars.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "model has ", vars.size(), " dense variables, got ", values.size()));
-  }
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (static_cast<int64_t>(values[i].size()) != params_[i].size()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("wrong shape: variable ", vars[i].name, " has ",
-                       params_[i].size(), " elements, got ", values[i].size()));
-    }
-    backend_->CopyToDevice(values[i].data(), params_[i].data(),
-                           values[i].size() * sizeof(float));
-  }
-  return absl::OkStatus();
+  return UploadParameters(backend_, dense_variables(), "dense ", values,
+                          params_);
 }
 
 absl::Status CtrModel::CheckInput(const CtrModelInput& in) const {

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/counter_rng.h"
+#include "worker/parameter_upload.h"
 
 namespace tessera {
 namespace {
@@ -39,20 +40,7 @@ MlpModel::MlpModel(std::vector<VariableDef> variables,
 
 absl::Status MlpModel::SetParameters(
     absl::Span<const absl::Span<const float>> values) {
-  if (values.size() != variables_.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "model has ", variables_.size(), " variables, got ", values.size()));
-  }
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (static_cast<int64_t>(values[i].size()) != params_[i].size()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("wrong shape: variable ", variables_[i].name, " has ",
-                       params_[i].size(), " elements, got ", values[i].size()));
-    }
-    backend_->CopyToDevice(values[i].data(), params_[i].data(),
-                           values[i].size() * sizeof(float));
-  }
-  return absl::OkStatus();
+  return UploadParameters(backend_, variables_, "", values, params_);
 }
 
 absl::Status MlpModel::CheckLabels(const int32_t* labels, int64_t batch) const {
