@@ -50,7 +50,9 @@ void PrintStatus(const JobStatus& s) {
       static_cast<long long>(s.examples_done()), s.last_loss(),
       s.last_test_accuracy());
   std::printf(
-      "parameter-server recoveries %d; last checkpoint %s\n", s.ps_recoveries(),
+      "extra steps asked for %lld; parameter-server recoveries %d; last "
+      "checkpoint %s\n",
+      static_cast<long long>(s.extra_steps_requested()), s.ps_recoveries(),
       s.last_checkpoint().empty() ? "none" : s.last_checkpoint().c_str());
   for (const WorkerState& w : s.workers()) {
     std::printf("  worker %d %-21s %8lld steps %8.1f steps/s%s\n", w.index(),

@@ -27,6 +27,10 @@ class JobControl {
     requested_steps_ += steps;
     return requested_steps_;
   }
+  int64_t requested_steps() const {
+    absl::MutexLock lock(&mu_);
+    return requested_steps_;
+  }
   // Steps asked for and not yet taken by the loop; takes them.
   int64_t TakeSteps() {
     absl::MutexLock lock(&mu_);
@@ -128,7 +132,7 @@ class JobControl {
   }
 
  private:
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   int64_t requested_steps_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t taken_steps_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t done_steps_ ABSL_GUARDED_BY(mu_) = 0;

@@ -158,6 +158,7 @@ JobStatus TrainingJob::status() const {
     status = status_;
   }
   status.set_steps_rerun(coordinator_->steps_rerun());
+  status.set_extra_steps_requested(control_.requested_steps());
   const double seconds =
       std::max(1e-9, absl::ToDoubleSeconds(absl::Now() - start_time_));
   const std::vector<std::pair<int64_t, bool>> progress =
@@ -597,7 +598,7 @@ absl::Status TrainingJob::RunPlannedSteps(std::vector<PlannedStep> steps,
     }
     {
       absl::MutexLock lock(&status_mu_);
-      status_.set_epoch(epoch);
+      status_.set_epoch(std::min(epoch, job_.schedule().epochs()));
       status_.set_steps_scheduled(next_step_);
     }
     for (size_t i = 0; i < futures.size(); ++i) {
@@ -652,7 +653,7 @@ absl::Status TrainingJob::RunLockstepEpoch(std::vector<PlannedStep> steps,
     }
     {
       absl::MutexLock lock(&status_mu_);
-      status_.set_epoch(epoch);
+      status_.set_epoch(std::min(epoch, job_.schedule().epochs()));
       status_.set_steps_scheduled(next_step_);
     }
     // The round is over once `required` steps are: their updates are then
