@@ -1,5 +1,7 @@
 #include "common/rpc_auth.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -20,7 +22,9 @@ class RpcAuthFlagsTest : public ::testing::Test {
     unsetenv(kJobTokenEnvVar);
   }
   std::string WriteFile(const std::string& text) {
-    const std::string path = ::testing::TempDir() + "/rpc_auth_token";
+    // Per process: ctest runs these cases in parallel processes.
+    const std::string path =
+        ::testing::TempDir() + "/rpc_auth_token_" + std::to_string(getpid());
     std::ofstream(path) << text;
     return path;
   }

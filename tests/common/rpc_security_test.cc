@@ -1,5 +1,7 @@
 // The job token on the wire, gRPC's retry policy and the message size caps,
 // through MakeChannel against a real gRPC server on 127.0.0.1.
+#include <unistd.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -104,7 +106,8 @@ TEST_F(RpcSecurityTest, MakeChannelSendsTheTokenFromTheEnvironment) {
 }
 
 TEST_F(RpcSecurityTest, MakeChannelSendsTheTokenFromTheFile) {
-  const std::string path = ::testing::TempDir() + "/rpc_security_token";
+  const std::string path =
+      ::testing::TempDir() + "/rpc_security_token_" + std::to_string(getpid());
   std::ofstream(path) << kToken << "\n";
   FLAGS_job_token_file = path;
   setenv(kJobTokenEnvVar, "the-file-wins", 1);

@@ -4,6 +4,8 @@
 // certificate, and a second CA with a client certificate of its own).
 #include "common/tls_credentials.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <optional>
@@ -39,7 +41,10 @@ class TlsTest : public ::testing::Test {
  protected:
   // One set of certificates for the whole suite: EC keys, valid one day.
   static void SetUpTestSuite() {
-    dir_ = new std::string(::testing::TempDir() + "/tessera_tls_test");
+    // One folder per process: ctest runs the cases of this suite in
+    // parallel processes, each making its own certificates.
+    dir_ = new std::string(
+        absl::StrCat(::testing::TempDir(), "/tessera_tls_test_", getpid()));
     const std::string d = *dir_;
     const std::string ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1";
     auto ca = [&](const std::string& name) {
@@ -72,6 +77,7 @@ class TlsTest : public ::testing::Test {
     }
   }
   static void TearDownTestSuite() {
+    if (dir_ != nullptr) Shell("rm -rf " + *dir_);
     delete dir_;
     delete openssl_error_;
     dir_ = nullptr;

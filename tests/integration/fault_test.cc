@@ -190,7 +190,7 @@ void ExpectSameRunDespite(const std::string& victim,
   const double baseline = FaultTest::Baseline();
   JobRun run =
       FaultTest::Train(victim, "sync", victim, FaultTest::kMidSecondEpoch);
-  FaultTest::ExpectCompleteAndExact(run);
+  FaultTest::ExpectCompleteAndExact(run, max_late);
   EXPECT_THAT(run.output,
               HasSubstr(restarted + " died (signal 9); restarting"));
   if (!resumed.empty()) EXPECT_THAT(run.output, HasSubstr(resumed));
