@@ -176,6 +176,33 @@ TEST_F(K8sManifestTest, HasExactlyChiefTwoPsAndTwoWorkers) {
   }
 }
 
+// Every process gets the job's token from one Secret, so every call among
+// the pods carries it and nobody else's does.
+TEST_F(K8sManifestTest, EveryRoleTakesTheJobTokenFromOneSecret) {
+  std::set<std::string> secrets;
+  for (const Role& role : kRoles) {
+    SCOPED_TRACE(role.replica_type);
+    const YamlNode* container = Container(role);
+    ASSERT_NE(container, nullptr);
+    const YamlNode* env = container->Find("env");
+    ASSERT_NE(env, nullptr);
+    const YamlNode* ref = nullptr;
+    for (const YamlNode& var : env->list) {
+      const YamlNode* name = var.Find("name");
+      const YamlNode* from = var.Find("valueFrom");
+      if (name != nullptr && name->scalar == "TESSERA_JOB_TOKEN" &&
+          from != nullptr) {
+        ref = from->Find("secretKeyRef");
+      }
+    }
+    ASSERT_NE(ref, nullptr) << "no TESSERA_JOB_TOKEN from a secretKeyRef";
+    ASSERT_NE(ref->Find("name"), nullptr);
+    ASSERT_NE(ref->Find("key"), nullptr);
+    secrets.insert(ref->Find("name")->scalar + "/" + ref->Find("key")->scalar);
+  }
+  EXPECT_EQ(secrets.size(), 1u);
+}
+
 // The operator puts TF_CONFIG only into the container named "tensorflow",
 // and writes the port named "tfjob-port" into it.
 TEST_F(K8sManifestTest, EachRoleRunsItsBinaryInTheContainerTheOperatorSetsUp) {
