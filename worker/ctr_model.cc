@@ -237,18 +237,10 @@ absl::StatusOr<CtrBatchResult> CtrModel::TrainStep(
   if (sparse_grads == nullptr) {
     return absl::InvalidArgumentError("TrainStep needs sparse_grads");
   }
-  const absl::Span<const VariableDef> vars = dense_variables();
-  if (dense_grads.size() != vars.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model has ", vars.size(), " dense variables, got ",
-                     dense_grads.size(), " gradient buffers"));
-  }
-  for (size_t i = 0; i < dense_grads.size(); ++i) {
-    if (static_cast<int64_t>(dense_grads[i].size()) != grads_[i].size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "wrong shape: gradient buffer of ", vars[i].name, " has ",
-          dense_grads[i].size(), " elements, need ", grads_[i].size()));
-    }
+  if (absl::Status s = CheckGradientBuffers(dense_variables(), "dense ",
+                                            dense_grads, grads_);
+      !s.ok()) {
+    return s;
   }
   const bool dropout = dropout_ > 0;
   Forward(in, /*training=*/true, seed);

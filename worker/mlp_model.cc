@@ -103,17 +103,9 @@ absl::StatusOr<BatchResult> MlpModel::TrainStep(
     const float* x, const int32_t* labels, int64_t batch, uint64_t seed,
     absl::Span<const absl::Span<float>> grads) {
   if (absl::Status s = CheckLabels(labels, batch); !s.ok()) return s;
-  if (grads.size() != variables_.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model has ", variables_.size(), " variables, got ",
-                     grads.size(), " gradient buffers"));
-  }
-  for (size_t i = 0; i < grads.size(); ++i) {
-    if (static_cast<int64_t>(grads[i].size()) != grads_[i].size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "wrong shape: gradient buffer of ", variables_[i].name, " has ",
-          grads[i].size(), " elements, need ", grads_[i].size()));
-    }
+  if (absl::Status s = CheckGradientBuffers(variables_, "", grads, grads_);
+      !s.ok()) {
+    return s;
   }
   const bool dropout = dropout_ > 0;
   Forward(x, labels, batch, /*training=*/true, seed);

@@ -40,6 +40,29 @@ inline absl::Status UploadParameters(
   return absl::OkStatus();
 }
 
+// Checks that `grads` are buffers for the gradients of `variables`, one
+// per variable with the size of `device_grads[i]`: InvalidArgument ("model
+// has 4 <kind>variables, got 3 gradient buffers", or naming the variable)
+// otherwise.
+inline absl::Status CheckGradientBuffers(
+    absl::Span<const VariableDef> variables, absl::string_view kind,
+    absl::Span<const absl::Span<float>> grads,
+    const std::vector<DeviceArray<float>>& device_grads) {
+  if (grads.size() != variables.size() || device_grads.size() < grads.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model has ", variables.size(), " ", kind,
+                     "variables, got ", grads.size(), " gradient buffers"));
+  }
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (static_cast<int64_t>(grads[i].size()) != device_grads[i].size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "wrong shape: gradient buffer of ", variables[i].name, " has ",
+          grads[i].size(), " elements, need ", device_grads[i].size()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace tessera
 
 #endif  // TESSERA_WORKER_PARAMETER_UPLOAD_H_

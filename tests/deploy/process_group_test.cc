@@ -27,7 +27,9 @@ namespace tessera {
 namespace {
 
 using ::tessera::deploy_testing::Eventually;
+using ::tessera::deploy_testing::IsGone;
 using ::tessera::deploy_testing::ReadFile;
+using ::tessera::deploy_testing::Shell;
 using ::tessera::deploy_testing::TempDir;
 
 void WriteFile(const std::string& path, const std::string& contents) {
@@ -57,24 +59,6 @@ int LiveGroupMembers(pid_t pgid) {
   }
   closedir(proc);
   return live;
-}
-
-bool IsGone(pid_t pid) {
-  const std::string stat_text = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
-  const size_t paren = stat_text.rfind(')');
-  if (paren == std::string::npos) return true;
-  const char state = stat_text[paren + 2];
-  return state == 'Z' || state == 'X';
-}
-
-ChildSpec Shell(const std::string& name, const std::string& script,
-                const std::string& log_path) {
-  ChildSpec spec;
-  spec.name = name;
-  spec.binary = "/bin/sh";
-  spec.args = {"-c", script};
-  spec.log_path = log_path;
-  return spec;
 }
 
 TEST(ProcessGroupTest, ReportsExitCodeAndCapturesOutput) {

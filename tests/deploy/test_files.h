@@ -2,6 +2,7 @@
 #define TESSERA_TESTS_DEPLOY_TEST_FILES_H_
 
 #include <stdlib.h>
+#include <sys/types.h>
 
 #include <fstream>
 #include <sstream>
@@ -11,6 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "deploy/local/process_group.h"
 
 namespace tessera {
 namespace deploy_testing {
@@ -47,6 +49,26 @@ bool Eventually(Predicate predicate) {
     absl::SleepFor(absl::Milliseconds(10));
   }
   return predicate();
+}
+
+// True once `pid` has exited (a zombie counts) or no longer exists.
+inline bool IsGone(pid_t pid) {
+  const std::string stat_text = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
+  const size_t paren = stat_text.rfind(')');
+  if (paren == std::string::npos) return true;
+  const char state = stat_text[paren + 2];
+  return state == 'Z' || state == 'X';
+}
+
+// A child that runs `script` with /bin/sh, logging to `log_path`.
+inline ChildSpec Shell(const std::string& name, const std::string& script,
+                       const std::string& log_path) {
+  ChildSpec spec;
+  spec.name = name;
+  spec.binary = "/bin/sh";
+  spec.args = {"-c", script};
+  spec.log_path = log_path;
+  return spec;
 }
 
 }  // namespace deploy_testing
