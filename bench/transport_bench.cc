@@ -11,7 +11,11 @@
 // at 16 and 64 MiB. The target is reported, not enforced: the exit status
 // is 0 unless a call fails (or a push was not applied).
 //
-// A second table times, without any transport, a plain memcpy (this
+// A second reference, "grpc", makes the same calls with nothing done with
+// the bytes (bench/grpc_floor.h): gRPC's own ceiling on this machine, so
+// the table separates what gRPC costs from what Tessera costs.
+//
+// A third table times, without any transport, a plain memcpy (this
 // machine's memory bandwidth), the server's per-chunk copy + finiteness
 // check, and the SGD update a push ends with. "tcp then sgd" is the most a
 // push can reach while the update runs after the last byte arrived, even
@@ -49,6 +53,7 @@
 #include "absl/strings/strip.h"
 #include "absl/types/span.h"
 #include "bench/bench_main.h"
+#include "bench/grpc_floor.h"
 #include "bench/tcp_reference.h"
 #include "common/grpc_channel.h"
 #include "common/transport_limits.h"
@@ -104,6 +109,7 @@ struct Size {
 // Medians over rounds, GB/s.
 struct Row {
   double push = 0, tcp_push = 0, pull = 0, tcp_pull = 0;
+  double grpc_push = 0, grpc_pull = 0;  // gRPC with nothing done
   // No transport: one memcpy of the payload between two large buffers, and
   // the server's own work on a push: copy + finiteness check per chunk as
   // it arrives, then the SGD update of the whole shard.
@@ -275,6 +281,8 @@ absl::Status Run() {
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
                            &port);
   builder.RegisterService(&service);
+  bench::GrpcFloorService floor_service(max_bytes, FLAGS_chunk_bytes);
+  builder.RegisterCallbackGenericService(&floor_service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
     return absl::UnavailableError("cannot start the parameter server");
@@ -287,6 +295,13 @@ absl::Status Run() {
                   grpc_args->empty() ? MakeChannel(address)
                                      : MakeTunedChannel(address, *grpc_args),
                   client_options);
+  // Its own channel (one TCP connection each, as
+  // GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL gives every channel), built the same way
+  // as the client's.
+  bench::GrpcFloorClient floor(grpc_args->empty()
+                                   ? MakeChannel(address)
+                                   : MakeTunedChannel(address, *grpc_args),
+                               max_bytes, FLAGS_chunk_bytes);
   HealthResponse health;
   if (absl::Status s = client.Health(&health, 30); !s.ok()) return s;
 
@@ -375,6 +390,8 @@ absl::Status Run() {
     };
     auto tcp_push = [&]() { return (*tcp)->Push(size.bytes); };
     auto tcp_pull = [&]() { return (*tcp)->Pull(size.bytes); };
+    auto grpc_push = [&]() { return floor.Push(size.bytes); };
+    auto grpc_pull = [&]() { return floor.Pull(size.bytes); };
 
     struct Kind {
       const char* name;
@@ -387,7 +404,9 @@ absl::Status Run() {
                     {"tcp pull", tcp_pull, {}},
                     {"local memcpy", local_memcpy, {}},
                     {"local copy+check", local_copy_check, {}},
-                    {"local sgd", local_sgd, {}}};
+                    {"local sgd", local_sgd, {}},
+                    {"grpc push", grpc_push, {}},
+                    {"grpc pull", grpc_pull, {}}};
     for (int round = 1; round <= FLAGS_rounds; ++round) {
       for (Kind& kind : kinds) {
         if (!absl::StrContains(kind.name, FLAGS_only)) {
@@ -429,16 +448,21 @@ absl::Status Run() {
     row.memcpy = Median(kinds[4].gbps);
     row.copy_check = Median(kinds[5].gbps);
     row.sgd = Median(kinds[6].gbps);
+    row.grpc_push = Median(kinds[7].gbps);
+    row.grpc_pull = Median(kinds[8].gbps);
     rows.push_back(row);
   }
   tcp->reset();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
 
   auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
-  std::printf("\n%-10s %6s | %8s %8s %6s | %8s %8s %6s\n", "size", "reps",
-              "push", "tcp", "ratio", "pull", "tcp", "ratio");
-  std::printf("%-10s %6s | %8s %8s %6s | %8s %8s %6s\n", "", "", "GB/s", "GB/s",
-              "", "GB/s", "GB/s", "");
+  // "ratio" is tessera / tcp (the target); "grpc/tcp" is the most any
+  // gRPC service reaches here, with nothing done with the bytes.
+  std::printf("\n%-10s %4s | %7s %7s %7s %6s %8s | %7s %7s %7s %6s %8s\n",
+              "size", "reps", "push", "grpc", "tcp", "ratio", "grpc/tcp",
+              "pull", "grpc", "tcp", "ratio", "grpc/tcp");
+  std::printf("%-10s %4s | %7s %7s %7s %6s %8s | %7s %7s %7s %6s %8s\n", "", "",
+              "GB/s", "GB/s", "GB/s", "", "", "GB/s", "GB/s", "GB/s", "", "");
   std::vector<std::string> missed, evaluated;
   bool has16 = false, has64 = false;
   for (size_t i = 0; i < sizes.size(); ++i) {
@@ -446,9 +470,12 @@ absl::Status Run() {
     const Row& r = rows[i];
     const double push_ratio = ratio(r.push, r.tcp_push);
     const double pull_ratio = ratio(r.pull, r.tcp_pull);
-    std::printf("%-10s %6d | %8.2f %8.2f %6.2f | %8.2f %8.2f %6.2f\n",
-                s.label.c_str(), s.reps, r.push, r.tcp_push, push_ratio, r.pull,
-                r.tcp_pull, pull_ratio);
+    std::printf(
+        "%-10s %4d | %7.2f %7.2f %7.2f %6.2f %8.2f | %7.2f %7.2f %7.2f %6.2f "
+        "%8.2f\n",
+        s.label.c_str(), s.reps, r.push, r.grpc_push, r.tcp_push, push_ratio,
+        ratio(r.grpc_push, r.tcp_push), r.pull, r.grpc_pull, r.tcp_pull,
+        pull_ratio, ratio(r.grpc_pull, r.tcp_pull));
     if (s.bytes == 16 * kMiB || s.bytes == 64 * kMiB) {
       (s.bytes == 16 * kMiB ? has16 : has64) = true;
       evaluated.push_back(s.label);
