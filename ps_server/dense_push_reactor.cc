@@ -62,13 +62,15 @@ absl::Status CopyChunkAndCheckFinite(const TensorChunkView& chunk, float* dst,
 DensePushReactor::DensePushReactor(ShardStore* store,
                                    SyncAggregators* aggregators,
                                    absl::StatusOr<std::optional<SyncPush>> sync,
+                                   absl::StatusOr<PushSize> declared,
                                    grpc::ByteBuffer* response)
     : store_(store),
       aggregators_(aggregators),
       sync_(std::move(sync)),
+      declared_(std::move(declared)),
       response_(response) {
-  if (!sync_.ok()) {
-    Finish(ToGrpcStatus(sync_.status()));
+  if (!sync_.ok() || !declared_.ok()) {
+    Finish(ToGrpcStatus(!sync_.ok() ? sync_.status() : declared_.status()));
     return;
   }
   StartRead(&message_);
@@ -120,6 +122,11 @@ absl::Status DensePushReactor::Accept(const TensorChunkView& chunk) {
             absl::StrCat("shard ", header.name, " appears twice in one push"));
       }
     }
+    if (static_cast<int64_t>(pending_.size()) >= declared_->parts) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "PushDense: shard ", header.name, " is one more than the ",
+          declared_->parts, " the call declared"));
+    }
     Pending p;
     p.shard = *std::move(shard);
     p.grad = p.shard->AcquireBuffer();
@@ -140,6 +147,12 @@ absl::Status DensePushReactor::Accept(const TensorChunkView& chunk) {
         "shard ", header.name, ": chunk at byte ", header.offset, " of ", size,
         " bytes does not follow byte ", p.received, " of ", total));
   }
+  if (received_bytes_ + size > declared_->bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "PushDense: shard ", header.name, ": chunk at byte ", header.offset,
+        " goes past the ", declared_->bytes, " bytes the call declared"));
+  }
+  received_bytes_ += size;
   const int64_t first = p.received / sizeof(float);
   absl::Status finite = internal::CopyChunkAndCheckFinite(
       chunk, p.grad.get() + first, header.name, first);
@@ -152,8 +165,19 @@ absl::Status DensePushReactor::Validate() const {
     if (p.received != p.shard->byte_size()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "shard ", p.shard->def().name(), ": gradient ended at byte ",
-          p.received, " of ", p.shard->byte_size()));
+          p.received, " of ", p.shard->byte_size(), "; nothing was applied"));
     }
+  }
+  // A cancelled call or a dropped connection ends the stream like the
+  // client's last write; between two shards only the declaration tells
+  // them apart.
+  if (static_cast<int64_t>(pending_.size()) != declared_->parts ||
+      received_bytes_ != declared_->bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "PushDense: the stream ended after ", pending_.size(), " shards and ",
+        received_bytes_, " bytes, but the call declared ", declared_->parts,
+        " shards and ", declared_->bytes,
+        " bytes (cut off midway?); nothing was applied"));
   }
   return absl::OkStatus();
 }
@@ -192,6 +216,7 @@ void DensePushReactor::FinishSync() {
     std::vector<float> average;
   };
   std::vector<Release> releases;
+  absl::Status failure;
   for (Pending& p : pending_) {
     const std::string& name = p.shard->def().name();
     SyncAggregator* agg = aggregators_->For(name, p.shard->num_elements());
@@ -200,10 +225,11 @@ void DensePushReactor::FinishSync() {
         sync.step, sync.required,
         absl::MakeConstSpan(p.grad.get(), p.shard->num_elements()), &r.average);
     if (!outcome.ok()) {
-      // Only a disagreement on `required` gets here; shards handed over
-      // before it keep their gradients for the step.
-      Finish(ToGrpcStatus(outcome.status()));
-      return;
+      // Only a disagreement on `required` gets here. Shards handed over
+      // before it keep their gradients for the step, and a step this push
+      // completed is still applied below: its aggregator has released it.
+      failure = outcome.status();
+      break;
     }
     switch (*outcome) {
       case SyncAggregator::Outcome::kAccumulated:
@@ -227,9 +253,13 @@ void DensePushReactor::FinishSync() {
     applied->set_name(r.shard->def().name());
     applied->set_version(r.shard->BeginUpdate());
   }
-  const grpc::Slice bytes(response.SerializeAsString());
-  *response_ = grpc::ByteBuffer(&bytes, 1);
-  Finish(grpc::Status::OK);
+  if (failure.ok()) {
+    const grpc::Slice bytes(response.SerializeAsString());
+    *response_ = grpc::ByteBuffer(&bytes, 1);
+    Finish(grpc::Status::OK);
+  } else {
+    Finish(ToGrpcStatus(failure));
+  }
   for (Release& r : releases) r.shard->FinishUpdate(r.average);
 }
 

@@ -10,6 +10,7 @@
 #include "common/tensor_chunk_codec.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/server_callback.h"
+#include "ps_server/push_size.h"
 #include "ps_server/shard.h"
 #include "ps_server/shard_store.h"
 #include "ps_server/sync_aggregator.h"
@@ -18,8 +19,10 @@
 namespace tessera {
 
 // Receives the chunks of one PushDense stream into per-shard buffers and,
-// once the client has sent everything and every shard's gradient is whole,
-// finite and of the right size, applies them. Any bad chunk ends the call
+// once the stream has ended with everything the client declared
+// (ps_server/push_size.h) and every shard's gradient is whole, finite and of
+// the right size, applies them. Any bad chunk, and a stream cut off before
+// the declared size (a cancelled call, a dropped connection), ends the call
 // with an error and nothing is applied. Deletes itself when done.
 //
 // The method is registered raw: each message is a TensorChunk's wire bytes
@@ -33,9 +36,11 @@ class DensePushReactor final
   // A sync push (`sync` set, from the call's metadata) adds each shard's
   // gradient to its step in `aggregators`; a shard is updated only when
   // its step completes (ps_server/sync_aggregator.h). A malformed tag
-  // (`sync` not ok) refuses the push.
+  // (`sync` not ok) refuses the push, as does a missing or malformed
+  // declaration (`declared` not ok).
   DensePushReactor(ShardStore* store, SyncAggregators* aggregators,
                    absl::StatusOr<std::optional<SyncPush>> sync,
+                   absl::StatusOr<PushSize> declared,
                    grpc::ByteBuffer* response);
 
   void OnReadDone(bool ok) override;
@@ -59,6 +64,8 @@ class DensePushReactor final
   ShardStore* const store_;
   SyncAggregators* const aggregators_;
   const absl::StatusOr<std::optional<SyncPush>> sync_;
+  const absl::StatusOr<PushSize> declared_;
+  int64_t received_bytes_ = 0;  // over all shards
   grpc::ByteBuffer* const response_;
   grpc::ByteBuffer message_;
   TensorChunkParser parser_;

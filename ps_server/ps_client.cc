@@ -12,6 +12,7 @@
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/slice.h"
 #include "grpcpp/support/sync_stream.h"
+#include "ps_server/push_size.h"
 
 namespace tessera {
 
@@ -177,6 +178,11 @@ absl::Status PsClient::PushDense(
   grpc::ClientContext context;
   SetDeadline(&context, options_.timeout_s);
   if (sync != nullptr) AttachSyncPush(*sync, &context);
+  PushSize size{static_cast<int64_t>(shards.size()), 0};
+  for (absl::Span<const float> g : grads) {
+    size.bytes += static_cast<int64_t>(g.size() * sizeof(float));
+  }
+  DeclarePushSize(size, &context);
   std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> writer(
       grpc::internal::ClientWriterFactory<grpc::ByteBuffer>::Create(
           channel_.get(), push_dense_method_, &context, response));
@@ -271,6 +277,9 @@ absl::Status PsClient::PushRows(const std::string& shard,
   }
   grpc::ClientContext context;
   SetDeadline(&context, options_.timeout_s);
+  DeclarePushSize({static_cast<int64_t>(ids.size()),
+                   static_cast<int64_t>(grads.size() * sizeof(float))},
+                  &context);
   std::unique_ptr<grpc::ClientWriter<RowsChunk>> writer =
       stub_->PushRows(&context, response);
   const int64_t rows_per_chunk = std::max<int64_t>(

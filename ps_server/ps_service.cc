@@ -64,7 +64,8 @@ grpc::ServerReadReactor<grpc::ByteBuffer>* ParameterServerService::PushDense(
   }
   pushes_.fetch_add(1, std::memory_order_relaxed);
   return new DensePushReactor(store_, &sync_aggregators_,
-                              ReadSyncPush(*context), response);
+                              ReadSyncPush(*context),
+                              ReadPushSize(*context, "PushDense"), response);
 }
 
 grpc::ServerWriteReactor<RowsChunk>* ParameterServerService::PullRows(
@@ -86,7 +87,8 @@ grpc::ServerReadReactor<RowsChunk>* ParameterServerService::PushRows(
     return new RefusedReadReactor<RowsChunk>(s);
   }
   pushes_.fetch_add(1, std::memory_order_relaxed);
-  return new RowPushReactor(store_, response);
+  return new RowPushReactor(store_, ReadPushSize(*context, "PushRows"),
+                            response);
 }
 
 grpc::ServerUnaryReactor* ParameterServerService::Health(

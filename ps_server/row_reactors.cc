@@ -70,13 +70,30 @@ void RowPullReactor::OnWriteDone(bool ok) {
 
 void RowPullReactor::OnDone() { delete this; }
 
-RowPushReactor::RowPushReactor(ShardStore* store, PushResponse* response)
-    : store_(store), response_(response) {
+RowPushReactor::RowPushReactor(ShardStore* store,
+                               absl::StatusOr<PushSize> declared,
+                               PushResponse* response)
+    : store_(store), declared_(std::move(declared)), response_(response) {
+  if (!declared_.ok()) {
+    Finish(ToGrpcStatus(declared_.status()));
+    return;
+  }
   StartRead(&chunk_);
 }
 
 void RowPushReactor::OnReadDone(bool ok) {
   if (!ok) {
+    // A cancelled call or a dropped connection ends the stream like the
+    // client's last write; only the declaration tells them apart.
+    if (received_rows_ != declared_->parts ||
+        received_bytes_ != declared_->bytes) {
+      Finish(ToGrpcStatus(absl::InvalidArgumentError(absl::StrCat(
+          "PushRows: the stream ended after ", received_rows_, " rows and ",
+          received_bytes_, " bytes, but the call declared ", declared_->parts,
+          " rows and ", declared_->bytes,
+          " bytes (cut off midway?); nothing was applied"))));
+      return;
+    }
     ApplyAll();
     Finish(grpc::Status::OK);
     return;
@@ -113,6 +130,14 @@ absl::Status RowPushReactor::Accept(const RowsChunk& chunk) {
     return absl::InvalidArgumentError(absl::StrCat(
         "wrong shape: ", ids->size(), " ids of shard ", chunk.name(), " need ",
         expected, " bytes of values, got ", chunk.values().size()));
+  }
+  received_rows_ += static_cast<int64_t>(ids->size());
+  received_bytes_ += static_cast<int64_t>(expected);
+  if (received_rows_ > declared_->parts || received_bytes_ > declared_->bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("PushRows: shard ", chunk.name(),
+                     ": the rows go past the ", declared_->parts, " rows and ",
+                     declared_->bytes, " bytes the call declared"));
   }
   const size_t old = p.grads.size();
   p.grads.resize(old + ids->size() * row_elements);

@@ -8,6 +8,7 @@
 #include "grpcpp/support/server_callback.h"
 #include "proto/ps_service.pb.h"
 #include "proto/tensor.pb.h"
+#include "ps_server/push_size.h"
 #include "ps_server/row_table.h"
 #include "ps_server/shard_store.h"
 
@@ -47,7 +48,10 @@ class RowPullReactor final : public grpc::ServerWriteReactor<RowsChunk> {
 // shard named is updated once and reported once. Deletes itself when done.
 class RowPushReactor final : public grpc::ServerReadReactor<RowsChunk> {
  public:
-  RowPushReactor(ShardStore* store, PushResponse* response);
+  // A missing or malformed declaration (`declared` not ok) refuses the
+  // push; a stream that ends short of it applies nothing.
+  RowPushReactor(ShardStore* store, absl::StatusOr<PushSize> declared,
+                 PushResponse* response);
   void OnReadDone(bool ok) override;
   void OnDone() override;
 
@@ -61,8 +65,11 @@ class RowPushReactor final : public grpc::ServerReadReactor<RowsChunk> {
   void ApplyAll();
 
   ShardStore* const store_;
+  const absl::StatusOr<PushSize> declared_;
   PushResponse* const response_;
   RowsChunk chunk_;
+  int64_t received_rows_ = 0;
+  int64_t received_bytes_ = 0;
   std::vector<Pending> pending_;
 };
 

@@ -6,11 +6,15 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -23,6 +27,7 @@
 #include "proto/ps_service.grpc.pb.h"
 #include "ps_server/dense_push_reactor.h"
 #include "ps_server/ps_client.h"
+#include "ps_server/push_size.h"
 #include "tests/ps_server/ps_test_util.h"
 
 namespace tessera {
@@ -63,12 +68,17 @@ class DenseWireTest : public ::testing::Test {
     return values;
   }
 
-  // Sends `messages` as they are on PushDense and returns the call's status.
-  grpc::Status PushRaw(const std::vector<std::string>& messages) {
+  // Sends `messages` as they are on PushDense, declaring `declared` (none
+  // when nullopt), and returns the call's status. With `cancel`, the client
+  // cancels the call after the messages instead of ending it.
+  grpc::Status PushRaw(const std::vector<std::string>& messages,
+                       std::optional<PushSize> declared = PushSize{1, 12},
+                       bool cancel = false) {
     grpc::internal::RpcMethod method(
         "/tessera.ParameterServer/PushDense",
         grpc::internal::RpcMethod::CLIENT_STREAMING, channel_);
     grpc::ClientContext context;
+    if (declared.has_value()) DeclarePushSize(*declared, &context);
     PushResponse response;
     std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> writer(
         grpc::internal::ClientWriterFactory<grpc::ByteBuffer>::Create(
@@ -77,8 +87,26 @@ class DenseWireTest : public ::testing::Test {
       grpc::Slice slice(m);
       if (!writer->Write(grpc::ByteBuffer(&slice, 1))) break;
     }
-    writer->WritesDone();
+    if (cancel) {
+      context.TryCancel();
+    } else {
+      writer->WritesDone();
+    }
     return writer->Finish();
+  }
+
+  // A whole chunk of `def`'s gradient at `offset`, every float `value`.
+  static std::string Chunk(const ShardDef& def, int64_t offset, int64_t bytes,
+                           float value) {
+    TensorChunkHeader header;
+    header.name = def.name();
+    header.offset = offset;
+    header.total_bytes = ps_test::NumElements(def) * sizeof(float);
+    std::string wire;
+    AppendTensorChunkPrefix(header, bytes, &wire);
+    std::vector<float> data(bytes / sizeof(float), value);
+    wire.append(reinterpret_cast<const char*>(data.data()), bytes);
+    return wire;
   }
 
   ps_test::TestPsServer server_;
@@ -123,6 +151,7 @@ TEST_F(DenseWireTest, GeneratedStubPullsTheSameChunks) {
 TEST_F(DenseWireTest, GeneratedStubPushIsApplied) {
   CreateShards({tiny_}, 1.0f);
   grpc::ClientContext context;
+  DeclarePushSize({1, 12}, &context);
   PushResponse response;
   std::unique_ptr<grpc::ClientWriter<TensorChunk>> writer =
       stub_->PushDense(&context, &response);
@@ -169,6 +198,69 @@ TEST_F(DenseWireTest, MalformedChunkIsRefusedAndChangesNothing) {
   int64_t version = -1;
   EXPECT_THAT(PullOne(tiny_, &version), ElementsAreArray({0.5f, 0.5f, 0.5f}));
   EXPECT_EQ(version, 0);
+}
+
+TEST_F(DenseWireTest, PushWithoutADeclaredSizeIsRefused) {
+  CreateShards({tiny_}, 1.0f);
+  grpc::Status status = PushRaw({Chunk(tiny_, 0, 12, 1.0f)}, std::nullopt);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("tessera-push-parts"));
+  int64_t version = -1;
+  EXPECT_THAT(PullOne(tiny_, &version), ElementsAreArray({0.5f, 0.5f, 0.5f}));
+  EXPECT_EQ(version, 0);
+}
+
+// A stream that ends before what the call declared (a cancelled call or a
+// dropped connection ends it the same way on the server) applies nothing,
+// not even the shards that did arrive whole.
+TEST_F(DenseWireTest, PushCutOffBeforeItsDeclaredSizeChangesNothing) {
+  CreateShards({tiny_, big_}, 1.0f);
+  const PushSize both{2, 12 + 40000};
+  // Cut between the two shards: the first one arrived whole.
+  grpc::Status status = PushRaw({Chunk(tiny_, 0, 12, 1.0f)}, both);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("ended after 1 shards and 12 bytes"));
+  EXPECT_THAT(status.error_message(), HasSubstr("nothing was applied"));
+  // Cut inside the second shard.
+  status =
+      PushRaw({Chunk(tiny_, 0, 12, 1.0f), Chunk(big_, 0, 4096, 1.0f)}, both);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("ended at byte 4096 of 40000"));
+
+  status = PushRaw({Chunk(tiny_, 0, 12, 1.0f), Chunk(big_, 0, 4096, 1.0f)},
+                   both, /*cancel=*/true);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);
+  // The server sees the cancellation as the end of the stream, a moment
+  // after the client does; give it that moment before looking.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+
+  // More than declared is refused at the first byte too many.
+  status = PushRaw({Chunk(tiny_, 0, 12, 1.0f), Chunk(big_, 0, 4096, 1.0f)},
+                   PushSize{1, 12});
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("one more than the 1"));
+  status = PushRaw({Chunk(tiny_, 0, 12, 1.0f)}, PushSize{1, 8});
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("past the 8 bytes"));
+
+  int64_t version = -1;
+  EXPECT_THAT(PullOne(tiny_, &version), ElementsAreArray({0.5f, 0.5f, 0.5f}));
+  EXPECT_EQ(version, 0);
+  EXPECT_THAT(PullOne(big_, &version), ElementsAreArray(InitialValues(big_)));
+  EXPECT_EQ(version, 0);
+
+  // The same shards, declared and sent whole, are applied.
+  std::vector<std::string> whole = {Chunk(tiny_, 0, 12, 1.0f)};
+  for (int64_t offset = 0; offset < 40000; offset += 4096) {
+    whole.push_back(
+        Chunk(big_, offset, std::min<int64_t>(4096, 40000 - offset), 1.0f));
+  }
+  status = PushRaw(whole, both);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_THAT(PullOne(tiny_, &version),
+              ElementsAreArray({-0.5f, -0.5f, -0.5f}));
+  EXPECT_EQ(version, 1);
 }
 
 TEST_F(DenseWireTest, MalformedPullRequestIsRefused) {

@@ -15,6 +15,7 @@
 #include "common/grpc_channel.h"
 #include "proto/ps_service.grpc.pb.h"
 #include "ps_server/ps_client.h"
+#include "ps_server/push_size.h"
 #include "tests/ps_server/ps_test_util.h"
 
 namespace tessera {
@@ -184,6 +185,7 @@ TEST_F(PsServiceDenseTest, TruncatedStreamChangesNothing) {
   std::unique_ptr<ParameterServer::Stub> stub =
       ParameterServer::NewStub(MakeChannel(server_.address()));
   grpc::ClientContext context;
+  DeclarePushSize({1, 40000}, &context);
   PushResponse response;
   std::unique_ptr<grpc::ClientWriter<TensorChunk>> writer =
       stub->PushDense(&context, &response);
@@ -207,6 +209,7 @@ TEST_F(PsServiceDenseTest, ContinuationChunkWithWrongTotalIsRefused) {
   std::unique_ptr<ParameterServer::Stub> stub =
       ParameterServer::NewStub(MakeChannel(server_.address()));
   grpc::ClientContext context;
+  DeclarePushSize({1, 8192}, &context);
   PushResponse response;
   std::unique_ptr<grpc::ClientWriter<TensorChunk>> writer =
       stub->PushDense(&context, &response);
@@ -222,6 +225,7 @@ TEST_F(PsServiceDenseTest, ContinuationChunkWithWrongTotalIsRefused) {
   writer->WritesDone();
   grpc::Status status = writer->Finish();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("1048576"));
   ExpectUnchanged({two_chunks});
 }
 

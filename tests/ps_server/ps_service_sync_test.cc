@@ -92,5 +92,35 @@ TEST_F(PsServiceSyncTest, MalformedTagOrDisagreementIsRefused) {
   EXPECT_THAT(Pull(&version), ElementsAre(10.0f, 10.0f));
 }
 
+// A push that completes one shard's step and is then refused for another
+// shard (its pushes disagree on `required`) still applies the completed
+// step: the aggregator has released it, and nothing else would apply it.
+TEST_F(PsServiceSyncTest, StepCompletedBeforeARefusalInTheSamePushIsApplied) {
+  const ShardDef other = MakeShardDef("v", 0, {2}, 0, 2, ConstantInit(10));
+  CreateShardsRequest create;
+  *create.add_shards() = other;
+  *create.mutable_optimizer() = ps_test::SgdConfig(1.0f);
+  CreateShardsResponse created;
+  ASSERT_TRUE(client_->CreateShards(create, &created).ok());
+
+  PushResponse r;
+  ASSERT_TRUE(Push({2, 2}, 7, 2, &r).ok());  // w: 1 of 2
+  const std::vector<float> g = {4, 4};
+  std::vector<absl::Span<const float>> one = {absl::MakeConstSpan(g)};
+  SyncPush three{7, 3};
+  ASSERT_TRUE(client_->PushDense({other.name()}, one, {}, &r, &three).ok());
+
+  // w completes with (2+4)/2 = 3; v disagrees (3 required before, 2 now).
+  std::vector<absl::Span<const float>> both = {absl::MakeConstSpan(g),
+                                               absl::MakeConstSpan(g)};
+  SyncPush two{7, 2};
+  absl::Status s =
+      client_->PushDense({shard_.name(), other.name()}, both, {}, &r, &two);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  int64_t version = -1;
+  EXPECT_THAT(Pull(&version), ElementsAre(7.0f, 7.0f));
+  EXPECT_EQ(version, 1);
+}
+
 }  // namespace
 }  // namespace tessera
