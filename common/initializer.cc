@@ -10,19 +10,27 @@ namespace tessera {
 absl::Status ValidateInitializer(const Initializer& init) {
   switch (init.kind()) {
     case Initializer::ZEROS:
+      return absl::OkStatus();
     case Initializer::CONSTANT:
+      if (!std::isfinite(init.value())) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "initializer constant: value must be finite, got ", init.value()));
+      }
       return absl::OkStatus();
     case Initializer::UNIFORM:
-      if (!(init.minval() < init.maxval())) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("initializer uniform: minval ", init.minval(),
-                         " must be below maxval ", init.maxval()));
+      if (!std::isfinite(init.minval()) || !std::isfinite(init.maxval()) ||
+          !(init.minval() < init.maxval())) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "initializer uniform: minval ", init.minval(),
+            " must be below maxval ", init.maxval(), ", both finite"));
       }
       return absl::OkStatus();
     case Initializer::NORMAL:
-      if (!(init.stddev() > 0)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "initializer normal: stddev must be > 0, got ", init.stddev()));
+      if (!(init.stddev() > 0) || !std::isfinite(init.stddev())) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("initializer normal: stddev must be finite and > 0, "
+                         "got ",
+                         init.stddev()));
       }
       return absl::OkStatus();
     case Initializer::GLOROT_UNIFORM:

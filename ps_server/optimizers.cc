@@ -118,10 +118,10 @@ absl::StatusOr<std::unique_ptr<Optimizer>> CreateFtrl(float lr,
   o.l2_shrinkage = f.l2_shrinkage();
   o.beta = f.beta();
   // Keras' checks, which also keep acc^-p finite.
-  if (!(o.learning_rate_power <= 0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("optimizer.ftrl.learning_rate_power must be <= 0, got ",
-                     o.learning_rate_power));
+  if (!(o.learning_rate_power <= 0) || !std::isfinite(o.learning_rate_power)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "optimizer.ftrl.learning_rate_power must be finite and <= 0, got ",
+        o.learning_rate_power));
   }
   if (!(o.initial_accumulator_value >= 0) ||
       !std::isfinite(o.initial_accumulator_value)) {
@@ -141,6 +141,13 @@ absl::StatusOr<std::unique_ptr<Optimizer>> CreateFtrl(float lr,
           absl::StrCat("optimizer.ftrl.", field,
                        " must be a finite number >= 0, got ", value));
     }
+  }
+  // With an empty accumulator and no l2 or beta, an element whose gradient
+  // is 0 has a zero denominator (w = .../0) once l2_shrinkage moved z.
+  if (o.initial_accumulator_value == 0 && o.l2 == 0 && o.beta == 0) {
+    return absl::InvalidArgumentError(
+        "optimizer.ftrl: initial_accumulator_value 0 needs l2 > 0 or beta > "
+        "0, or an element with a zero gradient would divide by zero");
   }
   return std::make_unique<FtrlOptimizer>(o);
 }

@@ -32,9 +32,10 @@ absl::StatusOr<std::unique_ptr<Shard>> Shard::Create(
   // other dimension is the variable's.
   bool consistent = dims.size() == var_dims.size() && def.row_offset() >= 0;
   for (int i = 0; consistent && i < dims.size(); ++i) {
-    consistent =
-        dims[i] >= 0 && (i == 0 ? def.row_offset() + dims[0] <= var_dims[0]
-                                : dims[i] == var_dims[i]);
+    // dims[0] <= var_dims[0] - row_offset: the sum could overflow.
+    consistent = dims[i] >= 0 && var_dims[i] >= 0 &&
+                 (i == 0 ? dims[0] <= var_dims[0] - def.row_offset()
+                         : dims[i] == var_dims[i]);
   }
   if (dims.empty() && def.row_offset() != 0) consistent = false;
   if (!consistent) {

@@ -175,8 +175,14 @@ absl::Status PlanSources(
       const std::vector<int64_t> dims = DimsOf(saved.shape());
       const int64_t begin = saved.row_offset();
       const int64_t end = begin + RowsOf(dims);
-      if (dims.size() != static_cast<size_t>(v.shape().dims_size()) ||
-          RowElementsOf(dims) != t->row_elements || begin < 0) {
+      // Every dimension but the first must be the variable's: a product
+      // alone would take a transposed [5,6,4] for a [10,4,6] variable.
+      bool same_rows =
+          dims.size() == static_cast<size_t>(v.shape().dims_size());
+      for (size_t d = 1; same_rows && d < dims.size(); ++d) {
+        same_rows = dims[d] == v.shape().dims(static_cast<int>(d));
+      }
+      if (!same_rows || RowElementsOf(dims) != t->row_elements || begin < 0) {
         return absl::DataLossError(absl::StrCat(
             "checkpoint ", checkpoint, ": saved shard ", saved.entry(),
             " of variable ", v.name(), " has shape ", DimsText(dims),
@@ -267,6 +273,16 @@ absl::Status LoadEntry(CheckpointReader& reader, const Need& need,
     } else if (key == kCheckpointStepKey || key == kCheckpointVersionKey ||
                key == kCheckpointUpdatesKey) {
       s = ReadChecked(reader, i, &one, &scalar);
+      // Counts start at 0 and grow by one per update: anything negative or
+      // near overflow is damage, and would make Adam's 1 - beta^t divide by
+      // zero or overflow.
+      constexpr int64_t kMaxCount = int64_t{1} << 62;
+      if (s.ok() && (scalar[0] < 0 || scalar[0] >= kMaxCount)) {
+        s = absl::DataLossError(
+            absl::StrCat("checkpoint ", reader.label(), ": entry '",
+                         reader.entry().name, "' array '", key, "' holds ",
+                         scalar[0], ", not a count in [0, 2^62)"));
+      }
       if (s.ok()) {
         int64_t& field = key == kCheckpointStepKey      ? out->step
                          : key == kCheckpointVersionKey ? out->version

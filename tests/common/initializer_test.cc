@@ -87,6 +87,17 @@ TEST(InitializerTest, InvalidInitializersNameTheProblem) {
   Initializer normal;
   normal.set_kind(Initializer::NORMAL);
   EXPECT_THAT(ValidateInitializer(normal).message(), HasSubstr("stddev"));
+  // Values that would start a variable at NaN or infinity.
+  normal.set_stddev(INFINITY);
+  EXPECT_THAT(ValidateInitializer(normal).message(), HasSubstr("finite"));
+  Initializer constant;
+  constant.set_kind(Initializer::CONSTANT);
+  constant.set_value(NAN);
+  EXPECT_THAT(ValidateInitializer(constant).message(), HasSubstr("finite"));
+  uniform.set_minval(-INFINITY);
+  EXPECT_THAT(ValidateInitializer(uniform).message(), HasSubstr("finite"));
+  constant.set_value(2.5f);
+  EXPECT_TRUE(ValidateInitializer(constant).ok());
 }
 
 }  // namespace

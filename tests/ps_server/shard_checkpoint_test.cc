@@ -505,6 +505,50 @@ TEST(ShardCheckpointTest, ChangedShapeKindOrMissingVariableIsRefused) {
   EXPECT_THAT(s.message(), HasSubstr("no variable v"));
 }
 
+// A file whose checksums are right but whose update count is not a count
+// (here -1, which would make Adam's next step divide by zero) is damage.
+TEST(ShardCheckpointTest, ImpossibleUpdateCountIsDataLoss) {
+  ScratchDir dir;
+  Cluster a(1);
+  a.AddDense("w", 4, 2, 1, AdamConfig(0.1f, 0.9f, 0.999f, 1e-7f));
+  std::shared_ptr<Shard> shard = a.DenseShards("w").at(0);
+  ShardState state = shard->CopyState();
+  state.updates = -1;
+  ASSERT_TRUE(shard->RestoreState(state).ok());
+  const CheckpointManifest manifest = a.Save(dir.path());
+
+  Cluster b(1);
+  b.AddDense("w", 4, 2, 1, AdamConfig(0.1f, 0.9f, 0.999f, 1e-7f));
+  const ShardState before = b.DenseShards("w").at(0)->CopyState();
+  absl::Status s = b.Restore(manifest, dir.path());
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+  EXPECT_THAT(s.message(), HasSubstr("not a count"));
+  EXPECT_EQ(b.DenseShards("w").at(0)->CopyState().values, before.values);
+}
+
+// Only the first dimension of a saved shard may differ from its variable's:
+// [10,6,4] saved for a [10,4,6] variable has the right row size but
+// scrambled rows.
+TEST(ShardCheckpointTest, TransposedSavedShardIsRefused) {
+  ScratchDir dir;
+  Cluster b(1);
+  CreateShardsRequest request;
+  *request.add_shards() =
+      MakeShardDef("t", 0, {10, 4, 6}, 0, 10, GlorotInit(40, 6, 1));
+  *request.mutable_optimizer() = SgdConfig(0.1f);
+  CreateShardsResponse created;
+  ASSERT_TRUE(b.ps(0).Create(request, &created).ok());
+  CheckpointManifest manifest = b.Save(dir.path());
+  ASSERT_EQ(manifest.variables_size(), 1);
+  TensorShape* saved =
+      manifest.mutable_variables(0)->mutable_shards(0)->mutable_shape();
+  saved->set_dims(1, 6);
+  saved->set_dims(2, 4);
+  absl::Status s = b.Restore(manifest, dir.path());
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+  EXPECT_THAT(s.message(), HasSubstr("not a row range of the variable"));
+}
+
 TEST(ShardCheckpointTest, RowsTheCheckpointLacksAreNamed) {
   ScratchDir dir;
   Cluster a(2);

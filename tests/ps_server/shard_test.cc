@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -212,6 +213,14 @@ TEST(ShardTest, CreateRejectsBadDefinitions) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.status().message(), HasSubstr("negative dimension"));
+
+  // row_offset + rows overflows int64: not a row range of a 10-row variable.
+  ShardDef overflow = MakeShardDef("far", 0, {10}, 0, 1, ZerosInit());
+  overflow.set_row_offset(std::numeric_limits<int64_t>::max());
+  s = Shard::Create(overflow, sgd.get());
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.status().message(), HasSubstr("not a row range"));
 
   s = Shard::Create(
       MakeShardDef("glorot", 0, {4, 3}, 0, 4, GlorotInit(0, 3, 1)), sgd.get());

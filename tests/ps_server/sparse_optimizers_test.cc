@@ -185,6 +185,13 @@ TEST(SparseOptimizersTest, BadOptionsAreRefusedNamingTheField) {
     c = FtrlConfig(0.1f, 0, 0, 0, 0);
     c.mutable_ftrl()->set_initial_accumulator_value(-0.1f);
     cases.push_back({c, "initial_accumulator_value"});
+    c = FtrlConfig(0.1f, 0, 0, 0, 0);
+    c.mutable_ftrl()->set_learning_rate_power(-INFINITY);
+    cases.push_back({c, "learning_rate_power"});
+    // An empty accumulator with neither l2 nor beta divides by zero.
+    c = FtrlConfig(0.1f, 0, 0, 0.05f, 0);
+    c.mutable_ftrl()->set_initial_accumulator_value(0.0f);
+    cases.push_back({c, "initial_accumulator_value 0 needs l2 > 0 or beta"});
   }
   for (const Case& c : cases) {
     absl::StatusOr<std::unique_ptr<Optimizer>> optimizer =
