@@ -1,13 +1,11 @@
 #include "common/cluster_spec.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <climits>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
-#include <memory>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -15,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "common/bounded_file_read.h"
 #include "nlohmann/json.hpp"
 
 namespace tessera {
@@ -38,10 +37,34 @@ std::string Quote(absl::string_view s) {
   return absl::StrCat("\"", absl::CHexEscape(s), "\"");
 }
 
+// Whether arrays and objects nest at most `max_depth` deep in `value` (a
+// scalar nests 0 deep, [1] 1, [[1]] 2). Iterative: the input may nest as deep
+// as its length allows.
+bool NestsAtMost(const json& value, int max_depth) {
+  std::vector<std::pair<const json*, int>> stack = {{&value, 0}};
+  while (!stack.empty()) {
+    const auto [node, depth] = stack.back();
+    stack.pop_back();
+    if (!node->is_structured()) continue;
+    if (depth >= max_depth) return false;
+    for (const json& child : *node) stack.emplace_back(&child, depth + 1);
+  }
+  return true;
+}
+
 // Renders an offending JSON value for an error message, shortened so a
-// misplaced blob does not swamp the log line.
+// misplaced blob does not swamp the log line. dump() recurses once per
+// level, so a deeply nested value (60000 '[' overflowed the stack) is
+// described by its type and size instead.
 std::string Describe(const json& value) {
   constexpr size_t kMaxChars = 80;
+  constexpr int kMaxDumpDepth = 16;
+  if (!NestsAtMost(value, kMaxDumpDepth)) {
+    return absl::StrCat(value.is_array() ? "an array of " : "an object with ",
+                        value.size(),
+                        value.is_array() ? " element(s)" : " key(s)",
+                        " nested more than ", kMaxDumpDepth, " levels deep");
+  }
   std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
   if (text.size() > kMaxChars) {
     text = absl::StrCat(text.substr(0, kMaxChars), "...");
@@ -349,30 +372,10 @@ absl::StatusOr<ClusterSpec> ClusterSpec::FromEnvironment() {
 }
 
 absl::StatusOr<ClusterSpec> ClusterSpec::FromFile(const std::string& path) {
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(
-      std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (file == nullptr) {
-    const int error = errno;  // Read before StrCat can clobber it.
-    return absl::ErrnoToStatus(
-        error, absl::StrCat("cannot open TF_CONFIG file ", Quote(path)));
-  }
-  std::string text;
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), file.get())) > 0) {
-    text.append(buffer, n);
-    if (text.size() > kMaxFileBytes) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("TF_CONFIG file ", Quote(path), " is larger than ",
-                       kMaxFileBytes, " bytes"));
-    }
-  }
-  if (std::ferror(file.get())) {
-    const int error = errno;
-    return absl::ErrnoToStatus(
-        error, absl::StrCat("cannot read TF_CONFIG file ", Quote(path)));
-  }
-  return Parse(text, absl::StrCat("TF_CONFIG file ", Quote(path)));
+  const std::string what = absl::StrCat("TF_CONFIG file ", Quote(path));
+  absl::StatusOr<std::string> text = ReadBoundedFile(path, kMaxFileBytes, what);
+  if (!text.ok()) return text.status();
+  return Parse(*text, what);
 }
 
 absl::StatusOr<ClusterSpec> ClusterSpec::FromParts(

@@ -55,7 +55,9 @@ class ClusterSpec {
   // Reads the TF_CONFIG environment variable. NotFound if unset or blank.
   static absl::StatusOr<ClusterSpec> FromEnvironment();
 
-  // Reads TF_CONFIG JSON from `path`. NotFound if the file does not exist;
+  // Reads TF_CONFIG JSON from `path`. NotFound if the file does not exist,
+  // InvalidArgument if it is larger than 16 MiB (e.g. /dev/zero given by
+  // mistake);
   // errors name the path.
   static absl::StatusOr<ClusterSpec> FromFile(const std::string& path);
 

@@ -1,5 +1,7 @@
 #include "common/grpc_channel.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -175,8 +177,20 @@ void ConfigureServerBuilder(grpc::ServerBuilder* builder) {
       GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
 }
 
+absl::Status CheckTimeoutSeconds(absl::string_view flag, double seconds) {
+  // Written so that NaN fails too.
+  if (seconds > 0 && seconds <= kMaxRpcTimeoutS) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(flag, " must be a number of seconds in (0, ",
+                   static_cast<int64_t>(kMaxRpcTimeoutS), "], got ", seconds));
+}
+
 void SetDeadline(grpc::ClientContext* context, double seconds) {
-  if (seconds <= 0) seconds = FLAGS_rpc_timeout_s;
+  if (!(seconds > 0)) seconds = FLAGS_rpc_timeout_s;
+  // Converting a double beyond int64's range is undefined behaviour: keep
+  // the microseconds well inside it.
+  if (!(seconds > 0)) seconds = 0;
+  seconds = std::min(seconds, kMaxRpcTimeoutS);
   context->set_deadline(
       std::chrono::system_clock::now() +
       std::chrono::microseconds(static_cast<int64_t>(seconds * 1e6)));

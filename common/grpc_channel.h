@@ -6,7 +6,9 @@
 #include <optional>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "common/tls_credentials.h"
 #include "gflags/gflags.h"
 #include "grpcpp/channel.h"
@@ -78,8 +80,22 @@ std::string ListenAddress(const std::string& address);
 // Applies the same message size limits to a server.
 void ConfigureServerBuilder(grpc::ServerBuilder* builder);
 
-// Every client call gets a deadline; `seconds` <= 0 means the default from
-// --rpc_timeout_s.
+// The longest deadline a call is given, in seconds (about 11.6 days): far
+// beyond any real call, and far below where the deadline overflows.
+inline constexpr double kMaxRpcTimeoutS = 1e6;
+
+// OK when `seconds` can be a call's deadline: finite and in
+// (0, kMaxRpcTimeoutS]. Otherwise InvalidArgument naming `flag` (e.g.
+// "--rpc_timeout_s") and the value. StartProcess checks --rpc_timeout_s
+// with it.
+absl::Status CheckTimeoutSeconds(absl::string_view flag, double seconds);
+
+// Every client call gets a deadline; `seconds` <= 0 or NaN means the
+// default from --rpc_timeout_s. The result is clamped to
+// [0, kMaxRpcTimeoutS], for values no one checked (a tool's flags, sums
+// such as --wait_s + 10): more than the maximum gives the maximum, and a
+// --rpc_timeout_s that is not positive a deadline already past, so calls
+// fail at once with DEADLINE_EXCEEDED.
 void SetDeadline(grpc::ClientContext* context, double seconds = 0);
 
 }  // namespace tessera

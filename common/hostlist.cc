@@ -118,6 +118,14 @@ class HostlistParser {
     }
     Range range;
     range.width = lo_text.size();
+    // Padding is the one part of a value the text does not bound; without
+    // this "n[" + 2000 zeros + "-65535]" expanded to 2000-digit names.
+    if (range.width > kMaxHostNameBytes) {
+      return ErrorAt(
+          begin, absl::StrCat("range ", Quote(part), " pads its values to ",
+                              range.width, " digits; a host name has at most ",
+                              kMaxHostNameBytes, " characters"));
+    }
     if (!absl::SimpleAtoi(lo_text, &range.lo) ||
         !absl::SimpleAtoi(hi_text, &range.hi)) {
       return ErrorAt(begin, absl::StrCat("a number in ", Quote(part),
@@ -135,12 +143,17 @@ class HostlistParser {
     return range;
   }
 
-  // Parses the contents text_[begin, end) of a bracket group into the
-  // zero-padded values it stands for.
-  absl::StatusOr<std::vector<std::string>> ExpandGroup(size_t begin,
-                                                       size_t end) const {
+  // Parses the contents text_[begin, end) of a bracket group into its
+  // ranges, without expanding them; *count is the number of values they
+  // stand for (at most kMaxExpandedHosts) and *widest the most characters
+  // one of them prints as.
+  absl::StatusOr<std::vector<Range>> ParseGroup(size_t begin, size_t end,
+                                                uint64_t* count,
+                                                size_t* widest) const {
     if (begin == end) return ErrorAt(begin - 1, "empty bracket group \"[]\"");
-    std::vector<std::string> values;
+    std::vector<Range> ranges;
+    *count = 0;
+    *widest = 0;
     size_t part_start = begin;
     for (size_t i = begin; i <= end; ++i) {
       if (i != end && text_[i] != ',') continue;
@@ -149,16 +162,28 @@ class HostlistParser {
       }
       absl::StatusOr<Range> range = ParseRange(part_start, i);
       if (!range.ok()) return range.status();
-      if (values.size() + (range->hi - range->lo) >=
-          static_cast<size_t>(kMaxExpandedHosts)) {
+      *count += range->hi - range->lo + 1;  // Each term is at most 2^16.
+      if (*count > static_cast<uint64_t>(kMaxExpandedHosts)) {
         return Error(
             absl::StrCat("expands to more than ", kMaxExpandedHosts, " names"));
       }
-      for (uint64_t v = range->lo;; ++v) {
-        values.push_back(ZeroPadded(v, range->width));
-        if (v == range->hi) break;  // hi may be UINT64_MAX.
-      }
+      *widest =
+          std::max({*widest, range->width, absl::StrCat(range->hi).size()});
+      ranges.push_back(*range);
       part_start = i + 1;
+    }
+    return ranges;
+  }
+
+  // The zero-padded values `ranges` stand for, in order.
+  static std::vector<std::string> ExpandGroup(
+      const std::vector<Range>& ranges) {
+    std::vector<std::string> values;
+    for (const Range& range : ranges) {
+      for (uint64_t v = range.lo;; ++v) {
+        values.push_back(ZeroPadded(v, range.width));
+        if (v == range.hi) break;  // hi may be UINT64_MAX.
+      }
     }
     return values;
   }
@@ -168,9 +193,10 @@ class HostlistParser {
                           std::vector<std::string>* hosts) const {
     // The name is literals[0] groups[0] literals[1] groups[1] ... with one
     // more literal than groups; the last literal must be empty if there is
-    // a group.
+    // a group. Every group is parsed and sized before any is expanded, so
+    // the limits on names and their length are checked first.
     std::vector<absl::string_view> literals;
-    std::vector<std::vector<std::string>> groups;
+    std::vector<std::vector<Range>> ranges;
     uint64_t count = 1;     // names the groups so far stand for
     size_t name_bytes = 0;  // longest name the groups so far can give
     size_t pos = begin;
@@ -180,20 +206,18 @@ class HostlistParser {
       const size_t close = text_.find(']', open);  // Balanced: Parse checked.
       literals.push_back(text_.substr(pos, open - pos));
       name_bytes += literals.back().size();
-      absl::StatusOr<std::vector<std::string>> values =
-          ExpandGroup(open + 1, close);
-      if (!values.ok()) return values.status();
-      // Checked group by group, so several large groups cannot each be
-      // expanded before their product is found too large.
-      count *= values->size();  // Each factor and the product stay <= 2^20.
+      uint64_t group_count = 0;
+      size_t widest = 0;
+      absl::StatusOr<std::vector<Range>> group =
+          ParseGroup(open + 1, close, &group_count, &widest);
+      if (!group.ok()) return group.status();
+      count *= group_count;  // Each factor and the product stay <= 2^20.
       if (hosts->size() + count > static_cast<uint64_t>(kMaxExpandedHosts)) {
         return Error(
             absl::StrCat("expands to more than ", kMaxExpandedHosts, " names"));
       }
-      size_t widest = 0;
-      for (const std::string& v : *values) widest = std::max(widest, v.size());
       name_bytes += widest;
-      groups.push_back(*std::move(values));
+      ranges.push_back(*std::move(group));
       pos = close + 1;
     }
     literals.push_back(text_.substr(pos, end - pos));
@@ -203,7 +227,7 @@ class HostlistParser {
                                          " characters; at most ",
                                          kMaxHostNameBytes, " are allowed"));
     }
-    if (groups.empty()) {
+    if (ranges.empty()) {
       hosts->emplace_back(literals[0]);
       return absl::OkStatus();
     }
@@ -211,6 +235,10 @@ class HostlistParser {
       return ErrorAt(pos, absl::StrCat(Quote(literals.back()),
                                        " follows the last bracket group; "
                                        "Slurm allows no text there"));
+    }
+    std::vector<std::vector<std::string>> groups;
+    for (const std::vector<Range>& group : ranges) {
+      groups.push_back(ExpandGroup(group));
     }
     // Slurm's order: the next-to-last group outermost, then the groups
     // before it from right to left, and the last group innermost.

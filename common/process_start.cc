@@ -41,6 +41,12 @@ ProcessStart StartProcess(int* argc, char*** argv, const char* usage,
                << "], got " << FLAGS_chunk_bytes;
     return start;
   }
+  if (absl::Status s =
+          CheckTimeoutSeconds("--rpc_timeout_s", FLAGS_rpc_timeout_s);
+      !s.ok()) {
+    LOG(ERROR) << s.message();
+    return start;
+  }
   if (absl::StatusOr<ChannelSecurity> security = ChannelSecurityFromFlags();
       !security.ok()) {
     LOG(ERROR) << security.status().message();

@@ -21,11 +21,11 @@ namespace tessera {
 // What every Tessera binary does first: parse flags, log to stderr, turn
 // SIGINT/SIGTERM into an orderly shutdown, resolve the cluster, honour
 // --print_cluster, and check that this task is of `task_type`, that
-// --chunk_bytes is sane, and that the job token and the TLS files the
-// flags name can be read (so no channel or server fails on them later).
-// `cluster` is set when the process should go on; otherwise it should exit with
-// `exit_code` (0 after --print_cluster, 2 for a bad command line or cluster,
-// the reason already logged).
+// --chunk_bytes and --rpc_timeout_s are sane, and that the job token and the
+// TLS files the flags name can be read (so no channel or server fails on them
+// later). `cluster` is set when the process should go on; otherwise it should
+// exit with `exit_code` (0 after --print_cluster, 2 for a bad command line or
+// cluster, the reason already logged).
 struct ProcessStart {
   std::optional<ClusterSpec> cluster;
   int exit_code = 0;

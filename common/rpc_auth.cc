@@ -2,11 +2,11 @@
 
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "common/bounded_file_read.h"
 #include "glog/logging.h"
 
 DEFINE_string(job_token_file, "",
@@ -17,15 +17,22 @@ DEFINE_string(job_token_file, "",
 namespace tessera {
 namespace {
 
+// A token is at most kMaxTokenBytes; the file may add trailing whitespace.
+// Anything larger is the wrong file (--job_token_file=/dev/zero), refused
+// before it is read into memory.
+constexpr size_t kMaxTokenBytes = 4096;
+constexpr size_t kMaxTokenFileBytes = 16 << 10;
+
 // gRPC refuses non-printable metadata values; a token stays in visible
 // ASCII so it never breaks a call.
 absl::Status CheckTokenText(absl::string_view token, absl::string_view from) {
   if (token.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(from, " holds no token"));
   }
-  if (token.size() > 4096) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        from, " holds ", token.size(), " bytes; a job token is at most 4096"));
+  if (token.size() > kMaxTokenBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(from, " holds ", token.size(),
+                     " bytes; a job token is at most ", kMaxTokenBytes));
   }
   for (char c : token) {
     if (c < 0x21 || c > 0x7e) {
@@ -42,19 +49,15 @@ absl::Status CheckTokenText(absl::string_view token, absl::string_view from) {
 
 absl::StatusOr<std::string> LoadJobToken() {
   if (!FLAGS_job_token_file.empty()) {
-    std::ifstream in(FLAGS_job_token_file, std::ios::binary);
-    if (!in) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--job_token_file=", FLAGS_job_token_file, ": cannot be read"));
+    const std::string what =
+        absl::StrCat("--job_token_file=", FLAGS_job_token_file);
+    absl::StatusOr<std::string> text =
+        ReadBoundedFile(FLAGS_job_token_file, kMaxTokenFileBytes, what);
+    if (!text.ok()) {
+      return absl::InvalidArgumentError(text.status().message());
     }
-    std::stringstream text;
-    text << in.rdbuf();
-    std::string token(absl::StripTrailingAsciiWhitespace(text.str()));
-    if (absl::Status s = CheckTokenText(
-            token, absl::StrCat("--job_token_file=", FLAGS_job_token_file));
-        !s.ok()) {
-      return s;
-    }
+    std::string token(absl::StripTrailingAsciiWhitespace(*text));
+    if (absl::Status s = CheckTokenText(token, what); !s.ok()) return s;
     return token;
   }
   const char* env = std::getenv(kJobTokenEnvVar);

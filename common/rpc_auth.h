@@ -30,8 +30,9 @@ inline constexpr char kJobTokenEnvVar[] = "TESSERA_JOB_TOKEN";
 
 // Reads the job's token: the file named by --job_token_file (trailing
 // whitespace dropped) or else $TESSERA_JOB_TOKEN; empty when neither is
-// set. InvalidArgument naming the file when it cannot be read, is empty, or
-// holds characters gRPC metadata cannot carry.
+// set. InvalidArgument naming the file when it cannot be read, is larger
+// than 16 KiB (e.g. /dev/zero given by mistake), is empty, or holds
+// characters gRPC metadata cannot carry.
 absl::StatusOr<std::string> LoadJobToken();
 
 // A random 256-bit token as 64 hex digits, from /dev/urandom.

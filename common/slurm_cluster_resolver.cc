@@ -343,6 +343,13 @@ absl::StatusOr<SlurmResolution> ResolveSlurmCluster(
   absl::StatusOr<int> num_tasks =
       IntVariable("SLURM_STEP_NUM_TASKS", *num_tasks_text);
   if (!num_tasks.ok()) return num_tasks.status();
+  // Bounded before anything is sized by it: one placement and one address
+  // are made per task, and 2000000000 asked for 16 GB.
+  if (*num_tasks > kMaxExpandedHosts) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("SLURM_STEP_NUM_TASKS is ", *num_tasks, "; at most ",
+                     kMaxExpandedHosts, " tasks are supported in one step"));
+  }
   absl::StatusOr<std::vector<std::string>> nodes = ExpandHostlist(*nodelist);
   if (!nodes.ok()) return WithPrefix("SLURM_STEP_NODELIST", nodes.status());
   absl::StatusOr<std::vector<int>> tasks_per_node =
@@ -400,6 +407,19 @@ absl::StatusOr<SlurmResolution> ResolveSlurmCluster(
         wanted, ")"));
   }
 
+  // Checked before placing ranks: no node may run more tasks than it has
+  // ports.
+  const int max_tasks =
+      *std::max_element(tasks_per_node->begin(), tasks_per_node->end());
+  if (options.port_base < 1 ||
+      static_cast<int64_t>(options.port_base) + max_tasks - 1 > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("port_base is ", options.port_base, "; with up to ",
+                     max_tasks, " task(s) on one node the ports run to ",
+                     static_cast<int64_t>(options.port_base) + max_tasks - 1,
+                     ", outside 1..65535"));
+  }
+
   // Where Slurm put each rank.
   absl::StatusOr<int> per_round = RanksPerRound(getenv);
   if (!per_round.ok()) return per_round.status();
@@ -425,17 +445,6 @@ absl::StatusOr<SlurmResolution> ResolveSlurmCluster(
           "; Slurm placed the tasks in a way Tessera cannot map; ",
           kUseBlockOrCyclic));
     }
-  }
-
-  const int max_tasks =
-      *std::max_element(tasks_per_node->begin(), tasks_per_node->end());
-  if (options.port_base < 1 ||
-      static_cast<int64_t>(options.port_base) + max_tasks - 1 > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("port_base is ", options.port_base, "; with up to ",
-                     max_tasks, " task(s) on one node the ports run to ",
-                     static_cast<int64_t>(options.port_base) + max_tasks - 1,
-                     ", outside 1..65535"));
   }
 
   // Jobs take ranks in name order (std::map: chief < evaluator < ps <

@@ -22,7 +22,8 @@
 // Variables read. Required: SLURM_PROCID (this task's rank),
 // SLURM_STEP_NODELIST (the step's nodes, in Slurm's order),
 // SLURM_STEP_TASKS_PER_NODE (tasks on each of those nodes),
-// SLURM_STEP_NUM_TASKS (their sum, cross-checked). Optional:
+// SLURM_STEP_NUM_TASKS (their sum, cross-checked; at most kMaxExpandedHosts,
+// checked before anything is sized by it). Optional:
 // SLURM_DISTRIBUTION (unset means block, as srun without -m),
 // SLURM_DIST_PLANESIZE (with SLURM_DISTRIBUTION=plane), CUDA_VISIBLE_DEVICES,
 // SLURMD_TRES_BIND (see GPUs below), and SLURM_NODEID / SLURM_LOCALID, which,

@@ -1,13 +1,12 @@
 #include "common/tls_credentials.h"
 
-#include <fstream>
-#include <sstream>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/bounded_file_read.h"
 #include "grpc/grpc_security_constants.h"
 
 DEFINE_string(tls_cert, "",
@@ -25,24 +24,21 @@ DEFINE_string(tls_target_name_override, "",
 namespace tessera {
 namespace {
 
+// A certificate chain, key or CA bundle is a few KB; a long chain or a
+// system CA bundle some hundreds. Larger is the wrong file, refused before
+// it is read into memory.
+constexpr size_t kMaxPemFileBytes = 1 << 20;
+
 // Reads `path` (named by --`flag`) and checks that it holds a PEM block
 // whose header ends in `pem_label` ("CERTIFICATE", "PRIVATE KEY"), so a
 // swapped or truncated file is refused here, naming it, rather than as a
 // handshake failure on the first call.
 absl::StatusOr<std::string> ReadPem(const char* flag, const std::string& path,
                                     const char* pem_label) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", flag, "=", path, ": cannot be read"));
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  if (in.bad()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", flag, "=", path, ": read failed"));
-  }
-  std::string pem = text.str();
+  absl::StatusOr<std::string> text = ReadBoundedFile(
+      path, kMaxPemFileBytes, absl::StrCat("--", flag, "=", path));
+  if (!text.ok()) return absl::InvalidArgumentError(text.status().message());
+  std::string pem = *std::move(text);
   if (!absl::StrContains(pem, "-----BEGIN ") ||
       !absl::StrContains(pem, absl::StrCat(pem_label, "-----"))) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -37,7 +37,8 @@ struct TlsFiles {
 // Reads the files named by --tls_cert, --tls_key and --tls_ca. nullopt
 // when none of the three is set (plaintext). InvalidArgument naming the
 // missing flag when only some are set, and naming the file when one cannot
-// be read or does not hold what its flag promises (a PEM certificate, a
+// be read, is larger than 1 MiB (e.g. /dev/zero given by mistake), or
+// does not hold what its flag promises (a PEM certificate, a
 // PEM private key).
 absl::StatusOr<std::optional<TlsFiles>> LoadTlsFiles();
 

@@ -1,11 +1,11 @@
 #include "coordinator/job_config.h"
 
 #include <fstream>
-#include <sstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/bounded_file_read.h"
 #include "common/model_spec.h"
 #include "common/training_mode.h"
 #include "google/protobuf/io/tokenizer.h"
@@ -246,18 +246,17 @@ absl::Status ApplyFlags(bool only_explicit, JobConfig* job) {
 }  // namespace
 
 absl::StatusOr<JobConfig> ReadJobFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    return absl::NotFoundError(
-        absl::StrCat("job file ", path, ": cannot open"));
-  }
-  std::stringstream text;
-  text << in.rdbuf();
+  // A job file is a few KB of text; the cap refuses a wrong path such as
+  // /dev/zero before it is read into memory.
+  constexpr size_t kMaxJobFileBytes = 1 << 20;
+  absl::StatusOr<std::string> text =
+      ReadBoundedFile(path, kMaxJobFileBytes, absl::StrCat("job file ", path));
+  if (!text.ok()) return text.status();
   JobConfig job;
   google::protobuf::TextFormat::Parser parser;
   CollectErrors errors;
   parser.RecordErrorsTo(&errors);
-  if (!parser.ParseFromString(text.str(), &job)) {
+  if (!parser.ParseFromString(*text, &job)) {
     return absl::InvalidArgumentError(
         absl::StrCat("job file ", path, ": ", errors.first()));
   }

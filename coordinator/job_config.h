@@ -21,7 +21,8 @@ DECLARE_uint64(seed);
 namespace tessera {
 
 // Reads a job from a text-format JobConfig file; errors name the file,
-// line and column.
+// line and column. NotFound when the file does not exist, InvalidArgument
+// when it is larger than 1 MiB (e.g. /dev/zero given by mistake).
 absl::StatusOr<JobConfig> ReadJobFile(const std::string& path);
 
 // The job as the command line describes it: the flags' defaults, overlaid

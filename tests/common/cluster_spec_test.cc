@@ -304,5 +304,45 @@ TEST_F(ClusterSpecEnvTest, FromEnvironment) {
   EXPECT_EQ(spec->task().index, 1);
 }
 
+// Describe() used json::dump(), which recurses once per level: 60000 '['
+// overflowed the stack while the error message was being built.
+TEST(ClusterSpecTest, DeeplyNestedValueIsDescribedWithoutRecursing) {
+  constexpr int kDepth = 200000;
+  ExpectInvalid(WithCluster(std::string(kDepth, '[') + std::string(kDepth, ']'),
+                            R"({"type":"worker"})"),
+                "cluster is an array of 1 element(s) nested more than 16 "
+                "levels deep; expected an object");
+  ExpectInvalid(WithCluster(R"({"worker":[)" + std::string(kDepth, '[') +
+                            std::string(kDepth, ']') + "]}"),
+                "cluster.worker[0] is an array of 1 element(s) nested more "
+                "than 16 levels deep; expected a \"host:port\" string");
+  ExpectInvalid(
+      WithCluster(R"({"worker":["h:1"]})",
+                  std::string(kDepth, '[') + std::string(kDepth, ']')),
+      "task is an array of 1 element(s) nested more than 16 levels "
+      "deep");
+  std::string objects;
+  for (int i = 0; i < kDepth; ++i) objects += R"({"a":)";
+  objects += "1" + std::string(kDepth, '}');
+  ExpectInvalid(R"({"cluster":{"worker":["h:1"]},"task":{"type":"worker"},)"
+                R"("rpc_layer":)" +
+                    objects + "}",
+                "rpc_layer is an object with 1 key(s) nested more than 16 "
+                "levels deep; expected a non-empty string");
+  // Shallow values are still shown as they are.
+  ExpectInvalid(WithCluster(std::string(16, '[') + std::string(16, ']')),
+                "cluster is [[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]");
+}
+
+// FromFile used to cap reads itself; it now shares ReadBoundedFile.
+TEST(ClusterSpecTest, FromFileRefusesAnEndlessFile) {
+  absl::StatusOr<ClusterSpec> spec = ClusterSpec::FromFile("/dev/zero");
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(spec.status().message().find(
+                "TF_CONFIG file \"/dev/zero\" is larger than 16777216 bytes"),
+            std::string::npos)
+      << spec.status();
+}
+
 }  // namespace
 }  // namespace tessera

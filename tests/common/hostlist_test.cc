@@ -209,5 +209,26 @@ TEST(ExpandTasksPerNodeTest, RejectsMalformedCounts) {
   ExpectBadCounts("1(x1048576),1", "expands to more than 1048576 counts");
 }
 
+// The padding width of a range start was never bounded: "n[" + 2000 zeros +
+// "-65535]" built 65536 names of 2000 digits before the name length was
+// checked.
+TEST(ExpandHostlistTest, RejectsPaddingWiderThanAHostName) {
+  const std::string zeros(2000, '0');
+  absl::StatusOr<std::vector<std::string>> hosts =
+      ExpandHostlist("n[" + zeros + "-65535]");
+  EXPECT_EQ(hosts.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(hosts.status().message()),
+              HasSubstr("range \"" + zeros +
+                        "-65535\" pads its values to 2000 digits; a host name "
+                        "has at most 255 characters at position 2"));
+  // 255 digits is a name of 256 characters with "n": refused too, by the
+  // name length, before any value is built.
+  hosts = ExpandHostlist("n[" + std::string(255, '0') + "-65535]");
+  EXPECT_THAT(std::string(hosts.status().message()),
+              HasSubstr("a host name of up to 256 characters"));
+  EXPECT_THAT(Expand("[" + std::string(255, '0') + "-1]"),
+              ElementsAre(std::string(255, '0'), std::string(254, '0') + "1"));
+}
+
 }  // namespace
 }  // namespace tessera

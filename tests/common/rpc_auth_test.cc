@@ -73,5 +73,20 @@ TEST(RpcAuthTest, GeneratedTokensAreHexAndDiffer) {
   EXPECT_NE(*a, *b);
 }
 
+// The token file was read whole before its size was checked:
+// --job_token_file=/dev/zero read until memory ran out.
+TEST_F(RpcAuthFlagsTest, EndlessOrHugeFileIsRefusedAtTheCap) {
+  FLAGS_job_token_file = "/dev/zero";
+  absl::StatusOr<std::string> token = LoadJobToken();
+  EXPECT_EQ(token.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(token.status().message(),
+              HasSubstr("--job_token_file=/dev/zero is larger than 16384 "
+                        "bytes"));
+  // A token of 5000 characters fits the file cap but not the token's.
+  FLAGS_job_token_file = WriteFile(std::string(5000, 'a') + "\n");
+  EXPECT_THAT(LoadJobToken().status().message(),
+              HasSubstr("holds 5000 bytes; a job token is at most 4096"));
+}
+
 }  // namespace
 }  // namespace tessera

@@ -753,5 +753,19 @@ TEST(ParseJobsTest, RejectsMalformedJobs) {
   }
 }
 
+// PlaceRanks allocated SLURM_STEP_NUM_TASKS placements before any bound:
+// 2000000000 tasks on one node asked for 16 GB and aborted.
+TEST(SlurmClusterResolverTest, HugeTaskCountIsRefusedBeforeAllocating) {
+  ExpectError(
+      Resolve(SlurmOptions(), StepEnv("n1", "2000000000", 2000000000, 0)),
+      absl::StatusCode::kInvalidArgument,
+      "SLURM_STEP_NUM_TASKS is 2000000000; at most 1048576 tasks");
+  // Under that cap, a node with more tasks than ports is refused by the port
+  // range, still before the ranks are placed.
+  ExpectError(Resolve(SlurmOptions(), StepEnv("n1", "70000", 70000, 0)),
+              absl::StatusCode::kInvalidArgument,
+              "with up to 70000 task(s) on one node the ports run to 78887");
+}
+
 }  // namespace
 }  // namespace tessera

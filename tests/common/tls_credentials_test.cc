@@ -272,5 +272,20 @@ TEST_F(TlsTest, UnreadableTlsFilesFailClosed) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
 }
 
+// PEM files were read whole, whatever their size: /dev/zero given for a
+// certificate read until memory ran out.
+TEST(TlsFlagsTest, EndlessPemFileIsRefusedAtTheCap) {
+  FLAGS_tls_cert = "/dev/zero";
+  FLAGS_tls_key = "/dev/zero";
+  FLAGS_tls_ca = "/dev/zero";
+  absl::StatusOr<std::optional<TlsFiles>> tls = LoadTlsFiles();
+  EXPECT_EQ(tls.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(tls.status().message(),
+              HasSubstr("--tls_cert=/dev/zero is larger than 1048576 bytes"));
+  FLAGS_tls_cert = "";
+  FLAGS_tls_key = "";
+  FLAGS_tls_ca = "";
+}
+
 }  // namespace
 }  // namespace tessera

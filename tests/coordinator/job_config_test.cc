@@ -304,5 +304,14 @@ TEST(ProgressMeterTest, CountsStepsAndWritesFinalLine) {
                           HasSubstr("took")));
 }
 
+// --job_file was read whole, whatever its size: /dev/zero read until memory
+// ran out.
+TEST_F(JobConfigTest, EndlessJobFileIsRefusedAtTheCap) {
+  absl::StatusOr<JobConfig> read = ReadJobFile("/dev/zero");
+  EXPECT_EQ(read.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(read.status().message(),
+              HasSubstr("job file /dev/zero is larger than 1048576 bytes"));
+}
+
 }  // namespace
 }  // namespace tessera
