@@ -233,6 +233,21 @@ absl::StatusOr<ValidCheckpoint> CheckpointDir::LatestValid(
                    " checkpoint directories, none valid)"));
 }
 
+absl::StatusOr<std::string> CheckpointDir::SetAside(
+    const CheckpointRef& ref) const {
+  std::error_code ec;
+  std::string target = absl::StrCat(ref.path, ".rejected");
+  for (int n = 2; fs::exists(target, ec); ++n) {
+    target = absl::StrCat(ref.path, ".rejected-", n);
+  }
+  fs::rename(ref.path, target, ec);
+  if (ec) {
+    return FsError(ec, absl::StrCat("cannot set ", ref.path, " aside"));
+  }
+  LOG(WARNING) << "Set checkpoint " << ref.path << " aside as " << target;
+  return target;
+}
+
 absl::Status CheckpointDir::KeepLast(int keep) const {
   if (keep < 1) {
     return absl::InvalidArgumentError(

@@ -113,6 +113,13 @@ class CheckpointDir {
   // stays cheap. InvalidArgument for keep < 1.
   absl::Status KeepLast(int keep) const;
 
+  // Renames checkpoint `ref` to <path>.rejected (or .rejected-2, ...), a
+  // name List() ignores, and returns the new path. A complete checkpoint
+  // that does not validate would otherwise count as one of the kept ones
+  // and block a new checkpoint at its step; renamed, it stays for a person
+  // to look at.
+  absl::StatusOr<std::string> SetAside(const CheckpointRef& ref) const;
+
  private:
   const std::string root_;
 };

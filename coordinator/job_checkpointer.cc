@@ -46,9 +46,32 @@ JobCheckpointer::JobCheckpointer(std::string root, int keep,
       ps_(std::move(ps)),
       job_(std::move(job)) {}
 
+void JobCheckpointer::ExpectShards(std::vector<int64_t> per_ps) {
+  expected_shards_ = std::move(per_ps);
+}
+
 absl::StatusOr<std::string> JobCheckpointer::Save(const JobPosition& position) {
   const absl::Time start = absl::Now();
   absl::StatusOr<std::string> directory = dir_.Prepare(position.global_step);
+  if (absl::IsAlreadyExists(directory.status())) {
+    // Asked twice at one step (a checkpoint right after the last epoch's),
+    // or left by an earlier run: keep it if it is sound.
+    const CheckpointRef ref{position.global_step,
+                            dir_.PathFor(position.global_step), true};
+    absl::StatusOr<CheckpointManifest> existing = dir_.Validate(ref);
+    if (existing.ok()) {
+      LOG(INFO) << "checkpoint " << ref.path << " already holds step "
+                << position.global_step;
+      return ref.path;
+    }
+    LOG(WARNING) << "checkpoint " << ref.path
+                 << " is damaged and will be rewritten: "
+                 << existing.status().message();
+    if (absl::StatusOr<std::string> aside = dir_.SetAside(ref); !aside.ok()) {
+      return aside.status();
+    }
+    directory = dir_.Prepare(position.global_step);
+  }
   if (!directory.ok()) return directory.status();
   std::vector<SaveShardsResponse> responses(ps_.size());
   if (absl::Status s =
@@ -64,6 +87,20 @@ absl::StatusOr<std::string> JobCheckpointer::Save(const JobPosition& position) {
     return absl::Status(
         s.code(), absl::StrCat("checkpoint at step ", position.global_step,
                                ": ", s.message()));
+  }
+
+  for (size_t k = 0; k < expected_shards_.size() && k < responses.size(); ++k) {
+    int64_t saved = 0;
+    for (const CheckpointVariable& v : responses[k].variables()) {
+      saved += v.shards_size();
+    }
+    if (saved != expected_shards_[k]) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "checkpoint at step ", position.global_step, ": parameter server ", k,
+          " (", ps_[k]->address(), ") saved ", saved, " shards but holds ",
+          expected_shards_[k],
+          " in this job (it restarted?); the checkpoint was not committed"));
+    }
   }
 
   CheckpointManifest manifest;
@@ -113,7 +150,30 @@ absl::StatusOr<std::string> JobCheckpointer::Save(const JobPosition& position) {
 
 absl::StatusOr<ValidCheckpoint> JobCheckpointer::Latest(
     std::vector<std::string>* rejected) const {
-  return dir_.LatestValid(rejected);
+  absl::StatusOr<ValidCheckpoint> latest = dir_.LatestValid(rejected);
+  if (!latest.ok() && !absl::IsNotFound(latest.status())) return latest;
+  absl::StatusOr<std::vector<CheckpointRef>> refs = dir_.List();
+  if (!refs.ok()) return refs.status();
+  for (const CheckpointRef& ref : *refs) {
+    if (latest.ok() && ref.step <= latest->step) break;
+    // Complete but damaged (LatestValid rejected it); an incomplete one is
+    // an abandoned attempt that Prepare reuses and KeepLast removes.
+    if (!ref.has_manifest) continue;
+    if (absl::StatusOr<std::string> aside = dir_.SetAside(ref); !aside.ok()) {
+      LOG(WARNING) << aside.status();
+    }
+  }
+  return latest;
+}
+
+absl::StatusOr<std::optional<std::string>> JobCheckpointer::NewestComplete()
+    const {
+  absl::StatusOr<std::vector<CheckpointRef>> refs = dir_.List();
+  if (!refs.ok()) return refs.status();
+  for (const CheckpointRef& ref : *refs) {
+    if (ref.has_manifest) return std::optional<std::string>(ref.path);
+  }
+  return std::optional<std::string>();
 }
 
 absl::Status JobCheckpointer::Restore(const ValidCheckpoint& checkpoint) {

@@ -2,6 +2,7 @@
 #define TESSERA_COORDINATOR_JOB_CHECKPOINTER_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,17 +41,30 @@ class JobCheckpointer {
 
   const std::string& root() const { return dir_.root(); }
 
+  // How many shards each server holds once the variables exist (per_ps[k]
+  // for task k). Save then refuses a checkpoint in which a server saved
+  // fewer: one that restarted and lost its shards would otherwise write a
+  // valid-looking file without them.
+  void ExpectShards(std::vector<int64_t> per_ps);
+
   // Every parameter server saves its shards, in parallel; then the
   // manifest (variables, shapes, partitioning, position, the job) is
   // committed and checkpoints beyond the newest `keep` are deleted.
   // Returns the checkpoint's directory. A failure leaves no manifest, so a
-  // half-written checkpoint is never restored.
+  // half-written checkpoint is never restored. A valid checkpoint already
+  // at this step is kept and its directory returned (saving twice at one
+  // step is not an error); an invalid one there is set aside first.
   absl::StatusOr<std::string> Save(const JobPosition& position);
 
   // The newest checkpoint that fully verifies; each newer one that does
-  // not is logged and named in *rejected (optional). NotFound when none.
+  // not is logged, named in *rejected (optional) and, when complete, set
+  // aside (CheckpointDir::SetAside) so it neither counts among the kept
+  // ones nor blocks a new checkpoint at its step. NotFound when none.
   absl::StatusOr<ValidCheckpoint> Latest(
       std::vector<std::string>* rejected = nullptr) const;
+
+  // The newest complete checkpoint's directory, if any (not verified).
+  absl::StatusOr<std::optional<std::string>> NewestComplete() const;
 
   // Every parameter server loads the shards it now holds from `checkpoint`,
   // re-sharding when the checkpoint was written by a different number of
@@ -63,6 +77,7 @@ class JobCheckpointer {
   const int keep_;
   const std::vector<PsClient*> ps_;
   const JobConfig job_;
+  std::vector<int64_t> expected_shards_;  // per server; empty: unchecked
 };
 
 // The position a checkpoint records.

@@ -335,10 +335,25 @@ absl::Status TrainingJob::CreateVariables() {
                 << " already there";
     }
   }
+  if (checkpointer_ != nullptr) checkpointer_->ExpectShards(expected_shards_);
   return absl::OkStatus();
 }
 
 absl::StatusOr<JobPosition> TrainingJob::StartFromCheckpoint() {
+  if (!options_.restore) {
+    // This run's checkpoints would mix with the earlier run's: pruning
+    // would keep the newer of them, and recovering from a failed parameter
+    // server would restore the other run's model.
+    absl::StatusOr<std::optional<std::string>> old =
+        checkpointer_->NewestComplete();
+    if (!old.ok()) return old.status();
+    if (old->has_value()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "--restore=false, but --checkpoint_dir ", checkpointer_->root(),
+          " holds checkpoints of an earlier run (newest ", **old,
+          "); give this run its own --checkpoint_dir, or remove them"));
+    }
+  }
   std::vector<std::string> rejected;
   absl::StatusOr<ValidCheckpoint> latest =
       options_.restore ? checkpointer_->Latest(&rejected)

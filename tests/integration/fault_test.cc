@@ -267,6 +267,11 @@ TEST_F(FaultTest, DamagedCheckpointIsNamedAndTheJobResumesOnMoreServers) {
   EXPECT_THAT(second.output, HasSubstr("ckpt-0000000188/ps-1.shards"));
   EXPECT_THAT(second.output, HasSubstr("ckpt-0000000094: epoch 2, step 94"));
   EXPECT_THAT(second.output, HasSubstr("onto 3"));
+  // The damaged checkpoint was set aside, and step 188 saved again after
+  // the re-run epoch 2 (it used to be refused as already there).
+  EXPECT_TRUE(fs::exists(fs::path(checkpoints) / "ckpt-0000000188.rejected"));
+  EXPECT_TRUE(
+      fs::exists(fs::path(checkpoints) / "ckpt-0000000188" / "manifest"));
   std::ifstream metrics(dir / "b" / "metrics.jsonl");
   std::string line;
   std::vector<int> epochs;
@@ -278,6 +283,13 @@ TEST_F(FaultTest, DamagedCheckpointIsNamedAndTheJobResumesOnMoreServers) {
   }
   EXPECT_THAT(epochs, ::testing::ElementsAre(2, 3, 4));
   EXPECT_GT(accuracy, 0.75);
+
+  // A fresh start in the same directory would mix two runs' checkpoints.
+  ShellResult fresh = Shell(absl::StrCat(
+      launcher, " --num_ps=2 --max_restarts=0 --run_dir=", (dir / "c").string(),
+      absl::StrReplaceAll(job, {{"%d", "1"}}), " --restore=false"));
+  EXPECT_NE(fresh.exit_code, 0) << fresh.output;
+  EXPECT_THAT(fresh.output, HasSubstr("holds checkpoints of an earlier run"));
 }
 
 }  // namespace
