@@ -20,9 +20,13 @@ constexpr int kMaxHexDigits = 16;
 // Quoted bad text is cut to this many bytes, so one bad line of a binary
 // file does not flood the log.
 constexpr size_t kMaxQuotedBytes = 40;
-// Cap on up-front reservations: a count far beyond the file should surface
-// as OutOfRange, not as an allocation failure.
+// Caps on up-front reservations: a count far beyond the file, or a format
+// with many columns, should surface as OutOfRange or a parse error, not as
+// an allocation failure. Beyond them the vectors grow as lines arrive.
 constexpr int64_t kMaxReserveExamples = int64_t{1} << 22;
+constexpr int64_t kMaxReserveBytes = int64_t{256} << 20;
+// Columns of each kind a format may declare; the real files have 13 and 26.
+constexpr int kMaxColumns = 1 << 20;
 
 std::string Quote(absl::string_view text) {
   if (text.size() <= kMaxQuotedBytes) {
@@ -43,7 +47,8 @@ class LineParser {
                      CtrDataset* data) {
     line_number_ = line_number;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    const int want = 1 + format_.num_dense + format_.num_fields;
+    const int64_t want =
+        int64_t{1} + format_.num_dense + int64_t{format_.num_fields};
     columns_.clear();
     size_t start = 0;
     while (true) {
@@ -51,14 +56,14 @@ class LineParser {
       columns_.push_back(line.substr(start, tab - start));
       if (tab == absl::string_view::npos) break;
       start = tab + 1;
-      if (static_cast<int>(columns_.size()) > want) break;
+      if (static_cast<int64_t>(columns_.size()) > want) break;
     }
-    if (static_cast<int>(columns_.size()) != want) {
+    if (static_cast<int64_t>(columns_.size()) != want) {
       return absl::InvalidArgumentError(
           absl::StrCat(path_, ":", line_number_, ": expected ", want,
                        " tab-separated columns (label, ", format_.num_dense,
                        " integer, ", format_.num_fields, " categorical), got ",
-                       static_cast<int>(columns_.size()) > want
+                       static_cast<int64_t>(columns_.size()) > want
                            ? absl::StrCat("more")
                            : absl::StrCat(columns_.size()),
                        ": ", Quote(line)));
@@ -171,12 +176,27 @@ class LineParser {
 };
 
 absl::Status CheckFormat(const std::string& path, const CriteoFormat& format) {
-  if (format.num_dense < 0 || format.num_fields < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": bad format: ", format.num_dense, " integer and ",
-                     format.num_fields, " categorical columns"));
+  if (format.num_dense < 0 || format.num_fields < 0 ||
+      format.num_dense > kMaxColumns || format.num_fields > kMaxColumns) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": bad format: ", format.num_dense, " integer and ",
+        format.num_fields, " categorical columns (each must be in [0, ",
+        kMaxColumns, "])"));
   }
   return absl::OkStatus();
+}
+
+// How many examples to reserve room for up front: at most `count`,
+// kMaxReserveExamples and what fits in kMaxReserveBytes.
+int64_t ReserveExamples(int64_t count, const CriteoFormat& format) {
+  // A label, the dense values, and per field an offset and (at least) an
+  // id; CheckFormat bounds the columns, so this cannot overflow.
+  const int64_t bytes_per_example =
+      static_cast<int64_t>(sizeof(float)) * (1 + format.num_dense) +
+      static_cast<int64_t>(sizeof(uint32_t) + sizeof(int64_t)) *
+          format.num_fields;
+  return std::min(
+      {count, kMaxReserveExamples, kMaxReserveBytes / bytes_per_example});
 }
 
 }  // namespace
@@ -199,7 +219,7 @@ absl::StatusOr<CtrDataset> LoadCriteo(const std::string& path, int64_t first,
   data.first = first;
   data.fields.resize(format.num_fields);
   if (count > 0) {
-    const int64_t reserve = std::min(count, kMaxReserveExamples);
+    const int64_t reserve = ReserveExamples(count, format);
     data.labels.reserve(reserve);
     data.dense.reserve(reserve * format.num_dense);
     for (CtrFieldColumn& field : data.fields) {

@@ -24,6 +24,10 @@
 //    short or corrupt is DataLoss; see GzLineReader for I/O errors. More
 //    than 2^32 ids in one field of the slice is ResourceExhausted (the
 //    data set's 32-bit offsets).
+//  - A format with a negative count or more than 2^20 columns of either
+//    kind is InvalidArgument, checked before the file is read; memory is
+//    reserved up front for at most 256 MiB of examples, however large
+//    `count` is, the rest as lines arrive.
 //  - A slice [first, first + count) skips the leading lines without parsing
 //    them and stops reading after the slice, so lines outside it are not
 //    checked; a slice past the end is OutOfRange naming the example count.

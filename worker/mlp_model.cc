@@ -58,6 +58,19 @@ absl::Status MlpModel::CheckLabels(const int32_t* labels, int64_t batch) const {
   return absl::OkStatus();
 }
 
+absl::Status MlpModel::CheckBatch(absl::Span<const float> x,
+                                  absl::Span<const int32_t> labels) const {
+  const int64_t batch = static_cast<int64_t>(labels.size());
+  // Divides rather than multiplies, so no size can overflow.
+  if (static_cast<int64_t>(x.size()) % input_dim() != 0 ||
+      static_cast<int64_t>(x.size()) / input_dim() != batch) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "wrong shape: ", x.size(), " features for ", batch,
+        " labels, the model expects ", input_dim(), " per example"));
+  }
+  return CheckLabels(labels.data(), batch);
+}
+
 void MlpModel::Reserve(int64_t batch) {
   if (batch <= capacity_) return;
   capacity_ = batch;
@@ -102,7 +115,19 @@ void MlpModel::Forward(const float* x, const int32_t* labels, int64_t batch,
 absl::StatusOr<BatchResult> MlpModel::TrainStep(
     const float* x, const int32_t* labels, int64_t batch, uint64_t seed,
     absl::Span<const absl::Span<float>> grads) {
-  if (absl::Status s = CheckLabels(labels, batch); !s.ok()) return s;
+  // An empty or negative batch is refused before it becomes a span size.
+  if (batch < 1) return CheckLabels(labels, batch);
+  return TrainStep(absl::MakeConstSpan(x, batch * input_dim()),
+                   absl::MakeConstSpan(labels, batch), seed, grads);
+}
+
+absl::StatusOr<BatchResult> MlpModel::TrainStep(
+    absl::Span<const float> x_span, absl::Span<const int32_t> labels_span,
+    uint64_t seed, absl::Span<const absl::Span<float>> grads) {
+  if (absl::Status s = CheckBatch(x_span, labels_span); !s.ok()) return s;
+  const float* x = x_span.data();
+  const int32_t* labels = labels_span.data();
+  const int64_t batch = static_cast<int64_t>(labels_span.size());
   if (absl::Status s = CheckGradientBuffers(variables_, "", grads, grads_);
       !s.ok()) {
     return s;
@@ -144,7 +169,18 @@ absl::StatusOr<BatchResult> MlpModel::TrainStep(
 absl::StatusOr<BatchResult> MlpModel::Evaluate(const float* x,
                                                const int32_t* labels,
                                                int64_t batch) {
-  if (absl::Status s = CheckLabels(labels, batch); !s.ok()) return s;
+  // An empty or negative batch is refused before it becomes a span size.
+  if (batch < 1) return CheckLabels(labels, batch);
+  return Evaluate(absl::MakeConstSpan(x, batch * input_dim()),
+                  absl::MakeConstSpan(labels, batch));
+}
+
+absl::StatusOr<BatchResult> MlpModel::Evaluate(
+    absl::Span<const float> x_span, absl::Span<const int32_t> labels_span) {
+  if (absl::Status s = CheckBatch(x_span, labels_span); !s.ok()) return s;
+  const float* x = x_span.data();
+  const int32_t* labels = labels_span.data();
+  const int64_t batch = static_cast<int64_t>(labels_span.size());
   Forward(x, labels, batch, /*training=*/false, 0);
   const size_t layers = widths_.size() - 1;
   BatchResult result;

@@ -39,14 +39,26 @@ class MlpModel {
   // device. InvalidArgument names a variable whose size does not match.
   absl::Status SetParameters(absl::Span<const absl::Span<const float>> values);
 
-  // One forward and backward pass with dropout drawn from `seed`; writes
-  // the gradient of the batch's mean loss of every variable into `grads`
-  // (host memory, variables() order, exact sizes). Labels are checked.
+  // One forward and backward pass with dropout drawn from `seed` over the
+  // batch of labels.size() examples whose features are `x` (row-major,
+  // input_dim() per example); writes the gradient of the batch's mean loss
+  // of every variable into `grads` (host memory, variables() order, exact
+  // sizes). InvalidArgument when x.size() is not labels.size() *
+  // input_dim() (naming both), the batch is empty, or a label is outside
+  // [0, num_classes()).
+  absl::StatusOr<BatchResult> TrainStep(
+      absl::Span<const float> x, absl::Span<const int32_t> labels,
+      uint64_t seed, absl::Span<const absl::Span<float>> grads);
+  // The same over raw pointers, for callers that know the sizes.
+  // REQUIRES: `x` holds batch * input_dim() floats and `labels` batch labels.
   absl::StatusOr<BatchResult> TrainStep(
       const float* x, const int32_t* labels, int64_t batch, uint64_t seed,
       absl::Span<const absl::Span<float>> grads);
 
-  // Forward pass without dropout.
+  // Forward pass without dropout; the sizes are checked as in TrainStep.
+  absl::StatusOr<BatchResult> Evaluate(absl::Span<const float> x,
+                                       absl::Span<const int32_t> labels);
+  // REQUIRES: as the pointer TrainStep.
   absl::StatusOr<BatchResult> Evaluate(const float* x, const int32_t* labels,
                                        int64_t batch);
 
@@ -54,6 +66,9 @@ class MlpModel {
   MlpModel(std::vector<VariableDef> variables, std::vector<int64_t> widths,
            float dropout, Backend* backend);
   absl::Status CheckLabels(const int32_t* labels, int64_t batch) const;
+  // CheckLabels and that `x` holds exactly input_dim() features per label.
+  absl::Status CheckBatch(absl::Span<const float> x,
+                          absl::Span<const int32_t> labels) const;
   void Reserve(int64_t batch);
   void Forward(const float* x, const int32_t* labels, int64_t batch,
                bool training, uint64_t seed);

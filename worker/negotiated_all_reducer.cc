@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 #include "worker/nccl_allreduce.h"
@@ -29,6 +30,20 @@ class HostStagedNccl final : public AllReducer {
  private:
   std::unique_ptr<NcclAllReduce> nccl_;
 };
+
+// The sum of one vote per rank, as an integer: DataLoss naming the value
+// when it is not a whole number in [0, n], which no n honest votes of 0
+// or 1 make (a peer running other code, or a corrupted stream). Every rank
+// sees the same bits, so all of them fail alike.
+absl::StatusOr<int> CountVotes(float total, int n, const char* what) {
+  if (!(total >= 0.0f && total <= static_cast<float>(n)) ||
+      total != std::floor(total)) {
+    return absl::DataLossError(absl::StrCat(
+        "all-reduce negotiation: the ", what, " votes of ", n,
+        " workers sum to ", total, ", not a count in [0, ", n, "]"));
+  }
+  return static_cast<int>(total);
+}
 
 }  // namespace
 
@@ -71,24 +86,43 @@ absl::Status NegotiatedAllReducer::Negotiate() {
       }
     }
   }
+  // What this rank voted (rank 0 may have withdrawn for want of an id).
+  const bool voted = offer[0] == 1.0f;
   if (absl::Status s = ring_->AllReduce(absl::MakeSpan(offer)); !s.ok()) {
     return s;
   }
-  const int votes = static_cast<int>(std::lround(offer[0]));
-  if (votes != n) {
-    LOG(INFO) << "all-reduce: ring over gRPC (" << votes << " of " << n
+  absl::StatusOr<int> votes = CountVotes(offer[0], n, "GPU");
+  if (!votes.ok()) return votes.status();
+  if (*votes != n) {
+    LOG(INFO) << "all-reduce: ring over gRPC (" << *votes << " of " << n
               << " workers have a GPU and NCCL; NCCL needs all of them)";
     return absl::OkStatus();
   }
   std::string id(kIdBytes, '\0');
   for (int i = 0; i < kIdBytes; ++i) {
-    id[i] = static_cast<char>(static_cast<uint8_t>(std::lround(offer[1 + i])));
+    // Only rank 0 adds id bytes; a sum outside a byte is some peer's fault.
+    const float byte = offer[1 + i];
+    if (!(byte >= 0.0f && byte <= 255.0f) || byte != std::floor(byte)) {
+      return absl::DataLossError(absl::StrCat(
+          "all-reduce negotiation: byte ", i, " of the NCCL unique id sums to ",
+          byte, ", not a byte value"));
+    }
+    id[i] = static_cast<char>(static_cast<uint8_t>(byte));
   }
+  // A total of n votes does not prove this rank voted 1 (a peer may have
+  // miscounted): only a rank that voted for NCCL tries to join, and the
+  // others vote 0 below, so that every rank stays on the ring together.
   absl::StatusOr<std::unique_ptr<AllReducer>> nccl =
-      choice_.make(rank(), n, id);
-  if (!nccl.ok()) {
-    LOG(WARNING) << "all-reduce: joining NCCL failed on this worker: "
-                 << nccl.status();
+      absl::FailedPreconditionError("this worker voted for the ring");
+  if (voted) {
+    nccl = choice_.make(rank(), n, id);
+    if (!nccl.ok()) {
+      LOG(WARNING) << "all-reduce: joining NCCL failed on this worker: "
+                   << nccl.status();
+    }
+  } else {
+    LOG(WARNING) << "all-reduce: the workers' votes sum to " << n
+                 << " but this one voted for the ring; voting against NCCL";
   }
   // Every rank must agree before any uses NCCL: one that failed to join
   // would otherwise wait on the ring while the others wait on NCCL.
@@ -96,9 +130,10 @@ absl::Status NegotiatedAllReducer::Negotiate() {
   if (absl::Status s = ring_->AllReduce(absl::MakeSpan(joined)); !s.ok()) {
     return s;
   }
-  const int ok = static_cast<int>(std::lround(joined[0]));
-  if (ok != n) {
-    LOG(WARNING) << "all-reduce: ring over gRPC (only " << ok << " of " << n
+  absl::StatusOr<int> ok = CountVotes(joined[0], n, "NCCL join");
+  if (!ok.ok()) return ok.status();
+  if (*ok != n) {
+    LOG(WARNING) << "all-reduce: ring over gRPC (only " << *ok << " of " << n
                  << " workers could join NCCL)";
     return absl::OkStatus();
   }

@@ -39,7 +39,9 @@ NcclChoice DefaultNcclChoice(int cuda_device, double timeout_s);
 // in floats); when every rank voted, each joins the NCCL communicator and
 // a second vote confirms that all of them did, else all stay on the ring.
 // Either way every rank takes the same path, and the log says which and
-// why.
+// why. A rank that cannot use NCCL never tries to join it, whatever the
+// votes say; a vote sum that is not a count in [0, n] (or an id byte out
+// of range) makes the first AllReduce fail with DataLoss on every rank.
 //
 // Thread safety: as AllReducer, AllReduce is not called concurrently.
 class NegotiatedAllReducer final : public AllReducer {

@@ -120,6 +120,12 @@ void RingExchangeReactor::OnHeader() {
                        owner_->left_name_, " but got a stream from rank ",
                        header_.sender_rank(), " of ", header_.num_ranks()));
       if (active != nullptr) owner_->FailLocked(active, error);
+    } else if (generation == 0) {
+      // Calls count from 1: no call has generation 0, and failed_generation_
+      // is 0 while no call has failed.
+      error = absl::InvalidArgumentError(
+          absl::StrCat("ring all-reduce: ", owner_->left_name_,
+                       " opened a stream for call 0; calls count from 1"));
     } else if (active != nullptr && active->generation == generation) {
       if (active->reactor != nullptr) {
         error = absl::AlreadyExistsError(

@@ -122,7 +122,8 @@ class RingReceiver final : public Collective::CallbackService {
   // The generation of the latest Begin; streams of older ones are stale.
   uint64_t begun_generation_ ABSL_GUARDED_BY(mu_) = 0;
   // The latest call that ended with an error, and why: the answer to a
-  // stream of it that comes late.
+  // stream of it that comes late. 0 (no call) until one fails; a stream
+  // of generation 0 is refused before this is consulted.
   uint64_t failed_generation_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
   // Streams of generations not begun yet, header read, nothing else.

@@ -43,16 +43,24 @@ absl::StatusOr<std::unique_ptr<ShardedParameters>> ShardedParameters::Create(
     params->grads_.emplace_back(elements);
     std::vector<float>& values = params->values_.back();
     std::vector<float>& grads = params->grads_.back();
+    const int64_t rows = shape.empty() ? 1 : shape[0];
     int64_t next_row = 0;
     for (const ShardPlacement& shard : placement->shards()) {
-      if (shard.row_offset() != next_row || shard.rows() < 0 ||
-          shard.ps_task() < 0 ||
+      if (shard.row_offset() != next_row || shard.ps_task() < 0 ||
           shard.ps_task() >= static_cast<int>(clients.size())) {
         return absl::InvalidArgumentError(
             absl::StrCat("placement of ", var.name, ": shard ", shard.name(),
                          " (rows from ", shard.row_offset(), ", ps ",
                          shard.ps_task(), ") does not follow row ", next_row,
                          " on one of ", clients.size(), " parameter servers"));
+      }
+      // 0 <= next_row <= rows holds here, so this cannot overflow, and
+      // neither can next_row below: every view stays inside the buffer.
+      if (shard.rows() < 0 || shard.rows() > rows - next_row) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("placement of ", var.name, ": shard ", shard.name(),
+                         " (", shard.rows(), " rows from ", shard.row_offset(),
+                         ") does not fit in the variable's ", rows, " rows"));
       }
       // A rank-0 variable is one shard of one element.
       const int64_t begin = shard.row_offset() * row_elements;
@@ -63,7 +71,6 @@ absl::StatusOr<std::unique_ptr<ShardedParameters>> ShardedParameters::Create(
       group.grads.emplace_back(grads.data() + begin, count);
       next_row += shard.rows();
     }
-    const int64_t rows = shape.empty() ? 1 : shape[0];
     if (next_row != rows) {
       return absl::InvalidArgumentError(absl::StrCat(
           "placement of ", var.name, " covers ", next_row, " rows of ", rows));

@@ -30,6 +30,18 @@ absl::StatusOr<int64_t> ExampleCount(const std::string& path, int64_t cap) {
   return cap > 0 ? std::min(cap, (*dims)[0]) : (*dims)[0];
 }
 
+// The training examples [begin, end) of the job's data.
+absl::StatusOr<MnistDataset> LoadTrainShard(const WorkerConfig& config,
+                                            int64_t begin, int64_t end) {
+  absl::StatusOr<MnistDataset> data =
+      LoadMnist(config.data().train_images(), config.data().train_labels(),
+                begin, end - begin);
+  if (data.ok()) {
+    LOG(INFO) << "loaded training examples [" << begin << ", " << end << ")";
+  }
+  return data;
+}
+
 }  // namespace
 
 TrainingWorker::TrainingWorker(ClusterSpec cluster,
@@ -127,8 +139,13 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& config,
     if (!second.ok()) return second.status();
     spare = *std::move(second);
   }
+  absl::StatusOr<MnistDataset> own =
+      LoadTrainShard(config, config.train_begin(), config.train_end());
+  if (!own.ok()) return own.status();
+  const int64_t own_size = own->size;
 
-  // Only now, with everything valid, replace the old state.
+  // Only now, with everything valid, replace the old state. The cached
+  // data sets may come from other files: they go too.
   ctr_.reset();
   config_ = config;
   mode_ = *mode;
@@ -138,12 +155,13 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& config,
   params_ = std::move(params);
   spare_ = std::move(spare);
   mirrored_ = std::move(mirrored);
-  absl::StatusOr<const MnistDataset*> own =
-      TrainShard(config.train_begin(), config.train_end());
-  if (!own.ok()) return own.status();
+  shards_.clear();
+  test_set_.reset();
+  shards_.emplace(std::make_pair(config.train_begin(), config.train_end()),
+                  *std::move(own));
 
   configured_.store(true);
-  response->set_train_examples((*own)->size);
+  response->set_train_examples(own_size);
   response->set_device(device_name_);
   LOG(INFO) << "configured as worker " << config.worker_index() << " on "
             << device_name_ << ", dataset shard [" << config.train_begin()
@@ -169,6 +187,9 @@ absl::Status TrainingWorker::ConfigureCtr(const WorkerConfig& config,
   params_.reset();
   spare_.reset();
   mirrored_.reset();
+  model_.reset();
+  shards_.clear();
+  test_set_.reset();
   clients_ = std::move(clients);
   config_ = config;
   configured_.store(true);
@@ -185,11 +206,8 @@ absl::StatusOr<const MnistDataset*> TrainingWorker::TrainShard(int64_t begin,
   auto key = std::make_pair(begin, end);
   auto it = shards_.find(key);
   if (it != shards_.end()) return &it->second;
-  absl::StatusOr<MnistDataset> data =
-      LoadMnist(config_.data().train_images(), config_.data().train_labels(),
-                begin, end - begin);
+  absl::StatusOr<MnistDataset> data = LoadTrainShard(config_, begin, end);
   if (!data.ok()) return data.status();
-  LOG(INFO) << "loaded training examples [" << begin << ", " << end << ")";
   return &shards_.emplace(key, *std::move(data)).first->second;
 }
 
@@ -257,9 +275,8 @@ absl::Status TrainingWorker::RunStep(const StepRequest& request,
   }
   std::vector<absl::Span<float>> grads =
       mirrored_ ? mirrored_->gradients() : params_->gradients();
-  absl::StatusOr<BatchResult> result =
-      model_->TrainStep(batch_x_.data(), batch_y_.data(), batch,
-                        DeriveSeed(config_.seed(), request.step()), grads);
+  absl::StatusOr<BatchResult> result = model_->TrainStep(
+      batch_x_, batch_y_, DeriveSeed(config_.seed(), request.step()), grads);
   if (!result.ok()) return result.status();
   // A device fault is reported here, before a bad gradient can be pushed.
   if (absl::Status s = backend_->Synchronize(); !s.ok()) return s;
@@ -316,6 +333,15 @@ absl::Status TrainingWorker::Evaluate(const EvaluateRequest& request,
     absl::StatusOr<MnistDataset> test = LoadMnist(
         config_.data().test_images(), config_.data().test_labels(), 0, *n);
     if (!test.ok()) return test.status();
+    // The model reads input_dim() features per example: test images of
+    // another size would be read past their end.
+    const int64_t features = int64_t{test->rows} * test->cols;
+    if (features != model_->input_dim()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "wrong shape: test examples in ", config_.data().test_images(),
+          " have ", features, " features (", test->rows, "x", test->cols,
+          "), the model expects ", model_->input_dim()));
+    }
     test_set_ = std::make_unique<MnistDataset>(*std::move(test));
   }
   const int64_t begin = request.begin(), end = request.end();
@@ -340,8 +366,10 @@ absl::Status TrainingWorker::Evaluate(const EvaluateRequest& request,
   constexpr int64_t kSlice = 1000;
   for (int64_t at = begin; at < end; at += kSlice) {
     const int64_t n = std::min(kSlice, end - at);
-    absl::StatusOr<BatchResult> r = model_->Evaluate(
-        test_set_->example(at), test_set_->labels.data() + at, n);
+    absl::StatusOr<BatchResult> r =
+        model_->Evaluate(absl::MakeConstSpan(test_set_->example(at),
+                                             n * test_set_->feature_dim()),
+                         absl::MakeConstSpan(test_set_->labels.data() + at, n));
     if (!r.ok()) return r.status();
     response->set_examples(response->examples() + r->examples);
     response->set_correct(response->correct() + r->correct);

@@ -35,9 +35,16 @@ class TrainingWorker {
   TrainingWorker(ClusterSpec cluster, std::unique_ptr<Backend> backend,
                  PsClientOptions ps_options, AllReducer* all_reducer = nullptr);
 
+  // Takes the job's configuration and loads this worker's dataset shard.
+  // On error nothing changes: the worker keeps its previous configuration
+  // (or stays unconfigured). On success the data loaded for an earlier
+  // configuration is dropped, so files that changed are read again.
   absl::Status Configure(const WorkerConfig& config,
                          ConfigureResponse* response);
   absl::Status RunStep(const StepRequest& request, StepResponse* response);
+  // Evaluates test examples [begin, end), loading the test set on first
+  // use; InvalidArgument naming both sizes when its images do not have the
+  // model's input_dim() pixels.
   absl::Status Evaluate(const EvaluateRequest& request,
                         EvaluateResponse* response);
 
@@ -59,7 +66,8 @@ class TrainingWorker {
   // weighted gradients and apply them to this replica.
   absl::Status MirroredUpdate(int64_t batch, StepResponse* response);
 
-  // The training examples [begin, end), loaded on first use.
+  // The training examples [begin, end) of config_'s files, loaded on first
+  // use and kept until the next successful Configure.
   absl::StatusOr<const MnistDataset*> TrainShard(int64_t begin, int64_t end);
 
   const ClusterSpec cluster_;

@@ -1,16 +1,21 @@
 #include "worker/criteo_reader.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
@@ -293,6 +298,64 @@ TEST_F(CriteoReaderTest, MissingFileIsNotFound) {
   absl::StatusOr<CtrDataset> data = LoadCriteo(dir_ + "/nope.tsv");
   EXPECT_EQ(data.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(data.status().message(), HasSubstr("nope.tsv"));
+}
+
+// Column counts beyond 2^20 are refused before anything is reserved: a
+// count of 100000 examples with 10^7 integer columns once reserved 4 TB.
+TEST_F(CriteoReaderTest, TooManyColumnsIsInvalidArgument) {
+  const std::string path = WritePlain("small.tsv", Line({"1", "2", "3"}));
+  const int kMax = std::numeric_limits<int>::max();
+  for (const CriteoFormat& format :
+       {CriteoFormat{10000000, 26}, CriteoFormat{13, (1 << 20) + 1},
+        CriteoFormat{kMax, kMax}, CriteoFormat{kMax, 1}}) {
+    SCOPED_TRACE(absl::StrCat(format.num_dense, " ", format.num_fields));
+    absl::StatusOr<CtrDataset> data = LoadCriteo(path, 0, 100000, format);
+    EXPECT_EQ(data.status().code(), absl::StatusCode::kInvalidArgument)
+        << data.status();
+    EXPECT_THAT(data.status().message(),
+                AllOf(HasSubstr(path), HasSubstr("bad format"),
+                      HasSubstr(absl::StrCat(format.num_dense, " integer")),
+                      HasSubstr("1048576")));
+  }
+}
+
+// Runs in a death test's child: limits the address space to 8 GiB, loads
+// `count` examples of `path` and exits 0 when that is OutOfRange because
+// the file holds 2 examples. The child skips TearDown, so it removes the
+// file's directory itself.
+void LoadUnderAddressSpaceLimit(const std::string& path, int64_t count,
+                                const CriteoFormat& format) {
+  const rlimit limit = {rlim_t{8} << 30, rlim_t{8} << 30};
+  setrlimit(RLIMIT_AS, &limit);
+  absl::StatusOr<CtrDataset> data = LoadCriteo(path, 0, count, format);
+  const bool short_file =
+      absl::IsOutOfRange(data.status()) &&
+      absl::StrContains(data.status().message(), "out of range for 2 examples");
+  std::error_code ignored;
+  std::filesystem::remove_all(std::filesystem::path(path).parent_path(),
+                              ignored);
+  std::exit(short_file ? 0 : 1);
+}
+
+// The widest format allowed, with a count far beyond the file: the loader
+// reserves a bounded amount, so it runs in 8 GiB of address space (it once
+// asked for 400 GB) and reports the short file as OutOfRange.
+TEST_F(CriteoReaderTest, ReservesBoundedMemoryForAnyCount) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer needs more address space than the limit";
+#endif
+  const CriteoFormat wide{1 << 20, 1};
+  // Label 1, every other column missing.
+  const std::string line =
+      "1" + std::string(wide.num_dense + wide.num_fields, '\t') + "\n";
+  const std::string path = WritePlain("wide.tsv", line + line);
+  absl::StatusOr<CtrDataset> data = LoadCriteo(path, 0, 2, wide);
+  ASSERT_TRUE(data.ok()) << data.status();
+  EXPECT_EQ(data->dense.size(), 2u << 20);
+  // The child re-runs this test up to here (its own directory and file).
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(LoadUnderAddressSpaceLimit(path, 100000, wide),
+              ::testing::ExitedWithCode(0), "");
 }
 
 TEST_F(CriteoReaderTest, GathersBatchesByExampleIndex) {

@@ -303,5 +303,34 @@ TEST_F(MlpModelTest, EmptyBatchIsRefused) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// The checked overloads refuse features that are not input_dim() per label
+// rather than read past their end.
+TEST_F(MlpModelTest, FeaturesOfTheWrongSizeAreRejected) {
+  std::unique_ptr<MlpModel> model = MakeModel(SmallConfig(0));
+  ASSERT_NE(model, nullptr);
+  const std::vector<std::vector<float>> params = RandomParams(*model);
+  ASSERT_TRUE(model->SetParameters(ConstSpans(params)).ok());
+  std::vector<std::vector<float>> grads;
+  for (const auto& p : params) grads.emplace_back(p.size(), 0.0f);
+  const std::vector<int32_t> labels = {1, 2};
+  for (size_t features : {0, 6, 11, 13, 18}) {
+    SCOPED_TRACE(features);
+    const std::vector<float> x(features, 0.5f);
+    absl::StatusOr<BatchResult> train =
+        model->TrainStep(x, labels, 1, Spans(grads));
+    EXPECT_EQ(train.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(train.status().message(),
+                AllOf(HasSubstr(absl::StrCat(features, " features for 2")),
+                      HasSubstr("expects 6")));
+    absl::StatusOr<BatchResult> eval = model->Evaluate(x, labels);
+    EXPECT_EQ(eval.status().code(), absl::StatusCode::kInvalidArgument);
+  }
+  const std::vector<float> x(12, 0.5f);
+  EXPECT_TRUE(model->TrainStep(x, labels, 1, Spans(grads)).ok());
+  EXPECT_TRUE(model->Evaluate(x, labels).ok());
+  EXPECT_EQ(model->Evaluate(x, absl::Span<const int32_t>()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace tessera

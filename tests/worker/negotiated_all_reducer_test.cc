@@ -1,10 +1,12 @@
 #include "worker/negotiated_all_reducer.h"
 
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -13,6 +15,7 @@ namespace tessera {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 
 // n ranks in one process that sum through shared memory: a stand-in for
 // both the gRPC ring and NCCL, counting the calls each gets.
@@ -164,6 +167,123 @@ TEST(NegotiatedAllReducerTest, ABuildWithoutNcclUsesTheRing) {
   EXPECT_FALSE(out.nccl[0]);
   EXPECT_FALSE(out.nccl[1]);
   EXPECT_THAT(out.sums[1], ElementsAre(3.0f, 20.0f));
+}
+
+// Rank 0 of 2 whose peer is simulated: each AllReduce adds the peer's next
+// scripted contribution (zeros once the script ends) to the buffer.
+class ScriptedPeerRing final : public AllReducer {
+ public:
+  explicit ScriptedPeerRing(std::vector<std::vector<float>> script)
+      : script_(std::move(script)) {}
+  int rank() const override { return 0; }
+  int num_ranks() const override { return 2; }
+  Memory memory() const override { return Memory::kHost; }
+  absl::Status AllReduce(absl::Span<float> data) override {
+    if (calls_ < script_.size()) {
+      const std::vector<float>& peer = script_[calls_];
+      for (size_t i = 0; i < peer.size() && i < data.size(); ++i) {
+        data[i] += peer[i];
+      }
+    }
+    ++calls_;
+    return absl::OkStatus();
+  }
+  size_t calls() const { return calls_; }
+
+ private:
+  std::vector<std::vector<float>> script_;
+  size_t calls_ = 0;
+};
+
+// A CPU-only build has no NCCL factory: a peer whose GPU vote counts twice
+// makes the total 2 of 2, yet this worker must not try to join (the empty
+// factory once threw bad_function_call); it votes against in the
+// confirmation, and both stay on the ring.
+TEST(NegotiatedAllReducerTest, APeerOvervotingDoesNotMakeACpuWorkerJoin) {
+  for (bool gpu : {false, true}) {
+    SCOPED_TRACE(gpu);
+    // The peer's offer (vote 2), then its confirmation (1).
+    ScriptedPeerRing ring(std::vector<std::vector<float>>{{2.0f}, {1.0f}});
+    NcclChoice choice;
+    choice.cuda_device = gpu ? 0 : -1;  // no make, no new_id: not built
+    NegotiatedAllReducer reducer(&ring, choice);
+    std::vector<float> data = {1.0f, 2.0f};
+    absl::Status s = reducer.AllReduce(absl::MakeSpan(data));
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_FALSE(reducer.using_nccl());
+    EXPECT_EQ(ring.calls(), 3u);  // offer, confirmation, the data
+    EXPECT_THAT(data, ElementsAre(1.0f, 2.0f));
+  }
+}
+
+// Vote totals no honest workers can make are an error on every rank,
+// naming the value, and nobody joins NCCL.
+TEST(NegotiatedAllReducerTest, AVoteTotalOutsideTheRankCountIsAnError) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (float peer_vote : {5.0f, -3.0f, 0.5f, nan}) {
+    SCOPED_TRACE(peer_vote);
+    ScriptedPeerRing ring(std::vector<std::vector<float>>{{peer_vote}});
+    NcclChoice choice;
+    choice.cuda_device = 0;
+    bool made = false;
+    choice.new_id = [] {
+      return absl::StatusOr<std::string>(std::string(128, 'x'));
+    };
+    choice.make = [&made](int, int, const std::string&)
+        -> absl::StatusOr<std::unique_ptr<AllReducer>> {
+      made = true;
+      return absl::InternalError("must not be called");
+    };
+    NegotiatedAllReducer reducer(&ring, choice);
+    std::vector<float> data = {1.0f};
+    absl::Status s = reducer.AllReduce(absl::MakeSpan(data));
+    EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+    EXPECT_THAT(s.message(),
+                HasSubstr(absl::StrCat("sum to ", 1.0f + peer_vote)));
+    EXPECT_FALSE(made);
+  }
+  // The confirmation is checked the same way.
+  ScriptedPeerRing ring(std::vector<std::vector<float>>{{1.0f}, {7.0f}});
+  NcclChoice choice;
+  choice.cuda_device = 0;
+  choice.new_id = [] {
+    return absl::StatusOr<std::string>(std::string(128, 'x'));
+  };
+  choice.make =
+      [](int, int,
+         const std::string&) -> absl::StatusOr<std::unique_ptr<AllReducer>> {
+    return std::unique_ptr<AllReducer>(
+        std::make_unique<ScriptedPeerRing>(std::vector<std::vector<float>>{}));
+  };
+  NegotiatedAllReducer reducer(&ring, choice);
+  std::vector<float> data = {1.0f};
+  absl::Status s = reducer.AllReduce(absl::MakeSpan(data));
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+  EXPECT_THAT(s.message(), HasSubstr("NCCL join votes of 2 workers sum to 8"));
+  EXPECT_FALSE(reducer.using_nccl());
+}
+
+// An id byte pushed out of range by a peer is refused, not wrapped.
+TEST(NegotiatedAllReducerTest, AnIdByteOutOfRangeIsAnError) {
+  std::vector<float> peer(129, 0.0f);
+  peer[0] = 1.0f;
+  peer[5] = 300.0f;
+  ScriptedPeerRing ring(std::vector<std::vector<float>>{peer});
+  NcclChoice choice;
+  choice.cuda_device = 0;
+  choice.new_id = [] {
+    return absl::StatusOr<std::string>(std::string(128, 'x'));
+  };
+  choice.make =
+      [](int, int,
+         const std::string&) -> absl::StatusOr<std::unique_ptr<AllReducer>> {
+    return absl::InternalError("must not be called");
+  };
+  NegotiatedAllReducer reducer(&ring, choice);
+  std::vector<float> data = {1.0f};
+  absl::Status s = reducer.AllReduce(absl::MakeSpan(data));
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+  EXPECT_THAT(s.message(), HasSubstr("byte 4 of the NCCL unique id sums to"));
 }
 
 }  // namespace

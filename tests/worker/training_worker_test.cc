@@ -1,0 +1,247 @@
+// TrainingWorker on MNIST-format files in a temporary directory, in mirrored
+// mode over a one-rank all-reducer, so that no parameter server is needed.
+#include "worker/training_worker.h"
+
+#include <unistd.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "common/byte_codec.h"
+#include "common/cluster_spec.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "worker/all_reducer.h"
+#include "worker/cpu_backend.h"
+
+namespace tessera {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+using Bytes = std::vector<uint8_t>;
+
+// The only rank of its group: the sum is the buffer itself.
+class OneRank final : public AllReducer {
+ public:
+  int rank() const override { return 0; }
+  int num_ranks() const override { return 1; }
+  Memory memory() const override { return Memory::kHost; }
+  absl::Status AllReduce(absl::Span<float>) override {
+    return absl::OkStatus();
+  }
+};
+
+// An IDX file of unsigned bytes.
+Bytes Ubyte(const std::vector<uint32_t>& dims, const Bytes& data) {
+  Bytes out = {0, 0, 0x08, static_cast<uint8_t>(dims.size())};
+  for (uint32_t d : dims) {
+    out.insert(out.end(),
+               {static_cast<uint8_t>(d >> 24), static_cast<uint8_t>(d >> 16),
+                static_cast<uint8_t>(d >> 8), static_cast<uint8_t>(d)});
+  }
+  out.insert(out.end(), data.begin(), data.end());
+  return out;
+}
+
+// `n` bytes that depend on `seed`, so that two data sets differ.
+Bytes Pattern(int64_t n, int seed, int modulo = 256) {
+  Bytes out(n);
+  for (int64_t i = 0; i < n; ++i) {
+    out[i] =
+        static_cast<uint8_t>((i * 37 + seed * 101 + i * i * seed) % modulo);
+  }
+  return out;
+}
+
+class TrainingWorkerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = absl::StrCat(
+        ::testing::TempDir(), "/training_worker_test_", getpid(), "_",
+        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string Write(const std::string& name, const Bytes& bytes) {
+    const std::string path = absl::StrCat(dir_, "/", name);
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    return path;
+  }
+
+  // Writes `prefix`-train-{images,labels} ([4, 2, 3]) and
+  // `prefix`-test-{images,labels} (`test_dims`) with contents drawn from
+  // `seed`, and sets them as config's data.
+  void WriteData(const std::string& prefix, int seed,
+                 const std::vector<uint32_t>& test_dims, DataConfig* data) {
+    data->set_format("idx");
+    data->set_train_images(Write(absl::StrCat(prefix, "-train-images"),
+                                 Ubyte({4, 2, 3}, Pattern(24, seed))));
+    data->set_train_labels(Write(absl::StrCat(prefix, "-train-labels"),
+                                 Ubyte({4}, Pattern(4, seed + 1, 10))));
+    const int64_t test_bytes =
+        int64_t{test_dims[0]} * test_dims[1] * test_dims[2];
+    data->set_test_images(Write(absl::StrCat(prefix, "-test-images"),
+                                Ubyte(test_dims, Pattern(test_bytes, seed))));
+    data->set_test_labels(
+        Write(absl::StrCat(prefix, "-test-labels"),
+              Ubyte({test_dims[0]}, Pattern(test_dims[0], seed + 2, 10))));
+  }
+
+  // A mirrored job of one worker: 6 inputs, `hidden` units, 10 classes.
+  WorkerConfig Config(const std::string& prefix, int seed, int hidden,
+                      const std::vector<uint32_t>& test_dims = {3, 2, 3}) {
+    WorkerConfig config;
+    config.set_worker_index(0);
+    config.set_num_workers(1);
+    config.set_mode("mirrored");
+    config.set_seed(seed);
+    config.mutable_model()->set_kind("mlp");
+    config.mutable_model()->set_input_dim(6);
+    config.mutable_model()->add_hidden_units(hidden);
+    config.mutable_model()->set_num_classes(10);
+    config.mutable_optimizer()->set_learning_rate(0.1f);
+    config.mutable_optimizer()->mutable_sgd();
+    WriteData(prefix, seed, test_dims, config.mutable_data());
+    config.set_train_begin(0);
+    config.set_train_end(4);
+    return config;
+  }
+
+  std::unique_ptr<TrainingWorker> MakeWorker() {
+    absl::StatusOr<ClusterSpec> cluster =
+        ClusterSpec::FromParts({{"chief", {"127.0.0.1:1"}},
+                                {"worker", {"127.0.0.1:2"}},
+                                {"ps", {"127.0.0.1:3"}}},
+                               TaskId{"worker", 0});
+    EXPECT_TRUE(cluster.ok()) << cluster.status();
+    return std::make_unique<TrainingWorker>(*cluster,
+                                            std::make_unique<CpuBackend>(),
+                                            PsClientOptions{}, &all_reducer_);
+  }
+
+  // One step over examples 0..3 of shard [0, 4).
+  static StepResponse Step(TrainingWorker* worker) {
+    StepRequest request;
+    request.set_step(7);
+    request.set_shard_begin(0);
+    request.set_shard_end(4);
+    const std::vector<int64_t> ids = {0, 1, 2, 3};
+    request.set_example_ids(EncodeRaw<int64_t>(ids));
+    StepResponse response;
+    absl::Status s = worker->RunStep(request, &response);
+    EXPECT_TRUE(s.ok()) << s;
+    return response;
+  }
+
+  static absl::StatusOr<EvaluateResponse> Evaluate(TrainingWorker* worker,
+                                                   int64_t end) {
+    EvaluateRequest request;
+    request.set_begin(0);
+    request.set_end(end);
+    EvaluateResponse response;
+    if (absl::Status s = worker->Evaluate(request, &response); !s.ok()) {
+      return s;
+    }
+    return response;
+  }
+
+  std::string dir_;
+  OneRank all_reducer_;
+};
+
+TEST_F(TrainingWorkerTest, EvaluatesTestImagesOfTheModelsSize) {
+  std::unique_ptr<TrainingWorker> worker = MakeWorker();
+  ConfigureResponse configured;
+  ASSERT_TRUE(worker->Configure(Config("a", 1, 5), &configured).ok());
+  absl::StatusOr<EvaluateResponse> r = Evaluate(worker.get(), 3);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->examples(), 3);
+}
+
+// Test images of another size than the model's input would be read past
+// their end; they are refused, naming both sizes.
+TEST_F(TrainingWorkerTest, EvaluateRejectsTestImagesOfAnotherSize) {
+  const std::vector<std::vector<uint32_t>> test_dims = {
+      {3, 2, 2}, {3, 0, 6}, {3, 7, 1}};
+  for (const std::vector<uint32_t>& dims : test_dims) {
+    SCOPED_TRACE(absl::StrCat(dims[0], "x", dims[1], "x", dims[2]));
+    std::unique_ptr<TrainingWorker> worker = MakeWorker();
+    ConfigureResponse configured;
+    ASSERT_TRUE(worker->Configure(Config("a", 1, 5, dims), &configured).ok());
+    absl::StatusOr<EvaluateResponse> r = Evaluate(worker.get(), 3);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument)
+        << r.status();
+    EXPECT_THAT(
+        r.status().message(),
+        AllOf(HasSubstr(absl::StrCat("have ", dims[1] * dims[2], " features")),
+              HasSubstr("the model expects 6"), HasSubstr("a-test-images")));
+  }
+}
+
+// A Configure that fails on its last check (the training shard cannot be
+// loaded) leaves the worker as the previous Configure made it.
+TEST_F(TrainingWorkerTest, FailedConfigureChangesNothing) {
+  const WorkerConfig good = Config("a", 1, 5);
+  WorkerConfig bad = Config("b", 2, 7);
+  // Label 12 is outside the data set's 10 classes: LoadMnist fails.
+  bad.mutable_data()->set_train_labels(
+      Write("b-bad-labels", Ubyte({4}, {1, 12, 3, 4})));
+  bad.set_train_end(2);
+
+  std::unique_ptr<TrainingWorker> reconfigured = MakeWorker();
+  ConfigureResponse response;
+  ASSERT_TRUE(reconfigured->Configure(good, &response).ok());
+  absl::Status s = reconfigured->Configure(bad, &response);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+  EXPECT_TRUE(reconfigured->configured());
+
+  std::unique_ptr<TrainingWorker> fresh = MakeWorker();
+  ASSERT_TRUE(fresh->Configure(good, &response).ok());
+  const StepResponse a = Step(reconfigured.get());
+  const StepResponse b = Step(fresh.get());
+  EXPECT_EQ(a.examples(), 4);
+  EXPECT_EQ(a.loss(), b.loss());
+  EXPECT_EQ(a.replica_checksum(), b.replica_checksum());
+}
+
+// A second Configure naming other files reads them, even for the same
+// dataset shard, and drops the test set it had loaded.
+TEST_F(TrainingWorkerTest, ReconfigureWithOtherFilesReadsThem) {
+  const WorkerConfig first = Config("a", 1, 5, {3, 2, 3});
+  const WorkerConfig second = Config("b", 2, 5, {5, 2, 3});
+
+  std::unique_ptr<TrainingWorker> reconfigured = MakeWorker();
+  ConfigureResponse response;
+  ASSERT_TRUE(reconfigured->Configure(first, &response).ok());
+  Step(reconfigured.get());
+  ASSERT_TRUE(Evaluate(reconfigured.get(), 3).ok());
+  ASSERT_TRUE(reconfigured->Configure(second, &response).ok());
+
+  std::unique_ptr<TrainingWorker> fresh = MakeWorker();
+  ASSERT_TRUE(fresh->Configure(second, &response).ok());
+  const StepResponse a = Step(reconfigured.get());
+  const StepResponse b = Step(fresh.get());
+  EXPECT_EQ(a.loss(), b.loss());
+  EXPECT_EQ(a.correct(), b.correct());
+  EXPECT_EQ(a.replica_checksum(), b.replica_checksum());
+
+  absl::StatusOr<EvaluateResponse> ea = Evaluate(reconfigured.get(), 5);
+  absl::StatusOr<EvaluateResponse> eb = Evaluate(fresh.get(), 5);
+  ASSERT_TRUE(ea.ok()) << ea.status();
+  ASSERT_TRUE(eb.ok()) << eb.status();
+  EXPECT_EQ(ea->examples(), 5);
+  EXPECT_EQ(ea->loss_sum(), eb->loss_sum());
+}
+
+}  // namespace
+}  // namespace tessera
