@@ -177,15 +177,24 @@ void ClusterCoordinator::WorkerLoop(int worker) {
       continue;
     }
     if (!workers_[worker]->Alive() || workers_[worker]->LostState()) {
-      LOG(WARNING) << "worker " << worker << " failed during step "
-                   << p.request.step() << " (" << status
-                   << "); the step will run again";
       {
         absl::MutexLock lock(&mu_);
         down_[worker] = true;
-        ++rerun_;
         --inflight_;
-        queue_.push_front(std::move(p));
+        const bool again = error_.ok() && !stopping_;
+        LOG(WARNING) << "worker " << worker << " failed during step "
+                     << p.request.step() << " (" << status << "); the step "
+                     << (again ? "will run again" : "is cancelled");
+        if (again) {
+          ++rerun_;
+          queue_.push_front(std::move(p));
+        } else {
+          // The queue was cancelled meanwhile (an abort, or another step's
+          // error): a step queued again now would outlive the Join that
+          // recovery waits for, and push an old gradient after a restore.
+          p.future.Set(absl::CancelledError(absl::StrCat(
+              "step ", p.request.step(), " cancelled after an earlier error")));
+        }
       }
       RecoverWorker(worker);
       continue;

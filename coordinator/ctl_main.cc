@@ -86,6 +86,10 @@ int Run(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", gflags::ProgramUsage());
     return 2;
   }
+  if (absl::Status s = CheckTimeoutSeconds("--wait_s", FLAGS_wait_s); !s.ok()) {
+    std::fprintf(stderr, "tessera_ctl: %s\n", std::string(s.message()).c_str());
+    return 2;
+  }
   const std::string command = argv[1];
   std::unique_ptr<Coordinator::Stub> stub =
       Coordinator::NewStub(MakeChannel(FLAGS_coordinator));

@@ -343,6 +343,20 @@ absl::Status ValidateJobConfig(const JobConfig& job) {
     return absl::InvalidArgumentError(absl::StrCat(
         "steps_per_epoch must be >= 0, got ", s.steps_per_epoch()));
   }
+  // An epoch's plan holds every example id it visits (8 bytes each): bound
+  // it where a typo (an extra zero or three) would exhaust memory instead.
+  constexpr int64_t kMaxBatch = int64_t{1} << 20;
+  constexpr int64_t kMaxPlannedExamples = int64_t{1} << 28;
+  if (s.batch_size() > kMaxBatch) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "batch_size must be at most ", kMaxBatch, ", got ", s.batch_size()));
+  }
+  if (s.steps_per_epoch() > kMaxPlannedExamples / s.batch_size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("steps_per_epoch ", s.steps_per_epoch(), " x batch_size ",
+                     s.batch_size(), " plans more than ", kMaxPlannedExamples,
+                     " examples per epoch"));
+  }
   if (job.data().train_examples() < 0 || job.data().test_examples() < 0) {
     return absl::InvalidArgumentError(
         "train_examples and test_examples must be >= 0");

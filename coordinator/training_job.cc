@@ -220,24 +220,34 @@ absl::Status TrainingJob::RunExtraSteps(int64_t steps, DataPlan* data) {
   // In lockstep modes a step is a global step, one batch per worker.
   const int64_t planned =
       mode_.lockstep() ? steps * static_cast<int64_t>(workers_.size()) : steps;
-  std::vector<PlannedStep> taken;
-  while (static_cast<int64_t>(taken.size()) < planned) {
-    if (extra_plan_.empty()) {
-      std::vector<PlannedStep> next = data->NextEpoch();
-      extra_plan_.assign(std::make_move_iterator(next.begin()),
-                         std::make_move_iterator(next.end()));
-    }
-    taken.push_back(std::move(extra_plan_.front()));
-    extra_plan_.pop_front();
-  }
   const int epoch = job_.schedule().epochs() + 1;
   const std::string label = absl::StrFormat("steps %d-%d", extra_steps_run_ + 1,
                                             extra_steps_run_ + steps);
+  // At most an epoch's plan at a time, so a large request (tessera_ctl
+  // schedule 100000000) holds one epoch of example ids, not all of them.
   EpochResult result;
-  if (absl::Status s =
-          RunPlannedSteps(std::move(taken), epoch, *data, label, &result);
-      !s.ok()) {
-    return s;
+  for (int64_t left = planned; left > 0;) {
+    if (extra_plan_.empty()) {
+      std::vector<PlannedStep> next = data->NextEpoch();
+      if (next.empty()) {
+        return absl::FailedPreconditionError("the data plan has no steps");
+      }
+      extra_plan_.assign(std::make_move_iterator(next.begin()),
+                         std::make_move_iterator(next.end()));
+    }
+    std::vector<PlannedStep> taken;
+    while (left > 0 && !extra_plan_.empty()) {
+      taken.push_back(std::move(extra_plan_.front()));
+      extra_plan_.pop_front();
+      --left;
+    }
+    EpochResult part;
+    if (absl::Status s =
+            RunPlannedSteps(std::move(taken), epoch, *data, label, &part);
+        !s.ok()) {
+      return s;
+    }
+    result = part;  // what is printed: the last part's figures
   }
   if (absl::Status s = Evaluate(&result); !s.ok()) return s;
   extra_steps_run_ += steps;

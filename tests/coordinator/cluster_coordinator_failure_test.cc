@@ -51,6 +51,31 @@ TEST_F(ClusterCoordinatorFailureTest, DeadWorkersStepRerunsOnAnotherWorker) {
   workers_[1]->Revive();  // lets its recovery loop end
 }
 
+// A worker that dies after the queue was cancelled (here by an abort, as
+// the heartbeat does when a parameter server fails) must not queue its step
+// again: nothing would wait for it, and it would run after the recovery's
+// restore with a gradient from before it.
+TEST_F(ClusterCoordinatorFailureTest, DeadWorkersStepIsNotRequeuedAfterAbort) {
+  Start(2);
+  workers_[1]->Gate(100);
+  workers_[1]->Fail(100, absl::UnavailableError("node lost"), /*die=*/true,
+                    /*dead_checks=*/-1);
+  StepFuture step = MustSchedule(100, 1);
+  ASSERT_TRUE(workers_[1]->WaitEntered());
+  coord_->Abort(absl::UnavailableError("ps 0 does not answer"));
+  workers_[1]->Open();
+  absl::StatusOr<StepResponse> r = GetWithin(step);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled) << r.status();
+  absl::Status joined = JoinBounded();
+  EXPECT_THAT(joined.message(), HasSubstr("ps 0 does not answer"));
+  absl::SleepFor(absl::Milliseconds(200));  // worker 0 would take it now
+  int attempts = 0;
+  for (const Attempt& a : log_.attempts()) attempts += a.step == 100;
+  EXPECT_EQ(attempts, 1);
+  EXPECT_EQ(coord_->steps_rerun(), 0);
+  workers_[1]->Revive();
+}
+
 TEST_F(ClusterCoordinatorFailureTest, NoStepLostOrDoubledWhenAWorkerDies) {
   Start(3);
   workers_[2]->Fail(7, absl::UnavailableError("gone"), /*die=*/true, -1);

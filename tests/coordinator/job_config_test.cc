@@ -183,6 +183,13 @@ TEST_F(JobConfigTest, ValidateNamesTheBadField) {
        [](JobConfig* j) { j->mutable_schedule()->set_batch_size(0); }},
       {"steps_per_epoch",
        [](JobConfig* j) { j->mutable_schedule()->set_steps_per_epoch(-1); }},
+      // Plans that would not fit in memory.
+      {"batch_size must be at most",
+       [](JobConfig* j) { j->mutable_schedule()->set_batch_size(2000000000); }},
+      {"plans more than",
+       [](JobConfig* j) {
+         j->mutable_schedule()->set_steps_per_epoch(int64_t{1} << 40);
+       }},
       {"mode", [](JobConfig* j) { j->set_mode("sync_everything"); }},
       {"optimizer.learning_rate",
        [](JobConfig* j) { j->mutable_optimizer()->set_learning_rate(0); }},
