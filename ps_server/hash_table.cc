@@ -180,7 +180,15 @@ HashTable::HashTable(const ShardDef& def, const Optimizer* optimizer)
     s.index.assign(IndexCapacityFor(per_stripe), kEmpty);
     s.blocks.reserve((per_stripe + rows_per_block_ - 1) / rows_per_block_);
     s.init = def_.initializer();
+    allocated_bytes_.fetch_add(StripeBytes(s), std::memory_order_relaxed);
   }
+}
+
+int64_t HashTable::StripeBytes(const Stripe& s) const {
+  return static_cast<int64_t>(s.index.capacity() * sizeof(uint32_t) +
+                              s.blocks.capacity() * sizeof(s.blocks[0])) +
+         static_cast<int64_t>(s.blocks.size()) * rows_per_block_ *
+             record_bytes_;
 }
 
 HashTable::~HashTable() = default;
@@ -237,7 +245,10 @@ char* HashTable::FindOrCreate(Stripe& s, int64_t id, uint64_t hash) {
       // Uninitialised on purpose: a record is written when handed out.
       char* block = new (std::nothrow) char[rows_per_block_ * record_bytes_];
       if (block == nullptr) return nullptr;
+      const int64_t before = StripeBytes(s);
       s.blocks.emplace_back(block);
+      allocated_bytes_.fetch_add(StripeBytes(s) - before,
+                                 std::memory_order_relaxed);
     }
     ++s.high_water;
     record = Record(s, row);
@@ -250,8 +261,11 @@ char* HashTable::FindOrCreate(Stripe& s, int64_t id, uint64_t hash) {
 }
 
 void HashTable::Grow(Stripe& s) {
+  const int64_t before = StripeBytes(s);
   std::vector<uint32_t> old(s.index.size() * 2, kEmpty);
   old.swap(s.index);
+  allocated_bytes_.fetch_add(StripeBytes(s) - before,
+                             std::memory_order_relaxed);
   const size_t mask = s.index.size() - 1;
   for (uint32_t e : old) {
     if (e == kEmpty) continue;
@@ -477,16 +491,8 @@ bool HashTable::Contains(int64_t id) const {
 }
 
 int64_t HashTable::resident_bytes() const {
-  int64_t total = sizeof(*this) + kStripes * sizeof(Stripe);
-  for (int k = 0; k < kStripes; ++k) {
-    const Stripe& s = stripes_[k];
-    absl::MutexLock lock(&s.mu);
-    total +=
-        s.index.capacity() * sizeof(uint32_t) +
-        s.blocks.capacity() * sizeof(s.blocks[0]) +
-        static_cast<int64_t>(s.blocks.size()) * rows_per_block_ * record_bytes_;
-  }
-  return total;
+  return static_cast<int64_t>(sizeof(*this) + kStripes * sizeof(Stripe)) +
+         allocated_bytes_.load(std::memory_order_relaxed);
 }
 
 void HashTable::LockAllStripes() const {
@@ -623,6 +629,10 @@ void HashTable::TakeRowsFrom(HashTable& built) {
   const int64_t rows = built.rows();
   built.rows_.store(this->rows(), std::memory_order_relaxed);
   rows_.store(rows, std::memory_order_relaxed);
+  const int64_t bytes = built.allocated_bytes_.load(std::memory_order_relaxed);
+  built.allocated_bytes_.store(allocated_bytes_.load(std::memory_order_relaxed),
+                               std::memory_order_relaxed);
+  allocated_bytes_.store(bytes, std::memory_order_relaxed);
   const int64_t step = built.version();
   built.step_.store(version(), std::memory_order_release);
   step_.store(step, std::memory_order_release);

@@ -174,6 +174,8 @@ class HashTable final : public RowTable {
   size_t SlotOf(const Stripe& s, uint32_t row, uint64_t hash) const
       ABSL_SHARED_LOCKS_REQUIRED(s.mu);
   void Grow(Stripe& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  // Bytes `s` has allocated: its index, block list and blocks.
+  int64_t StripeBytes(const Stripe& s) const ABSL_SHARED_LOCKS_REQUIRED(s.mu);
   void Remove(Stripe& s, uint32_t row) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
   char* Record(const Stripe& s, uint32_t row) const
       ABSL_SHARED_LOCKS_REQUIRED(s.mu);
@@ -212,6 +214,10 @@ class HashTable final : public RowTable {
 
   std::atomic<int64_t> step_{0};
   std::atomic<int64_t> rows_{0};
+  // The sum of StripeBytes over all stripes, kept as they grow, so that
+  // resident_bytes() (every Health call) takes no stripe lock: a checkpoint
+  // holds all of them while it writes the table.
+  std::atomic<int64_t> allocated_bytes_{0};
   mutable absl::Mutex evict_mu_;  // one sweep at a time
   // Held shared by every Apply and exclusively by VisitRows and
   // TakeRowsFrom, so those never see a push applied to some stripes only.

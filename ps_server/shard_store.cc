@@ -119,11 +119,15 @@ int64_t ShardStore::num_shards() const {
 }
 
 int64_t ShardStore::resident_bytes() const {
-  absl::MutexLock lock(&mu_);
-  int64_t total = 0;
-  for (const auto& [name, entry] : shards_) {
-    total += entry.rows->resident_bytes();
+  // Summed outside the store's lock, which every pull and push takes to
+  // find its shard.
+  std::vector<std::shared_ptr<RowTable>> tables;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [name, entry] : shards_) tables.push_back(entry.rows);
   }
+  int64_t total = 0;
+  for (const auto& table : tables) total += table->resident_bytes();
   return total;
 }
 

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/notification.h"
 #include "partitioners/hash_routing.h"
 #include "ps_server/optimizer.h"
 #include "tests/ps_server/ps_test_util.h"
@@ -403,6 +404,40 @@ TEST_F(HashTableTest, ResidentBytesStayWithinTheBound) {
               << table->resident_bytes() << " bytes, " << ratio
               << " x rows*dim*4*(1+1)\n";
   }
+}
+
+// Health calls resident_bytes() while a checkpoint may hold every stripe
+// for as long as it writes the table; it must answer without waiting.
+TEST_F(HashTableTest, ResidentBytesAnswersDuringACheckpointWrite) {
+  ShardDef def = HashDef(8);
+  std::unique_ptr<HashTable> table = MakeTable(def, sgd_.get());
+  ASSERT_NE(table, nullptr);
+  std::vector<int64_t> ids(3000);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = 7919 * (i + 1);
+  std::vector<float> sink(ids.size() * 8);
+  const int64_t empty = table->resident_bytes();
+  table->Read(ids, sink.data());  // creates the rows: blocks, index growth
+  const int64_t filled = table->resident_bytes();
+  EXPECT_GE(filled - empty,
+            static_cast<int64_t>(ids.size()) * 8 * sizeof(float));
+
+  absl::Notification inside, release;
+  std::thread writer([&] {
+    table
+        ->VisitRows([&](const HashTable::Rows&) {
+          inside.Notify();
+          release.WaitForNotificationWithTimeout(absl::Seconds(20));
+          return absl::OkStatus();
+        })
+        .IgnoreError();
+  });
+  ASSERT_TRUE(inside.WaitForNotificationWithTimeout(absl::Seconds(20)));
+  const int64_t during = table->resident_bytes();  // blocked here before
+  const bool answered_while_held = !release.HasBeenNotified();
+  release.Notify();
+  writer.join();
+  EXPECT_TRUE(answered_while_held);
+  EXPECT_EQ(during, filled);
 }
 
 }  // namespace
