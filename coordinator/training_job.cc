@@ -737,6 +737,13 @@ absl::Status TrainingJob::Evaluate(EpochResult* result) {
     });
   }
   for (std::thread& t : threads) t.join();
+  for (int w = 0; w < n; ++w) {
+    if (statuses[w].ok()) continue;
+    EvaluateRequest request;
+    request.set_begin(test_examples_ * w / n);
+    request.set_end(test_examples_ * (w + 1) / n);
+    statuses[w] = EvaluateElsewhere(w, request, statuses[w], &responses[w]);
+  }
   int64_t examples = 0, correct = 0;
   double loss = 0;
   std::vector<float> probabilities, labels;
@@ -765,6 +772,46 @@ absl::Status TrainingJob::Evaluate(EpochResult* result) {
   absl::MutexLock lock(&status_mu_);
   status_.set_last_test_accuracy(static_cast<float>(result->test_accuracy));
   return absl::OkStatus();
+}
+
+absl::Status TrainingJob::EvaluateElsewhere(int owner,
+                                            const EvaluateRequest& request,
+                                            absl::Status failure,
+                                            EvaluateResponse* response) {
+  const int n = static_cast<int>(workers_.size());
+  if (workers_[owner]->Alive() && !workers_[owner]->LostState()) {
+    return failure;
+  }
+  LOG(WARNING) << "worker " << owner << " failed evaluating test examples ["
+               << request.begin() << ", " << request.end() << ") (" << failure
+               << "); trying the other workers";
+  const absl::Time deadline =
+      absl::Now() + options_.coordinator.worker_recovery_timeout;
+  while (true) {
+    for (int i = 0; i < n; ++i) {
+      const int w = (owner + 1 + i) % n;  // the others first
+      RemoteWorker* worker = workers_[w];
+      if (!worker->Alive()) continue;
+      if (worker->LostState() && !worker->Restore().ok()) continue;
+      response->Clear();
+      absl::Status s = worker->Evaluate(request, response);
+      if (s.ok()) {
+        LOG(INFO) << "test examples [" << request.begin() << ", "
+                  << request.end() << ") evaluated by worker " << w;
+        return s;
+      }
+      if (worker->Alive() && !worker->LostState()) return s;
+      failure = s;
+    }
+    if (absl::Now() >= deadline) {
+      return absl::UnavailableError(absl::StrCat(
+          "no worker could evaluate test examples [", request.begin(), ", ",
+          request.end(), ") within ",
+          absl::FormatDuration(options_.coordinator.worker_recovery_timeout),
+          ": ", failure.message()));
+    }
+    absl::SleepFor(absl::Milliseconds(200));
+  }
 }
 
 void TrainingJob::WriteMetrics(const EpochResult& r) {

@@ -136,6 +136,14 @@ class TrainingJob {
   void Record(const StepResponse& response, int64_t step, ProgressMeter* meter,
               EpochResult* result, int64_t* correct);
   absl::Status Evaluate(EpochResult* result);
+  // Evaluates `request` (the slice of worker `owner`, whose own attempt
+  // failed with `failure`) on whichever worker answers, restoring a
+  // restarted one first, until the worker recovery timeout. A failure of a
+  // worker that is up and configured is the job's (bad data), returned as
+  // is.
+  absl::Status EvaluateElsewhere(int owner, const EvaluateRequest& request,
+                                 absl::Status failure,
+                                 EvaluateResponse* response);
   // Runs `steps` more steps (global steps in lockstep modes) continuing
   // the data order, evaluates, and reports them.
   absl::Status RunExtraSteps(int64_t steps, DataPlan* data);

@@ -231,6 +231,55 @@ TEST_F(FaultTest, AsynchronousTrainingSurvivesAParameterServerKill) {
   EXPECT_GT(FinalAccuracy(run), 0.78);
 }
 
+// Evaluation is not a step: a worker killed while it evaluates its slice
+// of the test set used to fail the job. Epochs of 2 steps and 10,000 test
+// images make evaluation most of each epoch, and worker-1 is killed three
+// times just after an epoch ended, so at least one kill is all but certain
+// to land in an evaluation; the job must end with every epoch evaluated.
+TEST_F(FaultTest, WorkerKilledWhileEvaluatingIsReplaced) {
+  const fs::path dir = Dir("evaluate");
+  const fs::path rd = dir / "run";
+  const fs::path out = dir / "launcher.out";
+  constexpr int kShortEpochs = 30;
+  std::string script = absl::StrCat(
+      BuildDir(), "/deploy/local/tessera_local --num_ps=2 --num_workers=2",
+      " --max_restarts=3 --run_dir=", rd.string(),
+      " -- --epochs=", kShortEpochs,
+      " --steps_per_epoch=2 --test_examples=10000 > ", out.string(),
+      " 2>&1 &\nlauncher=$!\n");
+  for (int kill : {5, 12, 19}) {
+    absl::StrAppend(&script, "for i in $(seq 1 2400); do\n", "  n=$(cat ",
+                    rd.string(), "/metrics.jsonl 2>/dev/null | wc -l)\n",
+                    "  [ \"$n\" -ge ", kill, " ] && break; sleep 0.01\ndone\n",
+                    "sleep 0.05; kill -9 $(cat ", rd.string(),
+                    "/pids/worker-1)\n");
+  }
+  absl::StrAppend(&script, "wait $launcher; echo launcher_exit=$?\n");
+  std::ofstream(dir / "run.sh") << script;
+  ShellResult shell = Shell("bash " + (dir / "run.sh").string());
+  const std::string output = ReadFile(out);
+  EXPECT_THAT(shell.output, HasSubstr("launcher_exit=0")) << output;
+  std::ifstream metrics(rd / "metrics.jsonl");
+  std::string line;
+  int epochs = 0;
+  while (std::getline(metrics, line)) {
+    nlohmann::json j = nlohmann::json::parse(line);
+    EXPECT_EQ(j["epoch"].get<int>(), ++epochs);
+    EXPECT_GT(j["test_accuracy"].get<double>(), 0.1);
+  }
+  EXPECT_EQ(epochs, kShortEpochs) << output;
+  const std::string chief = ReadFile(rd / "chief.log");
+  size_t replaced = 0;
+  for (size_t at = chief.find("evaluated by worker 0"); at != std::string::npos;
+       at = chief.find("evaluated by worker 0", at + 1)) {
+    ++replaced;
+  }
+  std::printf(
+      "[fault] worker-1 killed 3 times: %zu evaluation slices "
+      "evaluated elsewhere\n",
+      replaced);
+}
+
 TEST_F(FaultTest, DamagedCheckpointIsNamedAndTheJobResumesOnMoreServers) {
   const fs::path dir = Dir("reshard");
   const std::string checkpoints = (dir / "checkpoints").string();
