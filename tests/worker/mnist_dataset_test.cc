@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/worker/idx_test_files.h"
 
 namespace tessera {
 namespace {
@@ -21,48 +22,10 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-using Bytes = std::vector<uint8_t>;
+using idx_test::Bytes;
+using idx_test::Ubyte;
 
-Bytes Ubyte(const std::vector<uint32_t>& dims, const Bytes& data) {
-  Bytes out = {0, 0, 0x08, static_cast<uint8_t>(dims.size())};
-  for (uint32_t d : dims) {
-    out.insert(out.end(),
-               {static_cast<uint8_t>(d >> 24), static_cast<uint8_t>(d >> 16),
-                static_cast<uint8_t>(d >> 8), static_cast<uint8_t>(d)});
-  }
-  out.insert(out.end(), data.begin(), data.end());
-  return out;
-}
-
-class MnistDatasetTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = absl::StrCat(
-        ::testing::TempDir(), "/mnist_dataset_test_", getpid(), "_",
-        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  std::string WritePlain(const std::string& name, const Bytes& bytes) {
-    const std::string path = absl::StrCat(dir_, "/", name);
-    std::ofstream out(path, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-    return path;
-  }
-
-  std::string WriteGz(const std::string& name, const Bytes& bytes) {
-    const std::string path = absl::StrCat(dir_, "/", name);
-    gzFile f = gzopen(path.c_str(), "wb");
-    EXPECT_NE(f, nullptr);
-    EXPECT_EQ(gzwrite(f, bytes.data(), bytes.size()),
-              static_cast<int>(bytes.size()));
-    gzclose(f);
-    return path;
-  }
-
-  std::string dir_;
-};
+class MnistDatasetTest : public idx_test::IdxFileTest {};
 
 TEST_F(MnistDatasetTest, LoadsAndScales) {
   const std::string images = WriteGz(

@@ -17,6 +17,7 @@
 #include "common/cluster_spec.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/worker/idx_test_files.h"
 #include "worker/all_reducer.h"
 #include "worker/cpu_backend.h"
 
@@ -26,7 +27,8 @@ namespace {
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
-using Bytes = std::vector<uint8_t>;
+using idx_test::Bytes;
+using idx_test::Ubyte;
 
 // The only rank of its group: the sum is the buffer itself.
 class OneRank final : public AllReducer {
@@ -39,18 +41,6 @@ class OneRank final : public AllReducer {
   }
 };
 
-// An IDX file of unsigned bytes.
-Bytes Ubyte(const std::vector<uint32_t>& dims, const Bytes& data) {
-  Bytes out = {0, 0, 0x08, static_cast<uint8_t>(dims.size())};
-  for (uint32_t d : dims) {
-    out.insert(out.end(),
-               {static_cast<uint8_t>(d >> 24), static_cast<uint8_t>(d >> 16),
-                static_cast<uint8_t>(d >> 8), static_cast<uint8_t>(d)});
-  }
-  out.insert(out.end(), data.begin(), data.end());
-  return out;
-}
-
 // `n` bytes that depend on `seed`, so that two data sets differ.
 Bytes Pattern(int64_t n, int seed, int modulo = 256) {
   Bytes out(n);
@@ -61,21 +51,10 @@ Bytes Pattern(int64_t n, int seed, int modulo = 256) {
   return out;
 }
 
-class TrainingWorkerTest : public ::testing::Test {
+class TrainingWorkerTest : public idx_test::IdxFileTest {
  protected:
-  void SetUp() override {
-    dir_ = absl::StrCat(
-        ::testing::TempDir(), "/training_worker_test_", getpid(), "_",
-        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
   std::string Write(const std::string& name, const Bytes& bytes) {
-    const std::string path = absl::StrCat(dir_, "/", name);
-    std::ofstream out(path, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-    return path;
+    return WritePlain(name, bytes);
   }
 
   // Writes `prefix`-train-{images,labels} ([4, 2, 3]) and
@@ -155,7 +134,6 @@ class TrainingWorkerTest : public ::testing::Test {
     return response;
   }
 
-  std::string dir_;
   OneRank all_reducer_;
 };
 
