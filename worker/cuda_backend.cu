@@ -18,23 +18,12 @@
 #include "absl/strings/str_cat.h"
 #include "common/counter_rng.h"
 #include "worker/cuda_backend.h"
+#include "worker/cuda_nn_kernels.cuh"
 
 namespace tessera {
 namespace {
 
-constexpr int kThreads = 256;
 constexpr int64_t kStagingBytes = 4 << 20;  // per pinned staging buffer
-
-int Blocks(int64_t n) {
-  return static_cast<int>(std::max<int64_t>(
-      1, std::min<int64_t>((n + kThreads - 1) / kThreads, 1 << 20)));
-}
-
-// Grid-stride loop over [0, n).
-#define TESSERA_FOR_EACH(i, n)                                          \
-  for (int64_t i =                                                      \
-           blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; \
-       i < (n); i += static_cast<int64_t>(gridDim.x) * blockDim.x)
 
 __global__ void AddBiasKernel(const float* bias, int64_t rows, int64_t cols,
                               float* x) {
@@ -58,10 +47,6 @@ __global__ void DropoutKernel(uint64_t seed, float rate, float scale, int64_t n,
     x[i] = CounterUniform(seed, static_cast<uint64_t>(i)) >= rate ? x[i] * scale
                                                                   : 0.0f;
   }
-}
-
-__global__ void FillKernel(int64_t n, float value, float* x) {
-  TESSERA_FOR_EACH(i, n) { x[i] = value; }
 }
 
 // One warp per row: arg-max (first of equal maxima, as std::max_element),
@@ -368,8 +353,7 @@ class CudaBackend final : public Backend {
         ScratchBytes(kOnes, rows * static_cast<int64_t>(sizeof(float))));
     if (ones == nullptr) return;
     if (ones_filled_ < rows) {
-      FillKernel<<<Blocks(rows), kThreads, 0, stream_>>>(rows, 1.0f, ones);
-      CheckLaunch("Fill");
+      if (!CheckLaunch("Fill", LaunchFill(stream_, rows, 1.0f, ones))) return;
       ones_filled_ = rows;
     }
     const float one = 1.0f, zero = 0.0f;
@@ -498,6 +482,213 @@ class CudaBackend final : public Backend {
     return status_.ok() ? unique : 0;
   }
 
+  // ---- The layer library's ops: kernels in cuda_nn_kernels.cu, cuBLAS for
+  // BatchedGemm, Thrust for MeanSquaredError's sum.
+
+  void Fill(int64_t n, float value, float* x) override {
+    if (n <= 0 || !Ready()) return;
+    CheckLaunch("Fill", LaunchFill(stream_, n, value, x));
+  }
+
+  void Axpby(int64_t n, float alpha, const float* x, float beta,
+             float* y) override {
+    if (n <= 0 || !Ready()) return;
+    CheckLaunch("Axpby", LaunchAxpby(stream_, n, alpha, x, beta, y));
+  }
+
+  void Mul(int64_t n, const float* a, const float* b, float beta,
+           float* out) override {
+    if (n <= 0 || !Ready()) return;
+    CheckLaunch("Mul", LaunchMul(stream_, n, a, b, beta, out));
+  }
+
+  void UnaryForward(Unary kind, int64_t n, const float* x, float* y) override {
+    if (n <= 0 || !Ready()) return;
+    CheckLaunch("UnaryForward", LaunchUnaryForward(stream_, kind, n, x, y));
+  }
+
+  void UnaryBackward(Unary kind, int64_t n, const float* y, const float* dy,
+                     float* dx) override {
+    if (n <= 0 || !Ready()) return;
+    CheckLaunch("UnaryBackward",
+                LaunchUnaryBackward(stream_, kind, n, y, dy, dx));
+  }
+
+  void SoftmaxForward(int64_t rows, int64_t cols, const float* x,
+                      float* y) override {
+    if (rows <= 0 || cols <= 0 || !Ready()) return;
+    CheckLaunch("SoftmaxForward",
+                LaunchSoftmaxForward(stream_, rows, cols, x, y));
+  }
+
+  void SoftmaxBackward(int64_t rows, int64_t cols, const float* y,
+                       const float* dy, float* dx) override {
+    if (rows <= 0 || cols <= 0 || !Ready()) return;
+    CheckLaunch("SoftmaxBackward",
+                LaunchSoftmaxBackward(stream_, rows, cols, y, dy, dx));
+  }
+
+  // The sum over rows of each row's mean is the sum of every squared error
+  // divided by cols. thrust::reduce returns to the host, so this waits for
+  // the stream as an op returning a value must.
+  double MeanSquaredError(const float* pred, const float* target, int64_t rows,
+                          int64_t cols, float* dpred) override {
+    const int64_t n = rows * cols;
+    if (n <= 0 || !Ready()) return 0;
+    double* loss = static_cast<double*>(ScratchBytes(kLoss, n * 8));
+    if (loss == nullptr) return 0;
+    const float grad_scale = 2.0f / static_cast<float>(n);
+    if (!CheckLaunch("MeanSquaredError",
+                     LaunchSquaredError(stream_, n, pred, target, grad_scale,
+                                        dpred, loss))) {
+      return 0;
+    }
+    double sum = 0;
+    RunThrust("MeanSquaredError reduction", [&] {
+      sum = thrust::reduce(thrust::cuda::par.on(stream_), loss, loss + n, 0.0);
+    });
+    return status_.ok() ? sum / static_cast<double>(cols) : 0;
+  }
+
+  void Copy2D(int64_t rows, int64_t cols, const float* src, int64_t src_stride,
+              float* dst, int64_t dst_stride, float beta) override {
+    if (rows <= 0 || cols <= 0 || !Ready()) return;
+    CheckLaunch("Copy2D", LaunchCopy2D(stream_, rows, cols, src, src_stride,
+                                       dst, dst_stride, beta));
+  }
+
+  // Mapped to column-major as Gemm is; the strides carry over unchanged.
+  void BatchedGemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n,
+                   int64_t k, float alpha, const float* a, int64_t stride_a,
+                   const float* b, int64_t stride_b, float beta, float* c,
+                   int64_t stride_c, int64_t batch) override {
+    if (m <= 0 || n <= 0 || batch <= 0 || !Ready()) return;
+    const int lda = static_cast<int>(std::max<int64_t>(1, transpose_a ? m : k));
+    const int ldb = static_cast<int>(std::max<int64_t>(1, transpose_b ? k : n));
+    CheckBlas(cublasSgemmStridedBatched(
+                  blas_, transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                  transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n),
+                  static_cast<int>(m), static_cast<int>(k), &alpha, b, ldb,
+                  stride_b, a, lda, stride_a, &beta, c, static_cast<int>(n),
+                  stride_c, static_cast<int>(batch)),
+              "cublasSgemmStridedBatched");
+  }
+
+  void GatherColumns(int64_t rows, int64_t in_cols, const float* x, int64_t n,
+                     const int32_t* index, float* y) override {
+    if (rows <= 0 || n <= 0 || !Ready()) return;
+    CheckLaunch("GatherColumns",
+                LaunchGatherColumns(stream_, rows, in_cols, x, n, index, y));
+  }
+
+  void ScatterColumns(int64_t rows, int64_t n, const float* dy,
+                      const int32_t* index, int64_t out_cols,
+                      float* dx) override {
+    if (rows <= 0 || out_cols <= 0 || !Ready()) return;
+    CheckLaunch("ScatterColumns", LaunchScatterColumns(stream_, rows, n, dy,
+                                                       index, out_cols, dx));
+  }
+
+  void ScaleRows(int64_t rows, int64_t cols, const float* x, const float* s,
+                 float beta, float* y) override {
+    if (rows <= 0 || cols <= 0 || !Ready()) return;
+    CheckLaunch("ScaleRows",
+                LaunchScaleRows(stream_, rows, cols, x, s, beta, y));
+  }
+
+  void RowDot(int64_t rows, int64_t cols, const float* a, const float* b,
+              float* out) override {
+    if (rows <= 0 || !Ready()) return;
+    CheckLaunch("RowDot", LaunchRowDot(stream_, rows, cols, a, b, out));
+  }
+
+  void Im2Col(const Window2D& g, const float* x, float* cols) override {
+    if (g.batch * g.out_h * g.out_w * g.kernel_h * g.kernel_w * g.channels <=
+            0 ||
+        !Ready()) {
+      return;
+    }
+    CheckLaunch("Im2Col", LaunchIm2Col(stream_, g, x, cols));
+  }
+
+  void Col2Im(const Window2D& g, const float* cols, float* dx) override {
+    if (g.batch * g.height * g.width * g.channels <= 0 || !Ready()) return;
+    CheckLaunch("Col2Im", LaunchCol2Im(stream_, g, cols, dx));
+  }
+
+  void MaxPoolForward(const Window2D& g, const float* x, float* y,
+                      int64_t* argmax) override {
+    if (g.batch * g.out_h * g.out_w * g.channels <= 0 || !Ready()) return;
+    CheckLaunch("MaxPoolForward",
+                LaunchMaxPoolForward(stream_, g, x, y, argmax));
+  }
+
+  void MaxPoolBackward(const Window2D& g, const float* dy,
+                       const int64_t* argmax, float* dx) override {
+    if (g.batch * g.height * g.width * g.channels <= 0 || !Ready()) return;
+    CheckLaunch("MaxPoolBackward",
+                LaunchMaxPoolBackward(stream_, g, dy, argmax, dx));
+  }
+
+  void ColumnMoments(int64_t rows, int64_t cols, const float* x, float* mean,
+                     float* var) override {
+    if (cols <= 0 || !Ready()) return;
+    CheckLaunch("ColumnMoments",
+                LaunchColumnMoments(stream_, rows, cols, x, mean, var));
+  }
+
+  void BatchNormForward(int64_t rows, int64_t cols, const float* x,
+                        const float* mean, const float* var, const float* gamma,
+                        const float* beta, float epsilon, float* y) override {
+    if (rows <= 0 || cols <= 0 || !Ready()) return;
+    CheckLaunch("BatchNormForward",
+                LaunchBatchNormForward(stream_, rows, cols, x, mean, var, gamma,
+                                       beta, epsilon, y));
+  }
+
+  void BatchNormBackward(int64_t rows, int64_t cols, const float* x,
+                         const float* mean, const float* var,
+                         const float* gamma, float epsilon, const float* dy,
+                         float* dx, float* dgamma, float* dbeta) override {
+    if (cols <= 0 || !Ready()) return;
+    CheckLaunch("BatchNormBackward",
+                LaunchBatchNormBackward(stream_, rows, cols, x, mean, var,
+                                        gamma, epsilon, dy, dx, dgamma, dbeta));
+  }
+
+  void LayerNormForward(int64_t rows, int64_t cols, const float* x,
+                        const float* gamma, const float* beta, float epsilon,
+                        float* y, float* mean, float* rstd) override {
+    if (rows <= 0 || cols <= 0 || !Ready()) return;
+    CheckLaunch("LayerNormForward",
+                LaunchLayerNormForward(stream_, rows, cols, x, gamma, beta,
+                                       epsilon, y, mean, rstd));
+  }
+
+  void LayerNormBackward(int64_t rows, int64_t cols, const float* x,
+                         const float* mean, const float* rstd,
+                         const float* gamma, const float* dy, float* dx,
+                         float* dgamma, float* dbeta) override {
+    if (cols <= 0 || !Ready()) return;
+    CheckLaunch("LayerNormBackward",
+                LaunchLayerNormBackward(stream_, rows, cols, x, mean, rstd,
+                                        gamma, dy, dx, dgamma, dbeta));
+  }
+
+  void FmOrder2Forward(int64_t batch, int64_t fields, int64_t dim,
+                       const float* x, float* y) override {
+    if (batch <= 0 || dim <= 0 || !Ready()) return;
+    CheckLaunch("FmOrder2Forward",
+                LaunchFmOrder2Forward(stream_, batch, fields, dim, x, y));
+  }
+
+  void FmOrder2Backward(int64_t batch, int64_t fields, int64_t dim,
+                        const float* x, const float* dy, float* dx) override {
+    if (batch <= 0 || fields <= 0 || dim <= 0 || !Ready()) return;
+    CheckLaunch("FmOrder2Backward",
+                LaunchFmOrder2Backward(stream_, batch, fields, dim, x, dy, dx));
+  }
+
  private:
   struct Staging {
     void* host = nullptr;  // pinned
@@ -544,7 +735,13 @@ class CudaBackend final : public Backend {
   }
 
   bool CheckLaunch(const char* kernel) {
-    return Check(cudaGetLastError(),
+    return CheckLaunch(kernel, cudaGetLastError());
+  }
+
+  // For the launch functions of cuda_nn_kernels.cuh, which return the
+  // launch's error themselves.
+  bool CheckLaunch(const char* kernel, cudaError_t err) {
+    return Check(err,
                  absl::StrCat("launch of the ", kernel, " kernel").c_str());
   }
 

@@ -14,12 +14,25 @@
 //   no ReLU flips; embedding-bag model): loss
 //   within 1e-5 relative, each gradient tensor within 1e-4 * max |cpu|,
 //   arg-max count within 1.
+//
+// The layer library's ops (the Nn tests, on awkward sizes such as 37 x
+// 129):
+// - bit-identical: Fill, GatherColumns, Im2Col, Copy2D with beta 0,
+//   MaxPoolForward's outputs and argmax (the same comparisons in the same
+//   window order);
+// - elementwise ops and scatter-adds (Axpby, Mul, the activations and
+//   their gradients, Copy2D and ScaleRows with a beta, ScatterColumns,
+//   Col2Im, MaxPoolBackward): max |cuda - cpu| <= 1e-6 * max |cpu|, for
+//   expf / tanhf ulps, FMA contraction and the atomics' order;
+// - ops that reduce (softmax, MeanSquaredError, BatchedGemm, RowDot, the
+//   moments, batch and layer normalization, FmOrder2): 1e-5 as above.
 
 #include "worker/cuda_backend.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <random>
 #include <utility>
@@ -93,6 +106,15 @@ class CudaVsCpuTest : public ::testing::Test {
     std::vector<float> host = x;
     op(&cpu_, host.data());
     return {ToHost(gpu_.get(), d, x.size()), host};
+  }
+
+  template <typename T>
+  DeviceArray<T> Up(const std::vector<T>& host) {
+    return ToDevice(gpu_.get(), host);
+  }
+  template <typename T>
+  std::vector<T> Down(const DeviceArray<T>& a, int64_t n) {
+    return ToHost(gpu_.get(), a, n);
   }
 
   CpuBackend cpu_;
@@ -341,6 +363,380 @@ TEST_F(CudaVsCpuTest, MlpTrainingStepMatchesCpu) {
     EXPECT_NEAR(eval_gpu->loss_sum, eval_cpu->loss_sum,
                 1e-5 * std::fabs(eval_cpu->loss_sum));
   }
+}
+
+// ---- The layer library's ops.
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr int64_t kRows = 37, kCols = 129;
+
+TEST_F(CudaVsCpuTest, NnFillIsIdentical) {
+  const auto x = InPlace(RandomVector(100003, 40), [](Backend* b, float* v) {
+    b->Fill(100001, -3.25f, v);  // leaves the last two alone
+  });
+  EXPECT_EQ(x.first, x.second);
+}
+
+TEST_F(CudaVsCpuTest, NnAxpbyAndMul) {
+  const int64_t n = kRows * kCols;
+  const std::vector<float> a = RandomVector(n, 41), b = RandomVector(n, 42);
+  DeviceArray<float> da = Up(a), db = Up(b);
+  for (float beta : {0.0f, 0.75f}) {
+    // beta 0 must not read the output: NaN there stays out of the result.
+    const std::vector<float> y0 =
+        beta == 0 ? std::vector<float>(n, kNaN) : RandomVector(n, 43);
+    const auto axpby = InPlace(y0, [&](Backend* be, float* y) {
+      be->Axpby(n, -1.5f, be == &cpu_ ? a.data() : da.data(), beta, y);
+    });
+    EXPECT_TRUE(NormwiseClose(axpby.first, axpby.second, 1e-6)) << beta;
+    const auto mul = InPlace(y0, [&](Backend* be, float* out) {
+      be->Mul(n, be == &cpu_ ? a.data() : da.data(),
+              be == &cpu_ ? b.data() : db.data(), beta, out);
+    });
+    EXPECT_TRUE(NormwiseClose(mul.first, mul.second, 1e-6)) << beta;
+  }
+  // With beta 0 the output may alias an input.
+  const auto aliased = InPlace(a, [&](Backend* be, float* v) {
+    be->Mul(n, v, be == &cpu_ ? b.data() : db.data(), 0.0f, v);
+  });
+  EXPECT_TRUE(NormwiseClose(aliased.first, aliased.second, 1e-6));
+}
+
+TEST_F(CudaVsCpuTest, NnUnaryForwardAndBackward) {
+  const int64_t n = kRows * kCols;
+  for (Backend::Unary kind : {Backend::Unary::kRelu, Backend::Unary::kSigmoid,
+                              Backend::Unary::kTanh}) {
+    const int k = static_cast<int>(kind);
+    const std::vector<float> x = RandomVector(n, 44, 6.0f);
+    // In place on both: y aliases x.
+    const auto y = InPlace(
+        x, [&](Backend* be, float* v) { be->UnaryForward(kind, n, v, v); });
+    EXPECT_TRUE(NormwiseClose(y.first, y.second, 1e-6)) << k;
+    // The backward from the same y on both, dx aliasing dy.
+    const std::vector<float>& y_cpu = y.second;
+    DeviceArray<float> y_gpu = Up(y_cpu);
+    const auto dx = InPlace(RandomVector(n, 45), [&](Backend* be, float* g) {
+      be->UnaryBackward(kind, n, be == &cpu_ ? y_cpu.data() : y_gpu.data(), g,
+                        g);
+    });
+    EXPECT_TRUE(NormwiseClose(dx.first, dx.second, 1e-6)) << k;
+  }
+}
+
+TEST_F(CudaVsCpuTest, NnSoftmaxForwardAndBackward) {
+  for (int64_t cols : {1, 31, 129, 1000}) {
+    const int64_t n = kRows * cols;
+    // In place: y aliases x.
+    const auto y = InPlace(
+        RandomVector(n, 46, 8.0f),
+        [&](Backend* be, float* v) { be->SoftmaxForward(kRows, cols, v, v); });
+    EXPECT_TRUE(NormwiseClose(y.first, y.second, 1e-5)) << cols;
+    const std::vector<float>& y_cpu = y.second;
+    DeviceArray<float> y_gpu = Up(y_cpu);
+    // dx aliases dy.
+    const auto dx = InPlace(RandomVector(n, 47), [&](Backend* be, float* g) {
+      be->SoftmaxBackward(kRows, cols,
+                          be == &cpu_ ? y_cpu.data() : y_gpu.data(), g, g);
+    });
+    EXPECT_TRUE(NormwiseClose(dx.first, dx.second, 1e-5)) << cols;
+  }
+}
+
+TEST_F(CudaVsCpuTest, NnMeanSquaredError) {
+  const int64_t n = kRows * kCols;
+  const std::vector<float> pred = RandomVector(n, 48, 3.0f);
+  const std::vector<float> target = RandomVector(n, 49, 3.0f);
+  DeviceArray<float> dp = Up(pred), dt = Up(target), dgrad(gpu_.get(), n);
+  const double got =
+      gpu_->MeanSquaredError(dp.data(), dt.data(), kRows, kCols, dgrad.data());
+  std::vector<float> want_grad(n);
+  const double want = cpu_.MeanSquaredError(pred.data(), target.data(), kRows,
+                                            kCols, want_grad.data());
+  EXPECT_NEAR(got, want, 1e-5 * std::fabs(want));
+  EXPECT_TRUE(NormwiseClose(Down(dgrad, n), want_grad, 1e-6));
+  EXPECT_NEAR(
+      gpu_->MeanSquaredError(dp.data(), dt.data(), kRows, kCols, nullptr), want,
+      1e-5 * std::fabs(want));
+}
+
+TEST_F(CudaVsCpuTest, NnCopy2D) {
+  // src [37, 129] into columns 64..192 of a [37, 300] dst, then columns
+  // 10..138 of that back into a [37, 131] with a beta.
+  const int64_t wide = 300, narrow = 131;
+  const std::vector<float> src = RandomVector(kRows * kCols, 50);
+  DeviceArray<float> dsrc = Up(src);
+  const auto dst =
+      InPlace(RandomVector(kRows * wide, 51), [&](Backend* be, float* d) {
+        be->Copy2D(kRows, kCols, be == &cpu_ ? src.data() : dsrc.data(), kCols,
+                   d + 64, wide, 0.0f);
+      });
+  EXPECT_EQ(dst.first, dst.second);
+  const std::vector<float>& dst_cpu = dst.second;
+  DeviceArray<float> ddst = Up(dst_cpu);
+  const auto back = InPlace(RandomVector(kRows * narrow, 52), [&](Backend* be,
+                                                                  float* d) {
+    be->Copy2D(kRows, kCols, (be == &cpu_ ? dst_cpu.data() : ddst.data()) + 10,
+               wide, d + 1, narrow, -0.5f);
+  });
+  EXPECT_TRUE(NormwiseClose(back.first, back.second, 1e-6));
+}
+
+TEST_F(CudaVsCpuTest, NnBatchedGemm) {
+  const int64_t m = 37, n = 53, k = 129, batch = 5;
+  // Gaps between the matrices, which must stay as they were.
+  const int64_t sa = m * k + 3, sb = k * n + 7, sc = m * n + 5;
+  const std::vector<float> a = RandomVector(sa * batch, 53);
+  const std::vector<float> b = RandomVector(sb * batch, 54);
+  DeviceArray<float> da = Up(a), db = Up(b);
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      for (float beta : {0.0f, 0.5f}) {
+        const auto c =
+            InPlace(RandomVector(sc * batch, 55), [&](Backend* be, float* v) {
+              be->BatchedGemm(
+                  ta, tb, m, n, k, 1.5f, be == &cpu_ ? a.data() : da.data(), sa,
+                  be == &cpu_ ? b.data() : db.data(), sb, beta, v, sc, batch);
+            });
+        EXPECT_TRUE(NormwiseClose(c.first, c.second, 1e-5))
+            << ta << tb << " beta " << beta;
+      }
+    }
+  }
+}
+
+TEST_F(CudaVsCpuTest, NnGatherAndScatterColumns) {
+  const int64_t n = 200;  // more than kCols: indices repeat
+  std::mt19937 gen(56);
+  std::uniform_int_distribution<int32_t> pick(0, kCols - 1);
+  std::vector<int32_t> index(n);
+  for (int32_t& i : index) i = pick(gen);
+  const std::vector<float> x = RandomVector(kRows * kCols, 57);
+  DeviceArray<int32_t> dindex = Up(index);
+  DeviceArray<float> dx = Up(x), dy(gpu_.get(), kRows * n);
+  gpu_->GatherColumns(kRows, kCols, dx.data(), n, dindex.data(), dy.data());
+  std::vector<float> want_y(kRows * n);
+  cpu_.GatherColumns(kRows, kCols, x.data(), n, index.data(), want_y.data());
+  EXPECT_EQ(Down(dy, kRows * n), want_y);
+
+  const std::vector<float> g = RandomVector(kRows * n, 58);
+  DeviceArray<float> dg = Up(g);
+  // Garbage in dx first: the scatter zeroes it.
+  const auto scattered = InPlace(
+      std::vector<float>(kRows * kCols, kNaN), [&](Backend* be, float* out) {
+        be->ScatterColumns(kRows, n, be == &cpu_ ? g.data() : dg.data(),
+                           be == &cpu_ ? index.data() : dindex.data(), kCols,
+                           out);
+      });
+  EXPECT_TRUE(NormwiseClose(scattered.first, scattered.second, 1e-6));
+}
+
+TEST_F(CudaVsCpuTest, NnScaleRowsAndRowDot) {
+  const std::vector<float> x = RandomVector(kRows * kCols, 59);
+  const std::vector<float> s = RandomVector(kRows, 60, 3.0f);
+  DeviceArray<float> dx = Up(x), ds = Up(s);
+  for (float beta : {0.0f, 1.25f}) {
+    const auto y =
+        InPlace(RandomVector(kRows * kCols, 61), [&](Backend* be, float* v) {
+          be->ScaleRows(kRows, kCols, be == &cpu_ ? x.data() : dx.data(),
+                        be == &cpu_ ? s.data() : ds.data(), beta, v);
+        });
+    EXPECT_TRUE(NormwiseClose(y.first, y.second, 1e-6)) << beta;
+  }
+  for (int64_t cols : {1, 129, 1000}) {
+    const std::vector<float> a = RandomVector(kRows * cols, 62);
+    const std::vector<float> b = RandomVector(kRows * cols, 63);
+    DeviceArray<float> da = Up(a), db = Up(b), dout(gpu_.get(), kRows);
+    gpu_->RowDot(kRows, cols, da.data(), db.data(), dout.data());
+    std::vector<float> want(kRows);
+    cpu_.RowDot(kRows, cols, a.data(), b.data(), want.data());
+    EXPECT_TRUE(NormwiseClose(Down(dout, kRows), want, 1e-5)) << cols;
+  }
+}
+
+Backend::Window2D Window(int64_t batch, int64_t height, int64_t width,
+                         int64_t channels, int64_t kernel_h, int64_t kernel_w,
+                         int64_t stride_h, int64_t stride_w, int64_t pad_top,
+                         int64_t pad_left, int64_t out_h, int64_t out_w) {
+  Backend::Window2D g;
+  g.batch = batch;
+  g.height = height;
+  g.width = width;
+  g.channels = channels;
+  g.kernel_h = kernel_h;
+  g.kernel_w = kernel_w;
+  g.stride_h = stride_h;
+  g.stride_w = stride_w;
+  g.pad_top = pad_top;
+  g.pad_left = pad_left;
+  g.out_h = out_h;
+  g.out_w = out_w;
+  return g;
+}
+
+// Padded at every side, strides 1 and 2, overlapping and disjoint windows.
+std::vector<Backend::Window2D> NnGeometries() {
+  return {
+      Window(3, 13, 11, 5, 3, 3, 2, 2, 1, 1, 7, 6),   // "same", stride 2
+      Window(2, 9, 17, 3, 5, 3, 1, 2, 2, 1, 9, 9),    // "same", mixed
+      Window(4, 8, 8, 7, 2, 2, 2, 2, 0, 0, 4, 4),     // pooling 2x2
+      Window(2, 10, 10, 2, 3, 3, 2, 2, 0, 0, 4, 4),   // overlapping pool
+      Window(1, 28, 28, 1, 5, 5, 1, 1, 0, 0, 24, 24)  // "valid" 5x5
+  };
+}
+
+TEST_F(CudaVsCpuTest, NnIm2ColAndCol2Im) {
+  uint32_t seed = 64;
+  for (const Backend::Window2D& g : NnGeometries()) {
+    const int64_t in = g.batch * g.height * g.width * g.channels;
+    const int64_t cols =
+        g.batch * g.out_h * g.out_w * g.kernel_h * g.kernel_w * g.channels;
+    const std::vector<float> x = RandomVector(in, seed++);
+    DeviceArray<float> dx = Up(x), dcols(gpu_.get(), cols);
+    gpu_->Im2Col(g, dx.data(), dcols.data());
+    std::vector<float> want_cols(cols);
+    cpu_.Im2Col(g, x.data(), want_cols.data());
+    EXPECT_EQ(Down(dcols, cols), want_cols) << g.height << "x" << g.width;
+
+    const std::vector<float> c = RandomVector(cols, seed++);
+    DeviceArray<float> dc = Up(c), dback(gpu_.get(), in);
+    gpu_->Col2Im(g, dc.data(), dback.data());
+    std::vector<float> want_back(in);
+    cpu_.Col2Im(g, c.data(), want_back.data());
+    EXPECT_TRUE(NormwiseClose(Down(dback, in), want_back, 1e-6))
+        << g.height << "x" << g.width;
+  }
+}
+
+TEST_F(CudaVsCpuTest, NnMaxPoolForwardAndBackward) {
+  uint32_t seed = 74;
+  for (const Backend::Window2D& g : NnGeometries()) {
+    const int64_t in = g.batch * g.height * g.width * g.channels;
+    const int64_t out = g.batch * g.out_h * g.out_w * g.channels;
+    const std::vector<float> x = RandomVector(in, seed++);
+    DeviceArray<float> dx = Up(x), dy(gpu_.get(), out);
+    DeviceArray<int64_t> dargmax(gpu_.get(), out);
+    gpu_->MaxPoolForward(g, dx.data(), dy.data(), dargmax.data());
+    std::vector<float> want_y(out);
+    std::vector<int64_t> want_argmax(out);
+    cpu_.MaxPoolForward(g, x.data(), want_y.data(), want_argmax.data());
+    EXPECT_EQ(Down(dy, out), want_y) << g.height << "x" << g.width;
+    EXPECT_EQ(Down(dargmax, out), want_argmax) << g.height << "x" << g.width;
+
+    // The backward from the CPU's argmax on both.
+    const std::vector<float> grad = RandomVector(out, seed++);
+    DeviceArray<float> dgrad = Up(grad), dback(gpu_.get(), in);
+    DeviceArray<int64_t> cpu_argmax = Up(want_argmax);
+    gpu_->MaxPoolBackward(g, dgrad.data(), cpu_argmax.data(), dback.data());
+    std::vector<float> want_back(in);
+    cpu_.MaxPoolBackward(g, grad.data(), want_argmax.data(), want_back.data());
+    EXPECT_TRUE(NormwiseClose(Down(dback, in), want_back, 1e-6))
+        << g.height << "x" << g.width;
+  }
+}
+
+// Values with an offset, so a variance computed as E[x^2] - E[x]^2 in
+// float would lose digits.
+std::vector<float> OffsetVector(int64_t n, uint32_t seed, float offset) {
+  std::vector<float> v = RandomVector(n, seed, 2.0f);
+  for (float& x : v) x += offset;
+  return v;
+}
+
+TEST_F(CudaVsCpuTest, NnColumnMomentsAndBatchNorm) {
+  const float eps = 1e-3f;
+  const std::vector<float> x = OffsetVector(kRows * kCols, 84, 5.0f);
+  const std::vector<float> gamma = RandomVector(kCols, 85, 2.0f);
+  const std::vector<float> beta = RandomVector(kCols, 86);
+  const std::vector<float> dy = RandomVector(kRows * kCols, 87);
+  DeviceArray<float> dx = Up(x), dgamma_in = Up(gamma), dbeta_in = Up(beta),
+                     ddy = Up(dy), mean(gpu_.get(), kCols),
+                     var(gpu_.get(), kCols);
+  gpu_->ColumnMoments(kRows, kCols, dx.data(), mean.data(), var.data());
+  std::vector<float> want_mean(kCols), want_var(kCols);
+  cpu_.ColumnMoments(kRows, kCols, x.data(), want_mean.data(), want_var.data());
+  EXPECT_TRUE(NormwiseClose(Down(mean, kCols), want_mean, 1e-5));
+  EXPECT_TRUE(NormwiseClose(Down(var, kCols), want_var, 1e-5));
+
+  // Forward and backward from the CPU's moments on both.
+  DeviceArray<float> cmean = Up(want_mean), cvar = Up(want_var),
+                     y(gpu_.get(), kRows * kCols);
+  gpu_->BatchNormForward(kRows, kCols, dx.data(), cmean.data(), cvar.data(),
+                         dgamma_in.data(), dbeta_in.data(), eps, y.data());
+  std::vector<float> want_y(kRows * kCols);
+  cpu_.BatchNormForward(kRows, kCols, x.data(), want_mean.data(),
+                        want_var.data(), gamma.data(), beta.data(), eps,
+                        want_y.data());
+  EXPECT_TRUE(NormwiseClose(Down(y, kRows * kCols), want_y, 1e-5));
+
+  DeviceArray<float> ddx(gpu_.get(), kRows * kCols), dgamma(gpu_.get(), kCols),
+      dbeta(gpu_.get(), kCols);
+  gpu_->BatchNormBackward(kRows, kCols, dx.data(), cmean.data(), cvar.data(),
+                          dgamma_in.data(), eps, ddy.data(), ddx.data(),
+                          dgamma.data(), dbeta.data());
+  std::vector<float> want_dx(kRows * kCols), want_dgamma(kCols),
+      want_dbeta(kCols);
+  cpu_.BatchNormBackward(kRows, kCols, x.data(), want_mean.data(),
+                         want_var.data(), gamma.data(), eps, dy.data(),
+                         want_dx.data(), want_dgamma.data(), want_dbeta.data());
+  EXPECT_TRUE(NormwiseClose(Down(ddx, kRows * kCols), want_dx, 1e-5));
+  EXPECT_TRUE(NormwiseClose(Down(dgamma, kCols), want_dgamma, 1e-5));
+  EXPECT_TRUE(NormwiseClose(Down(dbeta, kCols), want_dbeta, 1e-5));
+}
+
+TEST_F(CudaVsCpuTest, NnLayerNorm) {
+  const float eps = 1e-5f;
+  for (int64_t cols : {kCols, int64_t{1000}}) {
+    const int64_t n = kRows * cols;
+    const std::vector<float> x = OffsetVector(n, 88, 3.0f);
+    const std::vector<float> gamma = RandomVector(cols, 89, 2.0f);
+    const std::vector<float> beta = RandomVector(cols, 90);
+    const std::vector<float> dy = RandomVector(n, 91);
+    DeviceArray<float> dx = Up(x), dgamma_in = Up(gamma), dbeta_in = Up(beta),
+                       ddy = Up(dy), y(gpu_.get(), n), mean(gpu_.get(), kRows),
+                       rstd(gpu_.get(), kRows);
+    gpu_->LayerNormForward(kRows, cols, dx.data(), dgamma_in.data(),
+                           dbeta_in.data(), eps, y.data(), mean.data(),
+                           rstd.data());
+    std::vector<float> want_y(n), want_mean(kRows), want_rstd(kRows);
+    cpu_.LayerNormForward(kRows, cols, x.data(), gamma.data(), beta.data(), eps,
+                          want_y.data(), want_mean.data(), want_rstd.data());
+    EXPECT_TRUE(NormwiseClose(Down(y, n), want_y, 1e-5)) << cols;
+    EXPECT_TRUE(NormwiseClose(Down(mean, kRows), want_mean, 1e-5)) << cols;
+    EXPECT_TRUE(NormwiseClose(Down(rstd, kRows), want_rstd, 1e-5)) << cols;
+
+    // The backward from the CPU's mean and rstd on both.
+    DeviceArray<float> cmean = Up(want_mean), crstd = Up(want_rstd),
+                       ddx(gpu_.get(), n), dgamma(gpu_.get(), cols),
+                       dbeta(gpu_.get(), cols);
+    gpu_->LayerNormBackward(kRows, cols, dx.data(), cmean.data(), crstd.data(),
+                            dgamma_in.data(), ddy.data(), ddx.data(),
+                            dgamma.data(), dbeta.data());
+    std::vector<float> want_dx(n), want_dgamma(cols), want_dbeta(cols);
+    cpu_.LayerNormBackward(
+        kRows, cols, x.data(), want_mean.data(), want_rstd.data(), gamma.data(),
+        dy.data(), want_dx.data(), want_dgamma.data(), want_dbeta.data());
+    EXPECT_TRUE(NormwiseClose(Down(ddx, n), want_dx, 1e-5)) << cols;
+    EXPECT_TRUE(NormwiseClose(Down(dgamma, cols), want_dgamma, 1e-5)) << cols;
+    EXPECT_TRUE(NormwiseClose(Down(dbeta, cols), want_dbeta, 1e-5)) << cols;
+  }
+}
+
+TEST_F(CudaVsCpuTest, NnFmOrder2ForwardAndBackward) {
+  const int64_t batch = kRows, fields = 13, dim = kCols;
+  const std::vector<float> x = RandomVector(batch * fields * dim, 92);
+  const std::vector<float> dy = RandomVector(batch * dim, 93);
+  DeviceArray<float> dx = Up(x), ddy = Up(dy), y(gpu_.get(), batch * dim),
+                     dgrad(gpu_.get(), batch * fields * dim);
+  gpu_->FmOrder2Forward(batch, fields, dim, dx.data(), y.data());
+  std::vector<float> want_y(batch * dim);
+  cpu_.FmOrder2Forward(batch, fields, dim, x.data(), want_y.data());
+  EXPECT_TRUE(NormwiseClose(Down(y, batch * dim), want_y, 1e-5));
+  gpu_->FmOrder2Backward(batch, fields, dim, dx.data(), ddy.data(),
+                         dgrad.data());
+  std::vector<float> want_dx(batch * fields * dim);
+  cpu_.FmOrder2Backward(batch, fields, dim, x.data(), dy.data(),
+                        want_dx.data());
+  EXPECT_TRUE(NormwiseClose(Down(dgrad, batch * fields * dim), want_dx, 1e-5));
 }
 
 TEST_F(CudaVsCpuTest, CopiesLargerThanTheStagingBuffers) {
