@@ -10,6 +10,7 @@ namespace tessera {
 absl::Status ValidateInitializer(const Initializer& init) {
   switch (init.kind()) {
     case Initializer::ZEROS:
+    case Initializer::ONES:
       return absl::OkStatus();
     case Initializer::CONSTANT:
       if (!std::isfinite(init.value())) {
@@ -58,6 +59,9 @@ void FillInitialValues(const Initializer& init, int64_t first_element,
   switch (init.kind()) {
     case Initializer::ZEROS:
       for (float& v : out) v = 0.0f;
+      break;
+    case Initializer::ONES:
+      for (float& v : out) v = 1.0f;
       break;
     case Initializer::CONSTANT:
       for (float& v : out) v = init.value();

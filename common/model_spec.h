@@ -2,6 +2,7 @@
 #define TESSERA_COMMON_MODEL_SPEC_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,9 @@ struct VariableDef {
   // whole. shape is [vocab_size, dim]; vocab_size 0 means the table has no
   // fixed size and grows a row on the first access of an id.
   bool sparse = false;
+  // A fixed update rule instead of the job's optimizer (BatchNorm's moving
+  // statistics); unset for every trained variable.
+  std::optional<OptimizerConfig> update_rule;
 };
 
 // Checks a model description; errors name the bad field.

@@ -287,6 +287,14 @@ absl::StatusOr<JobConfig> JobConfigFromFlags() {
 
 absl::Status ValidateJobConfig(const JobConfig& job) {
   if (absl::Status s = ValidateModelConfig(job.model()); !s.ok()) return s;
+  // Moving averages are the model's rule for its statistics, not a way to
+  // train weights from gradients.
+  if (job.optimizer().has_moving_average() ||
+      job.embedding_optimizer().has_moving_average()) {
+    return absl::InvalidArgumentError(
+        "optimizer: moving_average is not an optimizer a job can choose (it "
+        "updates BatchNorm's moving statistics)");
+  }
   if (absl::StatusOr<std::unique_ptr<Optimizer>> opt =
           CreateOptimizer(job.optimizer());
       !opt.ok()) {

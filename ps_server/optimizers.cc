@@ -154,8 +154,24 @@ absl::StatusOr<std::unique_ptr<Optimizer>> CreateFtrl(float lr,
 
 }  // namespace
 
+void MovingAverageOptimizer::Apply(float* values, const float* grad,
+                                   float* const* slots, int64_t n,
+                                   int64_t t) const {
+  const float keep = momentum_, take = 1.0f - momentum_;
+  for (int64_t i = 0; i < n; ++i) values[i] = keep * values[i] + take * grad[i];
+}
+
 absl::StatusOr<std::unique_ptr<Optimizer>> CreateOptimizer(
     const OptimizerConfig& config) {
+  if (config.has_moving_average()) {
+    // A statistic's rule has no learning rate.
+    const float m = config.moving_average().momentum();
+    if (!(m >= 0 && m < 1)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "optimizer.moving_average.momentum must be in [0, 1), got ", m));
+    }
+    return std::make_unique<MovingAverageOptimizer>(m);
+  }
   const float lr = config.learning_rate();
   if (!(lr > 0) || !std::isfinite(lr)) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -109,6 +109,24 @@ class FtrlOptimizer final : public Optimizer {
   const Options o_;
 };
 
+// Not a gradient rule: keeps a moving average of the values pushed,
+// w = momentum * w + (1 - momentum) * g. BatchNorm's moving mean and
+// variance use it (workers push their batch's moments), so in sync mode
+// the average moves once per step by the mean of the workers' moments and
+// in async mode once per worker push.
+class MovingAverageOptimizer final : public Optimizer {
+ public:
+  explicit MovingAverageOptimizer(float momentum) : momentum_(momentum) {}
+  int num_slots() const override { return 0; }
+  std::string name() const override { return "moving_average"; }
+  std::string slot_name(int slot) const override { return ""; }
+  void Apply(float* values, const float* grad, float* const* slots, int64_t n,
+             int64_t t) const override;
+
+ private:
+  const float momentum_;
+};
+
 }  // namespace tessera
 
 #endif  // TESSERA_PS_SERVER_OPTIMIZERS_H_

@@ -181,3 +181,23 @@ TEST(OptimizersTest, CreateRejectsBadAdamOptions) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+TEST(MovingAverageOptimizerTest, MovesTowardsThePushedValue) {
+  OptimizerConfig config;
+  config.mutable_moving_average()->set_momentum(0.9f);
+  absl::StatusOr<std::unique_ptr<Optimizer>> opt = CreateOptimizer(config);
+  ASSERT_TRUE(opt.ok()) << opt.status();
+  float values[2] = {1.0f, 0.0f};
+  const float pushed[2] = {3.0f, -1.0f};
+  (*opt)->Apply(values, pushed, nullptr, 2, 1);
+  EXPECT_FLOAT_EQ(values[0], 0.9f * 1.0f + 0.1f * 3.0f);
+  EXPECT_FLOAT_EQ(values[1], -0.1f);
+  config.mutable_moving_average()->set_momentum(1.0f);
+  EXPECT_FALSE(CreateOptimizer(config).ok());
+}
+
+}  // namespace
+}  // namespace tessera
