@@ -320,5 +320,13 @@ TEST_F(JobConfigTest, EndlessJobFileIsRefusedAtTheCap) {
               HasSubstr("job file /dev/zero is larger than 1048576 bytes"));
 }
 
+TEST_F(JobConfigTest, MovingAverageIsNotAJobsOptimizer) {
+  JobConfig job = Defaults();
+  job.mutable_optimizer()->mutable_moving_average()->set_momentum(0.9f);
+  absl::Status s = ValidateJobConfig(job);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("moving_average is not an optimizer"));
+}
+
 }  // namespace
 }  // namespace tessera
