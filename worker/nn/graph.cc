@@ -1,0 +1,303 @@
+#include "worker/nn/graph.h"
+
+#include <cmath>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+
+namespace tessera {
+
+absl::StatusOr<std::unique_ptr<Graph>> Graph::Create(const ModelGraph& model,
+                                                     Backend* backend) {
+  std::unique_ptr<Graph> graph(new Graph(backend));
+  graph->model_ = model.resolved;
+  graph->variables_ = model.variables;
+  absl::flat_hash_map<std::string, int> var_index;
+  for (size_t v = 0; v < graph->variables_.size(); ++v) {
+    const VariableDef& var = graph->variables_[v];
+    if (var.sparse) {
+      return absl::UnimplementedError(absl::StrCat(
+          "variable \"", var.name,
+          "\": the worker's layer graph does not hold embedding tables yet"));
+    }
+    var_index[var.name] = static_cast<int>(v);
+    graph->values_.emplace_back(backend, NumElements(var.shape));
+    graph->grads_.emplace_back(backend, NumElements(var.shape));
+  }
+  absl::flat_hash_map<std::string, int> tensor_index;
+  auto add_tensor = [&](const std::string& name, bool input) {
+    tensor_index[name] = static_cast<int>(graph->tensors_.size());
+    Tensor t;
+    t.size = NumElements(model.tensors.at(name).shape);
+    t.model_input = input;
+    graph->tensors_.push_back(std::move(t));
+  };
+  for (const InputDef& in : graph->model_.inputs()) {
+    if (in.has_sparse()) {
+      return absl::UnimplementedError(absl::StrCat(
+          "input \"", in.name(),
+          "\": the worker's layer graph does not read sparse fields yet"));
+    }
+    add_tensor(in.name(), true);
+    graph->dense_inputs_.push_back(tensor_index[in.name()]);
+  }
+  int dropouts = 0;
+  for (int i : model.order) {
+    const LayerDef& def = graph->model_.layers(i);
+    add_tensor(def.output(), false);
+    LayerSpec spec;
+    spec.def = &def;
+    spec.output = model.tensors.at(def.output()).shape;
+    Node node;
+    for (const std::string& in : def.inputs()) {
+      spec.inputs.push_back(model.tensors.at(in));
+      node.inputs.push_back(tensor_index[in]);
+      ++graph->tensors_[tensor_index[in]].readers;
+    }
+    for (const LayerVariable& v : LayerVariables(def, spec.inputs)) {
+      const int k = var_index.at(v.name);
+      node.params.push_back(k);
+      spec.params.values.push_back(graph->values_[k].data());
+      spec.params.grads.push_back(graph->grads_[k].data());
+    }
+    if (def.has_dropout()) spec.dropout_index = dropouts++;
+    absl::StatusOr<std::unique_ptr<Layer>> layer = CreateLayer(spec, backend);
+    if (!layer.ok()) return layer.status();
+    node.layer = *std::move(layer);
+    node.output = tensor_index[def.output()];
+    graph->nodes_.push_back(std::move(node));
+  }
+  // A tensor read more than once gets one gradient buffer per read, summed
+  // into its own after each reader's backward pass.
+  for (Node& node : graph->nodes_) {
+    for (int t : node.inputs) {
+      const Tensor& tensor = graph->tensors_[t];
+      if (tensor.model_input) {
+        node.slot.push_back(-1);
+      } else if (tensor.readers == 1) {
+        node.slot.push_back(-2);  // the tensor's own gradient buffer
+      } else {
+        node.slot.push_back(static_cast<int>(graph->slot_sizes_.size()));
+        graph->slot_sizes_.push_back(tensor.size);
+      }
+    }
+  }
+  graph->loss_input_ = tensor_index.at(graph->model_.loss().input());
+  return graph;
+}
+
+absl::Status Graph::SetParameters(
+    absl::Span<const absl::Span<const float>> values) {
+  if (values.size() != variables_.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model has ", variables_.size(), " variables, got ", values.size()));
+  }
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (static_cast<int64_t>(values[i].size()) != values_[i].size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("wrong shape: variable ", variables_[i].name, " has ",
+                       values_[i].size(), " elements, got ", values[i].size()));
+    }
+  }
+  for (size_t i = 0; i < values.size(); ++i) {
+    backend_->CopyToDevice(values[i].data(), values_[i].data(),
+                           values[i].size() * sizeof(float));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Graph::CheckBatch(const GraphBatch& batch) const {
+  const int64_t n = batch.size;
+  if (n < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a batch needs at least one example, got ", n));
+  }
+  if (batch.dense.size() != dense_inputs_.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model has ", dense_inputs_.size(),
+                     " dense inputs, the batch ", batch.dense.size()));
+  }
+  for (size_t i = 0; i < dense_inputs_.size(); ++i) {
+    const int64_t per = tensors_[dense_inputs_[i]].size;
+    const int64_t got = static_cast<int64_t>(batch.dense[i].size());
+    // Divides rather than multiplies, so no size can overflow.
+    if (got % per != 0 || got / per != n) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("wrong shape: input \"", model_.inputs(i).name(),
+                       "\" has ", got, " values for ", n,
+                       " examples, the model expects ", per, " per example"));
+    }
+  }
+  const LabelDef& label = model_.label();
+  if (label.kind() == LabelDef::CLASS_INDEX) {
+    if (static_cast<int64_t>(batch.class_labels.size()) != n) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("batch of ", n, " examples has ",
+                       batch.class_labels.size(), " labels"));
+    }
+    for (int64_t b = 0; b < n; ++b) {
+      if (batch.class_labels[b] < 0 ||
+          batch.class_labels[b] >= label.num_classes()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("label ", batch.class_labels[b], " of batch row ", b,
+                         " is outside [0, ", label.num_classes(), ")"));
+      }
+    }
+    return absl::OkStatus();
+  }
+  if (static_cast<int64_t>(batch.labels.size()) != n) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "batch of ", n, " examples has ", batch.labels.size(), " labels"));
+  }
+  for (int64_t b = 0; b < n; ++b) {
+    const float y = batch.labels[b];
+    const bool ok = label.kind() == LabelDef::BINARY ? (y >= 0.0f && y <= 1.0f)
+                                                     : std::isfinite(y);
+    if (!ok) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("label ", y, " of batch row ", b,
+                       label.kind() == LabelDef::BINARY ? " is outside [0, 1]"
+                                                        : " is not finite"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void Graph::Reserve(int64_t batch) {
+  if (batch <= capacity_) return;
+  capacity_ = batch;
+  for (Tensor& t : tensors_) {
+    t.value = DeviceArray<float>(backend_, batch * t.size);
+    if (!t.model_input) t.grad = DeviceArray<float>(backend_, batch * t.size);
+  }
+  slots_.clear();
+  for (int64_t size : slot_sizes_) slots_.emplace_back(backend_, batch * size);
+  class_labels_ = DeviceArray<int32_t>(backend_, batch);
+  labels_ = DeviceArray<float>(backend_, batch);
+}
+
+void Graph::Forward(const GraphBatch& batch, bool training, uint64_t seed) {
+  Reserve(batch.size);
+  for (size_t i = 0; i < dense_inputs_.size(); ++i) {
+    backend_->CopyToDevice(batch.dense[i].data(),
+                           tensors_[dense_inputs_[i]].value.data(),
+                           batch.dense[i].size() * sizeof(float));
+  }
+  if (model_.label().kind() == LabelDef::CLASS_INDEX) {
+    backend_->CopyToDevice(batch.class_labels.data(), class_labels_.data(),
+                           batch.size * sizeof(int32_t));
+  } else {
+    backend_->CopyToDevice(batch.labels.data(), labels_.data(),
+                           batch.size * sizeof(float));
+  }
+  const StepContext ctx{backend_, batch.size, training, seed};
+  std::vector<const float*> in;
+  for (Node& node : nodes_) {
+    in.clear();
+    for (int t : node.inputs) in.push_back(tensors_[t].value.data());
+    node.layer->Forward(ctx, in, tensors_[node.output].value.data());
+  }
+}
+
+double Graph::Loss(const GraphBatch& batch, bool gradient, int64_t* correct) {
+  const Tensor& t = tensors_[loss_input_];
+  float* d = gradient ? tensors_[loss_input_].grad.data() : nullptr;
+  const int64_t n = batch.size;
+  switch (model_.loss().kind()) {
+    case LossDef::SOFTMAX_CROSS_ENTROPY:
+      return backend_->SoftmaxCrossEntropy(t.value.data(), class_labels_.data(),
+                                           n, t.size, d, correct);
+    case LossDef::SIGMOID_CROSS_ENTROPY: {
+      const double loss = backend_->SigmoidCrossEntropy(
+          t.value.data(), labels_.data(), n, t.size, d);
+      // A logit of 0 or more is a predicted 1.
+      std::vector<float> logits(n);
+      backend_->CopyToHost(t.value.data(), logits.data(), n * sizeof(float));
+      *correct = 0;
+      for (int64_t b = 0; b < n; ++b) {
+        *correct += (logits[b] >= 0.0f) == (batch.labels[b] >= 0.5f);
+      }
+      return loss;
+    }
+    default:
+      *correct = 0;
+      return backend_->MeanSquaredError(t.value.data(), labels_.data(), n,
+                                        t.size, d);
+  }
+}
+
+absl::StatusOr<GraphResult> Graph::TrainStep(
+    const GraphBatch& batch, uint64_t seed,
+    absl::Span<const absl::Span<float>> grads) {
+  if (absl::Status s = CheckBatch(batch); !s.ok()) return s;
+  if (grads.size() != variables_.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model has ", variables_.size(), " variables, got ",
+                     grads.size(), " gradient buffers"));
+  }
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (static_cast<int64_t>(grads[i].size()) != grads_[i].size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "wrong shape: gradient buffer of ", variables_[i].name, " has ",
+          grads[i].size(), " elements, need ", grads_[i].size()));
+    }
+  }
+  Forward(batch, /*training=*/true, seed);
+  GraphResult result;
+  result.examples = batch.size;
+  result.loss_sum = Loss(batch, /*gradient=*/true, &result.correct);
+  // Which tensors' gradients this pass has written; a layer whose output
+  // gets none (it does not reach the loss) leaves its parameters' zero.
+  std::vector<bool> written(tensors_.size(), false);
+  written[loss_input_] = true;
+  const StepContext ctx{backend_, batch.size, true, seed};
+  std::vector<const float*> in;
+  std::vector<float*> din;
+  for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) {
+    Node& node = *it;
+    if (!written[node.output]) {
+      for (int k : node.params)
+        backend_->Fill(grads_[k].size(), 0.0f, grads_[k].data());
+      continue;
+    }
+    in.clear();
+    din.clear();
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      Tensor& t = tensors_[node.inputs[i]];
+      in.push_back(t.value.data());
+      din.push_back(node.slot[i] == -1   ? nullptr
+                    : node.slot[i] == -2 ? t.grad.data()
+                                         : slots_[node.slot[i]].data());
+    }
+    Tensor& out = tensors_[node.output];
+    node.layer->Backward(ctx, in, out.value.data(), out.grad.data(), din);
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const int t = node.inputs[i];
+      if (node.slot[i] == -1) continue;
+      if (node.slot[i] >= 0) {
+        const int64_t n = batch.size * tensors_[t].size;
+        backend_->Axpby(n, 1.0f, din[i], written[t] ? 1.0f : 0.0f,
+                        tensors_[t].grad.data());
+      }
+      written[t] = true;
+    }
+  }
+  for (size_t i = 0; i < grads.size(); ++i) {
+    backend_->CopyToHost(grads_[i].data(), grads[i].data(),
+                         grads[i].size() * sizeof(float));
+  }
+  if (absl::Status s = backend_->Synchronize(); !s.ok()) return s;
+  return result;
+}
+
+absl::StatusOr<GraphResult> Graph::Evaluate(const GraphBatch& batch) {
+  if (absl::Status s = CheckBatch(batch); !s.ok()) return s;
+  Forward(batch, /*training=*/false, 0);
+  GraphResult result;
+  result.examples = batch.size;
+  result.loss_sum = Loss(batch, /*gradient=*/false, &result.correct);
+  if (absl::Status s = backend_->Synchronize(); !s.ok()) return s;
+  return result;
+}
+
+}  // namespace tessera

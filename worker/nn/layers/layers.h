@@ -1,0 +1,29 @@
+#ifndef TESSERA_WORKER_NN_LAYERS_LAYERS_H_
+#define TESSERA_WORKER_NN_LAYERS_LAYERS_H_
+
+#include <memory>
+
+#include "worker/nn/layer.h"
+
+namespace tessera {
+
+// One factory per layer file; CreateLayer (layer_factory.cc) picks by kind.
+// REQUIRES: the spec's shapes were inferred by common/model for its kind.
+std::unique_ptr<Layer> NewDenseLayer(const LayerSpec& spec, Backend* backend);
+std::unique_ptr<Layer> NewActivationLayer(const LayerSpec& spec,
+                                          Backend* backend);
+std::unique_ptr<Layer> NewDropoutLayer(const LayerSpec& spec);
+// Flatten and Reshape: the same bytes under another shape.
+std::unique_ptr<Layer> NewReshapeLayer(const LayerSpec& spec);
+
+// Applies `activation` to n values in place (forward), or turns dy into
+// dx in place given the forward output y (backward). Softmax runs over
+// rows of `cols`.
+void ActivationForward(Backend* backend, Activation activation, int64_t rows,
+                       int64_t cols, float* x);
+void ActivationBackward(Backend* backend, Activation activation, int64_t rows,
+                        int64_t cols, const float* y, float* d);
+
+}  // namespace tessera
+
+#endif  // TESSERA_WORKER_NN_LAYERS_LAYERS_H_
