@@ -16,6 +16,18 @@ absl::StatusOr<std::unique_ptr<Layer>> CreateLayer(const LayerSpec& spec,
     case LayerDef::kFlatten:
     case LayerDef::kReshape:
       return NewReshapeLayer(spec);
+    case LayerDef::kConv2D:
+      return NewConv2DLayer(spec, backend);
+    case LayerDef::kMaxPool2D:
+      return NewMaxPool2DLayer(spec, backend);
+    case LayerDef::kConcat:
+      return NewConcatLayer(spec);
+    case LayerDef::kAdd:
+      return NewElementwiseLayer(spec, /*multiply=*/false);
+    case LayerDef::kMultiply:
+      return NewElementwiseLayer(spec, /*multiply=*/true);
+    case LayerDef::kLayerNorm:
+      return NewLayerNormLayer(spec, backend);
     default:
       return absl::UnimplementedError(absl::StrCat(
           "layer \"", spec.def->name(), "\": the worker does not run ",

@@ -15,6 +15,15 @@ std::unique_ptr<Layer> NewActivationLayer(const LayerSpec& spec,
 std::unique_ptr<Layer> NewDropoutLayer(const LayerSpec& spec);
 // Flatten and Reshape: the same bytes under another shape.
 std::unique_ptr<Layer> NewReshapeLayer(const LayerSpec& spec);
+std::unique_ptr<Layer> NewConv2DLayer(const LayerSpec& spec, Backend* backend);
+std::unique_ptr<Layer> NewMaxPool2DLayer(const LayerSpec& spec,
+                                         Backend* backend);
+std::unique_ptr<Layer> NewConcatLayer(const LayerSpec& spec);
+// Add (multiply false) and Multiply.
+std::unique_ptr<Layer> NewElementwiseLayer(const LayerSpec& spec,
+                                           bool multiply);
+std::unique_ptr<Layer> NewLayerNormLayer(const LayerSpec& spec,
+                                         Backend* backend);
 
 // Applies `activation` to n values in place (forward), or turns dy into
 // dx in place given the forward output y (backward). Softmax runs over
