@@ -26,6 +26,10 @@ absl::StatusOr<std::unique_ptr<Layer>> CreateLayer(const LayerSpec& spec,
       return NewElementwiseLayer(spec, /*multiply=*/false);
     case LayerDef::kMultiply:
       return NewElementwiseLayer(spec, /*multiply=*/true);
+    case LayerDef::kFmOrder2:
+      return NewFmOrder2Layer(spec, backend);
+    case LayerDef::kDotInteraction:
+      return NewDotInteractionLayer(spec, backend);
     case LayerDef::kLayerNorm:
       return NewLayerNormLayer(spec, backend);
     default:

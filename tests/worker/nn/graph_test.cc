@@ -447,6 +447,91 @@ TEST(GraphTest, MeanSquaredErrorGradients) {
       1);
 }
 
+TEST(GraphTest, DotInteractionAndFmOrder2Gradients) {
+  ExpectGradientsMatchDifferences(
+      R"pb(
+        inputs {
+          name: "x"
+          dense { shape: [ 6 ] }
+        }
+        inputs {
+          name: "v"
+          dense { shape: [ 3, 4 ] }
+        }
+        label { kind: BINARY }
+        layers {
+          name: "bottom"
+          inputs: "x"
+          dense { units: 4 activation: TANH }
+        }
+        layers {
+          name: "dots"
+          inputs: [ "bottom", "v" ]
+          dot_interaction { concat_first_input: true }
+        }
+        layers {
+          name: "selfdots"
+          inputs: [ "v", "bottom" ]
+          dot_interaction { self_interaction: true }
+        }
+        layers {
+          name: "fm"
+          inputs: [ "v", "bottom" ]
+          fm_order2 {}
+        }
+        layers {
+          name: "out"
+          inputs: [ "dots", "selfdots", "fm" ]
+          dense { units: 1 }
+        }
+        loss { kind: SIGMOID_CROSS_ENTROPY input: "out" }
+      )pb",
+      1);
+}
+
+// The pair order DotInteraction documents: (1,0), (2,0), (2,1).
+TEST(GraphTest, DotInteractionPairOrder) {
+  absl::StatusOr<ModelGraph> described =
+      BuildModelGraph(Parse(R"pb(
+                        inputs {
+                          name: "v"
+                          dense { shape: [ 3, 2 ] }
+                        }
+                        label { kind: REAL }
+                        layers {
+                          name: "dots"
+                          inputs: "v"
+                          dot_interaction {}
+                        }
+                        layers {
+                          name: "out"
+                          inputs: "dots"
+                          dense { units: 1 }
+                        }
+                        loss { kind: MEAN_SQUARED_ERROR input: "out" }
+                      )pb"),
+                      1);
+  ASSERT_TRUE(described.ok()) << described.status();
+  CpuBackend cpu;
+  absl::StatusOr<std::unique_ptr<Graph>> graph =
+      Graph::Create(*described, &cpu);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  // out = dots * kernel with a kernel of (1, 10, 100): reads the pairs.
+  std::vector<std::vector<float>> values = {{1, 10, 100}, {0}};
+  ASSERT_TRUE((*graph)->SetParameters(ConstViews(values)).ok());
+  const std::vector<float> v = {1, 0, 0, 2, 3, 4};  // vectors a, b, c
+  // (b.a, c.a, c.b) = (0, 3, 8): prediction 0 + 30 + 800; the MSE against
+  // a label of 0 is its square.
+  const std::vector<float> label = {0};
+  GraphBatch in;
+  in.size = 1;
+  in.dense = {v};
+  in.labels = label;
+  absl::StatusOr<GraphResult> r = (*graph)->Evaluate(in);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_DOUBLE_EQ(r->loss_sum, 830.0 * 830.0);
+}
+
 TEST(GraphTest, BadBatchesAreRefusedByName) {
   absl::StatusOr<ModelGraph> described = BuildModelGraph(Parse(kMlp), 1);
   ASSERT_TRUE(described.ok());

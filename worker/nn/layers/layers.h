@@ -22,6 +22,10 @@ std::unique_ptr<Layer> NewConcatLayer(const LayerSpec& spec);
 // Add (multiply false) and Multiply.
 std::unique_ptr<Layer> NewElementwiseLayer(const LayerSpec& spec,
                                            bool multiply);
+std::unique_ptr<Layer> NewFmOrder2Layer(const LayerSpec& spec,
+                                        Backend* backend);
+std::unique_ptr<Layer> NewDotInteractionLayer(const LayerSpec& spec,
+                                              Backend* backend);
 std::unique_ptr<Layer> NewLayerNormLayer(const LayerSpec& spec,
                                          Backend* backend);
 
