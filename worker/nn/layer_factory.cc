@@ -30,6 +30,8 @@ absl::StatusOr<std::unique_ptr<Layer>> CreateLayer(const LayerSpec& spec,
       return NewFmOrder2Layer(spec, backend);
     case LayerDef::kDotInteraction:
       return NewDotInteractionLayer(spec, backend);
+    case LayerDef::kCross:
+      return NewCrossLayer(spec, backend);
     case LayerDef::kLayerNorm:
       return NewLayerNormLayer(spec, backend);
     default:

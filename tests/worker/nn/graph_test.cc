@@ -532,6 +532,44 @@ TEST(GraphTest, DotInteractionPairOrder) {
   EXPECT_DOUBLE_EQ(r->loss_sum, 830.0 * 830.0);
 }
 
+TEST(GraphTest, CrossNetworkGradients) {
+  ExpectGradientsMatchDifferences(
+      R"pb(
+        inputs {
+          name: "x"
+          dense { shape: [ 5 ] }
+        }
+        label { kind: BINARY }
+        layers {
+          name: "h"
+          inputs: "x"
+          dense { units: 4 activation: TANH }
+        }
+        layers {
+          name: "full"
+          inputs: "h"
+          cross { num_layers: 2 }
+        }
+        layers {
+          name: "low"
+          inputs: "h"
+          cross { num_layers: 2 projection_dim: 2 }
+        }
+        layers {
+          name: "v1"
+          inputs: "h"
+          cross { num_layers: 3 version: V1 }
+        }
+        layers {
+          name: "out"
+          inputs: [ "full", "low", "v1" ]
+          dense { units: 1 }
+        }
+        loss { kind: SIGMOID_CROSS_ENTROPY input: "out" }
+      )pb",
+      1);
+}
+
 TEST(GraphTest, BadBatchesAreRefusedByName) {
   absl::StatusOr<ModelGraph> described = BuildModelGraph(Parse(kMlp), 1);
   ASSERT_TRUE(described.ok());
