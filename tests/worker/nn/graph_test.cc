@@ -150,99 +150,6 @@ TEST(GraphTest, MlpGraphIsBitIdenticalToMlpModel) {
   }
 }
 
-// Every parameter's gradient against central differences of the loss, on
-// a graph with each activation, two inputs of one Dense, and a tensor read
-// twice (its gradient summed over its readers).
-TEST(GraphTest, GradientsMatchFiniteDifferences) {
-  const char* kText = R"pb(
-    inputs {
-      name: "x"
-      dense { shape: [ 2, 3 ] }
-    }
-    label { kind: CLASS_INDEX num_classes: 3 }
-    layers {
-      name: "flat"
-      inputs: "x"
-      flatten {}
-    }
-    layers {
-      name: "a"
-      inputs: "flat"
-      dense { units: 5 activation: TANH }
-    }
-    layers {
-      name: "b"
-      inputs: "a"
-      dense { units: 4 activation: SIGMOID }
-    }
-    layers {
-      name: "c"
-      inputs: "a"
-      dense { units: 4 activation: RELU }
-    }
-    layers {
-      name: "s"
-      inputs: "c"
-      activation { activation: SOFTMAX }
-    }
-    layers {
-      name: "r"
-      inputs: "s"
-      reshape { shape: [ 2, -1 ] }
-    }
-    layers {
-      name: "rf"
-      inputs: "r"
-      flatten {}
-    }
-    layers {
-      name: "out"
-      inputs: [ "b", "rf", "a" ]
-      dense { units: 3 }
-    }
-    loss { kind: SOFTMAX_CROSS_ENTROPY input: "out" }
-  )pb";
-  absl::StatusOr<ModelGraph> described = BuildModelGraph(Parse(kText), 3);
-  ASSERT_TRUE(described.ok()) << described.status();
-  CpuBackend cpu;
-  absl::StatusOr<std::unique_ptr<Graph>> graph =
-      Graph::Create(*described, &cpu);
-  ASSERT_TRUE(graph.ok()) << graph.status();
-  std::vector<std::vector<float>> values = InitialValues((*graph)->variables());
-  const int64_t batch = 4;
-  std::vector<float> x = Random(batch * 6, 9);
-  std::vector<int32_t> y = {0, 2, 1, 2};
-  GraphBatch in;
-  in.size = batch;
-  in.dense = {x};
-  in.class_labels = y;
-  std::vector<std::vector<float>> grads;
-  for (const auto& v : values) grads.emplace_back(v.size());
-  ASSERT_TRUE((*graph)->SetParameters(ConstViews(values)).ok());
-  ASSERT_TRUE((*graph)->TrainStep(in, 0, Views(grads)).ok());
-  auto loss = [&]() {
-    EXPECT_TRUE((*graph)->SetParameters(ConstViews(values)).ok());
-    return (*graph)->Evaluate(in)->loss_sum / batch;
-  };
-  int checked = 0;
-  for (size_t v = 0; v < values.size(); ++v) {
-    for (size_t j = 0; j < values[v].size(); j += 3) {
-      const float keep = values[v][j];
-      const float h = 1e-3f;
-      values[v][j] = keep + h;
-      const double up = loss();
-      values[v][j] = keep - h;
-      const double down = loss();
-      values[v][j] = keep;
-      const double numeric = (up - down) / (2 * h);
-      EXPECT_NEAR(grads[v][j], numeric, 2e-3 + 2e-2 * std::fabs(numeric))
-          << (*graph)->variables()[v].name << "[" << j << "]";
-      ++checked;
-    }
-  }
-  EXPECT_GT(checked, 30);
-}
-
 // Checks every parameter's gradient of the description `text` against
 // central differences of the mean loss, on random inputs and labels.
 void ExpectGradientsMatchDifferences(const std::string& text, int stride) {
@@ -298,6 +205,61 @@ void ExpectGradientsMatchDifferences(const std::string& text, int stride) {
     }
   }
   EXPECT_GT(checked, 10);
+}
+
+// Each activation, two inputs of one Dense, and a tensor read three times
+// (its gradient summed over its readers).
+TEST(GraphTest, DenseStackGradients) {
+  ExpectGradientsMatchDifferences(
+      R"pb(
+        inputs {
+          name: "x"
+          dense { shape: [ 2, 3 ] }
+        }
+        label { kind: CLASS_INDEX num_classes: 3 }
+        layers {
+          name: "flat"
+          inputs: "x"
+          flatten {}
+        }
+        layers {
+          name: "a"
+          inputs: "flat"
+          dense { units: 5 activation: TANH }
+        }
+        layers {
+          name: "b"
+          inputs: "a"
+          dense { units: 4 activation: SIGMOID }
+        }
+        layers {
+          name: "c"
+          inputs: "a"
+          dense { units: 4 activation: RELU }
+        }
+        layers {
+          name: "s"
+          inputs: "c"
+          activation { activation: SOFTMAX }
+        }
+        layers {
+          name: "r"
+          inputs: "s"
+          reshape { shape: [ 2, -1 ] }
+        }
+        layers {
+          name: "rf"
+          inputs: "r"
+          flatten {}
+        }
+        layers {
+          name: "out"
+          inputs: [ "b", "rf", "a" ]
+          dense { units: 3 }
+        }
+        loss { kind: SOFTMAX_CROSS_ENTROPY input: "out" }
+      )pb",
+      1);
 }
 
 TEST(GraphTest, ConvolutionAndPoolingGradients) {
