@@ -147,8 +147,7 @@ class Backend {
   // rows; writes the gradient of their mean over rows, 2 (pred - target) /
   // (rows * cols), into dpred (if not null).
   virtual double MeanSquaredError(const float* pred, const float* target,
-                                  int64_t rows, int64_t cols,
-                                  float* dpred) = 0;
+                                  int64_t rows, int64_t cols, float* dpred) = 0;
 
   // dst[r * dst_stride + c] = src[r * src_stride + c] + beta * (the same
   // element of dst) for r < rows, c < cols: copies a block of columns
@@ -238,8 +237,8 @@ class Backend {
   // The backward of LayerNormForward: dx, dgamma and dbeta.
   virtual void LayerNormBackward(int64_t rows, int64_t cols, const float* x,
                                  const float* mean, const float* rstd,
-                                 const float* gamma, const float* dy,
-                                 float* dx, float* dgamma, float* dbeta) = 0;
+                                 const float* gamma, const float* dy, float* dx,
+                                 float* dgamma, float* dbeta) = 0;
 
   // The factorization machine's second-order term of x [batch, fields,
   // dim]: y[b, k] = 0.5 * ((sum over f of x[b, f, k])^2 - sum over f of
@@ -248,8 +247,7 @@ class Backend {
                                const float* x, float* y) = 0;
   // dx[b, f, k] = dy[b, k] * (sum over f' of x[b, f', k] - x[b, f, k]).
   virtual void FmOrder2Backward(int64_t batch, int64_t fields, int64_t dim,
-                                const float* x, const float* dy,
-                                float* dx) = 0;
+                                const float* x, const float* dy, float* dx) = 0;
 };
 
 // Owns `count` elements of T on a backend's device.

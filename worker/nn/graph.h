@@ -78,7 +78,7 @@ class Graph {
     DeviceArray<float> value, grad;
   };
 
-  Graph(Backend* backend) : backend_(backend) {}
+  explicit Graph(Backend* backend) : backend_(backend) {}
   absl::Status CheckBatch(const GraphBatch& batch) const;
   void Reserve(int64_t batch);
   void Forward(const GraphBatch& batch, bool training, uint64_t seed);

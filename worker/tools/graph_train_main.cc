@@ -49,9 +49,8 @@ double Seconds(std::chrono::steady_clock::time_point since) {
 }
 
 int Run() {
-  if (FLAGS_epochs < 1 || FLAGS_batch_size < 1 ||
-      !(FLAGS_learning_rate > 0) || FLAGS_train_examples < 0 ||
-      FLAGS_test_examples < 0) {
+  if (FLAGS_epochs < 1 || FLAGS_batch_size < 1 || !(FLAGS_learning_rate > 0) ||
+      FLAGS_train_examples < 0 || FLAGS_test_examples < 0) {
     return Fail(absl::InvalidArgumentError(
         "--epochs and --batch_size must be >= 1, --learning_rate > 0 and the "
         "example counts >= 0"));
@@ -61,8 +60,8 @@ int Run() {
   if (!text.ok()) return Fail(text.status());
   ModelDef model;
   if (!google::protobuf::TextFormat::ParseFromString(*text, &model)) {
-    return Fail(absl::InvalidArgumentError(
-        "model file " + FLAGS_model_file + " is not a text-format ModelDef"));
+    return Fail(absl::InvalidArgumentError("model file " + FLAGS_model_file +
+                                           " is not a text-format ModelDef"));
   }
   absl::StatusOr<ModelGraph> described = BuildModelGraph(model, FLAGS_seed);
   if (!described.ok()) return Fail(described.status());
@@ -103,6 +102,11 @@ int Run() {
       slots.back().emplace_back(n, (*adam)->slot_initial_value(s));
     }
   }
+  // The optimizer's view of each variable's slots, made once.
+  std::vector<std::vector<float*>> slot_ptrs(slots.size());
+  for (size_t v = 0; v < slots.size(); ++v) {
+    for (auto& slot : slots[v]) slot_ptrs[v].push_back(slot.data());
+  }
   std::vector<absl::Span<const float>> value_views(values.begin(),
                                                    values.end());
   std::vector<absl::Span<float>> grad_views(grads.begin(), grads.end());
@@ -141,16 +145,15 @@ int Run() {
       if (!r.ok()) return Fail(r.status());
       ++t;
       for (size_t v = 0; v < values.size(); ++v) {
-        std::vector<float*> s;
-        for (auto& slot : slots[v]) s.push_back(slot.data());
-        (*adam)->Apply(values[v].data(), grads[v].data(), s.data(),
+        (*adam)->Apply(values[v].data(), grads[v].data(), slot_ptrs[v].data(),
                        static_cast<int64_t>(values[v].size()), t);
       }
       loss += r->loss_sum;
       correct += r->correct;
       seen += n;
       const double secs = Seconds(start);
-      std::fprintf(stderr, "\repoch %d %6.1f%%  %8.0f ex/s  loss %.4f  ETA %4.0fs",
+      std::fprintf(stderr,
+                   "\repoch %d %6.1f%%  %8.0f ex/s  loss %.4f  ETA %4.0fs",
                    epoch, 100.0 * seen / train->size, seen / secs, loss / seen,
                    (train->size - seen) / std::max(seen / secs, 1.0));
     }
