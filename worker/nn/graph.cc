@@ -1,30 +1,56 @@
 #include "worker/nn/graph.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 
 namespace tessera {
+namespace {
+
+// Turns the loss head's logits into what a prediction returns, on the
+// host: probabilities for the cross-entropy heads, values for regression.
+void Predict(LossDef::Kind loss, int64_t rows, int64_t cols, float* out) {
+  if (loss == LossDef::SIGMOID_CROSS_ENTROPY) {
+    for (int64_t i = 0; i < rows * cols; ++i) {
+      out[i] = 1.0f / (1.0f + std::exp(-out[i]));
+    }
+  } else if (loss == LossDef::SOFTMAX_CROSS_ENTROPY) {
+    for (int64_t r = 0; r < rows; ++r) {
+      float* row = out + r * cols;
+      const float top = *std::max_element(row, row + cols);
+      double sum = 0;
+      for (int64_t c = 0; c < cols; ++c) sum += row[c] = std::exp(row[c] - top);
+      for (int64_t c = 0; c < cols; ++c)
+        row[c] = static_cast<float>(row[c] / sum);
+    }
+  }
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<Graph>> Graph::Create(const ModelGraph& model,
                                                      Backend* backend) {
   std::unique_ptr<Graph> graph(new Graph(backend));
   graph->model_ = model.resolved;
-  graph->variables_ = model.variables;
-  absl::flat_hash_map<std::string, int> var_index;
-  for (size_t v = 0; v < graph->variables_.size(); ++v) {
-    const VariableDef& var = graph->variables_[v];
+  absl::flat_hash_map<std::string, int> var_index, table_index;
+  for (const VariableDef& var : model.variables) {
     if (var.sparse) {
-      return absl::UnimplementedError(absl::StrCat(
-          "variable \"", var.name,
-          "\": the worker's layer graph does not hold embedding tables yet"));
+      table_index[var.name] = static_cast<int>(graph->tables_.size());
+      graph->tables_.push_back(var);
+      graph->table_reads_.emplace_back();
+      TableBuffers buffers;
+      buffers.dim = var.shape.size() > 1 ? var.shape[1] : 1;
+      graph->table_buffers_.push_back(std::move(buffers));
+      continue;
     }
-    var_index[var.name] = static_cast<int>(v);
+    var_index[var.name] = static_cast<int>(graph->variables_.size());
+    graph->variables_.push_back(var);
     graph->values_.emplace_back(backend, NumElements(var.shape));
     graph->grads_.emplace_back(backend, NumElements(var.shape));
   }
-  absl::flat_hash_map<std::string, int> tensor_index;
+  absl::flat_hash_map<std::string, int> tensor_index, sparse_index;
   auto add_tensor = [&](const std::string& name, bool input) {
     tensor_index[name] = static_cast<int>(graph->tensors_.size());
     Tensor t;
@@ -34,17 +60,33 @@ absl::StatusOr<std::unique_ptr<Graph>> Graph::Create(const ModelGraph& model,
   };
   for (const InputDef& in : graph->model_.inputs()) {
     if (in.has_sparse()) {
-      return absl::UnimplementedError(absl::StrCat(
-          "input \"", in.name(),
-          "\": the worker's layer graph does not read sparse fields yet"));
+      sparse_index[in.name()] = static_cast<int>(graph->sparse_names_.size());
+      graph->sparse_names_.push_back(in.name());
+      graph->sparse_.emplace_back();
+      continue;
     }
     add_tensor(in.name(), true);
     graph->dense_inputs_.push_back(tensor_index[in.name()]);
+    graph->dense_names_.push_back(in.name());
   }
   int dropouts = 0;
   for (int i : model.order) {
     const LayerDef& def = graph->model_.layers(i);
     add_tensor(def.output(), false);
+    if (def.has_embedding_bag()) {
+      // Shape inference let embedding_bag read exactly one sparse input.
+      Embedding e;
+      e.input = sparse_index.at(def.inputs(0));
+      e.table = table_index.at(def.embedding_bag().table());
+      e.output = tensor_index[def.output()];
+      e.dim = def.embedding_bag().dim();
+      e.combiner = def.embedding_bag().combiner() == MEAN
+                       ? Backend::Combiner::kMean
+                       : Backend::Combiner::kSum;
+      graph->table_reads_[e.table].push_back(e.input);
+      graph->embeddings_.push_back(e);
+      continue;
+    }
     LayerSpec spec;
     spec.def = &def;
     spec.output = model.tensors.at(def.output()).shape;
@@ -123,11 +165,12 @@ absl::Status Graph::CheckBatch(const GraphBatch& batch) const {
     // Divides rather than multiplies, so no size can overflow.
     if (got % per != 0 || got / per != n) {
       return absl::InvalidArgumentError(
-          absl::StrCat("wrong shape: input \"", model_.inputs(i).name(),
-                       "\" has ", got, " values for ", n,
-                       " examples, the model expects ", per, " per example"));
+          absl::StrCat("wrong shape: input \"", dense_names_[i], "\" has ", got,
+                       " values for ", n, " examples, the model expects ", per,
+                       " per example"));
     }
   }
+  if (absl::Status s = CheckSparse(batch); !s.ok()) return s;
   const LabelDef& label = model_.label();
   if (label.kind() == LabelDef::CLASS_INDEX) {
     if (static_cast<int64_t>(batch.class_labels.size()) != n) {
@@ -163,6 +206,64 @@ absl::Status Graph::CheckBatch(const GraphBatch& batch) const {
   return absl::OkStatus();
 }
 
+absl::Status Graph::CheckSparse(const GraphBatch& batch) const {
+  const int64_t n = batch.size;
+  if (batch.sparse_offsets.size() != sparse_.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model has ", sparse_.size(), " sparse inputs, the batch ",
+                     batch.sparse_offsets.size()));
+  }
+  std::vector<int64_t> ids(sparse_.size());
+  for (size_t i = 0; i < sparse_.size(); ++i) {
+    absl::Span<const int64_t> offsets = batch.sparse_offsets[i];
+    if (static_cast<int64_t>(offsets.size()) != n + 1 || offsets[0] != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sparse input \"", sparse_names_[i], "\": offsets must ", "have ",
+          n + 1, " entries starting at 0, got ", offsets.size()));
+    }
+    for (int64_t b = 0; b < n; ++b) {
+      if (offsets[b + 1] < offsets[b]) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("sparse input \"", sparse_names_[i],
+                         "\": offsets decrease at batch row ", b));
+      }
+    }
+    ids[i] = offsets[n];
+  }
+  if (batch.table_rows.size() != tables_.size() ||
+      batch.table_positions.size() != tables_.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model has ", tables_.size(), " tables, the batch brings ",
+                     batch.table_rows.size(), " tables' rows and ",
+                     batch.table_positions.size(), " position lists"));
+  }
+  for (size_t t = 0; t < tables_.size(); ++t) {
+    const int64_t dim = table_buffers_[t].dim;
+    if (static_cast<int64_t>(batch.table_rows[t].size()) % dim != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "wrong shape: table \"", tables_[t].name, "\" rows have ",
+          batch.table_rows[t].size(), " values, not a multiple of dim ", dim));
+    }
+    const int64_t rows = static_cast<int64_t>(batch.table_rows[t].size()) / dim;
+    int64_t expected = 0;
+    for (int input : table_reads_[t]) expected += ids[input];
+    absl::Span<const int64_t> positions = batch.table_positions[t];
+    if (static_cast<int64_t>(positions.size()) != expected) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "table \"", tables_[t].name, "\": the batch's inputs have ", expected,
+          " ids, got ", positions.size(), " positions"));
+    }
+    for (size_t j = 0; j < positions.size(); ++j) {
+      if (positions[j] < 0 || positions[j] >= rows) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("table \"", tables_[t].name, "\": id ", j, " is row ",
+                         positions[j], " of ", rows, " rows"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 void Graph::Reserve(int64_t batch) {
   if (batch <= capacity_) return;
   capacity_ = batch;
@@ -174,6 +275,53 @@ void Graph::Reserve(int64_t batch) {
   for (int64_t size : slot_sizes_) slots_.emplace_back(backend_, batch * size);
   class_labels_ = DeviceArray<int32_t>(backend_, batch);
   labels_ = DeviceArray<float>(backend_, batch);
+  for (DeviceArray<int64_t>& offsets : sparse_) {
+    offsets = DeviceArray<int64_t>(backend_, batch + 1);
+  }
+}
+
+namespace {
+
+int64_t AtLeastOne(int64_t n) { return n > 0 ? n : 1; }
+
+}  // namespace
+
+void Graph::ForwardEmbeddings(const GraphBatch& batch) {
+  const int64_t n = batch.size;
+  for (size_t i = 0; i < sparse_.size(); ++i) {
+    backend_->CopyToDevice(batch.sparse_offsets[i].data(), sparse_[i].data(),
+                           (n + 1) * sizeof(int64_t));
+  }
+  for (size_t t = 0; t < tables_.size(); ++t) {
+    TableBuffers& buf = table_buffers_[t];
+    const int64_t values = static_cast<int64_t>(batch.table_rows[t].size());
+    if (values > buf.rows_capacity || buf.values.data() == nullptr) {
+      buf.rows_capacity = AtLeastOne(values);
+      buf.values = DeviceArray<float>(backend_, buf.rows_capacity);
+    }
+    buf.ids = static_cast<int64_t>(batch.table_positions[t].size());
+    if (buf.ids > buf.ids_capacity || buf.positions.data() == nullptr) {
+      buf.ids_capacity = AtLeastOne(buf.ids);
+      buf.positions = DeviceArray<int64_t>(backend_, buf.ids_capacity);
+      buf.unique = DeviceArray<int64_t>(backend_, buf.ids_capacity);
+      buf.drows = DeviceArray<float>(backend_, buf.ids_capacity * buf.dim);
+      buf.summed = DeviceArray<float>(backend_, buf.ids_capacity * buf.dim);
+    }
+    backend_->CopyToDevice(batch.table_rows[t].data(), buf.values.data(),
+                           values * sizeof(float));
+    backend_->CopyToDevice(batch.table_positions[t].data(),
+                           buf.positions.data(), buf.ids * sizeof(int64_t));
+  }
+  std::vector<int64_t> next(tables_.size(), 0);
+  for (Embedding& e : embeddings_) {
+    TableBuffers& buf = table_buffers_[e.table];
+    e.start = next[e.table];
+    next[e.table] += batch.sparse_offsets[e.input][n];
+    backend_->EmbeddingBagForward(buf.values.data(), e.dim,
+                                  sparse_[e.input].data(),
+                                  buf.positions.data() + e.start, n, e.combiner,
+                                  tensors_[e.output].value.data());
+  }
 }
 
 void Graph::Forward(const GraphBatch& batch, bool training, uint64_t seed) {
@@ -190,6 +338,7 @@ void Graph::Forward(const GraphBatch& batch, bool training, uint64_t seed) {
     backend_->CopyToDevice(batch.labels.data(), labels_.data(),
                            batch.size * sizeof(float));
   }
+  ForwardEmbeddings(batch);
   const StepContext ctx{backend_, batch.size, training, seed};
   std::vector<const float*> in;
   for (Node& node : nodes_) {
@@ -228,8 +377,13 @@ double Graph::Loss(const GraphBatch& batch, bool gradient, int64_t* correct) {
 
 absl::StatusOr<GraphResult> Graph::TrainStep(
     const GraphBatch& batch, uint64_t seed,
-    absl::Span<const absl::Span<float>> grads) {
+    absl::Span<const absl::Span<float>> grads,
+    std::vector<TableGradient>* table_grads) {
   if (absl::Status s = CheckBatch(batch); !s.ok()) return s;
+  if (!tables_.empty() && table_grads == nullptr) {
+    return absl::InvalidArgumentError(
+        "the model has embedding tables: TrainStep needs table_grads");
+  }
   if (grads.size() != variables_.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("model has ", variables_.size(), " variables, got ",
@@ -256,8 +410,11 @@ absl::StatusOr<GraphResult> Graph::TrainStep(
   for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) {
     Node& node = *it;
     if (!written[node.output]) {
-      for (int k : node.params)
+      for (int k : node.params) {
+        // A moving statistic's pushed value came from the forward pass.
+        if (variables_[k].update_rule.has_value()) continue;
         backend_->Fill(grads_[k].size(), 0.0f, grads_[k].data());
+      }
       continue;
     }
     in.clear();
@@ -282,6 +439,32 @@ absl::StatusOr<GraphResult> Graph::TrainStep(
       written[t] = true;
     }
   }
+  for (const Embedding& e : embeddings_) {
+    TableBuffers& buf = table_buffers_[e.table];
+    float* drows = buf.drows.data() + e.start * e.dim;
+    const int64_t ids = batch.sparse_offsets[e.input][batch.size];
+    if (!written[e.output]) {
+      backend_->Fill(ids * e.dim, 0.0f, drows);
+      continue;
+    }
+    backend_->EmbeddingBagBackward(tensors_[e.output].grad.data(), e.dim,
+                                   sparse_[e.input].data(), batch.size,
+                                   e.combiner, drows);
+  }
+  if (table_grads != nullptr) table_grads->resize(tables_.size());
+  for (size_t t = 0; t < tables_.size(); ++t) {
+    TableBuffers& buf = table_buffers_[t];
+    const int64_t unique = backend_->ReduceSparseGrad(
+        buf.positions.data(), buf.drows.data(), buf.ids, buf.dim,
+        buf.unique.data(), buf.summed.data());
+    TableGradient& grad = (*table_grads)[t];
+    grad.rows.resize(unique);
+    grad.values.resize(unique * buf.dim);
+    backend_->CopyToHost(buf.unique.data(), grad.rows.data(),
+                         unique * sizeof(int64_t));
+    backend_->CopyToHost(buf.summed.data(), grad.values.data(),
+                         unique * buf.dim * sizeof(float));
+  }
   for (size_t i = 0; i < grads.size(); ++i) {
     backend_->CopyToHost(grads_[i].data(), grads[i].data(),
                          grads[i].size() * sizeof(float));
@@ -290,12 +473,22 @@ absl::StatusOr<GraphResult> Graph::TrainStep(
   return result;
 }
 
-absl::StatusOr<GraphResult> Graph::Evaluate(const GraphBatch& batch) {
+absl::StatusOr<GraphResult> Graph::Evaluate(const GraphBatch& batch,
+                                            std::vector<float>* predictions) {
   if (absl::Status s = CheckBatch(batch); !s.ok()) return s;
   Forward(batch, /*training=*/false, 0);
   GraphResult result;
   result.examples = batch.size;
   result.loss_sum = Loss(batch, /*gradient=*/false, &result.correct);
+  if (predictions != nullptr) {
+    const Tensor& t = tensors_[loss_input_];
+    const int64_t n = batch.size * t.size;
+    predictions->resize(n);
+    backend_->CopyToHost(t.value.data(), predictions->data(),
+                         n * sizeof(float));
+    if (absl::Status s = backend_->Synchronize(); !s.ok()) return s;
+    Predict(model_.loss().kind(), batch.size, t.size, predictions->data());
+  }
   if (absl::Status s = backend_->Synchronize(); !s.ok()) return s;
   return result;
 }

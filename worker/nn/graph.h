@@ -15,13 +15,34 @@
 namespace tessera {
 
 // A batch in host memory.
+//
+// Embedding tables are too big to hold, so a batch brings the rows of each
+// table that it uses: the caller collects, per table, the ids of every
+// sparse input the table reads (Graph::table_reads order, each input's ids
+// in example order), maps them to distinct rows (SparseParameters::
+// Localize), pulls those rows and passes, per id, the position of its row.
 struct GraphBatch {
   int64_t size = 0;
   // One array per dense input of the model, in the description's order,
   // each size * (the input's elements) floats.
   std::vector<absl::Span<const float>> dense;
+  // One per sparse input, in the description's order: example b's ids are
+  // entries [offsets[b], offsets[b + 1]) of the input's ids.
+  std::vector<absl::Span<const int64_t>> sparse_offsets;
+  // Per table (tables() order): its rows this batch uses, [rows, dim], and
+  // for each id of each of table_reads(t) in turn the index of its row.
+  std::vector<absl::Span<const float>> table_rows;
+  std::vector<absl::Span<const int64_t>> table_positions;
   absl::Span<const int32_t> class_labels;  // label kind CLASS_INDEX
   absl::Span<const float> labels;          // label kinds BINARY and REAL
+};
+
+// The gradient of one table's rows of a batch: the distinct row indices
+// (into GraphBatch::table_rows) that got one, ascending, and per index the
+// gradient summed over the row's occurrences.
+struct TableGradient {
+  std::vector<int64_t> rows;
+  std::vector<float> values;  // [rows.size(), dim]
 };
 
 struct GraphResult {
@@ -42,23 +63,40 @@ class Graph {
   static absl::StatusOr<std::unique_ptr<Graph>> Create(const ModelGraph& model,
                                                        Backend* backend);
 
-  const std::vector<VariableDef>& variables() const { return variables_; }
+  // The variables held whole (dense layers, norms), in the model's
+  // variable order, and the embedding tables, pulled by rows.
+  const std::vector<VariableDef>& dense_variables() const { return variables_; }
+  const std::vector<VariableDef>& tables() const { return tables_; }
+  // The sparse inputs (indices among the description's sparse inputs) that
+  // table t reads, one entry per embedding_bag layer reading it.
+  const std::vector<int>& table_reads(int t) const { return table_reads_[t]; }
+  int num_sparse_inputs() const { return static_cast<int>(sparse_.size()); }
 
-  // Copies every variable's value (variables() order, exact sizes) to the
-  // device; InvalidArgument names a variable of the wrong size and copies
-  // nothing.
+  // Copies every dense variable's value (dense_variables() order, exact
+  // sizes) to the device; InvalidArgument names a variable of the wrong
+  // size and copies nothing.
   absl::Status SetParameters(absl::Span<const absl::Span<const float>> values);
 
   // Forward and backward with dropout drawn from `seed`; writes the
-  // gradient of the batch's mean loss of every variable into `grads`
-  // (host memory, variables() order, exact sizes). InvalidArgument names
-  // a wrong input size or a label out of range before anything runs.
+  // gradient of the batch's mean loss of every dense variable into `grads`
+  // (host memory, dense_variables() order, exact sizes) and of every
+  // table's rows into (*table_grads)[t]. A variable with an update rule of
+  // its own (BatchNorm's moving statistics) gets the value to fold in
+  // instead. InvalidArgument names a wrong input size, an id position
+  // outside its table's rows or a label out of range before anything runs.
   absl::StatusOr<GraphResult> TrainStep(
       const GraphBatch& batch, uint64_t seed,
-      absl::Span<const absl::Span<float>> grads);
+      absl::Span<const absl::Span<float>> grads,
+      std::vector<TableGradient>* table_grads = nullptr);
 
-  // Forward only, without dropout.
-  absl::StatusOr<GraphResult> Evaluate(const GraphBatch& batch);
+  // Forward only, without dropout. If `predictions` is not null it gets
+  // the loss head's output per example: the probability of a sigmoid
+  // head, the softmax of a softmax head, the value of a regression.
+  absl::StatusOr<GraphResult> Evaluate(
+      const GraphBatch& batch, std::vector<float>* predictions = nullptr);
+
+  // Values per example of the loss head's output.
+  int64_t output_size() const { return tensors_[loss_input_].size; }
 
  private:
   struct Node {
@@ -78,8 +116,28 @@ class Graph {
     DeviceArray<float> value, grad;
   };
 
+  // An embedding_bag layer: it reads a sparse input and a table, which
+  // the graph holds per step, so it runs outside the Layer interface.
+  struct Embedding {
+    int input = 0;  // sparse input index
+    int table = 0;
+    int output = 0;  // tensor index
+    int64_t dim = 0;
+    Backend::Combiner combiner = Backend::Combiner::kSum;
+    int64_t start = 0;  // this step: its first id among the table's
+  };
+  struct TableBuffers {
+    int64_t dim = 0;
+    int64_t rows_capacity = 0, ids_capacity = 0;
+    int64_t ids = 0;  // this step's ids over all reads
+    DeviceArray<float> values, drows, summed;
+    DeviceArray<int64_t> positions, unique;
+  };
+
   explicit Graph(Backend* backend) : backend_(backend) {}
   absl::Status CheckBatch(const GraphBatch& batch) const;
+  absl::Status CheckSparse(const GraphBatch& batch) const;
+  void ForwardEmbeddings(const GraphBatch& batch);
   void Reserve(int64_t batch);
   void Forward(const GraphBatch& batch, bool training, uint64_t seed);
   double Loss(const GraphBatch& batch, bool gradient, int64_t* correct);
@@ -93,6 +151,12 @@ class Graph {
   std::vector<int64_t> slot_sizes_;
   std::vector<Node> nodes_;
   std::vector<int> dense_inputs_;  // tensor index per dense model input
+  std::vector<std::string> dense_names_, sparse_names_;
+  std::vector<VariableDef> tables_;
+  std::vector<std::vector<int>> table_reads_;
+  std::vector<Embedding> embeddings_;
+  std::vector<TableBuffers> table_buffers_;
+  std::vector<DeviceArray<int64_t>> sparse_;  // offsets per sparse input
   int loss_input_ = 0;
   int64_t capacity_ = 0;
   DeviceArray<int32_t> class_labels_;

@@ -32,6 +32,8 @@ absl::StatusOr<std::unique_ptr<Layer>> CreateLayer(const LayerSpec& spec,
       return NewDotInteractionLayer(spec, backend);
     case LayerDef::kCross:
       return NewCrossLayer(spec, backend);
+    case LayerDef::kBatchNorm:
+      return NewBatchNormLayer(spec, backend);
     case LayerDef::kLayerNorm:
       return NewLayerNormLayer(spec, backend);
     default:

@@ -3,8 +3,8 @@
 // and the parameter servers' optimizer library, applied in place. It is
 // the reference a distributed run of the same description is held to.
 //
-//   build/worker/tools/tessera_graph_train \
-//       --model_file=deploy/models/cnn_fashion_mnist.textproto --epochs=1
+//   build/worker/tools/tessera_graph_train --epochs=1
+//       --model_file=deploy/models/cnn_fashion_mnist.textproto
 
 #include <algorithm>
 #include <chrono>
@@ -89,7 +89,7 @@ int Run() {
   config.mutable_adam()->set_epsilon(1e-7f);
   absl::StatusOr<std::unique_ptr<Optimizer>> adam = CreateOptimizer(config);
   if (!adam.ok()) return Fail(adam.status());
-  const std::vector<VariableDef>& vars = (*graph)->variables();
+  const std::vector<VariableDef>& vars = (*graph)->dense_variables();
   std::vector<std::vector<float>> values, grads;
   std::vector<std::vector<std::vector<float>>> slots;
   for (const VariableDef& v : vars) {

@@ -27,6 +27,8 @@ std::unique_ptr<Layer> NewFmOrder2Layer(const LayerSpec& spec,
 std::unique_ptr<Layer> NewDotInteractionLayer(const LayerSpec& spec,
                                               Backend* backend);
 std::unique_ptr<Layer> NewCrossLayer(const LayerSpec& spec, Backend* backend);
+std::unique_ptr<Layer> NewBatchNormLayer(const LayerSpec& spec,
+                                         Backend* backend);
 std::unique_ptr<Layer> NewLayerNormLayer(const LayerSpec& spec,
                                          Backend* backend);
 
