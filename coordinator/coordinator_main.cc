@@ -14,6 +14,8 @@
 #include "absl/synchronization/notification.h"
 #include "common/cluster_flags.h"
 #include "common/grpc_channel.h"
+#include "common/model/model_graph.h"
+#include "common/model/model_summary.h"
 #include "common/process_start.h"
 #include "common/rpc_auth.h"
 #include "common/shutdown_signal.h"
@@ -29,8 +31,9 @@
 #include "grpcpp/server_builder.h"
 
 DEFINE_bool(dry_run, false,
-            "Print every variable's shards (rows, bytes, owning parameter "
-            "server) and exit without training.");
+            "Print the model with every default written out, each layer's "
+            "output shape and parameters, and every variable's shards "
+            "(rows, bytes, owning parameter server); exit without training.");
 DEFINE_bool(print_job, false, "Print the job as a text-format JobConfig.");
 DEFINE_string(run_dir, "", "Folder for metrics.jsonl (created if missing).");
 DEFINE_double(cluster_wait_s, 60,
@@ -101,6 +104,15 @@ int main(int argc, char** argv) {
   if (!plan.ok()) {
     LOG(ERROR) << "cannot place the variables: " << plan.status().message();
     return 2;
+  }
+  if (FLAGS_dry_run) {
+    absl::StatusOr<tessera::ModelGraph> graph =
+        tessera::BuildModelGraph(job->model_def(), job->schedule().seed());
+    if (!graph.ok()) {
+      LOG(ERROR) << "bad job: " << graph.status().message();
+      return 2;
+    }
+    std::printf("%s\n", tessera::FormatModelSummary(*graph).c_str());
   }
   if (FLAGS_dry_run && mirrored_cluster) {
     std::printf(

@@ -6,6 +6,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/bounded_file_read.h"
+#include "common/model/model_graph.h"
+#include "common/model/model_presets.h"
+#include "common/model/model_support.h"
 #include "common/model_spec.h"
 #include "common/training_mode.h"
 #include "google/protobuf/io/tokenizer.h"
@@ -33,7 +36,9 @@ DEFINE_int64(max_shard_bytes, 1 << 20, "Largest shard (partitioner max_size).");
 DEFINE_int64(max_shards, 0,
              "Cap on shards per variable (min_size: 0 means 1, as in TF; "
              "max_size: 0 means no cap).");
-DEFINE_string(model, "mlp", "Model: mlp, ctr (click-through).");
+DEFINE_string(model, "mlp",
+              "Preset model: mlp, ctr (click-through); a job file's model_def "
+              "describes any other.");
 DEFINE_string(hidden_units, "128", "Hidden layer widths, comma-separated.");
 DEFINE_double(dropout, 0.2, "Dropout rate after each hidden layer.");
 DEFINE_string(data_dir, "/usr/share/datasets/fashion-mnist",
@@ -243,6 +248,29 @@ absl::Status ApplyFlags(bool only_explicit, JobConfig* job) {
   return absl::OkStatus();
 }
 
+// Writes the preset's description into model_def, unless the job describes
+// its model already; then the preset's flags would be silently ignored, so
+// giving one is an error.
+absl::Status ResolveModel(JobConfig* job) {
+  if (job->has_model_def()) {
+    for (const char* flag :
+         {"model", "hidden_units", "dropout", "embedding_dim", "num_fields",
+          "num_dense", "vocab_size", "combiner"}) {
+      if (Explicit(flag)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--", flag, " shapes a preset model, but the job file describes ",
+            "its model (model_def): change the description instead"));
+      }
+    }
+    job->clear_model();
+    return absl::OkStatus();
+  }
+  absl::StatusOr<ModelDef> model = PresetModel(job->model());
+  if (!model.ok()) return model.status();
+  *job->mutable_model_def() = *std::move(model);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<JobConfig> ReadJobFile(const std::string& path) {
@@ -271,7 +299,10 @@ absl::StatusOr<JobConfig> JobConfigFromFlags() {
   if (absl::Status s = ApplyFlags(/*only_explicit=*/false, &job); !s.ok()) {
     return s;
   }
-  if (FLAGS_job_file.empty()) return job;
+  if (FLAGS_job_file.empty()) {
+    if (absl::Status s = ResolveModel(&job); !s.ok()) return s;
+    return job;
+  }
   absl::StatusOr<JobConfig> file = ReadJobFile(FLAGS_job_file);
   if (!file.ok()) return file.status();
   // Repeated fields append when merged; the file's list replaces ours.
@@ -282,11 +313,16 @@ absl::StatusOr<JobConfig> JobConfigFromFlags() {
   if (absl::Status s = ApplyFlags(/*only_explicit=*/true, &job); !s.ok()) {
     return s;
   }
+  if (absl::Status s = ResolveModel(&job); !s.ok()) return s;
   return job;
 }
 
 absl::Status ValidateJobConfig(const JobConfig& job) {
-  if (absl::Status s = ValidateModelConfig(job.model()); !s.ok()) return s;
+  absl::StatusOr<ModelDef> model = JobModel(job);
+  if (!model.ok()) return model.status();
+  absl::StatusOr<ModelGraph> graph =
+      BuildModelGraph(*model, job.schedule().seed());
+  if (!graph.ok()) return graph.status();
   // Moving averages are the model's rule for its statistics, not a way to
   // train weights from gradients.
   if (job.optimizer().has_moving_average() ||
@@ -310,20 +346,18 @@ absl::Status ValidateJobConfig(const JobConfig& job) {
   }
   absl::StatusOr<TrainingMode> mode = ParseTrainingMode(job.mode());
   if (!mode.ok()) return mode.status();
-  if (job.model().kind() == "ctr") {
-    // Row pushes carry no sync step, and mirrored replicas cannot hold
-    // growing tables: the click-through model trains asynchronously.
-    if (mode->kind != TrainingMode::Kind::kAsync &&
-        mode->kind != TrainingMode::Kind::kSsp) {
-      return absl::UnimplementedError(absl::StrCat(
-          "model ctr trains in modes async and ssp, not ", mode->ToString()));
-    }
-    if (job.data().format() != "criteo" || job.data().train_path().empty() ||
-        job.data().test_path().empty()) {
-      return absl::InvalidArgumentError(
-          "model ctr needs data format criteo with train_path and test_path "
-          "(--data_dir with train.tsv and test.tsv)");
-    }
+  if (absl::Status s = CheckModeFits(graph->variables, *mode); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckDataFits(*model, job.data().format()); !s.ok()) {
+    return s;
+  }
+  const bool criteo = job.data().format() == "criteo";
+  if (criteo &&
+      (job.data().train_path().empty() || job.data().test_path().empty())) {
+    return absl::InvalidArgumentError(
+        "data format criteo needs train_path and test_path (--data_dir with "
+        "train.tsv and test.tsv)");
   }
   if (job.expected_rows_per_shard() < 0) {
     return absl::InvalidArgumentError(

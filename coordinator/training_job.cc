@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "common/byte_codec.h"
 #include "common/grpc_channel.h"
+#include "common/model/model_presets.h"
 #include "common/summary_histogram.h"
 #include "coordinator/global_steps.h"
 #include "coordinator/progress_meter.h"
@@ -511,11 +512,13 @@ absl::Status TrainingJob::CheckEpochCoverage(const EpochResult& result,
 }
 
 absl::Status TrainingJob::ConfigureWorkers(const DataPlan& data) {
+  absl::StatusOr<ModelDef> model = JobModel(job_);
+  if (!model.ok()) return model.status();
   std::vector<VariablePlacement> placements = Placements(plan_);
   for (size_t w = 0; w < workers_.size(); ++w) {
     WorkerConfig config;
     config.set_worker_index(static_cast<int>(w));
-    *config.mutable_model() = job_.model();
+    *config.mutable_model_def() = *model;
     *config.mutable_data() = job_.data();
     for (const VariablePlacement& p : placements) *config.add_variables() = p;
     config.set_seed(job_.schedule().seed());

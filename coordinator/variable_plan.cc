@@ -2,17 +2,22 @@
 
 #include <algorithm>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "common/model/model_graph.h"
+#include "common/model/model_presets.h"
 #include "partitioners/partitioner_factory.h"
 
 namespace tessera {
 
 absl::StatusOr<VariablePlan> PlanVariables(const JobConfig& job, int num_ps) {
   VariablePlan plan;
-  absl::StatusOr<std::vector<VariableDef>> vars =
-      ModelVariables(job.model(), job.schedule().seed());
-  if (!vars.ok()) return vars.status();
-  plan.variables = *std::move(vars);
+  absl::StatusOr<ModelDef> model = JobModel(job);
+  if (!model.ok()) return model.status();
+  absl::StatusOr<ModelGraph> graph =
+      BuildModelGraph(*model, job.schedule().seed());
+  if (!graph.ok()) return graph.status();
+  plan.variables = std::move(graph->variables);
 
   PartitionerOptions options;
   const PartitionerConfig& p = job.partitioner();
@@ -120,20 +125,43 @@ std::vector<CreateShardsRequest> ShardRequests(const VariablePlan& plan,
 std::vector<std::vector<CreateShardsRequest>> ShardRequestsByKind(
     const VariablePlan& plan, const OptimizerConfig& optimizer,
     const OptimizerConfig& embedding_optimizer, int num_ps) {
-  std::vector<CreateShardsRequest> tables(num_ps), dense(num_ps);
-  for (int k = 0; k < num_ps; ++k) {
-    *tables[k].mutable_optimizer() = embedding_optimizer;
-    *dense[k].mutable_optimizer() = optimizer;
-  }
+  // One request per parameter server and optimizer: the tables', the
+  // dense variables', and each update rule's (moving statistics), in the
+  // order they first appear.
+  std::vector<OptimizerConfig> kinds = {embedding_optimizer, optimizer};
+  auto kind_of = [&](const std::string& variable) -> int {
+    for (const VariableDef& v : plan.variables) {
+      if (v.name != variable) continue;
+      if (v.sparse) return 0;
+      if (!v.update_rule.has_value()) return 1;
+      const std::string rule = v.update_rule->SerializeAsString();
+      for (size_t k = 2; k < kinds.size(); ++k) {
+        if (kinds[k].SerializeAsString() == rule) return static_cast<int>(k);
+      }
+      kinds.push_back(*v.update_rule);
+      return static_cast<int>(kinds.size()) - 1;
+    }
+    return 1;
+  };
+  std::vector<std::vector<CreateShardsRequest>> by_kind;
   for (const ShardInfo& shard : plan.shards) {
-    AddShardDef(plan, shard,
-                plan.IsSparse(shard.variable) ? &tables[shard.ps_task]
-                                              : &dense[shard.ps_task]);
+    const int kind = kind_of(shard.variable);
+    if (by_kind.size() < kinds.size()) {
+      by_kind.resize(kinds.size(), std::vector<CreateShardsRequest>(num_ps));
+    }
+    CreateShardsRequest& request = by_kind[kind][shard.ps_task];
+    if (request.shards_size() == 0) {
+      *request.mutable_optimizer() = kinds[kind];
+    }
+    AddShardDef(plan, shard, &request);
   }
   std::vector<std::vector<CreateShardsRequest>> out(num_ps);
-  for (int k = 0; k < num_ps; ++k) {
-    if (tables[k].shards_size() > 0) out[k].push_back(std::move(tables[k]));
-    if (dense[k].shards_size() > 0) out[k].push_back(std::move(dense[k]));
+  for (auto& requests : by_kind) {
+    for (int k = 0; k < num_ps; ++k) {
+      if (requests[k].shards_size() > 0) {
+        out[k].push_back(std::move(requests[k]));
+      }
+    }
   }
   return out;
 }

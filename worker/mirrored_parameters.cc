@@ -14,16 +14,27 @@ absl::StatusOr<std::unique_ptr<MirroredParameters>> MirroredParameters::Create(
   absl::StatusOr<std::unique_ptr<Optimizer>> opt = CreateOptimizer(optimizer);
   if (!opt.ok()) return opt.status();
   std::unique_ptr<MirroredParameters> p(new MirroredParameters());
-  p->optimizer_ = *std::move(opt);
+  p->optimizers_.push_back(*std::move(opt));
   int64_t total = 0;
   for (const VariableDef& var : variables) {
     int64_t n = 1;
     for (int64_t d : var.shape) n *= d;
     std::vector<float> values(n);
     FillInitialValues(var.initializer, 0, absl::MakeSpan(values));
+    // A variable with a rule of its own (a moving statistic) folds in the
+    // all-reduced value with that rule, as a parameter server would.
+    Optimizer* rule = p->optimizers_[0].get();
+    if (var.update_rule.has_value()) {
+      absl::StatusOr<std::unique_ptr<Optimizer>> own =
+          CreateOptimizer(*var.update_rule);
+      if (!own.ok()) return own.status();
+      p->optimizers_.push_back(*std::move(own));
+      rule = p->optimizers_.back().get();
+    }
+    p->optimizer_of_.push_back(rule);
     std::vector<std::vector<float>> slots;
-    for (int k = 0; k < p->optimizer_->num_slots(); ++k) {
-      slots.emplace_back(n, p->optimizer_->slot_initial_value(k));
+    for (int k = 0; k < rule->num_slots(); ++k) {
+      slots.emplace_back(n, rule->slot_initial_value(k));
     }
     p->names_.push_back(var.name);
     p->values_.push_back(std::move(values));
@@ -86,8 +97,8 @@ absl::Status MirroredParameters::ApplyReduced() {
     for (float& x : grad) x *= scale;
     std::vector<float*> slots;
     for (auto& s : slots_[v]) slots.push_back(s.data());
-    optimizer_->Apply(values_[v].data(), grad.data(), slots.data(), n,
-                      updates_);
+    optimizer_of_[v]->Apply(values_[v].data(), grad.data(), slots.data(), n,
+                            updates_);
   }
   return absl::OkStatus();
 }

@@ -18,7 +18,9 @@ namespace tessera {
 // MirroredStrategy): every worker holds all of them, initialised from the
 // same initializers, and applies the same all-reduced gradient with the
 // same optimizer, so the replicas stay bit-identical without ever sending
-// parameters.
+// parameters. A variable with an update rule of its own (BatchNorm's moving
+// statistics) applies its rule to the all-reduced value instead: the
+// weighted mean of every replica's batch moments.
 //
 // The gradients of all variables live in one contiguous buffer followed by
 // one weight element, so a single all-reduce carries a whole step: each
@@ -62,7 +64,8 @@ class MirroredParameters {
   std::vector<int64_t> offsets_;  // of each variable in reduce_
   std::vector<float> reduce_;
   std::vector<std::vector<std::vector<float>>> slots_;  // [variable][slot]
-  std::unique_ptr<Optimizer> optimizer_;
+  std::vector<std::unique_ptr<Optimizer>> optimizers_;
+  std::vector<Optimizer*> optimizer_of_;  // per variable
   int64_t updates_ = 0;
 };
 

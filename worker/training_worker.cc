@@ -8,8 +8,9 @@
 #include "common/byte_codec.h"
 #include "common/counter_rng.h"
 #include "common/grpc_channel.h"
+#include "common/model/model_graph.h"
+#include "common/model/model_support.h"
 #include "glog/logging.h"
-#include "worker/idx_reader.h"
 
 namespace tessera {
 namespace {
@@ -20,27 +21,8 @@ int64_t MicrosSince(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
-// Examples in an IDX file, optionally capped by the job's subset size.
-absl::StatusOr<int64_t> ExampleCount(const std::string& path, int64_t cap) {
-  absl::StatusOr<std::vector<int64_t>> dims = ReadIdxDims(path);
-  if (!dims.ok()) return dims.status();
-  if (dims->empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": no dimensions"));
-  }
-  return cap > 0 ? std::min(cap, (*dims)[0]) : (*dims)[0];
-}
-
-// The training examples [begin, end) of the job's data.
-absl::StatusOr<MnistDataset> LoadTrainShard(const WorkerConfig& config,
-                                            int64_t begin, int64_t end) {
-  absl::StatusOr<MnistDataset> data =
-      LoadMnist(config.data().train_images(), config.data().train_labels(),
-                begin, end - begin);
-  if (data.ok()) {
-    LOG(INFO) << "loaded training examples [" << begin << ", " << end << ")";
-  }
-  return data;
-}
+// Test examples evaluated per forward pass, so activations stay small.
+constexpr int64_t kEvaluateSlice = 1024;
 
 }  // namespace
 
@@ -77,9 +59,23 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& config,
                                        ConfigureResponse* response) {
   // A prefetch in flight uses the old clients; let it end first.
   DrainPrefetch().IgnoreError();
-  if (config.model().kind() == "ctr") return ConfigureCtr(config, response);
-  absl::StatusOr<int64_t> train_size = ExampleCount(
-      config.data().train_images(), config.data().train_examples());
+  absl::StatusOr<ModelGraph> described =
+      BuildModelGraph(config.model_def(), config.seed());
+  if (!described.ok()) return described.status();
+  absl::StatusOr<TrainingMode> mode = ParseTrainingMode(config.mode());
+  if (!mode.ok()) return mode.status();
+  if (absl::Status s = CheckModeFits(described->variables, *mode); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
+          CheckDataFits(config.model_def(), config.data().format());
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<std::unique_ptr<Graph>> graph =
+      Graph::Create(*described, backend_.get());
+  if (!graph.ok()) return graph.status();
+  absl::StatusOr<int64_t> train_size = CountExamples(config.data(), true);
   if (!train_size.ok()) return train_size.status();
   if (config.train_begin() < 0 || config.train_begin() > config.train_end() ||
       config.train_end() > *train_size) {
@@ -87,11 +83,8 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& config,
         "dataset shard [", config.train_begin(), ", ", config.train_end(),
         ") is not inside the ", *train_size, " training examples"));
   }
-  absl::StatusOr<std::unique_ptr<MlpModel>> model =
-      MlpModel::Create(config.model(), backend_.get());
-  if (!model.ok()) return model.status();
-  absl::StatusOr<TrainingMode> mode = ParseTrainingMode(config.mode());
-  if (!mode.ok()) return mode.status();
+  absl::StatusOr<int64_t> test_size = CountExamples(config.data(), false);
+  if (!test_size.ok()) return test_size.status();
 
   std::unique_ptr<MirroredParameters> mirrored;
   if (mode->kind == TrainingMode::Kind::kMirrored) {
@@ -106,11 +99,9 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& config,
           all_reducer_ ? all_reducer_->num_ranks() : 0));
     }
     // Every replica builds the same initial values from the same seed.
-    absl::StatusOr<std::vector<VariableDef>> variables =
-        ModelVariables(config.model(), config.seed());
-    if (!variables.ok()) return variables.status();
     absl::StatusOr<std::unique_ptr<MirroredParameters>> replica =
-        MirroredParameters::Create(*variables, config.optimizer());
+        MirroredParameters::Create((*graph)->dense_variables(),
+                                   config.optimizer());
     if (!replica.ok()) return replica.status();
     mirrored = *std::move(replica);
   }
@@ -123,92 +114,108 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& config,
         ps[k], static_cast<int>(k), MakeChannel(ps[k]), ps_options_));
     raw.push_back(clients.back().get());
   }
-  std::unique_ptr<ShardedParameters> params;
+  std::unique_ptr<ShardedParameters> params, spare;
+  std::unique_ptr<SparseParameters> sparse;
   if (mirrored == nullptr) {
+    const std::vector<VariableDef>& dense = (*graph)->dense_variables();
     absl::StatusOr<std::unique_ptr<ShardedParameters>> sharded =
-        ShardedParameters::Create((*model)->variables(), config.variables(),
-                                  raw);
+        ShardedParameters::Create(dense, config.variables(), raw);
     if (!sharded.ok()) return sharded.status();
     params = *std::move(sharded);
+    if (config.prefetch_parameters()) {
+      absl::StatusOr<std::unique_ptr<ShardedParameters>> second =
+          ShardedParameters::Create(dense, config.variables(), raw);
+      if (!second.ok()) return second.status();
+      spare = *std::move(second);
+    }
+    if (!(*graph)->tables().empty()) {
+      absl::StatusOr<std::unique_ptr<SparseParameters>> tables =
+          SparseParameters::Create((*graph)->tables(), config.variables(), raw);
+      if (!tables.ok()) return tables.status();
+      sparse = *std::move(tables);
+    }
   }
-  std::unique_ptr<ShardedParameters> spare;
-  if (config.prefetch_parameters() && mirrored == nullptr) {
-    absl::StatusOr<std::unique_ptr<ShardedParameters>> second =
-        ShardedParameters::Create((*model)->variables(), config.variables(),
-                                  raw);
-    if (!second.ok()) return second.status();
-    spare = *std::move(second);
-  }
-  absl::StatusOr<MnistDataset> own =
-      LoadTrainShard(config, config.train_begin(), config.train_end());
+  absl::StatusOr<std::unique_ptr<ExampleSet>> own = LoadExamples(
+      config.data(), config.model_def(), /*train=*/true, config.train_begin(),
+      config.train_end() - config.train_begin());
   if (!own.ok()) return own.status();
-  const int64_t own_size = own->size;
+  LOG(INFO) << "loaded training examples [" << config.train_begin() << ", "
+            << config.train_end() << ")";
+  const int64_t own_size = (*own)->size();
 
   // Only now, with everything valid, replace the old state. The cached
   // data sets may come from other files: they go too.
-  ctr_.reset();
   config_ = config;
   mode_ = *mode;
   train_size_ = *train_size;
   clients_ = std::move(clients);
-  model_ = *std::move(model);
+  graph_ = *std::move(graph);
   params_ = std::move(params);
   spare_ = std::move(spare);
+  sparse_ = std::move(sparse);
   mirrored_ = std::move(mirrored);
   shards_.clear();
   test_set_.reset();
   shards_.emplace(std::make_pair(config.train_begin(), config.train_end()),
                   *std::move(own));
+  const size_t tables = graph_->tables().size();
+  unique_.assign(tables, {});
+  positions_.assign(tables, {});
+  rows_.assign(tables, {});
+  push_ids_.assign(tables, {});
+  push_grads_.assign(tables, {});
 
   configured_.store(true);
   response->set_train_examples(own_size);
+  response->set_train_total(*train_size);
+  response->set_test_examples(*test_size);
   response->set_device(device_name_);
   LOG(INFO) << "configured as worker " << config.worker_index() << " on "
-            << device_name_ << ", dataset shard [" << config.train_begin()
-            << ", " << config.train_end() << ")";
-  return absl::OkStatus();
-}
-
-absl::Status TrainingWorker::ConfigureCtr(const WorkerConfig& config,
-                                          ConfigureResponse* response) {
-  std::vector<std::unique_ptr<PsClient>> clients;
-  std::vector<PsClient*> raw;
-  const std::vector<std::string>& ps = cluster_.tasks("ps");
-  for (size_t k = 0; k < ps.size(); ++k) {
-    clients.push_back(std::make_unique<PsClient>(
-        ps[k], static_cast<int>(k), MakeChannel(ps[k]), ps_options_));
-    raw.push_back(clients.back().get());
-  }
-  // The old clients stay alive until the new worker replaces its user.
-  absl::StatusOr<std::unique_ptr<CtrWorker>> ctr =
-      CtrWorker::Create(config, raw, backend_.get());
-  if (!ctr.ok()) return ctr.status();
-  ctr_ = *std::move(ctr);
-  params_.reset();
-  spare_.reset();
-  mirrored_.reset();
-  model_.reset();
-  shards_.clear();
-  test_set_.reset();
-  clients_ = std::move(clients);
-  config_ = config;
-  configured_.store(true);
-  response->set_train_examples(ctr_->own_shard_size());
-  response->set_device(device_name_);
-  LOG(INFO) << "configured as click-through worker " << config.worker_index()
-            << " on " << device_name_ << ", dataset shard ["
+            << device_name_ << ", " << graph_->dense_variables().size()
+            << " dense variables and " << tables << " tables, dataset shard ["
             << config.train_begin() << ", " << config.train_end() << ")";
   return absl::OkStatus();
 }
 
-absl::StatusOr<const MnistDataset*> TrainingWorker::TrainShard(int64_t begin,
-                                                               int64_t end) {
+absl::StatusOr<const ExampleSet*> TrainingWorker::TrainShard(int64_t begin,
+                                                             int64_t end) {
   auto key = std::make_pair(begin, end);
   auto it = shards_.find(key);
-  if (it != shards_.end()) return &it->second;
-  absl::StatusOr<MnistDataset> data = LoadTrainShard(config_, begin, end);
+  if (it != shards_.end()) return it->second.get();
+  absl::StatusOr<std::unique_ptr<ExampleSet>> data = LoadExamples(
+      config_.data(), config_.model_def(), /*train=*/true, begin, end - begin);
   if (!data.ok()) return data.status();
-  return &shards_.emplace(key, *std::move(data)).first->second;
+  LOG(INFO) << "loaded training examples [" << begin << ", " << end << ")";
+  return shards_.emplace(key, *std::move(data)).first->second.get();
+}
+
+absl::Status TrainingWorker::PullRows() {
+  for (size_t t = 0; t < unique_.size(); ++t) {
+    table_ids_.clear();
+    for (int input : graph_->table_reads(static_cast<int>(t))) {
+      table_ids_.insert(table_ids_.end(), batch_.ids[input].begin(),
+                        batch_.ids[input].end());
+    }
+    sparse_->Localize(static_cast<int>(t), table_ids_, &unique_[t],
+                      &positions_[t]);
+  }
+  return sparse_->Pull(unique_, &rows_);
+}
+
+GraphBatch TrainingWorker::View() const {
+  GraphBatch view;
+  view.size = batch_.size;
+  for (const std::vector<float>& d : batch_.dense) view.dense.push_back(d);
+  for (const std::vector<int64_t>& o : batch_.offsets) {
+    view.sparse_offsets.push_back(o);
+  }
+  for (size_t t = 0; t < rows_.size(); ++t) {
+    view.table_rows.push_back(rows_[t]);
+    view.table_positions.push_back(positions_[t]);
+  }
+  view.class_labels = batch_.class_labels;
+  view.labels = batch_.labels;
+  return view;
 }
 
 absl::Status TrainingWorker::RunStep(const StepRequest& request,
@@ -216,7 +223,6 @@ absl::Status TrainingWorker::RunStep(const StepRequest& request,
   if (!configured()) {
     return absl::FailedPreconditionError("worker is not configured yet");
   }
-  if (ctr_ != nullptr) return ctr_->RunStep(request, response);
   const int64_t begin = request.shard_begin(), end = request.shard_end();
   if (begin < 0 || begin > end || end > train_size_) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -236,50 +242,43 @@ absl::Status TrainingWorker::RunStep(const StepRequest& request,
     mirrored_->ZeroGradients();
     return MirroredUpdate(0, response);
   }
-  for (int64_t id : *ids) {
+  for (int64_t& id : *ids) {
     if (id < begin || id >= end) {
       return absl::OutOfRangeError(absl::StrCat(
           "step ", request.step(), ": example id ", id,
           " is outside its dataset shard [", begin, ", ", end, ")"));
     }
+    id -= begin;  // index into the loaded shard
   }
-  absl::StatusOr<const MnistDataset*> data = TrainShard(begin, end);
+  absl::StatusOr<const ExampleSet*> data = TrainShard(begin, end);
   if (!data.ok()) return data.status();
-
-  const int64_t batch = static_cast<int64_t>(ids->size());
-  const int dim = (*data)->feature_dim();
-  if (dim != model_->input_dim()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("wrong shape: examples have ", dim,
-                     " features, the model expects ", model_->input_dim()));
-  }
-  batch_x_.resize(batch * dim);
-  batch_y_.resize(batch);
-  for (int64_t i = 0; i < batch; ++i) {
-    const int64_t local = (*ids)[i] - begin;
-    std::copy_n((*data)->example(local), dim, batch_x_.data() + i * dim);
-    batch_y_[i] = (*data)->labels[local];
-  }
+  if (absl::Status s = (*data)->Gather(*ids, &batch_); !s.ok()) return s;
+  const int64_t batch = batch_.size;
 
   auto t0 = std::chrono::steady_clock::now();
-  if (mirrored_ == nullptr) {
-    if (absl::Status s = PrepareParameters(); !s.ok()) return s;
+  std::future<absl::Status> rows;
+  if (sparse_ != nullptr) {
+    rows = std::async(std::launch::async, [this] { return PullRows(); });
   }
+  absl::Status dense =
+      mirrored_ == nullptr ? PrepareParameters() : absl::OkStatus();
+  absl::Status pulled = rows.valid() ? rows.get() : absl::OkStatus();
+  if (!dense.ok()) return dense;
+  if (!pulled.ok()) return pulled;
   response->set_pull_us(MicrosSince(t0));
 
   auto t1 = std::chrono::steady_clock::now();
-  if (absl::Status s = model_->SetParameters(mirrored_ ? mirrored_->values()
+  if (absl::Status s = graph_->SetParameters(mirrored_ ? mirrored_->values()
                                                        : params_->values());
       !s.ok()) {
     return s;
   }
   std::vector<absl::Span<float>> grads =
       mirrored_ ? mirrored_->gradients() : params_->gradients();
-  absl::StatusOr<BatchResult> result = model_->TrainStep(
-      batch_x_, batch_y_, DeriveSeed(config_.seed(), request.step()), grads);
-  if (!result.ok()) return result.status();
+  absl::StatusOr<GraphResult> result = graph_->TrainStep(
+      View(), DeriveSeed(config_.seed(), request.step()), grads, &table_grads_);
   // A device fault is reported here, before a bad gradient can be pushed.
-  if (absl::Status s = backend_->Synchronize(); !s.ok()) return s;
+  if (!result.ok()) return result.status();
   response->set_compute_us(MicrosSince(t1));
 
   response->set_loss(static_cast<float>(result->loss_sum / batch));
@@ -291,15 +290,35 @@ absl::Status TrainingWorker::RunStep(const StepRequest& request,
     return MirroredUpdate(batch, response);
   }
   auto t2 = std::chrono::steady_clock::now();
+  // The graph's table gradients index this batch's distinct rows; push
+  // them under their row ids.
+  for (size_t t = 0; t < table_grads_.size(); ++t) {
+    const TableGradient& grad = table_grads_[t];
+    push_ids_[t].resize(grad.rows.size());
+    for (size_t k = 0; k < grad.rows.size(); ++k) {
+      push_ids_[t][k] = unique_[t][grad.rows[k]];
+    }
+    push_grads_[t].swap(table_grads_[t].values);
+  }
+  std::future<absl::Status> row_push;
+  if (sparse_ != nullptr) {
+    row_push = std::async(std::launch::async, [this] {
+      return sparse_->Push(push_ids_, push_grads_);
+    });
+  }
   SyncPush sync;
   sync.step = request.sync_step();
   sync.required = request.sync_required();
   ShardedParameters::PushOutcome outcome;
-  if (absl::Status s =
-          params_->PushAll(sync.required > 0 ? &sync : nullptr, &outcome);
-      !s.ok()) {
-    return s;
+  absl::Status pushed =
+      params_->PushAll(sync.required > 0 ? &sync : nullptr, &outcome);
+  absl::Status rows_pushed =
+      row_push.valid() ? row_push.get() : absl::OkStatus();
+  for (size_t t = 0; t < table_grads_.size(); ++t) {
+    push_grads_[t].swap(table_grads_[t].values);
   }
+  if (!pushed.ok()) return pushed;
+  if (!rows_pushed.ok()) return rows_pushed;
   response->set_push_us(MicrosSince(t2));
   for (int64_t st : outcome.staleness) response->add_staleness(st);
   response->set_late_shards(outcome.late_shards);
@@ -325,55 +344,61 @@ absl::Status TrainingWorker::Evaluate(const EvaluateRequest& request,
   if (!configured()) {
     return absl::FailedPreconditionError("worker is not configured yet");
   }
-  if (ctr_ != nullptr) return ctr_->Evaluate(request, response);
   if (test_set_ == nullptr) {
-    absl::StatusOr<int64_t> n = ExampleCount(config_.data().test_images(),
-                                             config_.data().test_examples());
+    absl::StatusOr<int64_t> n = CountExamples(config_.data(), false);
     if (!n.ok()) return n.status();
-    absl::StatusOr<MnistDataset> test = LoadMnist(
-        config_.data().test_images(), config_.data().test_labels(), 0, *n);
+    absl::StatusOr<std::unique_ptr<ExampleSet>> test = LoadExamples(
+        config_.data(), config_.model_def(), /*train=*/false, 0, *n);
     if (!test.ok()) return test.status();
-    // The model reads input_dim() features per example: test images of
-    // another size would be read past their end.
-    const int64_t features = int64_t{test->rows} * test->cols;
-    if (features != model_->input_dim()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "wrong shape: test examples in ", config_.data().test_images(),
-          " have ", features, " features (", test->rows, "x", test->cols,
-          "), the model expects ", model_->input_dim()));
-    }
-    test_set_ = std::make_unique<MnistDataset>(*std::move(test));
+    test_set_ = *std::move(test);
   }
   const int64_t begin = request.begin(), end = request.end();
-  if (begin < 0 || begin > end || end > test_set_->size) {
+  if (begin < 0 || begin > end || end > test_set_->size()) {
     return absl::OutOfRangeError(absl::StrCat(
         "evaluation range [", begin, ", ", end, ") is not inside the ",
-        test_set_->size, " test examples"));
+        test_set_->size(), " test examples"));
   }
   if (mirrored_ != nullptr) {
-    if (absl::Status s = model_->SetParameters(mirrored_->values()); !s.ok()) {
+    if (absl::Status s = graph_->SetParameters(mirrored_->values()); !s.ok()) {
       return s;
     }
   } else {
     // Evaluate the freshest parameters, not a prefetched set.
     DrainPrefetch().IgnoreError();
     if (absl::Status s = params_->PullAll(); !s.ok()) return s;
-    if (absl::Status s = model_->SetParameters(params_->values()); !s.ok()) {
+    if (absl::Status s = graph_->SetParameters(params_->values()); !s.ok()) {
       return s;
     }
   }
-  // Evaluate in slices so activation buffers stay small.
-  constexpr int64_t kSlice = 1000;
-  for (int64_t at = begin; at < end; at += kSlice) {
-    const int64_t n = std::min(kSlice, end - at);
-    absl::StatusOr<BatchResult> r =
-        model_->Evaluate(absl::MakeConstSpan(test_set_->example(at),
-                                             n * test_set_->feature_dim()),
-                         absl::MakeConstSpan(test_set_->labels.data() + at, n));
+  // One probability per example: the exact AUC needs them all.
+  const bool probabilities =
+      config_.model_def().label().kind() == LabelDef::BINARY &&
+      graph_->output_size() == 1;
+  std::vector<int64_t> indices;
+  for (int64_t at = begin; at < end; at += kEvaluateSlice) {
+    const int64_t n = std::min(kEvaluateSlice, end - at);
+    indices.resize(n);
+    for (int64_t i = 0; i < n; ++i) indices[i] = at + i;
+    if (absl::Status s = test_set_->Gather(indices, &batch_); !s.ok()) {
+      return s;
+    }
+    // A growing table makes the rows of ids seen only in the test set,
+    // with their deterministic initial values.
+    if (sparse_ != nullptr) {
+      if (absl::Status s = PullRows(); !s.ok()) return s;
+    }
+    absl::StatusOr<GraphResult> r =
+        graph_->Evaluate(View(), probabilities ? &predictions_ : nullptr);
     if (!r.ok()) return r.status();
     response->set_examples(response->examples() + r->examples);
     response->set_correct(response->correct() + r->correct);
     response->set_loss_sum(response->loss_sum() + r->loss_sum);
+    if (probabilities) {
+      for (int64_t i = 0; i < n; ++i) {
+        response->add_probabilities(predictions_[i]);
+        response->add_labels(batch_.labels[i]);
+      }
+    }
   }
   return absl::OkStatus();
 }

@@ -15,17 +15,20 @@
 #include "ps_server/ps_client.h"
 #include "worker/all_reducer.h"
 #include "worker/backend.h"
-#include "worker/ctr_worker.h"
+#include "worker/data/example_set.h"
 #include "worker/mirrored_parameters.h"
-#include "worker/mlp_model.h"
-#include "worker/mnist_dataset.h"
+#include "worker/nn/graph.h"
 #include "worker/sharded_parameters.h"
+#include "worker/sparse_parameters.h"
 
 namespace tessera {
 
-// What a worker does, without the RPC layer: take the job's configuration,
-// then run steps (read the named examples, pull, forward, backward, push)
-// and evaluations. Bad requests get a precise error and change nothing.
+// What a worker does, without the RPC layer, for any model description:
+// take the job's configuration, then run steps (gather the named
+// examples, pull the variables the graph names — dense ones whole,
+// embedding tables by the rows the batch uses — forward, backward, push
+// dense gradients and sparse row gradients) and evaluations. Bad requests
+// get a precise error and change nothing.
 //
 // Thread safety: one call at a time; the service serialises them.
 class TrainingWorker {
@@ -35,16 +38,18 @@ class TrainingWorker {
   TrainingWorker(ClusterSpec cluster, std::unique_ptr<Backend> backend,
                  PsClientOptions ps_options, AllReducer* all_reducer = nullptr);
 
-  // Takes the job's configuration and loads this worker's dataset shard.
-  // On error nothing changes: the worker keeps its previous configuration
-  // (or stays unconfigured). On success the data loaded for an earlier
-  // configuration is dropped, so files that changed are read again.
+  // Takes the job's configuration: builds the model's graph, checks that
+  // the mode and the data format fit the model, and loads this worker's
+  // dataset shard. On error nothing changes: the worker keeps its previous
+  // configuration (or stays unconfigured). On success the data loaded for
+  // an earlier configuration is dropped, so files that changed are read
+  // again.
   absl::Status Configure(const WorkerConfig& config,
                          ConfigureResponse* response);
   absl::Status RunStep(const StepRequest& request, StepResponse* response);
   // Evaluates test examples [begin, end), loading the test set on first
-  // use; InvalidArgument naming both sizes when its images do not have the
-  // model's input_dim() pixels.
+  // use. A model with a BINARY label and one output also returns every
+  // example's probability and label (for the exact AUC).
   absl::Status Evaluate(const EvaluateRequest& request,
                         EvaluateResponse* response);
 
@@ -53,14 +58,16 @@ class TrainingWorker {
   const std::string& device_name() const { return device_name_; }
 
  private:
-  // Configure for model kind "ctr".
-  absl::Status ConfigureCtr(const WorkerConfig& config,
-                            ConfigureResponse* response);
   // Waits for a prefetch in flight, if any, and returns its status.
   absl::Status DrainPrefetch();
   // Makes params_ hold parameters for this step: the prefetched set when
   // there is one, else a fresh pull; starts the next prefetch if enabled.
   absl::Status PrepareParameters();
+  // Maps batch_'s ids of every table to distinct rows and pulls them into
+  // rows_.
+  absl::Status PullRows();
+  // The graph's view of batch_ and the pulled rows.
+  GraphBatch View() const;
 
   // The mirrored step after the forward and backward pass: all-reduce the
   // weighted gradients and apply them to this replica.
@@ -68,7 +75,7 @@ class TrainingWorker {
 
   // The training examples [begin, end) of config_'s files, loaded on first
   // use and kept until the next successful Configure.
-  absl::StatusOr<const MnistDataset*> TrainShard(int64_t begin, int64_t end);
+  absl::StatusOr<const ExampleSet*> TrainShard(int64_t begin, int64_t end);
 
   const ClusterSpec cluster_;
   const std::unique_ptr<Backend> backend_;
@@ -76,29 +83,32 @@ class TrainingWorker {
   const std::string device_name_;
   AllReducer* const all_reducer_;
 
-  // Model kind "ctr": the click-through worker does the job's steps and
-  // evaluations (the MLP members below stay unused).
-  std::unique_ptr<CtrWorker> ctr_;
-
   WorkerConfig config_;
   TrainingMode mode_;
+  std::unique_ptr<Graph> graph_;
   // Mirrored mode: this worker's full replica (params_ stays null).
   std::unique_ptr<MirroredParameters> mirrored_;
-  int64_t train_size_ = 0;  // examples in the training file (or subset)
+  int64_t train_size_ = 0;  // examples in the training files (or subset)
   std::vector<std::unique_ptr<PsClient>> clients_;
-  std::unique_ptr<MlpModel> model_;
-  std::unique_ptr<ShardedParameters> params_;
+  std::unique_ptr<ShardedParameters> params_;  // the dense variables
+  std::unique_ptr<SparseParameters> sparse_;   // the tables; null: none
   // With prefetching: a second set of buffers, filled by `prefetch_` while
   // a step computes with params_; the next step swaps them.
   std::unique_ptr<ShardedParameters> spare_;
   std::future<absl::Status> prefetch_;
-  std::map<std::pair<int64_t, int64_t>, MnistDataset> shards_;
-  std::unique_ptr<MnistDataset> test_set_;
+  std::map<std::pair<int64_t, int64_t>, std::unique_ptr<ExampleSet>> shards_;
+  std::unique_ptr<ExampleSet> test_set_;
   std::atomic<bool> configured_{false};
 
-  // Batch staging, reused across steps.
-  std::vector<float> batch_x_;
-  std::vector<int32_t> batch_y_;
+  // Per step, reused.
+  HostBatch batch_;
+  std::vector<int64_t> table_ids_;
+  std::vector<std::vector<int64_t>> unique_, positions_;
+  std::vector<std::vector<float>> rows_;
+  std::vector<TableGradient> table_grads_;
+  std::vector<std::vector<int64_t>> push_ids_;
+  std::vector<std::vector<float>> push_grads_;
+  std::vector<float> predictions_;
 };
 
 }  // namespace tessera

@@ -84,4 +84,9 @@ absl::StatusOr<ModelDef> PresetModel(const ModelConfig& config) {
   return model;
 }
 
+absl::StatusOr<ModelDef> JobModel(const JobConfig& job) {
+  if (job.has_model_def()) return job.model_def();
+  return PresetModel(job.model());
+}
+
 }  // namespace tessera

@@ -26,6 +26,9 @@ namespace tessera {
 // InvalidArgument names a bad field of `config`.
 absl::StatusOr<ModelDef> PresetModel(const ModelConfig& config);
 
+// The model `job` trains: its model_def, or else its preset's description.
+absl::StatusOr<ModelDef> JobModel(const JobConfig& job);
+
 }  // namespace tessera
 
 #endif  // TESSERA_COMMON_MODEL_MODEL_PRESETS_H_

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/counter_rng.h"
 #include "coordinator/progress_meter.h"
@@ -198,8 +199,11 @@ TEST_F(JobConfigTest, ValidateNamesTheBadField) {
          j->mutable_optimizer()->mutable_adam()->set_beta1(1.5f);
        }},
       {"optimizer", [](JobConfig* j) { j->mutable_optimizer()->clear_kind(); }},
-      {"model.dropout",
-       [](JobConfig* j) { j->mutable_model()->set_dropout(1.0f); }},
+      {"dropout_0",
+       [](JobConfig* j) {
+         j->mutable_model_def()->mutable_layers(1)->mutable_dropout()->set_rate(
+             1.0f);
+       }},
   };
   for (const Case& c : cases) {
     JobConfig job = good;
@@ -208,6 +212,188 @@ TEST_F(JobConfigTest, ValidateNamesTheBadField) {
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.field;
     EXPECT_THAT(s.message(), HasSubstr(c.field));
   }
+}
+
+// The presets become descriptions: the flags' model is written into
+// model_def, with the compiled models' variable names.
+TEST_F(JobConfigTest, PresetFlagsBecomeADescription) {
+  gflags::SetCommandLineOption("hidden_units", "32,16");
+  const JobConfig job = Defaults();
+  ASSERT_TRUE(job.has_model_def());
+  ASSERT_EQ(job.model_def().layers_size(), 5);
+  EXPECT_EQ(job.model_def().layers(0).name(), "dense_0");
+  EXPECT_EQ(job.model_def().layers(0).dense().units(), 32);
+  EXPECT_EQ(job.model_def().layers(4).dense().units(), 10);
+  EXPECT_EQ(job.model_def().loss().kind(), LossDef::SOFTMAX_CROSS_ENTROPY);
+}
+
+// Every job file shipped in deploy/jobs reads, validates and places its
+// variables.
+TEST_F(JobConfigTest, ShippedJobFilesAreValid) {
+  for (const char* name :
+       {"mlp_fashion_mnist", "cnn_fashion_mnist", "ctr_click"}) {
+    SCOPED_TRACE(name);
+    gflags::FlagSaver saver;
+    gflags::SetCommandLineOption(
+        "job_file",
+        absl::StrCat(TESSERA_SOURCE_DIR, "/deploy/jobs/", name, ".textproto")
+            .c_str());
+    if (std::string(name) == "ctr_click") {
+      gflags::SetCommandLineOption("data_dir", "/tmp/ctr");
+    }
+    absl::StatusOr<JobConfig> job = JobConfigFromFlags();
+    ASSERT_TRUE(job.ok()) << job.status();
+    EXPECT_FALSE(job->has_model()) << "a description replaces the preset";
+    ASSERT_TRUE(ValidateJobConfig(*job).ok()) << ValidateJobConfig(*job);
+    absl::StatusOr<VariablePlan> plan = PlanVariables(*job, 2);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_FALSE(plan->variables.empty());
+  }
+}
+
+// The mlp job file is the default preset written out: the same variables.
+TEST_F(JobConfigTest, MlpJobFileIsTheDefaultPreset) {
+  absl::StatusOr<VariablePlan> preset = PlanVariables(Defaults(), 2);
+  gflags::SetCommandLineOption(
+      "job_file", absl::StrCat(TESSERA_SOURCE_DIR,
+                               "/deploy/jobs/mlp_fashion_mnist.textproto")
+                      .c_str());
+  absl::StatusOr<VariablePlan> file = PlanVariables(Defaults(), 2);
+  ASSERT_TRUE(preset.ok() && file.ok());
+  ASSERT_EQ(preset->variables.size(), file->variables.size());
+  for (size_t i = 0; i < file->variables.size(); ++i) {
+    EXPECT_EQ(preset->variables[i].name, file->variables[i].name);
+    EXPECT_EQ(preset->variables[i].initializer.SerializeAsString(),
+              file->variables[i].initializer.SerializeAsString());
+  }
+}
+
+// A preset's flag beside a description would be ignored: it is refused.
+TEST_F(JobConfigTest, PresetFlagBesideADescriptionIsRefused) {
+  const std::string path = WriteFile("described", R"pb(
+    model_def {
+      inputs {
+        name: "x"
+        dense { shape: [ 784 ] }
+      }
+      label { kind: CLASS_INDEX num_classes: 10 }
+      layers {
+        name: "out"
+        inputs: "x"
+        dense { units: 10 }
+      }
+      loss { kind: SOFTMAX_CROSS_ENTROPY input: "out" }
+    }
+  )pb");
+  gflags::SetCommandLineOption("job_file", path.c_str());
+  absl::StatusOr<JobConfig> job = JobConfigFromFlags();
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_TRUE(ValidateJobConfig(*job).ok());
+  gflags::SetCommandLineOption("hidden_units", "64");
+  job = JobConfigFromFlags();
+  EXPECT_EQ(job.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(job.status().message(),
+              AllOf(HasSubstr("--hidden_units"), HasSubstr("model_def")));
+}
+
+// Bad descriptions are refused before anything starts, naming what is
+// wrong: a text-format error with its line, an unknown tensor, a cycle, a
+// shape mismatch, a loss that does not fit the label, a mode that cannot
+// train tables, a data format that cannot feed the inputs.
+TEST_F(JobConfigTest, BadDescriptionsAreNamed) {
+  const std::string head = R"pb(
+    model_def { inputs {
+      name: "x"
+      dense { shape: [ 784 ] }
+    }
+                label { kind: CLASS_INDEX num_classes: 10 }
+  )pb";
+  const std::string parse = WriteFile("misspelt", head + R"pb(
+      layers { name: "out" inputs: "x" dense { unitz: 10 } }
+    }
+  )pb");
+  gflags::SetCommandLineOption("job_file", parse.c_str());
+  absl::StatusOr<JobConfig> job = JobConfigFromFlags();
+  EXPECT_EQ(job.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(job.status().message()),
+              AllOf(HasSubstr(parse), HasSubstr("line 6"), HasSubstr("unitz")));
+
+  struct Case {
+    std::string name, body, expected;
+  };
+  const std::vector<Case> cases = {
+      {"unknown", R"pb(
+         layers {
+           name: "out"
+           inputs: "y"
+           dense { units: 10 }
+         }
+         loss { kind: SOFTMAX_CROSS_ENTROPY input: "out" })pb",
+       "reads tensor \"y\", which no input or layer writes"},
+      {"cycle", R"pb(
+         layers {
+           name: "a"
+           inputs: "b"
+           dense { units: 10 }
+         }
+         layers {
+           name: "b"
+           inputs: "a"
+           dense { units: 10 }
+         }
+         loss { kind: SOFTMAX_CROSS_ENTROPY input: "b" })pb",
+       "cycle"},
+      {"shape", R"pb(
+         layers {
+           name: "a"
+           inputs: "x"
+           dense { units: 10 }
+         }
+         layers {
+           name: "s"
+           inputs: [ "a", "x" ]
+           add {}
+         }
+         loss { kind: SOFTMAX_CROSS_ENTROPY input: "s" })pb",
+       "layer \"s\""},
+      {"loss", R"pb(
+         layers {
+           name: "out"
+           inputs: "x"
+           dense { units: 10 }
+         }
+         loss { kind: SIGMOID_CROSS_ENTROPY input: "out" })pb",
+       "sigmoid_cross_entropy needs a binary label"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    gflags::SetCommandLineOption(
+        "job_file", WriteFile(c.name, head + c.body + "}").c_str());
+    job = JobConfigFromFlags();
+    ASSERT_TRUE(job.ok()) << job.status();
+    absl::Status s = ValidateJobConfig(*job);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_THAT(std::string(s.message()), HasSubstr(c.expected));
+  }
+
+  // Tables in sync mode; sparse inputs from IDX files.
+  gflags::SetCommandLineOption("job_file", "");
+  gflags::SetCommandLineOption("model", "ctr");
+  gflags::SetCommandLineOption("data_dir", "/tmp/ctr");
+  gflags::SetCommandLineOption("mode", "sync");
+  job = JobConfigFromFlags();
+  ASSERT_TRUE(job.ok()) << job.status();
+  absl::Status s = ValidateJobConfig(*job);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+  EXPECT_THAT(std::string(s.message()),
+              AllOf(HasSubstr("embedding_0"), HasSubstr("sync")));
+  gflags::SetCommandLineOption("mode", "async");
+  gflags::SetCommandLineOption("data_format", "idx");
+  job = JobConfigFromFlags();
+  ASSERT_TRUE(job.ok()) << job.status();
+  s = ValidateJobConfig(*job);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("data format \"idx\""));
 }
 
 TEST_F(JobConfigTest, PlanFixedTwoShardsOverTwoPs) {

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/byte_codec.h"
 #include "common/cluster_spec.h"
+#include "common/model/model_presets.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/worker/idx_test_files.h"
@@ -84,10 +85,12 @@ class TrainingWorkerTest : public idx_test::IdxFileTest {
     config.set_num_workers(1);
     config.set_mode("mirrored");
     config.set_seed(seed);
-    config.mutable_model()->set_kind("mlp");
-    config.mutable_model()->set_input_dim(6);
-    config.mutable_model()->add_hidden_units(hidden);
-    config.mutable_model()->set_num_classes(10);
+    ModelConfig preset;
+    preset.set_kind("mlp");
+    preset.set_input_dim(6);
+    preset.add_hidden_units(hidden);
+    preset.set_num_classes(10);
+    *config.mutable_model_def() = *PresetModel(preset);
     config.mutable_optimizer()->set_learning_rate(0.1f);
     config.mutable_optimizer()->mutable_sgd();
     WriteData(prefix, seed, test_dims, config.mutable_data());
@@ -161,8 +164,8 @@ TEST_F(TrainingWorkerTest, EvaluateRejectsTestImagesOfAnotherSize) {
         << r.status();
     EXPECT_THAT(
         r.status().message(),
-        AllOf(HasSubstr(absl::StrCat("have ", dims[1] * dims[2], " features")),
-              HasSubstr("the model expects 6"), HasSubstr("a-test-images")));
+        AllOf(HasSubstr(absl::StrCat("have ", dims[1] * dims[2], " pixels")),
+              HasSubstr("expects 6"), HasSubstr("a-test-images")));
   }
 }
 

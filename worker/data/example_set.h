@@ -1,0 +1,61 @@
+// A data set's examples read as a model's inputs: whatever the file format,
+// a step gathers the examples it names into one HostBatch laid out as the
+// model description's inputs, which the layer graph trains on. Adding a
+// format means adding an ExampleSet, not touching the worker or the graph.
+
+#ifndef TESSERA_WORKER_DATA_EXAMPLE_SET_H_
+#define TESSERA_WORKER_DATA_EXAMPLE_SET_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "proto/job.pb.h"
+#include "proto/model.pb.h"
+
+namespace tessera {
+
+// Examples in host memory in the order of a model's inputs.
+struct HostBatch {
+  int64_t size = 0;
+  std::vector<std::vector<float>> dense;  // per dense input, [size, elems]
+  // Per sparse input: example b's ids are ids[offsets[b] .. offsets[b+1]).
+  std::vector<std::vector<int64_t>> offsets, ids;
+  std::vector<int32_t> class_labels;  // label kind CLASS_INDEX
+  std::vector<float> labels;          // label kinds BINARY and REAL
+};
+
+// A slice of a data set's examples, held in memory.
+//
+// Thread safety: Gather is const and may run concurrently.
+class ExampleSet {
+ public:
+  virtual ~ExampleSet() = default;
+  virtual int64_t size() const = 0;
+  // Copies examples `indices` (into this slice, repeats allowed) into
+  // *batch, reusing its buffers. OutOfRange names an index outside
+  // [0, size()); *batch is then unspecified.
+  virtual absl::Status Gather(absl::Span<const int64_t> indices,
+                              HostBatch* batch) const = 0;
+};
+
+// Examples in the training (`train`) or test files of `data`, after the
+// job's cap (train_examples, test_examples).
+absl::StatusOr<int64_t> CountExamples(const DataConfig& data, bool train);
+
+// Loads examples [first, first + count) of the training or test files of
+// `data` as `model`'s inputs. InvalidArgument names an input the format
+// cannot provide (CheckDataFits) or a file whose examples do not have the
+// input's size; the readers' errors name the file and the bad entry.
+absl::StatusOr<std::unique_ptr<ExampleSet>> LoadExamples(const DataConfig& data,
+                                                         const ModelDef& model,
+                                                         bool train,
+                                                         int64_t first,
+                                                         int64_t count);
+
+}  // namespace tessera
+
+#endif  // TESSERA_WORKER_DATA_EXAMPLE_SET_H_
