@@ -1,14 +1,15 @@
-// bench_worker_step: time per training step (forward + backward, gradients
-// copied back to the host) of the MLP on the CPU backend and, where a GPU
-// answers, the CUDA backend, at batch 256, 1024 and 8192 (--batches).
+// bench_worker_step: forward + backward examples/s of the job files'
+// models (the layer graph every worker runs) on the CPU backend and, where
+// a GPU answers, the CUDA backend, per batch size (--batches).
 //
-// Beside each step time it shows the GEMM throughput the step achieves
-// (the step's matrix-product FLOPs over the whole step's time) and that of
-// a plain GEMM of the same shapes on the same device in the same run
-// (Eigen on the CPU, cublasSgemm on the GPU), timed alone back to back:
-// the ceiling the step would reach if everything but the products were
-// free. Each figure is the median of --rounds rounds of at least
-// --min_seconds each. Exit status 0 unless a step fails.
+// Beside each step it times the step's matrix products alone: the GEMMs a
+// step issues are recorded once (shapes and transposes, batched ones
+// expanded), then run back to back on device buffers of the same sizes on
+// the same device in the same run (Eigen on the CPU, cuBLAS on the GPU).
+// step/gemm is the step's time over that GEMM time: 1.0 would mean
+// everything but the products were free. Each figure is the median of
+// --rounds rounds of at least --min_seconds each. Exit status 0 unless a
+// step fails, 2 for a bad job file.
 
 #include <algorithm>
 #include <chrono>
@@ -23,16 +24,20 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/types/span.h"
-#include "common/model_spec.h"
+#include "common/job_file.h"
+#include "common/model/model_graph.h"
+#include "common/model/model_presets.h"
 #include "gflags/gflags.h"
 #include "worker/backend.h"
 #include "worker/cpu_backend.h"
 #include "worker/cuda_backend.h"
-#include "worker/mlp_model.h"
+#include "worker/nn/graph.h"
 
-DEFINE_string(batches, "256,1024,8192", "Batch sizes, comma-separated.");
-DEFINE_string(hidden_units, "256,128", "Hidden layer widths of the MLP.");
-DEFINE_double(dropout, 0.2, "Dropout rate after each hidden layer.");
+DEFINE_string(job_files,
+              "deploy/jobs/mlp_fashion_mnist.textproto,"
+              "deploy/jobs/cnn_fashion_mnist.textproto",
+              "Job files whose models to time, comma-separated.");
+DEFINE_string(batches, "64,1024,8192", "Batch sizes, comma-separated.");
 DEFINE_double(min_seconds, 0.5, "Least time per round of a measurement.");
 DEFINE_int32(rounds, 3, "Rounds per measurement; the median is shown.");
 DEFINE_string(devices, "cpu,cuda",
@@ -49,24 +54,24 @@ struct GemmCall {
   int64_t m, n, k;
 };
 
-// The products of one MLP training step, as MlpModel::TrainStep does them.
-std::vector<GemmCall> StepGemms(const std::vector<int64_t>& widths,
-                                int64_t batch) {
-  std::vector<GemmCall> calls;
-  for (size_t l = 0; l + 1 < widths.size(); ++l) {
-    const int64_t in = widths[l], out = widths[l + 1];
-    calls.push_back({false, false, batch, out, in});  // forward
-    calls.push_back({true, false, in, out, batch});   // kernel gradient
-    if (l > 0) calls.push_back({false, true, batch, in, out});  // delta
+// The CPU backend, noting every matrix product a step asks of it.
+class GemmRecorder final : public CpuBackend {
+ public:
+  void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+            const float* a, const float* b, float beta, float* c) override {
+    calls.push_back({ta, tb, m, n, k});
+    CpuBackend::Gemm(ta, tb, m, n, k, alpha, a, b, beta, c);
   }
-  return calls;
-}
-
-double Flops(const std::vector<GemmCall>& calls) {
-  double f = 0;
-  for (const GemmCall& c : calls) f += 2.0 * c.m * c.n * c.k;
-  return f;
-}
+  void BatchedGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                   float alpha, const float* a, int64_t stride_a,
+                   const float* b, int64_t stride_b, float beta, float* c,
+                   int64_t stride_c, int64_t batch) override {
+    for (int64_t i = 0; i < batch; ++i) calls.push_back({ta, tb, m, n, k});
+    CpuBackend::BatchedGemm(ta, tb, m, n, k, alpha, a, stride_a, b, stride_b,
+                            beta, c, stride_c, batch);
+  }
+  std::vector<GemmCall> calls;
+};
 
 // Median seconds per call of `f` over rounds of at least min_seconds.
 template <typename F>
@@ -77,7 +82,7 @@ double TimePerCall(F f, Backend* backend) {
     const Clock::time_point start = Clock::now();
     double elapsed = 0;
     do {
-      f();
+      if (!f()) return -1;
       ++calls;
       if (!backend->Synchronize().ok()) return -1;
       elapsed = std::chrono::duration<double>(Clock::now() - start).count();
@@ -95,51 +100,107 @@ std::vector<float> RandomVector(int64_t n, std::mt19937* gen, float scale) {
   return v;
 }
 
-int RunDevice(Backend* backend, const ModelConfig& config,
+// A random batch of any model's inputs: one id per bag, each id its own
+// table row.
+struct Batch {
+  std::vector<std::vector<float>> dense, rows;
+  std::vector<std::vector<int64_t>> offsets, positions;
+  std::vector<int32_t> classes;
+  std::vector<float> labels;
+  GraphBatch view;
+};
+
+Batch MakeBatch(const ModelGraph& model, const Graph& graph, int64_t n,
+                std::mt19937* gen) {
+  Batch b;
+  for (const InputDef& in : model.resolved.inputs()) {
+    if (in.has_sparse()) {
+      b.offsets.emplace_back(n + 1);
+      for (int64_t i = 0; i <= n; ++i) b.offsets.back()[i] = i;
+      continue;
+    }
+    b.dense.push_back(RandomVector(
+        n * NumElements(model.tensors.at(in.name()).shape), gen, 1.0f));
+  }
+  for (size_t t = 0; t < graph.tables().size(); ++t) {
+    const int64_t ids = n * graph.table_reads(t).size();
+    b.rows.push_back(
+        RandomVector(ids * graph.tables()[t].shape[1], gen, 0.05f));
+    b.positions.emplace_back(ids);
+    for (int64_t j = 0; j < ids; ++j) b.positions.back()[j] = j;
+  }
+  const int classes = std::max(1, model.resolved.label().num_classes());
+  for (int64_t i = 0; i < n; ++i) {
+    b.classes.push_back(static_cast<int32_t>(i % classes));
+    b.labels.push_back(static_cast<float>(i % 2));
+  }
+  b.view.size = n;
+  for (const auto& v : b.dense) b.view.dense.push_back(v);
+  for (const auto& v : b.offsets) b.view.sparse_offsets.push_back(v);
+  for (const auto& v : b.rows) b.view.table_rows.push_back(v);
+  for (const auto& v : b.positions) b.view.table_positions.push_back(v);
+  b.view.class_labels = b.classes;
+  b.view.labels = b.labels;
+  return b;
+}
+
+// One step on `backend`: set parameters, then TrainStep.
+struct Stepper {
+  std::unique_ptr<Graph> graph;
+  std::vector<std::vector<float>> values, grads;
+  std::vector<TableGradient> tables;
+  uint64_t seed = 0;
+
+  bool Step(const GraphBatch& batch) {
+    std::vector<absl::Span<float>> g(grads.begin(), grads.end());
+    return graph->TrainStep(batch, ++seed, g, &tables).ok();
+  }
+};
+
+absl::StatusOr<Stepper> MakeStepper(const ModelGraph& model, Backend* backend) {
+  Stepper s;
+  absl::StatusOr<std::unique_ptr<Graph>> graph = Graph::Create(model, backend);
+  if (!graph.ok()) return graph.status();
+  s.graph = *std::move(graph);
+  std::mt19937 gen(1);
+  for (const VariableDef& v : s.graph->dense_variables()) {
+    s.values.push_back(RandomVector(NumElements(v.shape), &gen, 0.05f));
+    s.grads.emplace_back(NumElements(v.shape));
+  }
+  std::vector<absl::Span<const float>> values(s.values.begin(), s.values.end());
+  if (absl::Status st = s.graph->SetParameters(values); !st.ok()) return st;
+  return s;
+}
+
+int RunDevice(const std::string& job, const ModelGraph& model, Backend* backend,
               const std::vector<int64_t>& batches) {
-  std::vector<int64_t> widths = {config.input_dim()};
-  for (int h : config.hidden_units()) widths.push_back(h);
-  widths.push_back(config.num_classes());
-  absl::StatusOr<std::unique_ptr<MlpModel>> model =
-      MlpModel::Create(config, backend);
-  if (!model.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(model.status().message()).c_str());
+  absl::StatusOr<Stepper> stepper = MakeStepper(model, backend);
+  GemmRecorder recorder;
+  absl::StatusOr<Stepper> recording = MakeStepper(model, &recorder);
+  if (!stepper.ok() || !recording.ok()) {
+    std::fprintf(
+        stderr, "%s: %s\n", job.c_str(),
+        std::string((stepper.ok() ? recording : stepper).status().message())
+            .c_str());
     return 1;
   }
-  std::mt19937 gen(1);
-  std::vector<std::vector<float>> params, grads;
-  for (const VariableDef& v : (*model)->variables()) {
-    int64_t n = 1;
-    for (int64_t d : v.shape) n *= d;
-    params.push_back(RandomVector(n, &gen, 0.05f));
-    grads.emplace_back(n);
-  }
-  const std::vector<absl::Span<const float>> values(params.begin(),
-                                                    params.end());
-  const std::vector<absl::Span<float>> grad_spans(grads.begin(), grads.end());
-  if (!(*model)->SetParameters(values).ok()) return 1;
-  for (int64_t batch : batches) {
-    const std::vector<float> x = RandomVector(batch * widths[0], &gen, 1.0f);
-    std::vector<int32_t> labels(batch);
-    for (int64_t i = 0; i < batch; ++i) labels[i] = i % config.num_classes();
-    bool ok = true;
-    uint64_t seed = 0;
-    auto step = [&]() {
-      ok = ok &&
-           (*model)
-               ->TrainStep(x.data(), labels.data(), batch, ++seed, grad_spans)
-               .ok();
-    };
+  std::mt19937 gen(2);
+  for (int64_t n : batches) {
+    const Batch batch = MakeBatch(model, *stepper->graph, n, &gen);
+    auto step = [&]() { return stepper->Step(batch.view); };
     step();  // warm-up: buffers, cuBLAS heuristics
     const double step_s = TimePerCall(step, backend);
-    if (!ok || step_s < 0) {
-      std::fprintf(stderr, "%s: a training step failed\n",
+    if (step_s < 0) {
+      std::fprintf(stderr, "%s on %s: a training step failed\n", job.c_str(),
                    backend->device_name().c_str());
       return 1;
     }
-    // The same products alone, on device buffers of the right sizes.
-    const std::vector<GemmCall> calls = StepGemms(widths, batch);
+    recorder.calls.clear();
+    const Batch same = MakeBatch(model, *recording->graph, n, &gen);
+    if (!recording->Step(same.view)) return 1;
+    const std::vector<GemmCall> calls = recorder.calls;
     std::vector<DeviceArray<float>> a, b, c;
+    double flops = 0;
     for (const GemmCall& g : calls) {
       a.emplace_back(backend, g.m * g.k);
       b.emplace_back(backend, g.k * g.n);
@@ -148,6 +209,7 @@ int RunDevice(Backend* backend, const ModelConfig& config,
       const std::vector<float> hb = RandomVector(g.k * g.n, &gen, 1.0f);
       backend->CopyToDevice(ha.data(), a.back().data(), ha.size() * 4);
       backend->CopyToDevice(hb.data(), b.back().data(), hb.size() * 4);
+      flops += 2.0 * g.m * g.n * g.k;
     }
     auto gemms = [&]() {
       for (size_t i = 0; i < calls.size(); ++i) {
@@ -155,35 +217,19 @@ int RunDevice(Backend* backend, const ModelConfig& config,
         backend->Gemm(g.ta, g.tb, g.m, g.n, g.k, 1.0f, a[i].data(), b[i].data(),
                       0.0f, c[i].data());
       }
+      return true;
     };
     gemms();
     const double gemm_s = TimePerCall(gemms, backend);
-    const double flops = Flops(calls);
-    std::printf("%-34s %6lld %10.3f %12.0f %12.1f %12.1f %9.2f\n",
-                backend->device_name().c_str(), static_cast<long long>(batch),
-                step_s * 1e3, batch / step_s, flops / step_s / 1e9,
-                flops / gemm_s / 1e9, gemm_s / step_s);
+    std::printf("%-22s %-28s %6lld %12.0f %10.3f %10.3f %9.2f\n", job.c_str(),
+                backend->device_name().c_str(), static_cast<long long>(n),
+                n / step_s, step_s * 1e3, gemm_s * 1e3, step_s / gemm_s);
     std::fflush(stdout);
   }
   return 0;
 }
 
 int Main() {
-  ModelConfig config;
-  config.set_kind("mlp");
-  config.set_input_dim(784);
-  config.set_num_classes(10);
-  config.set_dropout(static_cast<float>(FLAGS_dropout));
-  for (absl::string_view part :
-       absl::StrSplit(FLAGS_hidden_units, ',', absl::SkipEmpty())) {
-    int h = 0;
-    if (!absl::SimpleAtoi(part, &h) || h < 1) {
-      std::fprintf(stderr, "--hidden_units: \"%s\" is not a positive number\n",
-                   std::string(part).c_str());
-      return 2;
-    }
-    config.add_hidden_units(h);
-  }
   std::vector<int64_t> batches;
   for (absl::string_view part :
        absl::StrSplit(FLAGS_batches, ',', absl::SkipEmpty())) {
@@ -195,36 +241,48 @@ int Main() {
     }
     batches.push_back(b);
   }
-  std::string layers = FLAGS_hidden_units;
-  std::replace(layers.begin(), layers.end(), ',', '-');
   std::printf(
-      "MLP 784-%s-10, dropout %.2f, float32; step = forward + "
-      "backward + gradients to host\n",
-      layers.c_str(), FLAGS_dropout);
-  std::printf(
-      "GEMM GF/s: the step's matrix-product FLOPs per second of "
-      "step; plain GF/s: the same shapes alone (Eigen | cuBLAS);\n"
-      "gemm/step: time of the plain GEMMs over the step's time\n");
-  std::printf("%-34s %6s %10s %12s %12s %12s %9s\n", "device", "batch",
-              "ms/step", "examples/s", "GEMM GF/s", "plain GF/s", "gemm/step");
+      "step = forward + backward + gradients to host, float32; gemm = the "
+      "step's GEMMs alone (Eigen | cuBLAS)\n");
+  std::printf("%-22s %-28s %6s %12s %10s %10s %9s\n", "job", "device", "batch",
+              "examples/s", "ms/step", "ms/gemm", "step/gemm");
   int rc = 0;
-  for (absl::string_view device :
-       absl::StrSplit(FLAGS_devices, ',', absl::SkipEmpty())) {
-    if (device == "cpu") {
-      CpuBackend cpu;
-      rc |= RunDevice(&cpu, config, batches);
-    } else if (device == "cuda") {
-      absl::StatusOr<std::unique_ptr<Backend>> gpu = NewCudaBackend(0);
-      if (!gpu.ok()) {
-        std::printf("%-34s (skipped: %s)\n", "cuda:0",
-                    std::string(gpu.status().message()).c_str());
-        continue;
-      }
-      rc |= RunDevice(gpu->get(), config, batches);
-    } else {
-      std::fprintf(stderr, "--devices: unknown device \"%s\"\n",
-                   std::string(device).c_str());
+  for (absl::string_view path :
+       absl::StrSplit(FLAGS_job_files, ',', absl::SkipEmpty())) {
+    absl::StatusOr<JobConfig> job = ReadJobFile(std::string(path));
+    if (!job.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(job.status().message()).c_str());
       return 2;
+    }
+    absl::StatusOr<ModelDef> def = JobModel(*job);
+    absl::StatusOr<ModelGraph> model =
+        def.ok() ? BuildModelGraph(*def, job->schedule().seed())
+                 : absl::StatusOr<ModelGraph>(def.status());
+    if (!model.ok()) {
+      std::fprintf(stderr, "%s: %s\n", std::string(path).c_str(),
+                   std::string(model.status().message()).c_str());
+      return 2;
+    }
+    std::string name(path.substr(path.rfind('/') + 1));
+    name = name.substr(0, name.find('.'));
+    for (absl::string_view device :
+         absl::StrSplit(FLAGS_devices, ',', absl::SkipEmpty())) {
+      if (device == "cpu") {
+        CpuBackend cpu;
+        rc |= RunDevice(name, *model, &cpu, batches);
+      } else if (device == "cuda") {
+        absl::StatusOr<std::unique_ptr<Backend>> gpu = NewCudaBackend(0);
+        if (!gpu.ok()) {
+          std::printf("%-22s %-28s (skipped: %s)\n", name.c_str(), "cuda:0",
+                      std::string(gpu.status().message()).c_str());
+          continue;
+        }
+        rc |= RunDevice(name, *model, gpu->get(), batches);
+      } else {
+        std::fprintf(stderr, "--devices: unknown device \"%s\"\n",
+                     std::string(device).c_str());
+        return 2;
+      }
     }
   }
   return rc;
@@ -235,8 +293,8 @@ int Main() {
 
 int main(int argc, char** argv) {
   gflags::SetUsageMessage(
-      "bench_worker_step: MLP training step time on CPU and GPU, with the "
-      "GEMM throughput beside a plain GEMM of the same shapes.");
+      "bench_worker_step: the job files' training steps on CPU and GPU, "
+      "beside the same GEMMs alone.");
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   return tessera::Main();
 }

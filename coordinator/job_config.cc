@@ -1,18 +1,14 @@
 #include "coordinator/job_config.h"
 
-#include <fstream>
-
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "common/bounded_file_read.h"
+#include "common/job_file.h"
 #include "common/model/model_graph.h"
 #include "common/model/model_presets.h"
 #include "common/model/model_support.h"
 #include "common/model_spec.h"
 #include "common/training_mode.h"
-#include "google/protobuf/io/tokenizer.h"
-#include "google/protobuf/text_format.h"
 #include "ps_server/optimizer.h"
 
 DEFINE_string(job_file, "",
@@ -79,21 +75,6 @@ DEFINE_int64(expected_rows_per_shard, 0,
 namespace tessera {
 namespace {
 
-class CollectErrors : public google::protobuf::io::ErrorCollector {
- public:
-  void AddError(int line, google::protobuf::io::ColumnNumber column,
-                const std::string& message) override {
-    if (first_.empty()) {
-      first_ = absl::StrCat("line ", line + 1, " column ", column + 1, ": ",
-                            message);
-    }
-  }
-  const std::string& first() const { return first_; }
-
- private:
-  std::string first_;
-};
-
 bool Explicit(const char* flag) {
   gflags::CommandLineFlagInfo info;
   return gflags::GetCommandLineFlagInfo(flag, &info) && !info.is_default;
@@ -122,15 +103,6 @@ absl::Status SetOptimizerKind(const char* flag, const std::string& kind,
                      "\" (sgd, momentum, adam, adagrad, ftrl)"));
   }
   return absl::OkStatus();
-}
-
-// The Criteo-format file `name`.tsv in `dir`, or `name`.tsv.gz when only
-// that one exists.
-std::string CriteoFile(const std::string& dir, const std::string& name) {
-  const std::string plain = absl::StrCat(dir, "/", name, ".tsv");
-  const std::string gz = plain + ".gz";
-  if (!std::ifstream(plain) && std::ifstream(gz)) return gz;
-  return plain;
 }
 
 absl::Status ApplyFlags(bool only_explicit, JobConfig* job) {
@@ -178,23 +150,8 @@ absl::Status ApplyFlags(bool only_explicit, JobConfig* job) {
   const bool have_paths = format == "criteo" ? !data->train_path().empty()
                                              : !data->train_images().empty();
   if (use("data_dir") || use("data_format") || !have_paths) {
-    const std::string dir = FLAGS_data_dir;
     data->set_format(format);
-    if (format == "criteo") {
-      data->clear_train_images();
-      data->clear_train_labels();
-      data->clear_test_images();
-      data->clear_test_labels();
-      data->set_train_path(CriteoFile(dir, "train"));
-      data->set_test_path(CriteoFile(dir, "test"));
-    } else {
-      data->clear_train_path();
-      data->clear_test_path();
-      data->set_train_images(dir + "/train-images-idx3-ubyte.gz");
-      data->set_train_labels(dir + "/train-labels-idx1-ubyte.gz");
-      data->set_test_images(dir + "/t10k-images-idx3-ubyte.gz");
-      data->set_test_labels(dir + "/t10k-labels-idx1-ubyte.gz");
-    }
+    SetDataDir(FLAGS_data_dir, data);
   }
   if (use("train_examples")) data->set_train_examples(FLAGS_train_examples);
   if (use("test_examples")) data->set_test_examples(FLAGS_test_examples);
@@ -272,24 +229,6 @@ absl::Status ResolveModel(JobConfig* job) {
 }
 
 }  // namespace
-
-absl::StatusOr<JobConfig> ReadJobFile(const std::string& path) {
-  // A job file is a few KB of text; the cap refuses a wrong path such as
-  // /dev/zero before it is read into memory.
-  constexpr size_t kMaxJobFileBytes = 1 << 20;
-  absl::StatusOr<std::string> text =
-      ReadBoundedFile(path, kMaxJobFileBytes, absl::StrCat("job file ", path));
-  if (!text.ok()) return text.status();
-  JobConfig job;
-  google::protobuf::TextFormat::Parser parser;
-  CollectErrors errors;
-  parser.RecordErrorsTo(&errors);
-  if (!parser.ParseFromString(*text, &job)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("job file ", path, ": ", errors.first()));
-  }
-  return job;
-}
 
 absl::StatusOr<JobConfig> JobConfigFromFlags() {
   // Start from every flag's value (defaults included), lay the file over

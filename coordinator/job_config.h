@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/job_file.h"
 #include "gflags/gflags.h"
 #include "proto/job.pb.h"
 
@@ -19,11 +20,6 @@ DECLARE_int64(num_shards);
 DECLARE_uint64(seed);
 
 namespace tessera {
-
-// Reads a job from a text-format JobConfig file; errors name the file,
-// line and column. NotFound when the file does not exist, InvalidArgument
-// when it is larger than 1 MiB (e.g. /dev/zero given by mistake).
-absl::StatusOr<JobConfig> ReadJobFile(const std::string& path);
 
 // The job as the command line describes it: the flags' defaults, overlaid
 // by --job_file if given (fields it sets), overlaid by every flag set

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/binary_metrics.h"
 #include "common/byte_codec.h"
 #include "common/grpc_channel.h"
 #include "common/model/model_presets.h"
@@ -18,9 +19,6 @@
 #include "coordinator/svg_chart.h"
 #include "glog/logging.h"
 #include "nlohmann/json.hpp"
-#include "worker/criteo_reader.h"
-#include "worker/ctr_metrics.h"
-#include "worker/idx_reader.h"
 
 namespace tessera {
 namespace {
@@ -35,24 +33,6 @@ absl::Status WaitUntil(absl::Time deadline,
     absl::SleepFor(backoff);
     backoff = std::min(backoff * 2, absl::Seconds(1));
   }
-}
-
-// Examples in the training and test files of `data`, before any cap.
-absl::StatusOr<std::pair<int64_t, int64_t>> DataSizes(const DataConfig& data) {
-  if (data.format() == "criteo") {
-    absl::StatusOr<int64_t> train = CountCriteoExamples(data.train_path());
-    if (!train.ok()) return train.status();
-    absl::StatusOr<int64_t> test = CountCriteoExamples(data.test_path());
-    if (!test.ok()) return test.status();
-    return std::make_pair(*train, *test);
-  }
-  absl::StatusOr<std::vector<int64_t>> train_dims =
-      ReadIdxDims(data.train_images());
-  if (!train_dims.ok()) return train_dims.status();
-  absl::StatusOr<std::vector<int64_t>> test_dims =
-      ReadIdxDims(data.test_images());
-  if (!test_dims.ok()) return test_dims.status();
-  return std::make_pair((*train_dims)[0], (*test_dims)[0]);
 }
 
 // The generator's best achievable test AUC from meta.json in the test
@@ -511,32 +491,54 @@ absl::Status TrainingJob::CheckEpochCoverage(const EpochResult& result,
       " examples; one pass over the training set is ", train_examples));
 }
 
-absl::Status TrainingJob::ConfigureWorkers(const DataPlan& data) {
+absl::StatusOr<WorkerConfig> TrainingJob::MakeWorkerConfig(int w, int64_t begin,
+                                                           int64_t end) const {
   absl::StatusOr<ModelDef> model = JobModel(job_);
   if (!model.ok()) return model.status();
-  std::vector<VariablePlacement> placements = Placements(plan_);
+  WorkerConfig config;
+  config.set_worker_index(w);
+  *config.mutable_model_def() = *std::move(model);
+  *config.mutable_data() = job_.data();
+  for (const VariablePlacement& p : Placements(plan_)) {
+    *config.add_variables() = p;
+  }
+  config.set_seed(job_.schedule().seed());
+  config.set_train_begin(begin);
+  config.set_train_end(end);
+  // A prefetched pull could miss the previous global step's update.
+  config.set_prefetch_parameters(options_.prefetch_parameters &&
+                                 !mode_.lockstep());
+  config.set_mode(mode_.ToString());
+  *config.mutable_optimizer() = job_.optimizer();
+  config.set_num_workers(static_cast<int>(workers_.size()));
+  return config;
+}
+
+absl::StatusOr<std::pair<int64_t, int64_t>> TrainingJob::ProbeDataSizes() {
+  // The workers read the data, the coordinator never does: worker 0,
+  // configured with an empty shard, reports the sizes (after the job's
+  // caps) that the data plan needs. Its real shard comes with the plan.
+  absl::StatusOr<WorkerConfig> config = MakeWorkerConfig(0, 0, 0);
+  if (!config.ok()) return config.status();
+  ConfigureResponse response;
+  if (absl::Status s = workers_[0]->Configure(*config, &response); !s.ok()) {
+    return s;
+  }
+  return std::make_pair(response.train_total(), response.test_examples());
+}
+
+absl::Status TrainingJob::ConfigureWorkers(const DataPlan& data) {
   for (size_t w = 0; w < workers_.size(); ++w) {
-    WorkerConfig config;
-    config.set_worker_index(static_cast<int>(w));
-    *config.mutable_model_def() = *model;
-    *config.mutable_data() = job_.data();
-    for (const VariablePlacement& p : placements) *config.add_variables() = p;
-    config.set_seed(job_.schedule().seed());
-    config.set_train_begin(data.shards()[w].begin);
-    config.set_train_end(data.shards()[w].end);
-    // A prefetched pull could miss the previous global step's update.
-    config.set_prefetch_parameters(options_.prefetch_parameters &&
-                                   !mode_.lockstep());
-    config.set_mode(mode_.ToString());
-    *config.mutable_optimizer() = job_.optimizer();
-    config.set_num_workers(static_cast<int>(workers_.size()));
+    absl::StatusOr<WorkerConfig> config = MakeWorkerConfig(
+        static_cast<int>(w), data.shards()[w].begin, data.shards()[w].end);
+    if (!config.ok()) return config.status();
     ConfigureResponse response;
-    if (absl::Status s = workers_[w]->Configure(config, &response); !s.ok()) {
+    if (absl::Status s = workers_[w]->Configure(*config, &response); !s.ok()) {
       return s;
     }
     LOG(INFO) << "worker " << w << " on " << response.device() << ": "
               << response.train_examples() << " training examples ["
-              << config.train_begin() << ", " << config.train_end() << ")";
+              << config->train_begin() << ", " << config->train_end() << ")";
   }
   return absl::OkStatus();
 }
@@ -957,18 +959,12 @@ absl::Status TrainingJob::Run() {
     }
     LOG(INFO) << "mode " << mode_.ToString();
     if (absl::Status s = WaitForCluster(); !s.ok()) return s;
-    absl::StatusOr<std::pair<int64_t, int64_t>> sizes = DataSizes(job_.data());
+    absl::StatusOr<std::pair<int64_t, int64_t>> sizes = ProbeDataSizes();
     if (!sizes.ok()) return sizes.status();
-    int64_t train = sizes->first;
-    if (job_.data().train_examples() > 0) {
-      train = std::min(train, job_.data().train_examples());
-    }
+    const int64_t train = sizes->first;
     test_examples_ = sizes->second;
     if (job_.data().format() == "criteo") {
       best_auc_ = ReadBestAuc(job_.data().test_path());
-    }
-    if (job_.data().test_examples() > 0) {
-      test_examples_ = std::min(test_examples_, job_.data().test_examples());
     }
     // In sync and mirrored modes batch_size and steps_per_epoch count
     // global steps, each one batch per worker.

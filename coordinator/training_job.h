@@ -118,6 +118,11 @@ class TrainingJob {
   // Parameter servers that do not answer or have lost shards, with why.
   std::vector<std::string> FailedServers();
   void HeartbeatLoop();
+  // What worker w needs for the job, with the dataset shard [begin, end).
+  absl::StatusOr<WorkerConfig> MakeWorkerConfig(int w, int64_t begin,
+                                                int64_t end) const;
+  // The training and test set sizes, as worker 0 reads them.
+  absl::StatusOr<std::pair<int64_t, int64_t>> ProbeDataSizes();
   absl::Status ConfigureWorkers(const DataPlan& data);
   absl::Status RunEpoch(int epoch, DataPlan* data, EpochResult* result);
   // Runs `steps` (of epoch `epoch`, or of extra steps), shown as `label`.

@@ -8,7 +8,7 @@ namespace tessera {
 // The reference backend: host memory, Eigen for matrix products, plain
 // loops for the elementwise ops. Single-threaded, so several workers on
 // one machine do not fight over cores.
-class CpuBackend final : public Backend {
+class CpuBackend : public Backend {
  public:
   std::string device_name() const override { return "cpu"; }
   void* AllocateBytes(int64_t bytes) override;

@@ -56,4 +56,19 @@ void LocalizeIds(absl::Span<const int64_t> ids, std::vector<int64_t>* unique,
   }
 }
 
+void LocalizeTableIds(int64_t vocab_size, absl::Span<const int64_t> ids,
+                      std::vector<int64_t>* unique,
+                      std::vector<int64_t>* rows) {
+  if (vocab_size == 0) {
+    LocalizeIds(ids, unique, rows);
+    return;
+  }
+  std::vector<int64_t> mapped(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int64_t r = ids[i] % vocab_size;
+    mapped[i] = r < 0 ? r + vocab_size : r;
+  }
+  LocalizeIds(mapped, unique, rows);
+}
+
 }  // namespace tessera

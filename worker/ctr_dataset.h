@@ -68,6 +68,13 @@ absl::Status GatherCtrBatch(const CtrDataset& data,
 void LocalizeIds(absl::Span<const int64_t> ids, std::vector<int64_t>* unique,
                  std::vector<int64_t>* rows);
 
+// LocalizeIds after mapping each feature id to its row of a table:
+// id mod vocab_size (floor modulo, so negative hashed ids land on a row
+// too) for a fixed vocabulary, the id itself for a growing table
+// (vocab_size 0).
+void LocalizeTableIds(int64_t vocab_size, absl::Span<const int64_t> ids,
+                      std::vector<int64_t>* unique, std::vector<int64_t>* rows);
+
 }  // namespace tessera
 
 #endif  // TESSERA_WORKER_CTR_DATASET_H_

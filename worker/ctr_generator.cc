@@ -15,10 +15,10 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/binary_metrics.h"
 #include "common/counter_rng.h"
 #include "nlohmann/json.hpp"
 #include "worker/criteo_reader.h"
-#include "worker/ctr_metrics.h"
 
 namespace tessera {
 namespace {

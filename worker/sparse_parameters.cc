@@ -85,18 +85,7 @@ void SparseParameters::Localize(int table, absl::Span<const int64_t> ids,
                                 std::vector<int64_t>* unique,
                                 std::vector<int64_t>* positions) const {
   const Table& t = tables_[table];
-  if (t.hash) {
-    LocalizeIds(ids, unique, positions);
-    return;
-  }
-  const int64_t vocab = t.layout->total_rows();
-  std::vector<int64_t> mapped(ids.size());
-  for (size_t i = 0; i < ids.size(); ++i) {
-    // Floor modulo: hashed ids are arbitrary int64 values, negative ones too.
-    const int64_t r = ids[i] % vocab;
-    mapped[i] = r < 0 ? r + vocab : r;
-  }
-  LocalizeIds(mapped, unique, positions);
+  LocalizeTableIds(t.hash ? 0 : t.layout->total_rows(), ids, unique, positions);
 }
 
 absl::Status SparseParameters::Route(

@@ -11,6 +11,7 @@
 #include "common/model/model_graph.h"
 #include "common/model/model_support.h"
 #include "glog/logging.h"
+#include "worker/data/batch_view.h"
 
 namespace tessera {
 namespace {
@@ -191,11 +192,7 @@ absl::StatusOr<const ExampleSet*> TrainingWorker::TrainShard(int64_t begin,
 
 absl::Status TrainingWorker::PullRows() {
   for (size_t t = 0; t < unique_.size(); ++t) {
-    table_ids_.clear();
-    for (int input : graph_->table_reads(static_cast<int>(t))) {
-      table_ids_.insert(table_ids_.end(), batch_.ids[input].begin(),
-                        batch_.ids[input].end());
-    }
+    CollectTableIds(*graph_, batch_, static_cast<int>(t), &table_ids_);
     sparse_->Localize(static_cast<int>(t), table_ids_, &unique_[t],
                       &positions_[t]);
   }
@@ -203,19 +200,7 @@ absl::Status TrainingWorker::PullRows() {
 }
 
 GraphBatch TrainingWorker::View() const {
-  GraphBatch view;
-  view.size = batch_.size;
-  for (const std::vector<float>& d : batch_.dense) view.dense.push_back(d);
-  for (const std::vector<int64_t>& o : batch_.offsets) {
-    view.sparse_offsets.push_back(o);
-  }
-  for (size_t t = 0; t < rows_.size(); ++t) {
-    view.table_rows.push_back(rows_[t]);
-    view.table_positions.push_back(positions_[t]);
-  }
-  view.class_labels = batch_.class_labels;
-  view.labels = batch_.labels;
-  return view;
+  return ViewOf(batch_, rows_, positions_);
 }
 
 absl::Status TrainingWorker::RunStep(const StepRequest& request,

@@ -1,5 +1,6 @@
 #include "coordinator/job_config.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -308,15 +309,17 @@ TEST_F(JobConfigTest, BadDescriptionsAreNamed) {
     }
                 label { kind: CLASS_INDEX num_classes: 10 }
   )pb";
-  const std::string parse = WriteFile("misspelt", head + R"pb(
-      layers { name: "out" inputs: "x" dense { unitz: 10 } }
-    }
-  )pb");
+  const std::string misspelt =
+      head + "layers { name: \"out\" inputs: \"x\" dense { unitz: 10 } } }";
+  const std::string parse = WriteFile("misspelt", misspelt);
+  // The misspelt field is on the text's last line.
+  const int64_t line = std::count(misspelt.begin(), misspelt.end(), '\n') + 1;
   gflags::SetCommandLineOption("job_file", parse.c_str());
   absl::StatusOr<JobConfig> job = JobConfigFromFlags();
   EXPECT_EQ(job.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(job.status().message()),
-              AllOf(HasSubstr(parse), HasSubstr("line 6"), HasSubstr("unitz")));
+              AllOf(HasSubstr(parse), HasSubstr(absl::StrCat("line ", line)),
+                    HasSubstr("unitz")));
 
   struct Case {
     std::string name, body, expected;
@@ -394,6 +397,54 @@ TEST_F(JobConfigTest, BadDescriptionsAreNamed) {
   s = ValidateJobConfig(*job);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
   EXPECT_THAT(std::string(s.message()), HasSubstr("data format \"idx\""));
+}
+
+// BatchNorm's moving statistics get a CreateShards request of their own,
+// with their moving-average rule, beside the dense layers' optimizer.
+TEST_F(JobConfigTest, MovingStatisticsAreCreatedWithTheirRule) {
+  const std::string path = WriteFile("batch_norm", R"pb(
+    model_def {
+      inputs {
+        name: "x"
+        dense { shape: [ 784 ] }
+      }
+      label { kind: CLASS_INDEX num_classes: 10 }
+      layers {
+        name: "h"
+        inputs: "x"
+        dense { units: 8 }
+      }
+      layers {
+        name: "bn"
+        inputs: "h"
+        batch_norm { momentum: 0.9 }
+      }
+      layers {
+        name: "out"
+        inputs: "bn"
+        dense { units: 10 }
+      }
+      loss { kind: SOFTMAX_CROSS_ENTROPY input: "out" }
+    }
+    partitioner { kind: "none" }
+  )pb");
+  gflags::SetCommandLineOption("job_file", path.c_str());
+  const JobConfig job = Defaults();
+  absl::StatusOr<VariablePlan> plan = PlanVariables(job, 1);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::vector<std::vector<CreateShardsRequest>> requests =
+      ShardRequestsByKind(*plan, job.optimizer(), job.optimizer(), 1);
+  ASSERT_EQ(requests.size(), 1u);
+  ASSERT_EQ(requests[0].size(), 2u);
+  EXPECT_TRUE(requests[0][0].optimizer().has_adam());
+  EXPECT_EQ(requests[0][0].shards_size(), 6);  // kernels, biases, gamma, beta
+  const CreateShardsRequest& moving = requests[0][1];
+  EXPECT_FLOAT_EQ(moving.optimizer().moving_average().momentum(), 0.9f);
+  ASSERT_EQ(moving.shards_size(), 2);
+  EXPECT_EQ(moving.shards(0).variable(), "bn/moving_mean");
+  EXPECT_EQ(moving.shards(0).initializer().kind(), Initializer::ZEROS);
+  EXPECT_EQ(moving.shards(1).variable(), "bn/moving_variance");
+  EXPECT_EQ(moving.shards(1).initializer().kind(), Initializer::ONES);
 }
 
 TEST_F(JobConfigTest, PlanFixedTwoShardsOverTwoPs) {

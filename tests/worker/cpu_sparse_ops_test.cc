@@ -11,7 +11,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/worker/embedding_bag_net.h"
+#include "tests/worker/embedding_test_data.h"
 #include "worker/cpu_backend.h"
 
 namespace tessera {
@@ -155,61 +155,6 @@ TEST(CpuReduceSparseGradTest, MatchesMapOnRandomIds) {
     ++u;
   }
 }
-
-// The whole embedding-bag model's gradients against central differences
-// of its loss (mean over bags).
-class CpuEmbeddingBagNetTest
-    : public ::testing::TestWithParam<Backend::Combiner> {};
-
-TEST_P(CpuEmbeddingBagNetTest, GradientsMatchFiniteDifferences) {
-  CpuBackend backend;
-  EmbeddingBagNet net = RandomEmbeddingBagNet(20, 4, 3, 1);
-  const EmbeddingBagBatch batch = RandomEmbeddingBagBatch(net, 6, 5, 2);
-  const EmbeddingBagStep step =
-      EmbeddingBagTrainStep(&backend, net, batch, GetParam());
-  const double bags = batch.bags();
-  auto loss = [&]() {
-    return EmbeddingBagTrainStep(&backend, net, batch, GetParam()).loss_sum /
-           bags;
-  };
-  auto numeric = [&](float* x) {
-    const float saved = *x, eps = 1e-2f;
-    *x = saved + eps;
-    const double up = loss();
-    *x = saved - eps;
-    const double down = loss();
-    *x = saved;
-    return (up - down) / (2 * eps);
-  };
-  for (size_t i = 0; i < net.kernel.size(); ++i) {
-    EXPECT_NEAR(step.kernel[i], numeric(&net.kernel[i]), 2e-3)
-        << "kernel " << i;
-  }
-  for (size_t i = 0; i < net.bias.size(); ++i) {
-    EXPECT_NEAR(step.bias[i], numeric(&net.bias[i]), 2e-3) << "bias " << i;
-  }
-  // Every id of the vocabulary: those in the batch have a row, the others a
-  // zero gradient.
-  std::map<int64_t, int64_t> row_of;
-  for (size_t u = 0; u < step.unique_ids.size(); ++u) {
-    if (u > 0) EXPECT_LT(step.unique_ids[u - 1], step.unique_ids[u]);
-    row_of[step.unique_ids[u]] = u;
-  }
-  for (int64_t id = 0; id < net.vocab; ++id) {
-    for (int64_t d = 0; d < net.dim; ++d) {
-      const double want = numeric(&net.table[id * net.dim + d]);
-      const auto it = row_of.find(id);
-      const double got =
-          it == row_of.end() ? 0.0 : step.table_rows[it->second * net.dim + d];
-      EXPECT_NEAR(got, want, 2e-3) << "id " << id << " column " << d;
-    }
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(SumAndMean, CpuEmbeddingBagNetTest,
-                         ::testing::Values(Backend::Combiner::kSum,
-                                           Backend::Combiner::kMean),
-                         CombinerName);
 
 }  // namespace
 }  // namespace tessera

@@ -12,11 +12,11 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/binary_metrics.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "worker/criteo_reader.h"
-#include "worker/ctr_metrics.h"
 
 namespace tessera {
 namespace {

@@ -42,9 +42,8 @@
 #include "common/model_spec.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/worker/embedding_bag_net.h"
+#include "tests/worker/embedding_test_data.h"
 #include "worker/cpu_backend.h"
-#include "worker/mlp_model.h"
 
 namespace tessera {
 namespace {
@@ -280,90 +279,10 @@ TEST_P(CudaEmbeddingTest, ForwardBackwardAndReduceAreIdentical) {
   EXPECT_EQ(ToHost(gpu_.get(), sums, n * dim), want_sums);
 }
 
-TEST_P(CudaEmbeddingTest, EmbeddingBagTrainingStepMatchesCpu) {
-  const EmbeddingBagNet net = RandomEmbeddingBagNet(2000, 32, 7, 16);
-  const EmbeddingBagBatch batch = RandomEmbeddingBagBatch(net, 512, 30, 17);
-  const EmbeddingBagStep got =
-      EmbeddingBagTrainStep(gpu_.get(), net, batch, GetParam());
-  const EmbeddingBagStep want =
-      EmbeddingBagTrainStep(&cpu_, net, batch, GetParam());
-  EXPECT_NEAR(got.loss_sum, want.loss_sum, 1e-5 * std::fabs(want.loss_sum));
-  EXPECT_EQ(got.unique_ids, want.unique_ids);
-  EXPECT_TRUE(NormwiseClose(got.table_rows, want.table_rows, 1e-4));
-  EXPECT_TRUE(NormwiseClose(got.kernel, want.kernel, 1e-4));
-  EXPECT_TRUE(NormwiseClose(got.bias, want.bias, 1e-4));
-}
-
 INSTANTIATE_TEST_SUITE_P(SumAndMean, CudaEmbeddingTest,
                          ::testing::Values(Backend::Combiner::kSum,
                                            Backend::Combiner::kMean),
                          CombinerName);
-
-// Values on a coarse binary grid: every partial sum of the hidden layers'
-// products is then a float, so both backends compute the hidden
-// pre-activations exactly and no ReLU can be on different sides of zero on
-// the two (which would change a whole gradient column, not a rounding).
-std::vector<float> GridVector(int64_t n, uint32_t seed, float step, int steps) {
-  std::mt19937 gen(seed);
-  std::uniform_int_distribution<int> k(-steps, steps);
-  std::vector<float> v(n);
-  for (float& x : v) x = step * static_cast<float>(k(gen));
-  return v;
-}
-
-TEST_F(CudaVsCpuTest, MlpTrainingStepMatchesCpu) {
-  ModelConfig config;
-  config.set_kind("mlp");
-  config.set_input_dim(784);
-  config.add_hidden_units(256);
-  config.add_hidden_units(128);
-  config.set_num_classes(10);
-  config.set_dropout(0.5f);  // scales kept values by 2: exact
-  absl::StatusOr<std::unique_ptr<MlpModel>> on_gpu =
-      MlpModel::Create(config, gpu_.get());
-  absl::StatusOr<std::unique_ptr<MlpModel>> on_cpu =
-      MlpModel::Create(config, &cpu_);
-  ASSERT_TRUE(on_gpu.ok() && on_cpu.ok());
-  std::vector<std::vector<float>> params, grads_gpu, grads_cpu;
-  uint32_t seed = 20;
-  for (const VariableDef& v : (*on_cpu)->variables()) {
-    int64_t n = 1;
-    for (int64_t d : v.shape) n *= d;
-    params.push_back(GridVector(n, seed++, 1.0f / 64, 8));  // |w| <= 1/8
-    grads_gpu.emplace_back(n);
-    grads_cpu.emplace_back(n);
-  }
-  const std::vector<absl::Span<const float>> values(params.begin(),
-                                                    params.end());
-  ASSERT_TRUE((*on_gpu)->SetParameters(values).ok());
-  ASSERT_TRUE((*on_cpu)->SetParameters(values).ok());
-  for (int64_t batch : {1, 256, 1000}) {
-    const std::vector<float> x = GridVector(batch * 784, 30, 1.0f / 8, 8);
-    std::vector<int32_t> labels(batch);
-    for (int64_t i = 0; i < batch; ++i) labels[i] = (i * 3) % 10;
-    const std::vector<absl::Span<float>> gg(grads_gpu.begin(), grads_gpu.end());
-    const std::vector<absl::Span<float>> gc(grads_cpu.begin(), grads_cpu.end());
-    absl::StatusOr<BatchResult> got =
-        (*on_gpu)->TrainStep(x.data(), labels.data(), batch, 99, gg);
-    absl::StatusOr<BatchResult> want =
-        (*on_cpu)->TrainStep(x.data(), labels.data(), batch, 99, gc);
-    ASSERT_TRUE(got.ok() && want.ok());
-    EXPECT_NEAR(got->loss_sum, want->loss_sum, 1e-5 * std::fabs(want->loss_sum))
-        << batch;
-    EXPECT_NEAR(got->correct, want->correct, 1) << batch;
-    for (size_t i = 0; i < params.size(); ++i) {
-      EXPECT_TRUE(NormwiseClose(grads_gpu[i], grads_cpu[i], 1e-4))
-          << "batch " << batch << " " << (*on_cpu)->variables()[i].name;
-    }
-    absl::StatusOr<BatchResult> eval_gpu =
-        (*on_gpu)->Evaluate(x.data(), labels.data(), batch);
-    absl::StatusOr<BatchResult> eval_cpu =
-        (*on_cpu)->Evaluate(x.data(), labels.data(), batch);
-    ASSERT_TRUE(eval_gpu.ok() && eval_cpu.ok());
-    EXPECT_NEAR(eval_gpu->loss_sum, eval_cpu->loss_sum,
-                1e-5 * std::fabs(eval_cpu->loss_sum));
-  }
-}
 
 // ---- The layer library's ops.
 

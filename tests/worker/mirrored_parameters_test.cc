@@ -67,6 +67,41 @@ TEST(MirroredParameters, WeightedSumGivesTheGlobalBatchMean) {
   EXPECT_EQ(a->updates(), 1);
 }
 
+// BatchNorm's moving mean in mirrored mode: the replicas' batch means,
+// weighted by their examples, are folded in with the variable's own rule
+// (v = m v + (1 - m) mean), not with the job's optimizer.
+TEST(MirroredParameters, MovingStatisticFollowsItsRule) {
+  VariableDef kernel = TwoVariables()[0];
+  VariableDef moving{"bn/moving_mean", {2}, {}};
+  moving.initializer.set_kind(Initializer::ONES);
+  OptimizerConfig rule;
+  rule.mutable_moving_average()->set_momentum(0.9f);
+  moving.update_rule = rule;
+  auto a = *MirroredParameters::Create({kernel, moving}, Sgd(1.0f));
+  auto b = *MirroredParameters::Create({kernel, moving}, Sgd(1.0f));
+  // Replica A's batch of 3 has means (2, 4); B's batch of 1 has (6, 8).
+  FillGradients(a.get(), 0.0f);
+  FillGradients(b.get(), 0.0f);
+  a->gradients()[1][0] = 2;
+  a->gradients()[1][1] = 4;
+  b->gradients()[1][0] = 6;
+  b->gradients()[1][1] = 8;
+  a->SetWeight(3);
+  b->SetWeight(1);
+  std::vector<float> sum(a->reduce_buffer().size());
+  for (size_t i = 0; i < sum.size(); ++i) {
+    sum[i] = a->reduce_buffer()[i] + b->reduce_buffer()[i];
+  }
+  std::copy(sum.begin(), sum.end(), a->reduce_buffer().begin());
+  std::copy(sum.begin(), sum.end(), b->reduce_buffer().begin());
+  ASSERT_TRUE(a->ApplyReduced().ok());
+  ASSERT_TRUE(b->ApplyReduced().ok());
+  EXPECT_EQ(a->Checksum(), b->Checksum());
+  // The global batch's means are (3, 5).
+  EXPECT_NEAR(a->values()[1][0], 0.9f * 1 + 0.1f * 3, 1e-6);
+  EXPECT_NEAR(a->values()[1][1], 0.9f * 1 + 0.1f * 5, 1e-6);
+}
+
 TEST(MirroredParameters, ZeroWeightChangesNothing) {
   auto a = *MirroredParameters::Create(TwoVariables(), Sgd(1.0f));
   const uint32_t before = a->Checksum();

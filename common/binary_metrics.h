@@ -8,8 +8,8 @@
 //    O(n log n) and needs every score at once.
 //  - Thread safety: pure functions.
 
-#ifndef TESSERA_WORKER_CTR_METRICS_H_
-#define TESSERA_WORKER_CTR_METRICS_H_
+#ifndef TESSERA_COMMON_BINARY_METRICS_H_
+#define TESSERA_COMMON_BINARY_METRICS_H_
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -34,4 +34,4 @@ absl::StatusOr<double> LogLoss(absl::Span<const float> probabilities,
 
 }  // namespace tessera
 
-#endif  // TESSERA_WORKER_CTR_METRICS_H_
+#endif  // TESSERA_COMMON_BINARY_METRICS_H_

@@ -1,4 +1,4 @@
-#include "worker/ctr_metrics.h"
+#include "common/binary_metrics.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,0 +1,75 @@
+#include "common/job_file.h"
+
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "common/bounded_file_read.h"
+#include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/text_format.h"
+
+namespace tessera {
+namespace {
+
+class CollectErrors : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, google::protobuf::io::ColumnNumber column,
+                const std::string& message) override {
+    if (first_.empty()) {
+      first_ = absl::StrCat("line ", line + 1, " column ", column + 1, ": ",
+                            message);
+    }
+  }
+  const std::string& first() const { return first_; }
+
+ private:
+  std::string first_;
+};
+
+// The Criteo-format file `name`.tsv in `dir`, or `name`.tsv.gz when only
+// that one exists.
+std::string CriteoFile(const std::string& dir, const std::string& name) {
+  const std::string plain = absl::StrCat(dir, "/", name, ".tsv");
+  const std::string gz = plain + ".gz";
+  if (!std::ifstream(plain) && std::ifstream(gz)) return gz;
+  return plain;
+}
+
+}  // namespace
+
+absl::StatusOr<JobConfig> ReadJobFile(const std::string& path) {
+  // A job file is a few KB of text; the cap refuses a wrong path such as
+  // /dev/zero before it is read into memory.
+  constexpr size_t kMaxJobFileBytes = 1 << 20;
+  absl::StatusOr<std::string> text =
+      ReadBoundedFile(path, kMaxJobFileBytes, absl::StrCat("job file ", path));
+  if (!text.ok()) return text.status();
+  JobConfig job;
+  google::protobuf::TextFormat::Parser parser;
+  CollectErrors errors;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(*text, &job)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job file ", path, ": ", errors.first()));
+  }
+  return job;
+}
+
+void SetDataDir(const std::string& dir, DataConfig* data) {
+  if (data->format() == "criteo") {
+    data->clear_train_images();
+    data->clear_train_labels();
+    data->clear_test_images();
+    data->clear_test_labels();
+    data->set_train_path(CriteoFile(dir, "train"));
+    data->set_test_path(CriteoFile(dir, "test"));
+    return;
+  }
+  data->clear_train_path();
+  data->clear_test_path();
+  data->set_train_images(dir + "/train-images-idx3-ubyte.gz");
+  data->set_train_labels(dir + "/train-labels-idx1-ubyte.gz");
+  data->set_test_images(dir + "/t10k-images-idx3-ubyte.gz");
+  data->set_test_labels(dir + "/t10k-labels-idx1-ubyte.gz");
+}
+
+}  // namespace tessera

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The GPU check in one command, for a machine with an NVIDIA GPU where
+# nothing was set up beforehand but what deploy/install.sh installs:
+#   1. installs what is missing and builds with CUDA (nvcc from
+#      /usr/local/cuda or PATH) into build-gpu/ (or $TESSERA_BUILD_DIR);
+#   2. runs every CUDA test (they need no gRPC server) and fails if any of
+#      them was skipped, so a machine whose GPU or driver cannot run the
+#      build's kernels never reports green;
+#   3. trains each job file in deploy/jobs/ for some steps on the CPU and on
+#      the GPU from the same seed and prints the largest difference of the
+#      losses and of the parameters;
+#   4. runs bench_worker_step on both devices.
+# Extra arguments go to the build (e.g. -DCMAKE_CUDA_ARCHITECTURES=90 is
+# not one: set CMAKE_ARGS for cmake options).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="/usr/local/cuda/bin:$PATH"
+BUILD_DIR="${TESSERA_BUILD_DIR:-build-gpu}"
+command -v nvidia-smi > /dev/null && nvidia-smi -L || {
+  echo "gpu_check: nvidia-smi finds no GPU"; exit 1; }
+command -v nvcc > /dev/null || {
+  echo "gpu_check: no nvcc (CUDA toolkit) in /usr/local/cuda/bin or PATH";
+  exit 1; }
+bash deploy/install.sh
+if [ ! -f "$BUILD_DIR/build.ninja" ]; then
+  # shellcheck disable=SC2086
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    ${CMAKE_ARGS:-}
+fi
+cmake --build "$BUILD_DIR" --target worker_test nn_test \
+  tessera_device_compare tessera_ctr_gen bench_worker_step "$@"
+
+echo "== CUDA tests"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+status=0
+"$BUILD_DIR/tests/worker_test" --gtest_filter='CudaVsCpu*:CudaEmbedding*:Nccl*' \
+  2>&1 | tee "$log" || status=1
+"$BUILD_DIR/tests/nn_test" --gtest_filter='*GraphDevicesTest*' 2>&1 \
+  | tee -a "$log" || status=1
+if grep -q '^\[  SKIPPED \]' "$log"; then
+  echo "gpu_check: CUDA tests were skipped (see above): the GPU cannot run them"
+  status=1
+fi
+
+echo "== each job file, CPU against GPU"
+data=$(mktemp -d)
+"$BUILD_DIR/worker/tessera_ctr_gen" --train_examples=20000 \
+  --test_examples=1000 --out_dir="$data/ctr" > /dev/null
+for job in deploy/jobs/*.textproto; do
+  extra=()
+  if grep -q 'format: "criteo"' "$job"; then extra=(--data_dir="$data/ctr"); fi
+  "$BUILD_DIR/worker/tools/tessera_device_compare" --job_file="$job" \
+    --steps=20 "${extra[@]}" || status=1
+done
+rm -rf "$data"
+
+echo "== bench_worker_step"
+"$BUILD_DIR/bench/bench_worker_step" --devices=cpu,cuda || status=1
+exit $status
