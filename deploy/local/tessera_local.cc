@@ -712,6 +712,11 @@ int Launcher::Fail(const ChildExit& dead, absl::string_view why) {
   Complain("tessera_local: stopping all processes\n");
   StopEveryone();
   Complain("tessera_local: failed; logs in %s\n", run_dir_);
+  // A bad job (a malformed job file, a bad model description) is the
+  // user's to fix, as the coordinator's own exit code says: keep it.
+  if (!dead.status.signaled && dead.status.code == kConfigErrorExitCode) {
+    return kConfigErrorExitCode;
+  }
   return kExitFailure;
 }
 

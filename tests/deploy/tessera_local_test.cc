@@ -290,10 +290,12 @@ TEST_F(TesseraLocalTest, FailingCoordinatorIsRestartedThenFailsTheRun) {
   EXPECT_EQ(Count(ReadFile(run_dir_ + "/chief.log"), "started "), 3);
 }
 
+// A bad job (exit code 2) is not restarted, and the launcher exits 2 too,
+// so scripts tell a mistake in the job from a failure while training.
 TEST_F(TesseraLocalTest, ConfigurationErrorIsNotRestarted) {
   Finish(2);
   StartLauncher({});
-  EXPECT_EQ(WaitForLauncher(), 1) << LauncherOutput();
+  EXPECT_EQ(WaitForLauncher(), 2) << LauncherOutput();
   EXPECT_THAT(LauncherOutput(), Not(HasSubstr("restarting")));
   EXPECT_THAT(LauncherOutput(), HasSubstr("a restart would not fix"));
 }

@@ -33,6 +33,16 @@ void FillGradients(MirroredParameters* p, float base) {
   }
 }
 
+// The all-reduce of two replicas, by hand: both end with the same sum.
+void AllReduceByHand(MirroredParameters* a, MirroredParameters* b) {
+  std::vector<float> sum(a->reduce_buffer().size());
+  for (size_t i = 0; i < sum.size(); ++i) {
+    sum[i] = a->reduce_buffer()[i] + b->reduce_buffer()[i];
+  }
+  std::copy(sum.begin(), sum.end(), a->reduce_buffer().begin());
+  std::copy(sum.begin(), sum.end(), b->reduce_buffer().begin());
+}
+
 TEST(MirroredParameters, ReplicasStartIdentical) {
   auto a = MirroredParameters::Create(TwoVariables(), Sgd(0.1f));
   auto b = MirroredParameters::Create(TwoVariables(), Sgd(0.1f));
@@ -53,13 +63,7 @@ TEST(MirroredParameters, WeightedSumGivesTheGlobalBatchMean) {
   const float ga0 = a->gradients()[0][0], gb0 = b->gradients()[0][0];
   a->SetWeight(3);
   b->SetWeight(1);
-  // The all-reduce, by hand: both replicas end with the same sum.
-  std::vector<float> sum(a->reduce_buffer().size());
-  for (size_t i = 0; i < sum.size(); ++i) {
-    sum[i] = a->reduce_buffer()[i] + b->reduce_buffer()[i];
-  }
-  std::copy(sum.begin(), sum.end(), a->reduce_buffer().begin());
-  std::copy(sum.begin(), sum.end(), b->reduce_buffer().begin());
+  AllReduceByHand(a.get(), b.get());
   ASSERT_TRUE(a->ApplyReduced().ok());
   ASSERT_TRUE(b->ApplyReduced().ok());
   EXPECT_EQ(a->Checksum(), b->Checksum());
@@ -88,12 +92,7 @@ TEST(MirroredParameters, MovingStatisticFollowsItsRule) {
   b->gradients()[1][1] = 8;
   a->SetWeight(3);
   b->SetWeight(1);
-  std::vector<float> sum(a->reduce_buffer().size());
-  for (size_t i = 0; i < sum.size(); ++i) {
-    sum[i] = a->reduce_buffer()[i] + b->reduce_buffer()[i];
-  }
-  std::copy(sum.begin(), sum.end(), a->reduce_buffer().begin());
-  std::copy(sum.begin(), sum.end(), b->reduce_buffer().begin());
+  AllReduceByHand(a.get(), b.get());
   ASSERT_TRUE(a->ApplyReduced().ok());
   ASSERT_TRUE(b->ApplyReduced().ok());
   EXPECT_EQ(a->Checksum(), b->Checksum());

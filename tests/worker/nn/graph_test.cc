@@ -22,12 +22,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// The golden test of the MLP: the mlp preset's graph computes, step after
-// step, the losses and gradients today's compiled MlpModel computed for
-// the same seeds. The figures were recorded from MlpModel while both
-// existed, when the graph matched it bit for bit (commit 495d0a3); the
-// tolerance only absorbs a compiler's different rounding.
-TEST(GraphTest, MlpPresetReproducesMlpModel) {
+// The mlp preset of kMlp's shape: 20 -> 16 -> 8 -> 5, dropout 0.3.
+ModelConfig SmallMlpPreset() {
   ModelConfig preset;
   preset.set_kind("mlp");
   preset.set_input_dim(20);
@@ -35,7 +31,16 @@ TEST(GraphTest, MlpPresetReproducesMlpModel) {
   preset.add_hidden_units(8);
   preset.set_num_classes(5);
   preset.set_dropout(0.3f);
-  absl::StatusOr<ModelDef> def = PresetModel(preset);
+  return preset;
+}
+
+// The golden test of the MLP: the mlp preset's graph computes, step after
+// step, the losses and gradients today's compiled MlpModel computed for
+// the same seeds. The figures were recorded from MlpModel while both
+// existed, when the graph matched it bit for bit (commit 495d0a3); the
+// tolerance only absorbs a compiler's different rounding.
+TEST(GraphTest, MlpPresetReproducesMlpModel) {
+  absl::StatusOr<ModelDef> def = PresetModel(SmallMlpPreset());
   ASSERT_TRUE(def.ok()) << def.status();
   absl::StatusOr<ModelGraph> described = BuildModelGraph(*def, 42);
   ASSERT_TRUE(described.ok()) << described.status();
@@ -442,14 +447,7 @@ TEST(GraphTest, CtrPresetReproducesCtrModel) {
 
 // The mlp preset's description is the MLP written by hand above.
 TEST(GraphTest, MlpPresetIsTheHandWrittenDescription) {
-  ModelConfig preset;
-  preset.set_kind("mlp");
-  preset.set_input_dim(20);
-  preset.add_hidden_units(16);
-  preset.add_hidden_units(8);
-  preset.set_num_classes(5);
-  preset.set_dropout(0.3f);
-  absl::StatusOr<ModelDef> def = PresetModel(preset);
+  absl::StatusOr<ModelDef> def = PresetModel(SmallMlpPreset());
   ASSERT_TRUE(def.ok()) << def.status();
   absl::StatusOr<ModelGraph> a = BuildModelGraph(*def, 42);
   absl::StatusOr<ModelGraph> b = BuildModelGraph(Parse(kMlp), 42);
