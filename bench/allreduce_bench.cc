@@ -1,7 +1,7 @@
-// bench_allreduce: the ring all-reduce over gRPC (worker/ring_allreduce.h)
-// of 4 to 256 MiB across 2 and 4 ranks in this process, each rank with its
-// own gRPC server on 127.0.0.1 and its own thread, beside a raw TCP
-// transfer of the same size measured in the same run
+// bench_allreduce: the ring all-reduce over gRPC
+// (worker/collective/ring_allreduce.h) of 4 to 256 MiB across 2 and 4 ranks in
+// this process, each rank with its own gRPC server on 127.0.0.1 and its own
+// thread, beside a raw TCP transfer of the same size measured in the same run
 // (bench/tcp_reference.h, one Push of the whole buffer).
 //
 // For every (ranks, size): --warmup untimed calls, then --reps timed
@@ -41,7 +41,7 @@
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
-#include "worker/ring_allreduce.h"
+#include "worker/collective/ring_allreduce.h"
 
 DEFINE_string(sizes_mb, "4,16,64,256", "Buffer sizes in MiB, comma-separated.");
 DEFINE_string(ranks, "2,4", "Numbers of ranks, comma-separated.");

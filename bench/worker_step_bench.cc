@@ -28,9 +28,9 @@
 #include "common/model/model_graph.h"
 #include "common/model/model_presets.h"
 #include "gflags/gflags.h"
-#include "worker/backend.h"
-#include "worker/cpu_backend.h"
-#include "worker/cuda_backend.h"
+#include "worker/backend/backend.h"
+#include "worker/backend/cpu/cpu_backend.h"
+#include "worker/backend/cuda/cuda_backend.h"
 #include "worker/nn/graph.h"
 
 DEFINE_string(job_files,

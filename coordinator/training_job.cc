@@ -36,7 +36,7 @@ absl::Status WaitUntil(absl::Time deadline,
 }
 
 // The generator's best achievable test AUC from meta.json in the test
-// file's folder (worker/ctr_generator.h), or -1.
+// file's folder (worker/data/ctr_generator.h), or -1.
 double ReadBestAuc(const std::string& test_path) {
   const size_t slash = test_path.rfind('/');
   const std::string dir =

@@ -13,13 +13,13 @@
 #include "common/training_mode.h"
 #include "proto/worker_service.pb.h"
 #include "ps_server/ps_client.h"
-#include "worker/all_reducer.h"
-#include "worker/backend.h"
+#include "worker/backend/backend.h"
+#include "worker/collective/all_reducer.h"
 #include "worker/data/example_set.h"
-#include "worker/mirrored_parameters.h"
 #include "worker/nn/graph.h"
-#include "worker/sharded_parameters.h"
-#include "worker/sparse_parameters.h"
+#include "worker/params/mirrored_parameters.h"
+#include "worker/params/sharded_parameters.h"
+#include "worker/params/sparse_parameters.h"
 
 namespace tessera {
 

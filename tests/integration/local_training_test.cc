@@ -165,10 +165,12 @@ TEST_F(LocalTrainingTest, TruncatedDatasetFileFailsTheJobAndNamesIt) {
   EXPECT_THAT(run.output, HasSubstr("truncated"));
 }
 
+// A bad job stops every process, and the launcher exits 2 as the
+// coordinator did.
 TEST_F(LocalTrainingTest, InvalidJobStopsEveryProcess) {
   ShellResult run = Shell(absl::StrCat(
       Launcher(), " --run_dir=", (dir_ / "run").string(), " -- --epochs=0"));
-  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_THAT(run.output, HasSubstr("epochs must be >= 1"));
   EXPECT_THAT(run.output, HasSubstr("chief"));
 }

@@ -18,9 +18,9 @@
 #include "common/model/model_presets.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/worker/idx_test_files.h"
-#include "worker/all_reducer.h"
-#include "worker/cpu_backend.h"
+#include "tests/worker/data/idx_test_files.h"
+#include "worker/backend/cpu/cpu_backend.h"
+#include "worker/collective/all_reducer.h"
 
 namespace tessera {
 namespace {

@@ -20,9 +20,9 @@
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
-#include "worker/cpu_backend.h"
-#include "worker/ring_allreduce.h"
-#include "worker/ring_receiver.h"
+#include "worker/backend/cpu/cpu_backend.h"
+#include "worker/collective/ring_allreduce.h"
+#include "worker/collective/ring_receiver.h"
 #include "worker/training_worker.h"
 #include "worker/worker_service.h"
 

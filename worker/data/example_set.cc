@@ -5,9 +5,9 @@
 #include "absl/strings/str_cat.h"
 #include "common/model/model_graph.h"
 #include "common/model/model_support.h"
-#include "worker/criteo_reader.h"
-#include "worker/idx_reader.h"
-#include "worker/mnist_dataset.h"
+#include "worker/data/criteo_reader.h"
+#include "worker/data/idx_reader.h"
+#include "worker/data/mnist_dataset.h"
 
 namespace tessera {
 namespace {

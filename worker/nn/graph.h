@@ -9,7 +9,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "common/model/model_graph.h"
-#include "worker/backend.h"
+#include "worker/backend/backend.h"
 #include "worker/nn/layer.h"
 
 namespace tessera {

@@ -9,7 +9,7 @@
 #include "absl/types/span.h"
 #include "common/model/layer_kinds.h"
 #include "proto/model.pb.h"
-#include "worker/backend.h"
+#include "worker/backend/backend.h"
 
 namespace tessera {
 

@@ -16,7 +16,7 @@
 
 #include "common/job_file.h"
 #include "gflags/gflags.h"
-#include "worker/cpu_backend.h"
+#include "worker/backend/cpu/cpu_backend.h"
 #include "worker/tools/local_trainer.h"
 
 DEFINE_string(job_file, "", "A text-format JobConfig (proto/job.proto).");

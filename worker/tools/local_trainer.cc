@@ -12,8 +12,8 @@
 #include "common/model/model_graph.h"
 #include "common/model/model_presets.h"
 #include "common/model/model_support.h"
-#include "worker/ctr_dataset.h"
 #include "worker/data/batch_view.h"
+#include "worker/data/ctr_dataset.h"
 
 namespace tessera {
 namespace {

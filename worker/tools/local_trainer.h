@@ -19,7 +19,7 @@
 #include "absl/status/statusor.h"
 #include "proto/job.pb.h"
 #include "ps_server/shard_store.h"
-#include "worker/backend.h"
+#include "worker/backend/backend.h"
 #include "worker/data/example_set.h"
 #include "worker/nn/graph.h"
 

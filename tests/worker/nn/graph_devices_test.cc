@@ -11,8 +11,8 @@
 #include "gtest/gtest.h"
 #include "tests/worker/nn/graph_test_util.h"
 #include "tests/worker/nn/layer_test_models.h"
-#include "worker/cpu_backend.h"
-#include "worker/cuda_backend.h"
+#include "worker/backend/cpu/cpu_backend.h"
+#include "worker/backend/cuda/cuda_backend.h"
 
 namespace tessera {
 namespace {

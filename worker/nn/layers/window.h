@@ -2,7 +2,7 @@
 #define TESSERA_WORKER_NN_LAYERS_WINDOW_H_
 
 #include "common/model/layer_kinds.h"
-#include "worker/backend.h"
+#include "worker/backend/backend.h"
 
 namespace tessera {
 

@@ -1,0 +1,146 @@
+#include "worker/backend/device_choice.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "worker/backend/cuda/cuda_backend.h"
+
+namespace tessera {
+namespace {
+
+using ::testing::HasSubstr;
+using Kind = DeviceRequest::Kind;
+
+TEST(ParseDeviceFlagTest, AcceptsTheFourForms) {
+  EXPECT_EQ(ParseDeviceFlag("auto")->kind, Kind::kAuto);
+  EXPECT_EQ(ParseDeviceFlag("cpu")->kind, Kind::kCpu);
+  EXPECT_EQ(ParseDeviceFlag("cuda")->kind, Kind::kCuda);
+  EXPECT_EQ(ParseDeviceFlag("cuda")->ordinal, 0);
+  EXPECT_EQ(ParseDeviceFlag("cuda:0")->ordinal, 0);
+  EXPECT_EQ(ParseDeviceFlag("cuda:3")->ordinal, 3);
+  EXPECT_EQ(ParseDeviceFlag("cuda:12")->ordinal, 12);
+}
+
+TEST(ParseDeviceFlagTest, RejectsOthersQuotingTheFlag) {
+  for (const char* bad : {"", "gpu", "CPU", "cuda:", "cuda:-1", "cuda:+1",
+                          "cuda:1x", "cuda1", "cuda:0,1", "cuda:99999999999"}) {
+    absl::StatusOr<DeviceRequest> r = ParseDeviceFlag(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(r.status().message(),
+                HasSubstr(std::string("got \"") + bad + "\""));
+  }
+}
+
+GpuProbe TwoGpus() {
+  return GpuProbe{2, "cuda:0 NVIDIA H100, cuda:1 NVIDIA H100"};
+}
+GpuProbe NoGpu() { return GpuProbe{0, "CUDA runtime: no CUDA-capable device"}; }
+
+TEST(ChooseDeviceTest, CpuIsAlwaysTheCpu) {
+  absl::StatusOr<DeviceChoice> c =
+      ChooseDevice({Kind::kCpu, 0}, TwoGpus(), true, "0,1");
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(c->cuda);
+  EXPECT_EQ(c->device, "cpu");
+  EXPECT_THAT(c->reason, HasSubstr("--device=cpu"));
+}
+
+TEST(ChooseDeviceTest, AutoTakesTheFirstVisibleGpuAndSaysWhy) {
+  absl::StatusOr<DeviceChoice> c =
+      ChooseDevice({Kind::kAuto, 0}, TwoGpus(), true, "2,3");
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->cuda);
+  EXPECT_EQ(c->ordinal, 0);
+  EXPECT_EQ(c->device, "cuda:0");
+  EXPECT_THAT(c->reason, HasSubstr("auto"));
+  EXPECT_THAT(c->reason, HasSubstr("2 GPU(s) answer"));
+  EXPECT_THAT(c->reason, HasSubstr("NVIDIA H100"));
+  EXPECT_THAT(c->reason, HasSubstr("CUDA_VISIBLE_DEVICES=\"2,3\""));
+}
+
+TEST(ChooseDeviceTest, AutoTakesTheCpuWhenNoGpuAnswers) {
+  absl::StatusOr<DeviceChoice> c =
+      ChooseDevice({Kind::kAuto, 0}, NoGpu(), true, nullptr);
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(c->cuda);
+  EXPECT_EQ(c->device, "cpu");
+  EXPECT_THAT(c->reason, HasSubstr("no GPU answers"));
+  EXPECT_THAT(c->reason, HasSubstr("no CUDA-capable device"));
+  EXPECT_THAT(c->reason, HasSubstr("CUDA_VISIBLE_DEVICES unset"));
+}
+
+TEST(ChooseDeviceTest, AutoQuotesAnEmptyCudaVisibleDevices) {
+  absl::StatusOr<DeviceChoice> c =
+      ChooseDevice({Kind::kAuto, 0}, NoGpu(), true, "");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->device, "cpu");
+  EXPECT_THAT(c->reason, HasSubstr("CUDA_VISIBLE_DEVICES=\"\""));
+}
+
+TEST(ChooseDeviceTest, AutoTakesTheCpuInABuildWithoutCuda) {
+  absl::StatusOr<DeviceChoice> c =
+      ChooseDevice({Kind::kAuto, 0}, TwoGpus(), false, nullptr);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->device, "cpu");
+  EXPECT_THAT(c->reason, HasSubstr("no CUDA backend"));
+}
+
+TEST(ChooseDeviceTest, ExplicitCudaOrdinal) {
+  absl::StatusOr<DeviceChoice> c =
+      ChooseDevice({Kind::kCuda, 1}, TwoGpus(), true, "4,5");
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->cuda);
+  EXPECT_EQ(c->ordinal, 1);
+  EXPECT_EQ(c->device, "cuda:1");
+  EXPECT_THAT(c->reason, HasSubstr("--device=cuda:1"));
+}
+
+TEST(ChooseDeviceTest, ExplicitCudaNeverFallsBackToTheCpu) {
+  absl::StatusOr<DeviceChoice> c =
+      ChooseDevice({Kind::kCuda, 2}, TwoGpus(), true, "0,1");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(c.status().message(), HasSubstr("--device=cuda:2"));
+  EXPECT_THAT(c.status().message(), HasSubstr("only 2 GPU(s) answer"));
+  EXPECT_THAT(c.status().message(), HasSubstr("CUDA_VISIBLE_DEVICES=\"0,1\""));
+
+  c = ChooseDevice({Kind::kCuda, 0}, NoGpu(), true, "-1");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(c.status().message(), HasSubstr("no GPU answers"));
+  EXPECT_THAT(c.status().message(), HasSubstr("CUDA_VISIBLE_DEVICES=\"-1\""));
+
+  c = ChooseDevice({Kind::kCuda, 0}, TwoGpus(), false, nullptr);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(c.status().message(), HasSubstr("no CUDA backend"));
+}
+
+TEST(ChooseDeviceForFlagTest, CpuMakesTheCpuBackend) {
+  absl::StatusOr<DeviceChoice> c = ChooseDeviceForFlag("cpu");
+  ASSERT_TRUE(c.ok());
+  absl::StatusOr<std::unique_ptr<Backend>> b = MakeBackend(*c);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ((*b)->device_name(), "cpu");
+}
+
+TEST(ChooseDeviceForFlagTest, AutoAlwaysGivesAWorkingBackend) {
+  // Whatever this machine has: a GPU (and a CUDA build) or not.
+  absl::StatusOr<DeviceChoice> c = ChooseDeviceForFlag("auto");
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(c->reason.empty());
+  if (!CudaBackendBuilt()) EXPECT_FALSE(c->cuda);
+  if (!c->cuda) {
+    EXPECT_EQ((*MakeBackend(*c))->device_name(), "cpu");
+  }
+}
+
+TEST(ChooseDeviceForFlagTest, BadFlagIsInvalidArgument) {
+  EXPECT_EQ(ChooseDeviceForFlag("tpu").status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace tessera

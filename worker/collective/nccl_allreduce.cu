@@ -1,0 +1,211 @@
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "worker/collective/nccl_allreduce.h"
+
+namespace tessera {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Clock::time_point DeadlineAfter(double seconds) {
+  return Clock::now() +
+         std::chrono::microseconds(static_cast<int64_t>(seconds * 1e6));
+}
+
+absl::Status NcclError(const char* what, ncclResult_t result, ncclComm_t comm) {
+  const char* last = comm != nullptr ? ncclGetLastError(comm) : nullptr;
+  return absl::InternalError(absl::StrCat(
+      "NCCL ", what, ": ", ncclGetErrorString(result),
+      last != nullptr && last[0] != '\0' ? absl::StrCat(" (", last, ")") : ""));
+}
+
+absl::Status CudaError(const char* what, cudaError_t error) {
+  return absl::InternalError(
+      absl::StrCat("CUDA ", what, ": ", cudaGetErrorString(error)));
+}
+
+// The communicator is non-blocking, so that no NCCL call can wait forever
+// for a rank that never comes: this polls until the last operation was
+// taken up, failed, or the deadline passed.
+absl::Status WaitForComm(ncclComm_t comm, Clock::time_point deadline,
+                         const char* what) {
+  while (true) {
+    ncclResult_t state = ncclSuccess;
+    const ncclResult_t r = ncclCommGetAsyncError(comm, &state);
+    if (r != ncclSuccess) return NcclError(what, r, comm);
+    if (state == ncclSuccess) return absl::OkStatus();
+    if (state != ncclInProgress) return NcclError(what, state, comm);
+    if (Clock::now() > deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("NCCL ", what, ": a rank did not take part in time"));
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+}
+
+}  // namespace
+
+struct NcclAllReduce::Impl {
+  ncclComm_t comm = nullptr;
+  cudaStream_t stream = nullptr;
+  int device = 0;
+  double timeout_s = 0;
+  absl::Status broken;       // set once the communicator was aborted
+  float* staging = nullptr;  // AllReduceHost's device buffer
+  size_t staging_floats = 0;
+
+  ~Impl() {
+    if (comm != nullptr) ncclCommDestroy(comm);
+    if (stream != nullptr) cudaStreamDestroy(stream);
+    if (staging != nullptr) cudaFree(staging);
+  }
+
+  // Aborts the communicator after an error; every later call fails.
+  absl::Status Break(absl::Status status) {
+    if (comm != nullptr) ncclCommAbort(comm);
+    comm = nullptr;
+    broken = status;
+    return status;
+  }
+};
+
+bool NcclBuilt() { return true; }
+
+absl::StatusOr<std::string> NcclAllReduce::NewUniqueId() {
+  ncclUniqueId id;
+  const ncclResult_t r = ncclGetUniqueId(&id);
+  if (r != ncclSuccess) return NcclError("GetUniqueId", r, nullptr);
+  return std::string(id.internal, sizeof(id.internal));
+}
+
+absl::StatusOr<std::unique_ptr<NcclAllReduce>> NcclAllReduce::Create(
+    int rank, int num_ranks, const std::string& unique_id, int device,
+    double timeout_s) {
+  ncclUniqueId id;
+  if (num_ranks < 1 || rank < 0 || rank >= num_ranks) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "NCCL all-reduce: rank ", rank, " of ", num_ranks, " does not exist"));
+  }
+  if (unique_id.size() != sizeof(id.internal)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("NCCL all-reduce: the unique id has ", unique_id.size(),
+                     " bytes, NCCL's has ", sizeof(id.internal)));
+  }
+  std::memcpy(id.internal, unique_id.data(), sizeof(id.internal));
+  auto impl = std::make_unique<Impl>();
+  impl->device = device;
+  impl->timeout_s = timeout_s;
+  if (cudaError_t e = cudaSetDevice(device); e != cudaSuccess) {
+    return CudaError(absl::StrCat("SetDevice(", device, ")").c_str(), e);
+  }
+  if (cudaError_t e =
+          cudaStreamCreateWithFlags(&impl->stream, cudaStreamNonBlocking);
+      e != cudaSuccess) {
+    return CudaError("StreamCreate", e);
+  }
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclResult_t r =
+      ncclCommInitRankConfig(&impl->comm, num_ranks, id, rank, &config);
+  if (r != ncclSuccess && r != ncclInProgress) {
+    return impl->Break(NcclError("CommInitRank", r, impl->comm));
+  }
+  if (absl::Status s =
+          WaitForComm(impl->comm, DeadlineAfter(timeout_s), "CommInitRank");
+      !s.ok()) {
+    return impl->Break(s);
+  }
+  return std::unique_ptr<NcclAllReduce>(
+      new NcclAllReduce(rank, num_ranks, std::move(impl)));
+}
+
+NcclAllReduce::NcclAllReduce(int rank, int num_ranks,
+                             std::unique_ptr<Impl> impl)
+    : rank_(rank), num_ranks_(num_ranks), impl_(std::move(impl)) {}
+
+NcclAllReduce::~NcclAllReduce() = default;
+
+absl::Status NcclAllReduce::AllReduce(absl::Span<float> data) {
+  Impl& impl = *impl_;
+  if (!impl.broken.ok()) return impl.broken;
+  const Clock::time_point deadline = DeadlineAfter(impl.timeout_s);
+  if (cudaError_t e = cudaSetDevice(impl.device); e != cudaSuccess) {
+    return CudaError("SetDevice", e);
+  }
+  const ncclResult_t r =
+      ncclAllReduce(data.data(), data.data(), data.size(), ncclFloat, ncclSum,
+                    impl.comm, impl.stream);
+  if (r != ncclSuccess && r != ncclInProgress) {
+    return impl.Break(NcclError("AllReduce", r, impl.comm));
+  }
+  if (absl::Status s = WaitForComm(impl.comm, deadline, "AllReduce"); !s.ok()) {
+    return impl.Break(s);
+  }
+  // Waits for the kernel without blocking in CUDA, so a rank that never
+  // joins turns into a deadline instead of a hang.
+  while (true) {
+    const cudaError_t e = cudaStreamQuery(impl.stream);
+    if (e == cudaSuccess) return absl::OkStatus();
+    if (e != cudaErrorNotReady) {
+      return impl.Break(CudaError("AllReduce kernel", e));
+    }
+    if (absl::Status s = WaitForComm(impl.comm, deadline, "AllReduce");
+        !s.ok()) {
+      return impl.Break(s);
+    }
+    if (Clock::now() > deadline) {
+      return impl.Break(absl::DeadlineExceededError(
+          absl::StrCat("NCCL AllReduce: rank ", rank_, " of ", num_ranks_,
+                       " got no result within ", impl.timeout_s, " s")));
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+absl::Status NcclAllReduce::AllReduceHost(absl::Span<float> host) {
+  Impl& impl = *impl_;
+  if (!impl.broken.ok()) return impl.broken;
+  if (cudaError_t e = cudaSetDevice(impl.device); e != cudaSuccess) {
+    return CudaError("SetDevice", e);
+  }
+  if (impl.staging_floats < host.size()) {
+    if (impl.staging != nullptr) cudaFree(impl.staging);
+    impl.staging = nullptr;
+    impl.staging_floats = 0;
+    if (cudaError_t e = cudaMalloc(&impl.staging, host.size() * sizeof(float));
+        e != cudaSuccess) {
+      return CudaError("Malloc (all-reduce staging buffer)", e);
+    }
+    impl.staging_floats = host.size();
+  }
+  const size_t bytes = host.size() * sizeof(float);
+  // The copy is ordered before the all-reduce on the same stream, and
+  // AllReduce waits for the stream.
+  if (cudaError_t e = cudaMemcpyAsync(impl.staging, host.data(), bytes,
+                                      cudaMemcpyHostToDevice, impl.stream);
+      e != cudaSuccess) {
+    return CudaError("MemcpyAsync to the device", e);
+  }
+  if (absl::Status s = AllReduce(absl::MakeSpan(impl.staging, host.size()));
+      !s.ok()) {
+    return s;
+  }
+  if (cudaError_t e = cudaMemcpyAsync(host.data(), impl.staging, bytes,
+                                      cudaMemcpyDeviceToHost, impl.stream);
+      e != cudaSuccess) {
+    return CudaError("MemcpyAsync to the host", e);
+  }
+  if (cudaError_t e = cudaStreamSynchronize(impl.stream); e != cudaSuccess) {
+    return CudaError("StreamSynchronize", e);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tessera

@@ -1,0 +1,72 @@
+#ifndef TESSERA_WORKER_COLLECTIVE_NEGOTIATED_ALL_REDUCER_H_
+#define TESSERA_WORKER_COLLECTIVE_NEGOTIATED_ALL_REDUCER_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "worker/collective/all_reducer.h"
+
+namespace tessera {
+
+// Makes the NCCL all-reducer of `rank` of `num_ranks` from the unique id
+// rank 0 made; it takes host buffers (staging them through the GPU).
+using NcclFactory = std::function<absl::StatusOr<std::unique_ptr<AllReducer>>(
+    int rank, int num_ranks, const std::string& unique_id)>;
+// Makes a new NCCL unique id (rank 0 only).
+using NcclIdMaker = std::function<absl::StatusOr<std::string>()>;
+
+struct NcclChoice {
+  // This worker's CUDA device index, or -1 when it trains on the CPU.
+  int cuda_device = -1;
+  // Null when this build has no NCCL.
+  NcclFactory make;
+  NcclIdMaker new_id;
+};
+
+// The NcclChoice of this build for a worker on `cuda_device` (-1: CPU):
+// NCCL (worker/collective/nccl_allreduce.h) when it is built in, waiting at
+// most `timeout_s` for the other ranks.
+NcclChoice DefaultNcclChoice(int cuda_device, double timeout_s);
+
+// The all-reducer of a mirrored job: NCCL when every worker has a GPU and
+// NCCL, else the ring over gRPC. Workers cannot know each other's devices
+// before the job starts, so the first AllReduce (which every rank makes,
+// in step) first sums, through the ring, each rank's vote (1 when it has a
+// GPU and NCCL) and rank 0's NCCL unique id (as 128 small integers, exact
+// in floats); when every rank voted, each joins the NCCL communicator and
+// a second vote confirms that all of them did, else all stay on the ring.
+// Either way every rank takes the same path, and the log says which and
+// why. A rank that cannot use NCCL never tries to join it, whatever the
+// votes say; a vote sum that is not a count in [0, n] (or an id byte out
+// of range) makes the first AllReduce fail with DataLoss on every rank.
+//
+// Thread safety: as AllReducer, AllReduce is not called concurrently.
+class NegotiatedAllReducer final : public AllReducer {
+ public:
+  // `ring` (not owned) must outlive this.
+  NegotiatedAllReducer(AllReducer* ring, NcclChoice nccl);
+
+  int rank() const override { return ring_->rank(); }
+  int num_ranks() const override { return ring_->num_ranks(); }
+  Memory memory() const override { return Memory::kHost; }
+
+  absl::Status AllReduce(absl::Span<float> data) override;
+
+  // After the first AllReduce: whether NCCL carries the sums.
+  bool using_nccl() const { return nccl_ != nullptr; }
+
+ private:
+  absl::Status Negotiate();
+
+  AllReducer* const ring_;
+  NcclChoice choice_;
+  bool negotiated_ = false;
+  std::unique_ptr<AllReducer> nccl_;
+};
+
+}  // namespace tessera
+
+#endif  // TESSERA_WORKER_COLLECTIVE_NEGOTIATED_ALL_REDUCER_H_

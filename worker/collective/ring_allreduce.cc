@@ -1,0 +1,228 @@
+#include "worker/collective/ring_allreduce.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "common/grpc_channel.h"
+#include "common/grpc_status.h"
+#include "common/transport_limits.h"
+#include "grpcpp/client_context.h"
+#include "grpcpp/support/client_callback.h"
+
+namespace tessera {
+namespace {
+
+// The client side of one Exchange stream, on gRPC's callback API. The
+// calling thread writes; a read stays pending the whole time, so that the
+// receiver ending the stream (on success or when it gives up) is noticed
+// at once and reported to the call's waiters.
+class ExchangeStream final
+    : public grpc::ClientBidiReactor<CollectiveChunk, ExchangeResponse> {
+ public:
+  ExchangeStream(Collective::Stub* stub, absl::Time deadline,
+                 RingReceiver* receiver, RingCall* call)
+      : receiver_(receiver), call_(call) {
+    context_.set_deadline(absl::ToChronoTime(deadline));
+    stub->async()->Exchange(&context_, this);
+    StartRead(&response_);
+    AddHold();  // writes are started from outside reactions
+    StartCall();
+  }
+
+  // Waits until the previous write is done, then starts writing `chunk`,
+  // which must stay unchanged until the next Write or Finish returns.
+  // False when the stream is broken (Finish says why).
+  bool Write(const CollectiveChunk* chunk) {
+    if (!WaitForWrite()) return false;
+    {
+      absl::MutexLock lock(&mu_);
+      writing_ = true;
+    }
+    StartWrite(chunk);
+    return true;
+  }
+
+  // Half-closes the stream when `clean`, else cancels it; waits for its
+  // end and returns its status.
+  grpc::Status Finish(bool clean) {
+    if (clean && WaitForWrite()) {
+      StartWritesDone();
+    } else {
+      context_.TryCancel();
+    }
+    RemoveHold();
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(&done_));
+    return status_;
+  }
+
+  void OnWriteDone(bool ok) override {
+    absl::MutexLock lock(&mu_);
+    writing_ = false;
+    if (!ok) broken_ = true;
+  }
+
+  // The receiver never writes: this is the end of the stream.
+  void OnReadDone(bool ok) override { receiver_->SendEnded(call_); }
+
+  void OnDone(const grpc::Status& status) override {
+    absl::MutexLock lock(&mu_);
+    status_ = status;
+    done_ = true;
+  }
+
+ private:
+  bool WaitForWrite() {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(
+        +[](ExchangeStream* self) { return !self->writing_; }, this));
+    return !broken_;
+  }
+
+  RingReceiver* const receiver_;
+  RingCall* const call_;
+  grpc::ClientContext context_;
+  ExchangeResponse response_;
+  absl::Mutex mu_;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool broken_ ABSL_GUARDED_BY(mu_) = false;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::Status status_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<RingAllReduce>> RingAllReduce::Create(
+    int rank, int num_ranks, RingAllReduceOptions options) {
+  if (num_ranks < 1 || rank < 0 || rank >= num_ranks) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ring all-reduce: rank ", rank, " of ", num_ranks, " does not exist"));
+  }
+  if (options.chunk_bytes < 0 || options.chunk_bytes > kMaxChunkBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ring all-reduce: chunk_bytes ", options.chunk_bytes,
+                     " is outside [0, ", kMaxChunkBytes, "]"));
+  }
+  return std::unique_ptr<RingAllReduce>(
+      new RingAllReduce(rank, num_ranks, options));
+}
+
+RingAllReduce::RingAllReduce(int rank, int num_ranks,
+                             RingAllReduceOptions options)
+    : rank_(rank), num_ranks_(num_ranks), options_(options) {}
+
+void RingAllReduce::RegisterService(grpc::ServerBuilder* builder) {
+  // The receiver names the left neighbour in its errors; SetPeers adds
+  // its address.
+  const int left = (rank_ + num_ranks_ - 1) % num_ranks_;
+  receiver_ = std::make_unique<RingReceiver>(
+      rank_, num_ranks_,
+      peers_.empty() ? absl::StrCat("rank ", left, " (left neighbour)")
+                     : PeerName(left));
+  builder->RegisterService(receiver_.get());
+}
+
+absl::Status RingAllReduce::SetPeers(std::vector<std::string> peers) {
+  if (static_cast<int>(peers.size()) != num_ranks_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ring all-reduce: ", peers.size(), " peer addresses for ",
+                     num_ranks_, " ranks"));
+  }
+  peers_ = std::move(peers);
+  if (receiver_ != nullptr) {
+    receiver_->SetLeftName(PeerName((rank_ + num_ranks_ - 1) % num_ranks_));
+  }
+  if (num_ranks_ > 1) {
+    right_ = Collective::NewStub(MakeChannel(peers_[(rank_ + 1) % num_ranks_]));
+  }
+  return absl::OkStatus();
+}
+
+std::string RingAllReduce::PeerName(int rank) const {
+  return absl::StrCat("rank ", rank, " (", peers_[rank], ")");
+}
+
+absl::Status RingAllReduce::AllReduce(absl::Span<float> data) {
+  if (num_ranks_ == 1) return absl::OkStatus();
+  if (right_ == nullptr || receiver_ == nullptr) {
+    return absl::FailedPreconditionError(
+        "ring all-reduce: RegisterService and SetPeers come before AllReduce");
+  }
+  const double timeout_s =
+      options_.timeout_s > 0 ? options_.timeout_s : FLAGS_rpc_timeout_s;
+  const absl::Time deadline = absl::Now() + absl::Seconds(timeout_s);
+  const RingSchedule schedule(num_ranks_, rank_,
+                              static_cast<int64_t>(data.size()));
+  RingCall call(++generation_, &schedule, data.data());
+  receiver_->Begin(&call);
+  absl::Status status = Send(&call, data, deadline);
+  if (status.ok()) {
+    status = receiver_->WaitReceived(&call, -1, 0, deadline,
+                                     /*stop_when_send_ends=*/false);
+  }
+  receiver_->End(&call, status);
+  return status;
+}
+
+absl::Status RingAllReduce::Send(RingCall* call, absl::Span<const float> data,
+                                 absl::Time deadline) {
+  const int right = (rank_ + 1) % num_ranks_;
+  const std::string peer =
+      absl::StrCat("ring all-reduce call ", call->generation, ": ",
+                   PeerName(right), " Exchange");
+  const RingSchedule& s = *call->schedule;
+  const int64_t chunk_bytes =
+      options_.chunk_bytes > 0 ? options_.chunk_bytes : FLAGS_chunk_bytes;
+  const int64_t chunk_elements =
+      std::clamp<int64_t>(chunk_bytes / static_cast<int64_t>(sizeof(float)), 1,
+                          kMaxChunkBytes / sizeof(float));
+
+  ExchangeStream stream(right_.get(), deadline, receiver_.get(), call);
+  // Two messages in turn: one is filled while the other is on the wire.
+  CollectiveChunk chunks[2];
+  int next = 0;
+  chunks[next].set_generation(call->generation);
+  chunks[next].set_sender_rank(rank_);
+  chunks[next].set_num_ranks(num_ranks_);
+  chunks[next].set_num_elements(s.num_elements());
+  bool clean = stream.Write(&chunks[next]);
+  next ^= 1;
+  for (int step = 0; clean && step < s.num_steps(); ++step) {
+    const int segment = s.SendSegment(step);
+    const int64_t begin = s.SegmentBegin(segment);
+    const int64_t size = s.SegmentSize(segment);
+    for (int64_t done = 0; clean && done < size;) {
+      const int64_t n = std::min(chunk_elements, size - done);
+      // From step 1 on, the segment sent is the one received a step
+      // before: forward each piece once it is reduced (or copied) here.
+      if (step > 0 && !receiver_
+                           ->WaitReceived(call, step - 1, done + n, deadline,
+                                          /*stop_when_send_ends=*/true)
+                           .ok()) {
+        clean = false;
+        break;
+      }
+      CollectiveChunk& chunk = chunks[next];
+      chunk.set_generation(call->generation);
+      chunk.set_step(step);
+      chunk.set_segment(segment);
+      chunk.set_offset(begin + done);
+      chunk.mutable_data()->assign(
+          reinterpret_cast<const char*>(data.data() + begin + done),
+          n * sizeof(float));
+      clean = stream.Write(&chunk);
+      next ^= 1;
+      done += n;
+    }
+  }
+  const grpc::Status status = stream.Finish(clean);
+  // The first error of the call wins: a local one (which cancelled the
+  // stream) or the right neighbour's.
+  if (!status.ok()) return receiver_->Fail(call, FromGrpcStatus(status, peer));
+  return receiver_->Fail(call, absl::OkStatus());
+}
+
+}  // namespace tessera

@@ -1,0 +1,93 @@
+#ifndef TESSERA_WORKER_COLLECTIVE_RING_ALLREDUCE_H_
+#define TESSERA_WORKER_COLLECTIVE_RING_ALLREDUCE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "grpcpp/server_builder.h"
+#include "proto/collective_service.grpc.pb.h"
+#include "worker/collective/all_reducer.h"
+#include "worker/collective/ring_receiver.h"
+
+namespace tessera {
+
+struct RingAllReduceOptions {
+  // Largest piece of a segment in one message; 0 means --chunk_bytes
+  // (1 MiB by default). Ranks may differ.
+  int64_t chunk_bytes = 0;
+  // Deadline of one whole AllReduce call; 0 means --rpc_timeout_s.
+  double timeout_s = 0;
+};
+
+// Rank `rank` of a ring all-reduce over gRPC between `num_ranks` peers
+// (worker/collective/ring_schedule.h has the algorithm): reduce-scatter then
+// all-gather, n - 1 steps each, the buffer cut into n segments and each
+// segment into chunks that are pipelined: a rank forwards chunk k of a
+// step as soon as it has reduced chunk k of the step before, while it is
+// still receiving chunk k + 1 from its left neighbour. Each call streams
+// to the right neighbour once (Collective.Exchange); the receiving side
+// is the RingReceiver registered on this rank's server.
+//
+// The sum of every element is computed in one documented order (the ring
+// order starting at the segment's own rank) by one rank and copied to the
+// others, so every rank ends with the same bits. n == 1 is a no-op.
+//
+// Use: construct, RegisterService on the rank's ServerBuilder (it can be
+// the worker's own server), start the server, SetPeers with every rank's
+// address, then AllReduce on every rank.
+//
+// Thread safety: AllReduce must not be called concurrently; the service
+// runs on gRPC's threads. The server must be shut down before the object
+// is destroyed.
+class RingAllReduce final : public AllReducer {
+ public:
+  // InvalidArgument unless num_ranks >= 1 and 0 <= rank < num_ranks.
+  static absl::StatusOr<std::unique_ptr<RingAllReduce>> Create(
+      int rank, int num_ranks, RingAllReduceOptions options = {});
+
+  RingAllReduce(const RingAllReduce&) = delete;
+  RingAllReduce& operator=(const RingAllReduce&) = delete;
+
+  // Adds the Collective service; call before builder->BuildAndStart().
+  void RegisterService(grpc::ServerBuilder* builder);
+
+  // The address (host:port) of every rank, in rank order. Channels are
+  // made here (connected lazily). InvalidArgument unless there are
+  // num_ranks of them.
+  absl::Status SetPeers(std::vector<std::string> peers);
+
+  int rank() const override { return rank_; }
+  int num_ranks() const override { return num_ranks_; }
+  Memory memory() const override { return Memory::kHost; }
+
+  // AllReducer. FailedPrecondition before SetPeers. A peer that is down,
+  // or does not take part within the deadline, gives an error naming it
+  // (Unavailable, DeadlineExceeded); buffers of different sizes give
+  // InvalidArgument on the ranks that see the difference and an error on
+  // the others. After an error every rank should stop using the ring.
+  absl::Status AllReduce(absl::Span<float> data) override;
+
+ private:
+  RingAllReduce(int rank, int num_ranks, RingAllReduceOptions options);
+  // Streams this rank's chunks of `call` to the right neighbour.
+  absl::Status Send(RingCall* call, absl::Span<const float> data,
+                    absl::Time deadline);
+  std::string PeerName(int rank) const;
+
+  const int rank_;
+  const int num_ranks_;
+  const RingAllReduceOptions options_;
+  std::vector<std::string> peers_;
+  std::unique_ptr<Collective::Stub> right_;
+  std::unique_ptr<RingReceiver> receiver_;
+  uint64_t generation_ = 0;
+};
+
+}  // namespace tessera
+
+#endif  // TESSERA_WORKER_COLLECTIVE_RING_ALLREDUCE_H_

@@ -1,0 +1,135 @@
+#ifndef TESSERA_WORKER_COLLECTIVE_RING_RECEIVER_H_
+#define TESSERA_WORKER_COLLECTIVE_RING_RECEIVER_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/rpc_auth.h"
+#include "proto/collective_service.grpc.pb.h"
+#include "worker/collective/ring_schedule.h"
+
+namespace tessera {
+
+class RingExchangeReactor;
+
+// One AllReduce call as the receiving side sees it: where the data goes
+// and how far the stream from the left neighbour has got. Owned by the
+// calling thread; the fields below `data` are guarded by the receiver's
+// mutex.
+struct RingCall {
+  RingCall(uint64_t generation, const RingSchedule* schedule, float* data)
+      : generation(generation), schedule(schedule), data(data) {}
+
+  const uint64_t generation;
+  const RingSchedule* const schedule;
+  float* const data;
+
+  // Receive progress: every step before recv_step is complete, and
+  // recv_done elements of step recv_step's segment have arrived.
+  int recv_step = 0;
+  int64_t recv_done = 0;
+  // The first error of the call, from either side.
+  absl::Status error;
+  // The stream to the right neighbour has ended (its receiver finished it).
+  bool send_ended = false;
+  RingExchangeReactor* reactor = nullptr;  // the stream from the left
+};
+
+// The receiving half of a ring all-reduce: the Collective service. It
+// takes the stream that the left neighbour opens for each AllReduce call
+// and reduces (or copies) every chunk into the call's buffer as it
+// arrives, on gRPC's threads. A stream that comes before the local call
+// has begun waits, unread (the sender's flow control holds it back), until
+// Begin() of that generation.
+//
+// The calling thread uses Begin, WaitReceived, Fail and End; the service
+// methods are gRPC's. A stream without the job's token is refused
+// (UNAUTHENTICATED) before its first message is read.
+//
+// Thread safety: all methods may be called concurrently; at most one call
+// is active at a time. The gRPC server the service is registered on must
+// be shut down before the receiver is destroyed.
+class RingReceiver final : public Collective::CallbackService {
+ public:
+  // `left_name` names the left neighbour in errors ("rank 2 (host:port)");
+  // `auth` checks each stream's job token.
+  RingReceiver(int rank, int num_ranks, std::string left_name, RpcAuth auth);
+  // The same with the job token of the flags (RpcAuth::FromFlagsOrRefuseAll:
+  // every stream is refused when it cannot be read).
+  RingReceiver(int rank, int num_ranks, std::string left_name);
+  // Renames it (once its address is known).
+  void SetLeftName(std::string left_name);
+  RingReceiver(const RingReceiver&) = delete;
+  RingReceiver& operator=(const RingReceiver&) = delete;
+
+  // Makes `call` the active call and attaches the left neighbour's stream
+  // for its generation if it already arrived. Streams of older
+  // generations still waiting are ended with an error.
+  // REQUIRES: no call active; generations increase from call to call.
+  void Begin(RingCall* call);
+
+  // Blocks until `elements` elements of `step`'s segment (or all of it,
+  // when `step` is the last) have been received, the call failed (its
+  // error), or `deadline` passed (DeadlineExceeded naming the left
+  // neighbour). step == -1 waits for the whole call. With
+  // `stop_when_send_ends`, also returns (Cancelled) once SendEnded.
+  absl::Status WaitReceived(RingCall* call, int step, int64_t elements,
+                            absl::Time deadline, bool stop_when_send_ends);
+
+  // Notes that the stream to the right neighbour has ended, and wakes the
+  // waiters that asked for it.
+  void SendEnded(RingCall* call);
+
+  // Records an error of the sending side, so that waiters stop, and
+  // returns the call's first error (which may be an earlier one).
+  absl::Status Fail(RingCall* call, const absl::Status& status);
+
+  // Ends `call`: after it returns, nothing touches call->data any more.
+  // When `outcome` is an error the stream from the left is ended with it.
+  void End(RingCall* call, const absl::Status& outcome);
+
+  // Collective::CallbackService.
+  grpc::ServerBidiReactor<CollectiveChunk, ExchangeResponse>* Exchange(
+      grpc::CallbackServerContext* context) override;
+
+ private:
+  friend class RingExchangeReactor;
+
+  // The checks of a stream's header against the local call; OK or
+  // InvalidArgument naming the left neighbour.
+  absl::Status CheckHeader(const CollectiveChunk& header,
+                           const RingCall& call) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sets call->error unless already set, and wakes every waiter.
+  void FailLocked(RingCall* call, const absl::Status& status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves recv_step past complete (and empty) steps.
+  static void AdvanceLocked(RingCall* call);
+  static bool ReceivedLocked(const RingCall& call, int step, int64_t elements);
+
+  const int rank_;
+  const int num_ranks_;
+  const RpcAuth auth_;
+  absl::Mutex mu_;
+  std::string left_name_ ABSL_GUARDED_BY(mu_);
+  absl::CondVar cv_;  // progress, errors, reactors going idle
+  RingCall* active_ ABSL_GUARDED_BY(mu_) = nullptr;
+  // The generation of the latest Begin; streams of older ones are stale.
+  uint64_t begun_generation_ ABSL_GUARDED_BY(mu_) = 0;
+  // The latest call that ended with an error, and why: the answer to a
+  // stream of it that comes late. 0 (no call) until one fails; a stream
+  // of generation 0 is refused before this is consulted.
+  uint64_t failed_generation_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status failure_ ABSL_GUARDED_BY(mu_);
+  // Streams of generations not begun yet, header read, nothing else.
+  std::map<uint64_t, RingExchangeReactor*> parked_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace tessera
+
+#endif  // TESSERA_WORKER_COLLECTIVE_RING_RECEIVER_H_

@@ -1,0 +1,115 @@
+#include "worker/params/mirrored_parameters.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "common/crc32c.h"
+#include "common/initializer.h"
+
+namespace tessera {
+
+absl::StatusOr<std::unique_ptr<MirroredParameters>> MirroredParameters::Create(
+    const std::vector<VariableDef>& variables,
+    const OptimizerConfig& optimizer) {
+  absl::StatusOr<std::unique_ptr<Optimizer>> opt = CreateOptimizer(optimizer);
+  if (!opt.ok()) return opt.status();
+  std::unique_ptr<MirroredParameters> p(new MirroredParameters());
+  p->optimizers_.push_back(*std::move(opt));
+  int64_t total = 0;
+  for (const VariableDef& var : variables) {
+    int64_t n = 1;
+    for (int64_t d : var.shape) n *= d;
+    std::vector<float> values(n);
+    FillInitialValues(var.initializer, 0, absl::MakeSpan(values));
+    // A variable with a rule of its own (a moving statistic) folds in the
+    // all-reduced value with that rule, as a parameter server would.
+    Optimizer* rule = p->optimizers_[0].get();
+    if (var.update_rule.has_value()) {
+      absl::StatusOr<std::unique_ptr<Optimizer>> own =
+          CreateOptimizer(*var.update_rule);
+      if (!own.ok()) return own.status();
+      p->optimizers_.push_back(*std::move(own));
+      rule = p->optimizers_.back().get();
+    }
+    p->optimizer_of_.push_back(rule);
+    std::vector<std::vector<float>> slots;
+    for (int k = 0; k < rule->num_slots(); ++k) {
+      slots.emplace_back(n, rule->slot_initial_value(k));
+    }
+    p->names_.push_back(var.name);
+    p->values_.push_back(std::move(values));
+    p->slots_.push_back(std::move(slots));
+    p->offsets_.push_back(total);
+    total += n;
+  }
+  p->reduce_.assign(total + 1, 0.0f);
+  return p;
+}
+
+std::vector<absl::Span<const float>> MirroredParameters::values() const {
+  std::vector<absl::Span<const float>> out;
+  for (const auto& v : values_) out.emplace_back(v);
+  return out;
+}
+
+std::vector<absl::Span<float>> MirroredParameters::gradients() {
+  std::vector<absl::Span<float>> out;
+  for (size_t i = 0; i < values_.size(); ++i) {
+    out.emplace_back(reduce_.data() + offsets_[i], values_[i].size());
+  }
+  return out;
+}
+
+void MirroredParameters::SetWeight(double weight) {
+  const float w = static_cast<float>(weight);
+  for (size_t i = 0; i + 1 < reduce_.size(); ++i) reduce_[i] *= w;
+  reduce_.back() = w;
+}
+
+void MirroredParameters::ZeroGradients() {
+  std::fill(reduce_.begin(), reduce_.end(), 0.0f);
+}
+
+absl::Status MirroredParameters::ApplyReduced() {
+  const float total = reduce_.back();
+  if (!std::isfinite(total) || total < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("all-reduced example weight is ", total));
+  }
+  if (total == 0) return absl::OkStatus();
+  for (size_t v = 0; v < values_.size(); ++v) {
+    const float* g = reduce_.data() + offsets_[v];
+    for (size_t i = 0; i < values_[v].size(); ++i) {
+      if (!std::isfinite(g[i])) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "all-reduced gradient of ", names_[v], " is not finite at element ",
+            i, ": some worker pushed a NaN or Inf; nothing was applied"));
+      }
+    }
+  }
+  ++updates_;
+  const float scale = 1.0f / total;
+  std::vector<float> grad;
+  for (size_t v = 0; v < values_.size(); ++v) {
+    const float* g = reduce_.data() + offsets_[v];
+    const int64_t n = static_cast<int64_t>(values_[v].size());
+    grad.assign(g, g + n);
+    for (float& x : grad) x *= scale;
+    std::vector<float*> slots;
+    for (auto& s : slots_[v]) slots.push_back(s.data());
+    optimizer_of_[v]->Apply(values_[v].data(), grad.data(), slots.data(), n,
+                            updates_);
+  }
+  return absl::OkStatus();
+}
+
+uint32_t MirroredParameters::Checksum() const {
+  uint32_t crc = 0;
+  for (const auto& v : values_) {
+    crc = crc32c::Extend(crc, reinterpret_cast<const char*>(v.data()),
+                         v.size() * sizeof(float));
+  }
+  return crc;
+}
+
+}  // namespace tessera

@@ -1,0 +1,74 @@
+#ifndef TESSERA_WORKER_PARAMS_MIRRORED_PARAMETERS_H_
+#define TESSERA_WORKER_PARAMS_MIRRORED_PARAMETERS_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "common/model_spec.h"
+#include "proto/job.pb.h"
+#include "ps_server/optimizer.h"
+
+namespace tessera {
+
+// A full replica of the model's variables for mirrored training (TF's
+// MirroredStrategy): every worker holds all of them, initialised from the
+// same initializers, and applies the same all-reduced gradient with the
+// same optimizer, so the replicas stay bit-identical without ever sending
+// parameters. A variable with an update rule of its own (BatchNorm's moving
+// statistics) applies its rule to the all-reduced value instead: the
+// weighted mean of every replica's batch moments.
+//
+// The gradients of all variables live in one contiguous buffer followed by
+// one weight element, so a single all-reduce carries a whole step: each
+// worker writes weight * gradient (weight = its examples in the step) and
+// its weight, and after the sum the gradient of the global batch's mean
+// loss is sum / total weight, whatever the split of the batch.
+//
+// Thread safety: one step at a time.
+class MirroredParameters {
+ public:
+  static absl::StatusOr<std::unique_ptr<MirroredParameters>> Create(
+      const std::vector<VariableDef>& variables,
+      const OptimizerConfig& optimizer);
+
+  std::vector<absl::Span<const float>> values() const;
+  // Per-variable views into the reduce buffer.
+  std::vector<absl::Span<float>> gradients();
+
+  // Scales the gradients by `weight` and stores the weight after them.
+  void SetWeight(double weight);
+  // Zero gradients and weight: a replica with no examples this step.
+  void ZeroGradients();
+  // Gradients followed by the weight: what the all-reduce sums.
+  absl::Span<float> reduce_buffer() { return absl::MakeSpan(reduce_); }
+
+  // Applies sum / total weight with the optimizer. A non-finite sum (some
+  // worker's gradient was not finite) is refused by every replica alike,
+  // naming the variable, and nothing changes; a total weight of zero
+  // changes nothing.
+  absl::Status ApplyReduced();
+
+  // CRC32C of every value, to check that replicas are identical.
+  uint32_t Checksum() const;
+  int64_t updates() const { return updates_; }
+
+ private:
+  MirroredParameters() = default;
+
+  std::vector<std::string> names_;
+  std::vector<std::vector<float>> values_;
+  std::vector<int64_t> offsets_;  // of each variable in reduce_
+  std::vector<float> reduce_;
+  std::vector<std::vector<std::vector<float>>> slots_;  // [variable][slot]
+  std::vector<std::unique_ptr<Optimizer>> optimizers_;
+  std::vector<Optimizer*> optimizer_of_;  // per variable
+  int64_t updates_ = 0;
+};
+
+}  // namespace tessera
+
+#endif  // TESSERA_WORKER_PARAMS_MIRRORED_PARAMETERS_H_

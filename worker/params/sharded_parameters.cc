@@ -1,0 +1,148 @@
+#include "worker/params/sharded_parameters.h"
+
+#include <functional>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace tessera {
+
+absl::StatusOr<std::unique_ptr<ShardedParameters>> ShardedParameters::Create(
+    const std::vector<VariableDef>& variables,
+    const google::protobuf::RepeatedPtrField<VariablePlacement>& placements,
+    std::vector<PsClient*> clients) {
+  auto params = std::unique_ptr<ShardedParameters>(new ShardedParameters());
+  params->groups_.resize(clients.size());
+  for (size_t k = 0; k < clients.size(); ++k) {
+    params->groups_[k].client = clients[k];
+  }
+  for (const VariableDef& var : variables) {
+    const VariablePlacement* placement = nullptr;
+    for (const VariablePlacement& p : placements) {
+      if (p.name() == var.name) placement = &p;
+    }
+    if (placement == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("no placement for variable ", var.name));
+    }
+    const std::vector<int64_t> shape(placement->shape().dims().begin(),
+                                     placement->shape().dims().end());
+    if (shape != var.shape) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("wrong shape: variable ", var.name, " is [",
+                       absl::StrJoin(var.shape, ","), "] in the model but [",
+                       absl::StrJoin(shape, ","), "] in the placement"));
+    }
+    int64_t elements = 1, row_elements = 1;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      elements *= shape[d];
+      if (d > 0) row_elements *= shape[d];
+    }
+    params->values_.emplace_back(elements);
+    params->grads_.emplace_back(elements);
+    std::vector<float>& values = params->values_.back();
+    std::vector<float>& grads = params->grads_.back();
+    const int64_t rows = shape.empty() ? 1 : shape[0];
+    int64_t next_row = 0;
+    for (const ShardPlacement& shard : placement->shards()) {
+      if (shard.row_offset() != next_row || shard.ps_task() < 0 ||
+          shard.ps_task() >= static_cast<int>(clients.size())) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("placement of ", var.name, ": shard ", shard.name(),
+                         " (rows from ", shard.row_offset(), ", ps ",
+                         shard.ps_task(), ") does not follow row ", next_row,
+                         " on one of ", clients.size(), " parameter servers"));
+      }
+      // 0 <= next_row <= rows holds here, so this cannot overflow, and
+      // neither can next_row below: every view stays inside the buffer.
+      if (shard.rows() < 0 || shard.rows() > rows - next_row) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("placement of ", var.name, ": shard ", shard.name(),
+                         " (", shard.rows(), " rows from ", shard.row_offset(),
+                         ") does not fit in the variable's ", rows, " rows"));
+      }
+      // A rank-0 variable is one shard of one element.
+      const int64_t begin = shard.row_offset() * row_elements;
+      const int64_t count = shape.empty() ? 1 : shard.rows() * row_elements;
+      ServerGroup& group = params->groups_[shard.ps_task()];
+      group.shards.push_back(shard.name());
+      group.values.emplace_back(values.data() + begin, count);
+      group.grads.emplace_back(grads.data() + begin, count);
+      next_row += shard.rows();
+    }
+    if (next_row != rows) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "placement of ", var.name, " covers ", next_row, " rows of ", rows));
+    }
+  }
+  return params;
+}
+
+absl::Status ShardedParameters::ForEachServer(
+    const std::function<absl::Status(ServerGroup&)>& call) {
+  std::vector<absl::Status> results(groups_.size());
+  std::vector<std::thread> threads;
+  int last = -1;
+  for (size_t k = 0; k < groups_.size(); ++k) {
+    if (groups_[k].shards.empty()) continue;
+    if (last >= 0) {
+      threads.emplace_back([&, last] { results[last] = call(groups_[last]); });
+    }
+    last = static_cast<int>(k);
+  }
+  // The calling thread serves one server itself.
+  if (last >= 0) results[last] = call(groups_[last]);
+  for (std::thread& t : threads) t.join();
+  for (const absl::Status& s : results) {
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ShardedParameters::PullAll() {
+  return ForEachServer([](ServerGroup& g) {
+    return g.client->PullDense(g.shards, g.values, &g.versions);
+  });
+}
+
+absl::Status ShardedParameters::PushAll(const SyncPush* sync,
+                                        PushOutcome* outcome) {
+  absl::Status s = ForEachServer([sync](ServerGroup& g) {
+    g.response.Clear();
+    return g.client->PushDense(g.shards, g.grads, g.versions, &g.response,
+                               sync);
+  });
+  if (!s.ok()) return s;
+  outcome->staleness.clear();
+  outcome->late_shards = 0;
+  for (const ServerGroup& g : groups_) {
+    outcome->late_shards += g.response.late_size();
+    if (sync != nullptr) continue;
+    // The update this push made is version v; it was computed from the
+    // pulled version, so v - 1 - pulled updates came in between.
+    for (const ShardVersion& applied : g.response.applied()) {
+      for (size_t i = 0; i < g.shards.size(); ++i) {
+        if (g.shards[i] != applied.name()) continue;
+        outcome->staleness.push_back(
+            std::max<int64_t>(0, applied.version() - 1 - g.versions[i]));
+        break;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::vector<absl::Span<const float>> ShardedParameters::values() const {
+  std::vector<absl::Span<const float>> out;
+  for (const auto& v : values_) out.emplace_back(v);
+  return out;
+}
+
+std::vector<absl::Span<float>> ShardedParameters::gradients() {
+  std::vector<absl::Span<float>> out;
+  for (auto& g : grads_) out.emplace_back(absl::MakeSpan(g));
+  return out;
+}
+
+}  // namespace tessera

@@ -1,0 +1,74 @@
+#ifndef TESSERA_WORKER_PARAMS_SHARDED_PARAMETERS_H_
+#define TESSERA_WORKER_PARAMS_SHARDED_PARAMETERS_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "common/model_spec.h"
+#include "google/protobuf/repeated_field.h"
+#include "proto/worker_service.pb.h"
+#include "ps_server/ps_client.h"
+
+namespace tessera {
+
+// A worker's view of the model's variables: one host buffer per variable
+// for values and one for gradients, and the knowledge of which parameter
+// server holds which rows. A shard is a row range of its variable, so it is
+// pulled straight into its slice of the variable's buffer.
+//
+// Thread safety: one step at a time.
+class ShardedParameters {
+ public:
+  // `clients[k]` talks to ps task k and must outlive this object. Every
+  // model variable must have a placement of the same shape whose shards
+  // tile its rows.
+  static absl::StatusOr<std::unique_ptr<ShardedParameters>> Create(
+      const std::vector<VariableDef>& variables,
+      const google::protobuf::RepeatedPtrField<VariablePlacement>& placements,
+      std::vector<PsClient*> clients);
+
+  // Pulls every shard, all parameter servers in parallel.
+  absl::Status PullAll();
+  // What the parameter servers said about a push.
+  struct PushOutcome {
+    // Async: per shard, updates by others between this worker's pull and
+    // its own update.
+    std::vector<int64_t> staleness;
+    // Sync: shards where the gradient came too late for its step.
+    int late_shards = 0;
+  };
+  // Pushes the gradient buffers, all parameter servers in parallel; in
+  // sync mode (sync != nullptr) as the gradient of one global step.
+  absl::Status PushAll(const SyncPush* sync, PushOutcome* outcome);
+
+  std::vector<absl::Span<const float>> values() const;
+  std::vector<absl::Span<float>> gradients();
+
+ private:
+  // What one parameter server is asked for in a step.
+  struct ServerGroup {
+    PsClient* client = nullptr;
+    std::vector<std::string> shards;
+    std::vector<absl::Span<float>> values;
+    std::vector<absl::Span<const float>> grads;
+    std::vector<int64_t> versions;
+    PushResponse response;
+  };
+
+  ShardedParameters() = default;
+  absl::Status ForEachServer(
+      const std::function<absl::Status(ServerGroup&)>& call);
+
+  std::vector<std::vector<float>> values_;
+  std::vector<std::vector<float>> grads_;
+  std::vector<ServerGroup> groups_;
+};
+
+}  // namespace tessera
+
+#endif  // TESSERA_WORKER_PARAMS_SHARDED_PARAMETERS_H_

@@ -1,0 +1,228 @@
+#include "worker/params/sparse_parameters.h"
+
+#include <algorithm>
+#include <functional>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "partitioners/hash_routing.h"
+#include "worker/data/ctr_dataset.h"
+
+namespace tessera {
+
+absl::StatusOr<std::unique_ptr<SparseParameters>> SparseParameters::Create(
+    const std::vector<VariableDef>& tables,
+    const google::protobuf::RepeatedPtrField<VariablePlacement>& placements,
+    std::vector<PsClient*> clients) {
+  std::vector<Table> out;
+  for (const VariableDef& var : tables) {
+    const VariablePlacement* placement = nullptr;
+    for (const VariablePlacement& p : placements) {
+      if (p.name() == var.name) placement = &p;
+    }
+    if (placement == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("no placement for table ", var.name));
+    }
+    const std::vector<int64_t> shape(placement->shape().dims().begin(),
+                                     placement->shape().dims().end());
+    if (shape != var.shape || shape.size() != 2 || shape[1] < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("wrong shape: table ", var.name, " is [",
+                       absl::StrJoin(var.shape, ","), "] in the model but [",
+                       absl::StrJoin(shape, ","), "] in the placement"));
+    }
+    Table table;
+    table.name = var.name;
+    table.dim = shape[1];
+    table.hash = placement->hash_table();
+    if (table.hash != (shape[0] == 0)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "table ", var.name, " has ", shape[0], " rows but is placed as ",
+          table.hash ? "a growing" : "a fixed", " table"));
+    }
+    if (placement->shards_size() == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("table ", var.name, " has no shards"));
+    }
+    if (!table.hash) {
+      absl::StatusOr<ShardLayout> layout =
+          ShardLayout::Div(shape[0], placement->shards_size());
+      if (!layout.ok()) return layout.status();
+      table.layout = *layout;
+    }
+    for (int i = 0; i < placement->shards_size(); ++i) {
+      const ShardPlacement& shard = placement->shards(i);
+      if (shard.ps_task() < 0 ||
+          shard.ps_task() >= static_cast<int>(clients.size())) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "table ", var.name, ": shard ", shard.name(), " is on ps ",
+            shard.ps_task(), " of ", clients.size()));
+      }
+      // Workers route with the div layout; a placement made otherwise would
+      // send rows to shards that do not hold them.
+      if (!table.hash &&
+          (table.layout->num_shards() != placement->shards_size() ||
+           shard.row_offset() != table.layout->shard_offset(i) ||
+           shard.rows() != table.layout->shard_rows(i))) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "table ", var.name, ": shard ", shard.name(), " holds rows [",
+            shard.row_offset(), ", ", shard.row_offset() + shard.rows(),
+            "), not the div layout's share of ", shape[0], " rows over ",
+            placement->shards_size(), " shards"));
+      }
+      table.shard_names.push_back(shard.name());
+      table.shard_ps.push_back(shard.ps_task());
+    }
+    out.push_back(std::move(table));
+  }
+  return std::unique_ptr<SparseParameters>(
+      new SparseParameters(std::move(out), std::move(clients)));
+}
+
+void SparseParameters::Localize(int table, absl::Span<const int64_t> ids,
+                                std::vector<int64_t>* unique,
+                                std::vector<int64_t>* positions) const {
+  const Table& t = tables_[table];
+  LocalizeTableIds(t.hash ? 0 : t.layout->total_rows(), ids, unique, positions);
+}
+
+absl::Status SparseParameters::Route(
+    absl::Span<const std::vector<int64_t>> rows) {
+  if (rows.size() != tables_.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rows of ", rows.size(), " tables given, the model has ",
+                     tables_.size()));
+  }
+  requests_.assign(clients_.size(), {});
+  for (size_t t = 0; t < tables_.size(); ++t) {
+    const Table& table = tables_[t];
+    // Index in requests_[ps] of each shard's request, made on first use.
+    std::vector<int> request_of(table.shard_names.size(), -1);
+    for (size_t i = 0; i < rows[t].size(); ++i) {
+      const int64_t id = rows[t][i];
+      int shard;
+      if (table.hash) {
+        shard = HashShardOf(id, static_cast<int>(table.shard_names.size()));
+      } else {
+        absl::StatusOr<ShardRow> located = table.layout->Locate(id);
+        if (!located.ok()) {
+          return absl::OutOfRangeError(absl::StrCat(
+              "table ", table.name, ": ", located.status().message()));
+        }
+        shard = located->shard;
+      }
+      std::vector<Request>& on_ps = requests_[table.shard_ps[shard]];
+      if (request_of[shard] < 0) {
+        request_of[shard] = static_cast<int>(on_ps.size());
+        on_ps.emplace_back();
+        on_ps.back().table = static_cast<int>(t);
+        on_ps.back().shard = shard;
+      }
+      Request& request = on_ps[request_of[shard]];
+      request.ids.push_back(id);
+      request.positions.push_back(static_cast<int64_t>(i));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SparseParameters::ForEachServer(
+    const std::function<absl::Status(PsClient*, std::vector<Request>&)>& call) {
+  std::vector<absl::Status> results(requests_.size());
+  std::vector<std::thread> threads;
+  int last = -1;
+  for (size_t k = 0; k < requests_.size(); ++k) {
+    if (requests_[k].empty()) continue;
+    if (last >= 0) {
+      threads.emplace_back(
+          [&, last] { results[last] = call(clients_[last], requests_[last]); });
+    }
+    last = static_cast<int>(k);
+  }
+  // The calling thread serves one server itself.
+  if (last >= 0) results[last] = call(clients_[last], requests_[last]);
+  for (std::thread& t : threads) t.join();
+  for (const absl::Status& s : results) {
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SparseParameters::Pull(absl::Span<const std::vector<int64_t>> rows,
+                                    std::vector<std::vector<float>>* values) {
+  if (absl::Status s = Route(rows); !s.ok()) return s;
+  absl::Status s =
+      ForEachServer([this](PsClient* client, std::vector<Request>& requests) {
+        for (Request& r : requests) {
+          const Table& table = tables_[r.table];
+          r.buffer.resize(r.ids.size() * table.dim);
+          if (absl::Status s =
+                  client->PullRows(table.shard_names[r.shard], r.ids, table.dim,
+                                   absl::MakeSpan(r.buffer));
+              !s.ok()) {
+            return s;
+          }
+        }
+        return absl::OkStatus();
+      });
+  if (!s.ok()) return s;
+  values->resize(tables_.size());
+  for (size_t t = 0; t < tables_.size(); ++t) {
+    (*values)[t].resize(rows[t].size() * tables_[t].dim);
+  }
+  for (const std::vector<Request>& on_ps : requests_) {
+    for (const Request& r : on_ps) {
+      const int64_t dim = tables_[r.table].dim;
+      float* out = (*values)[r.table].data();
+      for (size_t i = 0; i < r.ids.size(); ++i) {
+        std::copy_n(r.buffer.data() + i * dim, dim, out + r.positions[i] * dim);
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SparseParameters::Push(
+    absl::Span<const std::vector<int64_t>> rows,
+    absl::Span<const std::vector<float>> grads) {
+  if (grads.size() != tables_.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gradients of ", grads.size(),
+                     " tables given, the model has ", tables_.size()));
+  }
+  for (size_t t = 0; t < tables_.size(); ++t) {
+    if (t < rows.size() && grads[t].size() != rows[t].size() * tables_[t].dim) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "table ", tables_[t].name, ": gradient of ", grads[t].size(),
+          " floats for ", rows[t].size(), " rows of ", tables_[t].dim));
+    }
+  }
+  if (absl::Status s = Route(rows); !s.ok()) return s;
+  for (std::vector<Request>& on_ps : requests_) {
+    for (Request& r : on_ps) {
+      const int64_t dim = tables_[r.table].dim;
+      r.buffer.resize(r.ids.size() * dim);
+      const float* in = grads[r.table].data();
+      for (size_t i = 0; i < r.ids.size(); ++i) {
+        std::copy_n(in + r.positions[i] * dim, dim, r.buffer.data() + i * dim);
+      }
+    }
+  }
+  return ForEachServer([this](PsClient* client,
+                              std::vector<Request>& requests) {
+    for (Request& r : requests) {
+      const Table& table = tables_[r.table];
+      PushResponse response;
+      if (absl::Status s = client->PushRows(table.shard_names[r.shard], r.ids,
+                                            table.dim, r.buffer, &response);
+          !s.ok()) {
+        return s;
+      }
+    }
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace tessera
