@@ -8,8 +8,8 @@
 #include "common/model/model_presets.h"
 #include "common/model/model_support.h"
 #include "common/model_spec.h"
+#include "common/optimizer/optimizer.h"
 #include "common/training_mode.h"
-#include "ps_server/optimizer.h"
 
 DEFINE_string(job_file, "",
               "A text-format JobConfig describing the whole job; flags given "

@@ -12,9 +12,9 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
+#include "common/optimizer/optimizer.h"
 #include "proto/job.pb.h"
 #include "proto/ps_service.pb.h"
-#include "ps_server/optimizer.h"
 #include "ps_server/row_table.h"
 
 namespace tessera {

@@ -11,8 +11,8 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
+#include "common/optimizer/optimizer.h"
 #include "proto/ps_service.pb.h"
-#include "ps_server/optimizer.h"
 
 namespace tessera {
 

@@ -10,9 +10,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/optimizer/optimizer.h"
 #include "proto/ps_service.pb.h"
 #include "ps_server/hash_table.h"
-#include "ps_server/optimizer.h"
 #include "ps_server/row_table.h"
 #include "ps_server/shard.h"
 

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "absl/synchronization/notification.h"
+#include "common/optimizer/optimizer.h"
 #include "partitioners/hash_routing.h"
-#include "ps_server/optimizer.h"
 #include "tests/ps_server/ps_test_util.h"
 
 namespace tessera {

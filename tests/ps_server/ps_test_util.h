@@ -22,6 +22,7 @@
 #include "ps_server/ps_client.h"
 #include "ps_server/ps_service.h"
 #include "ps_server/shard_store.h"
+#include "tests/common/optimizer/optimizer_configs.h"
 
 namespace tessera {
 namespace ps_test {
@@ -97,31 +98,9 @@ inline std::vector<float> InitialValues(const ShardDef& def) {
   return values;
 }
 
-inline OptimizerConfig SgdConfig(float learning_rate) {
-  OptimizerConfig config;
-  config.set_learning_rate(learning_rate);
-  config.mutable_sgd();
-  return config;
-}
-
-inline OptimizerConfig MomentumConfig(float learning_rate, float momentum,
-                                      bool nesterov) {
-  OptimizerConfig config;
-  config.set_learning_rate(learning_rate);
-  config.mutable_momentum()->set_momentum(momentum);
-  config.mutable_momentum()->set_nesterov(nesterov);
-  return config;
-}
-
-inline OptimizerConfig AdamConfig(float learning_rate, float beta1, float beta2,
-                                  float epsilon) {
-  OptimizerConfig config;
-  config.set_learning_rate(learning_rate);
-  config.mutable_adam()->set_beta1(beta1);
-  config.mutable_adam()->set_beta2(beta2);
-  config.mutable_adam()->set_epsilon(epsilon);
-  return config;
-}
+using optimizer_test::AdamConfig;
+using optimizer_test::MomentumConfig;
+using optimizer_test::SgdConfig;
 
 // A ParameterServerService on a real gRPC server on a loopback port chosen
 // by the kernel, with a PsClient talking to it.

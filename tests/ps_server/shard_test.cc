@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "common/initializer.h"
-#include "ps_server/optimizer.h"
+#include "common/optimizer/optimizer.h"
 #include "tests/ps_server/ps_test_util.h"
 
 namespace tessera {

@@ -9,8 +9,8 @@
 #include <memory>
 #include <vector>
 
-#include "ps_server/optimizer.h"
-#include "ps_server/optimizers.h"
+#include "common/optimizer/optimizer.h"
+#include "common/optimizer/optimizers.h"
 #include "ps_server/shard.h"
 #include "tests/ps_server/ps_test_util.h"
 

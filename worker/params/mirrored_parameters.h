@@ -9,8 +9,8 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "common/model_spec.h"
+#include "common/optimizer/optimizer.h"
 #include "proto/job.pb.h"
-#include "ps_server/optimizer.h"
 
 namespace tessera {
 

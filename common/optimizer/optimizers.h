@@ -1,7 +1,7 @@
-#ifndef TESSERA_PS_SERVER_OPTIMIZERS_H_
-#define TESSERA_PS_SERVER_OPTIMIZERS_H_
+#ifndef TESSERA_COMMON_OPTIMIZER_OPTIMIZERS_H_
+#define TESSERA_COMMON_OPTIMIZER_OPTIMIZERS_H_
 
-#include "ps_server/optimizer.h"
+#include "common/optimizer/optimizer.h"
 
 namespace tessera {
 
@@ -129,4 +129,4 @@ class MovingAverageOptimizer final : public Optimizer {
 
 }  // namespace tessera
 
-#endif  // TESSERA_PS_SERVER_OPTIMIZERS_H_
+#endif  // TESSERA_COMMON_OPTIMIZER_OPTIMIZERS_H_

@@ -1,4 +1,4 @@
-#include "ps_server/optimizers.h"
+#include "common/optimizer/optimizers.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -8,15 +8,15 @@
 #include <string>
 #include <vector>
 
-#include "ps_server/optimizer.h"
-#include "tests/ps_server/ps_test_util.h"
+#include "common/optimizer/optimizer.h"
+#include "tests/common/optimizer/optimizer_configs.h"
 
 namespace tessera {
 namespace {
 
-using ps_test::AdamConfig;
-using ps_test::MomentumConfig;
-using ps_test::SgdConfig;
+using optimizer_test::AdamConfig;
+using optimizer_test::MomentumConfig;
+using optimizer_test::SgdConfig;
 using ::testing::HasSubstr;
 
 constexpr double kTolerance = 1e-6;

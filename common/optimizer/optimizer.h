@@ -1,5 +1,5 @@
-#ifndef TESSERA_PS_SERVER_OPTIMIZER_H_
-#define TESSERA_PS_SERVER_OPTIMIZER_H_
+#ifndef TESSERA_COMMON_OPTIMIZER_OPTIMIZER_H_
+#define TESSERA_COMMON_OPTIMIZER_OPTIMIZER_H_
 
 #include <cstdint>
 #include <memory>
@@ -46,4 +46,4 @@ absl::StatusOr<std::unique_ptr<Optimizer>> CreateOptimizer(
 
 }  // namespace tessera
 
-#endif  // TESSERA_PS_SERVER_OPTIMIZER_H_
+#endif  // TESSERA_COMMON_OPTIMIZER_OPTIMIZER_H_

@@ -1,4 +1,4 @@
-#include "ps_server/optimizers.h"
+#include "common/optimizer/optimizers.h"
 
 #include <cmath>
 #include <utility>
