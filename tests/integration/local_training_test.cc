@@ -99,6 +99,78 @@ TEST_F(LocalTrainingTest, PrefetchingWorkersStillLearn) {
   EXPECT_GT(nlohmann::json::parse(last)["test_accuracy"].get<double>(), 0.7);
 }
 
+// The CNN job file trains through the cluster (2 ps, 2 async workers).
+TEST_F(LocalTrainingTest, CnnJobFileTrainsThroughTheCluster) {
+  const fs::path run_dir = dir_ / "run";
+  ShellResult run = Shell(absl::StrCat(
+      Launcher(), " --num_ps=2 --num_workers=2 --run_dir=", run_dir.string(),
+      " -- --job_file=", TESSERA_SOURCE_DIR,
+      "/deploy/jobs/cnn_fashion_mnist.textproto",
+      " --epochs=1 --train_examples=3000 --test_examples=1000"));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  std::ifstream metrics(run_dir / "metrics.jsonl");
+  std::string line, last;
+  while (std::getline(metrics, line)) last = line;
+  ASSERT_FALSE(last.empty()) << run.output;
+  // Chance is 0.1; one short epoch of the CNN reaches about 0.7.
+  EXPECT_GT(nlohmann::json::parse(last)["test_accuracy"].get<double>(), 0.6)
+      << run.output;
+}
+
+// A model with BatchNorm trains in the lockstep modes: its moving
+// statistics are created with their own rule and pushed every step, in
+// sync through the parameter servers' step aggregation, in mirrored
+// through the all-reduce.
+TEST_F(LocalTrainingTest, BatchNormJobTrainsInSyncAndMirrored) {
+  const fs::path job = dir_ / "batch_norm.textproto";
+  std::ofstream(job) << R"pb(
+    model_def {
+      inputs {
+        name: "image"
+        dense { shape: [ 784 ] }
+      }
+      label { kind: CLASS_INDEX num_classes: 10 }
+      layers {
+        name: "h"
+        inputs: "image"
+        dense { units: 64 }
+      }
+      layers {
+        name: "bn"
+        inputs: "h"
+        batch_norm {}
+      }
+      layers {
+        name: "a"
+        inputs: "bn"
+        activation { activation: RELU }
+      }
+      layers {
+        name: "out"
+        inputs: "a"
+        dense { units: 10 }
+      }
+      loss { kind: SOFTMAX_CROSS_ENTROPY input: "out" }
+    }
+  )pb";
+  for (const char* cluster : {"--num_ps=2 --num_workers=2 -- --mode=sync",
+                              "--num_ps=0 --num_workers=2 --"}) {
+    SCOPED_TRACE(cluster);
+    const fs::path run_dir = dir_ / (cluster[10] == '2' ? "sync" : "mirrored");
+    ShellResult run = Shell(
+        absl::StrCat(Launcher(), " --run_dir=", run_dir.string(), " ", cluster,
+                     " --job_file=", job.string(),
+                     " --epochs=1 --train_examples=4000 --test_examples=1000"));
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    std::ifstream metrics(run_dir / "metrics.jsonl");
+    std::string line, last;
+    while (std::getline(metrics, line)) last = line;
+    ASSERT_FALSE(last.empty()) << run.output;
+    EXPECT_GT(nlohmann::json::parse(last)["test_accuracy"].get<double>(), 0.6)
+        << run.output;
+  }
+}
+
 TEST_F(LocalTrainingTest, DryRunPrintsShardsWithoutTraining) {
   ShellResult run = Shell(absl::StrCat(
       BuildDir(), "/coordinator/tessera_coordinator --dry_run",
@@ -110,6 +182,9 @@ TEST_F(LocalTrainingTest, DryRunPrintsShardsWithoutTraining) {
   EXPECT_THAT(run.output, HasSubstr("dense_0/kernel/part_1"));
   EXPECT_THAT(run.output, HasSubstr("[0..392)"));
   EXPECT_THAT(run.output, HasSubstr("127.0.0.1:3"));
+  // The model with its defaults written out, and its summary.
+  EXPECT_THAT(run.output, HasSubstr("kind: GLOROT_UNIFORM"));
+  EXPECT_THAT(run.output, HasSubstr("parameters: 101770"));
 }
 
 TEST_F(LocalTrainingTest, MalformedTfConfigIsRefusedWithTheReason) {

@@ -176,6 +176,10 @@ TEST(GraphTest, DenseStackGradients) {
   ExpectGradientsMatchDifferences(kDenseStackModel, 1);
 }
 
+// Dropout's mask is drawn from the step's seed, the same at every
+// evaluation of the finite differences.
+TEST(GraphTest, DropoutGradients) { ExpectGradientsMatchDifferences(kMlp, 3); }
+
 TEST(GraphTest, ConvolutionAndPoolingGradients) {
   ExpectGradientsMatchDifferences(kConvolutionModel, 2);
 }
