@@ -1,7 +1,6 @@
 #include "worker/params/sharded_parameters.h"
 
 #include <functional>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -14,6 +13,8 @@ absl::StatusOr<std::unique_ptr<ShardedParameters>> ShardedParameters::Create(
     std::vector<PsClient*> clients) {
   auto params = std::unique_ptr<ShardedParameters>(new ShardedParameters());
   params->groups_.resize(clients.size());
+  params->calls_ =
+      std::make_unique<ParallelCalls>(static_cast<int>(clients.size()));
   for (size_t k = 0; k < clients.size(); ++k) {
     params->groups_[k].client = clients[k];
   }
@@ -81,23 +82,11 @@ absl::StatusOr<std::unique_ptr<ShardedParameters>> ShardedParameters::Create(
 
 absl::Status ShardedParameters::ForEachServer(
     const std::function<absl::Status(ServerGroup&)>& call) {
-  std::vector<absl::Status> results(groups_.size());
-  std::vector<std::thread> threads;
-  int last = -1;
+  std::vector<int> busy;
   for (size_t k = 0; k < groups_.size(); ++k) {
-    if (groups_[k].shards.empty()) continue;
-    if (last >= 0) {
-      threads.emplace_back([&, last] { results[last] = call(groups_[last]); });
-    }
-    last = static_cast<int>(k);
+    if (!groups_[k].shards.empty()) busy.push_back(static_cast<int>(k));
   }
-  // The calling thread serves one server itself.
-  if (last >= 0) results[last] = call(groups_[last]);
-  for (std::thread& t : threads) t.join();
-  for (const absl::Status& s : results) {
-    if (!s.ok()) return s;
-  }
-  return absl::OkStatus();
+  return calls_->Run(busy, [&](int k) { return call(groups_[k]); });
 }
 
 absl::Status ShardedParameters::PullAll() {

@@ -13,6 +13,7 @@
 #include "google/protobuf/repeated_field.h"
 #include "proto/worker_service.pb.h"
 #include "ps_server/ps_client.h"
+#include "worker/params/parallel_calls.h"
 
 namespace tessera {
 
@@ -67,6 +68,7 @@ class ShardedParameters {
   std::vector<std::vector<float>> values_;
   std::vector<std::vector<float>> grads_;
   std::vector<ServerGroup> groups_;
+  std::unique_ptr<ParallelCalls> calls_;  // one call per server at once
 };
 
 }  // namespace tessera

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -130,24 +129,12 @@ absl::Status SparseParameters::Route(
 
 absl::Status SparseParameters::ForEachServer(
     const std::function<absl::Status(PsClient*, std::vector<Request>&)>& call) {
-  std::vector<absl::Status> results(requests_.size());
-  std::vector<std::thread> threads;
-  int last = -1;
+  std::vector<int> busy;
   for (size_t k = 0; k < requests_.size(); ++k) {
-    if (requests_[k].empty()) continue;
-    if (last >= 0) {
-      threads.emplace_back(
-          [&, last] { results[last] = call(clients_[last], requests_[last]); });
-    }
-    last = static_cast<int>(k);
+    if (!requests_[k].empty()) busy.push_back(static_cast<int>(k));
   }
-  // The calling thread serves one server itself.
-  if (last >= 0) results[last] = call(clients_[last], requests_[last]);
-  for (std::thread& t : threads) t.join();
-  for (const absl::Status& s : results) {
-    if (!s.ok()) return s;
-  }
-  return absl::OkStatus();
+  return calls_.Run(busy,
+                    [&](int k) { return call(clients_[k], requests_[k]); });
 }
 
 absl::Status SparseParameters::Pull(absl::Span<const std::vector<int64_t>> rows,

@@ -31,6 +31,7 @@
 #include "partitioners/shard_layout.h"
 #include "proto/worker_service.pb.h"
 #include "ps_server/ps_client.h"
+#include "worker/params/parallel_calls.h"
 
 namespace tessera {
 
@@ -88,7 +89,9 @@ class SparseParameters {
   };
 
   SparseParameters(std::vector<Table> tables, std::vector<PsClient*> clients)
-      : tables_(std::move(tables)), clients_(std::move(clients)) {}
+      : tables_(std::move(tables)),
+        clients_(std::move(clients)),
+        calls_(static_cast<int>(clients_.size())) {}
 
   // Groups the rows by parameter server into requests_ (per ps, per shard).
   absl::Status Route(absl::Span<const std::vector<int64_t>> rows);
@@ -100,6 +103,7 @@ class SparseParameters {
   const std::vector<Table> tables_;
   const std::vector<PsClient*> clients_;
   std::vector<std::vector<Request>> requests_;  // per ps
+  ParallelCalls calls_;                         // one call per ps at once
 };
 
 }  // namespace tessera
