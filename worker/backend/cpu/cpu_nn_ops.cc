@@ -61,7 +61,13 @@ void CpuBackend::UnaryBackward(Unary kind, int64_t n, const float* y,
                                const float* dy, float* dx) {
   switch (kind) {
     case Unary::kRelu:
-      for (int64_t i = 0; i < n; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+      // Both loads unconditional, so the select vectorizes (a conditional
+      // load of dy keeps the loop scalar and branchy).
+      for (int64_t i = 0; i < n; ++i) {
+        const float g = dy[i];
+        const bool on = y[i] > 0.0f;
+        dx[i] = on ? g : 0.0f;
+      }
       break;
     case Unary::kSigmoid:
       for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * y[i] * (1.0f - y[i]);
@@ -203,9 +209,11 @@ void CpuBackend::Im2Col(const Window2D& g, const float* x, float* cols) {
             if (h < 0 || h >= g.height || w < 0 || w >= g.width) {
               std::fill(dst, dst + g.channels, 0.0f);
             } else {
-              std::memcpy(dst,
-                          x + ((n * g.height + h) * g.width + w) * g.channels,
-                          g.channels * sizeof(float));
+              // A loop rather than memcpy: a patch row is often a single
+              // channel or a few.
+              const float* src =
+                  x + ((n * g.height + h) * g.width + w) * g.channels;
+              for (int64_t c = 0; c < g.channels; ++c) dst[c] = src[c];
             }
           }
         }
@@ -239,30 +247,48 @@ void CpuBackend::Col2Im(const Window2D& g, const float* cols, float* dx) {
 
 void CpuBackend::MaxPoolForward(const Window2D& g, const float* x, float* y,
                                 int64_t* argmax) {
+  // Channels innermost, so each window position is one contiguous,
+  // vectorizable pass over the channels. The first of equal values wins.
+  const int64_t c = g.channels;
   for (int64_t n = 0; n < g.batch; ++n) {
     for (int64_t oh = 0; oh < g.out_h; ++oh) {
       for (int64_t ow = 0; ow < g.out_w; ++ow) {
-        for (int64_t c = 0; c < g.channels; ++c) {
-          float best = -std::numeric_limits<float>::infinity();
-          int64_t at = -1;
-          for (int64_t i = 0; i < g.kernel_h; ++i) {
-            const int64_t h = oh * g.stride_h + i - g.pad_top;
-            if (h < 0 || h >= g.height) continue;
-            for (int64_t j = 0; j < g.kernel_w; ++j) {
-              const int64_t w = ow * g.stride_w + j - g.pad_left;
-              if (w < 0 || w >= g.width) continue;
-              const int64_t idx =
-                  ((n * g.height + h) * g.width + w) * g.channels + c;
-              if (at < 0 || x[idx] > best) {
-                best = x[idx];
-                at = idx;
+        const int64_t o = ((n * g.out_h + oh) * g.out_w + ow) * c;
+        float* best = y + o;
+        int64_t* at = argmax + o;
+        bool first = true;
+        for (int64_t i = 0; i < g.kernel_h; ++i) {
+          const int64_t h = oh * g.stride_h + i - g.pad_top;
+          if (h < 0 || h >= g.height) continue;
+          for (int64_t j = 0; j < g.kernel_w; ++j) {
+            const int64_t w = ow * g.stride_w + j - g.pad_left;
+            if (w < 0 || w >= g.width) continue;
+            const int64_t base = ((n * g.height + h) * g.width + w) * c;
+            const float* in = x + base;
+            if (first) {
+              for (int64_t k = 0; k < c; ++k) {
+                best[k] = in[k];
+                at[k] = base + k;
               }
+              first = false;
+              continue;
+            }
+            // Branch-free (a mask, not a jump), since which value wins is
+            // as random as the data.
+            for (int64_t k = 0; k < c; ++k) {
+              const float v = in[k], b = best[k];
+              const int64_t a = at[k];
+              const int64_t more = -static_cast<int64_t>(v > b);
+              best[k] = std::max(b, v);  // b < v ? v : b, NaN kept as before
+              at[k] = a ^ ((a ^ (base + k)) & more);
             }
           }
-          const int64_t o =
-              ((n * g.out_h + oh) * g.out_w + ow) * g.channels + c;
-          y[o] = at < 0 ? 0.0f : best;
-          argmax[o] = at;
+        }
+        if (first) {  // a window entirely in the padding
+          for (int64_t k = 0; k < c; ++k) {
+            best[k] = 0.0f;
+            at[k] = -1;
+          }
         }
       }
     }

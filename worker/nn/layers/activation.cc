@@ -27,22 +27,25 @@ void ActivationForward(Backend* backend, Activation activation, int64_t rows,
 }
 
 void ActivationBackward(Backend* backend, Activation activation, int64_t rows,
-                        int64_t cols, const float* y, float* d) {
+                        int64_t cols, const float* y, const float* dy,
+                        float* dx) {
+  // One pass from dy into dx (which may be dy itself).
   const int64_t n = rows * cols;
   switch (activation) {
     case RELU:
-      backend->ReluGrad(y, n, d);
+      backend->UnaryBackward(Backend::Unary::kRelu, n, y, dy, dx);
       break;
     case SIGMOID:
-      backend->UnaryBackward(Backend::Unary::kSigmoid, n, y, d, d);
+      backend->UnaryBackward(Backend::Unary::kSigmoid, n, y, dy, dx);
       break;
     case TANH:
-      backend->UnaryBackward(Backend::Unary::kTanh, n, y, d, d);
+      backend->UnaryBackward(Backend::Unary::kTanh, n, y, dy, dx);
       break;
     case SOFTMAX:
-      backend->SoftmaxBackward(rows, cols, y, d, d);
+      backend->SoftmaxBackward(rows, cols, y, dy, dx);
       break;
     default:
+      if (dx != dy) backend->CopyOnDevice(dy, dx, n * sizeof(float));
       break;
   }
 }
@@ -68,10 +71,8 @@ class ActivationLayerImpl final : public Layer {
                 const float* output, const float* doutput,
                 absl::Span<float* const> dinputs) override {
     if (dinputs[0] == nullptr) return;
-    ctx.backend->CopyOnDevice(doutput, dinputs[0],
-                              ctx.batch * size_ * sizeof(float));
     ActivationBackward(ctx.backend, activation_, ctx.batch * size_ / cols_,
-                       cols_, output, dinputs[0]);
+                       cols_, output, doutput, dinputs[0]);
   }
 
  private:

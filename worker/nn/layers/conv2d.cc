@@ -45,8 +45,7 @@ class Conv2DLayerImpl final : public Layer {
     const float* dz = doutput;
     if (p_.activation() != LINEAR) {
       Reserve(dz_, rows * f);
-      ctx.backend->CopyOnDevice(doutput, dz_.data(), rows * f * sizeof(float));
-      ActivationBackward(ctx.backend, p_.activation(), rows, f, output,
+      ActivationBackward(ctx.backend, p_.activation(), rows, f, output, doutput,
                          dz_.data());
       dz = dz_.data();
     }

@@ -41,9 +41,8 @@ class DenseLayerImpl final : public Layer {
     if (activation_ != LINEAR) {
       const int64_t n = ctx.batch * units_;
       if (scratch_.size() < n) scratch_ = DeviceArray<float>(backend_, n);
-      ctx.backend->CopyOnDevice(doutput, scratch_.data(), n * sizeof(float));
       ActivationBackward(ctx.backend, activation_, ctx.batch, units_, output,
-                         scratch_.data());
+                         doutput, scratch_.data());
       dz = scratch_.data();
     }
     int64_t row = 0;

@@ -38,7 +38,8 @@ std::unique_ptr<Layer> NewLayerNormLayer(const LayerSpec& spec,
 void ActivationForward(Backend* backend, Activation activation, int64_t rows,
                        int64_t cols, float* x);
 void ActivationBackward(Backend* backend, Activation activation, int64_t rows,
-                        int64_t cols, const float* y, float* d);
+                        int64_t cols, const float* y, const float* dy,
+                        float* dx);
 
 }  // namespace tessera
 
