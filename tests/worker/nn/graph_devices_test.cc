@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/gpu_test_util.h"
 #include "tests/worker/nn/graph_test_util.h"
 #include "tests/worker/nn/layer_test_models.h"
 #include "worker/backend/cpu/cpu_backend.h"
@@ -69,8 +70,8 @@ class GraphDevicesTest : public ::testing::TestWithParam<LayerTestModel> {};
 TEST_P(GraphDevicesTest, CudaMatchesCpu) {
   absl::StatusOr<std::unique_ptr<Backend>> gpu = NewCudaBackend(0);
   if (!gpu.ok()) {
-    GTEST_SKIP() << "no GPU to compare the layers on: "
-                 << gpu.status().message();
+    TESSERA_NO_GPU() << "no GPU to compare the layers on: "
+                     << gpu.status().message();
   }
   absl::StatusOr<ModelGraph> described =
       BuildModelGraph(Parse(GetParam().text), 3);

@@ -42,6 +42,7 @@
 #include "common/model_spec.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/gpu_test_util.h"
 #include "tests/worker/backend/embedding_test_data.h"
 #include "worker/backend/cpu/cpu_backend.h"
 
@@ -86,8 +87,8 @@ class CudaVsCpuTest : public ::testing::Test {
   void SetUp() override {
     absl::StatusOr<std::unique_ptr<Backend>> gpu = NewCudaBackend(0);
     if (!gpu.ok()) {
-      GTEST_SKIP() << "no GPU to test the CUDA backend on: "
-                   << gpu.status().message();
+      TESSERA_NO_GPU() << "no GPU to test the CUDA backend on: "
+                       << gpu.status().message();
     }
     gpu_ = *std::move(gpu);
   }
