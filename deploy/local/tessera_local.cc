@@ -503,6 +503,11 @@ absl::Status Launcher::StartAll() {
         {"task", {{"type", member.type}, {"index", member.index}}}};
     spec.env.emplace_back("TF_CONFIG", tf_config.dump());
     if (set_glog) spec.env.emplace_back("GLOG_logtostderr", "1");
+    // Every task runs on this host: a worker's index is its local rank,
+    // from which --device=auto picks its own GPU.
+    if (member.type == "worker") {
+      spec.env.emplace_back("TESSERA_LOCAL_RANK", std::to_string(member.index));
+    }
     spec.log_path = LogPath(member.name);
     if (member.name == kChiefName) {
       // Started first so it sees the coordinator's very first line.

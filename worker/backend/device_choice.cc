@@ -45,7 +45,8 @@ absl::StatusOr<DeviceRequest> ParseDeviceFlag(absl::string_view flag) {
 absl::StatusOr<DeviceChoice> ChooseDevice(const DeviceRequest& request,
                                           const GpuProbe& probe,
                                           bool cuda_built,
-                                          const char* cuda_visible_devices) {
+                                          const char* cuda_visible_devices,
+                                          int local_rank) {
   const std::string visible = VisibleNote(cuda_visible_devices);
   DeviceChoice cpu;
   cpu.device = "cpu";
@@ -89,14 +90,25 @@ absl::StatusOr<DeviceChoice> ChooseDevice(const DeviceRequest& request,
   }
   DeviceChoice gpu;
   gpu.cuda = true;
-  gpu.ordinal =
-      request.kind == DeviceRequest::Kind::kCuda ? request.ordinal : 0;
+  std::string why;
+  if (request.kind == DeviceRequest::Kind::kCuda) {
+    gpu.ordinal = request.ordinal;
+    why = absl::StrCat("asked for with --device=cuda:", gpu.ordinal, "; ");
+  } else if (local_rank < 0) {
+    gpu.ordinal = 0;
+    why = "auto: took the first visible GPU (no local rank known); ";
+  } else {
+    gpu.ordinal = local_rank % probe.count;
+    why = absl::StrCat("auto: local rank ", local_rank, " takes GPU ",
+                       gpu.ordinal,
+                       local_rank >= probe.count
+                           ? " (more workers than GPUs on this host: shared)"
+                           : "",
+                       "; ");
+  }
   gpu.device = absl::StrCat("cuda:", gpu.ordinal);
-  gpu.reason = absl::StrCat(
-      request.kind == DeviceRequest::Kind::kAuto
-          ? "auto: took the first visible GPU; "
-          : absl::StrCat("asked for with --device=", gpu.device, "; "),
-      probe.count, " GPU(s) answer (", probe.detail, "; ", visible, ")");
+  gpu.reason = absl::StrCat(why, probe.count, " GPU(s) answer (", probe.detail,
+                            "; ", visible, ")");
   return gpu;
 }
 
@@ -110,7 +122,19 @@ absl::StatusOr<DeviceChoice> ChooseDeviceForFlag(absl::string_view flag) {
     probe = ProbeGpus();
   }
   return ChooseDevice(*request, probe, CudaBackendBuilt(),
-                      std::getenv("CUDA_VISIBLE_DEVICES"));
+                      std::getenv("CUDA_VISIBLE_DEVICES"),
+                      LocalRankFromEnvironment());
+}
+
+int LocalRankFromEnvironment() {
+  for (const char* name : {"TESSERA_LOCAL_RANK", "SLURM_LOCALID"}) {
+    const char* value = std::getenv(name);
+    int rank = -1;
+    if (value != nullptr && absl::SimpleAtoi(value, &rank) && rank >= 0) {
+      return rank;
+    }
+  }
+  return -1;
 }
 
 absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(

@@ -33,15 +33,22 @@ struct DeviceChoice {
 // counts only those CUDA_VISIBLE_DEVICES leaves visible: cuda:N is the
 // N-th of them), whether this build has the CUDA backend, and the value of
 // CUDA_VISIBLE_DEVICES (nullptr when unset; quoted in reasons and errors).
-// auto takes cuda:0 when a GPU answers and the build has CUDA, else the
-// CPU. An explicit cuda[:N] that cannot be honoured is an error
-// (FailedPrecondition without CUDA in the build, Unavailable when no GPU
-// answers, InvalidArgument when N is not below the count): never a silent
-// fall-back to the CPU.
+// auto takes a GPU when one answers and the build has CUDA, else the CPU:
+// the GPU of this process's local rank on its host (`local_rank` mod the
+// GPUs that answer; -1, unknown, takes cuda:0), so the workers of one host
+// each get their own GPU while there are enough. An explicit cuda[:N] that
+// cannot be honoured is an error (FailedPrecondition without CUDA in the build,
+// Unavailable when no GPU answers, InvalidArgument when N is not below the
+// count): never a silent fall-back to the CPU.
 absl::StatusOr<DeviceChoice> ChooseDevice(const DeviceRequest& request,
                                           const GpuProbe& probe,
                                           bool cuda_built,
-                                          const char* cuda_visible_devices);
+                                          const char* cuda_visible_devices,
+                                          int local_rank = -1);
+
+// This process's rank among the tasks of its host: TESSERA_LOCAL_RANK (set
+// by tessera_local), else SLURM_LOCALID (set by srun), else -1.
+int LocalRankFromEnvironment();
 
 // ParseDeviceFlag, ProbeGpus and ChooseDevice with this process's
 // environment and build.

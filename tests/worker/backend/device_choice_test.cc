@@ -1,7 +1,9 @@
 #include "worker/backend/device_choice.h"
 
+#include <cstdlib>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "worker/backend/cuda/cuda_backend.h"
@@ -58,6 +60,38 @@ TEST(ChooseDeviceTest, AutoTakesTheFirstVisibleGpuAndSaysWhy) {
   EXPECT_THAT(c->reason, HasSubstr("2 GPU(s) answer"));
   EXPECT_THAT(c->reason, HasSubstr("NVIDIA H100"));
   EXPECT_THAT(c->reason, HasSubstr("CUDA_VISIBLE_DEVICES=\"2,3\""));
+}
+
+// Workers of one host each take the GPU of their local rank, sharing only
+// when there are more workers than GPUs.
+TEST(ChooseDeviceTest, AutoTakesTheGpuOfTheLocalRank) {
+  for (int rank : {0, 1, 2, 3}) {
+    absl::StatusOr<DeviceChoice> c =
+        ChooseDevice({Kind::kAuto, 0}, TwoGpus(), true, nullptr, rank);
+    ASSERT_TRUE(c.ok());
+    EXPECT_EQ(c->ordinal, rank % 2);
+    EXPECT_THAT(c->reason, HasSubstr(absl::StrCat("local rank ", rank)));
+    if (rank >= 2) EXPECT_THAT(c->reason, HasSubstr("shared"));
+  }
+  // An explicit ordinal is kept whatever the rank.
+  absl::StatusOr<DeviceChoice> c =
+      ChooseDevice({Kind::kCuda, 0}, TwoGpus(), true, nullptr, 1);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->ordinal, 0);
+}
+
+TEST(ChooseDeviceTest, LocalRankComesFromTesseraLocalOrSlurm) {
+  unsetenv("TESSERA_LOCAL_RANK");
+  unsetenv("SLURM_LOCALID");
+  EXPECT_EQ(LocalRankFromEnvironment(), -1);
+  setenv("SLURM_LOCALID", "3", 1);
+  EXPECT_EQ(LocalRankFromEnvironment(), 3);
+  setenv("TESSERA_LOCAL_RANK", "1", 1);
+  EXPECT_EQ(LocalRankFromEnvironment(), 1);
+  setenv("TESSERA_LOCAL_RANK", "x", 1);
+  EXPECT_EQ(LocalRankFromEnvironment(), 3);
+  unsetenv("TESSERA_LOCAL_RANK");
+  unsetenv("SLURM_LOCALID");
 }
 
 TEST(ChooseDeviceTest, AutoTakesTheCpuWhenNoGpuAnswers) {

@@ -1,5 +1,12 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+
+#include <initializer_list>
+#include <limits>
+
+#ifndef TESSERA_CUDA_ARCHS
+#define TESSERA_CUDA_ARCHS "(unknown)"
+#endif
 #include <thrust/execution_policy.h>
 #include <thrust/iterator/constant_iterator.h>
 #include <thrust/reduce.h>
@@ -202,6 +209,25 @@ class CudaBackend final : public Backend {
   // Creates the stream, the cuBLAS handle and the staging buffers.
   absl::Status Init() {
     Check(cudaSetDevice(ordinal_), "cudaSetDevice");
+    // A GPU older than every architecture this build has code for (and
+    // older than its PTX) answers every call but cannot launch a kernel:
+    // refuse it here, so --device=auto falls back to the CPU and an
+    // explicit --device=cuda:N stops at start-up with the reason.
+    if (status_.ok()) {
+      cudaFuncAttributes attributes;
+      const cudaError_t image = cudaFuncGetAttributes(&attributes, ReluKernel);
+      if (image != cudaSuccess) {
+        cudaGetLastError();  // clear it, so no later call is blamed
+        status_ = absl::UnavailableError(absl::StrCat(
+            name_, " cannot run this build's kernels (",
+            cudaGetErrorName(image),
+            "): the build has code for CUDA "
+            "architectures ",
+            TESSERA_CUDA_ARCHS,
+            " only; rebuild with "
+            "-DCMAKE_CUDA_ARCHITECTURES=<this GPU's> or use --device=cpu"));
+      }
+    }
     Check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
           "cudaStreamCreate");
     if (status_.ok()) {
@@ -250,9 +276,12 @@ class CudaBackend final : public Backend {
     return ptr;
   }
 
+  // A failed free is recorded like any failed call, so the next launch is
+  // not blamed for it.
   void FreeBytes(void* ptr) override {
-    cudaSetDevice(ordinal_);
-    if (ptr != nullptr) cudaFree(ptr);
+    if (ptr == nullptr) return;
+    Check(cudaSetDevice(ordinal_), "cudaSetDevice (free)");
+    Check(cudaFree(ptr), "cudaFree");
   }
 
   // Through the pinned staging buffers, alternating, so the host memcpy of
@@ -322,6 +351,7 @@ class CudaBackend final : public Backend {
             float alpha, const float* a, const float* b, float beta,
             float* c) override {
     if (m <= 0 || n <= 0 || !Ready()) return;
+    if (!FitsInt("Gemm", {m, n, k})) return;
     const int lda = static_cast<int>(std::max<int64_t>(1, transpose_a ? m : k));
     const int ldb = static_cast<int>(std::max<int64_t>(1, transpose_b ? k : n));
     CheckBlas(cublasSgemm(blas_, transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N,
@@ -349,6 +379,7 @@ class CudaBackend final : public Backend {
             "cudaMemsetAsync");
       return;
     }
+    if (!FitsInt("BiasGrad", {rows, cols})) return;
     float* ones = static_cast<float*>(
         ScratchBytes(kOnes, rows * static_cast<int64_t>(sizeof(float))));
     if (ones == nullptr) return;
@@ -475,6 +506,8 @@ class CudaBackend final : public Backend {
       unique = ends.first - unique_ids;
       thrust::exclusive_scan(policy, counts, counts + unique, starts);
     });
+    // Nothing is launched after an error: the segments may be unwritten.
+    if (!status_.ok()) return 0;
     if (unique <= 0 || dim <= 0) return unique;
     SegmentSumRowsKernel<<<RowBlocks(unique), RowThreads(dim), 0, stream_>>>(
         rows, dim, order, starts, counts, unique, summed_rows);
@@ -563,6 +596,7 @@ class CudaBackend final : public Backend {
                    const float* b, int64_t stride_b, float beta, float* c,
                    int64_t stride_c, int64_t batch) override {
     if (m <= 0 || n <= 0 || batch <= 0 || !Ready()) return;
+    if (!FitsInt("BatchedGemm", {m, n, k, batch})) return;
     const int lda = static_cast<int>(std::max<int64_t>(1, transpose_a ? m : k));
     const int ldb = static_cast<int>(std::max<int64_t>(1, transpose_b ? k : n));
     CheckBlas(cublasSgemmStridedBatched(
@@ -758,13 +792,30 @@ class CudaBackend final : public Backend {
     }
   }
 
+  // cuBLAS's 32-bit interface takes int sizes: a larger one is refused
+  // (InvalidArgument naming the op) rather than cast into a wrong product.
+  bool FitsInt(const char* op, std::initializer_list<int64_t> sizes) {
+    for (int64_t v : sizes) {
+      if (v > std::numeric_limits<int>::max()) {
+        if (status_.ok()) {
+          status_ = absl::InvalidArgumentError(
+              absl::StrCat(name_, ": ", op, " of a dimension of ", v,
+                           " is larger than cuBLAS's 32-bit sizes allow"));
+        }
+        return false;
+      }
+    }
+    return true;
+  }
+
   // A device buffer of at least `bytes` kept between calls.
   void* ScratchBytes(ScratchSlot slot, int64_t bytes) {
     Scratch& s = scratch_[slot];
     if (s.bytes < bytes) {
       if (s.ptr != nullptr) {
-        cudaStreamSynchronize(stream_);
-        cudaFree(s.ptr);
+        Check(cudaStreamSynchronize(stream_),
+              "cudaStreamSynchronize (scratch)");
+        Check(cudaFree(s.ptr), "cudaFree (scratch)");
         s.ptr = nullptr;
         s.bytes = 0;
         if (slot == kOnes) ones_filled_ = 0;
@@ -806,11 +857,16 @@ absl::StatusOr<std::unique_ptr<Backend>> NewCudaBackend(int ordinal) {
                      " GPU(s) answer (ordinals count the GPUs that "
                      "CUDA_VISIBLE_DEVICES leaves visible)"));
   }
+  // The start line names the device: model, memory, compute capability
+  // and the driver's CUDA version.
   cudaDeviceProp prop;
   std::string name = absl::StrCat("cuda:", ordinal);
   if (cudaGetDeviceProperties(&prop, ordinal) == cudaSuccess) {
-    absl::StrAppend(&name, " (", prop.name, ", sm_", prop.major, prop.minor,
-                    ")");
+    int driver = 0;
+    cudaDriverGetVersion(&driver);
+    absl::StrAppend(&name, " (", prop.name, ", ", prop.totalGlobalMem >> 20,
+                    " MiB, sm_", prop.major, prop.minor, ", driver CUDA ",
+                    driver / 1000, ".", (driver % 1000) / 10, ")");
   }
   auto backend = std::make_unique<CudaBackend>(ordinal, name);
   if (absl::Status s = backend->Init(); !s.ok()) return s;
