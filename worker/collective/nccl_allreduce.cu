@@ -1,6 +1,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -62,7 +63,28 @@ struct NcclAllReduce::Impl {
   size_t staging_floats = 0;
 
   ~Impl() {
-    if (comm != nullptr) ncclCommDestroy(comm);
+    if (comm != nullptr) {
+      // Finalize flushes this rank's work and waits until every rank is
+      // quiescent, within the deadline; a dead or hung peer makes it time
+      // out, and the communicator is then aborted rather than destroyed
+      // (which would wait for that peer forever), so a worker never hangs
+      // at exit.
+      cudaSetDevice(device);
+      const auto deadline =
+          Clock::now() +
+          std::chrono::duration_cast<Clock::duration>(
+              std::chrono::duration<double>(std::max(timeout_s, 1.0)));
+      const ncclResult_t r = ncclCommFinalize(comm);
+      const absl::Status finalized =
+          r == ncclSuccess || r == ncclInProgress
+              ? WaitForComm(comm, deadline, "finalize")
+              : NcclError("finalize", r, comm);
+      if (finalized.ok()) {
+        ncclCommDestroy(comm);
+      } else {
+        ncclCommAbort(comm);
+      }
+    }
     if (stream != nullptr) cudaStreamDestroy(stream);
     if (staging != nullptr) cudaFree(staging);
   }
