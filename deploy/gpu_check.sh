@@ -9,7 +9,9 @@
 #   3. trains each job file in deploy/jobs/ for some steps on the CPU and on
 #      the GPU from the same seed and prints the largest difference of the
 #      losses and of the parameters;
-#   4. runs bench_worker_step on both devices.
+#   4. trains the MLP job end to end (2 ps, 2 workers) on the GPUs and then
+#      on the CPU, printing both accuracies and each worker's device;
+#   5. runs bench_worker_step on both devices.
 # Extra arguments go to the build (e.g. -DCMAKE_CUDA_ARCHITECTURES=90 is
 # not one: set CMAKE_ARGS for cmake options).
 set -euo pipefail
@@ -28,7 +30,8 @@ if [ ! -f "$BUILD_DIR/build.ninja" ]; then
     ${CMAKE_ARGS:-}
 fi
 cmake --build "$BUILD_DIR" --target gpu_test tessera_device_compare \
-  tessera_ctr_gen bench_worker_step "$@"
+  tessera_ctr_gen bench_worker_step tessera_local tessera_ps tessera_worker \
+  tessera_coordinator "$@"
 
 echo "== CUDA tests (ctest -L gpu; a skip is a failure here)"
 status=0
@@ -46,6 +49,19 @@ for job in deploy/jobs/*.textproto; do
     --steps=20 "${extra[@]}" || status=1
 done
 rm -rf "$data"
+
+echo "== the MLP job end to end, 2 ps x 2 workers: on the GPUs, then on the CPU"
+for run in gpu cpu; do
+  dir=$(mktemp -d)
+  visible=()
+  if [ "$run" = cpu ]; then visible=(env CUDA_VISIBLE_DEVICES=); fi
+  "${visible[@]}" "$BUILD_DIR/deploy/local/tessera_local" --num_ps=2 \
+    --num_workers=2 --run_dir="$dir" -- \
+    --job_file=deploy/jobs/mlp_fashion_mnist.textproto --epochs=3 \
+    | grep '^final' | sed "s/^/$run: /" || status=1
+  grep -h 'device: ' "$dir"/worker-*.log | sed 's/^.*device: /  worker device: /'
+  rm -rf "$dir"
+done
 
 echo "== bench_worker_step"
 "$BUILD_DIR/bench/bench_worker_step" --devices=cpu,cuda || status=1
