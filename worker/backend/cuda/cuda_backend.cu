@@ -3,6 +3,8 @@
 
 #include <initializer_list>
 #include <limits>
+#include <map>
+#include <new>
 
 #ifndef TESSERA_CUDA_ARCHS
 #define TESSERA_CUDA_ARCHS "(unknown)"
@@ -200,6 +202,51 @@ const char* CublasName(cublasStatus_t s) {
       return "CUBLAS_STATUS_(other)";
   }
 }
+
+// Thrust's temporary storage, kept between calls: a freed block goes back
+// to a free list by size and is handed out again, so a reduce, sort or scan
+// does not cudaMalloc and cudaFree (a device-wide synchronisation) on every
+// call, as Thrust's default allocator does. Used by one stream at a time.
+class ThrustScratch {
+ public:
+  using value_type = char;
+
+  ThrustScratch() = default;
+  ThrustScratch(const ThrustScratch&) = delete;
+  ThrustScratch& operator=(const ThrustScratch&) = delete;
+  ~ThrustScratch() {
+    for (auto& [bytes, ptr] : free_) cudaFree(ptr);
+    for (auto& [ptr, bytes] : used_) cudaFree(ptr);
+  }
+
+  char* allocate(std::ptrdiff_t bytes) {
+    auto it = free_.lower_bound(bytes);
+    if (it != free_.end()) {
+      char* ptr = it->second;
+      used_.emplace(ptr, it->first);
+      free_.erase(it);
+      return ptr;
+    }
+    void* ptr = nullptr;
+    if (cudaMalloc(&ptr, std::max<std::ptrdiff_t>(bytes, 1)) != cudaSuccess) {
+      cudaGetLastError();  // reported as the exception, not to a later call
+      throw std::bad_alloc();
+    }
+    used_.emplace(static_cast<char*>(ptr), bytes);
+    return static_cast<char*>(ptr);
+  }
+
+  void deallocate(char* ptr, size_t) {
+    auto it = used_.find(ptr);
+    if (it == used_.end()) return;
+    free_.emplace(it->second, ptr);
+    used_.erase(it);
+  }
+
+ private:
+  std::multimap<std::ptrdiff_t, char*> free_;
+  std::map<char*, std::ptrdiff_t> used_;
+};
 
 class CudaBackend final : public Backend {
  public:
@@ -428,10 +475,10 @@ class CudaBackend final : public Backend {
     double sum = 0;
     int64_t hits = 0;
     RunThrust("SoftmaxCrossEntropy reduction", [&] {
-      sum =
-          thrust::reduce(thrust::cuda::par.on(stream_), loss, loss + rows, 0.0);
-      hits = thrust::reduce(thrust::cuda::par.on(stream_), hit, hit + rows,
-                            int64_t{0});
+      sum = thrust::reduce(thrust::cuda::par(thrust_scratch_).on(stream_), loss,
+                           loss + rows, 0.0);
+      hits = thrust::reduce(thrust::cuda::par(thrust_scratch_).on(stream_), hit,
+                            hit + rows, int64_t{0});
     });
     if (correct != nullptr) *correct = hits;
     return sum;
@@ -450,7 +497,8 @@ class CudaBackend final : public Backend {
     if (!CheckLaunch("SigmoidCrossEntropy")) return 0;
     double sum = 0;
     RunThrust("SigmoidCrossEntropy reduction", [&] {
-      sum = thrust::reduce(thrust::cuda::par.on(stream_), loss, loss + n, 0.0);
+      sum = thrust::reduce(thrust::cuda::par(thrust_scratch_).on(stream_), loss,
+                           loss + n, 0.0);
     });
     return sum;
   }
@@ -497,7 +545,7 @@ class CudaBackend final : public Backend {
     }
     int64_t unique = 0;
     RunThrust("ReduceSparseGrad", [&] {
-      auto policy = thrust::cuda::par.on(stream_);
+      auto policy = thrust::cuda::par(thrust_scratch_).on(stream_);
       thrust::sequence(policy, order, order + n);
       thrust::stable_sort_by_key(policy, keys, keys + n, order);
       auto ends = thrust::reduce_by_key(
@@ -578,7 +626,8 @@ class CudaBackend final : public Backend {
     }
     double sum = 0;
     RunThrust("MeanSquaredError reduction", [&] {
-      sum = thrust::reduce(thrust::cuda::par.on(stream_), loss, loss + n, 0.0);
+      sum = thrust::reduce(thrust::cuda::par(thrust_scratch_).on(stream_), loss,
+                           loss + n, 0.0);
     });
     return status_.ok() ? sum / static_cast<double>(cols) : 0;
   }
@@ -837,6 +886,7 @@ class CudaBackend final : public Backend {
   Staging upload_[2], download_[2];
   int next_upload_ = 0;
   Scratch scratch_[kNumSlots];
+  ThrustScratch thrust_scratch_;
   int64_t ones_filled_ = 0;
 };
 
