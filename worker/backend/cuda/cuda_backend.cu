@@ -125,12 +125,24 @@ __global__ void SigmoidXentKernel(const float* logits, const float* targets,
   }
 }
 
-// Block per bag, threads along dim; sums in id order like the CPU.
+// The row kernels below put several rows (bags, segments) in one block:
+// threadIdx.x runs along dim, threadIdx.y picks the row, so at the
+// click models' dimensions of 8-32 every lane has work (one row per block
+// left most of a 32-lane warp idle). Each element's arithmetic is the
+// CPU's, in the same order.
+__device__ int64_t FirstRow() {
+  return static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
+}
+__device__ int64_t RowStride() {
+  return static_cast<int64_t>(gridDim.x) * blockDim.y;
+}
+
+// Sums a bag's rows in id order like the CPU.
 __global__ void EmbeddingBagForwardKernel(const float* table, int64_t dim,
                                           const int64_t* offsets,
                                           const int64_t* ids, int64_t bags,
                                           bool mean, float* out) {
-  for (int64_t b = blockIdx.x; b < bags; b += gridDim.x) {
+  for (int64_t b = FirstRow(); b < bags; b += RowStride()) {
     const int64_t begin = offsets[b], end = offsets[b + 1];
     for (int64_t d = threadIdx.x; d < dim; d += blockDim.x) {
       float sum = 0.0f;
@@ -144,7 +156,7 @@ __global__ void EmbeddingBagForwardKernel(const float* table, int64_t dim,
 __global__ void EmbeddingBagBackwardKernel(const float* dout, int64_t dim,
                                            const int64_t* offsets, int64_t bags,
                                            bool mean, float* drows) {
-  for (int64_t b = blockIdx.x; b < bags; b += gridDim.x) {
+  for (int64_t b = FirstRow(); b < bags; b += RowStride()) {
     const int64_t begin = offsets[b], end = offsets[b + 1];
     const float n = static_cast<float>(end - begin);
     for (int64_t j = begin; j < end; ++j) {
@@ -156,14 +168,14 @@ __global__ void EmbeddingBagBackwardKernel(const float* dout, int64_t dim,
   }
 }
 
-// Block per distinct id: sums its rows in sorted (= original, the sort is
+// Per distinct id: sums its rows in sorted (= original, the sort is
 // stable) order.
 __global__ void SegmentSumRowsKernel(const float* rows, int64_t dim,
                                      const int64_t* order,
                                      const int64_t* starts,
                                      const int64_t* counts, int64_t segments,
                                      float* out) {
-  for (int64_t s = blockIdx.x; s < segments; s += gridDim.x) {
+  for (int64_t s = FirstRow(); s < segments; s += RowStride()) {
     const int64_t begin = starts[s], end = begin + counts[s];
     for (int64_t d = threadIdx.x; d < dim; d += blockDim.x) {
       float sum = 0.0f;
@@ -173,11 +185,18 @@ __global__ void SegmentSumRowsKernel(const float* rows, int64_t dim,
   }
 }
 
-int RowThreads(int64_t dim) { return dim <= 32 ? 32 : (dim <= 64 ? 64 : 128); }
+// Lanes per row: dim rounded up to a power of two, at most 128; rows per
+// block so that a block has 256 threads.
+dim3 RowThreads(int64_t dim) {
+  int lanes = 1;
+  while (lanes < dim && lanes < 128) lanes *= 2;
+  return dim3(lanes, 256 / lanes);
+}
 
-int RowBlocks(int64_t rows) {
-  return static_cast<int>(
-      std::max<int64_t>(1, std::min<int64_t>(rows, 1 << 20)));
+int RowBlocks(int64_t rows, int64_t dim) {
+  const int64_t per_block = RowThreads(dim).y;
+  return static_cast<int>(std::max<int64_t>(
+      1, std::min<int64_t>((rows + per_block - 1) / per_block, 1 << 20)));
 }
 
 const char* CublasName(cublasStatus_t s) {
@@ -508,8 +527,9 @@ class CudaBackend final : public Backend {
                            int64_t bags, Combiner combiner,
                            float* out) override {
     if (bags <= 0 || dim <= 0 || !Ready()) return;
-    EmbeddingBagForwardKernel<<<RowBlocks(bags), RowThreads(dim), 0, stream_>>>(
-        table, dim, offsets, ids, bags, combiner == Combiner::kMean, out);
+    EmbeddingBagForwardKernel<<<RowBlocks(bags, dim), RowThreads(dim), 0,
+                                stream_>>>(table, dim, offsets, ids, bags,
+                                           combiner == Combiner::kMean, out);
     CheckLaunch("EmbeddingBagForward");
   }
 
@@ -517,7 +537,7 @@ class CudaBackend final : public Backend {
                             const int64_t* offsets, int64_t bags,
                             Combiner combiner, float* drows) override {
     if (bags <= 0 || dim <= 0 || !Ready()) return;
-    EmbeddingBagBackwardKernel<<<RowBlocks(bags), RowThreads(dim), 0,
+    EmbeddingBagBackwardKernel<<<RowBlocks(bags, dim), RowThreads(dim), 0,
                                  stream_>>>(dout, dim, offsets, bags,
                                             combiner == Combiner::kMean, drows);
     CheckLaunch("EmbeddingBagBackward");
@@ -557,8 +577,9 @@ class CudaBackend final : public Backend {
     // Nothing is launched after an error: the segments may be unwritten.
     if (!status_.ok()) return 0;
     if (unique <= 0 || dim <= 0) return unique;
-    SegmentSumRowsKernel<<<RowBlocks(unique), RowThreads(dim), 0, stream_>>>(
-        rows, dim, order, starts, counts, unique, summed_rows);
+    SegmentSumRowsKernel<<<RowBlocks(unique, dim), RowThreads(dim), 0,
+                           stream_>>>(rows, dim, order, starts, counts, unique,
+                                      summed_rows);
     CheckLaunch("ReduceSparseGrad segment sum");
     return status_.ok() ? unique : 0;
   }

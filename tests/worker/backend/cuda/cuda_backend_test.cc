@@ -237,10 +237,24 @@ TEST_F(CudaVsCpuTest, SigmoidCrossEntropy) {
 
 class CudaEmbeddingTest
     : public CudaVsCpuTest,
-      public ::testing::WithParamInterface<Backend::Combiner> {};
+      public ::testing::WithParamInterface<Backend::Combiner> {
+ protected:
+  void ExpectEmbeddingOpsIdentical(int64_t embedding_dim);
+};
 
+// Every dimension the row kernels lay out differently: one lane, a
+// sub-warp of several bags per warp (8, 16), a warp, more than a warp, and
+// more than the 128 lanes a row gets; bags of 0 to 40 ids, repeats
+// included.
 TEST_P(CudaEmbeddingTest, ForwardBackwardAndReduceAreIdentical) {
-  const EmbeddingBagNet net = RandomEmbeddingBagNet(5000, 48, 1, 13);
+  for (int64_t d : {1, 8, 16, 32, 48, 200}) {
+    SCOPED_TRACE(d);
+    ExpectEmbeddingOpsIdentical(d);
+  }
+}
+
+void CudaEmbeddingTest::ExpectEmbeddingOpsIdentical(int64_t embedding_dim) {
+  const EmbeddingBagNet net = RandomEmbeddingBagNet(5000, embedding_dim, 1, 13);
   const EmbeddingBagBatch batch = RandomEmbeddingBagBatch(net, 1000, 40, 14);
   const int64_t bags = batch.bags(), dim = net.dim;
   const int64_t nnz = batch.ids.size();
