@@ -688,6 +688,83 @@ TEST_F(CudaVsCpuTest, CopiesLargerThanTheStagingBuffers) {
 
 TEST_F(CudaVsCpuTest, DeviceNameSaysCuda) {
   EXPECT_THAT(gpu_->device_name(), ::testing::StartsWith("cuda:0"));
+  // The start line names memory, compute capability and driver.
+  EXPECT_THAT(gpu_->device_name(), ::testing::HasSubstr("MiB, sm_"));
+  EXPECT_THAT(gpu_->device_name(), ::testing::HasSubstr("driver CUDA"));
+}
+
+// Ties pick the first index on both backends: arg-max in the softmax's
+// correct count, and max pooling's arg-max.
+TEST_F(CudaVsCpuTest, ArgMaxTiesPickTheFirstIndex) {
+  const std::vector<float> logits = {1, 3, 3, 0, 2, 2, 2, 2, 5, 1, 5, 5};
+  // Every row hits only if ties go to the first index.
+  const std::vector<int32_t> labels = {1, 0, 0};
+  DeviceArray<float> z = Up(logits), grad(gpu_.get(), 12);
+  DeviceArray<int32_t> y = Up(labels);
+  int64_t got = -1, want = -1;
+  gpu_->SoftmaxCrossEntropy(z.data(), y.data(), 3, 4, grad.data(), &got);
+  std::vector<float> cpu_grad(12);
+  cpu_.SoftmaxCrossEntropy(logits.data(), labels.data(), 3, 4, cpu_grad.data(),
+                           &want);
+  EXPECT_EQ(want, 3);
+  EXPECT_EQ(got, want);
+
+  Backend::Window2D g;
+  g.batch = 1;
+  g.height = g.width = 2;
+  g.channels = 2;
+  g.kernel_h = g.kernel_w = 2;
+  g.stride_h = g.stride_w = 2;
+  g.out_h = g.out_w = 1;
+  const std::vector<float> x = {4, 1, 4, 7, 2, 7, 4, 7};  // ties in both
+  DeviceArray<float> dx = Up(x), dy(gpu_.get(), 2);
+  DeviceArray<int64_t> darg(gpu_.get(), 2);
+  gpu_->MaxPoolForward(g, dx.data(), dy.data(), darg.data());
+  std::vector<float> y_cpu(2);
+  std::vector<int64_t> arg_cpu(2);
+  cpu_.MaxPoolForward(g, x.data(), y_cpu.data(), arg_cpu.data());
+  EXPECT_EQ(arg_cpu, std::vector<int64_t>({0, 3}));
+  EXPECT_EQ(Down(darg, 2), arg_cpu);
+  EXPECT_EQ(Down(dy, 2), y_cpu);
+}
+
+// The backend's error contract: an impossible allocation makes the next
+// Synchronize fail naming it, later ops change nothing (a host buffer
+// copied into stays as it was), and the error stays.
+TEST_F(CudaVsCpuTest, AnErrorStopsEverythingAfterIt) {
+  DeviceArray<float> ok(gpu_.get(), 4);
+  const std::vector<float> ones(4, 1.0f);
+  gpu_->CopyToDevice(ones.data(), ok.data(), 4 * sizeof(float));
+  ASSERT_TRUE(gpu_->Synchronize().ok());
+  void* huge = gpu_->AllocateBytes(int64_t{1} << 60);  // 1 EiB
+  absl::Status s = gpu_->Synchronize();
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("cudaMalloc"));
+  gpu_->FreeBytes(huge);
+  gpu_->Fill(4, 7.0f, ok.data());
+  std::vector<float> host(4, -1.0f);
+  gpu_->CopyToHost(ok.data(), host.data(), 4 * sizeof(float));
+  EXPECT_EQ(host, std::vector<float>(4, -1.0f)) << "a host buffer was written";
+  EXPECT_FALSE(gpu_->Synchronize().ok()) << "the error must stay";
+  // TearDown expects a healthy backend: this test leaves a fresh one.
+  absl::StatusOr<std::unique_ptr<Backend>> fresh = NewCudaBackend(0);
+  ASSERT_TRUE(fresh.ok());
+  ok = DeviceArray<float>();
+  gpu_ = *std::move(fresh);
+}
+
+// A scratch buffer that grows, then is asked for less, then more again
+// (the ones vector of BiasGrad) keeps giving the CPU's results.
+TEST_F(CudaVsCpuTest, ScratchShrinksAndGrowsAgain) {
+  for (int64_t rows : {8, 4096, 16, 100000, 3}) {
+    SCOPED_TRACE(rows);
+    const std::vector<float> dy = RandomVector(rows * 5, rows);
+    DeviceArray<float> d = Up(dy), db(gpu_.get(), 5);
+    gpu_->BiasGrad(d.data(), rows, 5, db.data());
+    std::vector<float> want(5);
+    cpu_.BiasGrad(dy.data(), rows, 5, want.data());
+    EXPECT_TRUE(NormwiseClose(Down(db, 5), want, 1e-5));
+  }
 }
 
 }  // namespace
