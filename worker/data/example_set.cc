@@ -102,13 +102,7 @@ absl::StatusOr<int64_t> FileCount(const DataConfig& data, bool train) {
   if (data.format() == "criteo") {
     return CountCriteoExamples(train ? data.train_path() : data.test_path());
   }
-  const std::string& images = train ? data.train_images() : data.test_images();
-  absl::StatusOr<std::vector<int64_t>> dims = ReadIdxDims(images);
-  if (!dims.ok()) return dims.status();
-  if (dims->empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(images, ": no dimensions"));
-  }
-  return (*dims)[0];
+  return CountIdxItems(train ? data.train_images() : data.test_images());
 }
 
 }  // namespace

@@ -169,6 +169,38 @@ absl::StatusOr<std::vector<int64_t>> ReadIdxDims(const std::string& path) {
   return std::move(header->dims);
 }
 
+absl::StatusOr<int64_t> CountIdxItems(const std::string& path) {
+  absl::StatusOr<GzFilePtr> file = OpenIdx(path);
+  if (!file.ok()) return file.status();
+  gzFile f = file->get();
+  absl::StatusOr<IdxHeader> header = ReadHeader(f, path);
+  if (!header.ok()) return header.status();
+  const int64_t count = header->dims[0];
+  const int64_t want = count * header->item_bytes;
+  // Read through the data without keeping it (zlib's buffers and one
+  // chunk), stopping as soon as every declared item is there: a header
+  // that claims more than the file holds is caught before anyone plans
+  // or allocates by it.
+  std::vector<uint8_t> chunk(static_cast<size_t>(
+      std::min<int64_t>(std::max<int64_t>(want, 1), kReadChunkBytes)));
+  int64_t have = 0;
+  while (have < want) {
+    const int64_t n =
+        std::min<int64_t>(want - have, static_cast<int64_t>(chunk.size()));
+    absl::StatusOr<int64_t> got = ReadUpTo(f, path, chunk.data(), n);
+    if (!got.ok()) return got.status();
+    have += *got;
+    if (*got < n) break;
+  }
+  if (have < want) {
+    return absl::DataLossError(absl::StrFormat(
+        "%s: truncated or lying header: it declares %d items (%d bytes of "
+        "data), the file holds %d bytes of data",
+        path, count, want, have));
+  }
+  return count;
+}
+
 absl::StatusOr<IdxArray> ReadIdx(const std::string& path, int64_t first_item,
                                  int64_t num_items) {
   absl::StatusOr<GzFilePtr> file = OpenIdx(path);

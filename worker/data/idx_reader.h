@@ -48,6 +48,13 @@ absl::StatusOr<IdxArray> ReadIdx(const std::string& path,
 // compare item counts of files before reading slices of them.
 absl::StatusOr<std::vector<int64_t>> ReadIdxDims(const std::string& path);
 
+// The number of items of the IDX file at `path`, after checking that the
+// file holds every item its header declares (it reads through the data
+// without keeping it). DataLoss naming both sizes when the header claims
+// more than the file holds, so a lying header (a count of 0xFFFFFFFF) is
+// refused before anything is planned or allocated by it.
+absl::StatusOr<int64_t> CountIdxItems(const std::string& path);
+
 }  // namespace tessera
 
 #endif  // TESSERA_WORKER_DATA_IDX_READER_H_

@@ -260,6 +260,27 @@ TEST_F(IdxReaderTest, IgnoresBytesAfterData) {
   }
 }
 
+// A header that declares more items than the file holds (0xFFFFFFFF in a
+// user's report, which made a plan of 4 billion examples) is refused when
+// counting, naming both sizes; an honest file counts its items.
+TEST_F(IdxReaderTest, CountIdxItemsRefusesALyingHeader) {
+  const Bytes honest = Ubyte({10, 4}, Noise(40));
+  const Bytes lying = Ubyte({0xFFFFFFFFu, 4}, Noise(40));
+  for (bool gz : {false, true}) {
+    const std::string a =
+        gz ? WriteGz("a.gz", honest) : WritePlain("a", honest);
+    absl::StatusOr<int64_t> n = CountIdxItems(a);
+    ASSERT_TRUE(n.ok()) << n.status();
+    EXPECT_EQ(*n, 10);
+    const std::string b = gz ? WriteGz("b.gz", lying) : WritePlain("b", lying);
+    n = CountIdxItems(b);
+    EXPECT_EQ(n.status().code(), absl::StatusCode::kDataLoss);
+    EXPECT_THAT(std::string(n.status().message()),
+                HasSubstr("declares 4294967295 items (17179869180 bytes of "
+                          "data), the file holds 40 bytes"));
+  }
+}
+
 TEST_F(IdxReaderTest, ReadIdxDimsReadsOnlyTheHeader) {
   // The data is truncated, but the header alone is intact.
   absl::StatusOr<std::vector<int64_t>> dims =
