@@ -248,6 +248,28 @@ absl::StatusOr<std::string> CheckpointDir::SetAside(
   return target;
 }
 
+namespace {
+
+// The name of the first entry of checkpoint folder `path` that no
+// checkpoint writes (a manifest, "ps-N.shards", or either's temporary
+// file), or "" when there is none.
+std::string ForeignEntry(const std::string& path) {
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(path, ec)) {
+    const std::string name = e.path().filename().string();
+    const absl::string_view base =
+        absl::string_view(name).substr(0, name.find(".tmp-"));
+    const bool ours =
+        e.is_regular_file(ec) &&
+        (base == kCheckpointManifestName ||
+         (absl::StartsWith(base, "ps-") && absl::EndsWith(base, ".shards")));
+    if (!ours) return name;
+  }
+  return ec ? "(unreadable)" : "";
+}
+
+}  // namespace
+
 absl::Status CheckpointDir::KeepLast(int keep) const {
   if (keep < 1) {
     return absl::InvalidArgumentError(
@@ -262,6 +284,13 @@ absl::Status CheckpointDir::KeepLast(int keep) const {
     if (complete == 0 && !is_complete) continue;
     if (is_complete && complete < keep) {
       ++complete;
+      continue;
+    }
+    // A folder holding anything a checkpoint does not write is the user's
+    // (or a mistake's): it is left alone, said once, never deleted.
+    if (const std::string foreign = ForeignEntry(ref.path); !foreign.empty()) {
+      LOG(WARNING) << "Not deleting " << ref.path << ": it holds \"" << foreign
+                   << "\", which no checkpoint writes";
       continue;
     }
     // The manifest goes first, so a deletion cut short leaves an incomplete

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -322,6 +323,24 @@ TEST(CheckpointDir, KeepLastSparesAnInProgressCheckpointOnly) {
   ASSERT_TRUE(dir.Commit(WriteShards(dir, 40, 2)).ok());
   ASSERT_TRUE(dir.KeepLast(2).ok());
   EXPECT_THAT(Steps(dir), ElementsAre(40, 30));
+}
+
+// A folder named like a checkpoint that holds a file no checkpoint writes
+// is the user's: rotation leaves it, and the file, alone.
+TEST(CheckpointDir, KeepLastNeverDeletesAFolderWithForeignFiles) {
+  ScratchDir scratch;
+  CheckpointDir dir(scratch.path());
+  std::filesystem::create_directories(dir.PathFor(1));
+  std::ofstream(dir.PathFor(1) + "/notes.txt") << "mine";
+  WriteCheckpoint(dir, 10);
+  std::ofstream(dir.PathFor(10) + "/README") << "also mine";
+  WriteCheckpoint(dir, 20);
+  WriteCheckpoint(dir, 30);
+  ASSERT_TRUE(dir.KeepLast(1).ok());
+  EXPECT_TRUE(std::filesystem::exists(dir.PathFor(1) + "/notes.txt"));
+  EXPECT_TRUE(std::filesystem::exists(dir.PathFor(10) + "/README"));
+  EXPECT_FALSE(std::filesystem::exists(dir.PathFor(20)));
+  EXPECT_TRUE(std::filesystem::exists(dir.PathFor(30)));
 }
 
 TEST(CheckpointDir, KeepLastCountsOnlyVerifiedManifests) {
