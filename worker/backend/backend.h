@@ -80,21 +80,25 @@ class Backend {
 
   // Embedding bags, CSR style: bag b holds ids[offsets[b] .. offsets[b+1]),
   // offsets has bags + 1 entries starting at 0, every id is a row of
-  // `table` ([*, dim]). out[b, :] is the sum (or the mean) of its rows, in
-  // id order; an empty bag gives zeros.
+  // `table` ([*, dim]). out[b * stride + c] (c < dim, stride >= dim) is
+  // the sum (or the mean) of its rows, in id order; an empty bag gives
+  // zeros. A stride above dim writes one field's column of an [n, dim]
+  // per-example output, leaving the other fields' columns alone.
   enum class Combiner { kSum, kMean };
   virtual void EmbeddingBagForward(const float* table, int64_t dim,
                                    const int64_t* offsets, const int64_t* ids,
-                                   int64_t bags, Combiner combiner,
-                                   float* out) = 0;
+                                   int64_t bags, Combiner combiner, float* out,
+                                   int64_t stride) = 0;
 
   // The backward pass of EmbeddingBagForward, one row per id occurrence:
-  // drows[j, :] = dout[b, :] (sum) or dout[b, :] / |bag b| (mean), where
-  // occurrence j (offsets[b] <= j < offsets[b+1]) is in bag b. drows has
-  // offsets[bags] rows; ReduceSparseGrad turns it into a sparse gradient.
+  // drows[j, :] = dout[b * stride + :dim] (sum) or that / |bag b| (mean),
+  // where occurrence j (offsets[b] <= j < offsets[b+1]) is in bag b. drows
+  // has offsets[bags] rows; ReduceSparseGrad turns it into a sparse
+  // gradient.
   virtual void EmbeddingBagBackward(const float* dout, int64_t dim,
                                     const int64_t* offsets, int64_t bags,
-                                    Combiner combiner, float* drows) = 0;
+                                    Combiner combiner, float* drows,
+                                    int64_t stride) = 0;
 
   // Deduplicates a sparse gradient: n ids with one row of `dim` each
   // become the distinct ids in ascending order (unique_ids) and, per

@@ -74,17 +74,22 @@ absl::StatusOr<std::unique_ptr<Graph>> Graph::Create(const ModelGraph& model,
     const LayerDef& def = graph->model_.layers(i);
     add_tensor(def.output(), false);
     if (def.has_embedding_bag()) {
-      // Shape inference let embedding_bag read exactly one sparse input.
-      Embedding e;
-      e.input = sparse_index.at(def.inputs(0));
-      e.table = table_index.at(def.embedding_bag().table());
-      e.output = tensor_index[def.output()];
-      e.dim = def.embedding_bag().dim();
-      e.combiner = def.embedding_bag().combiner() == MEAN
-                       ? Backend::Combiner::kMean
-                       : Backend::Combiner::kSum;
-      graph->table_reads_[e.table].push_back(e.input);
-      graph->embeddings_.push_back(e);
+      // Shape inference let embedding_bag read only sparse inputs.
+      const int fields = def.inputs_size();
+      for (int k = 0; k < fields; ++k) {
+        Embedding e;
+        e.input = sparse_index.at(def.inputs(k));
+        e.table = table_index.at(def.embedding_bag().table());
+        e.output = tensor_index[def.output()];
+        e.dim = def.embedding_bag().dim();
+        e.column = k * e.dim;
+        e.stride = fields * e.dim;
+        e.combiner = def.embedding_bag().combiner() == MEAN
+                         ? Backend::Combiner::kMean
+                         : Backend::Combiner::kSum;
+        graph->table_reads_[e.table].push_back(e.input);
+        graph->embeddings_.push_back(e);
+      }
       continue;
     }
     LayerSpec spec;
@@ -317,10 +322,10 @@ void Graph::ForwardEmbeddings(const GraphBatch& batch) {
     TableBuffers& buf = table_buffers_[e.table];
     e.start = next[e.table];
     next[e.table] += batch.sparse_offsets[e.input][n];
-    backend_->EmbeddingBagForward(buf.values.data(), e.dim,
-                                  sparse_[e.input].data(),
-                                  buf.positions.data() + e.start, n, e.combiner,
-                                  tensors_[e.output].value.data());
+    backend_->EmbeddingBagForward(
+        buf.values.data(), e.dim, sparse_[e.input].data(),
+        buf.positions.data() + e.start, n, e.combiner,
+        tensors_[e.output].value.data() + e.column, e.stride);
   }
 }
 
@@ -447,9 +452,9 @@ absl::StatusOr<GraphResult> Graph::TrainStep(
       backend_->Fill(ids * e.dim, 0.0f, drows);
       continue;
     }
-    backend_->EmbeddingBagBackward(tensors_[e.output].grad.data(), e.dim,
-                                   sparse_[e.input].data(), batch.size,
-                                   e.combiner, drows);
+    backend_->EmbeddingBagBackward(tensors_[e.output].grad.data() + e.column,
+                                   e.dim, sparse_[e.input].data(), batch.size,
+                                   e.combiner, drows, e.stride);
   }
   if (table_grads != nullptr) table_grads->resize(tables_.size());
   for (size_t t = 0; t < tables_.size(); ++t) {

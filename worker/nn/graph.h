@@ -118,11 +118,15 @@ class Graph {
 
   // An embedding_bag layer: it reads a sparse input and a table, which
   // the graph holds per step, so it runs outside the Layer interface.
+  // One field of an embedding_bag layer: a layer of n fields writes each
+  // field's rows into its column of the [n, dim] output.
   struct Embedding {
     int input = 0;  // sparse input index
     int table = 0;
     int output = 0;  // tensor index
     int64_t dim = 0;
+    int64_t column = 0;  // offset of the field in an example's output
+    int64_t stride = 0;  // floats per example in the output: n * dim
     Backend::Combiner combiner = Backend::Combiner::kSum;
     int64_t start = 0;  // this step: its first id among the table's
   };

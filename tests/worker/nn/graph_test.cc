@@ -272,6 +272,106 @@ TEST(GraphTest, EmbeddingBagGradients) {
   ExpectGradientsMatchDifferences(kEmbeddingModel, 1);
 }
 
+// A layer of several fields fills every field's column of its [n, dim]
+// output (it once wrote only the first field's, leaving the rest of the
+// tensor as it was).
+TEST(GraphTest, MultiFieldEmbeddingBagGradients) {
+  ExpectGradientsMatchDifferences(kMultiFieldEmbeddingModel, 1);
+}
+
+// One layer over fields a, b, c computes what three one-field layers on the
+// same table, concatenated, compute: the same loss and the same gradients.
+TEST(GraphTest, MultiFieldEmbeddingBagEqualsOneLayerPerField) {
+  const std::string inputs = R"pb(
+    inputs {
+      name: "a"
+      sparse { max_hotness: 3 vocab_size: 10 }
+    }
+    inputs {
+      name: "b"
+      sparse { max_hotness: 3 vocab_size: 10 }
+    }
+    inputs {
+      name: "c"
+      sparse { max_hotness: 3 vocab_size: 10 }
+    }
+    label { kind: BINARY }
+    loss { kind: SIGMOID_CROSS_ENTROPY input: "out" }
+  )pb";
+  const std::string one_layer = inputs + R"pb(
+    layers {
+      name: "bags"
+      inputs: [ "a", "b", "c" ]
+      embedding_bag { table: "t" dim: 2 }
+    }
+    layers {
+      name: "flat"
+      inputs: "bags"
+      flatten {}
+    }
+    layers {
+      name: "out"
+      inputs: "flat"
+      dense { units: 1 }
+    }
+  )pb";
+  const std::string per_field = inputs + R"pb(
+    layers {
+      name: "ba"
+      inputs: "a"
+      embedding_bag { table: "t" dim: 2 }
+    }
+    layers {
+      name: "bb"
+      inputs: "b"
+      embedding_bag { table: "t" dim: 2 }
+    }
+    layers {
+      name: "bc"
+      inputs: "c"
+      embedding_bag { table: "t" dim: 2 }
+    }
+    layers {
+      name: "out"
+      inputs: [ "ba", "bb", "bc" ]
+      dense { units: 1 }
+    }
+  )pb";
+  struct Run {
+    double loss = 0;
+    std::vector<std::vector<float>> grads;
+    std::vector<TableGradient> tables;
+  };
+  auto run = [](const std::string& text) {
+    Run r;
+    absl::StatusOr<ModelGraph> described = BuildModelGraph(Parse(text), 3);
+    EXPECT_TRUE(described.ok()) << described.status();
+    CpuBackend cpu;
+    absl::StatusOr<std::unique_ptr<Graph>> graph =
+        Graph::Create(*described, &cpu);
+    EXPECT_TRUE(graph.ok()) << graph.status();
+    std::vector<std::vector<float>> values =
+        InitialValues((*graph)->dense_variables());
+    EXPECT_TRUE((*graph)->SetParameters(ConstViews(values)).ok());
+    RandomGraphBatch random;
+    MakeRandomBatch(*described, **graph, 5, 6, &random);
+    for (const auto& v : values) r.grads.emplace_back(v.size(), -1.0f);
+    absl::StatusOr<GraphResult> step =
+        (*graph)->TrainStep(random.view, 0, Views(r.grads), &r.tables);
+    EXPECT_TRUE(step.ok()) << step.status();
+    r.loss = step->loss_sum;
+    return r;
+  };
+  const Run one = run(one_layer), three = run(per_field);
+  EXPECT_DOUBLE_EQ(one.loss, three.loss);
+  EXPECT_EQ(one.grads, three.grads);
+  ASSERT_EQ(one.tables.size(), 1u);
+  ASSERT_EQ(three.tables.size(), 1u);
+  EXPECT_EQ(one.tables[0].rows, three.tables[0].rows);
+  EXPECT_EQ(one.tables[0].values, three.tables[0].values);
+  EXPECT_FALSE(one.tables[0].rows.empty());
+}
+
 TEST(GraphTest, BatchNormGradients) {
   ExpectGradientsMatchDifferences(kBatchNormModel, 1);
 }

@@ -309,6 +309,62 @@ inline constexpr char kEmbeddingModel[] = R"pb(
   loss { kind: SIGMOID_CROSS_ENTROPY input: "out" }
 )pb";
 
+// DeepFM's layout: one layer reads three fields (one of them also read
+// alone) from one table into [3, dim] for the factorization machine and,
+// flattened, a Dense; a second multi-field layer of dim 1 is the linear
+// term.
+inline constexpr char kMultiFieldEmbeddingModel[] = R"pb(
+  inputs {
+    name: "a"
+    sparse { max_hotness: 3 vocab_size: 10 }
+  }
+  inputs {
+    name: "b"
+    sparse { max_hotness: 3 vocab_size: 10 }
+  }
+  inputs {
+    name: "c"
+    sparse { max_hotness: 3 vocab_size: 10 }
+  }
+  label { kind: BINARY }
+  layers {
+    name: "factors"
+    inputs: [ "a", "b", "c" ]
+    embedding_bag { table: "factors" dim: 2 combiner: MEAN }
+  }
+  layers {
+    name: "linear"
+    inputs: [ "c", "a" ]
+    embedding_bag { table: "linear" dim: 1 }
+  }
+  layers {
+    name: "alone"
+    inputs: "b"
+    embedding_bag { table: "factors" dim: 2 }
+  }
+  layers {
+    name: "fm"
+    inputs: "factors"
+    fm_order2 {}
+  }
+  layers {
+    name: "flat"
+    inputs: "factors"
+    flatten {}
+  }
+  layers {
+    name: "linear_flat"
+    inputs: "linear"
+    flatten {}
+  }
+  layers {
+    name: "out"
+    inputs: [ "fm", "flat", "linear_flat", "alone" ]
+    dense { units: 1 }
+  }
+  loss { kind: SIGMOID_CROSS_ENTROPY input: "out" }
+)pb";
+
 inline constexpr char kBatchNormModel[] = R"pb(
   inputs {
     name: "x"

@@ -144,9 +144,9 @@ double CpuBackend::SigmoidCrossEntropy(const float* logits,
 void CpuBackend::EmbeddingBagForward(const float* table, int64_t dim,
                                      const int64_t* offsets, const int64_t* ids,
                                      int64_t bags, Combiner combiner,
-                                     float* out) {
+                                     float* out, int64_t stride) {
   for (int64_t b = 0; b < bags; ++b) {
-    float* o = out + b * dim;
+    float* o = out + b * stride;
     std::fill(o, o + dim, 0.0f);
     for (int64_t j = offsets[b]; j < offsets[b + 1]; ++j) {
       const float* row = table + ids[j] * dim;
@@ -162,9 +162,10 @@ void CpuBackend::EmbeddingBagForward(const float* table, int64_t dim,
 
 void CpuBackend::EmbeddingBagBackward(const float* dout, int64_t dim,
                                       const int64_t* offsets, int64_t bags,
-                                      Combiner combiner, float* drows) {
+                                      Combiner combiner, float* drows,
+                                      int64_t stride) {
   for (int64_t b = 0; b < bags; ++b) {
-    const float* g = dout + b * dim;
+    const float* g = dout + b * stride;
     const int64_t count = offsets[b + 1] - offsets[b];
     const float n = static_cast<float>(count);
     for (int64_t j = offsets[b]; j < offsets[b + 1]; ++j) {

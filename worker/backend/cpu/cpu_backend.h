@@ -34,11 +34,12 @@ class CpuBackend : public Backend {
                              float* dlogits) override;
   void EmbeddingBagForward(const float* table, int64_t dim,
                            const int64_t* offsets, const int64_t* ids,
-                           int64_t bags, Combiner combiner,
-                           float* out) override;
+                           int64_t bags, Combiner combiner, float* out,
+                           int64_t stride) override;
   void EmbeddingBagBackward(const float* dout, int64_t dim,
                             const int64_t* offsets, int64_t bags,
-                            Combiner combiner, float* drows) override;
+                            Combiner combiner, float* drows,
+                            int64_t stride) override;
   int64_t ReduceSparseGrad(const int64_t* ids, const float* rows, int64_t n,
                            int64_t dim, int64_t* unique_ids,
                            float* summed_rows) override;

@@ -141,27 +141,29 @@ __device__ int64_t RowStride() {
 __global__ void EmbeddingBagForwardKernel(const float* table, int64_t dim,
                                           const int64_t* offsets,
                                           const int64_t* ids, int64_t bags,
-                                          bool mean, float* out) {
+                                          bool mean, float* out,
+                                          int64_t stride) {
   for (int64_t b = FirstRow(); b < bags; b += RowStride()) {
     const int64_t begin = offsets[b], end = offsets[b + 1];
     for (int64_t d = threadIdx.x; d < dim; d += blockDim.x) {
       float sum = 0.0f;
       for (int64_t j = begin; j < end; ++j) sum += table[ids[j] * dim + d];
       if (mean && end > begin) sum /= static_cast<float>(end - begin);
-      out[b * dim + d] = sum;
+      out[b * stride + d] = sum;
     }
   }
 }
 
 __global__ void EmbeddingBagBackwardKernel(const float* dout, int64_t dim,
                                            const int64_t* offsets, int64_t bags,
-                                           bool mean, float* drows) {
+                                           bool mean, float* drows,
+                                           int64_t stride) {
   for (int64_t b = FirstRow(); b < bags; b += RowStride()) {
     const int64_t begin = offsets[b], end = offsets[b + 1];
     const float n = static_cast<float>(end - begin);
     for (int64_t j = begin; j < end; ++j) {
       for (int64_t d = threadIdx.x; d < dim; d += blockDim.x) {
-        const float g = dout[b * dim + d];
+        const float g = dout[b * stride + d];
         drows[j * dim + d] = mean ? g / n : g;
       }
     }
@@ -524,22 +526,25 @@ class CudaBackend final : public Backend {
 
   void EmbeddingBagForward(const float* table, int64_t dim,
                            const int64_t* offsets, const int64_t* ids,
-                           int64_t bags, Combiner combiner,
-                           float* out) override {
+                           int64_t bags, Combiner combiner, float* out,
+                           int64_t stride) override {
     if (bags <= 0 || dim <= 0 || !Ready()) return;
     EmbeddingBagForwardKernel<<<RowBlocks(bags, dim), RowThreads(dim), 0,
                                 stream_>>>(table, dim, offsets, ids, bags,
-                                           combiner == Combiner::kMean, out);
+                                           combiner == Combiner::kMean, out,
+                                           stride);
     CheckLaunch("EmbeddingBagForward");
   }
 
   void EmbeddingBagBackward(const float* dout, int64_t dim,
                             const int64_t* offsets, int64_t bags,
-                            Combiner combiner, float* drows) override {
+                            Combiner combiner, float* drows,
+                            int64_t stride) override {
     if (bags <= 0 || dim <= 0 || !Ready()) return;
     EmbeddingBagBackwardKernel<<<RowBlocks(bags, dim), RowThreads(dim), 0,
                                  stream_>>>(dout, dim, offsets, bags,
-                                            combiner == Combiner::kMean, drows);
+                                            combiner == Combiner::kMean, drows,
+                                            stride);
     CheckLaunch("EmbeddingBagBackward");
   }
 

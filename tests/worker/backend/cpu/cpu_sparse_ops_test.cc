@@ -67,11 +67,11 @@ TEST(CpuEmbeddingBagTest, ForwardSumsAndAveragesRowsInIdOrder) {
   CpuBackend backend;
   std::vector<float> out(6, -7.0f);
   backend.EmbeddingBagForward(table.data(), 2, offsets.data(), ids.data(), 3,
-                              Backend::Combiner::kSum, out.data());
+                              Backend::Combiner::kSum, out.data(), 2);
   EXPECT_THAT(out, ElementsAre(4, 40, 0, 0, 4, 40));
   std::fill(out.begin(), out.end(), -7.0f);
   backend.EmbeddingBagForward(table.data(), 2, offsets.data(), ids.data(), 3,
-                              Backend::Combiner::kMean, out.data());
+                              Backend::Combiner::kMean, out.data(), 2);
   EXPECT_THAT(out,
               Pointwise(FloatNear(1e-6f),
                         std::vector<float>{2, 20, 0, 0, 4.0f / 3, 40.0f / 3}));
@@ -83,11 +83,29 @@ TEST(CpuEmbeddingBagTest, BackwardGivesOneRowPerOccurrence) {
   CpuBackend backend;
   std::vector<float> drows(10);
   backend.EmbeddingBagBackward(dout.data(), 2, offsets.data(), 3,
-                               Backend::Combiner::kSum, drows.data());
+                               Backend::Combiner::kSum, drows.data(), 2);
   EXPECT_THAT(drows, ElementsAre(1, 2, 1, 2, 6, 9, 6, 9, 6, 9));
   backend.EmbeddingBagBackward(dout.data(), 2, offsets.data(), 3,
-                               Backend::Combiner::kMean, drows.data());
+                               Backend::Combiner::kMean, drows.data(), 2);
   EXPECT_THAT(drows, ElementsAre(0.5f, 1, 0.5f, 1, 2, 3, 2, 3, 2, 3));
+}
+
+// A stride above dim reads and writes one field's column of [bags, 2, dim]
+// and leaves the other field's alone.
+TEST(CpuEmbeddingBagTest, StrideAddressesOneFieldOfSeveral) {
+  const std::vector<float> table = {0, 0, 1, 10, 2, 20, 3, 30};
+  const std::vector<int64_t> offsets = {0, 2, 2, 5};
+  const std::vector<int64_t> ids = {1, 3, 2, 2, 0};
+  CpuBackend backend;
+  std::vector<float> out(12, -7.0f);
+  backend.EmbeddingBagForward(table.data(), 2, offsets.data(), ids.data(), 3,
+                              Backend::Combiner::kSum, out.data() + 2, 4);
+  EXPECT_THAT(out, ElementsAre(-7, -7, 4, 40, -7, -7, 0, 0, -7, -7, 4, 40));
+  const std::vector<float> dout = {0, 0, 1, 2, 0, 0, 3, 4, 0, 0, 6, 9};
+  std::vector<float> drows(10);
+  backend.EmbeddingBagBackward(dout.data() + 2, 2, offsets.data(), 3,
+                               Backend::Combiner::kSum, drows.data(), 4);
+  EXPECT_THAT(drows, ElementsAre(1, 2, 1, 2, 6, 9, 6, 9, 6, 9));
 }
 
 TEST(CpuReduceSparseGradTest, SumsRowsOfEqualIdsAndSortsIds) {

@@ -265,19 +265,31 @@ void CudaEmbeddingTest::ExpectEmbeddingOpsIdentical(int64_t embedding_dim) {
                        ids = ToDevice(gpu_.get(), batch.ids),
                        unique(gpu_.get(), nnz);
   gpu_->EmbeddingBagForward(table.data(), dim, offsets.data(), ids.data(), bags,
-                            GetParam(), out.data());
+                            GetParam(), out.data(), dim);
   std::vector<float> want_out(bags * dim);
   cpu_.EmbeddingBagForward(net.table.data(), dim, batch.offsets.data(),
-                           batch.ids.data(), bags, GetParam(), want_out.data());
+                           batch.ids.data(), bags, GetParam(), want_out.data(),
+                           dim);
   EXPECT_EQ(ToHost(gpu_.get(), out, bags * dim), want_out);
+  // As the middle field of three: the other fields' columns stay as they
+  // were.
+  const std::vector<float> fields_before(bags * 3 * dim, -7.0f);
+  DeviceArray<float> fields = ToDevice(gpu_.get(), fields_before);
+  gpu_->EmbeddingBagForward(table.data(), dim, offsets.data(), ids.data(), bags,
+                            GetParam(), fields.data() + dim, 3 * dim);
+  std::vector<float> want_fields = fields_before;
+  cpu_.EmbeddingBagForward(net.table.data(), dim, batch.offsets.data(),
+                           batch.ids.data(), bags, GetParam(),
+                           want_fields.data() + dim, 3 * dim);
+  EXPECT_EQ(ToHost(gpu_.get(), fields, bags * 3 * dim), want_fields);
 
   const std::vector<float> dout = RandomVector(bags * dim, 15);
   DeviceArray<float> ddout = ToDevice(gpu_.get(), dout);
   gpu_->EmbeddingBagBackward(ddout.data(), dim, offsets.data(), bags,
-                             GetParam(), drows.data());
+                             GetParam(), drows.data(), dim);
   std::vector<float> want_rows(nnz * dim);
   cpu_.EmbeddingBagBackward(dout.data(), dim, batch.offsets.data(), bags,
-                            GetParam(), want_rows.data());
+                            GetParam(), want_rows.data(), dim);
   EXPECT_EQ(ToHost(gpu_.get(), drows, nnz * dim), want_rows);
 
   const int64_t n = gpu_->ReduceSparseGrad(ids.data(), drows.data(), nnz, dim,
