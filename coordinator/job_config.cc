@@ -7,6 +7,7 @@
 #include "common/model/model_graph.h"
 #include "common/model/model_presets.h"
 #include "common/model/model_support.h"
+#include "common/model/variable_optimizer.h"
 #include "common/model_spec.h"
 #include "common/optimizer/optimizer.h"
 #include "common/training_mode.h"
@@ -281,6 +282,17 @@ absl::Status ValidateJobConfig(const JobConfig& job) {
         !opt.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("embedding_optimizer: ", opt.status().message()));
+    }
+  }
+  if (absl::Status s = CheckTableOptimizers(job, graph->variables); !s.ok()) {
+    return s;
+  }
+  for (const auto& [table, optimizer] : job.table_optimizers()) {
+    if (absl::StatusOr<std::unique_ptr<Optimizer>> opt =
+            CreateOptimizer(optimizer);
+        !opt.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "table_optimizers: \"", table, "\": ", opt.status().message()));
     }
   }
   absl::StatusOr<TrainingMode> mode = ParseTrainingMode(job.mode());

@@ -308,11 +308,8 @@ absl::Status TrainingJob::CreateVariables() {
   if (!mode_.uses_parameter_servers()) return absl::OkStatus();
   // Embedding tables and dense layers may train with different
   // optimizers; a parameter server takes one per request.
-  std::vector<std::vector<CreateShardsRequest>> requests = ShardRequestsByKind(
-      plan_, job_.optimizer(),
-      job_.has_embedding_optimizer() ? job_.embedding_optimizer()
-                                     : job_.optimizer(),
-      static_cast<int>(ps_.size()));
+  std::vector<std::vector<CreateShardsRequest>> requests =
+      ShardRequestsByKind(plan_, job_, static_cast<int>(ps_.size()));
   expected_shards_.assign(ps_.size(), 0);
   for (size_t k = 0; k < ps_.size(); ++k) {
     for (const CreateShardsRequest& request : requests[k]) {

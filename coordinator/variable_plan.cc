@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/model/model_graph.h"
 #include "common/model/model_presets.h"
+#include "common/model/variable_optimizer.h"
 #include "partitioners/partitioner_factory.h"
 
 namespace tessera {
@@ -123,22 +124,26 @@ std::vector<CreateShardsRequest> ShardRequests(const VariablePlan& plan,
 }
 
 std::vector<std::vector<CreateShardsRequest>> ShardRequestsByKind(
-    const VariablePlan& plan, const OptimizerConfig& optimizer,
-    const OptimizerConfig& embedding_optimizer, int num_ps) {
+    const VariablePlan& plan, const JobConfig& job, int num_ps) {
   // One request per parameter server and optimizer: the tables', the
-  // dense variables', and each update rule's (moving statistics), in the
-  // order they first appear.
-  std::vector<OptimizerConfig> kinds = {embedding_optimizer, optimizer};
+  // dense variables', and each other optimizer's (a table's own, an update
+  // rule), in the order they first appear.
+  const OptimizerConfig& embedding_optimizer = job.has_embedding_optimizer()
+                                                   ? job.embedding_optimizer()
+                                                   : job.optimizer();
+  std::vector<OptimizerConfig> kinds = {embedding_optimizer, job.optimizer()};
   auto kind_of = [&](const std::string& variable) -> int {
     for (const VariableDef& v : plan.variables) {
       if (v.name != variable) continue;
-      if (v.sparse) return 0;
-      if (!v.update_rule.has_value()) return 1;
-      const std::string rule = v.update_rule->SerializeAsString();
+      const bool own = v.update_rule.has_value() ||
+                       (v.sparse && job.table_optimizers().contains(v.name));
+      if (!own) return v.sparse ? 0 : 1;
+      const OptimizerConfig& optimizer = VariableOptimizer(job, v);
+      const std::string bytes = optimizer.SerializeAsString();
       for (size_t k = 2; k < kinds.size(); ++k) {
-        if (kinds[k].SerializeAsString() == rule) return static_cast<int>(k);
+        if (kinds[k].SerializeAsString() == bytes) return static_cast<int>(k);
       }
-      kinds.push_back(*v.update_rule);
+      kinds.push_back(optimizer);
       return static_cast<int>(kinds.size()) - 1;
     }
     return 1;

@@ -39,13 +39,13 @@ std::vector<CreateShardsRequest> ShardRequests(const VariablePlan& plan,
                                                const OptimizerConfig& optimizer,
                                                int num_ps);
 
-// As ShardRequests, with the tables' shards created with
-// `embedding_optimizer` and the others with `optimizer`: a parameter server
+// As ShardRequests, with each variable's shards created with the optimizer
+// the job gives it (common/model/variable_optimizer.h): a parameter server
 // gives every shard of one request the request's optimizer, so each ps gets
-// up to two requests (tables, then dense), in the order to send them.
+// one request per optimizer (tables, dense, then per-table optimizers and
+// update rules as they first appear), in the order to send them.
 std::vector<std::vector<CreateShardsRequest>> ShardRequestsByKind(
-    const VariablePlan& plan, const OptimizerConfig& optimizer,
-    const OptimizerConfig& embedding_optimizer, int num_ps);
+    const VariablePlan& plan, const JobConfig& job, int num_ps);
 
 // What a worker needs to route its pulls and pushes.
 std::vector<VariablePlacement> Placements(const VariablePlan& plan);

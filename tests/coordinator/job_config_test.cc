@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/counter_rng.h"
@@ -231,15 +233,18 @@ TEST_F(JobConfigTest, PresetFlagsBecomeADescription) {
 // Every job file shipped in deploy/jobs reads, validates and places its
 // variables.
 TEST_F(JobConfigTest, ShippedJobFilesAreValid) {
-  for (const char* name :
-       {"mlp_fashion_mnist", "cnn_fashion_mnist", "ctr_click"}) {
-    SCOPED_TRACE(name);
+  int checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(
+           absl::StrCat(TESSERA_SOURCE_DIR, "/deploy/jobs"))) {
+    if (entry.path().extension() != ".textproto") continue;
+    const std::string path = entry.path().string();
+    SCOPED_TRACE(path);
+    std::ifstream file(path);
+    const std::string text((std::istreambuf_iterator<char>(file)),
+                           std::istreambuf_iterator<char>());
     gflags::FlagSaver saver;
-    gflags::SetCommandLineOption(
-        "job_file",
-        absl::StrCat(TESSERA_SOURCE_DIR, "/deploy/jobs/", name, ".textproto")
-            .c_str());
-    if (std::string(name) == "ctr_click") {
+    gflags::SetCommandLineOption("job_file", path.c_str());
+    if (absl::StrContains(text, "format: \"criteo\"")) {
       gflags::SetCommandLineOption("data_dir", "/tmp/ctr");
     }
     absl::StatusOr<JobConfig> job = JobConfigFromFlags();
@@ -249,7 +254,77 @@ TEST_F(JobConfigTest, ShippedJobFilesAreValid) {
     absl::StatusOr<VariablePlan> plan = PlanVariables(*job, 2);
     ASSERT_TRUE(plan.ok()) << plan.status();
     EXPECT_FALSE(plan->variables.empty());
+    ++checked;
   }
+  EXPECT_GE(checked, 8);
+}
+
+// A table of table_optimizers gets a CreateShards request with its own
+// optimizer; the other tables keep embedding_optimizer.
+TEST_F(JobConfigTest, TableOptimizersGiveATableItsOwnRequest) {
+  const std::string path = WriteFile("table_optimizers", R"pb(
+    model_def {
+      inputs {
+        name: "c"
+        sparse {}
+      }
+      label { kind: BINARY }
+      layers {
+        name: "wide"
+        inputs: "c"
+        embedding_bag { dim: 1 }
+      }
+      layers {
+        name: "deep"
+        inputs: "c"
+        embedding_bag { dim: 4 }
+      }
+      layers {
+        name: "out"
+        inputs: [ "wide", "deep" ]
+        dense { units: 1 }
+      }
+      loss { kind: SIGMOID_CROSS_ENTROPY input: "out" }
+    }
+    data { format: "criteo" }
+    optimizer {
+      learning_rate: 0.001
+      adam {}
+    }
+    embedding_optimizer {
+      learning_rate: 0.05
+      adagrad {}
+    }
+    table_optimizers {
+      key: "wide"
+      value {
+        learning_rate: 0.5
+        sgd {}
+      }
+    }
+  )pb");
+  gflags::SetCommandLineOption("job_file", path.c_str());
+  gflags::SetCommandLineOption("data_dir", "/tmp/ctr");
+  JobConfig job = Defaults();
+  ASSERT_TRUE(ValidateJobConfig(job).ok()) << ValidateJobConfig(job);
+  absl::StatusOr<VariablePlan> plan = PlanVariables(job, 1);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::vector<std::vector<CreateShardsRequest>> requests =
+      ShardRequestsByKind(*plan, job, 1);
+  ASSERT_EQ(requests.size(), 1u);
+  ASSERT_EQ(requests[0].size(), 3u);
+  EXPECT_TRUE(requests[0][0].optimizer().has_adagrad());
+  ASSERT_EQ(requests[0][0].shards_size(), 1);
+  EXPECT_EQ(requests[0][0].shards(0).variable(), "deep");
+  EXPECT_TRUE(requests[0][1].optimizer().has_adam());
+  EXPECT_TRUE(requests[0][2].optimizer().has_sgd());
+  ASSERT_EQ(requests[0][2].shards_size(), 1);
+  EXPECT_EQ(requests[0][2].shards(0).variable(), "wide");
+
+  (*job.mutable_table_optimizers())["wdie"] = job.table_optimizers().at("wide");
+  const absl::Status s = ValidateJobConfig(job);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("\"wdie\" is not a table"));
 }
 
 // The mlp job file is the default preset written out: the same variables.
@@ -433,7 +508,7 @@ TEST_F(JobConfigTest, MovingStatisticsAreCreatedWithTheirRule) {
   absl::StatusOr<VariablePlan> plan = PlanVariables(job, 1);
   ASSERT_TRUE(plan.ok()) << plan.status();
   const std::vector<std::vector<CreateShardsRequest>> requests =
-      ShardRequestsByKind(*plan, job.optimizer(), job.optimizer(), 1);
+      ShardRequestsByKind(*plan, job, 1);
   ASSERT_EQ(requests.size(), 1u);
   ASSERT_EQ(requests[0].size(), 2u);
   EXPECT_TRUE(requests[0][0].optimizer().has_adam());

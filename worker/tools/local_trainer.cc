@@ -12,6 +12,7 @@
 #include "common/model/model_graph.h"
 #include "common/model/model_presets.h"
 #include "common/model/model_support.h"
+#include "common/model/variable_optimizer.h"
 #include "worker/data/batch_view.h"
 #include "worker/data/ctr_dataset.h"
 
@@ -74,10 +75,7 @@ absl::StatusOr<std::unique_ptr<LocalTrainer>> LocalTrainer::Create(
   for (const VariableDef& v : described->variables) {
     CreateShardsRequest request;
     *request.add_shards() = WholeShard(v);
-    *request.mutable_optimizer() = v.update_rule.has_value() ? *v.update_rule
-                                   : v.sparse && job.has_embedding_optimizer()
-                                       ? job.embedding_optimizer()
-                                       : job.optimizer();
+    *request.mutable_optimizer() = VariableOptimizer(job, v);
     CreateShardsResponse response;
     if (absl::Status s = t->store_.Create(request, &response); !s.ok()) {
       return s;
