@@ -32,6 +32,13 @@ DEFINE_double(weight_decay_rank, 50,
               "no model can learn, matter less.");
 DEFINE_double(dense_scale, 0.3, "Scale of the integer features' weights.");
 DEFINE_double(noise, 0, "Probability that a label is flipped.");
+DEFINE_int32(interaction_fields, 0,
+             "The first this many fields interact pairwise through latent "
+             "vectors, as in a factorization machine (0: none).");
+DEFINE_int32(interaction_dim, 4, "Dimension of those latent vectors.");
+DEFINE_double(interaction_scale, 1.0, "Scale of the pairwise terms.");
+DEFINE_double(dense_cross, 0,
+              "Scale of the integer features' pair products (0: none).");
 DEFINE_uint64(seed, 1, "Seed: the same flags write the same bytes.");
 DEFINE_bool(gzip, false, "Write train.tsv.gz and test.tsv.gz.");
 DEFINE_int32(threads, 0,
@@ -71,6 +78,10 @@ int main(int argc, char** argv) {
   o.weight_decay_rank = FLAGS_weight_decay_rank;
   o.dense_scale = FLAGS_dense_scale;
   o.noise = FLAGS_noise;
+  o.interaction_fields = FLAGS_interaction_fields;
+  o.interaction_dim = FLAGS_interaction_dim;
+  o.interaction_scale = FLAGS_interaction_scale;
+  o.dense_cross = FLAGS_dense_cross;
   o.seed = FLAGS_seed;
   o.gzip = FLAGS_gzip;
   o.threads = FLAGS_threads;

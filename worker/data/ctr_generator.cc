@@ -29,11 +29,15 @@ constexpr uint64_t kTestStream = 2;
 constexpr uint64_t kCalibrationStream = 3;
 constexpr uint64_t kFieldScaleStream = 4;
 constexpr uint64_t kDenseStream = 5;
+constexpr uint64_t kCrossStream = 6;
 constexpr uint64_t kWeightStream = 1000;     // + field
 constexpr uint64_t kIdHashStream = 1000000;  // + field
+constexpr uint64_t kLatentStream = 2000000;  // + field
 constexpr int64_t kCalibrationExamples = 20000;
 constexpr int64_t kProgressEvery = 200000;
 constexpr double kNegativeCount = 0.005;  // share of integers written as -1
+constexpr int kMaxInteractionDim = 64;
+constexpr int kMaxDense = 1024;
 // Examples per chunk of text made by one thread (about 4 MB with the
 // defaults).
 constexpr int64_t kChunkExamples = 8192;
@@ -149,6 +153,35 @@ class HiddenModel {
       log_sd_.push_back(0.5 + dense.Uniform());
       slope_.push_back(o.dense_scale * dense.Normal());
     }
+    const int k = o.interaction_dim;
+    // A dot product of two vectors with components of spread sigma has
+    // variance k sigma^4; over P pairs, P k sigma^4 = interaction_scale^2.
+    const double pairs =
+        0.5 * o.interaction_fields * (o.interaction_fields - 1);
+    latent_.resize(o.interaction_fields);
+    for (int f = 0; f < o.interaction_fields; ++f) {
+      Stream u(DeriveSeed(o.seed, kLatentStream + f));
+      const double scale = std::sqrt(o.interaction_scale) /
+                           std::pow(std::max(1.0, pairs) * k, 0.25);
+      latent_[f].resize(o.vocab_size * k);
+      for (int64_t r = 0; r < o.vocab_size; ++r) {
+        const double decay = 1.0 / (1.0 + r / o.weight_decay_rank);
+        for (int c = 0; c < k; ++c) {
+          latent_[f][r * k + c] =
+              static_cast<float>(scale * decay * u.Normal());
+        }
+      }
+    }
+    if (o.dense_cross > 0) {
+      Stream cross(DeriveSeed(o.seed, kCrossStream));
+      cross_.resize(o.num_dense * o.num_dense, 0.0);
+      for (int j = 0; j < o.num_dense; ++j) {
+        for (int l = j + 1; l < o.num_dense; ++l) {
+          cross_[j * o.num_dense + l] =
+              o.dense_cross * cross.Normal() / o.num_dense;
+        }
+      }
+    }
     bias_ = CalibrateBias();
   }
 
@@ -163,19 +196,52 @@ class HiddenModel {
   // code, so they compute the same doubles.
   template <typename FieldRanks, typename DenseValue>
   double Logit(FieldRanks field_ranks, DenseValue dense_value) const {
+    const int k = o_.interaction_dim;
+    // The factorization machine's pair sum as 0.5 * (|sum u|^2 - sum |u|^2).
+    double fm_total[kMaxInteractionDim] = {};
+    double fm_squares = 0;
     double logit = 0;
     for (int f = 0; f < o_.num_fields; ++f) {
+      const bool interacts = f < o_.interaction_fields;
       double sum = 0;
+      double u[kMaxInteractionDim] = {};
       int n = 0;
       field_ranks(f, [&](int32_t rank) {
         sum += weights_[f][rank];
+        if (interacts) {
+          const float* v = &latent_[f][int64_t{rank} * k];
+          for (int c = 0; c < k; ++c) u[c] += v[c];
+        }
         ++n;
       });
-      if (mean_ && n > 0) sum /= n;
+      if (mean_ && n > 0) {
+        sum /= n;
+        for (int c = 0; c < k; ++c) u[c] /= n;
+      }
       logit += sum;
+      if (interacts) {
+        for (int c = 0; c < k; ++c) {
+          fm_total[c] += u[c];
+          fm_squares += u[c] * u[c];
+        }
+      }
     }
+    if (o_.interaction_fields > 0) {
+      double total_square = 0;
+      for (int c = 0; c < k; ++c) total_square += fm_total[c] * fm_total[c];
+      logit += 0.5 * (total_square - fm_squares);
+    }
+    double centred[kMaxDense];
     for (int j = 0; j < o_.num_dense; ++j) {
-      logit += slope_[j] * (static_cast<double>(dense_value(j)) - log_mean_[j]);
+      centred[j] = static_cast<double>(dense_value(j)) - log_mean_[j];
+      logit += slope_[j] * centred[j];
+    }
+    if (!cross_.empty()) {
+      for (int j = 0; j < o_.num_dense; ++j) {
+        for (int l = j + 1; l < o_.num_dense; ++l) {
+          logit += cross_[j * o_.num_dense + l] * centred[j] * centred[l];
+        }
+      }
     }
     return logit;
   }
@@ -257,6 +323,8 @@ class HiddenModel {
   const AliasTable zipf_;
   const bool mean_;
   std::vector<std::vector<float>> weights_;  // [field][rank]
+  std::vector<std::vector<float>> latent_;   // [field][rank * dim + c]
+  std::vector<double> cross_;                // [j * num_dense + l], j < l
   std::vector<uint64_t> id_seeds_;
   std::vector<double> log_mean_, log_sd_, slope_;
   double bias_ = 0;
@@ -427,9 +495,25 @@ absl::Status ValidateCtrGeneratorOptions(const CtrGeneratorOptions& o) {
                      "got ",
                      o.train_examples, " and ", o.test_examples));
   }
-  if (o.num_fields < 0 || o.num_dense < 0) {
-    return bad(absl::StrCat("fields and dense must be >= 0, got ", o.num_fields,
-                            " and ", o.num_dense));
+  if (o.num_fields < 0 || o.num_dense < 0 || o.num_dense > kMaxDense) {
+    return bad(absl::StrCat("fields must be >= 0 and dense in [0, ", kMaxDense,
+                            "], got ", o.num_fields, " and ", o.num_dense));
+  }
+  if (o.interaction_fields < 0 || o.interaction_fields > o.num_fields ||
+      o.interaction_fields == 1) {
+    return bad(
+        absl::StrCat("interaction_fields must be 0 or in [2, fields], got ",
+                     o.interaction_fields));
+  }
+  if (o.interaction_dim < 1 || o.interaction_dim > kMaxInteractionDim) {
+    return bad(absl::StrCat("interaction_dim must be in [1, ",
+                            kMaxInteractionDim, "], got ", o.interaction_dim));
+  }
+  if (!(o.interaction_scale >= 0 && o.interaction_scale <= 100) ||
+      !(o.dense_cross >= 0 && o.dense_cross <= 100)) {
+    return bad(absl::StrCat(
+        "interaction_scale and dense_cross must be in [0, 100], got ",
+        o.interaction_scale, " and ", o.dense_cross));
   }
   if (o.vocab_size < 1 || o.vocab_size > (int64_t{1} << 28)) {
     return bad(
@@ -523,6 +607,10 @@ absl::StatusOr<CtrGeneratorSummary> GenerateCtrFiles(
   meta["weight_decay_rank"] = o.weight_decay_rank;
   meta["dense_scale"] = o.dense_scale;
   meta["noise"] = o.noise;
+  meta["interaction_fields"] = o.interaction_fields;
+  meta["interaction_dim"] = o.interaction_dim;
+  meta["interaction_scale"] = o.interaction_scale;
+  meta["dense_cross"] = o.dense_cross;
   meta["seed"] = o.seed;
   meta["gzip"] = o.gzip;
   meta["bias"] = summary.bias;

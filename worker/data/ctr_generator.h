@@ -16,6 +16,19 @@
 // bag's ids (0 for an empty bag), d_j is the reader's feature of integer
 // column j (CriteoDenseValue, 0 when missing), m_j its typical value and
 // v_j = dense_scale * z.
+//
+// Interactions, which no model linear in the features can learn (both are
+// off by default):
+//  - interaction_fields > 0: the first interaction_fields fields interact
+//    pairwise as in a factorization machine, adding sum over f < g of
+//    <u_f(bag_f), u_g(bag_g)>, where u_f(bag) is the sum or the mean of the
+//    bag's latent vectors u_f(rank) in R^interaction_dim, u_f(rank) =
+//    sqrt(interaction_scale) * z / ((P * interaction_dim)^(1/4) *
+//    (1 + rank / weight_decay_rank)) with z standard normal per component
+//    and P = K (K - 1) / 2 pairs, so that among the most frequent ids the
+//    term's spread is interaction_scale whatever K and the dimension.
+//  - dense_cross > 0: every pair j < l of integer features adds
+//    c_jl * (d_j - m_j) * (d_l - m_l), c_jl = dense_cross * z / num_dense.
 // w_f(rank) = s_f * z / (1 + rank / weight_decay_rank) with z standard
 // normal and s_f in [0.25, 1] * weight_scale, all drawn from (seed, field,
 // rank), so rare ids, which no model sees often enough to learn, carry
@@ -59,7 +72,11 @@ struct CtrGeneratorOptions {
   double weight_scale = 0.5;
   double weight_decay_rank = 50;
   double dense_scale = 0.3;
-  double noise = 0;  // probability that a label is flipped
+  double noise = 0;            // probability that a label is flipped
+  int interaction_fields = 0;  // the first fields interact pairwise
+  int interaction_dim = 4;     // of their latent vectors
+  double interaction_scale = 1.0;
+  double dense_cross = 0;  // scale of the integer features' pair products
   uint64_t seed = 1;
   bool gzip = false;  // write train.tsv.gz and test.tsv.gz
   // Threads making examples; 0: one per core. The output does not depend

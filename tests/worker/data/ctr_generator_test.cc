@@ -3,11 +3,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -190,6 +192,97 @@ TEST_F(CtrGeneratorTest, MeanCombinerAndLabelNoise) {
   EXPECT_DOUBLE_EQ(*RocAuc(*p, test->labels), noisy.best_auc);
 }
 
+// The logit of one example with only fields 0 and 1 (ids a or b each) and
+// the integer features `dense`: from TrueCtrProbabilities, bias removed.
+std::vector<double> PairLogits(const CtrGeneratorOptions& o,
+                               const CtrDataset& data, int64_t a0, int64_t b0,
+                               int64_t a1, int64_t b1,
+                               const std::vector<float>& dense) {
+  CtrDataset probe;
+  probe.num_dense = data.num_dense;
+  probe.num_fields = data.num_fields;
+  probe.fields.resize(data.num_fields);
+  for (auto [x, y] : {std::pair{a0, a1}, std::pair{a0, b1}, std::pair{b0, a1},
+                      std::pair{b0, b1}}) {
+    probe.labels.push_back(0);
+    probe.dense.insert(probe.dense.end(), dense.begin(), dense.end());
+    for (int f = 0; f < data.num_fields; ++f) {
+      CtrFieldColumn& c = probe.fields[f];
+      if (c.offsets.empty()) c.offsets.push_back(0);
+      if (f < 2) c.ids.push_back(f == 0 ? x : y);
+      c.offsets.push_back(static_cast<uint32_t>(c.ids.size()));
+    }
+    ++probe.size;
+  }
+  absl::StatusOr<std::vector<float>> p = TrueCtrProbabilities(o, probe);
+  EXPECT_TRUE(p.ok()) << p.status();
+  std::vector<double> logits;
+  for (float x : *p) logits.push_back(std::log(x / (1.0 - x)));
+  return logits;
+}
+
+// Interactions are what a model linear in the features cannot learn: with
+// them, the effect of field 0's id depends on field 1's (and one integer
+// feature's on another's); without, it does not. The best AUC is still the
+// AUC of the true probabilities.
+TEST_F(CtrGeneratorTest, InteractionsMakeEffectsDependOnEachOther) {
+  CtrGeneratorOptions o = Small();
+  o.multi_hot_fields = 0;
+  o.interaction_fields = 3;
+  o.interaction_dim = 3;
+  o.interaction_scale = 2;
+  o.dense_cross = 2;
+  const CtrGeneratorSummary summary = Generate(o, "fm");
+  const nlohmann::json meta =
+      nlohmann::json::parse(ReadFile(summary.meta_path));
+  EXPECT_EQ(meta["interaction_fields"], 3);
+  EXPECT_EQ(meta["interaction_dim"], 3);
+  EXPECT_EQ(meta["dense_cross"], 2.0);
+  absl::StatusOr<CtrDataset> test =
+      LoadCriteo(summary.test_path, 0, -1, CriteoFormat{3, 5});
+  ASSERT_TRUE(test.ok()) << test.status();
+  absl::StatusOr<std::vector<float>> p = TrueCtrProbabilities(o, *test);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_DOUBLE_EQ(*RocAuc(*p, test->labels), summary.best_auc);
+
+  // The two most frequent ids of fields 0 and 1.
+  auto top_two = [&](int f) {
+    std::map<int64_t, int> count;
+    for (int64_t id : test->fields[f].ids) ++count[id];
+    std::vector<std::pair<int, int64_t>> by_count;
+    for (auto [id, n] : count) by_count.push_back({n, id});
+    std::sort(by_count.rbegin(), by_count.rend());
+    return std::pair{by_count[0].second, by_count[1].second};
+  };
+  const auto [a0, b0] = top_two(0);
+  const auto [a1, b1] = top_two(1);
+  auto contrast = [](const std::vector<double>& l) {
+    return l[0] - l[1] - l[2] + l[3];
+  };
+  const std::vector<float> zero = {0, 0, 0};
+  EXPECT_GT(std::fabs(contrast(PairLogits(o, *test, a0, b0, a1, b1, zero))),
+            0.01);
+  CtrGeneratorOptions additive = o;
+  additive.interaction_fields = 0;
+  additive.dense_cross = 0;
+  EXPECT_LT(
+      std::fabs(contrast(PairLogits(additive, *test, a0, b0, a1, b1, zero))),
+      1e-4);
+
+  // Integer features 0 and 1 at two values each, ids fixed.
+  auto dense_contrast = [&](const CtrGeneratorOptions& options) {
+    std::vector<double> l;
+    for (float x : {0.0f, 3.0f}) {
+      for (float y : {0.0f, 3.0f}) {
+        l.push_back(PairLogits(options, *test, a0, a0, a1, a1, {x, y, 0})[0]);
+      }
+    }
+    return contrast(l);
+  };
+  EXPECT_GT(std::fabs(dense_contrast(o)), 0.01);
+  EXPECT_LT(std::fabs(dense_contrast(additive)), 1e-4);
+}
+
 TEST_F(CtrGeneratorTest, RejectsBadOptionsAndForeignIds) {
   CtrGeneratorOptions o = Small();
   o.combiner = "max";
@@ -205,6 +298,21 @@ TEST_F(CtrGeneratorTest, RejectsBadOptionsAndForeignIds) {
   o = Small();
   o.noise = 0.5;
   EXPECT_THAT(ValidateCtrGeneratorOptions(o).message(), HasSubstr("noise"));
+  o = Small();
+  o.interaction_fields = 1;
+  EXPECT_THAT(ValidateCtrGeneratorOptions(o).message(),
+              HasSubstr("interaction_fields"));
+  o.interaction_fields = 6;
+  EXPECT_THAT(ValidateCtrGeneratorOptions(o).message(),
+              HasSubstr("interaction_fields"));
+  o = Small();
+  o.interaction_dim = 0;
+  EXPECT_THAT(ValidateCtrGeneratorOptions(o).message(),
+              HasSubstr("interaction_dim"));
+  o = Small();
+  o.dense_cross = -1;
+  EXPECT_THAT(ValidateCtrGeneratorOptions(o).message(),
+              HasSubstr("dense_cross"));
   o = Small();
   o.vocab_size = 0;
   EXPECT_THAT(ValidateCtrGeneratorOptions(o).message(),
