@@ -48,6 +48,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "bench/embedding_servers.h"
 #include "common/grpc_channel.h"
 #include "common/optimizer/optimizer.h"
 #include "gflags/gflags.h"
@@ -83,26 +84,6 @@ DEFINE_int32(scale_features, 26, "Ids per example of the scale run.");
 namespace tessera {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double Seconds(Clock::time_point since) {
-  return std::chrono::duration<double>(Clock::now() - since).count();
-}
-
-// "VmRSS" or "VmHWM" of this process from /proc/self/status, in bytes.
-int64_t ProcStatusBytes(const std::string& key) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(key + ":", 0) == 0) {
-      int64_t kb = 0;
-      std::sscanf(line.c_str() + key.size() + 1, "%ld", &kb);
-      return kb * 1024;
-    }
-  }
-  return 0;
-}
-
 std::vector<int64_t> ParseList(const std::string& text) {
   std::vector<int64_t> out;
   for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipEmpty())) {
@@ -117,92 +98,6 @@ bool HasMode(const std::string& mode) {
     if (m == mode) return true;
   }
   return false;
-}
-
-// Zipf ranks in [1, n] with P(k) ~ k^-s, by Hörmann and Derflinger's
-// rejection-inversion (as Apache Commons RNG's sampler): O(1) per draw and
-// no table, whatever n.
-class ZipfSampler {
- public:
-  ZipfSampler(int64_t n, double s) : n_(n), s_(s) {
-    h_integral_x1_ = HIntegral(1.5) - 1.0;
-    h_integral_n_ = HIntegral(n + 0.5);
-    s2_ = 2.0 - HIntegralInverse(HIntegral(2.5) - H(2.0));
-  }
-
-  int64_t operator()(std::mt19937_64& rng) const {
-    std::uniform_real_distribution<double> uniform(0.0, 1.0);
-    while (true) {
-      const double u =
-          h_integral_n_ + uniform(rng) * (h_integral_x1_ - h_integral_n_);
-      const double x = HIntegralInverse(u);
-      int64_t k = static_cast<int64_t>(x + 0.5);
-      k = std::clamp<int64_t>(k, 1, n_);
-      if (k - x <= s2_ || u >= HIntegral(k + 0.5) - H(k)) return k;
-    }
-  }
-
- private:
-  double H(double x) const { return std::exp(-s_ * std::log(x)); }
-  double HIntegral(double x) const {
-    const double log_x = std::log(x);
-    return Helper2((1.0 - s_) * log_x) * log_x;
-  }
-  double HIntegralInverse(double x) const {
-    double t = x * (1.0 - s_);
-    if (t < -1.0) t = -1.0;
-    return std::exp(Helper1(t) * x);
-  }
-  static double Helper1(double x) {
-    return std::fabs(x) > 1e-8 ? std::log1p(x) / x
-                               : 1.0 - x * (0.5 - x * (1.0 / 3.0 - 0.25 * x));
-  }
-  static double Helper2(double x) {
-    return std::fabs(x) > 1e-8
-               ? std::expm1(x) / x
-               : 1.0 + x * 0.5 * (1.0 + x * (1.0 / 3.0) * (1.0 + 0.25 * x));
-  }
-
-  const int64_t n_;
-  const double s_;
-  double h_integral_x1_, h_integral_n_, s2_;
-};
-
-// Hash-table ids of Zipf rank k: scattered over int64 like hashed
-// categorical values (odd multiplier: one id per rank).
-int64_t HashId(int64_t rank) {
-  return static_cast<int64_t>(static_cast<uint64_t>(rank) *
-                              0x9E3779B97F4A7C15ull);
-}
-
-OptimizerConfig OptimizerNamed(const std::string& name) {
-  OptimizerConfig config;
-  config.set_learning_rate(0.01f);
-  if (name == "sgd") {
-    config.mutable_sgd();
-  } else {
-    config.mutable_adagrad();
-  }
-  return config;
-}
-
-ShardDef HashDef(const std::string& variable, int64_t dim, int index,
-                 int num_shards, int64_t expected_rows) {
-  ShardDef def;
-  def.set_name(absl::StrCat(variable, "/part_", index));
-  def.set_variable(variable);
-  def.set_index(index);
-  def.set_dtype(DT_FLOAT);
-  def.set_hash_table(true);
-  def.set_dim(dim);
-  def.set_num_shards(num_shards);
-  def.set_expected_rows(expected_rows);
-  Initializer* init = def.mutable_initializer();
-  init->set_kind(Initializer::UNIFORM);
-  init->set_minval(-0.05f);
-  init->set_maxval(0.05f);
-  init->set_seed(7);
-  return def;
 }
 
 // ---- memory ---------------------------------------------------------------
@@ -424,54 +319,6 @@ int RunThroughput(const std::vector<int64_t>& dims) {
 }
 
 // ---- scale ----------------------------------------------------------------
-
-struct ServerProcess {
-  pid_t pid = -1;
-  int fd = -1;  // reads "port baseline_rss" then "rss hwm"
-  std::string address;
-  int64_t baseline_rss = 0;
-};
-
-// Forks a parameter server process. Must run before this process starts
-// any gRPC machinery, which does not survive fork().
-ServerProcess ForkServer() {
-  int fds[2];
-  PCHECK(pipe(fds) == 0);
-  ServerProcess p;
-  p.pid = fork();
-  if (p.pid == 0) {
-    close(fds[0]);
-    ShardStore store;
-    ParameterServerService service(&store, PsServiceOptions());
-    grpc::ServerBuilder builder;
-    ConfigureServerBuilder(&builder);
-    int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                             &port);
-    builder.RegisterService(&service);
-    std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-    const std::string hello =
-        absl::StrCat(port, " ", ProcStatusBytes("VmRSS"), "\n");
-    (void)!write(fds[1], hello.data(), hello.size());
-    service.shutdown_requested().WaitForNotification();
-    const std::string bye = absl::StrCat(ProcStatusBytes("VmRSS"), " ",
-                                         ProcStatusBytes("VmHWM"), "\n");
-    (void)!write(fds[1], bye.data(), bye.size());
-    close(fds[1]);
-    _exit(0);  // skips destructors: the table's pages go with the process
-  }
-  close(fds[1]);
-  p.fd = fds[0];
-  return p;
-}
-
-std::string ReadLine(int fd) {
-  std::string line;
-  char c;
-  while (read(fd, &c, 1) == 1 && c != '\n') line += c;
-  return line;
-}
-
 int RunScale(std::vector<ServerProcess>& servers) {
   const int n = static_cast<int>(servers.size());
   std::vector<std::unique_ptr<PsClient>> admin;
