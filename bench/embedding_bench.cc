@@ -21,6 +21,8 @@
 //               --scale_batch examples x --scale_features ids drawn from a
 //               Zipf law over those ids: dedupe, route, pull, push. Reports
 //               rows, accounted bytes and VmRSS per server, and examples/s.
+//   dlrm        MLPerf DLRM's 26 tables over forked servers
+//               (bench/embedding_dlrm.h).
 // The default runs memory and throughput; the scale run takes ~7 GB.
 //
 // Progress goes to stderr, the tables to stdout. Exit status 0 unless a
@@ -48,6 +50,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "bench/embedding_dlrm.h"
 #include "bench/embedding_servers.h"
 #include "common/grpc_channel.h"
 #include "common/optimizer/optimizer.h"
@@ -80,6 +83,13 @@ DEFINE_int32(scale_workers, 4, "Client threads of the scale run.");
 DEFINE_int32(scale_steps, 200, "Training steps of the scale run.");
 DEFINE_int32(scale_batch, 512, "Examples per step of the scale run.");
 DEFINE_int32(scale_features, 26, "Ids per example of the scale run.");
+DEFINE_int64(dlrm_row_divisor, 100,
+             "dlrm mode: MLPerf DLRM's table rows are divided by this (1: "
+             "the reference's 188M rows).");
+DEFINE_int64(dlrm_dim, 16, "dlrm mode: embedding dimension (reference 128).");
+DEFINE_int32(dlrm_servers, 2, "dlrm mode: parameter server processes.");
+DEFINE_int32(dlrm_batch, 2048, "dlrm mode: examples per step.");
+DEFINE_int32(dlrm_steps, 60, "dlrm mode: training steps.");
 
 namespace tessera {
 namespace {
@@ -494,8 +504,23 @@ int main(int argc, char** argv) {
       scale_servers.push_back(tessera::ForkServer());
     }
   }
+  std::vector<tessera::ServerProcess> dlrm_servers;
+  if (tessera::HasMode("dlrm")) {
+    for (int i = 0; i < FLAGS_dlrm_servers; ++i) {
+      dlrm_servers.push_back(tessera::ForkServer());
+    }
+  }
   int rc = 0;
   if (tessera::HasMode("throughput")) rc |= tessera::RunThroughput(dims);
   if (!scale_servers.empty()) rc |= tessera::RunScale(scale_servers);
+  if (!dlrm_servers.empty()) {
+    tessera::DlrmTablesOptions options;
+    options.row_divisor = std::max<int64_t>(1, FLAGS_dlrm_row_divisor);
+    options.dim = FLAGS_dlrm_dim;
+    options.batch = FLAGS_dlrm_batch;
+    options.steps = FLAGS_dlrm_steps;
+    options.zipf_s = FLAGS_zipf_s;
+    rc |= tessera::RunDlrmTables(dlrm_servers, options);
+  }
   return rc;
 }
