@@ -54,6 +54,9 @@ DEFINE_int32(checkpoint_every_epochs, 1,
 DEFINE_int32(keep_checkpoints, 3, "Complete checkpoints kept (>= 1).");
 DEFINE_bool(restore, true,
             "Resume from the newest valid checkpoint in --checkpoint_dir.");
+DEFINE_bool(evaluate_only, false,
+            "Evaluate the newest valid checkpoint in --checkpoint_dir on the "
+            "whole test set and end, training nothing.");
 DEFINE_double(ps_recovery_timeout_s, 300,
               "How long a failed parameter server may take to come back.");
 DEFINE_double(heartbeat_s, 1,
@@ -151,6 +154,12 @@ int main(int argc, char** argv) {
   options.checkpoint_every_epochs = FLAGS_checkpoint_every_epochs;
   options.keep_checkpoints = FLAGS_keep_checkpoints;
   options.restore = FLAGS_restore;
+  if (FLAGS_evaluate_only && FLAGS_checkpoint_dir.empty()) {
+    LOG(ERROR) << "--evaluate_only needs --checkpoint_dir (the checkpoint to "
+                  "evaluate)";
+    return 2;
+  }
+  options.evaluate_only = FLAGS_evaluate_only;
   options.ps_recovery_timeout = absl::Seconds(FLAGS_ps_recovery_timeout_s);
   options.heartbeat_interval = absl::Seconds(FLAGS_heartbeat_s);
   options.wait_for_commands = FLAGS_wait_for_commands;

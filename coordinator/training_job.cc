@@ -327,6 +327,46 @@ absl::Status TrainingJob::CreateVariables() {
   return absl::OkStatus();
 }
 
+absl::Status TrainingJob::EvaluateCheckpoint() {
+  if (checkpointer_ == nullptr) {
+    return absl::FailedPreconditionError(
+        "--evaluate_only needs --checkpoint_dir");
+  }
+  std::vector<std::string> rejected;
+  absl::StatusOr<ValidCheckpoint> latest = checkpointer_->Latest(&rejected);
+  for (const std::string& why : rejected) {
+    std::printf("checkpoint rejected: %s\n", why.c_str());
+  }
+  if (!latest.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--evaluate_only: no checkpoint to evaluate in ",
+                     checkpointer_->root(), ": ", latest.status().message()));
+  }
+  if (absl::Status s = checkpointer_->Restore(*latest); !s.ok()) return s;
+  EpochResult result;
+  result.epoch = latest->manifest.epoch() - 1;
+  const absl::Time start = absl::Now();
+  if (absl::Status s = Evaluate(&result); !s.ok()) return s;
+  result.seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  std::printf(
+      "evaluated %s (after epoch %d) on %lld test examples with %zu "
+      "workers: test loss %.4f, test accuracy %.4f\n",
+      latest->path.c_str(), result.epoch,
+      static_cast<long long>(test_examples_), workers_.size(), result.test_loss,
+      result.test_accuracy);
+  if (result.auc >= 0) {
+    std::printf(
+        "evaluated: test AUC %.6f (best achievable %s), test log "
+        "loss %.6f\n",
+        result.auc,
+        best_auc_ >= 0 ? absl::StrFormat("%.4f", best_auc_).c_str() : "unknown",
+        result.log_loss);
+  }
+  std::fflush(stdout);
+  WriteMetrics(result);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<JobPosition> TrainingJob::StartFromCheckpoint() {
   if (!options_.restore) {
     // This run's checkpoints would mix with the earlier run's: pruning
@@ -927,6 +967,22 @@ void TrainingJob::PrintSummary(absl::Duration wall) const {
     std::printf("final test AUC %.4f, best achievable %.4f, log loss %.4f\n",
                 last.auc, best_auc_, last.log_loss);
   }
+  // What the parameter servers hold by their own accounting (values,
+  // optimizer slots, table overhead), as sizing a cluster needs.
+  std::string per_server;
+  double total = 0;
+  for (size_t k = 0; k < ps_.size(); ++k) {
+    HealthResponse health;
+    if (!ps_[k]->Health(&health, 2.0).ok()) continue;
+    total += health.resident_bytes();
+    absl::StrAppendFormat(&per_server, "%sps %d %.1f MB",
+                          per_server.empty() ? "" : ", ", k,
+                          health.resident_bytes() / 1e6);
+  }
+  if (!per_server.empty()) {
+    std::printf("parameter servers hold %.1f MB (%s)\n", total / 1e6,
+                per_server.c_str());
+  }
   std::fflush(stdout);
 }
 
@@ -985,6 +1041,7 @@ absl::Status TrainingJob::Run() {
     if (!data.ok()) return data.status();
     if (absl::Status s = CreateVariables(); !s.ok()) return s;
     if (absl::Status s = ConfigureWorkers(*data); !s.ok()) return s;
+    if (options_.evaluate_only) return EvaluateCheckpoint();
     JobPosition position;
     if (checkpointer_ != nullptr) {
       absl::StatusOr<JobPosition> resumed = StartFromCheckpoint();

@@ -49,6 +49,10 @@ struct TrainingJobOptions {
   int checkpoint_every_epochs = 1;
   int keep_checkpoints = 3;
   bool restore = true;
+  // Restore the newest valid checkpoint in checkpoint_dir, evaluate it on
+  // the whole test set and end: nothing is trained or written to the
+  // checkpoints. The figures do not depend on how many workers evaluate.
+  bool evaluate_only = false;
   // How long a failed parameter server may take to come back.
   absl::Duration ps_recovery_timeout = absl::Minutes(5);
   // How often every parameter server is asked whether it is alive and
@@ -108,6 +112,8 @@ class TrainingJob {
   // when there is none, so a server failure in the first epoch can be
   // recovered from too. Returns where the job resumes.
   absl::StatusOr<JobPosition> StartFromCheckpoint();
+  // --evaluate_only: restores the newest checkpoint and evaluates it.
+  absl::Status EvaluateCheckpoint();
   // Called with the error that ended an epoch. When a parameter server
   // failed (it does not answer, or answers without its shards) and there
   // is a checkpoint: waits for the server to come back, re-creates its
