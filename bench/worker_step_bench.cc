@@ -35,7 +35,9 @@
 
 DEFINE_string(job_files,
               "deploy/jobs/mlp_fashion_mnist.textproto,"
-              "deploy/jobs/cnn_fashion_mnist.textproto",
+              "deploy/jobs/cnn_fashion_mnist.textproto,"
+              "deploy/jobs/dlrm.textproto,deploy/jobs/dcn_v2.textproto,"
+              "deploy/jobs/deepfm.textproto,deploy/jobs/wide_deep.textproto",
               "Job files whose models to time, comma-separated.");
 DEFINE_string(batches, "64,1024,8192", "Batch sizes, comma-separated.");
 DEFINE_double(min_seconds, 0.5, "Least time per round of a measurement.");

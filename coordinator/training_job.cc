@@ -964,8 +964,11 @@ void TrainingJob::PrintSummary(absl::Duration wall) const {
       absl::ToDoubleSeconds(wall),
       static_cast<long long>(coordinator_->steps_rerun()));
   if (last.auc >= 0) {
-    std::printf("final test AUC %.4f, best achievable %.4f, log loss %.4f\n",
-                last.auc, best_auc_, last.log_loss);
+    std::printf("final test AUC %.4f, best achievable %s, log loss %.4f\n",
+                last.auc,
+                best_auc_ >= 0 ? absl::StrFormat("%.4f", best_auc_).c_str()
+                               : "unknown (no meta.json beside the test file)",
+                last.log_loss);
   }
   // What the parameter servers hold by their own accounting (values,
   // optimizer slots, table overhead), as sizing a cluster needs.
