@@ -89,7 +89,7 @@ DEFINE_int64(dlrm_row_divisor, 100,
 DEFINE_int64(dlrm_dim, 16, "dlrm mode: embedding dimension (reference 128).");
 DEFINE_int32(dlrm_servers, 2, "dlrm mode: parameter server processes.");
 DEFINE_int32(dlrm_batch, 2048, "dlrm mode: examples per step.");
-DEFINE_int32(dlrm_steps, 60, "dlrm mode: training steps.");
+DEFINE_int32(dlrm_steps, 300, "dlrm mode: training steps.");
 
 namespace tessera {
 namespace {

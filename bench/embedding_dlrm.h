@@ -20,7 +20,7 @@ struct DlrmTablesOptions {
   int64_t row_divisor = 100;  // 1: the reference's 188M rows
   int64_t dim = 16;           // the reference: 128
   int batch = 2048;           // examples per step
-  int steps = 60;
+  int steps = 300;
   int workers = 2;  // client threads, one step at a time each
   double zipf_s = 1.05;
 };
