@@ -331,18 +331,8 @@ int RunThroughput(const std::vector<int64_t>& dims) {
 // ---- scale ----------------------------------------------------------------
 int RunScale(std::vector<ServerProcess>& servers) {
   const int n = static_cast<int>(servers.size());
-  std::vector<std::unique_ptr<PsClient>> admin;
-  for (ServerProcess& s : servers) {
-    std::vector<std::string> parts = absl::StrSplit(ReadLine(s.fd), ' ');
-    if (parts.size() != 2) {
-      LOG(ERROR) << "a server process did not start";
-      return 1;
-    }
-    s.address = absl::StrCat("127.0.0.1:", parts[0]);
-    CHECK(absl::SimpleAtoi(parts[1], &s.baseline_rss));
-    admin.push_back(
-        std::make_unique<PsClient>(s.address, 0, MakeChannel(s.address)));
-  }
+  std::vector<std::unique_ptr<PsClient>> admin = ConnectServers(servers);
+  if (admin.empty()) return 1;
   constexpr int64_t kDim = 16;
   const int64_t rows = FLAGS_scale_rows;
   for (int i = 0; i < n; ++i) {

@@ -8,7 +8,9 @@
 #include <fstream>
 #include <memory>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/grpc_channel.h"
 #include "glog/logging.h"
 #include "grpcpp/security/server_credentials.h"
@@ -152,6 +154,22 @@ std::string ReadLine(int fd) {
   char c;
   while (read(fd, &c, 1) == 1 && c != '\n') line += c;
   return line;
+}
+
+std::vector<std::unique_ptr<PsClient>> ConnectServers(
+    std::vector<ServerProcess>& servers) {
+  std::vector<std::unique_ptr<PsClient>> clients;
+  for (ServerProcess& s : servers) {
+    std::vector<std::string> parts = absl::StrSplit(ReadLine(s.fd), ' ');
+    if (parts.size() != 2 || !absl::SimpleAtoi(parts[1], &s.baseline_rss)) {
+      LOG(ERROR) << "a server process did not start";
+      return {};
+    }
+    s.address = absl::StrCat("127.0.0.1:", parts[0]);
+    clients.push_back(
+        std::make_unique<PsClient>(s.address, 0, MakeChannel(s.address)));
+  }
+  return clients;
 }
 
 }  // namespace tessera

@@ -9,10 +9,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "proto/ps_service.pb.h"
+#include "ps_server/ps_client.h"
 
 namespace tessera {
 
@@ -67,6 +70,11 @@ ServerProcess ForkServer();
 
 // One line from fd, without the newline.
 std::string ReadLine(int fd);
+
+// Reads each forked server's port and baseline memory and connects a
+// client to each; empty (after logging why) when a server did not start.
+std::vector<std::unique_ptr<PsClient>> ConnectServers(
+    std::vector<ServerProcess>& servers);
 
 }  // namespace tessera
 
