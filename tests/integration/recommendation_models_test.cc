@@ -173,6 +173,121 @@ TEST(RecommendationJobFilesTest, RunUnchangedOnCriteoFormatFiles) {
   fs::remove_all(dir);
 }
 
+// What the reference models need from the embedding side, in one job:
+// tables of different vocabularies (fixed ones split by the partitioner
+// and a growing one) and dimensions, one table shared by two fields, a
+// mean-combined multi-hot field, and a table with its own optimizer.
+TEST(RecommendationJobFilesTest, TablesOfDifferentShapesAndOptimizersTrain) {
+  const fs::path dir = fs::path(::testing::TempDir()) /
+                       absl::StrCat("tessera_recsys_tables_", getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  ShellResult gen = Shell(absl::StrCat(
+      BuildDir(), "/worker/tessera_ctr_gen --out_dir=", (dir / "data").string(),
+      " --train_examples=20000 --test_examples=4000 --fields=4 --dense=2",
+      " --vocab_size=300 --multi_hot_fields=1 --multi_hot=3 --combiner=mean",
+      " --threads=1"));
+  ASSERT_EQ(gen.exit_code, 0) << gen.output;
+  const fs::path job = dir / "tables.textproto";
+  std::ofstream(job) << R"pb(
+    model_def {
+      inputs {
+        name: "C1"
+        sparse { max_hotness: 3 vocab_size: 5000 }
+      }
+      inputs {
+        name: "C2"
+        sparse { vocab_size: 700 }
+      }
+      inputs {
+        name: "C3"
+        sparse { vocab_size: 700 }
+      }
+      inputs {
+        name: "C4"
+        sparse {}
+      }
+      inputs {
+        name: "dense"
+        dense { shape: [ 2 ] }
+      }
+      label { kind: BINARY }
+      layers {
+        name: "multi_hot"
+        inputs: "C1"
+        embedding_bag { dim: 4 combiner: MEAN }
+      }
+      layers {
+        name: "shared"
+        inputs: [ "C2", "C3" ]
+        embedding_bag { table: "pair" dim: 8 }
+      }
+      layers {
+        name: "shared_flat"
+        inputs: "shared"
+        flatten {}
+      }
+      layers {
+        name: "hashed"
+        inputs: "C4"
+        embedding_bag { dim: 2 }
+      }
+      layers {
+        name: "h"
+        inputs: [ "multi_hot", "shared_flat", "hashed", "dense" ]
+        dense { units: 16 activation: RELU }
+      }
+      layers {
+        name: "logit"
+        inputs: "h"
+        dense { units: 1 }
+      }
+      loss { kind: SIGMOID_CROSS_ENTROPY input: "logit" }
+      metrics: [ AUC ]
+    }
+    data { format: "criteo" }
+    optimizer {
+      learning_rate: 0.003
+      adam {}
+    }
+    embedding_optimizer {
+      learning_rate: 0.1
+      adagrad {}
+    }
+    table_optimizers {
+      key: "hashed"
+      value {
+        learning_rate: 0.05
+        sgd {}
+      }
+    }
+    partitioner { kind: "fixed" num_shards: 2 }
+    schedule { epochs: 3 batch_size: 128 seed: 3 }
+  )pb";
+  const std::string flags = absl::StrCat(
+      " -- --job_file=", job.string(), " --data_dir=", (dir / "data").string());
+  ShellResult dry = Shell(absl::StrCat(
+      BuildDir(), "/coordinator/tessera_coordinator --job_file=", job.string(),
+      " --data_dir=", (dir / "data").string(), " --dry_run",
+      " --chief_host=localhost:1 --ps_hosts=localhost:2,localhost:3",
+      " --worker_hosts=localhost:4 --task_type=chief --task_index=0"));
+  ASSERT_EQ(dry.exit_code, 0) << dry.output;
+  // Fixed tables split in two by the partitioner, the growing one a shard
+  // per server.
+  EXPECT_THAT(dry.output, HasSubstr("[2500..5000)  [2500,4]"));
+  EXPECT_THAT(dry.output, HasSubstr("[350..700)    [350,8]"));
+  EXPECT_THAT(dry.output, HasSubstr("hashed/part_1"));
+  const fs::path run_dir = dir / "run";
+  ShellResult run = Shell(absl::StrCat(
+      BuildDir(), "/deploy/local/tessera_local --num_ps=2 --num_workers=2",
+      " --run_dir=", run_dir.string(), flags));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const nlohmann::json m = LastMetrics(run_dir);
+  ASSERT_TRUE(m.contains("auc")) << run.output;
+  EXPECT_GT(m["auc"].get<double>(), 0.6) << run.output;
+  fs::remove_all(dir);
+}
+
 // The AUC is exact over every test prediction, gathered from all workers
 // and sorted once: a checkpoint evaluated by one worker or by two gives the
 // same figure to the last digit.
