@@ -8,6 +8,8 @@
 #include <string>
 #include <system_error>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "gflags/gflags.h"
 #include "worker/data/ctr_generator.h"
 
@@ -22,6 +24,10 @@ DEFINE_int64(vocab_size, 100000, "Distinct ids per field.");
 DEFINE_double(zipf_s, 1.1, "Zipf exponent of the ids' frequencies.");
 DEFINE_int32(multi_hot_fields, 2, "The first this many fields are multi-hot.");
 DEFINE_int32(multi_hot, 4, "Most ids in a multi-hot field's bag.");
+DEFINE_string(hotness, "",
+              "Most ids per field, comma-separated in field order (e.g. "
+              "4,1,8: field 1 up to 4, field 3 up to 8, the rest one); "
+              "replaces --multi_hot_fields and --multi_hot.");
 DEFINE_string(combiner, "sum",
               "How the hidden model combines a bag's weights: sum, mean.");
 DEFINE_double(missing, 0.02, "Probability that a field is missing.");
@@ -71,6 +77,17 @@ int main(int argc, char** argv) {
   o.zipf_s = FLAGS_zipf_s;
   o.multi_hot_fields = FLAGS_multi_hot_fields;
   o.multi_hot = FLAGS_multi_hot;
+  for (absl::string_view part :
+       absl::StrSplit(FLAGS_hotness, ',', absl::SkipEmpty())) {
+    int h = 0;
+    if (!absl::SimpleAtoi(part, &h)) {
+      std::fprintf(stderr,
+                   "tessera_ctr_gen: --hotness: \"%s\" is not a number\n",
+                   std::string(part).c_str());
+      return 2;
+    }
+    o.hotness.push_back(h);
+  }
   o.combiner = FLAGS_combiner;
   o.missing = FLAGS_missing;
   o.base_ctr = FLAGS_base_ctr;
@@ -85,6 +102,12 @@ int main(int argc, char** argv) {
   o.seed = FLAGS_seed;
   o.gzip = FLAGS_gzip;
   o.threads = FLAGS_threads;
+  // A bad option is a command-line error (exit 2), before anything is
+  // written.
+  if (absl::Status s = tessera::ValidateCtrGeneratorOptions(o); !s.ok()) {
+    std::fprintf(stderr, "tessera_ctr_gen: %s\n", s.ToString().c_str());
+    return 2;
+  }
   absl::StatusOr<tessera::CtrGeneratorSummary> summary =
       tessera::GenerateCtrFiles(o, FLAGS_out_dir, [](const std::string& line) {
         std::fprintf(stderr, "%s\n", line.c_str());

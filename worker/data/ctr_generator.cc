@@ -116,6 +116,11 @@ class AliasTable {
   std::vector<Entry> entries_;
 };
 
+int FieldHotness(const CtrGeneratorOptions& o, int field) {
+  if (o.hotness.empty()) return field < o.multi_hot_fields ? o.multi_hot : 1;
+  return field < static_cast<int>(o.hotness.size()) ? o.hotness[field] : 1;
+}
+
 // One example before it is written: ranks, not ids.
 struct Example {
   float label = 0;
@@ -146,6 +151,14 @@ class HiddenModel {
                                             (1.0 + r / o.weight_decay_rank));
       }
       id_seeds_[f] = DeriveSeed(o.seed, kIdHashStream + f);
+    }
+    for (int f = 0; f < o.num_fields; ++f) {
+      const bool listed = !o.hotness.empty();
+      hotness_.push_back(listed                   ? FieldHotness(o, f)
+                         : f < o.multi_hot_fields ? o.multi_hot
+                                                  : 1);
+      multi_hot_.push_back(listed ? hotness_.back() > 1
+                                  : f < o.multi_hot_fields);
     }
     Stream dense(DeriveSeed(o.seed, kDenseStream));
     for (int j = 0; j < o.num_dense; ++j) {
@@ -271,9 +284,8 @@ class HiddenModel {
     e->ranks.clear();
     for (int f = 0; f < o_.num_fields; ++f) {
       if (s.Uniform() >= o_.missing) {
-        const int n = f < o_.multi_hot_fields
-                          ? 1 + static_cast<int>(s.Below(o_.multi_hot))
-                          : 1;
+        const int n =
+            multi_hot_[f] ? 1 + static_cast<int>(s.Below(hotness_[f])) : 1;
         for (int i = 0; i < n; ++i) e->ranks.push_back(zipf_.Sample(&s));
       }
       e->rank_offsets.push_back(static_cast<int32_t>(e->ranks.size()));
@@ -323,6 +335,8 @@ class HiddenModel {
   const AliasTable zipf_;
   const bool mean_;
   std::vector<std::vector<float>> weights_;  // [field][rank]
+  std::vector<int> hotness_;                 // most ids per field
+  std::vector<bool> multi_hot_;              // draws its bag's size
   std::vector<std::vector<float>> latent_;   // [field][rank * dim + c]
   std::vector<double> cross_;                // [j * num_dense + l], j < l
   std::vector<uint64_t> id_seeds_;
@@ -526,6 +540,16 @@ absl::Status ValidateCtrGeneratorOptions(const CtrGeneratorOptions& o) {
     return bad(absl::StrCat("multi_hot_fields must be in [0, fields], got ",
                             o.multi_hot_fields));
   }
+  if (o.hotness.size() > static_cast<size_t>(o.num_fields)) {
+    return bad(absl::StrCat("hotness lists ", o.hotness.size(),
+                            " fields, there are ", o.num_fields));
+  }
+  for (size_t f = 0; f < o.hotness.size(); ++f) {
+    if (o.hotness[f] < 1 || o.hotness[f] > 1000) {
+      return bad(absl::StrCat("hotness of field ", f + 1,
+                              " must be in [1, 1000], got ", o.hotness[f]));
+    }
+  }
   if (o.multi_hot < 1 || o.multi_hot > 1000) {
     return bad(
         absl::StrCat("multi_hot must be in [1, 1000], got ", o.multi_hot));
@@ -600,6 +624,9 @@ absl::StatusOr<CtrGeneratorSummary> GenerateCtrFiles(
   meta["zipf_s"] = o.zipf_s;
   meta["multi_hot_fields"] = o.multi_hot_fields;
   meta["multi_hot"] = o.multi_hot;
+  std::vector<int> hotness;
+  for (int f = 0; f < o.num_fields; ++f) hotness.push_back(FieldHotness(o, f));
+  meta["hotness"] = hotness;  // most ids per field, whichever option set it
   meta["combiner"] = o.combiner;
   meta["missing"] = o.missing;
   meta["base_ctr"] = o.base_ctr;

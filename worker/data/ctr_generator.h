@@ -7,7 +7,8 @@
 // 64-bit hash of (seed, field, rank) in 16 hex digits, so files look like
 // Criteo's (two ranks of a field share a hash with probability about
 // vocab_size^2 / 2^65, i.e. never). The first multi_hot_fields
-// fields hold 1..multi_hot ids ("," separated, repeats possible). Each
+// fields hold 1..multi_hot ids ("," separated, repeats possible), or field
+// f holds 1..hotness[f] when `hotness` is set. Each
 // integer column is a log-normal count (about 1 in 200 written as -1, which
 // the reader clamps to 0). Any field is missing with probability `missing`.
 //
@@ -64,8 +65,11 @@ struct CtrGeneratorOptions {
   int num_dense = 13;
   int64_t vocab_size = 100000;  // ranks per field
   double zipf_s = 1.1;
-  int multi_hot_fields = 2;      // the first fields are multi-hot
-  int multi_hot = 4;             // at most this many ids in their bags
+  int multi_hot_fields = 2;  // the first fields are multi-hot
+  int multi_hot = 4;         // at most this many ids in their bags
+  // Set: the most ids of each field's bag, in field order (fields past the
+  // list hold one id); replaces multi_hot_fields and multi_hot.
+  std::vector<int> hotness;
   std::string combiner = "sum";  // of a multi-hot bag's weights: sum | mean
   double missing = 0.02;
   double base_ctr = 0.25;

@@ -283,6 +283,34 @@ TEST_F(CtrGeneratorTest, InteractionsMakeEffectsDependOnEachOther) {
   EXPECT_LT(std::fabs(dense_contrast(additive)), 1e-4);
 }
 
+// Each field its own bag size: field f's bags hold 1..hotness[f] ids, and
+// the list that says what multi_hot_fields and multi_hot say writes the
+// same bytes.
+TEST_F(CtrGeneratorTest, HotnessPerField) {
+  CtrGeneratorOptions o = Small();
+  o.hotness = {1, 5, 2};
+  const CtrGeneratorSummary summary = Generate(o, "hot");
+  const nlohmann::json meta =
+      nlohmann::json::parse(ReadFile(summary.meta_path));
+  EXPECT_EQ(meta["hotness"], nlohmann::json({1, 5, 2, 1, 1}));
+  absl::StatusOr<CtrDataset> train =
+      LoadCriteo(summary.train_path, 0, -1, CriteoFormat{3, 5});
+  ASSERT_TRUE(train.ok()) << train.status();
+  for (int f = 0; f < 5; ++f) {
+    const CtrFieldColumn& c = train->fields[f];
+    uint32_t most = 0;
+    for (int64_t i = 0; i < train->size; ++i) {
+      most = std::max(most, c.offsets[i + 1] - c.offsets[i]);
+    }
+    EXPECT_EQ(most, static_cast<uint32_t>(meta["hotness"][f].get<int>()))
+        << "field " << f;
+  }
+  CtrGeneratorOptions listed = Small();  // multi_hot_fields 2, multi_hot 3
+  listed.hotness = {3, 3};
+  EXPECT_EQ(ReadFile(Generate(listed, "listed").train_path),
+            ReadFile(Generate(Small(), "legacy").train_path));
+}
+
 TEST_F(CtrGeneratorTest, RejectsBadOptionsAndForeignIds) {
   CtrGeneratorOptions o = Small();
   o.combiner = "max";
@@ -305,6 +333,13 @@ TEST_F(CtrGeneratorTest, RejectsBadOptionsAndForeignIds) {
   o.interaction_fields = 6;
   EXPECT_THAT(ValidateCtrGeneratorOptions(o).message(),
               HasSubstr("interaction_fields"));
+  o = Small();
+  o.hotness = {1, 1, 1, 1, 1, 1};
+  EXPECT_THAT(ValidateCtrGeneratorOptions(o).message(),
+              HasSubstr("hotness lists 6 fields"));
+  o.hotness = {2, 0};
+  EXPECT_THAT(ValidateCtrGeneratorOptions(o).message(),
+              HasSubstr("hotness of field 2"));
   o = Small();
   o.interaction_dim = 0;
   EXPECT_THAT(ValidateCtrGeneratorOptions(o).message(),
