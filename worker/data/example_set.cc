@@ -111,7 +111,29 @@ absl::StatusOr<int64_t> CountExamples(const DataConfig& data, bool train) {
   absl::StatusOr<int64_t> n = FileCount(data, train);
   if (!n.ok()) return n.status();
   const int64_t cap = train ? data.train_examples() : data.test_examples();
-  return cap > 0 ? std::min(cap, *n) : *n;
+  const std::string what = train ? "train_examples" : "test_examples";
+  const std::string path =
+      data.format() == "criteo"
+          ? (train ? data.train_path() : data.test_path())
+          : (train ? data.train_images() : data.test_images());
+  // Asking for more examples than the data holds is a mistake to report,
+  // not a request to quietly train on fewer.
+  if (cap > *n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " is ", cap, " but ", path, " holds only ", *n,
+                     " examples (0 takes them all)"));
+  }
+  if (cap < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " must be >= 0 (0: all), got ", cap));
+  }
+  const int64_t count = cap > 0 ? cap : *n;
+  if (count == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " holds no examples: the ",
+                     train ? "training" : "test", " set is empty"));
+  }
+  return count;
 }
 
 absl::StatusOr<std::unique_ptr<ExampleSet>> LoadExamples(const DataConfig& data,
