@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -68,11 +69,22 @@ absl::Status WithContext(const absl::Status& status,
 
 // Splits "a:1, b:2," into {"a:1", "b:2"}: spaces after commas and a trailing
 // comma are common in hand-written command lines and carry no meaning.
-std::vector<std::string> SplitHosts(const std::string& flag) {
+// An empty entry inside the list ("a,,b") is an error: dropping it would
+// shift every later task's index, so task 2 would dial the host meant for
+// task 3. A trailing comma shifts nothing and is allowed.
+absl::StatusOr<std::vector<std::string>> SplitHosts(absl::string_view name,
+                                                    const std::string& flag) {
   std::vector<std::string> hosts;
-  for (absl::string_view host : absl::StrSplit(flag, ',')) {
-    host = absl::StripAsciiWhitespace(host);
-    if (!host.empty()) hosts.emplace_back(host);
+  const std::vector<absl::string_view> parts = absl::StrSplit(flag, ',');
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const absl::string_view host = absl::StripAsciiWhitespace(parts[i]);
+    if (host.empty() && i + 1 == parts.size()) break;
+    if (host.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", name, "=", flag, ": entry ", hosts.size() + 1,
+                       " is empty (one host:port per task, comma-separated)"));
+    }
+    hosts.emplace_back(host);
   }
   return hosts;
 }
@@ -85,10 +97,15 @@ absl::StatusOr<ClusterSpec> FromHostFlags() {
   std::map<std::string, std::vector<std::string>> jobs;
   // An unset flag means "no such job", not an empty job, which would fail
   // validation with a less helpful message.
-  if (!FLAGS_chief_host.empty()) jobs["chief"] = SplitHosts(FLAGS_chief_host);
-  if (!FLAGS_ps_hosts.empty()) jobs["ps"] = SplitHosts(FLAGS_ps_hosts);
-  if (!FLAGS_worker_hosts.empty()) {
-    jobs["worker"] = SplitHosts(FLAGS_worker_hosts);
+  for (const auto& [job, name, flag] :
+       {std::tuple<const char*, const char*, const std::string&>{
+            "chief", "chief_host", FLAGS_chief_host},
+        {"ps", "ps_hosts", FLAGS_ps_hosts},
+        {"worker", "worker_hosts", FLAGS_worker_hosts}}) {
+    if (flag.empty()) continue;
+    absl::StatusOr<std::vector<std::string>> hosts = SplitHosts(name, flag);
+    if (!hosts.ok()) return hosts.status();
+    jobs[job] = *std::move(hosts);
   }
   absl::StatusOr<ClusterSpec> spec = ClusterSpec::FromParts(
       std::move(jobs), TaskId{FLAGS_task_type, FLAGS_task_index});

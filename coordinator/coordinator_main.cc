@@ -4,11 +4,13 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
+#include <tuple>
 
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/notification.h"
@@ -138,6 +140,20 @@ int main(int argc, char** argv) {
     }
   }
 
+  // Durations: a negative or NaN one would make deadlines in the past (the
+  // job fails at once with a misleading timeout) or never.
+  for (const auto& [name, value, zero_ok] :
+       {std::tuple<const char*, double, bool>{"cluster_wait_s",
+                                              FLAGS_cluster_wait_s, false},
+        {"worker_recovery_timeout_s", FLAGS_worker_recovery_timeout_s, true},
+        {"ps_recovery_timeout_s", FLAGS_ps_recovery_timeout_s, true},
+        {"heartbeat_s", FLAGS_heartbeat_s, true}}) {
+    if (!std::isfinite(value) || value < 0 || (value == 0 && !zero_ok)) {
+      LOG(ERROR) << "--" << name << " must be a finite number of seconds "
+                 << (zero_ok ? ">= 0" : "> 0") << ", got " << value;
+      return 2;
+    }
+  }
   tessera::TrainingJobOptions options;
   options.run_dir = FLAGS_run_dir;
   options.cluster_wait = absl::Seconds(FLAGS_cluster_wait_s);

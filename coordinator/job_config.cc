@@ -1,5 +1,7 @@
 #include "coordinator/job_config.h"
 
+#include <cmath>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -168,6 +170,14 @@ absl::Status ApplyFlags(bool only_explicit, JobConfig* job) {
   if (use("momentum") && opt->has_momentum()) {
     opt->mutable_momentum()->set_momentum(FLAGS_momentum);
   }
+  if (use("embedding_learning_rate") &&
+      !(std::isfinite(FLAGS_embedding_learning_rate) &&
+        FLAGS_embedding_learning_rate >= 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--embedding_learning_rate must be a finite number >= 0 (0: "
+        "--learning_rate), got ",
+        FLAGS_embedding_learning_rate));
+  }
   if ((use("embedding_optimizer") || use("embedding_learning_rate")) &&
       (!FLAGS_embedding_optimizer.empty() ||
        FLAGS_embedding_learning_rate > 0)) {
@@ -258,6 +268,14 @@ absl::StatusOr<JobConfig> JobConfigFromFlags() {
 }
 
 absl::Status ValidateJobConfig(const JobConfig& job) {
+  // Checked whichever partitioner is chosen: a bad value is a mistake even
+  // where it is not read.
+  if (job.partitioner().max_shards() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "partitioner.max_shards (--max_shards) must be >= 0 (0: no limit), "
+        "got ",
+        job.partitioner().max_shards()));
+  }
   absl::StatusOr<ModelDef> model = JobModel(job);
   if (!model.ok()) return model.status();
   absl::StatusOr<ModelGraph> graph =

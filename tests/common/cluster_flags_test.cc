@@ -174,6 +174,25 @@ TEST_F(ClusterFlagsTest, HostFlagErrorsNameTheFlagsAndField) {
       << spec.status();
 }
 
+// An empty entry was dropped, shifting every later task's index.
+TEST_F(ClusterFlagsTest, EmptyHostEntryIsAnErrorNotAShift) {
+  SetHostFlags();
+  FLAGS_task_type = "worker";
+  FLAGS_ps_hosts = "p:1,,p:3";
+  absl::StatusOr<ClusterSpec> spec = ResolveClusterSpec();
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(
+      spec.status().message().find("--ps_hosts=p:1,,p:3: entry 2 is empty"),
+      std::string::npos)
+      << spec.status();
+  FLAGS_ps_hosts = "p:1";
+  FLAGS_worker_hosts = " ,w:1";
+  spec = ResolveClusterSpec();
+  EXPECT_NE(spec.status().message().find("--worker_hosts= ,w:1: entry 1"),
+            std::string::npos)
+      << spec.status();
+}
+
 TEST_F(ClusterFlagsTest, SlurmJobsResolvesTheStepAndSetsTheTasksGpus) {
   SetSlurmStep(2);
   FLAGS_slurm_jobs = "chief:1,ps:1,worker:2";

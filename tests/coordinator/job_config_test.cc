@@ -219,6 +219,25 @@ TEST_F(JobConfigTest, ValidateNamesTheBadField) {
 
 // The presets become descriptions: the flags' model is written into
 // model_def, with the compiled models' variable names.
+// Values that were accepted unchecked (a negative or NaN embedding
+// learning rate was silently replaced by --learning_rate; max_shards was
+// read only by the max_size partitioner).
+TEST_F(JobConfigTest, UncheckedValuesAreRefusedByName) {
+  for (const char* value : {"-1", "nan", "inf"}) {
+    gflags::FlagSaver saver;
+    gflags::SetCommandLineOption("embedding_learning_rate", value);
+    absl::StatusOr<JobConfig> job = JobConfigFromFlags();
+    EXPECT_EQ(job.status().code(), absl::StatusCode::kInvalidArgument) << value;
+    EXPECT_THAT(std::string(job.status().message()),
+                HasSubstr("--embedding_learning_rate must be a finite"));
+  }
+  gflags::SetCommandLineOption("max_shards", "-1");
+  const JobConfig job = Defaults();
+  const absl::Status s = ValidateJobConfig(job);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("max_shards"));
+}
+
 TEST_F(JobConfigTest, PresetFlagsBecomeADescription) {
   gflags::SetCommandLineOption("hidden_units", "32,16");
   const JobConfig job = Defaults();

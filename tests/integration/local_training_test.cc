@@ -167,6 +167,22 @@ TEST_F(LocalTrainingTest, BatchNormJobTrainsInSyncAndMirrored) {
   }
 }
 
+// Durations that would put deadlines in the past are command-line errors
+// (exit 2) naming the flag, before any connection is tried.
+TEST_F(LocalTrainingTest, BadDurationsExitTwoNamingTheFlag) {
+  for (const char* flag : {"--cluster_wait_s=-1", "--cluster_wait_s=0",
+                           "--heartbeat_s=nan", "--ps_recovery_timeout_s=-5"}) {
+    ShellResult run = Shell(
+        absl::StrCat(BuildDir(), "/coordinator/tessera_coordinator ", flag,
+                     " --chief_host=127.0.0.1:1 --ps_hosts=127.0.0.1:2",
+                     " --worker_hosts=127.0.0.1:4 --task_type=chief"));
+    EXPECT_EQ(run.exit_code, 2) << flag << run.output;
+    const std::string name(flag + 2, std::string(flag).find('=') - 2);
+    EXPECT_THAT(run.output, HasSubstr("--" + name + " must be a finite"))
+        << run.output;
+  }
+}
+
 TEST_F(LocalTrainingTest, DryRunPrintsShardsWithoutTraining) {
   ShellResult run = Shell(absl::StrCat(
       BuildDir(), "/coordinator/tessera_coordinator --dry_run",
