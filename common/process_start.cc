@@ -1,6 +1,7 @@
 #include "common/process_start.h"
 
 #include "common/cluster_flags.h"
+#include "common/command_line.h"
 #include "common/grpc_channel.h"
 #include "common/shutdown_signal.h"
 #include "common/tls_credentials.h"
@@ -15,7 +16,7 @@ namespace tessera {
 ProcessStart StartProcess(int* argc, char*** argv, const char* usage,
                           absl::string_view task_type) {
   gflags::SetUsageMessage(usage);
-  gflags::ParseCommandLineFlags(argc, argv, true);
+  ParseCommandLineOrExit(argc, argv);
   FLAGS_logtostderr = true;
   google::InitGoogleLogging((*argv)[0]);
   InstallShutdownSignals();

@@ -15,6 +15,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/command_line.h"
 #include "common/grpc_channel.h"
 #include "common/grpc_status.h"
 #include "common/rpc_auth.h"
@@ -162,7 +163,7 @@ int main(int argc, char** argv) {
   gflags::SetUsageMessage(
       "tessera_ctl --coordinator=HOST:PORT "
       "status|schedule N|join|checkpoint|stop [REASON]");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  tessera::ParseCommandLineOrExit(&argc, &argv);
   if (absl::StatusOr<std::string> token = tessera::LoadJobToken();
       !token.ok()) {
     std::fprintf(stderr, "tessera_ctl: %s\n",

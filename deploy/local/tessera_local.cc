@@ -66,6 +66,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/command_line.h"
 #include "common/rpc_auth.h"
 #include "deploy/build_root.h"
 #include "deploy/local/free_ports.h"
@@ -762,8 +763,7 @@ int main(int argc, char** argv) {
   launcher_argv.push_back(nullptr);
   int launcher_argc = static_cast<int>(args.launcher.size());
   char** launcher_argv_ptr = launcher_argv.data();
-  gflags::ParseCommandLineFlags(&launcher_argc, &launcher_argv_ptr,
-                                /*remove_flags=*/true);
+  tessera::ParseCommandLineOrExit(&launcher_argc, &launcher_argv_ptr);
   google::InitGoogleLogging(argv[0]);
 
   if (FLAGS_num_ps < 0 || FLAGS_num_workers < 1 || FLAGS_grace_period_s < 0 ||

@@ -46,6 +46,7 @@
 #include "absl/strings/string_view.h"
 #include "common/cluster_flags.h"
 #include "common/cluster_spec.h"
+#include "common/command_line.h"
 #include "common/grpc_channel.h"  // Declares --listen_host.
 #include "common/rpc_auth.h"      // Declares --job_token_file.
 #include "deploy/build_root.h"
@@ -184,7 +185,7 @@ int main(int argc, char** argv) {
       "Runs the Tessera binary of this Slurm task's role (srun starts it on "
       "every task).\n  srun tessera_slurm_task "
       "--slurm_jobs=chief:1,ps:2,worker:4 [flags] [-- coordinator flags]");
-  gflags::ParseCommandLineFlags(&own_argc, &own_argv, /*remove_flags=*/true);
+  tessera::ParseCommandLineOrExit(&own_argc, &own_argv);
   if (own_argc > 1) {
     return tessera::Fail(absl::InvalidArgumentError(
         absl::StrCat("unexpected argument \"", own_argv[1],

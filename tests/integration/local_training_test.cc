@@ -23,6 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr char kData[] = "/usr/share/datasets/fashion-mnist";
 
@@ -181,6 +182,25 @@ TEST_F(LocalTrainingTest, BadDurationsExitTwoNamingTheFlag) {
     EXPECT_THAT(run.output, HasSubstr("--" + name + " must be a finite"))
         << run.output;
   }
+}
+
+// A typo in a flag is a command-line error (exit 2, as gflags' exit 1 read
+// as a crash): tessera_local does not restart the coordinator three times
+// but stops at once and exits 2 too; a value of the wrong type likewise.
+TEST_F(LocalTrainingTest, FlagMistakesExitTwoAndAreNotRestarted) {
+  const std::string run_dir = ::testing::TempDir() + "/flag_typo_run";
+  ShellResult run = Shell(absl::StrCat(
+      BuildDir(), "/deploy/local/tessera_local --num_ps=1 --num_workers=1",
+      " --run_dir=", run_dir, " -- --epocs=3"));
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("unknown command line flag 'epocs'"));
+  EXPECT_THAT(run.output, HasSubstr("a restart would not fix"));
+  EXPECT_THAT(run.output, Not(HasSubstr("restarting")));
+  ShellResult seed = Shell(absl::StrCat(
+      BuildDir(), "/coordinator/tessera_coordinator", " --seed=-1"));
+  EXPECT_EQ(seed.exit_code, 2) << seed.output;
+  EXPECT_THAT(seed.output, HasSubstr("illegal value '-1' specified for "
+                                     "uint64 flag 'seed'"));
 }
 
 TEST_F(LocalTrainingTest, DryRunPrintsShardsWithoutTraining) {

@@ -10,6 +10,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "common/command_line.h"
 #include "gflags/gflags.h"
 #include "worker/data/ctr_generator.h"
 
@@ -55,7 +56,7 @@ int main(int argc, char** argv) {
   gflags::SetUsageMessage(
       "Writes a synthetic Criteo-format click-through data set whose best "
       "achievable AUC is known (meta.json).");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  tessera::ParseCommandLineOrExit(&argc, &argv);
   if (FLAGS_out_dir.empty()) {
     std::fprintf(stderr, "--out_dir is required\n");
     return 2;

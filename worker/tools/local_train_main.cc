@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <string>
 
+#include "common/command_line.h"
 #include "common/job_file.h"
 #include "gflags/gflags.h"
 #include "worker/backend/cpu/cpu_backend.h"
@@ -97,6 +98,6 @@ int Run() {
 
 int main(int argc, char** argv) {
   gflags::SetUsageMessage("Trains a job file in one process with no network");
-  gflags::ParseCommandLineFlags(&argc, &argv, true);
+  tessera::ParseCommandLineOrExit(&argc, &argv);
   return tessera::Run();
 }
