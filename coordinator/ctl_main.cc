@@ -164,10 +164,13 @@ int main(int argc, char** argv) {
       "tessera_ctl --coordinator=HOST:PORT "
       "status|schedule N|join|checkpoint|stop [REASON]");
   tessera::ParseCommandLineOrExit(&argc, &argv);
-  if (absl::StatusOr<std::string> token = tessera::LoadJobToken();
-      !token.ok()) {
+  // The job token and the TLS flags, checked before any call: incomplete
+  // TLS flags are a command-line error, not a connection to try anyway.
+  if (absl::StatusOr<tessera::ChannelSecurity> security =
+          tessera::ChannelSecurityFromFlags();
+      !security.ok()) {
     std::fprintf(stderr, "tessera_ctl: %s\n",
-                 std::string(token.status().message()).c_str());
+                 std::string(security.status().message()).c_str());
     return 2;
   }
   return tessera::Run(argc, argv);

@@ -22,6 +22,16 @@ using ::testing::HasSubstr;
 
 constexpr char kData[] = "/usr/share/datasets/fashion-mnist";
 
+// Incomplete TLS flags are a command-line error (exit 2) naming what is
+// missing, before any call (tessera_ctl logged them and tried anyway).
+TEST(ControlTest, IncompleteTlsFlagsExitTwo) {
+  ShellResult run = Shell(absl::StrCat(
+      BuildDir(), "/coordinator/tessera_ctl --coordinator=127.0.0.1:1",
+      " --tls_cert=/dev/null status"));
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("missing --tls_key, --tls_ca"));
+}
+
 TEST(ControlTest, StatusScheduleJoinCheckpointStop) {
   if (!fs::exists(kData)) GTEST_SKIP() << kData << " is not installed";
   const fs::path dir = fs::path(::testing::TempDir()) /
