@@ -1,6 +1,7 @@
 #include "coordinator/job_checkpointer.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <thread>
@@ -51,6 +52,25 @@ void JobCheckpointer::ExpectShards(std::vector<int64_t> per_ps) {
 }
 
 absl::StatusOr<std::string> JobCheckpointer::Save(const JobPosition& position) {
+  // A checkpoint that fails leaves no partial files: a folder this call
+  // created goes again (one that was there before may hold a user's files,
+  // and rotation deals with it).
+  const std::string path = dir_.PathFor(position.global_step);
+  std::error_code error;
+  const bool existed = std::filesystem::exists(path, error);
+  absl::StatusOr<std::string> saved = SaveInto(position);
+  if (!saved.ok() && !existed && std::filesystem::exists(path, error)) {
+    std::filesystem::remove_all(path, error);
+    if (error) {
+      LOG(WARNING) << "could not remove the failed checkpoint " << path << ": "
+                   << error.message();
+    }
+  }
+  return saved;
+}
+
+absl::StatusOr<std::string> JobCheckpointer::SaveInto(
+    const JobPosition& position) {
   const absl::Time start = absl::Now();
   absl::StatusOr<std::string> directory = dir_.Prepare(position.global_step);
   if (absl::IsAlreadyExists(directory.status())) {

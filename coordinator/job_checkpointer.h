@@ -53,7 +53,8 @@ class JobCheckpointer {
   // Returns the checkpoint's directory. A failure leaves no manifest, so a
   // half-written checkpoint is never restored. A valid checkpoint already
   // at this step is kept and its directory returned (saving twice at one
-  // step is not an error); an invalid one there is set aside first.
+  // step is not an error); an invalid one there is set aside first. A
+  // failed checkpoint's folder, if this call created it, is removed.
   absl::StatusOr<std::string> Save(const JobPosition& position);
 
   // The newest checkpoint that fully verifies; each newer one that does
@@ -73,6 +74,9 @@ class JobCheckpointer {
   absl::Status Restore(const ValidCheckpoint& checkpoint);
 
  private:
+  // Save without the clean-up of a failure.
+  absl::StatusOr<std::string> SaveInto(const JobPosition& position);
+
   CheckpointDir dir_;
   const int keep_;
   const std::vector<PsClient*> ps_;

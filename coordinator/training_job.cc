@@ -1,9 +1,12 @@
 #include "coordinator/training_job.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <optional>
+#include <ostream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -621,6 +624,7 @@ void TrainingJob::Record(const StepResponse& r, int64_t step,
                            {"max_staleness", max_staleness},
                            {"late_shards", r.late_shards()}};
     step_log_ << line.dump() << "\n";
+    CheckWritten(step_log_, "steps.jsonl");
   }
   absl::MutexLock lock(&status_mu_);
   status_.set_steps_done(status_.steps_done() + 1);
@@ -915,6 +919,25 @@ void TrainingJob::WriteMetrics(const EpochResult& r) {
   }
   std::ofstream out(options_.run_dir + "/metrics.jsonl", std::ios::app);
   out << line.dump() << "\n";
+  CheckWritten(out, "metrics.jsonl");
+}
+
+void TrainingJob::CheckWritten(std::ostream& out,
+                               const std::string& file) const {
+  out.flush();
+  if (out.good()) return;
+  const int error = errno;
+  RecordWriteFailure(absl::StrCat("writing ", options_.run_dir, "/", file,
+                                  " failed: ", std::strerror(error)));
+  out.clear();  // so that the next write is checked on its own
+}
+
+void TrainingJob::RecordWriteFailure(const std::string& what) const {
+  LOG(ERROR) << what;
+  std::printf("error: %s\n", what.c_str());
+  std::fflush(stdout);
+  absl::MutexLock lock(&failures_mu_);
+  write_failures_.push_back(what);
 }
 
 void TrainingJob::WriteCharts() const {
@@ -933,8 +956,13 @@ void TrainingJob::WriteCharts() const {
   accuracy.AddSeries("test", std::move(test_acc));
   loss.AddSeries("train", std::move(train_loss));
   loss.AddSeries("test", std::move(test_loss));
-  std::ofstream(options_.run_dir + "/accuracy.svg") << accuracy.Render();
-  std::ofstream(options_.run_dir + "/loss.svg") << loss.Render();
+  for (const auto& [file, chart] :
+       {std::pair<const char*, const SvgChart*>{"accuracy.svg", &accuracy},
+        {"loss.svg", &loss}}) {
+    std::ofstream out(options_.run_dir + "/" + file);
+    out << chart->Render();
+    CheckWritten(out, file);
+  }
 }
 
 void TrainingJob::PrintSummary(absl::Duration wall) const {
@@ -1113,9 +1141,11 @@ absl::Status TrainingJob::Run() {
         next.next_sync_step = next_global_step_;
         absl::StatusOr<std::string> saved = SaveCheckpoint(next);
         if (!saved.ok()) {
-          // Training goes on; a failed server shows in the next epoch.
-          LOG(ERROR) << "checkpoint after epoch " << epoch
-                     << " failed: " << saved.status();
+          // Training goes on (a failed server shows in the next epoch), but
+          // the job will not end as if nothing were lost.
+          RecordWriteFailure(
+              absl::StrCat("checkpoint after epoch ", epoch,
+                           " failed: ", saved.status().message()));
         }
       }
       ++epoch;
@@ -1131,13 +1161,27 @@ absl::Status TrainingJob::Run() {
     }
     return absl::OkStatus();
   }();
+  bool lost_output = false;
+  if (status.ok()) {
+    absl::MutexLock lock(&failures_mu_);
+    if (!write_failures_.empty()) {
+      lost_output = true;
+      status = absl::DataLossError(absl::StrCat(
+          write_failures_.size(),
+          " writes of metrics or checkpoints failed, so the run's output is "
+          "incomplete; the first: ",
+          write_failures_.front()));
+    }
+  }
   {
     absl::MutexLock lock(&status_mu_);
     status_.set_state(status.ok() ? "done"
                                   : absl::StrCat("failed: ", status.message()));
   }
   control_.End(status);
-  if (status.ok()) PrintSummary(absl::Now() - start);
+  // Training itself succeeded when only writes failed: its figures still
+  // go to the terminal, before the error.
+  if (status.ok() || lost_output) PrintSummary(absl::Now() - start);
   if (options_.shutdown_cluster) ShutdownCluster();
   return status;
 }

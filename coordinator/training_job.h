@@ -169,6 +169,13 @@ class TrainingJob {
   void WriteMetrics(const EpochResult& result);
   // accuracy.svg and loss.svg in the run folder, redrawn every epoch.
   void WriteCharts() const;
+  // A write to the run folder or a checkpoint that failed: said at once on
+  // stdout and in the log, counted, and the job ends with an error naming
+  // the first (never "done" with metrics or checkpoints missing).
+  void RecordWriteFailure(const std::string& what) const;
+  // Checks `out` after a write of `file` (flushing it) and records a
+  // failure with errno's reason.
+  void CheckWritten(std::ostream& out, const std::string& file) const;
   void PrintSummary(absl::Duration wall) const;
   void ShutdownCluster();
 
@@ -207,6 +214,9 @@ class TrainingJob {
   bool stop_heartbeat_ ABSL_GUARDED_BY(heartbeat_mu_) = false;
   std::thread heartbeat_;
 
+  mutable absl::Mutex failures_mu_;
+  mutable std::vector<std::string> write_failures_
+      ABSL_GUARDED_BY(failures_mu_);
   mutable absl::Mutex status_mu_;
   JobStatus status_ ABSL_GUARDED_BY(status_mu_);
 };

@@ -121,9 +121,25 @@ TEST_F(JobCheckpointerTest, ServerMissingShardsIsNotCommitted) {
       checkpointer_->NewestComplete();
   ASSERT_TRUE(complete.ok());
   EXPECT_FALSE(complete->has_value());
+  // The failed checkpoint leaves no partial files (the server's shard file
+  // was written before the count was found short).
+  EXPECT_TRUE(fs::is_empty(dir_.path())) << "a failed checkpoint's files stay";
 
   checkpointer_->ExpectShards({2});
   EXPECT_TRUE(checkpointer_->Save(At(50)).ok());
+}
+
+// A folder that was there before the failed save may hold someone's files:
+// it stays (rotation decides about it).
+TEST_F(JobCheckpointerTest, FailedSaveKeepsAFolderItDidNotCreate) {
+  absl::StatusOr<std::string> first = checkpointer_->Save(At(60));
+  ASSERT_TRUE(first.ok()) << first.status();
+  const std::string folder = *first;
+  fs::remove(folder + "/manifest");  // incomplete again
+  std::ofstream(folder + "/notes.txt") << "mine";
+  checkpointer_->ExpectShards({3});
+  EXPECT_FALSE(checkpointer_->Save(At(60)).ok());
+  EXPECT_TRUE(fs::exists(folder + "/notes.txt"));
 }
 
 }  // namespace

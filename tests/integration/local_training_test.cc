@@ -203,6 +203,29 @@ TEST_F(LocalTrainingTest, FlagMistakesExitTwoAndAreNotRestarted) {
                                      "uint64 flag 'seed'"));
 }
 
+// Metrics written to a full disk (metrics.jsonl is /dev/full, whose writes
+// fail with ENOSPC) are reported when they fail, and the job ends with an
+// error after its summary, never "done".
+TEST_F(LocalTrainingTest, MetricsLostToAFullDiskFailTheJob) {
+  const std::string run_dir =
+      (std::filesystem::path(::testing::TempDir()) / "full_disk_run").string();
+  std::filesystem::remove_all(run_dir);
+  std::filesystem::create_directories(run_dir);
+  std::filesystem::create_symlink("/dev/full", run_dir + "/metrics.jsonl");
+  ShellResult run = Shell(absl::StrCat(
+      BuildDir(), "/deploy/local/tessera_local --num_ps=1 --num_workers=1",
+      " --run_dir=", run_dir,
+      " -- --epochs=2 --train_examples=3000 --test_examples=500"));
+  EXPECT_NE(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("error: writing " + run_dir +
+                                    "/metrics.jsonl failed: No space left"));
+  EXPECT_THAT(run.output, HasSubstr("final test accuracy"));
+  EXPECT_THAT(run.output, HasSubstr("2 writes of metrics or checkpoints "
+                                    "failed"));
+  EXPECT_THAT(run.output, Not(HasSubstr("tessera_local: done")));
+  std::filesystem::remove_all(run_dir);
+}
+
 TEST_F(LocalTrainingTest, DryRunPrintsShardsWithoutTraining) {
   ShellResult run = Shell(absl::StrCat(
       BuildDir(), "/coordinator/tessera_coordinator --dry_run",
