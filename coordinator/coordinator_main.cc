@@ -212,7 +212,10 @@ int main(int argc, char** argv) {
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   if (!result.ok()) {
     LOG(ERROR) << "training failed: " << result;
-    return 1;
+    // Bad input (a data set smaller than asked for, an empty test set, a
+    // wrong shape) fails the same way however often the job is restarted:
+    // the command-line error code, which launchers do not restart.
+    return absl::IsInvalidArgument(result) ? 2 : 1;
   }
   return 0;
 }

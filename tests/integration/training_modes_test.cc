@@ -112,7 +112,8 @@ TEST_F(TrainingModesTest, SyncNeedsParameterServers) {
       BuildDir(), "/deploy/local/tessera_local --num_ps=0 --num_workers=2",
       " --run_dir=", (dir_ / "run").string(),
       " -- --epochs=1 --train_examples=1200 --mode=sync --batch_size=64"));
-  EXPECT_EQ(run.exit_code, 1) << run.output;
+  // A configuration error: exit 2, which no restart would fix.
+  EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_THAT(run.output, HasSubstr("needs parameter servers")) << run.output;
 }
 
