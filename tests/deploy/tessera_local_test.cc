@@ -141,8 +141,11 @@ class TesseraLocalTest : public ::testing::Test {
   // log has `starts` "started" lines) and waits for its pid file to change.
   void KillAndWaitForRestart(const std::string& task, const std::string& log,
                              int starts) {
+    // The child logs "started" as soon as it runs, which can be before the
+    // launcher has written its pid file: wait for both.
     ASSERT_TRUE(Eventually([&] {
-      return Count(ReadFile(run_dir_ + "/" + log), "started ") == starts;
+      return Count(ReadFile(run_dir_ + "/" + log), "started ") == starts &&
+             PidOf(task) > 0;
     })) << LauncherOutput();
     const pid_t pid = PidOf(task);
     ASSERT_GT(pid, 0);
