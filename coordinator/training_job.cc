@@ -1128,9 +1128,8 @@ absl::Status TrainingJob::Run() {
             result.log_loss);
       }
       std::fflush(stdout);
-      results_.push_back(result);
-      WriteMetrics(result);
-      WriteCharts();
+      // The epoch's record is written once its checkpoint is safe: an epoch
+      // trained again after a server lost its shards gets one line.
       if ((checkpointer_ != nullptr &&
            (epoch % std::max(1, options_.checkpoint_every_epochs) == 0 ||
             epoch == epochs)) ||
@@ -1140,14 +1139,30 @@ absl::Status TrainingJob::Run() {
         next.epoch = epoch + 1;
         next.next_sync_step = next_global_step_;
         absl::StatusOr<std::string> saved = SaveCheckpoint(next);
+        if (!saved.ok() && !FailedServers().empty()) {
+          // A server lost its shards (it restarted): this epoch's model is
+          // gone with them, so recover as from a failed epoch and train it
+          // again from the last checkpoint.
+          absl::StatusOr<JobPosition> resumed =
+              RecoverFromPsFailure(saved.status());
+          if (!resumed.ok()) return resumed.status();
+          epoch = resumed->epoch;
+          next_step_ = resumed->global_step;
+          data = plan_data(epoch);
+          if (!data.ok()) return data.status();
+          continue;
+        }
         if (!saved.ok()) {
-          // Training goes on (a failed server shows in the next epoch), but
-          // the job will not end as if nothing were lost.
+          // Training goes on, but the job will not end as if nothing were
+          // lost.
           RecordWriteFailure(
               absl::StrCat("checkpoint after epoch ", epoch,
                            " failed: ", saved.status().message()));
         }
       }
+      results_.push_back(result);
+      WriteMetrics(result);
+      WriteCharts();
       ++epoch;
     }
     if (!control_.stop_requested()) {
