@@ -1,7 +1,11 @@
 #include "coordinator/coordinator_service.h"
 
+#include <string>
 #include <thread>
 
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "common/grpc_status.h"
 #include "glog/logging.h"
 
@@ -104,10 +108,16 @@ grpc::ServerUnaryReactor* CoordinatorService::Stop(
   if (grpc::Status s = auth_.Check(*context, "Coordinator.Stop"); !s.ok()) {
     return Done(context, s);
   }
+  // The reason reaches the terminal and the log: escape control bytes (a
+  // reason carrying terminal escape codes must not drive the operator's
+  // terminal) and keep it short.
+  constexpr size_t kMaxReason = 200;
+  std::string reason = absl::CHexEscape(
+      absl::string_view(request->reason()).substr(0, kMaxReason));
+  if (request->reason().size() > kMaxReason) absl::StrAppend(&reason, "...");
   LOG(INFO) << "stop requested: "
-            << (request->reason().empty() ? "no reason given"
-                                          : request->reason());
-  stop_(request->reason());
+            << (reason.empty() ? "no reason given" : reason);
+  stop_(reason);
   return Done(context, grpc::Status::OK);
 }
 

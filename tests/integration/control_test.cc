@@ -19,6 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr char kData[] = "/usr/share/datasets/fashion-mnist";
 
@@ -59,7 +60,7 @@ TEST(ControlTest, StatusScheduleJoinCheckpointStop) {
       "$ctl schedule 0; echo bad_schedule_exit=$?\n", "$ctl --json join > ",
       dir.string(), "/join.json; echo join_exit=$?\n",
       "echo checkpoint=$($ctl checkpoint)\n",
-      "$ctl stop 'test over'; echo stop_exit=$?\n",
+      "$ctl stop $'test over\\e[2J'; echo stop_exit=$?\n",
       "wait $launcher; echo launcher_exit=$?\n");
   std::ofstream(dir / "run.sh") << script;
   ShellResult run = Shell("bash " + (dir / "run.sh").string());
@@ -107,7 +108,10 @@ TEST(ControlTest, StatusScheduleJoinCheckpointStop) {
       run.output.substr(at + 11, run.output.find('\n', at) - at - 11);
   EXPECT_THAT(path, HasSubstr("ckpt-0000000124"));
   EXPECT_TRUE(fs::exists(fs::path(path) / "manifest")) << path;
-  EXPECT_THAT(launcher.str(), HasSubstr("stopped by the operator"));
+  // The reason's terminal escape (clear screen) arrives escaped, not raw.
+  EXPECT_THAT(launcher.str(),
+              HasSubstr("stopped by the operator (test over\\x1b[2J)"));
+  EXPECT_THAT(launcher.str(), Not(HasSubstr("\x1b[2J")));
 }
 
 }  // namespace
