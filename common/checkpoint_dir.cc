@@ -23,9 +23,10 @@ constexpr absl::string_view kDirPrefix = "ckpt-";
 constexpr char kManifestEntry[] = "manifest";
 constexpr char kManifestArray[] = "proto";
 
+// ErrnoToStatus appends the errno's text itself ("Not a directory: Not a
+// directory" when the message carried it too).
 absl::Status FsError(const std::error_code& ec, absl::string_view what) {
-  return absl::ErrnoToStatus(ec.value(),
-                             absl::StrCat(what, ": ", ec.message()));
+  return absl::ErrnoToStatus(ec.value(), what);
 }
 
 // Whether the manifest of `dir` is present and verifies (parsing included).

@@ -141,6 +141,20 @@ TEST(CheckpointDir, EmptyOrMissingRootHasNoCheckpoint) {
   EXPECT_EQ(dir.LatestValid().status().code(), absl::StatusCode::kNotFound);
 }
 
+// A root that is a file is named once with the system's reason (it read
+// "Not a directory: Not a directory").
+TEST(CheckpointDir, RootThatIsAFileSaysWhyOnce) {
+  ScratchDir scratch;
+  std::ofstream(scratch.path() + "/file") << "x";
+  CheckpointDir dir(scratch.path() + "/file");
+  absl::StatusOr<std::string> prepared = dir.Prepare(1);
+  ASSERT_FALSE(prepared.ok());
+  const std::string message(prepared.status().message());
+  EXPECT_THAT(message, ::testing::HasSubstr("cannot create " + scratch.path() +
+                                            "/file"));
+  EXPECT_EQ(message.find("directory"), message.rfind("directory")) << message;
+}
+
 TEST(CheckpointDir, ListsNewestFirstAndIgnoresOtherNames) {
   ScratchDir scratch;
   CheckpointDir dir(scratch.path());
