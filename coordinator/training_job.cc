@@ -279,26 +279,43 @@ absl::Status TrainingJob::ServeCommands(DataPlan* data, int epoch) {
 }
 
 absl::Status TrainingJob::WaitForCluster() {
-  const absl::Time deadline = absl::Now() + options_.cluster_wait;
-  for (auto& ps : ps_) {
-    absl::Status s = WaitUntil(deadline, [&] {
-      HealthResponse h;
-      return ps->Health(&h, 2.0);
-    });
+  const absl::Time start = absl::Now();
+  const absl::Time deadline = start + options_.cluster_wait;
+  // A line every few seconds while a task does not answer (an unresolvable
+  // host otherwise meant a silent minute), naming the task and why.
+  constexpr absl::Duration kReportEvery = absl::Seconds(5);
+  absl::Time next_report = start + kReportEvery;
+  auto probe = [&](const std::string& who, auto& task) {
+    HealthResponse h;
+    absl::Status s = task.Health(&h, 2.0);
+    if (!s.ok() && absl::Now() >= next_report) {
+      next_report = absl::Now() + kReportEvery;
+      std::printf("waiting for %s: %s (%.0f s of %.0f s)\n", who.c_str(),
+                  std::string(s.message()).c_str(),
+                  absl::ToDoubleSeconds(absl::Now() - start),
+                  absl::ToDoubleSeconds(options_.cluster_wait));
+      std::fflush(stdout);
+    }
+    return s;
+  };
+  for (size_t k = 0; k < ps_.size(); ++k) {
+    const std::string who =
+        absl::StrCat("parameter server ", k, " (", ps_[k]->address(), ")");
+    absl::Status s = WaitUntil(deadline, [&] { return probe(who, *ps_[k]); });
     if (!s.ok()) {
       return absl::UnavailableError(absl::StrCat(
-          "parameter server did not answer within ",
+          who, " did not answer within ",
           absl::FormatDuration(options_.cluster_wait), ": ", s.message()));
     }
   }
-  for (RemoteWorker* w : workers_) {
-    absl::Status s = WaitUntil(deadline, [&] {
-      HealthResponse h;
-      return w->Health(&h, 2.0);
-    });
+  for (size_t w = 0; w < workers_.size(); ++w) {
+    const std::string who =
+        absl::StrCat("worker ", w, " (", workers_[w]->address(), ")");
+    absl::Status s =
+        WaitUntil(deadline, [&] { return probe(who, *workers_[w]); });
     if (!s.ok()) {
       return absl::UnavailableError(absl::StrCat(
-          "worker did not answer within ",
+          who, " did not answer within ",
           absl::FormatDuration(options_.cluster_wait), ": ", s.message()));
     }
   }

@@ -226,6 +226,22 @@ TEST_F(LocalTrainingTest, MetricsLostToAFullDiskFailTheJob) {
   std::filesystem::remove_all(run_dir);
 }
 
+// While a task does not answer, the coordinator says every few seconds
+// which one and why (an unresolvable host meant a silent minute), then
+// fails naming it.
+TEST_F(LocalTrainingTest, UnansweredTaskIsReportedWhileWaiting) {
+  ShellResult run = Shell(absl::StrCat(
+      BuildDir(), "/coordinator/tessera_coordinator --cluster_wait_s=6",
+      " --chief_host=127.0.0.1:1 --ps_hosts=nohost.invalid:1",
+      " --worker_hosts=127.0.0.1:4 --task_type=chief"));
+  EXPECT_NE(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output,
+              HasSubstr("waiting for parameter server 0 (nohost.invalid:1)"));
+  EXPECT_THAT(run.output, HasSubstr("of 6 s)"));
+  EXPECT_THAT(run.output, HasSubstr("parameter server 0 (nohost.invalid:1) "
+                                    "did not answer within 6s"));
+}
+
 TEST_F(LocalTrainingTest, DryRunPrintsShardsWithoutTraining) {
   ShellResult run = Shell(absl::StrCat(
       BuildDir(), "/coordinator/tessera_coordinator --dry_run",
