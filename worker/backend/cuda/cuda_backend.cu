@@ -542,9 +542,8 @@ class CudaBackend final : public Backend {
                             int64_t stride) override {
     if (bags <= 0 || dim <= 0 || !Ready()) return;
     EmbeddingBagBackwardKernel<<<RowBlocks(bags, dim), RowThreads(dim), 0,
-                                 stream_>>>(dout, dim, offsets, bags,
-                                            combiner == Combiner::kMean, drows,
-                                            stride);
+                                 stream_>>>(
+        dout, dim, offsets, bags, combiner == Combiner::kMean, drows, stride);
     CheckLaunch("EmbeddingBagBackward");
   }
 
