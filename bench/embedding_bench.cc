@@ -445,25 +445,15 @@ int RunScale(std::vector<ServerProcess>& servers) {
               "rss/pl");
   int64_t total_rows = 0;
   for (int i = 0; i < n; ++i) {
-    HealthResponse health;
-    absl::Status s = admin[i]->Health(&health);
-    (void)admin[i]->Shutdown("bench done");
-    std::vector<std::string> parts =
-        absl::StrSplit(ReadLine(servers[i].fd), ' ');
-    int64_t rss = 0, hwm = 0;
-    if (parts.size() == 2) {
-      (void)absl::SimpleAtoi(parts[0], &rss);
-      (void)absl::SimpleAtoi(parts[1], &hwm);
-    }
-    waitpid(servers[i].pid, nullptr, 0);
+    const ServerExit exit = StopServer(servers[i], *admin[i]);
     const int64_t r = rows_per_server[i].load();
     total_rows += r;
     const double payload = static_cast<double>(r) * kDim * 4 * 2;
     std::printf("%-6d %12ld %12.1f %12.1f %12.1f %12.1f %10.1f %8.3f\n", i, r,
-                s.ok() ? health.resident_bytes() / 1e6 : -1.0, rss / 1e6,
-                (rss - servers[i].baseline_rss) / 1e6, hwm / 1e6,
-                1.25 * payload / 1e6,
-                (rss - servers[i].baseline_rss) / payload);
+                exit.accounted_bytes >= 0 ? exit.accounted_bytes / 1e6 : -1.0,
+                exit.rss / 1e6, (exit.rss - servers[i].baseline_rss) / 1e6,
+                exit.hwm / 1e6, 1.25 * payload / 1e6,
+                (exit.rss - servers[i].baseline_rss) / payload);
   }
   const double examples =
       static_cast<double>(FLAGS_scale_steps) * FLAGS_scale_batch;

@@ -169,19 +169,12 @@ int RunDlrmTables(std::vector<ServerProcess>& servers,
               "pushed_rows/s", "rss_MB");
   const double payload = static_cast<double>(o.dim) * 4 * 2;
   for (int i = 0; i < n; ++i) {
-    HealthResponse health;
-    absl::Status s = admin[i]->Health(&health);
-    (void)admin[i]->Shutdown("bench done");
-    std::vector<std::string> parts =
-        absl::StrSplit(ReadLine(servers[i].fd), ' ');
-    int64_t rss = 0;
-    if (!parts.empty()) (void)absl::SimpleAtoi(parts[0], &rss);
-    waitpid(servers[i].pid, nullptr, 0);
-    const double accounted = s.ok() ? health.resident_bytes() : -1.0;
+    const ServerExit exit = StopServer(servers[i], *admin[i]);
+    const double accounted = static_cast<double>(exit.accounted_bytes);
     const double rate = moved[i].load() / train_seconds;
     std::printf("%-6d %12ld %12.1f %10.1f %10.0f %14.0f %14.0f %10.1f\n", i,
                 held[i].load(), accounted / 1e6, accounted / held[i].load(),
-                payload, rate, rate, rss / 1e6);
+                payload, rate, rate, exit.rss / 1e6);
   }
   std::printf(
       "rows created in %.1f s (%.2f M rows/s); %.0f examples/s over all "

@@ -1,5 +1,6 @@
 #include "bench/embedding_servers.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -154,6 +155,21 @@ std::string ReadLine(int fd) {
   char c;
   while (read(fd, &c, 1) == 1 && c != '\n') line += c;
   return line;
+}
+
+ServerExit StopServer(ServerProcess& server, PsClient& admin) {
+  ServerExit exit;
+  HealthResponse health;
+  if (admin.Health(&health).ok())
+    exit.accounted_bytes = health.resident_bytes();
+  (void)admin.Shutdown("bench done");
+  std::vector<std::string> parts = absl::StrSplit(ReadLine(server.fd), ' ');
+  if (parts.size() == 2) {
+    (void)absl::SimpleAtoi(parts[0], &exit.rss);
+    (void)absl::SimpleAtoi(parts[1], &exit.hwm);
+  }
+  waitpid(server.pid, nullptr, 0);
+  return exit;
 }
 
 std::vector<std::unique_ptr<PsClient>> ConnectServers(

@@ -71,6 +71,17 @@ ServerProcess ForkServer();
 // One line from fd, without the newline.
 std::string ReadLine(int fd);
 
+// What a forked server reported as it stopped: its own accounting (-1 when
+// the last Health call failed), then its resident and peak bytes.
+struct ServerExit {
+  int64_t accounted_bytes = -1;
+  int64_t rss = 0, hwm = 0;
+};
+
+// Asks `server` (through `admin`) for its accounting, shuts it down, reads
+// its last memory figures and reaps the process.
+ServerExit StopServer(ServerProcess& server, PsClient& admin);
+
 // Reads each forked server's port and baseline memory and connects a
 // client to each; empty (after logging why) when a server did not start.
 std::vector<std::unique_ptr<PsClient>> ConnectServers(

@@ -641,7 +641,10 @@ void TrainingJob::Record(const StepResponse& r, int64_t step,
                            {"max_staleness", max_staleness},
                            {"late_shards", r.late_shards()}};
     step_log_ << line.dump() << "\n";
-    CheckWritten(step_log_, "steps.jsonl");
+    // No flush per step (a system call on the step path): a failed buffer
+    // write shows in the stream's state, and WriteMetrics flushes the file
+    // at every epoch's end.
+    if (!step_log_.good()) CheckWritten(step_log_, "steps.jsonl");
   }
   absl::MutexLock lock(&status_mu_);
   status_.set_steps_done(status_.steps_done() + 1);
@@ -937,6 +940,7 @@ void TrainingJob::WriteMetrics(const EpochResult& r) {
   std::ofstream out(options_.run_dir + "/metrics.jsonl", std::ios::app);
   out << line.dump() << "\n";
   CheckWritten(out, "metrics.jsonl");
+  if (step_log_.is_open()) CheckWritten(step_log_, "steps.jsonl");
 }
 
 void TrainingJob::CheckWritten(std::ostream& out,
