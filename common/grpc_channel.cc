@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/backoff.h"
 #include "common/rpc_auth.h"
 #include "common/transport_limits.h"
 #include "gflags/gflags.h"
@@ -80,9 +81,11 @@ class JobTokenInterceptorFactory final
 std::string RetryServiceConfig() {
   return absl::StrCat(
       R"({"methodConfig": [{"name": [{}], "retryPolicy": {"maxAttempts": )",
-      kRpcMaxAttempts,
-      R"(, "initialBackoff": "0.1s", "maxBackoff": "2s",)"
-      R"( "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}},)"
+      kRpcMaxAttempts, R"(, "initialBackoff": ")",
+      absl::ToDoubleSeconds(kBackoffInitial), R"(s", "maxBackoff": ")",
+      absl::ToDoubleSeconds(kBackoffMax), R"(s", "backoffMultiplier": )",
+      kBackoffMultiplier,
+      R"(, "retryableStatusCodes": ["UNAVAILABLE"]}},)"
       R"( {"name": [{"service": "tessera.Worker"}]}]})");
 }
 
@@ -95,8 +98,10 @@ grpc::ChannelArguments ChannelArgs() {
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
+              absl::ToInt64Milliseconds(kBackoffInitial));
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
+              absl::ToInt64Milliseconds(kBackoffMax));
   // Each peer gets its own connection even when two channels share an
   // address, so a bulk transfer never queues behind another's stream.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);

@@ -59,8 +59,8 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
 // The arguments MakeChannel uses, for callers (benches) that add their own:
 // size limits, keepalive, reconnect backoff, and a service config whose
 // retry policy retries every method on UNAVAILABLE up to
-// kRpcMaxAttempts times with exponential backoff (0.1 s doubling to 2 s,
-// jittered), within the call's deadline. gRPC replays only calls that are
+// kRpcMaxAttempts times with exponential backoff (common/backoff.h's
+// figures, jittered), within the call's deadline. gRPC replays only calls that are
 // not yet committed: no answer from the server began, and at most 256 KiB
 // sent (so a stream of large chunks is not retried once under way).
 // Exception: the methods of the Worker service are not retried; the

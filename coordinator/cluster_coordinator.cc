@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/backoff.h"
 #include "glog/logging.h"
 
 namespace tessera {
@@ -176,7 +177,7 @@ void ClusterCoordinator::WorkerLoop(int worker) {
       ++done_;
       continue;
     }
-    if (!workers_[worker]->Alive() || workers_[worker]->LostState()) {
+    if (workers_[worker]->Probe() != WorkerHealth::kReady) {
       {
         absl::MutexLock lock(&mu_);
         down_[worker] = true;
@@ -208,14 +209,17 @@ void ClusterCoordinator::WorkerLoop(int worker) {
 
 void ClusterCoordinator::RecoverWorker(int worker) {
   const absl::Time deadline = absl::Now() + options_.worker_recovery_timeout;
-  absl::Duration backoff = absl::Milliseconds(100);
+  Backoff backoff;
   while (absl::Now() < deadline) {
     {
       absl::MutexLock lock(&mu_);
       if (stopping_) return;
     }
-    if (workers_[worker]->Alive()) {
-      absl::Status restored = workers_[worker]->Restore();
+    const WorkerHealth health = workers_[worker]->Probe();
+    if (health != WorkerHealth::kDown) {
+      absl::Status restored = health == WorkerHealth::kLostState
+                                  ? workers_[worker]->Restore()
+                                  : absl::OkStatus();
       if (restored.ok()) {
         LOG(INFO) << "worker " << worker << " is back";
         absl::MutexLock lock(&mu_);
@@ -225,8 +229,7 @@ void ClusterCoordinator::RecoverWorker(int worker) {
       LOG(WARNING) << "worker " << worker << " answers but cannot be "
                    << "restored yet: " << restored;
     }
-    absl::SleepFor(backoff);
-    backoff = std::min(backoff * 2, absl::Seconds(5));
+    absl::SleepFor(backoff.Next());
   }
   absl::MutexLock lock(&mu_);
   RecordError(absl::UnavailableError(

@@ -1,6 +1,7 @@
 #include "coordinator/remote_worker.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/backoff.h"
 #include "common/grpc_channel.h"
 #include "common/grpc_status.h"
 
@@ -62,24 +63,16 @@ absl::Status RemoteWorker::RunStep(const StepRequest& request,
                         Peer("RunStep"));
 }
 
-bool RemoteWorker::Alive() {
+WorkerHealth RemoteWorker::Probe() {
   HealthResponse response;
-  return Health(&response, 2.0).ok();
-}
-
-bool RemoteWorker::LostState() {
-  {
-    absl::MutexLock lock(&mu_);
-    if (!configured_) return false;
-  }
-  HealthResponse response;
-  return Health(&response, 2.0).ok() && !response.configured();
+  if (!Health(&response, kHealthCheckTimeoutS).ok()) return WorkerHealth::kDown;
+  absl::MutexLock lock(&mu_);
+  // A worker never configured has nothing to lose.
+  return configured_ && !response.configured() ? WorkerHealth::kLostState
+                                               : WorkerHealth::kReady;
 }
 
 absl::Status RemoteWorker::Restore() {
-  HealthResponse health;
-  if (absl::Status s = Health(&health, 2.0); !s.ok()) return s;
-  if (health.configured()) return absl::OkStatus();
   WorkerConfig config;
   {
     absl::MutexLock lock(&mu_);

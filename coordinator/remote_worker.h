@@ -30,8 +30,7 @@ class RemoteWorker final : public WorkerStub {
 
   absl::Status RunStep(const StepRequest& request,
                        StepResponse* response) override;
-  bool Alive() override;
-  bool LostState() override;
+  WorkerHealth Probe() override;
   absl::Status Restore() override;
 
  private:

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/backoff.h"
 #include "common/binary_metrics.h"
 #include "common/byte_codec.h"
 #include "common/grpc_channel.h"
@@ -25,18 +26,6 @@
 
 namespace tessera {
 namespace {
-
-// Retries `probe` with backoff until it succeeds or `deadline` passes.
-absl::Status WaitUntil(absl::Time deadline,
-                       const std::function<absl::Status()>& probe) {
-  absl::Duration backoff = absl::Milliseconds(50);
-  while (true) {
-    absl::Status s = probe();
-    if (s.ok() || absl::Now() >= deadline) return s;
-    absl::SleepFor(backoff);
-    backoff = std::min(backoff * 2, absl::Seconds(1));
-  }
-}
 
 // The generator's best achievable test AUC from meta.json in the test
 // file's folder (worker/data/ctr_generator.h), or -1.
@@ -160,7 +149,7 @@ JobStatus TrainingJob::status() const {
     state->set_index(static_cast<int>(k));
     state->set_address(ps_[k]->address());
     HealthResponse health;
-    absl::Status s = ps_[k]->Health(&health, 2.0);
+    absl::Status s = ps_[k]->Health(&health, kHealthCheckTimeoutS);
     state->set_up(s.ok());
     if (!s.ok()) {
       state->set_error(std::string(s.message()));
@@ -287,7 +276,7 @@ absl::Status TrainingJob::WaitForCluster() {
   absl::Time next_report = start + kReportEvery;
   auto probe = [&](const std::string& who, auto& task) {
     HealthResponse h;
-    absl::Status s = task.Health(&h, 2.0);
+    absl::Status s = task.Health(&h, kHealthCheckTimeoutS);
     if (!s.ok() && absl::Now() >= next_report) {
       next_report = absl::Now() + kReportEvery;
       std::printf("waiting for %s: %s (%.0f s of %.0f s)\n", who.c_str(),
@@ -301,7 +290,7 @@ absl::Status TrainingJob::WaitForCluster() {
   for (size_t k = 0; k < ps_.size(); ++k) {
     const std::string who =
         absl::StrCat("parameter server ", k, " (", ps_[k]->address(), ")");
-    absl::Status s = WaitUntil(deadline, [&] { return probe(who, *ps_[k]); });
+    absl::Status s = RetryUntil(deadline, [&] { return probe(who, *ps_[k]); });
     if (!s.ok()) {
       return absl::UnavailableError(absl::StrCat(
           who, " did not answer within ",
@@ -312,7 +301,7 @@ absl::Status TrainingJob::WaitForCluster() {
     const std::string who =
         absl::StrCat("worker ", w, " (", workers_[w]->address(), ")");
     absl::Status s =
-        WaitUntil(deadline, [&] { return probe(who, *workers_[w]); });
+        RetryUntil(deadline, [&] { return probe(who, *workers_[w]); });
     if (!s.ok()) {
       return absl::UnavailableError(absl::StrCat(
           who, " did not answer within ",
@@ -442,7 +431,7 @@ std::vector<std::string> TrainingJob::FailedServers() {
   std::vector<std::string> failed;
   for (size_t k = 0; k < ps_.size(); ++k) {
     HealthResponse health;
-    absl::Status s = ps_[k]->Health(&health, 2.0);
+    absl::Status s = ps_[k]->Health(&health, kHealthCheckTimeoutS);
     if (!s.ok()) {
       failed.push_back(absl::StrCat("ps ", k, " (", ps_[k]->address(),
                                     ") does not answer: ", s.message()));
@@ -474,9 +463,9 @@ absl::StatusOr<JobPosition> TrainingJob::RecoverFromPsFailure(
   coordinator_->Join().IgnoreError();
   const absl::Time deadline = absl::Now() + options_.ps_recovery_timeout;
   for (size_t k = 0; k < ps_.size(); ++k) {
-    absl::Status s = WaitUntil(deadline, [&] {
+    absl::Status s = RetryUntil(deadline, [&] {
       HealthResponse h;
-      return ps_[k]->Health(&h, 2.0);
+      return ps_[k]->Health(&h, kHealthCheckTimeoutS);
     });
     if (!s.ok()) {
       return absl::UnavailableError(
@@ -845,20 +834,22 @@ absl::Status TrainingJob::EvaluateElsewhere(int owner,
                                             absl::Status failure,
                                             EvaluateResponse* response) {
   const int n = static_cast<int>(workers_.size());
-  if (workers_[owner]->Alive() && !workers_[owner]->LostState()) {
-    return failure;
-  }
+  if (workers_[owner]->Probe() == WorkerHealth::kReady) return failure;
   LOG(WARNING) << "worker " << owner << " failed evaluating test examples ["
                << request.begin() << ", " << request.end() << ") (" << failure
                << "); trying the other workers";
   const absl::Time deadline =
       absl::Now() + options_.coordinator.worker_recovery_timeout;
+  Backoff backoff;
   while (true) {
     for (int i = 0; i < n; ++i) {
       const int w = (owner + 1 + i) % n;  // the others first
       RemoteWorker* worker = workers_[w];
-      if (!worker->Alive()) continue;
-      if (worker->LostState() && !worker->Restore().ok()) continue;
+      const WorkerHealth health = worker->Probe();
+      if (health == WorkerHealth::kDown) continue;
+      if (health == WorkerHealth::kLostState && !worker->Restore().ok()) {
+        continue;
+      }
       response->Clear();
       absl::Status s = worker->Evaluate(request, response);
       if (s.ok()) {
@@ -866,7 +857,7 @@ absl::Status TrainingJob::EvaluateElsewhere(int owner,
                   << request.end() << ") evaluated by worker " << w;
         return s;
       }
-      if (worker->Alive() && !worker->LostState()) return s;
+      if (worker->Probe() == WorkerHealth::kReady) return s;
       failure = s;
     }
     if (absl::Now() >= deadline) {
@@ -876,7 +867,7 @@ absl::Status TrainingJob::EvaluateElsewhere(int owner,
           absl::FormatDuration(options_.coordinator.worker_recovery_timeout),
           ": ", failure.message()));
     }
-    absl::SleepFor(absl::Milliseconds(200));
+    absl::SleepFor(backoff.Next());
   }
 }
 
@@ -1025,7 +1016,7 @@ void TrainingJob::PrintSummary(absl::Duration wall) const {
   double total = 0;
   for (size_t k = 0; k < ps_.size(); ++k) {
     HealthResponse health;
-    if (!ps_[k]->Health(&health, 2.0).ok()) continue;
+    if (!ps_[k]->Health(&health, kHealthCheckTimeoutS).ok()) continue;
     total += health.resident_bytes();
     absl::StrAppendFormat(&per_server, "%sps %d %.1f MB",
                           per_server.empty() ? "" : ", ", k,

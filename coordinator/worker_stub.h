@@ -6,6 +6,9 @@
 
 namespace tessera {
 
+// What one health check of a worker tells (WorkerStub::Probe).
+enum class WorkerHealth { kDown, kLostState, kReady };
+
 // How the coordinator reaches one worker. The gRPC implementation is
 // RemoteWorker; unit tests substitute their own.
 class WorkerStub {
@@ -15,17 +18,14 @@ class WorkerStub {
   virtual absl::Status RunStep(const StepRequest& request,
                                StepResponse* response) = 0;
 
-  // True when the worker answers a health check promptly. Used to tell a
-  // failed worker (re-run its step elsewhere) from a failed step.
-  virtual bool Alive() = 0;
+  // What one health check (one RPC) tells of the worker: it does not
+  // answer (a failed step is then re-run elsewhere), it answers but has
+  // lost the configuration it was given (it was restarted: its failed step
+  // is a worker failure too, re-run after Restore), or it is ready.
+  virtual WorkerHealth Probe() = 0;
 
-  // True when the worker answers but has lost the state it was given (it
-  // was restarted between two checks): its failed step is then a worker
-  // failure too, re-run after Restore.
-  virtual bool LostState() { return false; }
-
-  // Brings a worker that came back (a restarted process has lost its
-  // configuration) up to date, so it can take steps again.
+  // Brings a worker that came back and lost its configuration (Probe said
+  // kLostState) up to date, so it can take steps again.
   virtual absl::Status Restore() = 0;
 };
 

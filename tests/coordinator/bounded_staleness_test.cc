@@ -51,7 +51,7 @@ class TimedWorker : public WorkerStub {
     response->set_examples(1);
     return absl::OkStatus();
   }
-  bool Alive() override { return true; }
+  WorkerHealth Probe() override { return WorkerHealth::kReady; }
   absl::Status Restore() override { return absl::OkStatus(); }
 
  private:

@@ -72,7 +72,7 @@ class Log {
 
 // A scripted worker. Steps in `fail` fail once with the given status; if
 // `die_on_failure`, the worker then reports dead until `dead_checks` more
-// Alive() calls have been made (-1: until Revive()).
+// Probe() calls have been made (-1: until Revive()).
 class FakeWorker : public WorkerStub {
  public:
   FakeWorker(int id, Log* log) : id_(id), log_(log) {}
@@ -92,7 +92,11 @@ class FakeWorker : public WorkerStub {
       if (it != fail_.end()) {
         status = it->second;
         fail_.erase(it);
-        if (die_on_failure_) alive_ = false;
+        if (die_on_failure_) {
+          // A worker that died comes back as a new process, unconfigured.
+          alive_ = false;
+          lost_state_ = true;
+        }
       }
     }
     log_->Add({id_, request.step(), request.SerializeAsString(), status.ok()});
@@ -103,15 +107,11 @@ class FakeWorker : public WorkerStub {
     return absl::OkStatus();
   }
 
-  bool Alive() override {
+  WorkerHealth Probe() override {
     absl::MutexLock lock(&mu_);
     if (!alive_ && dead_checks_ >= 0 && dead_checks_-- == 0) alive_ = true;
-    return alive_;
-  }
-
-  bool LostState() override {
-    absl::MutexLock lock(&mu_);
-    return lost_state_;
+    if (!alive_) return WorkerHealth::kDown;
+    return lost_state_ ? WorkerHealth::kLostState : WorkerHealth::kReady;
   }
 
   absl::Status Restore() override {
