@@ -21,7 +21,7 @@
 #include "common/process_start.h"
 #include "common/rpc_auth.h"
 #include "common/shutdown_signal.h"
-#include "coordinator/coordinator_service.h"
+#include "coordinator/control/coordinator_service.h"
 #include "coordinator/job_config.h"
 #include "coordinator/training_job.h"
 #include "coordinator/variable_plan.h"

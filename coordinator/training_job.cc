@@ -19,8 +19,8 @@
 #include "common/model/model_presets.h"
 #include "common/summary_histogram.h"
 #include "coordinator/global_steps.h"
-#include "coordinator/progress_meter.h"
-#include "coordinator/svg_chart.h"
+#include "coordinator/report/progress_meter.h"
+#include "coordinator/report/svg_chart.h"
 #include "glog/logging.h"
 #include "nlohmann/json.hpp"
 

@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/counter_rng.h"
-#include "coordinator/progress_meter.h"
+#include "coordinator/report/progress_meter.h"
 #include "coordinator/variable_plan.h"
 #include "gflags/gflags.h"
 #include "gmock/gmock.h"

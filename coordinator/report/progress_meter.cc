@@ -1,4 +1,4 @@
-#include "coordinator/progress_meter.h"
+#include "coordinator/report/progress_meter.h"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "coordinator/coordinator_service.h"
+#include "coordinator/control/coordinator_service.h"
 
 #include <string>
 #include <thread>

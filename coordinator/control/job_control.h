@@ -1,5 +1,5 @@
-#ifndef TESSERA_COORDINATOR_JOB_CONTROL_H_
-#define TESSERA_COORDINATOR_JOB_CONTROL_H_
+#ifndef TESSERA_COORDINATOR_CONTROL_JOB_CONTROL_H_
+#define TESSERA_COORDINATOR_CONTROL_JOB_CONTROL_H_
 
 #include <cstdint>
 #include <string>
@@ -149,4 +149,4 @@ class JobControl {
 
 }  // namespace tessera
 
-#endif  // TESSERA_COORDINATOR_JOB_CONTROL_H_
+#endif  // TESSERA_COORDINATOR_CONTROL_JOB_CONTROL_H_

@@ -1,5 +1,5 @@
-#ifndef TESSERA_COORDINATOR_COORDINATOR_SERVICE_H_
-#define TESSERA_COORDINATOR_COORDINATOR_SERVICE_H_
+#ifndef TESSERA_COORDINATOR_CONTROL_COORDINATOR_SERVICE_H_
+#define TESSERA_COORDINATOR_CONTROL_COORDINATOR_SERVICE_H_
 
 #include <functional>
 #include <string>
@@ -8,7 +8,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/rpc_auth.h"
-#include "coordinator/job_control.h"
+#include "coordinator/control/job_control.h"
 #include "proto/coordinator_service.grpc.pb.h"
 
 namespace tessera {
@@ -58,4 +58,4 @@ class CoordinatorService final : public Coordinator::CallbackService {
 
 }  // namespace tessera
 
-#endif  // TESSERA_COORDINATOR_COORDINATOR_SERVICE_H_
+#endif  // TESSERA_COORDINATOR_CONTROL_COORDINATOR_SERVICE_H_

@@ -1,4 +1,4 @@
-#include "coordinator/job_control.h"
+#include "coordinator/control/job_control.h"
 
 #include <thread>
 

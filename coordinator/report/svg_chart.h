@@ -1,5 +1,5 @@
-#ifndef TESSERA_COORDINATOR_SVG_CHART_H_
-#define TESSERA_COORDINATOR_SVG_CHART_H_
+#ifndef TESSERA_COORDINATOR_REPORT_SVG_CHART_H_
+#define TESSERA_COORDINATOR_REPORT_SVG_CHART_H_
 
 #include <string>
 #include <utility>
@@ -33,4 +33,4 @@ class SvgChart {
 
 }  // namespace tessera
 
-#endif  // TESSERA_COORDINATOR_SVG_CHART_H_
+#endif  // TESSERA_COORDINATOR_REPORT_SVG_CHART_H_

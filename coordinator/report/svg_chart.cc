@@ -1,4 +1,4 @@
-#include "coordinator/svg_chart.h"
+#include "coordinator/report/svg_chart.h"
 
 #include <algorithm>
 #include <cmath>
