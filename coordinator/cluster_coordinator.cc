@@ -17,6 +17,7 @@ ClusterCoordinator::ClusterCoordinator(
     down_.assign(workers_.size(), false);
     busy_.assign(workers_.size(), false);
     finished_.assign(workers_.size(), 0);
+    finish_times_.resize(workers_.size());
   }
   for (int w = 0; w < num_workers(); ++w) {
     threads_.emplace_back([this, w] { WorkerLoop(w); });
@@ -168,7 +169,12 @@ void ClusterCoordinator::WorkerLoop(int worker) {
     {
       absl::MutexLock lock(&mu_);
       busy_[worker] = false;
-      if (status.ok()) ++finished_[worker];
+      if (status.ok()) {
+        ++finished_[worker];
+        std::deque<absl::Time>& times = finish_times_[worker];
+        times.push_back(absl::Now());
+        if (times.size() > kRateSamples) times.pop_front();
+      }
     }
     if (status.ok()) {
       p.future.Set(std::move(response));
@@ -256,6 +262,26 @@ absl::Status ClusterCoordinator::TakeError() {
   absl::Status error = std::move(error_);
   error_ = absl::OkStatus();
   return error;
+}
+
+std::vector<double> ClusterCoordinator::steps_per_second(
+    absl::Duration window) const {
+  const absl::Time now = absl::Now();
+  absl::MutexLock lock(&mu_);
+  std::vector<double> rates;
+  for (const std::deque<absl::Time>& times : finish_times_) {
+    // Steps finished within the window; when more than the samples kept
+    // finished in it, the rate over the samples' own span.
+    const auto first =
+        std::lower_bound(times.begin(), times.end(), now - window);
+    const int64_t n = times.end() - first;
+    absl::Duration span = window;
+    if (times.size() == kRateSamples && first == times.begin()) {
+      span = now - times.front();
+    }
+    rates.push_back(n / std::max(1e-9, absl::ToDoubleSeconds(span)));
+  }
+  return rates;
 }
 
 }  // namespace tessera

@@ -74,6 +74,10 @@ class ClusterCoordinator {
   int64_t steps_rerun() const;
   // Per worker: steps finished, and whether it is down (failed, not back).
   std::vector<std::pair<int64_t, bool>> worker_progress() const;
+  // Per worker: steps finished per second over the last `window` (0 for a
+  // worker that finished none in it, so an idle worker does not show the
+  // job's average).
+  std::vector<double> steps_per_second(absl::Duration window) const;
   // The largest lead, in finished steps, that a worker starting a step had
   // over the slowest worker with work (0 with one worker).
   int64_t max_lead() const;
@@ -104,6 +108,9 @@ class ClusterCoordinator {
   std::vector<bool> down_ ABSL_GUARDED_BY(mu_);
   std::vector<bool> busy_ ABSL_GUARDED_BY(mu_);
   std::vector<int64_t> finished_ ABSL_GUARDED_BY(mu_);  // per worker
+  // Per worker: when its last kRateSamples steps finished.
+  static constexpr size_t kRateSamples = 1024;
+  std::vector<std::deque<absl::Time>> finish_times_ ABSL_GUARDED_BY(mu_);
   int64_t max_lead_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t inflight_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t done_ ABSL_GUARDED_BY(mu_) = 0;

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,6 +23,7 @@
 #include "common/rpc_auth.h"
 #include "common/shutdown_signal.h"
 #include "coordinator/control/coordinator_service.h"
+#include "coordinator/job_cluster.h"
 #include "coordinator/job_config.h"
 #include "coordinator/training_job.h"
 #include "coordinator/variable_plan.h"
@@ -133,9 +135,11 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (!FLAGS_run_dir.empty()) {
-    std::string cmd = "mkdir -p '" + FLAGS_run_dir + "'";
-    if (std::system(cmd.c_str()) != 0) {
-      LOG(ERROR) << "cannot create --run_dir " << FLAGS_run_dir;
+    std::error_code error;
+    std::filesystem::create_directories(FLAGS_run_dir, error);
+    if (error) {
+      LOG(ERROR) << "cannot create --run_dir " << FLAGS_run_dir << ": "
+                 << error.message();
       return 2;
     }
   }
@@ -179,7 +183,8 @@ int main(int argc, char** argv) {
   options.ps_recovery_timeout = absl::Seconds(FLAGS_ps_recovery_timeout_s);
   options.heartbeat_interval = absl::Seconds(FLAGS_heartbeat_s);
   options.wait_for_commands = FLAGS_wait_for_commands;
-  tessera::TrainingJob training(*cluster, *job, *std::move(plan), options);
+  tessera::TrainingJob training(tessera::ConnectCluster(*cluster), *job,
+                                *std::move(plan), options);
 
   absl::StatusOr<tessera::RpcAuth> auth = tessera::RpcAuth::FromFlags();
   if (!auth.ok()) {

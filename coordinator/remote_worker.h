@@ -6,7 +6,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "coordinator/worker_stub.h"
+#include "coordinator/worker_task.h"
 #include "proto/worker_service.grpc.pb.h"
 
 namespace tessera {
@@ -15,18 +15,18 @@ namespace tessera {
 // so a worker that restarts can be configured again (Restore).
 //
 // Thread safety: all methods may be called concurrently.
-class RemoteWorker final : public WorkerStub {
+class RemoteWorker final : public WorkerTask {
  public:
   RemoteWorker(std::string address, int task_index);
 
-  const std::string& address() const { return address_; }
+  const std::string& address() const override { return address_; }
 
   absl::Status Configure(const WorkerConfig& config,
-                         ConfigureResponse* response);
+                         ConfigureResponse* response) override;
   absl::Status Evaluate(const EvaluateRequest& request,
-                        EvaluateResponse* response);
-  absl::Status Health(HealthResponse* response, double timeout_s);
-  absl::Status Shutdown(const std::string& reason);
+                        EvaluateResponse* response) override;
+  absl::Status Health(HealthResponse* response, double timeout_s) override;
+  absl::Status Shutdown(const std::string& reason) override;
 
   absl::Status RunStep(const StepRequest& request,
                        StepResponse* response) override;

@@ -1,7 +1,9 @@
 #ifndef TESSERA_COORDINATOR_STEP_FUTURE_H_
 #define TESSERA_COORDINATOR_STEP_FUTURE_H_
 
+#include <functional>
 #include <memory>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -32,10 +34,31 @@ class StepFuture {
 
   // Resolves the future; later calls are ignored.
   void Set(absl::StatusOr<StepResponse> result) const {
-    absl::MutexLock lock(&state_->mu);
-    if (state_->ready) return;
-    state_->result = std::move(result);
-    state_->ready = true;
+    std::vector<Callback> callbacks;
+    {
+      absl::MutexLock lock(&state_->mu);
+      if (state_->ready) return;
+      state_->result = std::move(result);
+      state_->ready = true;
+      callbacks.swap(state_->callbacks);
+    }
+    // The result no longer changes: read without the lock.
+    for (const Callback& callback : callbacks) callback(state_->result);
+  }
+
+  // Calls `callback` with the result once the step is resolved: at once
+  // when it is, else on the thread that resolves it. For waiting on
+  // several steps at once without polling them.
+  using Callback = std::function<void(const absl::StatusOr<StepResponse>&)>;
+  void OnReady(Callback callback) const {
+    {
+      absl::MutexLock lock(&state_->mu);
+      if (!state_->ready) {
+        state_->callbacks.push_back(std::move(callback));
+        return;
+      }
+    }
+    callback(state_->result);
   }
 
  private:
@@ -43,6 +66,7 @@ class StepFuture {
     absl::Mutex mu;
     bool ready ABSL_GUARDED_BY(mu) = false;
     absl::StatusOr<StepResponse> result ABSL_GUARDED_BY(mu);
+    std::vector<Callback> callbacks ABSL_GUARDED_BY(mu);
   };
   std::shared_ptr<State> state_;
 };

@@ -15,7 +15,8 @@ namespace tessera {
 
 // What operators ask of a running job (tessera_ctl, through the
 // Coordinator service), handed to the training loop, which acts on it at
-// its next safe point: between epochs, or at once while it waits for work.
+// its next safe point: between epochs, between extra steps, or at once
+// while it waits for work.
 //
 // Thread safety: every method may be called from any thread.
 class JobControl {
@@ -68,7 +69,8 @@ class JobControl {
     };
     if (!mu_.AwaitWithTimeout(absl::Condition(&done), timeout)) {
       return absl::DeadlineExceededError(
-          "no checkpoint yet: one is taken between epochs");
+          "no checkpoint yet: one is taken at the end of an epoch, or at the "
+          "next step boundary of extra steps");
     }
     if (checkpoints_written_ >= ticket) {
       if (!checkpoint_status_.ok()) return checkpoint_status_;

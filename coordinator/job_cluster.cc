@@ -1,0 +1,25 @@
+#include "coordinator/job_cluster.h"
+
+#include <string>
+
+#include "common/grpc_channel.h"
+#include "coordinator/remote_worker.h"
+
+namespace tessera {
+
+JobCluster ConnectCluster(const ClusterSpec& cluster) {
+  JobCluster out;
+  const std::vector<std::string>& ps = cluster.tasks("ps");
+  for (size_t k = 0; k < ps.size(); ++k) {
+    out.ps.push_back(std::make_unique<PsClient>(ps[k], static_cast<int>(k),
+                                                MakeChannel(ps[k])));
+  }
+  const std::vector<std::string>& workers = cluster.tasks("worker");
+  for (size_t w = 0; w < workers.size(); ++w) {
+    out.workers.push_back(
+        std::make_unique<RemoteWorker>(workers[w], static_cast<int>(w)));
+  }
+  return out;
+}
+
+}  // namespace tessera

@@ -1,0 +1,146 @@
+// The part of TrainingJob that serves operators (tessera_ctl) once the
+// epochs are over: extra steps, checkpoints between steps, and stop.
+
+#include <algorithm>
+#include <iterator>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "coordinator/report/job_summary.h"
+#include "coordinator/training_job.h"
+
+namespace tessera {
+namespace {
+
+// Adds the figures of `part` (a run of some of the steps) to `total`.
+void Accumulate(const EpochResult& part, EpochResult* total) {
+  const int64_t steps = total->steps + part.steps;
+  const int64_t examples = total->examples + part.examples;
+  if (steps > 0) {
+    total->train_loss =
+        (total->train_loss * total->steps + part.train_loss * part.steps) /
+        steps;
+  }
+  if (examples > 0) {
+    total->train_accuracy = (total->train_accuracy * total->examples +
+                             part.train_accuracy * part.examples) /
+                            examples;
+  }
+  total->steps = steps;
+  total->examples = examples;
+  total->seconds += part.seconds;
+  total->examples_per_second = total->examples / std::max(1e-9, total->seconds);
+  for (const auto& [staleness, count] : part.staleness) {
+    total->staleness[staleness] += count;
+  }
+  total->late_shards += part.late_shards;
+}
+
+}  // namespace
+
+absl::Status TrainingJob::ServeCommands(int epoch) {
+  while (true) {
+    if (control_.stop_requested()) return absl::OkStatus();
+    if (control_.checkpoint_wanted()) {
+      // Past the epochs: a restored job has no epoch left to run; extra
+      // steps are the operator's to schedule again.
+      SaveCheckpoint(PositionAfter(epoch)).IgnoreError();  // ctl is told
+      continue;
+    }
+    if (const int64_t steps = control_.TakeSteps(); steps > 0) {
+      board_.Update([](JobStatus* s) { s->set_state("training"); });
+      if (absl::Status s = RunExtraSteps(steps); !s.ok()) return s;
+      control_.StepsDone(steps);
+      continue;
+    }
+    if (!options_.wait_for_commands) return absl::OkStatus();
+    health_->Refresh();
+    board_.Update([](JobStatus* s) { s->set_state("waiting for commands"); });
+    std::fprintf(out_,
+                 "waiting for commands (tessera_ctl schedule|checkpoint|"
+                 "stop)\n");
+    std::fflush(out_);
+    control_.WaitForWork();
+  }
+}
+
+void TrainingJob::CheckpointBetweenSteps() {
+  const bool asked = control_.checkpoint_wanted();
+  if (!asked && checkpointer_ == nullptr) return;
+  absl::StatusOr<std::string> saved =
+      SaveCheckpoint(PositionAfter(job_.schedule().epochs() + 1));
+  if (saved.ok()) {
+    std::fprintf(out_, "checkpoint after step %lld: %s\n",
+                 static_cast<long long>(runner_->next_step()), saved->c_str());
+    std::fflush(out_);
+  } else if (checkpointer_ != nullptr) {
+    metrics_->RecordWriteFailure(
+        absl::StrCat("checkpoint after step ", runner_->next_step(),
+                     " failed: ", saved.status().message()));
+  }
+}
+
+absl::Status TrainingJob::RunExtraSteps(int64_t steps) {
+  // In lockstep modes a step is a global step, one batch per worker.
+  const int64_t per_step = mode_.lockstep() ? workers_.size() : 1;
+  const int epoch = job_.schedule().epochs() + 1;
+  const std::string label = absl::StrFormat("steps %d-%d", extra_steps_run_ + 1,
+                                            extra_steps_run_ + steps);
+  // A checkpoint or a stop asked for meanwhile is taken at the next step
+  // boundary, not at an epoch's end that extra steps may never reach.
+  auto pause = [this] {
+    return control_.checkpoint_wanted() || control_.stop_requested();
+  };
+  in_extra_steps_ = true;
+  EpochResult result;
+  result.epoch = epoch;
+  int64_t left = steps * per_step;
+  absl::Status status;
+  while (left > 0 && !control_.stop_requested()) {
+    // At most an epoch's plan at a time, so a large request (tessera_ctl
+    // schedule 100000000) holds one epoch of example ids, not all of them.
+    if (extra_plan_.empty()) {
+      std::vector<PlannedStep> next = data_->NextEpoch();
+      if (next.empty()) {
+        status = absl::FailedPreconditionError("the data plan has no steps");
+        break;
+      }
+      extra_plan_.assign(std::make_move_iterator(next.begin()),
+                         std::make_move_iterator(next.end()));
+    }
+    std::vector<PlannedStep> taken;
+    while (static_cast<int64_t>(taken.size()) < left && !extra_plan_.empty()) {
+      taken.push_back(std::move(extra_plan_.front()));
+      extra_plan_.pop_front();
+    }
+    const int64_t scheduled = static_cast<int64_t>(taken.size());
+    EpochResult part;
+    std::vector<PlannedStep> not_run;
+    status = runner_->Run(std::move(taken), epoch, *data_, label, &part, pause,
+                          &not_run);
+    if (!status.ok()) break;
+    left -= scheduled - static_cast<int64_t>(not_run.size());
+    extra_plan_.insert(extra_plan_.begin(),
+                       std::make_move_iterator(not_run.begin()),
+                       std::make_move_iterator(not_run.end()));
+    Accumulate(part, &result);
+    if (pause()) CheckpointBetweenSteps();
+  }
+  in_extra_steps_ = false;
+  if (!status.ok())
+    return control_.stop_requested() ? absl::OkStatus() : status;
+  const int64_t done = steps - (left + per_step - 1) / per_step;
+  if (done == 0) return absl::OkStatus();
+  result.extra_steps =
+      done == steps ? label
+                    : absl::StrFormat("steps %d-%d", extra_steps_run_ + 1,
+                                      extra_steps_run_ + done);
+  extra_steps_run_ += done;
+  if (absl::Status s = Evaluate(&result); !s.ok()) return s;
+  PrintEpochResult(out_, result, job_.schedule().epochs(), best_auc_);
+  Keep(result);
+  return absl::OkStatus();
+}
+
+}  // namespace tessera

@@ -1,0 +1,115 @@
+#include "coordinator/ps_recovery.h"
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "glog/logging.h"
+
+namespace tessera {
+
+PsRecovery::PsRecovery(JobCheckpointer* checkpointer, ClusterHealth* health,
+                       ClusterCoordinator* coordinator, JobStatusBoard* board,
+                       std::function<absl::Status()> create_variables,
+                       std::FILE* out, PsRecoveryOptions options)
+    : checkpointer_(checkpointer),
+      health_(health),
+      coordinator_(coordinator),
+      board_(board),
+      create_variables_(std::move(create_variables)),
+      out_(out),
+      options_(options) {}
+
+absl::StatusOr<JobPosition> PsRecovery::Start() {
+  if (!options_.restore) {
+    // This run's checkpoints would mix with the earlier run's: pruning
+    // would keep the newer of them, and recovering from a failed parameter
+    // server would restore the other run's model.
+    absl::StatusOr<std::optional<std::string>> old =
+        checkpointer_->NewestComplete();
+    if (!old.ok()) return old.status();
+    if (old->has_value()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "--restore=false, but --checkpoint_dir ", checkpointer_->root(),
+          " holds checkpoints of an earlier run (newest ", **old,
+          "); give this run its own --checkpoint_dir, or remove them"));
+    }
+  }
+  std::vector<std::string> rejected;
+  absl::StatusOr<ValidCheckpoint> latest =
+      options_.restore ? checkpointer_->Latest(&rejected)
+                       : absl::NotFoundError("--restore is off");
+  for (const std::string& why : rejected) {
+    std::fprintf(out_, "checkpoint rejected: %s\n", why.c_str());
+  }
+  if (latest.ok()) {
+    if (latest->manifest.next_step_in_epoch() != 0 &&
+        latest->manifest.epoch() <= options_.epochs) {
+      return absl::UnimplementedError(absl::StrCat(
+          latest->path, " was taken inside epoch ", latest->manifest.epoch(),
+          "; only checkpoints at epoch boundaries can be resumed"));
+    }
+    if (absl::Status s = checkpointer_->Restore(*latest); !s.ok()) return s;
+    const std::string line = absl::StrFormat(
+        "resuming from %s: epoch %d, step %lld", latest->path,
+        latest->manifest.epoch(), latest->manifest.global_step());
+    LOG(INFO) << line;
+    std::fprintf(out_, "%s\n", line.c_str());
+    std::fflush(out_);
+    board_->Update([&](JobStatus* s) { s->set_last_checkpoint(latest->path); });
+    return PositionOf(latest->manifest);
+  }
+  if (latest.status().code() != absl::StatusCode::kNotFound) {
+    return latest.status();
+  }
+  JobPosition start;
+  absl::StatusOr<std::string> first = checkpointer_->Save(start);
+  if (!first.ok()) return first.status();
+  board_->Update([&](JobStatus* s) { s->set_last_checkpoint(*first); });
+  return start;
+}
+
+absl::StatusOr<JobPosition> PsRecovery::Recover(const absl::Status& error) {
+  std::vector<std::string> failed = health_->FailedServers();
+  if (failed.empty()) return error;
+  const absl::Time start = absl::Now();
+  health_->Pause(true);
+  std::fprintf(out_, "%s; training paused (the epoch failed with: %s)\n",
+               absl::StrJoin(failed, "; ").c_str(),
+               std::string(error.message()).c_str());
+  std::fflush(out_);
+  // A heartbeat may have aborted the steps after the error was taken.
+  coordinator_->Join().IgnoreError();
+  if (absl::Status s = health_->WaitForServers(options_.timeout); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = create_variables_(); !s.ok()) return s;
+  std::vector<std::string> rejected;
+  absl::StatusOr<ValidCheckpoint> latest = checkpointer_->Latest(&rejected);
+  for (const std::string& why : rejected) {
+    std::fprintf(out_, "checkpoint rejected: %s\n", why.c_str());
+  }
+  if (!latest.ok()) return latest.status();
+  if (absl::Status s = checkpointer_->Restore(*latest); !s.ok()) return s;
+  coordinator_->Join().IgnoreError();
+  health_->Pause(false);
+  const JobPosition position = PositionOf(latest->manifest);
+  const std::string line = absl::StrFormat(
+      "recovered in %.2f s: restored %s on every parameter server; resuming "
+      "epoch %d at step %lld",
+      absl::ToDoubleSeconds(absl::Now() - start), latest->path, position.epoch,
+      position.global_step);
+  LOG(INFO) << line;
+  std::fprintf(out_, "%s\n", line.c_str());
+  std::fflush(out_);
+  board_->Update(
+      [](JobStatus* s) { s->set_ps_recoveries(s->ps_recoveries() + 1); });
+  return position;
+}
+
+}  // namespace tessera

@@ -1,0 +1,66 @@
+#ifndef TESSERA_COORDINATOR_PS_RECOVERY_H_
+#define TESSERA_COORDINATOR_PS_RECOVERY_H_
+
+#include <cstdio>
+#include <functional>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "coordinator/cluster_coordinator.h"
+#include "coordinator/cluster_health.h"
+#include "coordinator/control/job_status_board.h"
+#include "coordinator/job_checkpointer.h"
+
+namespace tessera {
+
+struct PsRecoveryOptions {
+  // Start from the newest valid checkpoint (a restarted coordinator
+  // resumes); off, a folder holding an earlier run's checkpoints is an
+  // error.
+  bool restore = true;
+  // The job's epochs: a checkpoint inside one of them cannot be resumed.
+  int epochs = 0;
+  // How long a failed parameter server may take to come back.
+  absl::Duration timeout = absl::Minutes(5);
+};
+
+// Where a job starts and how it comes back when a parameter server fails:
+// both restore every server from one checkpoint, so that all shards agree
+// on one step.
+//
+// Thread safety: one thread (the training loop's).
+class PsRecovery {
+ public:
+  // Every pointer must outlive this object. `create_variables` creates the
+  // shards of the servers that lack them (a restarted server has none).
+  PsRecovery(JobCheckpointer* checkpointer, ClusterHealth* health,
+             ClusterCoordinator* coordinator, JobStatusBoard* board,
+             std::function<absl::Status()> create_variables, std::FILE* out,
+             PsRecoveryOptions options);
+
+  // Restores the newest valid checkpoint, or writes the first one (step 0)
+  // when there is none, so a server failure in the first epoch can be
+  // recovered from too. Returns where the job resumes.
+  absl::StatusOr<JobPosition> Start();
+
+  // Called with the error that ended an epoch (or a checkpoint). When a
+  // parameter server failed (it does not answer, or answers without its
+  // shards): waits for it to come back, re-creates its shards, restores
+  // every server from the newest valid checkpoint and returns the position
+  // to resume at. Otherwise returns `error`.
+  absl::StatusOr<JobPosition> Recover(const absl::Status& error);
+
+ private:
+  JobCheckpointer* const checkpointer_;
+  ClusterHealth* const health_;
+  ClusterCoordinator* const coordinator_;
+  JobStatusBoard* const board_;
+  const std::function<absl::Status()> create_variables_;
+  std::FILE* const out_;
+  const PsRecoveryOptions options_;
+};
+
+}  // namespace tessera
+
+#endif  // TESSERA_COORDINATOR_PS_RECOVERY_H_

@@ -1,0 +1,39 @@
+// What one epoch (or one batch of extra steps an operator scheduled) of a
+// job did: what the report prints, writes and charts.
+
+#ifndef TESSERA_COORDINATOR_REPORT_EPOCH_RESULT_H_
+#define TESSERA_COORDINATOR_REPORT_EPOCH_RESULT_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace tessera {
+
+struct EpochResult {
+  int epoch = 0;
+  // Extra steps scheduled with tessera_ctl: "steps 1-100" (the steps
+  // counted after the job's epochs); empty for an epoch.
+  std::string extra_steps;
+  int64_t steps = 0;
+  int64_t examples = 0;
+  double train_loss = 0;
+  double train_accuracy = 0;
+  double test_loss = 0;
+  double test_accuracy = 0;
+  // Models with one sigmoid output (ctr): exact ROC AUC and log loss over
+  // the whole test set; -1 for other models.
+  double auc = -1;
+  double log_loss = -1;
+  double seconds = 0;
+  double examples_per_second = 0;
+  // Async and ssp: how many updates landed between a push's pull and its
+  // own update, counted per pushed shard (staleness -> pushes).
+  std::map<int64_t, int64_t> staleness;
+  // Sync with backup workers: shard gradients dropped as late.
+  int64_t late_shards = 0;
+};
+
+}  // namespace tessera
+
+#endif  // TESSERA_COORDINATOR_REPORT_EPOCH_RESULT_H_

@@ -1,0 +1,115 @@
+#include "coordinator/report/job_summary.h"
+
+#include <algorithm>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "nlohmann/json.hpp"
+
+namespace tessera {
+namespace {
+
+std::string BestAuc(double best_auc, const char* unknown) {
+  return best_auc >= 0 ? absl::StrFormat("%.4f", best_auc) : unknown;
+}
+
+std::string RowLabel(const EpochResult& r) {
+  return r.extra_steps.empty() ? absl::StrCat(r.epoch) : r.extra_steps;
+}
+
+}  // namespace
+
+void PrintEpochResult(std::FILE* out, const EpochResult& r, int epochs,
+                      double best_auc) {
+  const std::string label =
+      r.extra_steps.empty() ? absl::StrFormat("epoch %d/%d", r.epoch, epochs)
+                            : r.extra_steps;
+  std::fprintf(out,
+               "%s: train loss %.4f, train accuracy %.4f, test loss %.4f, "
+               "test accuracy %.4f, %.0f examples/s\n",
+               label.c_str(), r.train_loss, r.train_accuracy, r.test_loss,
+               r.test_accuracy, r.examples_per_second);
+  if (r.auc >= 0) {
+    std::fprintf(out,
+                 "%s: test AUC %.4f (best achievable %s), test log loss "
+                 "%.4f\n",
+                 label.c_str(), r.auc, BestAuc(best_auc, "unknown").c_str(),
+                 r.log_loss);
+  }
+  std::fflush(out);
+}
+
+void PrintSummary(std::FILE* out, const JobSummary& s) {
+  std::fprintf(out, "\n%-13s %10s %11s %10s %10s %10s %8s\n", "epoch",
+               "train_loss", "train_acc", "test_loss", "test_acc", "ex/s",
+               "secs");
+  int64_t examples = 0;
+  double train_seconds = 0;
+  int epochs = 0;
+  for (const EpochResult& r : s.results) {
+    std::fprintf(out, "%-13s %10.4f %11.4f %10.4f %10.4f %10.0f %8.1f\n",
+                 RowLabel(r).c_str(), r.train_loss, r.train_accuracy,
+                 r.test_loss, r.test_accuracy, r.examples_per_second,
+                 r.seconds);
+    examples += r.examples;
+    train_seconds += r.seconds;
+    epochs += r.extra_steps.empty() ? 1 : 0;
+  }
+  if (s.results.empty()) {
+    std::fprintf(out, "\nno epoch left to train; wall time %.1f s\n",
+                 absl::ToDoubleSeconds(s.wall));
+    std::fflush(out);
+    return;
+  }
+  const EpochResult& last = s.results.back();
+  const std::string after =
+      last.extra_steps.empty()
+          ? absl::StrCat(epochs, " epochs")
+          : absl::StrCat(epochs, " epochs and extra ", last.extra_steps);
+  std::fprintf(
+      out,
+      "\nfinal test accuracy %.4f after %s; %lld examples in %.1f s of "
+      "training (%.0f examples/s); wall time %.1f s; %lld steps re-run\n",
+      last.test_accuracy, after.c_str(), static_cast<long long>(examples),
+      train_seconds, examples / std::max(1e-9, train_seconds),
+      absl::ToDoubleSeconds(s.wall), static_cast<long long>(s.steps_rerun));
+  if (last.auc >= 0) {
+    std::fprintf(
+        out, "final test AUC %.4f, best achievable %s, log loss %.4f\n",
+        last.auc,
+        BestAuc(s.best_auc, "unknown (no meta.json beside the test file)")
+            .c_str(),
+        last.log_loss);
+  }
+  std::string per_server;
+  double total = 0;
+  for (size_t k = 0; k < s.server_bytes.size(); ++k) {
+    if (s.server_bytes[k] < 0) continue;
+    total += s.server_bytes[k];
+    absl::StrAppendFormat(&per_server, "%sps %d %.1f MB",
+                          per_server.empty() ? "" : ", ", k,
+                          s.server_bytes[k] / 1e6);
+  }
+  if (!per_server.empty()) {
+    std::fprintf(out, "parameter servers hold %.1f MB (%s)\n", total / 1e6,
+                 per_server.c_str());
+  }
+  std::fflush(out);
+}
+
+double ReadBestAuc(const std::string& test_path) {
+  const size_t slash = test_path.rfind('/');
+  const std::string dir =
+      slash == std::string::npos ? "." : test_path.substr(0, slash);
+  std::ifstream in(dir + "/meta.json");
+  if (!in) return -1;
+  nlohmann::json meta = nlohmann::json::parse(in, nullptr, false);
+  if (meta.is_discarded() || !meta.contains("best_auc") ||
+      !meta["best_auc"].is_number()) {
+    return -1;
+  }
+  return meta["best_auc"].get<double>();
+}
+
+}  // namespace tessera

@@ -1,0 +1,173 @@
+#include "coordinator/report/metrics_writer.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/summary_histogram.h"
+#include "coordinator/report/svg_chart.h"
+#include "glog/logging.h"
+#include "nlohmann/json.hpp"
+
+namespace tessera {
+
+MetricsWriter::MetricsWriter(std::string run_dir, std::string mode,
+                             std::FILE* out)
+    : run_dir_(std::move(run_dir)), mode_(std::move(mode)), out_(out) {}
+
+absl::Status MetricsWriter::Open() {
+  if (run_dir_.empty()) return absl::OkStatus();
+  step_log_.open(run_dir_ + "/steps.jsonl", std::ios::app);
+  absl::StatusOr<std::unique_ptr<EventFileWriter>> events =
+      EventFileWriter::Create(run_dir_ + "/tensorboard");
+  if (!events.ok()) return events.status();
+  events_ = *std::move(events);
+  return absl::OkStatus();
+}
+
+void MetricsWriter::RecordStep(int64_t step, int epoch, const StepResponse& r) {
+  int64_t max_staleness = 0;
+  for (int64_t s : r.staleness()) max_staleness = std::max(max_staleness, s);
+  if (events_ != nullptr) {
+    events_->AddScalar("step/loss", step, r.loss()).IgnoreError();
+    if (r.staleness_size() > 0) {
+      std::vector<int64_t> counts(max_staleness + 1, 0);
+      for (int64_t s : r.staleness()) ++counts[s];
+      absl::StatusOr<tensorboard::HistogramProto> h = HistogramOfCounts(counts);
+      if (h.ok()) {
+        events_->AddHistogram("step/staleness", step, *h).IgnoreError();
+      }
+    }
+  }
+  if (!step_log_.is_open()) return;
+  nlohmann::json line = {{"step", step},
+                         {"epoch", epoch},
+                         {"loss", r.loss()},
+                         {"examples", r.examples()},
+                         {"correct", r.correct()},
+                         {"max_staleness", max_staleness},
+                         {"late_shards", r.late_shards()}};
+  step_log_ << line.dump() << "\n";
+  // No flush per step (a system call on the step path): a failed buffer
+  // write shows in the stream's state, and WriteEpoch flushes the file at
+  // every epoch's end.
+  if (!step_log_.good()) CheckWritten(step_log_, "steps.jsonl");
+}
+
+void MetricsWriter::WriteEpoch(const EpochResult& r, double best_auc) {
+  // Extra steps are plotted after the epochs, at the epoch they follow.
+  if (events_ != nullptr) {
+    const std::string prefix = r.extra_steps.empty() ? "epoch/" : "extra/";
+    auto scalar = [&](const char* name, double value) {
+      events_->AddScalar(prefix + name, r.epoch, value).IgnoreError();
+    };
+    scalar("train_loss", r.train_loss);
+    scalar("train_accuracy", r.train_accuracy);
+    scalar("test_loss", r.test_loss);
+    scalar("test_accuracy", r.test_accuracy);
+    if (r.auc >= 0) {
+      scalar("auc", r.auc);
+      scalar("log_loss", r.log_loss);
+    }
+    scalar("examples_per_second", r.examples_per_second);
+    if (!r.staleness.empty()) {
+      std::vector<int64_t> counts(r.staleness.rbegin()->first + 1, 0);
+      for (const auto& [staleness, count] : r.staleness) {
+        counts[staleness] = count;
+      }
+      absl::StatusOr<tensorboard::HistogramProto> h = HistogramOfCounts(counts);
+      if (h.ok()) {
+        events_->AddHistogram(prefix + "staleness", r.epoch, *h).IgnoreError();
+      }
+    }
+    events_->Flush().IgnoreError();
+  }
+  if (run_dir_.empty()) return;
+  nlohmann::json line = {{"epoch", r.epoch},
+                         {"steps", r.steps},
+                         {"examples", r.examples},
+                         {"train_loss", r.train_loss},
+                         {"train_accuracy", r.train_accuracy},
+                         {"test_loss", r.test_loss},
+                         {"test_accuracy", r.test_accuracy},
+                         {"seconds", r.seconds},
+                         {"examples_per_second", r.examples_per_second},
+                         {"mode", mode_},
+                         {"late_shards", r.late_shards}};
+  if (!r.extra_steps.empty()) line["extra_steps"] = r.extra_steps;
+  if (r.auc >= 0) {
+    line["auc"] = r.auc;
+    line["log_loss"] = r.log_loss;
+    if (best_auc >= 0) line["best_auc"] = best_auc;
+  }
+  if (!r.staleness.empty()) {
+    nlohmann::json histogram = nlohmann::json::object();
+    int64_t pushes = 0, sum = 0, max = 0;
+    for (const auto& [staleness, count] : r.staleness) {
+      histogram[std::to_string(staleness)] = count;
+      pushes += count;
+      sum += staleness * count;
+      max = std::max(max, staleness);
+    }
+    line["staleness"] = {{"histogram", histogram},
+                         {"mean", double(sum) / std::max<int64_t>(1, pushes)},
+                         {"max", max}};
+  }
+  std::ofstream out(run_dir_ + "/metrics.jsonl", std::ios::app);
+  out << line.dump() << "\n";
+  CheckWritten(out, "metrics.jsonl");
+  if (step_log_.is_open()) CheckWritten(step_log_, "steps.jsonl");
+}
+
+void MetricsWriter::WriteCharts(const std::vector<EpochResult>& results) {
+  if (run_dir_.empty() || results.empty()) return;
+  SvgChart accuracy("Accuracy per epoch", "epoch", "accuracy");
+  SvgChart loss("Loss per epoch", "epoch", "loss");
+  std::vector<std::pair<double, double>> train_acc, test_acc, train_loss,
+      test_loss;
+  for (const EpochResult& r : results) {
+    if (!r.extra_steps.empty()) continue;  // not an epoch
+    train_acc.emplace_back(r.epoch, r.train_accuracy);
+    test_acc.emplace_back(r.epoch, r.test_accuracy);
+    train_loss.emplace_back(r.epoch, r.train_loss);
+    test_loss.emplace_back(r.epoch, r.test_loss);
+  }
+  if (train_acc.empty()) return;
+  accuracy.AddSeries("train", std::move(train_acc));
+  accuracy.AddSeries("test", std::move(test_acc));
+  loss.AddSeries("train", std::move(train_loss));
+  loss.AddSeries("test", std::move(test_loss));
+  for (const auto& [file, chart] :
+       {std::pair<const char*, const SvgChart*>{"accuracy.svg", &accuracy},
+        {"loss.svg", &loss}}) {
+    std::ofstream out(run_dir_ + "/" + file);
+    out << chart->Render();
+    CheckWritten(out, file);
+  }
+}
+
+void MetricsWriter::CheckWritten(std::ostream& out, const std::string& file) {
+  out.flush();
+  if (out.good()) return;
+  const int error = errno;
+  RecordWriteFailure(absl::StrCat("writing ", run_dir_, "/", file,
+                                  " failed: ", std::strerror(error)));
+  out.clear();  // so that the next write is checked on its own
+}
+
+void MetricsWriter::RecordWriteFailure(const std::string& what) {
+  LOG(ERROR) << what;
+  std::fprintf(out_, "error: %s\n", what.c_str());
+  std::fflush(out_);
+  absl::MutexLock lock(&mu_);
+  write_failures_.push_back(what);
+}
+
+std::vector<std::string> MetricsWriter::write_failures() const {
+  absl::MutexLock lock(&mu_);
+  return write_failures_;
+}
+
+}  // namespace tessera

@@ -1,0 +1,63 @@
+#ifndef TESSERA_COORDINATOR_REPORT_METRICS_WRITER_H_
+#define TESSERA_COORDINATOR_REPORT_METRICS_WRITER_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "common/event_file_writer.h"
+#include "coordinator/report/epoch_result.h"
+#include "proto/worker_service.pb.h"
+
+namespace tessera {
+
+// What a job keeps in its run folder: one line per step (steps.jsonl),
+// one per epoch (metrics.jsonl), TensorBoard events (tensorboard/) and the
+// charts (accuracy.svg, loss.svg). With no run folder it writes nothing.
+//
+// A write that fails is never silent: it is said at once on `out` and in
+// the log, and kept (write_failures), so that the job can end with an
+// error instead of "done" with its output missing.
+//
+// Thread safety: RecordWriteFailure and write_failures may be called from
+// any thread; the rest from the training loop's thread.
+class MetricsWriter {
+ public:
+  // `mode` is the training mode written into every epoch's line.
+  MetricsWriter(std::string run_dir, std::string mode, std::FILE* out);
+
+  // Opens steps.jsonl and the TensorBoard writer.
+  absl::Status Open();
+
+  void RecordStep(int64_t step, int epoch, const StepResponse& response);
+  // metrics.jsonl and TensorBoard; `best_auc` < 0 is unknown.
+  void WriteEpoch(const EpochResult& result, double best_auc);
+  // accuracy.svg and loss.svg over the epochs so far.
+  void WriteCharts(const std::vector<EpochResult>& results);
+
+  void RecordWriteFailure(const std::string& what);
+  std::vector<std::string> write_failures() const;
+
+ private:
+  // Flushes `out` after a write of `file` and records a failure with
+  // errno's reason.
+  void CheckWritten(std::ostream& out, const std::string& file);
+
+  const std::string run_dir_;
+  const std::string mode_;
+  std::FILE* const out_;
+  std::ofstream step_log_;
+  std::unique_ptr<EventFileWriter> events_;
+  mutable absl::Mutex mu_;
+  std::vector<std::string> write_failures_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace tessera
+
+#endif  // TESSERA_COORDINATOR_REPORT_METRICS_WRITER_H_

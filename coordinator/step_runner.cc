@@ -1,0 +1,249 @@
+#include "coordinator/step_runner.h"
+
+#include <algorithm>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "common/byte_codec.h"
+#include "coordinator/global_steps.h"
+#include "coordinator/step_future.h"
+
+namespace tessera {
+namespace {
+
+// Waits until `required` of a round's steps are resolved, or one failed,
+// woken by the steps themselves instead of polling them. The steps keep
+// the count alive: a late step may resolve after the round is over.
+class RoundLatch {
+ public:
+  explicit RoundLatch(const std::vector<StepFuture>& futures)
+      : count_(std::make_shared<Count>()) {
+    for (const StepFuture& f : futures) {
+      f.OnReady([count = count_](const absl::StatusOr<StepResponse>& r) {
+        absl::MutexLock lock(&count->mu);
+        ++count->ready;
+        count->failed |= !r.ok();
+      });
+    }
+  }
+
+  void Wait(int required) {
+    Count& c = *count_;
+    absl::MutexLock lock(&c.mu);
+    auto done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(c.mu) {
+      return c.ready >= required || c.failed;
+    };
+    c.mu.Await(absl::Condition(&done));
+  }
+
+ private:
+  struct Count {
+    absl::Mutex mu;
+    int ready ABSL_GUARDED_BY(mu) = 0;
+    bool failed ABSL_GUARDED_BY(mu) = false;
+  };
+  std::shared_ptr<Count> count_;
+};
+
+}  // namespace
+
+StepRunner::StepRunner(ClusterCoordinator* coordinator,
+                       StepRunnerOptions options, JobStatusBoard* board,
+                       MetricsWriter* metrics, std::FILE* out)
+    : coordinator_(coordinator),
+      options_(options),
+      board_(board),
+      metrics_(metrics),
+      out_(out) {}
+
+absl::Status StepRunner::Run(std::vector<PlannedStep> steps, int epoch,
+                             const DataPlan& data, const std::string& label,
+                             EpochResult* result,
+                             const std::function<bool()>& pause,
+                             std::vector<PlannedStep>* not_run) {
+  int64_t nonempty = 0;
+  for (const PlannedStep& p : steps) nonempty += !p.example_ids.empty();
+  ProgressMeter meter(out_, label, nonempty);
+  result->epoch = epoch;
+  int64_t correct = 0;
+  absl::Status s = options_.mode.lockstep()
+                       ? RunLockstep(std::move(steps), epoch, data, pause,
+                                     not_run, &meter, result, &correct)
+                       : RunQueued(std::move(steps), epoch, data, pause,
+                                   not_run, &meter, result, &correct);
+  if (!s.ok()) return s;
+  meter.Finish();
+  result->steps = meter.steps();
+  result->examples = meter.examples();
+  result->train_loss = meter.mean_loss();
+  result->train_accuracy =
+      meter.examples() > 0 ? double(correct) / meter.examples() : 0;
+  result->seconds = absl::ToDoubleSeconds(meter.elapsed());
+  result->examples_per_second =
+      result->examples / std::max(1e-9, result->seconds);
+  return absl::OkStatus();
+}
+
+absl::Status StepRunner::RunQueued(std::vector<PlannedStep> steps, int epoch,
+                                   const DataPlan& data,
+                                   const std::function<bool()>& pause,
+                                   std::vector<PlannedStep>* not_run,
+                                   ProgressMeter* meter, EpochResult* result,
+                                   int64_t* correct) {
+  // Without a pause every step is queued at once. With one, a few steps per
+  // worker are kept queued, enough to keep every worker busy, so that a
+  // pause waits only for those.
+  const size_t window = pause == nullptr
+                            ? steps.size()
+                            : static_cast<size_t>(4 * options_.num_workers + 4);
+  struct Scheduled {
+    int64_t step;
+    StepFuture future;
+  };
+  std::deque<Scheduled> in_flight;
+  bool failed = false;
+  auto finish_oldest = [&] {
+    Scheduled oldest = std::move(in_flight.front());
+    in_flight.pop_front();
+    absl::StatusOr<StepResponse> r = oldest.future.Get();
+    if (!r.ok()) {
+      failed = true;  // Join reports the job's first error
+      return;
+    }
+    Record(*r, oldest.step, meter, result, correct);
+  };
+  size_t next = 0;
+  for (; next < steps.size() && !failed; ++next) {
+    if (pause != nullptr && pause()) break;
+    while (in_flight.size() >= window && !failed) finish_oldest();
+    if (failed) break;
+    StepRequest request = MakeRequest(epoch, steps[next], data);
+    const int64_t id = request.step();
+    absl::StatusOr<StepFuture> future =
+        coordinator_->Schedule(std::move(request), steps[next].shard);
+    if (!future.ok()) return future.status();
+    in_flight.push_back({id, *std::move(future)});
+    if (in_flight.size() == 1 || next + 1 == steps.size()) {
+      ShowScheduled(epoch);
+    }
+  }
+  ShowScheduled(epoch);
+  while (!in_flight.empty() && !failed) finish_oldest();
+  if (absl::Status s = coordinator_->Join(); !s.ok()) return s;
+  if (not_run != nullptr) {
+    not_run->assign(std::make_move_iterator(steps.begin() + next),
+                    std::make_move_iterator(steps.end()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StepRunner::RunLockstep(std::vector<PlannedStep> steps, int epoch,
+                                     const DataPlan& data,
+                                     const std::function<bool()>& pause,
+                                     std::vector<PlannedStep>* not_run,
+                                     ProgressMeter* meter, EpochResult* result,
+                                     int64_t* correct) {
+  const bool mirrored = options_.mode.kind == TrainingMode::Kind::kMirrored;
+  // Steps of earlier rounds still running (backup workers' late steps).
+  std::vector<std::pair<int64_t, StepFuture>> stragglers;
+  std::vector<std::vector<PlannedStep>> rounds = GroupIntoGlobalSteps(
+      std::move(steps), options_.num_workers, /*pad_missing=*/mirrored);
+  size_t r = 0;
+  for (; r < rounds.size(); ++r) {
+    if (pause != nullptr && pause()) break;
+    const std::vector<PlannedStep>& round = rounds[r];
+    const int64_t global_step = next_global_step_++;
+    const int size = static_cast<int>(round.size());
+    const int required =
+        mirrored ? size : std::max(1, size - options_.backup_workers);
+    std::vector<int64_t> ids;
+    std::vector<StepFuture> futures;
+    for (const PlannedStep& planned : round) {
+      StepRequest request = MakeRequest(epoch, planned, data);
+      request.set_sync_step(global_step);
+      request.set_sync_required(required);
+      ids.push_back(request.step());
+      absl::StatusOr<StepFuture> future =
+          coordinator_->Schedule(std::move(request), planned.shard);
+      if (!future.ok()) return future.status();
+      futures.push_back(*std::move(future));
+    }
+    ShowScheduled(epoch);
+    // The round is over once `required` steps are: their updates are then
+    // applied everywhere, and the next round's pulls see them.
+    RoundLatch(futures).Wait(required);
+    std::optional<uint32_t> checksum;
+    for (size_t i = 0; i < futures.size(); ++i) {
+      if (!futures[i].ready()) {
+        stragglers.emplace_back(ids[i], futures[i]);
+        continue;
+      }
+      absl::StatusOr<StepResponse> response = futures[i].Get();
+      if (!response.ok()) return coordinator_->Join();
+      Record(*response, ids[i], meter, result, correct);
+      if (!mirrored) continue;
+      if (checksum.has_value() && *checksum != response->replica_checksum()) {
+        coordinator_->Join().IgnoreError();
+        return absl::DataLossError(
+            absl::StrCat("mirrored replicas differ after global step ",
+                         global_step, ": parameter checksums ", *checksum,
+                         " and ", response->replica_checksum()));
+      }
+      checksum = response->replica_checksum();
+    }
+  }
+  if (absl::Status s = coordinator_->Join(); !s.ok()) return s;
+  for (auto& [id, future] : stragglers) {
+    absl::StatusOr<StepResponse> response = future.Get();
+    if (response.ok()) Record(*response, id, meter, result, correct);
+  }
+  if (not_run != nullptr) {
+    not_run->clear();
+    for (; r < rounds.size(); ++r) {
+      for (PlannedStep& step : rounds[r]) not_run->push_back(std::move(step));
+    }
+  }
+  return absl::OkStatus();
+}
+
+StepRequest StepRunner::MakeRequest(int epoch, const PlannedStep& planned,
+                                    const DataPlan& data) {
+  StepRequest request;
+  request.set_epoch(epoch);
+  request.set_step(next_step_++);
+  AppendRaw(absl::MakeConstSpan(planned.example_ids),
+            request.mutable_example_ids());
+  request.set_shard_begin(data.shards()[planned.shard].begin);
+  request.set_shard_end(data.shards()[planned.shard].end);
+  return request;
+}
+
+void StepRunner::Record(const StepResponse& r, int64_t step,
+                        ProgressMeter* meter, EpochResult* result,
+                        int64_t* correct) {
+  for (int64_t s : r.staleness()) ++result->staleness[s];
+  result->late_shards += r.late_shards();
+  if (r.examples() == 0) return;  // a mirrored replica without data
+  meter->Step(r.examples(), r.loss());
+  *correct += r.correct();
+  if (metrics_ != nullptr) metrics_->RecordStep(step, result->epoch, r);
+  board_->Update([&](JobStatus* s) {
+    s->set_steps_done(s->steps_done() + 1);
+    s->set_examples_done(s->examples_done() + r.examples());
+    s->set_last_loss(r.loss());
+  });
+}
+
+void StepRunner::ShowScheduled(int epoch) {
+  board_->Update([&](JobStatus* s) {
+    s->set_epoch(std::min(epoch, options_.epochs));
+    s->set_steps_scheduled(next_step_);
+  });
+}
+
+}  // namespace tessera

@@ -1,0 +1,94 @@
+#ifndef TESSERA_COORDINATOR_STEP_RUNNER_H_
+#define TESSERA_COORDINATOR_STEP_RUNNER_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "common/training_mode.h"
+#include "coordinator/cluster_coordinator.h"
+#include "coordinator/control/job_status_board.h"
+#include "coordinator/data_plan.h"
+#include "coordinator/report/epoch_result.h"
+#include "coordinator/report/metrics_writer.h"
+#include "coordinator/report/progress_meter.h"
+
+namespace tessera {
+
+struct StepRunnerOptions {
+  TrainingMode mode;
+  int num_workers = 1;
+  // Sync: a global step is over once all workers but this many pushed.
+  int backup_workers = 0;
+  int epochs = 0;  // for the status board's epoch
+};
+
+// Runs planned steps on the cluster and counts what they did: async and
+// ssp steps are queued at once, sync and mirrored steps one global step
+// (a round of one step per worker) at a time. Step ids continue across
+// calls, so every step of a job has its own.
+//
+// Thread safety: one thread (the training loop's).
+class StepRunner {
+ public:
+  // Every pointer must outlive this object; the progress line goes to
+  // `out`.
+  StepRunner(ClusterCoordinator* coordinator, StepRunnerOptions options,
+             JobStatusBoard* board, MetricsWriter* metrics, std::FILE* out);
+
+  // Runs `steps` of epoch `epoch` (epochs + 1 for extra steps), shown as
+  // `label`, and fills *result's training figures.
+  //
+  // With `pause`: it is asked before each step (each global step in
+  // lockstep modes) is scheduled; once it says true, no more steps are
+  // scheduled, the steps in flight finish, and the steps not run are moved
+  // to *not_run, so the model is at a step boundary.
+  absl::Status Run(std::vector<PlannedStep> steps, int epoch,
+                   const DataPlan& data, const std::string& label,
+                   EpochResult* result,
+                   const std::function<bool()>& pause = nullptr,
+                   std::vector<PlannedStep>* not_run = nullptr);
+
+  // The id of the next step, and of the next global step (lockstep).
+  int64_t next_step() const { return next_step_; }
+  int64_t next_global_step() const { return next_global_step_; }
+  void SetPosition(int64_t step, int64_t global_step) {
+    next_step_ = step;
+    next_global_step_ = global_step;
+  }
+
+ private:
+  absl::Status RunQueued(std::vector<PlannedStep> steps, int epoch,
+                         const DataPlan& data,
+                         const std::function<bool()>& pause,
+                         std::vector<PlannedStep>* not_run,
+                         ProgressMeter* meter, EpochResult* result,
+                         int64_t* correct);
+  absl::Status RunLockstep(std::vector<PlannedStep> steps, int epoch,
+                           const DataPlan& data,
+                           const std::function<bool()>& pause,
+                           std::vector<PlannedStep>* not_run,
+                           ProgressMeter* meter, EpochResult* result,
+                           int64_t* correct);
+  StepRequest MakeRequest(int epoch, const PlannedStep& planned,
+                          const DataPlan& data);
+  // Adds a finished step to the figures, the board and the step log.
+  void Record(const StepResponse& response, int64_t step, ProgressMeter* meter,
+              EpochResult* result, int64_t* correct);
+  void ShowScheduled(int epoch);
+
+  ClusterCoordinator* const coordinator_;
+  const StepRunnerOptions options_;
+  JobStatusBoard* const board_;
+  MetricsWriter* const metrics_;
+  std::FILE* const out_;
+  int64_t next_step_ = 0;
+  int64_t next_global_step_ = 0;
+};
+
+}  // namespace tessera
+
+#endif  // TESSERA_COORDINATOR_STEP_RUNNER_H_

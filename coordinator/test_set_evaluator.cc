@@ -1,0 +1,108 @@
+#include "coordinator/test_set_evaluator.h"
+
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/backoff.h"
+#include "common/binary_metrics.h"
+#include "glog/logging.h"
+
+namespace tessera {
+
+TestSetEvaluator::TestSetEvaluator(std::vector<WorkerTask*> workers,
+                                   absl::Duration recovery_timeout)
+    : workers_(std::move(workers)), recovery_timeout_(recovery_timeout) {}
+
+absl::Status TestSetEvaluator::Evaluate(int64_t test_examples,
+                                        EpochResult* result) {
+  const int n = static_cast<int>(workers_.size());
+  auto slice = [&](int w) {
+    EvaluateRequest request;
+    request.set_begin(test_examples * w / n);
+    request.set_end(test_examples * (w + 1) / n);
+    return request;
+  };
+  std::vector<EvaluateResponse> responses(n);
+  std::vector<absl::Status> statuses(n);
+  std::vector<std::thread> threads;
+  for (int w = 0; w < n; ++w) {
+    threads.emplace_back([&, w] {
+      statuses[w] = workers_[w]->Evaluate(slice(w), &responses[w]);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int w = 0; w < n; ++w) {
+    if (statuses[w].ok()) continue;
+    statuses[w] = EvaluateElsewhere(w, slice(w), statuses[w], &responses[w]);
+  }
+  int64_t examples = 0, correct = 0;
+  double loss = 0;
+  std::vector<float> probabilities, labels;
+  for (int w = 0; w < n; ++w) {
+    if (!statuses[w].ok()) return statuses[w];
+    examples += responses[w].examples();
+    correct += responses[w].correct();
+    loss += responses[w].loss_sum();
+    probabilities.insert(probabilities.end(),
+                         responses[w].probabilities().begin(),
+                         responses[w].probabilities().end());
+    labels.insert(labels.end(), responses[w].labels().begin(),
+                  responses[w].labels().end());
+  }
+  result->test_accuracy = examples > 0 ? double(correct) / examples : 0;
+  result->test_loss = examples > 0 ? loss / examples : 0;
+  if (!probabilities.empty()) {
+    // Exact over the whole test set: every prediction, sorted once.
+    absl::StatusOr<double> auc = RocAuc(probabilities, labels);
+    if (!auc.ok()) return auc.status();
+    absl::StatusOr<double> log_loss = LogLoss(probabilities, labels);
+    if (!log_loss.ok()) return log_loss.status();
+    result->auc = *auc;
+    result->log_loss = *log_loss;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TestSetEvaluator::EvaluateElsewhere(int owner,
+                                                 const EvaluateRequest& request,
+                                                 absl::Status failure,
+                                                 EvaluateResponse* response) {
+  const int n = static_cast<int>(workers_.size());
+  if (workers_[owner]->Probe() == WorkerHealth::kReady) return failure;
+  LOG(WARNING) << "worker " << owner << " failed evaluating test examples ["
+               << request.begin() << ", " << request.end() << ") (" << failure
+               << "); trying the other workers";
+  const absl::Time deadline = absl::Now() + recovery_timeout_;
+  Backoff backoff;
+  while (true) {
+    for (int i = 0; i < n; ++i) {
+      const int w = (owner + 1 + i) % n;  // the others first
+      WorkerTask* worker = workers_[w];
+      const WorkerHealth health = worker->Probe();
+      if (health == WorkerHealth::kDown) continue;
+      if (health == WorkerHealth::kLostState && !worker->Restore().ok()) {
+        continue;
+      }
+      response->Clear();
+      absl::Status s = worker->Evaluate(request, response);
+      if (s.ok()) {
+        LOG(INFO) << "test examples [" << request.begin() << ", "
+                  << request.end() << ") evaluated by worker " << w;
+        return s;
+      }
+      if (worker->Probe() == WorkerHealth::kReady) return s;
+      failure = s;
+    }
+    if (absl::Now() >= deadline) {
+      return absl::UnavailableError(absl::StrCat(
+          "no worker could evaluate test examples [", request.begin(), ", ",
+          request.end(), ") within ", absl::FormatDuration(recovery_timeout_),
+          ": ", failure.message()));
+    }
+    absl::SleepFor(backoff.Next());
+  }
+}
+
+}  // namespace tessera

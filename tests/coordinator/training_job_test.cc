@@ -1,0 +1,291 @@
+// The whole coordinator job in one process: real parameter servers on
+// loopback (created variables, checkpoints), workers replaced by fakes
+// that record every example they are given, output into memory.
+
+#include "coordinator/training_job.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "common/byte_codec.h"
+#include "coordinator/variable_plan.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
+#include "gtest/gtest.h"
+#include "tests/common/checkpoint_test_util.h"
+#include "tests/ps_server/ps_test_util.h"
+
+namespace tessera {
+namespace {
+
+using ::testing::HasSubstr;
+using testing_util::ScratchDir;
+
+constexpr int64_t kTrain = 40;
+constexpr int64_t kTest = 12;
+
+// What the fake workers saw, shared by all of them.
+struct Seen {
+  absl::Mutex mu;
+  std::map<int64_t, int> trained ABSL_GUARDED_BY(mu);  // example -> times
+  int64_t steps ABSL_GUARDED_BY(mu) = 0;
+};
+
+// A worker that trains nothing: every step "trains" its examples (counted
+// in Seen) with a loss that falls as steps go on; evaluation reports a
+// fixed accuracy. `on_step` runs inside step `trigger_step`.
+class FakeTask : public WorkerTask {
+ public:
+  FakeTask(int index, Seen* seen) : seen_(seen) {
+    address_ = absl::StrCat("fake-worker-", index);
+  }
+
+  const std::string& address() const override { return address_; }
+  absl::Status Configure(const WorkerConfig& config,
+                         ConfigureResponse* response) override {
+    response->set_train_total(kTrain);
+    response->set_test_examples(kTest);
+    response->set_train_examples(config.train_end() - config.train_begin());
+    response->set_device("fake");
+    return absl::OkStatus();
+  }
+  absl::Status Evaluate(const EvaluateRequest& request,
+                        EvaluateResponse* response) override {
+    if (fail_evaluate_) {
+      fail_evaluate_ = false;
+      down_ = true;
+      return absl::UnavailableError("worker went away");
+    }
+    const int64_t n = request.end() - request.begin();
+    response->set_examples(n);
+    response->set_correct(n / 2);
+    response->set_loss_sum(0.25 * n);
+    return absl::OkStatus();
+  }
+  absl::Status Health(HealthResponse* response, double) override {
+    if (down_) return absl::UnavailableError("down");
+    response->set_configured(true);
+    return absl::OkStatus();
+  }
+  absl::Status Shutdown(const std::string&) override {
+    return absl::OkStatus();
+  }
+  absl::Status RunStep(const StepRequest& request,
+                       StepResponse* response) override {
+    std::vector<int64_t> ids(request.example_ids().size() / sizeof(int64_t));
+    std::memcpy(ids.data(), request.example_ids().data(),
+                ids.size() * sizeof(int64_t));
+    {
+      absl::MutexLock lock(&seen_->mu);
+      for (int64_t id : ids) ++seen_->trained[id];
+      ++seen_->steps;
+    }
+    if (request.step() == trigger_step_ && on_step_) on_step_();
+    response->set_examples(static_cast<int64_t>(ids.size()));
+    response->set_correct(static_cast<int64_t>(ids.size()));
+    response->set_loss(1.0f / (1 + request.step()));
+    return absl::OkStatus();
+  }
+  WorkerHealth Probe() override {
+    return down_ ? WorkerHealth::kDown : WorkerHealth::kReady;
+  }
+  absl::Status Restore() override { return absl::OkStatus(); }
+
+  void OnStep(int64_t step, std::function<void()> action) {
+    trigger_step_ = step;
+    on_step_ = std::move(action);
+  }
+  void FailNextEvaluate() { fail_evaluate_ = true; }
+
+ private:
+  std::string address_;
+  Seen* const seen_;
+  std::atomic<bool> down_{false};
+  std::atomic<bool> fail_evaluate_{false};
+  int64_t trigger_step_ = -1;
+  std::function<void()> on_step_;
+};
+
+class TrainingJobTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(ps_.started());
+    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+        R"pb(
+          model { kind: "mlp" input_dim: 4 hidden_units: 3 num_classes: 2 }
+          optimizer {
+            learning_rate: 0.1
+            sgd {}
+          }
+          mode: "async"
+          schedule { epochs: 2 batch_size: 4 seed: 7 }
+        )pb",
+        &job_));
+    options_.run_dir = run_dir_.path();
+    options_.cluster_wait = absl::Seconds(10);
+    options_.heartbeat_interval = absl::ZeroDuration();
+    options_.shutdown_cluster = false;
+    out_ = open_memstream(&out_buffer_, &out_size_);
+    options_.out = out_;
+  }
+  void TearDown() override {
+    job_ptr_.reset();
+    std::fclose(out_);
+    std::free(out_buffer_);
+  }
+
+  // A job over one parameter server and `workers` fake workers.
+  TrainingJob* MakeJob(int workers) {
+    JobCluster cluster;
+    cluster.ps.push_back(ps_.NewClient());
+    for (int w = 0; w < workers; ++w) {
+      auto task = std::make_unique<FakeTask>(w, &seen_);
+      tasks_.push_back(task.get());
+      cluster.workers.push_back(std::move(task));
+    }
+    absl::StatusOr<VariablePlan> plan = PlanVariables(job_, 1);
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    job_ptr_ = std::make_unique<TrainingJob>(std::move(cluster), job_,
+                                             *std::move(plan), options_);
+    return job_ptr_.get();
+  }
+
+  std::string Output() {
+    std::fflush(out_);
+    return std::string(out_buffer_, out_size_);
+  }
+  std::vector<std::string> MetricsLines() {
+    std::ifstream in(run_dir_.path() + "/metrics.jsonl");
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+  }
+
+  ps_test::TestPsServer ps_;
+  ScratchDir run_dir_;
+  ScratchDir checkpoints_;
+  JobConfig job_;
+  TrainingJobOptions options_;
+  Seen seen_;
+  std::vector<FakeTask*> tasks_;  // owned by the job
+  std::unique_ptr<TrainingJob> job_ptr_;
+  std::FILE* out_ = nullptr;
+  char* out_buffer_ = nullptr;
+  size_t out_size_ = 0;
+};
+
+TEST_F(TrainingJobTest, EveryExampleIsTrainedOncePerEpoch) {
+  TrainingJob* job = MakeJob(2);
+  ASSERT_TRUE(job->Run().ok()) << Output();
+  absl::MutexLock lock(&seen_.mu);
+  ASSERT_EQ(seen_.trained.size(), static_cast<size_t>(kTrain));
+  for (const auto& [example, times] : seen_.trained) {
+    EXPECT_EQ(times, 2) << "example " << example;
+  }
+  EXPECT_EQ(seen_.steps, 2 * kTrain / 4);
+  ASSERT_EQ(job->results().size(), 2u);
+  EXPECT_DOUBLE_EQ(job->results()[1].test_accuracy, 0.5);
+  EXPECT_EQ(MetricsLines().size(), 2u);
+  EXPECT_THAT(Output(), HasSubstr("final test accuracy 0.5000 after 2 "
+                                  "epochs"));
+}
+
+TEST_F(TrainingJobTest, ASliceAWorkerFailedToEvaluateGoesToAnother) {
+  TrainingJob* job = MakeJob(2);
+  tasks_[1]->FailNextEvaluate();
+  ASSERT_TRUE(job->Run().ok()) << Output();
+  // The whole test set was evaluated: accuracy over all 12 examples.
+  EXPECT_DOUBLE_EQ(job->results()[0].test_accuracy, 0.5);
+  EXPECT_DOUBLE_EQ(job->results()[0].test_loss, 0.25);
+}
+
+TEST_F(TrainingJobTest, ExtraStepsAreEvaluatedAndKept) {
+  TrainingJob* job = MakeJob(2);
+  job->control()->AddSteps(3);
+  ASSERT_TRUE(job->Run().ok()) << Output();
+  ASSERT_EQ(job->results().size(), 3u);
+  EXPECT_EQ(job->results()[2].extra_steps, "steps 1-3");
+  EXPECT_EQ(job->results()[2].steps, 3);
+  const std::vector<std::string> lines = MetricsLines();
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_THAT(lines[2], HasSubstr("\"extra_steps\":\"steps 1-3\""));
+  EXPECT_THAT(Output(), HasSubstr("after 2 epochs and extra steps 1-3"));
+}
+
+TEST_F(TrainingJobTest, CheckpointDuringExtraStepsIsTakenAtAStepBoundary) {
+  options_.checkpoint_dir = checkpoints_.path();
+  TrainingJob* job = MakeJob(1);
+  // Epochs take steps 0-19; extra steps are 20 on. During step 22 an
+  // operator asks for a checkpoint, which must not wait for all 30.
+  job->control()->AddSteps(30);
+  absl::StatusOr<std::string> asked;
+  absl::Notification answered;
+  std::thread operator_thread;
+  tasks_[0]->OnStep(22, [&] {
+    operator_thread = std::thread([&] {
+      asked = job->control()->Checkpoint(absl::Seconds(30));
+      answered.Notify();
+    });
+    // The step finishes only once the request is in.
+    while (!job->control()->checkpoint_wanted() &&
+           !answered.HasBeenNotified()) {
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+  });
+  ASSERT_TRUE(job->Run().ok()) << Output();
+  operator_thread.join();
+  ASSERT_TRUE(asked.ok()) << asked.status();
+  EXPECT_THAT(Output(), HasSubstr("checkpoint after step"));
+  // Taken between steps 23 and 50, not after the last one.
+  {
+    absl::MutexLock lock(&seen_.mu);
+    EXPECT_EQ(seen_.steps, 20 + 30);
+  }
+  ASSERT_EQ(job->results().size(), 3u);
+  EXPECT_EQ(job->results()[2].extra_steps, "steps 1-30");
+  const int64_t step = std::stoll(asked->substr(asked->rfind('-') + 1));
+  EXPECT_GT(step, 22);
+  EXPECT_LT(step, 50);
+}
+
+TEST_F(TrainingJobTest, StopDuringExtraStepsCheckpointsAndReportsThem) {
+  options_.checkpoint_dir = checkpoints_.path();
+  TrainingJob* job = MakeJob(1);
+  job->control()->AddSteps(1000);
+  tasks_[0]->OnStep(25, [&] { job->Stop("enough"); });
+  ASSERT_TRUE(job->Run().ok()) << Output();
+  const std::string out = Output();
+  EXPECT_THAT(out, HasSubstr("checkpoint after step"));
+  EXPECT_THAT(out, HasSubstr("stopped by the operator (enough)"));
+  ASSERT_EQ(job->results().size(), 3u);
+  const EpochResult& extra = job->results()[2];
+  EXPECT_GE(extra.steps, 6);
+  EXPECT_LT(extra.steps, 1000);
+  EXPECT_EQ(extra.extra_steps, absl::StrCat("steps 1-", extra.steps));
+  EXPECT_EQ(MetricsLines().size(), 3u);
+}
+
+TEST_F(TrainingJobTest, StatusAnswersFromTheLastHealthCheck) {
+  TrainingJob* job = MakeJob(2);
+  ASSERT_TRUE(job->Run().ok()) << Output();
+  const JobStatus status = job->status();
+  ASSERT_EQ(status.servers_size(), 1);
+  EXPECT_TRUE(status.servers(0).up());
+  EXPECT_GT(status.servers(0).num_shards(), 0);
+  ASSERT_EQ(status.workers_size(), 2);
+  EXPECT_EQ(status.workers(0).steps_done() + status.workers(1).steps_done(),
+            2 * kTrain / 4);
+  EXPECT_EQ(status.state(), "done");
+}
+
+}  // namespace
+}  // namespace tessera
