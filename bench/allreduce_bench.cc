@@ -36,6 +36,7 @@
 #include "bench/bench_main.h"
 #include "bench/tcp_reference.h"
 #include "common/grpc_channel.h"
+#include "common/process_start.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "grpcpp/security/server_credentials.h"

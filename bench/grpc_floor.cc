@@ -147,7 +147,7 @@ absl::Status GrpcFloorClient::Push(int64_t bytes) {
         "GrpcFloor push of ", bytes, " bytes, at most ", payload_.size()));
   }
   grpc::ClientContext context;
-  SetDeadline(&context, 0);
+  SetDeadline(&context, kDefaultRpcTimeoutS);
   grpc::ByteBuffer response;
   std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> writer(
       grpc::internal::ClientWriterFactory<grpc::ByteBuffer>::Create(
@@ -163,7 +163,7 @@ absl::Status GrpcFloorClient::Push(int64_t bytes) {
 
 absl::Status GrpcFloorClient::Pull(int64_t bytes) {
   grpc::ClientContext context;
-  SetDeadline(&context, 0);
+  SetDeadline(&context, kDefaultRpcTimeoutS);
   std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> reader(
       grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(
           channel_.get(), pull_method_, &context, EncodeLength(bytes)));

@@ -57,6 +57,7 @@
 #include "bench/tcp_reference.h"
 #include "common/grpc_channel.h"
 #include "common/optimizer/optimizers.h"
+#include "common/process_start.h"
 #include "common/transport_limits.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"

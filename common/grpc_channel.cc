@@ -1,6 +1,7 @@
 #include "common/grpc_channel.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -16,18 +17,6 @@
 #include "grpcpp/support/channel_arguments.h"
 #include "grpcpp/support/client_interceptor.h"
 #include "grpcpp/support/interceptor.h"
-
-DEFINE_double(rpc_timeout_s, 120,
-              "Deadline of every remote call, in seconds (streams of large "
-              "tensors included).");
-
-DEFINE_int64(chunk_bytes, tessera::kDefaultChunkBytes,
-             "Largest piece of a tensor sent in one message, in bytes "
-             "(4096 to 4 MiB).");
-
-DEFINE_string(listen_host, "[::]",
-              "Interface servers listen on; \"cluster\" means the host this "
-              "task has in the cluster spec.");
 
 namespace tessera {
 namespace {
@@ -166,18 +155,22 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
       address, credentials, args, std::move(interceptors));
 }
 
-std::string ListenAddress(const std::string& address) {
+std::string ListenAddress(const std::string& address,
+                          const std::string& listen_host) {
   const size_t colon = address.rfind(':');
   const std::string port = address.substr(colon + 1);
-  if (FLAGS_listen_host == "cluster")
-    return address.substr(0, colon) + ":" + port;
-  return FLAGS_listen_host + ":" + port;
+  if (listen_host == "cluster") return address.substr(0, colon) + ":" + port;
+  return listen_host + ":" + port;
 }
 
 void ConfigureServerBuilder(grpc::ServerBuilder* builder) {
   builder->SetMaxReceiveMessageSize(static_cast<int>(kMaxMessageBytes));
   builder->SetMaxSendMessageSize(static_cast<int>(kMaxMessageBytes));
   builder->AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  // gRPC shares a port with any socket bound with SO_REUSEPORT: a second
+  // server on a port in use would take half of its connections instead of
+  // failing.
+  builder->AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder->AddChannelArgument(
       GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
 }
@@ -191,7 +184,7 @@ absl::Status CheckTimeoutSeconds(absl::string_view flag, double seconds) {
 }
 
 void SetDeadline(grpc::ClientContext* context, double seconds) {
-  if (!(seconds > 0)) seconds = FLAGS_rpc_timeout_s;
+  if (std::isnan(seconds)) seconds = kDefaultRpcTimeoutS;
   // Converting a double beyond int64's range is undefined behaviour: keep
   // the microseconds well inside it.
   if (!(seconds > 0)) seconds = 0;

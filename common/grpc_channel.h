@@ -10,15 +10,10 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/tls_credentials.h"
-#include "gflags/gflags.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/server_builder.h"
 #include "grpcpp/support/channel_arguments.h"
-
-DECLARE_double(rpc_timeout_s);
-DECLARE_int64(chunk_bytes);
-DECLARE_string(listen_host);
 
 namespace tessera {
 
@@ -60,8 +55,8 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
 // size limits, keepalive, reconnect backoff, and a service config whose
 // retry policy retries every method on UNAVAILABLE up to
 // kRpcMaxAttempts times with exponential backoff (common/backoff.h's
-// figures, jittered), within the call's deadline. gRPC replays only calls that are
-// not yet committed: no answer from the server began, and at most 256 KiB
+// figures, jittered), within the call's deadline. gRPC replays only calls that
+// are not yet committed: no answer from the server began, and at most 256 KiB
 // sent (so a stream of large chunks is not retried once under way).
 // Exception: the methods of the Worker service are not retried; the
 // coordinator, their caller, handles a worker's failure itself (probes it,
@@ -72,10 +67,11 @@ grpc::ChannelArguments ChannelArgs();
 inline constexpr int kRpcMaxAttempts = 5;
 
 // Where a server listens for the cluster address `address` (host:port):
-// by default every interface at that port; with --listen_host=cluster the
-// host itself (several fake nodes of one machine on 127.0.0.x), or any
-// host given to --listen_host.
-std::string ListenAddress(const std::string& address);
+// with `listen_host` "[::]" every interface at that port; "cluster" the
+// host itself (several fake nodes of one machine on 127.0.0.x); any other
+// host as given (--listen_host).
+std::string ListenAddress(const std::string& address,
+                          const std::string& listen_host);
 
 // Applies the same message size limits to a server.
 void ConfigureServerBuilder(grpc::ServerBuilder* builder);
@@ -90,13 +86,16 @@ inline constexpr double kMaxRpcTimeoutS = 1e6;
 // with it.
 absl::Status CheckTimeoutSeconds(absl::string_view flag, double seconds);
 
-// Every client call gets a deadline; `seconds` <= 0 or NaN means the
-// default from --rpc_timeout_s. The result is clamped to
-// [0, kMaxRpcTimeoutS], for values no one checked (a tool's flags, sums
-// such as --wait_s + 10): more than the maximum gives the maximum, and a
-// --rpc_timeout_s that is not positive a deadline already past, so calls
-// fail at once with DEADLINE_EXCEEDED.
-void SetDeadline(grpc::ClientContext* context, double seconds = 0);
+// The deadline of a call when its caller's options say nothing else (the
+// default of --rpc_timeout_s, which the binaries pass down as options).
+inline constexpr double kDefaultRpcTimeoutS = 120;
+
+// Every client call gets a deadline of `seconds` (NaN: kDefaultRpcTimeoutS),
+// clamped to [0, kMaxRpcTimeoutS] for values no one checked (a tool's
+// flags, sums such as --wait_s + 10): more than the maximum gives the
+// maximum, and a value that is not positive a deadline already past, so
+// the call fails at once with DEADLINE_EXCEEDED.
+void SetDeadline(grpc::ClientContext* context, double seconds);
 
 }  // namespace tessera
 

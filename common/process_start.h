@@ -8,6 +8,7 @@
 
 #include "absl/strings/string_view.h"
 #include "common/cluster_spec.h"
+#include "gflags/gflags.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "grpcpp/support/config.h"
@@ -15,6 +16,12 @@
 namespace grpc {
 class Service;
 }
+
+// The RPC flags every binary shares. Only mains (through this file's
+// functions) read them; libraries take the values as options.
+DECLARE_double(rpc_timeout_s);
+DECLARE_int64(chunk_bytes);
+DECLARE_string(listen_host);
 
 namespace tessera {
 
@@ -33,7 +40,8 @@ struct ProcessStart {
 ProcessStart StartProcess(int* argc, char*** argv, const char* usage,
                           absl::string_view task_type);
 
-// Starts a gRPC server for `service` at ListenAddress(address) with the
+// Starts a gRPC server for `service` at ListenAddress(address,
+// --listen_host) with the
 // project's message limits, over TLS that requires a client certificate
 // when --tls_cert/--tls_key/--tls_ca are set (common/tls_credentials.h),
 // else plaintext; nullptr (the reason logged) when it cannot listen there

@@ -1,5 +1,10 @@
 #include "common/tls_credentials.h"
 
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+
 #include <utility>
 #include <vector>
 
@@ -47,6 +52,46 @@ absl::StatusOr<std::string> ReadPem(const char* flag, const std::string& path,
   return pem;
 }
 
+// Checks that `key_pem` is the private key of the first certificate of
+// `cert_pem`: a mismatched pair otherwise surfaces only as a server that
+// cannot start ("empty address list") or a failed handshake.
+absl::Status CheckKeyMatchesCertificate(const std::string& cert_pem,
+                                        const std::string& key_pem) {
+  std::unique_ptr<BIO, decltype(&BIO_free)> cert_bio(
+      BIO_new_mem_buf(cert_pem.data(), static_cast<int>(cert_pem.size())),
+      &BIO_free);
+  std::unique_ptr<X509, decltype(&X509_free)> cert(
+      PEM_read_bio_X509(cert_bio.get(), nullptr, nullptr, nullptr), &X509_free);
+  if (cert == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tls_cert=", FLAGS_tls_cert,
+                     ": its first certificate cannot be "
+                     "parsed"));
+  }
+  std::unique_ptr<BIO, decltype(&BIO_free)> key_bio(
+      BIO_new_mem_buf(key_pem.data(), static_cast<int>(key_pem.size())),
+      &BIO_free);
+  // No passphrase callback: an encrypted key cannot be used unattended.
+  auto no_passphrase = [](char*, int, int, void*) { return 0; };
+  std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(
+      PEM_read_bio_PrivateKey(key_bio.get(), nullptr, no_passphrase, nullptr),
+      &EVP_PKEY_free);
+  ERR_clear_error();
+  if (key == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tls_key=", FLAGS_tls_key,
+                     ": the private key cannot be parsed "
+                     "(an encrypted key is not supported)"));
+  }
+  if (X509_check_private_key(cert.get(), key.get()) != 1) {
+    ERR_clear_error();
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--tls_key=", FLAGS_tls_key, " is not the private key of --tls_cert=",
+        FLAGS_tls_cert, " (a certificate and key from different pairs)"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::optional<TlsFiles>> LoadTlsFiles() {
@@ -75,6 +120,11 @@ absl::StatusOr<std::optional<TlsFiles>> LoadTlsFiles() {
   pem = ReadPem("tls_ca", FLAGS_tls_ca, "CERTIFICATE");
   if (!pem.ok()) return pem.status();
   files.ca = *std::move(pem);
+  if (absl::Status s =
+          CheckKeyMatchesCertificate(files.cert_chain, files.private_key);
+      !s.ok()) {
+    return s;
+  }
   return std::optional<TlsFiles>(std::move(files));
 }
 

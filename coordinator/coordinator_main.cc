@@ -183,8 +183,11 @@ int main(int argc, char** argv) {
   options.ps_recovery_timeout = absl::Seconds(FLAGS_ps_recovery_timeout_s);
   options.heartbeat_interval = absl::Seconds(FLAGS_heartbeat_s);
   options.wait_for_commands = FLAGS_wait_for_commands;
-  tessera::TrainingJob training(tessera::ConnectCluster(*cluster), *job,
-                                *std::move(plan), options);
+  tessera::ConnectOptions connect;
+  connect.timeout_s = FLAGS_rpc_timeout_s;
+  connect.chunk_bytes = FLAGS_chunk_bytes;
+  tessera::TrainingJob training(tessera::ConnectCluster(*cluster, connect),
+                                *job, *std::move(plan), options);
 
   absl::StatusOr<tessera::RpcAuth> auth = tessera::RpcAuth::FromFlags();
   if (!auth.ok()) {

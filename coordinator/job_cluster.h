@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "common/cluster_spec.h"
+#include "common/grpc_channel.h"
+#include "common/transport_limits.h"
 #include "coordinator/worker_task.h"
 #include "ps_server/ps_client.h"
 
@@ -17,8 +19,14 @@ struct JobCluster {
   std::vector<std::unique_ptr<WorkerTask>> workers;
 };
 
+struct ConnectOptions {
+  double timeout_s = kDefaultRpcTimeoutS;    // of every call
+  int64_t chunk_bytes = kDefaultChunkBytes;  // largest chunk sent
+};
+
 // gRPC clients of every parameter server and worker of `cluster`.
-JobCluster ConnectCluster(const ClusterSpec& cluster);
+JobCluster ConnectCluster(const ClusterSpec& cluster,
+                          const ConnectOptions& options = {});
 
 }  // namespace tessera
 

@@ -7,9 +7,11 @@
 
 namespace tessera {
 
-RemoteWorker::RemoteWorker(std::string address, int task_index)
+RemoteWorker::RemoteWorker(std::string address, int task_index,
+                           double timeout_s)
     : address_(std::move(address)),
       task_index_(task_index),
+      timeout_s_(timeout_s),
       stub_(Worker::NewStub(MakeChannel(address_))) {}
 
 std::string RemoteWorker::Peer(const char* call) const {
@@ -19,7 +21,7 @@ std::string RemoteWorker::Peer(const char* call) const {
 absl::Status RemoteWorker::Configure(const WorkerConfig& config,
                                      ConfigureResponse* response) {
   grpc::ClientContext context;
-  SetDeadline(&context);
+  SetDeadline(&context, timeout_s_);
   absl::Status status = FromGrpcStatus(
       stub_->Configure(&context, config, response), Peer("Configure"));
   if (status.ok()) {
@@ -33,7 +35,7 @@ absl::Status RemoteWorker::Configure(const WorkerConfig& config,
 absl::Status RemoteWorker::Evaluate(const EvaluateRequest& request,
                                     EvaluateResponse* response) {
   grpc::ClientContext context;
-  SetDeadline(&context);
+  SetDeadline(&context, timeout_s_);
   return FromGrpcStatus(stub_->Evaluate(&context, request, response),
                         Peer("Evaluate"));
 }
@@ -58,7 +60,7 @@ absl::Status RemoteWorker::Shutdown(const std::string& reason) {
 absl::Status RemoteWorker::RunStep(const StepRequest& request,
                                    StepResponse* response) {
   grpc::ClientContext context;
-  SetDeadline(&context);
+  SetDeadline(&context, timeout_s_);
   return FromGrpcStatus(stub_->RunStep(&context, request, response),
                         Peer("RunStep"));
 }

@@ -6,6 +6,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "common/grpc_channel.h"
 #include "coordinator/worker_task.h"
 #include "proto/worker_service.grpc.pb.h"
 
@@ -17,7 +18,9 @@ namespace tessera {
 // Thread safety: all methods may be called concurrently.
 class RemoteWorker final : public WorkerTask {
  public:
-  RemoteWorker(std::string address, int task_index);
+  // Calls other than health checks get `timeout_s` (--rpc_timeout_s).
+  RemoteWorker(std::string address, int task_index,
+               double timeout_s = kDefaultRpcTimeoutS);
 
   const std::string& address() const override { return address_; }
 
@@ -38,6 +41,7 @@ class RemoteWorker final : public WorkerTask {
 
   const std::string address_;
   const int task_index_;
+  const double timeout_s_;
   std::unique_ptr<Worker::Stub> stub_;
   absl::Mutex mu_;
   WorkerConfig config_ ABSL_GUARDED_BY(mu_);

@@ -12,7 +12,7 @@ PACKAGES=(
   clang libclang-rt-14-dev
   python3-venv
   dataset-fashion-mnist
-  openssl
+  openssl libssl-dev
 )
 
 missing=()

@@ -308,10 +308,9 @@ absl::Status PsClient::PushRows(const std::string& shard,
 namespace {
 
 // The deadline of a checkpoint call: the longest of the call's, the
-// client's, --rpc_timeout_s and the floor.
+// client's and the floor.
 double CheckpointDeadline(double call_s, double client_s) {
-  return std::max(
-      {call_s, client_s, FLAGS_rpc_timeout_s, PsClient::kCheckpointTimeoutS});
+  return std::max({call_s, client_s, PsClient::kCheckpointTimeoutS});
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "common/grpc_channel.h"
 #include "common/transport_limits.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/impl/rpc_method.h"
@@ -18,7 +19,7 @@ namespace tessera {
 
 struct PsClientOptions {
   int64_t chunk_bytes = kDefaultChunkBytes;  // largest chunk pushed
-  double timeout_s = 0;                      // 0: --rpc_timeout_s
+  double timeout_s = kDefaultRpcTimeoutS;    // of every call
 };
 
 // A blocking client of one parameter server, used by workers, the

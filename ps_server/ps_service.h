@@ -9,6 +9,7 @@
 #include "absl/time/time.h"
 #include "common/rpc_auth.h"
 #include "common/serial_executor.h"
+#include "common/transport_limits.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "proto/ps_service.grpc.pb.h"
 #include "ps_server/shard_store.h"
@@ -18,7 +19,7 @@ namespace tessera {
 
 struct PsServiceOptions {
   int task_index = 0;
-  int64_t chunk_bytes = 1 << 20;  // largest chunk this server sends
+  int64_t chunk_bytes = kDefaultChunkBytes;  // largest chunk it sends
   // Every call must carry the job's token; the default (no token) accepts
   // every call, as tests and single-user machines do.
   RpcAuth auth;

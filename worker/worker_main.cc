@@ -62,12 +62,16 @@ int main(int argc, char** argv) {
 
   tessera::PsClientOptions ps_options;
   ps_options.chunk_bytes = FLAGS_chunk_bytes;
+  ps_options.timeout_s = FLAGS_rpc_timeout_s;
+  tessera::RingAllReduceOptions ring_options;
+  ring_options.chunk_bytes = FLAGS_chunk_bytes;
+  ring_options.timeout_s = FLAGS_rpc_timeout_s;
   // This worker's rank in the all-reduce group of mirrored training. It
   // serves on the worker's own port; only mirrored jobs use it.
   const std::vector<std::string>& peers = cluster.tasks("worker");
   absl::StatusOr<std::unique_ptr<tessera::RingAllReduce>> ring =
-      tessera::RingAllReduce::Create(task_index,
-                                     static_cast<int>(peers.size()));
+      tessera::RingAllReduce::Create(task_index, static_cast<int>(peers.size()),
+                                     ring_options);
   if (!ring.ok()) {
     LOG(ERROR) << ring.status().message();
     return 2;

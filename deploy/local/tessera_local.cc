@@ -15,7 +15,10 @@
 // Each run gets its own job token (common/rpc_auth.h) in <run_dir>/job.token,
 // readable by the user only, and every process gets --job_token_file naming
 // it, so only this job's processes can call each other (a --job_token_file
-// given to the launcher is used instead). The coordinator also gets
+// given to the launcher is used instead). --tls_cert, --tls_key, --tls_ca
+// (and --tls_target_name_override) given to the launcher are checked and
+// passed to every process, so the whole job talks mutual TLS; the
+// certificate must name 127.0.0.1 (or the override). The coordinator also gets
 // --checkpoint_dir=<run_dir>/checkpoints. Every process's pid is kept in
 // <run_dir>/pids/<type>-<index> (pids/ps-1, pids/worker-0, pids/chief-0),
 // rewritten when it is restarted.
@@ -68,6 +71,7 @@
 #include "absl/time/time.h"
 #include "common/command_line.h"
 #include "common/rpc_auth.h"
+#include "common/tls_credentials.h"
 #include "deploy/build_root.h"
 #include "deploy/local/free_ports.h"
 #include "deploy/local/log_tail.h"
@@ -423,9 +427,32 @@ absl::Status Launcher::Prepare() {
     return absl::InternalError(
         absl::StrCat("cannot create ", run_dir_, "/pids: ", error.message()));
   }
-  // Every process gets the job's token file.
-  const std::vector<std::string> common_args = {
+  // Every process gets the job's token file, and the launcher's TLS
+  // flags (checked here, so that a bad file or a key of another
+  // certificate fails once, with the command-line exit code, rather than
+  // in every process).
+  std::vector<std::string> common_args = {
       absl::StrCat("--job_token_file=", token_file_)};
+  absl::StatusOr<std::optional<TlsFiles>> tls = LoadTlsFiles();
+  if (!tls.ok()) return tls.status();
+  if (tls->has_value()) {
+    for (const auto& [flag, value] :
+         {std::pair<const char*, const std::string*>{"tls_cert",
+                                                     &FLAGS_tls_cert},
+          {"tls_key", &FLAGS_tls_key},
+          {"tls_ca", &FLAGS_tls_ca}}) {
+      common_args.push_back(absl::StrCat(
+          "--", flag, "=", std::filesystem::absolute(*value).string()));
+    }
+    if (!FLAGS_tls_target_name_override.empty()) {
+      common_args.push_back(absl::StrCat("--tls_target_name_override=",
+                                         FLAGS_tls_target_name_override));
+    }
+  } else if (!FLAGS_tls_target_name_override.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls_target_name_override needs TLS: --tls_cert, --tls_key and "
+        "--tls_ca");
+  }
 
   absl::StatusOr<std::vector<int>> ports =
       PickFreePorts(1 + FLAGS_num_ps + FLAGS_num_workers);
@@ -535,8 +562,10 @@ absl::Status Launcher::StartAll() {
 
 int Launcher::Run() {
   if (absl::Status status = Prepare(); !status.ok()) {
-    Complain("tessera_local: %s\n", status.ToString());
-    return kExitFailure;
+    Complain("tessera_local: %s\n", status.message());
+    // A mistake in the launcher's flags, as every binary reports one.
+    return absl::IsInvalidArgument(status) ? kConfigErrorExitCode
+                                           : kExitFailure;
   }
   if (absl::Status status = StartAll(); !status.ok()) {
     if (signals_->count() > 0) return Interrupted();

@@ -163,6 +163,17 @@ TEST_F(TlsTest, UnreadableOrWrongFilesAreNamed) {
   EXPECT_THAT((*tls)->private_key, HasSubstr("PRIVATE KEY"));
 }
 
+TEST_F(TlsTest, KeyOfAnotherCertificateIsRefusedByName) {
+  FLAGS_tls_cert = Path("server.pem");
+  FLAGS_tls_key = Path("client.key");
+  FLAGS_tls_ca = Path("ca.pem");
+  const absl::Status s = LoadTlsFiles().status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("--tls_key=" + Path("client.key") +
+                                     " is not the private key of --tls_cert=" +
+                                     Path("server.pem")));
+}
+
 TEST_F(TlsTest, MutualTlsCallSucceedsAndStillNeedsTheToken) {
   TokenCheckingWorker service{RpcAuth(kToken)};
   TestServer server(&service, MakeServerCredentials(Files("server", "ca")));

@@ -96,6 +96,58 @@ TEST_F(LocalTrainingTest, TrainsWellAboveChanceOnLoopback) {
   EXPECT_THAT(ReadFile(run_dir / "ps-1.log"), HasSubstr("4 created"));
 }
 
+// Certificates for 127.0.0.1 from a CA of their own, made with the openssl
+// command (deploy/install.sh installs it); false when it is missing.
+bool MakeCertificates(const fs::path& d) {
+  const std::string ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1";
+  auto leaf = [&](const std::string& name) {
+    return absl::StrCat(
+        "printf 'subjectAltName=IP:127.0.0.1\\nextendedKeyUsage=serverAuth,"
+        "clientAuth\\n' > ",
+        d.string(), "/", name, ".ext && openssl req ", ec, " -nodes -keyout ",
+        d.string(), "/", name, ".key -out ", d.string(), "/", name,
+        ".csr -subj /CN=", name, " && openssl x509 -req -days 1 ", "-in ",
+        d.string(), "/", name, ".csr -CA ", d.string(), "/ca.pem ", "-CAkey ",
+        d.string(), "/ca.key -CAcreateserial -out ", d.string(), "/", name,
+        ".pem -extfile ", d.string(), "/", name, ".ext && ");
+  };
+  ShellResult made = Shell(absl::StrCat(
+      "(openssl req -x509 ", ec, " -nodes -days 1 -keyout ", d.string(),
+      "/ca.key -out ", d.string(), "/ca.pem -subj /CN=ca",
+      " -addext basicConstraints=critical,CA:TRUE",
+      " -addext keyUsage=critical,keyCertSign,cRLSign && ", leaf("node"),
+      leaf("other"), "true) 2>&1"));
+  return made.exit_code == 0;
+}
+
+TEST_F(LocalTrainingTest, TlsFlagsOfTheLauncherReachEveryProcess) {
+  if (!MakeCertificates(dir_)) GTEST_SKIP() << "openssl is not installed";
+  const std::string tls =
+      absl::StrCat(" --tls_cert=", (dir_ / "node.pem").string(),
+                   " --tls_key=", (dir_ / "node.key").string(),
+                   " --tls_ca=", (dir_ / "ca.pem").string());
+  const fs::path run_dir = dir_ / "run";
+  ShellResult run = Shell(absl::StrCat(
+      Launcher(), " --num_ps=1 --num_workers=1 --run_dir=", run_dir.string(),
+      tls, " -- --epochs=1 --train_examples=2000 --test_examples=500"));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("final test accuracy"));
+  EXPECT_THAT(ReadFile(run_dir / "ps-0.log"),
+              HasSubstr("over TLS, client certificates required"));
+  EXPECT_THAT(ReadFile(run_dir / "worker-0.log"),
+              HasSubstr("over TLS, client certificates required"));
+
+  // A key of another certificate: refused once, by the launcher, exit 2.
+  ShellResult mismatch = Shell(absl::StrCat(
+      Launcher(), " --num_ps=1 --num_workers=1 --run_dir=",
+      (dir_ / "run2").string(), " --tls_cert=", (dir_ / "node.pem").string(),
+      " --tls_key=", (dir_ / "other.key").string(),
+      " --tls_ca=", (dir_ / "ca.pem").string(), " -- --epochs=1"));
+  EXPECT_EQ(mismatch.exit_code, 2) << mismatch.output;
+  EXPECT_THAT(mismatch.output, HasSubstr("is not the private key of"));
+  EXPECT_THAT(mismatch.output, Not(HasSubstr("empty address list")));
+}
+
 TEST_F(LocalTrainingTest, PrefetchingWorkersStillLearn) {
   const fs::path run_dir = dir_ / "run";
   ShellResult run = Shell(

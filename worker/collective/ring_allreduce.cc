@@ -101,10 +101,14 @@ absl::StatusOr<std::unique_ptr<RingAllReduce>> RingAllReduce::Create(
     return absl::InvalidArgumentError(absl::StrCat(
         "ring all-reduce: rank ", rank, " of ", num_ranks, " does not exist"));
   }
-  if (options.chunk_bytes < 0 || options.chunk_bytes > kMaxChunkBytes) {
+  if (options.chunk_bytes < 1 || options.chunk_bytes > kMaxChunkBytes) {
     return absl::InvalidArgumentError(
         absl::StrCat("ring all-reduce: chunk_bytes ", options.chunk_bytes,
-                     " is outside [0, ", kMaxChunkBytes, "]"));
+                     " is outside [1, ", kMaxChunkBytes, "]"));
+  }
+  if (!(options.timeout_s > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ring all-reduce: timeout_s must be > 0, got ", options.timeout_s));
   }
   return std::unique_ptr<RingAllReduce>(
       new RingAllReduce(rank, num_ranks, options));
@@ -151,9 +155,7 @@ absl::Status RingAllReduce::AllReduce(absl::Span<float> data) {
     return absl::FailedPreconditionError(
         "ring all-reduce: RegisterService and SetPeers come before AllReduce");
   }
-  const double timeout_s =
-      options_.timeout_s > 0 ? options_.timeout_s : FLAGS_rpc_timeout_s;
-  const absl::Time deadline = absl::Now() + absl::Seconds(timeout_s);
+  const absl::Time deadline = absl::Now() + absl::Seconds(options_.timeout_s);
   const RingSchedule schedule(num_ranks_, rank_,
                               static_cast<int64_t>(data.size()));
   RingCall call(++generation_, &schedule, data.data());
@@ -174,11 +176,9 @@ absl::Status RingAllReduce::Send(RingCall* call, absl::Span<const float> data,
       absl::StrCat("ring all-reduce call ", call->generation, ": ",
                    PeerName(right), " Exchange");
   const RingSchedule& s = *call->schedule;
-  const int64_t chunk_bytes =
-      options_.chunk_bytes > 0 ? options_.chunk_bytes : FLAGS_chunk_bytes;
-  const int64_t chunk_elements =
-      std::clamp<int64_t>(chunk_bytes / static_cast<int64_t>(sizeof(float)), 1,
-                          kMaxChunkBytes / sizeof(float));
+  const int64_t chunk_elements = std::clamp<int64_t>(
+      options_.chunk_bytes / static_cast<int64_t>(sizeof(float)), 1,
+      kMaxChunkBytes / sizeof(float));
 
   ExchangeStream stream(right_.get(), deadline, receiver_.get(), call);
   // Two messages in turn: one is filled while the other is on the wire.

@@ -9,6 +9,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "common/grpc_channel.h"
+#include "common/transport_limits.h"
 #include "grpcpp/server_builder.h"
 #include "proto/collective_service.grpc.pb.h"
 #include "worker/collective/all_reducer.h"
@@ -17,11 +19,10 @@
 namespace tessera {
 
 struct RingAllReduceOptions {
-  // Largest piece of a segment in one message; 0 means --chunk_bytes
-  // (1 MiB by default). Ranks may differ.
-  int64_t chunk_bytes = 0;
-  // Deadline of one whole AllReduce call; 0 means --rpc_timeout_s.
-  double timeout_s = 0;
+  // Largest piece of a segment in one message. Ranks may differ.
+  int64_t chunk_bytes = kDefaultChunkBytes;
+  // Deadline of one whole AllReduce call.
+  double timeout_s = kDefaultRpcTimeoutS;
 };
 
 // Rank `rank` of a ring all-reduce over gRPC between `num_ranks` peers
