@@ -1,0 +1,54 @@
+// A trained model as an ONNX model (opset 17, IR version 8, ai.onnx.ml 2 for
+// the id maps of hashed tables) that computes what Tessera's evaluation
+// computes, written with the onnx library's own protobuf classes.
+//
+// The ONNX model's interface, per example (the first dimension, "batch",
+// is free):
+//   inputs   each dense input by its name, float, its shape ([784],
+//            [28, 28, 1], [13]);
+//            each sparse input by its name, int64 [max_hotness]: the bag's
+//            ids, padded with -1 (padding and ids a table does not hold
+//            read a zero row; a mean bag divides by its ids that are not
+//            padding). A fixed-vocabulary table maps an id to id mod
+//            vocab_size as training does, so its ids must be >= 0;
+//   outputs  "probabilities": a softmax head's class probabilities [C], a
+//            sigmoid head's probability [1]; "predictions" for a
+//            regression; "class" (int64): the predicted class (the
+//            argmax, or probability >= 0.5); and every tensor the model
+//            description lists in `outputs`, by its name, flattened.
+// With pooled inputs, each embedding_bag layer's output (flattened,
+// [fields * dim]) is an input instead of its sparse inputs, and the tables
+// are left out.
+#ifndef TESSERA_WORKER_EXPORT_ONNX_EXPORT_H_
+#define TESSERA_WORKER_EXPORT_ONNX_EXPORT_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "onnx/onnx_pb.h"
+#include "worker/export/trained_model.h"
+
+namespace tessera {
+
+inline constexpr int kOnnxOpset = 17;
+inline constexpr int kOnnxMlOpset = 2;
+inline constexpr int kOnnxIrVersion = 8;
+
+struct OnnxExportOptions {
+  // Leave the tables out: the pooled embeddings are the model's inputs.
+  bool pooled_inputs = false;
+};
+
+// Unimplemented names a layer (its name and kind) with no ONNX form.
+absl::StatusOr<onnx::ModelProto> ExportOnnx(const TrainedModel& model,
+                                            const OnnxExportOptions& options);
+
+// Writes `model` to `path` (a temporary name, then renamed). A model over
+// protobuf's 2 GB limit is refused with ResourceExhausted.
+absl::Status WriteOnnxFile(const onnx::ModelProto& model,
+                           const std::string& path);
+
+}  // namespace tessera
+
+#endif  // TESSERA_WORKER_EXPORT_ONNX_EXPORT_H_

@@ -1,0 +1,221 @@
+// Predicts examples with a trained model read from a checkpoint, on the
+// CPU, with no cluster:
+//
+//   build/worker/predict/tessera_predict --checkpoint=/tmp/run/ckpt
+//       --output=/tmp/predictions.jsonl
+//
+// Reads the job's test set (or --data_dir's, in the job's data format),
+// writes one line per example: JSON lines
+//   {"index":0,"probabilities":[0.01,...],"class":3}
+// or CSV (index,p0,...,class), a progress line with examples/s on stderr,
+// and, since the examples carry labels, the metrics training prints for its
+// test set. Exit code 2 for a bad command line, 1 for a failure.
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/binary_metrics.h"
+#include "common/command_line.h"
+#include "common/job_file.h"
+#include "gflags/gflags.h"
+#include "worker/backend/cpu/cpu_backend.h"
+#include "worker/data/example_set.h"
+#include "worker/export/trained_model.h"
+#include "worker/predict/predictor.h"
+
+DEFINE_string(checkpoint, "",
+              "A checkpoint root (its newest valid checkpoint) or one "
+              "checkpoint folder (<root>/ckpt-<step>).");
+DEFINE_string(data_dir, "",
+              "Read the examples from this folder (the job's data format: "
+              "IDX files, or train.tsv and test.tsv) instead of the job's.");
+DEFINE_string(split, "test", "test or train: which of the job's files.");
+DEFINE_int64(max_examples, -1, "Predict only the first N examples.");
+DEFINE_int32(batch_size, 1024, "Examples per forward pass.");
+DEFINE_string(output, "-", "Where the predictions go; '-' for stdout.");
+DEFINE_string(output_format, "jsonl", "jsonl or csv.");
+
+namespace tessera {
+namespace {
+
+int Fail(int code, const absl::Status& status) {
+  std::fprintf(stderr, "tessera_predict: %s\n",
+               std::string(status.message()).c_str());
+  return code;
+}
+
+// Floats printed so that reading them back gives the same float.
+void AppendFloat(float v, std::string* out) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.9g", v);
+  out->append(buf);
+}
+
+int Run() {
+  if (FLAGS_checkpoint.empty()) {
+    return Fail(2, absl::InvalidArgumentError("--checkpoint is required"));
+  }
+  const bool csv = FLAGS_output_format == "csv";
+  if (!csv && FLAGS_output_format != "jsonl") {
+    return Fail(2, absl::InvalidArgumentError(
+                       absl::StrCat("--output_format: '", FLAGS_output_format,
+                                    "' is neither jsonl nor csv")));
+  }
+  if (FLAGS_split != "test" && FLAGS_split != "train") {
+    return Fail(2,
+                absl::InvalidArgumentError(absl::StrCat(
+                    "--split: '", FLAGS_split, "' is neither test nor train")));
+  }
+  if (FLAGS_batch_size < 1) {
+    return Fail(2, absl::InvalidArgumentError("--batch_size must be >= 1"));
+  }
+  absl::StatusOr<TrainedModel> model = LoadTrainedModel(FLAGS_checkpoint);
+  if (!model.ok()) return Fail(1, model.status());
+  DataConfig data = model->job.data();
+  if (!FLAGS_data_dir.empty()) SetDataDir(FLAGS_data_dir, &data);
+  const bool train = FLAGS_split == "train";
+  absl::StatusOr<int64_t> count = CountExamples(data, train);
+  if (!count.ok()) return Fail(1, count.status());
+  int64_t n = *count;
+  if (FLAGS_max_examples >= 0) n = std::min(n, FLAGS_max_examples);
+  absl::StatusOr<std::unique_ptr<ExampleSet>> examples =
+      LoadExamples(data, model->model, train, 0, n);
+  if (!examples.ok()) return Fail(1, examples.status());
+
+  CpuBackend cpu;
+  absl::StatusOr<std::unique_ptr<Predictor>> predictor =
+      Predictor::Create(*model, &cpu);
+  if (!predictor.ok()) return Fail(1, predictor.status());
+  const LossDef::Kind loss = model->model.loss().kind();
+  const bool classes = loss != LossDef::MEAN_SQUARED_ERROR;
+  const int64_t width = (*predictor)->output_size();
+  const bool binary = model->model.label().kind() == LabelDef::BINARY &&
+                      width == 1 && loss == LossDef::SIGMOID_CROSS_ENTROPY;
+
+  std::FILE* out = stdout;
+  if (FLAGS_output != "-") {
+    out = std::fopen(FLAGS_output.c_str(), "w");
+    if (out == nullptr) {
+      return Fail(1, absl::PermissionDeniedError(
+                         absl::StrCat("cannot write ", FLAGS_output)));
+    }
+  }
+  if (csv) {
+    std::string header = "index";
+    for (int64_t c = 0; c < width; ++c) {
+      absl::StrAppend(&header, classes ? ",p" : ",y", c);
+    }
+    if (classes) header += ",class";
+    std::fprintf(out, "%s\n", header.c_str());
+  }
+
+  HostBatch batch;
+  std::vector<int64_t> indices;
+  std::vector<float> outputs, probabilities, labels;
+  std::string line;
+  double loss_sum = 0;
+  int64_t correct = 0;
+  const auto start = std::chrono::steady_clock::now();
+  auto last = start;
+  for (int64_t at = 0; at < n; at += FLAGS_batch_size) {
+    const int64_t size = std::min<int64_t>(FLAGS_batch_size, n - at);
+    indices.resize(size);
+    std::iota(indices.begin(), indices.end(), at);
+    if (absl::Status s = (*examples)->Gather(indices, &batch); !s.ok()) {
+      return Fail(1, s);
+    }
+    absl::StatusOr<GraphResult> r = (*predictor)->Predict(batch, &outputs);
+    if (!r.ok()) return Fail(1, r.status());
+    loss_sum += r->loss_sum;
+    correct += r->correct;
+    if (binary) {
+      probabilities.insert(probabilities.end(), outputs.begin(), outputs.end());
+      labels.insert(labels.end(), batch.labels.begin(), batch.labels.end());
+    }
+    for (int64_t b = 0; b < size; ++b) {
+      const float* y = outputs.data() + b * width;
+      int64_t predicted = 0;
+      if (width == 1) {
+        predicted = y[0] >= 0.5f ? 1 : 0;
+      } else {
+        predicted = std::max_element(y, y + width) - y;
+      }
+      line.clear();
+      if (csv) {
+        absl::StrAppend(&line, at + b);
+        for (int64_t c = 0; c < width; ++c) {
+          line += ',';
+          AppendFloat(y[c], &line);
+        }
+        if (classes) absl::StrAppend(&line, ",", predicted);
+      } else {
+        absl::StrAppend(
+            &line, "{\"index\":", at + b,
+            classes ? ",\"probabilities\":[" : ",\"predictions\":[");
+        for (int64_t c = 0; c < width; ++c) {
+          if (c > 0) line += ',';
+          AppendFloat(y[c], &line);
+        }
+        line += ']';
+        if (classes) absl::StrAppend(&line, ",\"class\":", predicted);
+        line += '}';
+      }
+      line += '\n';
+      std::fwrite(line.data(), 1, line.size(), out);
+    }
+    const auto now = std::chrono::steady_clock::now();
+    const int64_t done = at + size;
+    if (now - last > std::chrono::milliseconds(500) || done == n) {
+      last = now;
+      const double secs = std::chrono::duration<double>(now - start).count();
+      const double rate = done / std::max(secs, 1e-9);
+      std::fprintf(stderr, "\rpredict %6.1f%%  %8.0f ex/s  ETA %4.0fs",
+                   100.0 * done / std::max<int64_t>(1, n), rate,
+                   (n - done) / std::max(rate, 1.0));
+    }
+  }
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  std::fprintf(stderr, "\n");
+  if (out != stdout && std::fclose(out) != 0) {
+    return Fail(
+        1, absl::DataLossError(absl::StrCat("cannot write ", FLAGS_output)));
+  }
+  // The metrics training prints for its test set.
+  const int64_t total = std::max<int64_t>(1, n);
+  std::string metrics = absl::StrCat(
+      "tessera_predict: ", n, " examples, checkpoint step ", model->global_step,
+      "  loss ", absl::StrFormat("%.4f", loss_sum / total), "  accuracy ",
+      absl::StrFormat("%.4f", static_cast<double>(correct) / total));
+  if (binary && !probabilities.empty()) {
+    absl::StatusOr<double> auc = RocAuc(probabilities, labels);
+    if (auc.ok())
+      absl::StrAppend(&metrics, absl::StrFormat("  auc %.4f", *auc));
+    absl::StatusOr<double> log_loss = LogLoss(probabilities, labels);
+    if (log_loss.ok()) {
+      absl::StrAppend(&metrics, absl::StrFormat("  log_loss %.4f", *log_loss));
+    }
+  }
+  absl::StrAppend(&metrics,
+                  absl::StrFormat("  %.0f ex/s", n / std::max(secs, 1e-9)));
+  std::fprintf(stderr, "%s\n", metrics.c_str());
+  return 0;
+}
+
+}  // namespace
+}  // namespace tessera
+
+int main(int argc, char** argv) {
+  gflags::SetUsageMessage(
+      "Predicts examples with a trained model from a checkpoint, on the CPU");
+  tessera::ParseCommandLineOrExit(&argc, &argv);
+  return tessera::Run();
+}
