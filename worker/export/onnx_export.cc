@@ -164,9 +164,11 @@ class Exporter {
           flat_[in.name()] = flat;
         }
       } else if (!options_.pooled_inputs) {
-        const int64_t hotness = std::max(1, in.sparse().max_hotness());
-        b_.Input(in.name(), onnx::TensorProto::INT64, {0, hotness});
-        hotness_[in.name()] = hotness;
+        // The bag's width is free: max_hotness is what the description
+        // expects, but the data decides (training takes bags of any size).
+        b_.Input(in.name(), onnx::TensorProto::INT64, {0, 0},
+                 {"batch", in.name() + "_ids"});
+        sparse_.insert(in.name());
       }
     }
     return absl::OkStatus();
@@ -638,18 +640,22 @@ class Exporter {
     if (!table.ok()) return table.status();
     absl::StatusOr<std::string> values = TableValues(**table);
     if (!values.ok()) return values.status();
-    // One id map and one gather for all the layer's fields.
-    std::vector<int64_t> widths;
-    for (const std::string& in : layer.inputs()) {
-      auto it = hotness_.find(in);
-      if (it == hotness_.end()) {
-        return absl::InternalError(
-            absl::StrCat("'", in, "' is not a sparse input"));
-      }
-      widths.push_back(it->second);
-    }
+    // One id map and one gather for all the layer's fields (a table that
+    // serves many fields holds its keys once), split back into the
+    // fields, whose bag widths are known only when the model runs.
     std::vector<std::string> fields(layer.inputs().begin(),
                                     layer.inputs().end());
+    std::vector<std::string> widths;
+    for (const std::string& field : fields) {
+      if (!sparse_.contains(field)) {
+        return absl::InternalError(
+            absl::StrCat("'", field, "' is not a sparse input"));
+      }
+      widths.push_back(b_.Fresh(out + "/width"));
+      onnx::NodeProto* shape = b_.Node("Shape", {field}, widths.back());
+      OnnxGraphBuilder::SetInt(shape, "start", 1);
+      OnnxGraphBuilder::SetInt(shape, "end", 2);
+    }
     const std::string ids = Concat(fields, 1, out + "/ids");
     const std::string rows = RowsOf(**table, ids, out);
     const std::string gathered = b_.Fresh(out + "/gathered");
@@ -658,10 +664,9 @@ class Exporter {
     if (n > 1) {
       parts.clear();
       for (int i = 0; i < n; ++i) parts.push_back(b_.Fresh(out + "/field"));
-      OnnxGraphBuilder::SetInt(
-          b_.NodeN("Split", {gathered, b_.Int64Vector(out + "/split", widths)},
-                   parts),
-          "axis", 1);
+      const std::string split = Concat(widths, 0, out + "/split");
+      OnnxGraphBuilder::SetInt(b_.NodeN("Split", {gathered, split}, parts),
+                               "axis", 1);
     }
     const std::string axes = b_.Int64Vector(out + "/axes", {1});
     std::vector<std::string> pooled;
@@ -709,7 +714,7 @@ class Exporter {
   OnnxGraphBuilder b_;
   onnx::GraphProto* const graph_;
   absl::flat_hash_map<std::string, std::string> flat_;
-  absl::flat_hash_map<std::string, int64_t> hotness_;
+  absl::flat_hash_set<std::string> sparse_;
   absl::flat_hash_set<std::string> initialized_;
   bool used_ml_ = false;
 };

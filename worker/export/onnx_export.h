@@ -6,8 +6,9 @@
 // is free):
 //   inputs   each dense input by its name, float, its shape ([784],
 //            [28, 28, 1], [13]);
-//            each sparse input by its name, int64 [max_hotness]: the bag's
-//            ids, padded with -1 (padding and ids a table does not hold
+//            each sparse input by its name, int64 [<name>_ids] (max_hotness
+//            is the width a description expects; any width works): the
+//            bag's ids, padded with -1 (padding and ids a table does not hold
 //            read a zero row; a mean bag divides by its ids that are not
 //            padding). A fixed-vocabulary table maps an id to id mod
 //            vocab_size as training does, so its ids must be >= 0;

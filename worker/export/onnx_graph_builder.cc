@@ -62,15 +62,18 @@ onnx::NodeProto* OnnxGraphBuilder::NodeN(
 
 void OnnxGraphBuilder::ValueInfo(onnx::ValueInfoProto* info,
                                  const std::string& name, int elem_type,
-                                 const std::vector<int64_t>& dims) {
+                                 const std::vector<int64_t>& dims,
+                                 const std::vector<std::string>& symbols) {
   info->set_name(name);
   onnx::TypeProto::Tensor* tensor = info->mutable_type()->mutable_tensor_type();
   tensor->set_elem_type(elem_type);
   onnx::TensorShapeProto* shape = tensor->mutable_shape();
-  for (int64_t d : dims) {
+  for (size_t i = 0; i < dims.size(); ++i) {
     onnx::TensorShapeProto::Dimension* dim = shape->add_dim();
-    if (d > 0) {
-      dim->set_dim_value(d);
+    if (dims[i] > 0) {
+      dim->set_dim_value(dims[i]);
+    } else if (i < symbols.size() && !symbols[i].empty()) {
+      dim->set_dim_param(symbols[i]);
     } else {
       dim->set_dim_param("batch");
     }
@@ -78,13 +81,14 @@ void OnnxGraphBuilder::ValueInfo(onnx::ValueInfoProto* info,
 }
 
 void OnnxGraphBuilder::Input(const std::string& name, int elem_type,
-                             const std::vector<int64_t>& dims) {
-  ValueInfo(graph_->add_input(), name, elem_type, dims);
+                             const std::vector<int64_t>& dims,
+                             const std::vector<std::string>& symbols) {
+  ValueInfo(graph_->add_input(), name, elem_type, dims, symbols);
 }
 
 void OnnxGraphBuilder::Output(const std::string& name, int elem_type,
                               const std::vector<int64_t>& dims) {
-  ValueInfo(graph_->add_output(), name, elem_type, dims);
+  ValueInfo(graph_->add_output(), name, elem_type, dims, {});
 }
 
 std::string OnnxGraphBuilder::Fresh(const std::string& hint) {

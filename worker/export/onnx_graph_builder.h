@@ -41,10 +41,11 @@ class OnnxGraphBuilder {
                          const std::vector<std::string>& inputs,
                          const std::vector<std::string>& outputs);
 
-  // Graph inputs and outputs; a negative or zero dimension is symbolic
-  // ("batch").
+  // Graph inputs and outputs; a dimension <= 0 is symbolic, named
+  // `symbols[i]` when given, else "batch".
   void Input(const std::string& name, int elem_type,
-             const std::vector<int64_t>& dims);
+             const std::vector<int64_t>& dims,
+             const std::vector<std::string>& symbols = {});
   void Output(const std::string& name, int elem_type,
               const std::vector<int64_t>& dims);
 
@@ -60,7 +61,8 @@ class OnnxGraphBuilder {
 
  private:
   void ValueInfo(onnx::ValueInfoProto* info, const std::string& name,
-                 int elem_type, const std::vector<int64_t>& dims);
+                 int elem_type, const std::vector<int64_t>& dims,
+                 const std::vector<std::string>& symbols);
 
   onnx::GraphProto* const graph_;
   int64_t next_ = 0;

@@ -41,6 +41,11 @@ DEFINE_int64(max_examples, -1, "Predict only the first N examples.");
 DEFINE_int32(batch_size, 1024, "Examples per forward pass.");
 DEFINE_string(output, "-", "Where the predictions go; '-' for stdout.");
 DEFINE_string(output_format, "jsonl", "jsonl or csv.");
+DEFINE_string(write_inputs, "",
+              "Also write each example as the exported ONNX model's inputs, "
+              "one JSON object a line ({\"index\": i, \"label\": y, and per "
+              "input its name: a dense input's floats, a sparse input's bag "
+              "of ids}), to feed another runtime the same examples.");
 
 namespace tessera {
 namespace {
@@ -51,11 +56,47 @@ int Fail(int code, const absl::Status& status) {
   return code;
 }
 
+// Appends example `b` of `batch` as the ONNX model's inputs (see
+// --write_inputs).
+void AppendInputs(const ModelDef& model, const HostBatch& batch, int64_t b,
+                  int64_t index, std::string* line);
+
 // Floats printed so that reading them back gives the same float.
 void AppendFloat(float v, std::string* out) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.9g", v);
   out->append(buf);
+}
+
+void AppendInputs(const ModelDef& model, const HostBatch& batch, int64_t b,
+                  int64_t index, std::string* line) {
+  absl::StrAppend(line, "{\"index\":", index, ",\"label\":");
+  if (!batch.class_labels.empty()) {
+    absl::StrAppend(line, batch.class_labels[b]);
+  } else {
+    AppendFloat(batch.labels[b], line);
+  }
+  int dense = 0, sparse = 0;
+  for (const InputDef& in : model.inputs()) {
+    absl::StrAppend(line, ",\"", in.name(), "\":[");
+    if (in.has_dense()) {
+      const std::vector<float>& values = batch.dense[dense++];
+      const int64_t n = static_cast<int64_t>(values.size()) / batch.size;
+      for (int64_t k = 0; k < n; ++k) {
+        if (k > 0) *line += ',';
+        AppendFloat(values[b * n + k], line);
+      }
+    } else {
+      const std::vector<int64_t>& offsets = batch.offsets[sparse];
+      const std::vector<int64_t>& ids = batch.ids[sparse++];
+      for (int64_t k = offsets[b]; k < offsets[b + 1]; ++k) {
+        if (k > offsets[b]) *line += ',';
+        absl::StrAppend(line, ids[k]);
+      }
+    }
+    *line += ']';
+  }
+  *line += "}\n";
 }
 
 int Run() {
@@ -116,6 +157,14 @@ int Run() {
     std::fprintf(out, "%s\n", header.c_str());
   }
 
+  std::FILE* inputs_out = nullptr;
+  if (!FLAGS_write_inputs.empty()) {
+    inputs_out = std::fopen(FLAGS_write_inputs.c_str(), "w");
+    if (inputs_out == nullptr) {
+      return Fail(1, absl::PermissionDeniedError(
+                         absl::StrCat("cannot write ", FLAGS_write_inputs)));
+    }
+  }
   HostBatch batch;
   std::vector<int64_t> indices;
   std::vector<float> outputs, probabilities, labels;
@@ -169,6 +218,11 @@ int Run() {
       }
       line += '\n';
       std::fwrite(line.data(), 1, line.size(), out);
+      if (inputs_out != nullptr) {
+        line.clear();
+        AppendInputs(model->model, batch, b, at + b, &line);
+        std::fwrite(line.data(), 1, line.size(), inputs_out);
+      }
     }
     const auto now = std::chrono::steady_clock::now();
     const int64_t done = at + size;
@@ -185,6 +239,10 @@ int Run() {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   std::fprintf(stderr, "\n");
+  if (inputs_out != nullptr && std::fclose(inputs_out) != 0) {
+    return Fail(1, absl::DataLossError(
+                       absl::StrCat("cannot write ", FLAGS_write_inputs)));
+  }
   if (out != stdout && std::fclose(out) != 0) {
     return Fail(
         1, absl::DataLossError(absl::StrCat("cannot write ", FLAGS_output)));
