@@ -595,14 +595,18 @@ class Exporter {
                      const std::string& hint) {
     const std::string rows = b_.Fresh(hint + "/rows");
     if (v.vocab_size > 0) {
-      // id mod vocab_size (non-negative, as training maps ids), padding to
-      // the zero row.
+      // id mod vocab_size (non-negative, as training maps ids), the padding
+      // id to the zero row. Negative ids are ids (Criteo's 64-bit hashes
+      // often are), so only the padding id itself is padding.
       const int64_t vocab = v.vocab_size;
       const std::string mod = b_.Fresh(hint + "/mod");
       b_.Node("Mod", {ids, b_.Int64s(b_.Fresh(hint + "/vocab"), {}, {vocab})},
               mod);
       const std::string pad = b_.Fresh(hint + "/is_padding");
-      b_.Node("Less", {ids, b_.Int64s(b_.Fresh(hint + "/zero"), {}, {0})}, pad);
+      b_.Node(
+          "Equal",
+          {ids, b_.Int64s(b_.Fresh(hint + "/padding_id"), {}, {kPaddingId})},
+          pad);
       b_.Node("Where",
               {pad, b_.Int64s(b_.Fresh(hint + "/zero_row"), {}, {vocab}), mod},
               rows);

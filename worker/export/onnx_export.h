@@ -11,7 +11,7 @@
 //            bag's ids, padded with -1 (padding and ids a table does not hold
 //            read a zero row; a mean bag divides by its ids that are not
 //            padding). A fixed-vocabulary table maps an id to id mod
-//            vocab_size as training does, so its ids must be >= 0;
+//            vocab_size as training does (the id -1 excepted);
 //   outputs  "probabilities": a softmax head's class probabilities [C], a
 //            sigmoid head's probability [1]; "predictions" for a
 //            regression; "class" (int64): the predicted class (the

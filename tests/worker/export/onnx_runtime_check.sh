@@ -5,7 +5,7 @@
 # 1e-5 and the same accuracy and AUC (issue #19). Fails (never skips) when deploy/python_env.sh's environment lacks onnx or onnxruntime.
 #
 # Usage: onnx_runtime_check.sh <tessera_local_train> <tessera_ctr_gen>
-#          <tessera_export> <tessera_predict> <source root> [job name ...]
+#          <tessera_export> <tessera_predict> <source root> [job file ...]
 set -euo pipefail
 TRAIN="$1"
 GEN="$2"
@@ -27,14 +27,13 @@ trap 'rm -rf "$DIR"' EXIT
 "$GEN" --train_examples=6000 --test_examples=1000 --vocab_size=2000 \
   --interaction_fields=8 --out_dir="$DIR/ctr" > /dev/null 2>&1
 
-jobs=("$@")
-if [ ${#jobs[@]} -eq 0 ]; then
-  for f in "$ROOT"/deploy/jobs/*.textproto; do
-    jobs+=("$(basename "$f" .textproto)")
-  done
+# The shipped jobs, and two of the layer kinds and options they do not use.
+files=("$@")
+if [ ${#files[@]} -eq 0 ]; then
+  files=("$ROOT"/deploy/jobs/*.textproto "$HERE"/every_layer_*.textproto)
 fi
-for job in "${jobs[@]}"; do
-  file="$ROOT/deploy/jobs/$job.textproto"
+for file in "${files[@]}"; do
+  job="$(basename "$file" .textproto)"
   data=()
   if grep -q 'format: "criteo"' "$file"; then
     data=(--data_dir="$DIR/ctr")
