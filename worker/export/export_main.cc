@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/command_line.h"
 #include "gflags/gflags.h"
+#include "worker/export/model_file.h"
 #include "worker/export/onnx_export.h"
 #include "worker/export/trained_model.h"
 
@@ -20,7 +21,10 @@ DEFINE_string(checkpoint, "",
               "A checkpoint root (its newest valid checkpoint) or one "
               "checkpoint folder (<root>/ckpt-<step>).");
 DEFINE_string(output, "", "The file to write.");
-DEFINE_string(format, "onnx", "onnx: an ONNX model (opset 17).");
+DEFINE_string(format, "onnx",
+              "onnx: an ONNX model (opset 17); tessera: the whole model as "
+              "one file tessera_predict --checkpoint loads, with no "
+              "parameter server.");
 DEFINE_string(embeddings, "tables",
               "tables: the embedding tables are in the model and its inputs "
               "are ids; pooled_inputs: the tables are left out and each "
@@ -40,9 +44,10 @@ int Run() {
     return Fail(2, absl::InvalidArgumentError(
                        "--checkpoint and --output are required"));
   }
-  if (FLAGS_format != "onnx") {
-    return Fail(2, absl::InvalidArgumentError(absl::StrCat(
-                       "--format: '", FLAGS_format, "' is not onnx")));
+  if (FLAGS_format != "onnx" && FLAGS_format != "tessera") {
+    return Fail(
+        2, absl::InvalidArgumentError(absl::StrCat(
+               "--format: '", FLAGS_format, "' is neither onnx nor tessera")));
   }
   if (FLAGS_embeddings != "tables" && FLAGS_embeddings != "pooled_inputs") {
     return Fail(2, absl::InvalidArgumentError(
@@ -51,6 +56,15 @@ int Run() {
   }
   absl::StatusOr<TrainedModel> model = LoadTrainedModel(FLAGS_checkpoint);
   if (!model.ok()) return Fail(1, model.status());
+  if (FLAGS_format == "tessera") {
+    if (absl::Status s = WriteModelFile(*model, FLAGS_output); !s.ok()) {
+      return Fail(1, s);
+    }
+    std::printf("tessera_export: wrote %s (checkpoint %s, global step %lld)\n",
+                FLAGS_output.c_str(), model->checkpoint.c_str(),
+                static_cast<long long>(model->global_step));
+    return 0;
+  }
   OnnxExportOptions options;
   options.pooled_inputs = FLAGS_embeddings == "pooled_inputs";
   absl::StatusOr<onnx::ModelProto> onnx = ExportOnnx(*model, options);

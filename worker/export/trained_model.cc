@@ -1,6 +1,7 @@
 #include "worker/export/trained_model.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <memory>
 #include <numeric>
 #include <utility>
@@ -11,6 +12,7 @@
 #include "common/model/variable_optimizer.h"
 #include "ps_server/shard_checkpoint.h"
 #include "ps_server/shard_store.h"
+#include "worker/export/model_file.h"
 
 namespace tessera {
 namespace {
@@ -103,6 +105,10 @@ absl::Status TakeValue(const VariableDef& v, ShardStore& store,
 }  // namespace
 
 absl::StatusOr<TrainedModel> LoadTrainedModel(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_regular_file(path, error)) {
+    return ReadModelFile(path);
+  }
   absl::StatusOr<ValidCheckpoint> checkpoint = FindCheckpoint(path);
   if (!checkpoint.ok()) return checkpoint.status();
   TrainedModel m;

@@ -45,7 +45,8 @@ struct TrainedModel {
 };
 
 // Reads the checkpoint at `path`: a checkpoint folder ("<root>/ckpt-
-// 0000000120") or a root, whose newest valid checkpoint is taken. The
+// 0000000120"), a root, whose newest valid checkpoint is taken, or a
+// model file (worker/export/model_file.h). The
 // checkpoint is verified and its variables restored exactly as a training
 // job's restore does (common/checkpoint_dir.h, ps_server/
 // shard_checkpoint.h), onto one shard per variable, so a missing, damaged

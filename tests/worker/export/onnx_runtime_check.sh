@@ -2,7 +2,9 @@
 # Every job file in deploy/jobs/ trained briefly in one process, exported
 # to ONNX and run by ONNX Runtime (CPU) beside tessera_predict on a fixed
 # batch: onnx_runtime_check.py holds the two to a relative difference of
-# 1e-5 and the same accuracy and AUC (issue #19). Fails (never skips) when deploy/python_env.sh's environment lacks onnx or onnxruntime.
+# 1e-5 and the same accuracy and AUC (issue #19); the model exported as one
+# file (--format=tessera) predicts byte for byte what its checkpoint does.
+# Fails (never skips) when deploy/python_env.sh's environment lacks onnx or onnxruntime.
 #
 # Usage: onnx_runtime_check.sh <tessera_local_train> <tessera_ctr_gen>
 #          <tessera_export> <tessera_predict> <source root> [job file ...]
@@ -48,5 +50,12 @@ for file in "${files[@]}"; do
     2> "$DIR/$job.metrics"
   "$PYENV/bin/python" "$HERE/onnx_runtime_check.py" "$job" "$DIR/$job.onnx" \
     "$DIR/$job.inputs" "$DIR/$job.predictions" "$DIR/$job.metrics"
+  # The single-file model predicts exactly what the checkpoint does.
+  "$EXPORT" --checkpoint="$ckpt" --format=tessera \
+    --output="$DIR/$job.model" > /dev/null
+  "$PREDICT" --checkpoint="$DIR/$job.model" "${data[@]}" --max_examples=500 \
+    --output="$DIR/$job.from_file" 2> /dev/null
+  cmp "$DIR/$job.predictions" "$DIR/$job.from_file" || {
+    echo "FAIL: $job: the --format=tessera file predicts differently"; exit 1; }
 done
 echo "PASS"

@@ -18,6 +18,7 @@
 #include "partitioners/hash_routing.h"
 #include "ps_server/shard_checkpoint.h"
 #include "ps_server/shard_store.h"
+#include "worker/export/model_file.h"
 
 namespace tessera {
 namespace {
@@ -225,6 +226,31 @@ TEST_F(TrainedModelTest, MissingOrDamagedCheckpointGivesRestoresErrors) {
       LoadTrainedModel(absl::StrCat(root, "/", CheckpointDirName(9)));
   EXPECT_TRUE(absl::IsDataLoss(named.status())) << named.status();
   EXPECT_THAT(named.status().message(), HasSubstr("ps-1.shards"));
+}
+
+TEST_F(TrainedModelTest, ModelFileHoldsTheWholeModel) {
+  const std::string root = TempRoot("for_file");
+  WriteCheckpoint(root, 2, {4, 9, -1});
+  absl::StatusOr<TrainedModel> a = LoadTrainedModel(root);
+  ASSERT_TRUE(a.ok()) << a.status();
+  const std::string file = absl::StrCat(root, "/model.tessera");
+  ASSERT_TRUE(WriteModelFile(*a, file).ok());
+  absl::StatusOr<TrainedModel> b = LoadTrainedModel(file);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->global_step, 9);
+  ASSERT_EQ(a->variables.size(), b->variables.size());
+  for (size_t i = 0; i < a->variables.size(); ++i) {
+    SCOPED_TRACE(a->variables[i].name);
+    EXPECT_EQ(a->variables[i].name, b->variables[i].name);
+    EXPECT_EQ(a->variables[i].shape, b->variables[i].shape);
+    EXPECT_EQ(a->variables[i].ids, b->variables[i].ids);
+    EXPECT_EQ(a->variables[i].values, b->variables[i].values);
+    EXPECT_EQ(a->variables[i].vocab_size, b->variables[i].vocab_size);
+  }
+  // A checkpoint shard file is a checkpoint file but no model.
+  absl::StatusOr<TrainedModel> shard = LoadTrainedModel(
+      absl::StrCat(root, "/", CheckpointDirName(9), "/ps-0.shards"));
+  EXPECT_TRUE(absl::IsInvalidArgument(shard.status())) << shard.status();
 }
 
 }  // namespace
