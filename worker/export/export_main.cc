@@ -15,6 +15,7 @@
 #include "gflags/gflags.h"
 #include "worker/export/model_file.h"
 #include "worker/export/onnx_export.h"
+#include "worker/export/table_files.h"
 #include "worker/export/trained_model.h"
 
 DEFINE_string(checkpoint, "",
@@ -29,6 +30,10 @@ DEFINE_string(embeddings, "tables",
               "tables: the embedding tables are in the model and its inputs "
               "are ids; pooled_inputs: the tables are left out and each "
               "embedding_bag layer's pooled output is an input.");
+DEFINE_string(tables_dir, "",
+              "Also write every embedding table as <dir>/<table>.tsv (id, "
+              "tab, the row's values), for serving a model exported with "
+              "--embeddings=pooled_inputs.");
 
 namespace tessera {
 namespace {
@@ -56,6 +61,11 @@ int Run() {
   }
   absl::StatusOr<TrainedModel> model = LoadTrainedModel(FLAGS_checkpoint);
   if (!model.ok()) return Fail(1, model.status());
+  if (!FLAGS_tables_dir.empty()) {
+    if (absl::Status s = WriteTableFiles(*model, FLAGS_tables_dir); !s.ok()) {
+      return Fail(1, s);
+    }
+  }
   if (FLAGS_format == "tessera") {
     if (absl::Status s = WriteModelFile(*model, FLAGS_output); !s.ok()) {
       return Fail(1, s);

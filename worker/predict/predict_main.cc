@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/binary_metrics.h"
@@ -45,7 +46,10 @@ DEFINE_string(write_inputs, "",
               "Also write each example as the exported ONNX model's inputs, "
               "one JSON object a line ({\"index\": i, \"label\": y, and per "
               "input its name: a dense input's floats, a sparse input's bag "
-              "of ids}), to feed another runtime the same examples.");
+              "of ids, and per embedding_bag layer its output's name: the "
+              "pooled embeddings, the inputs of an export with "
+              "--embeddings=pooled_inputs}), to feed another runtime the "
+              "same examples.");
 
 namespace tessera {
 namespace {
@@ -59,7 +63,7 @@ int Fail(int code, const absl::Status& status) {
 // Appends example `b` of `batch` as the ONNX model's inputs (see
 // --write_inputs).
 void AppendInputs(const ModelDef& model, const HostBatch& batch, int64_t b,
-                  int64_t index, std::string* line);
+                  int64_t index, const Predictor& predictor, std::string* line);
 
 // Floats printed so that reading them back gives the same float.
 void AppendFloat(float v, std::string* out) {
@@ -69,7 +73,8 @@ void AppendFloat(float v, std::string* out) {
 }
 
 void AppendInputs(const ModelDef& model, const HostBatch& batch, int64_t b,
-                  int64_t index, std::string* line) {
+                  int64_t index, const Predictor& predictor,
+                  std::string* line) {
   absl::StrAppend(line, "{\"index\":", index, ",\"label\":");
   if (!batch.class_labels.empty()) {
     absl::StrAppend(line, batch.class_labels[b]);
@@ -93,6 +98,26 @@ void AppendInputs(const ModelDef& model, const HostBatch& batch, int64_t b,
         if (k > offsets[b]) *line += ',';
         absl::StrAppend(line, ids[k]);
       }
+    }
+    *line += ']';
+  }
+  absl::flat_hash_map<std::string, int> sparse_index;
+  for (const InputDef& in : model.inputs()) {
+    if (in.has_sparse()) {
+      const int next = static_cast<int>(sparse_index.size());
+      sparse_index[in.name()] = next;
+    }
+  }
+  std::vector<float> pooled;
+  for (const LayerDef& layer : model.layers()) {
+    if (!layer.has_embedding_bag()) continue;
+    predictor.PoolEmbeddings(layer, sparse_index, batch, b, &pooled);
+    absl::StrAppend(line, ",\"",
+                    layer.output().empty() ? layer.name() : layer.output(),
+                    "\":[");
+    for (size_t k = 0; k < pooled.size(); ++k) {
+      if (k > 0) *line += ',';
+      AppendFloat(pooled[k], line);
     }
     *line += ']';
   }
@@ -228,7 +253,7 @@ int Run() {
       std::fwrite(line.data(), 1, line.size(), out);
       if (inputs_out != nullptr) {
         line.clear();
-        AppendInputs(model->model, batch, b, at + b, &line);
+        AppendInputs(model->model, batch, b, at + b, **predictor, &line);
         std::fwrite(line.data(), 1, line.size(), inputs_out);
       }
     }

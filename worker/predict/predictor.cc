@@ -44,6 +44,7 @@ absl::StatusOr<std::unique_ptr<Predictor>> Predictor::Create(
         t.rows[trained->ids[r]] = static_cast<int64_t>(r);
       }
     }
+    p->table_index_[v.name] = static_cast<int>(p->tables_.size());
     p->tables_.push_back(std::move(t));
   }
   const size_t n = p->tables_.size();
@@ -76,6 +77,37 @@ absl::StatusOr<GraphResult> Predictor::Predict(const HostBatch& batch,
     }
   }
   return graph_->Evaluate(ViewOf(batch, rows_, positions_), outputs);
+}
+
+void Predictor::PoolEmbeddings(
+    const LayerDef& layer,
+    const absl::flat_hash_map<std::string, int>& sparse_index,
+    const HostBatch& batch, int64_t b, std::vector<float>* out) const {
+  const Table& table = tables_[table_index_.at(layer.embedding_bag().table())];
+  const int64_t dim = table.dim;
+  out->assign(layer.inputs_size() * dim, 0.0f);
+  for (int f = 0; f < layer.inputs_size(); ++f) {
+    const int s = sparse_index.at(layer.inputs(f));
+    const std::vector<int64_t>& offsets = batch.offsets[s];
+    float* o = out->data() + f * dim;
+    for (int64_t j = offsets[b]; j < offsets[b + 1]; ++j) {
+      const int64_t id = batch.ids[s][j];
+      int64_t row = table.zero_row;
+      if (table.vocab > 0) {
+        row = id % table.vocab;
+        if (row < 0) row += table.vocab;
+      } else if (auto it = table.rows.find(id); it != table.rows.end()) {
+        row = it->second;
+      }
+      const float* r = table.values.data() + row * dim;
+      for (int64_t d = 0; d < dim; ++d) o[d] += r[d];
+    }
+    const int64_t count = offsets[b + 1] - offsets[b];
+    if (layer.embedding_bag().combiner() == MEAN && count > 0) {
+      const float n = static_cast<float>(count);
+      for (int64_t d = 0; d < dim; ++d) o[d] /= n;
+    }
+  }
 }
 
 }  // namespace tessera

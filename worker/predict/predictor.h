@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -36,6 +37,16 @@ class Predictor {
 
   int64_t output_size() const { return graph_->output_size(); }
 
+  // The output of embedding_bag `layer` for example `b` of `batch` (its
+  // fields' bags pooled one after another, [fields * dim]) into *out, as
+  // the graph computes it: what an ONNX model exported with pooled inputs
+  // takes in its place. `sparse_index` maps a sparse input's name to its
+  // index in the batch.
+  void PoolEmbeddings(const LayerDef& layer,
+                      const absl::flat_hash_map<std::string, int>& sparse_index,
+                      const HostBatch& batch, int64_t b,
+                      std::vector<float>* out) const;
+
  private:
   struct Table {
     int64_t dim = 0;
@@ -49,6 +60,7 @@ class Predictor {
 
   std::unique_ptr<Graph> graph_;
   std::vector<Table> tables_;
+  absl::flat_hash_map<std::string, int> table_index_;  // by table name
   // Per call, reused.
   std::vector<int64_t> ids_, mapped_;
   std::vector<std::vector<int64_t>> unique_, positions_;

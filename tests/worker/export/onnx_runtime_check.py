@@ -7,10 +7,16 @@ difference must be <= 1e-5 (absolute <= 1e-6 where Tessera's value is
 below 1e-6), and the accuracy and AUC from ONNX Runtime's outputs must equal
 the ones tessera_predict printed, to 4 decimals.
 
+With POOLED.onnx (an export with --embeddings=pooled_inputs) and
+TABLES_DIR (its --tables_dir), the pooled model is held to the same
+bounds, fed the pooled embeddings tessera_predict wrote, and every table
+file must hold exactly the ids and rows of MODEL.onnx's table.
+
 Usage: onnx_runtime_check.py JOB MODEL.onnx INPUTS.jsonl PREDICTIONS.jsonl
-           METRICS.txt
-Prints one line: job, largest differences, metrics from both sides.
+           METRICS.txt [POOLED.onnx TABLES_DIR]
+Prints a line per model: job, largest differences, metrics from both sides.
 """
+import os
 import json
 import re
 import sys
@@ -58,8 +64,49 @@ def feeds_for(session, examples):
     return feeds
 
 
+def check_tables(model, tables_dir):
+    """Each table file holds the ONNX model's table: ids and rows."""
+    from onnx import numpy_helper
+    values = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    keys = {}
+    for node in model.graph.node:
+        if node.op_type == "LabelEncoder":
+            for a in node.attribute:
+                if a.name == "keys_int64s":
+                    keys[node.input[0]] = list(a.ints)
+    files = sorted(f for f in os.listdir(tables_dir) if f.endswith(".tsv"))
+    assert files, f"no table files in {tables_dir}"
+    for name in files:
+        table = name[:-len(".tsv")]
+        rows = values[f"{table}/rows"][:-1]  # the last row is the zero row
+        ids, vectors = [], []
+        with open(os.path.join(tables_dir, name)) as f:
+            for line in f:
+                i, v = line.rstrip("\n").split("\t")
+                ids.append(int(i))
+                vectors.append([float(x) for x in v.split(" ")])
+        got = np.asarray(vectors, dtype=np.float32)
+        assert got.shape == rows.shape, (table, got.shape, rows.shape)
+        assert np.array_equal(got, rows), f"{table}: rows differ"
+        if any(k for k in keys.values()):
+            matching = [k for k in keys.values() if k == ids]
+            assert matching or ids == list(range(len(ids))), \
+                f"{table}: ids differ from the model's LabelEncoder keys"
+    return len(files)
+
+
 def main():
     job, model_path, inputs_path, predictions_path, metrics_path = sys.argv[1:6]
+    check(job, model_path, inputs_path, predictions_path, metrics_path)
+    if len(sys.argv) > 7:
+        pooled_path, tables_dir = sys.argv[6:8]
+        check(job + " (pooled inputs)", pooled_path, inputs_path,
+              predictions_path, metrics_path)
+        n = check_tables(onnx.load(model_path), tables_dir)
+        print(f"{job}: {n} table files match the model's tables")
+
+
+def check(job, model_path, inputs_path, predictions_path, metrics_path):
     model = onnx.load(model_path)
     onnx.checker.check_model(model, full_check=True)
     opsets = {o.domain: o.version for o in model.opset_import}

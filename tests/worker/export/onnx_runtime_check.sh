@@ -2,7 +2,9 @@
 # Every job file in deploy/jobs/ trained briefly in one process, exported
 # to ONNX and run by ONNX Runtime (CPU) beside tessera_predict on a fixed
 # batch: onnx_runtime_check.py holds the two to a relative difference of
-# 1e-5 and the same accuracy and AUC (issue #19); the model exported as one
+# 1e-5 and the same accuracy and AUC (issue #19), with its tables and with
+# pooled embeddings as inputs (--embeddings=pooled_inputs, whose table
+# files must hold the tables' ids and rows); the model exported as one
 # file (--format=tessera) predicts byte for byte what its checkpoint does.
 # Fails (never skips) when deploy/python_env.sh's environment lacks onnx or onnxruntime.
 #
@@ -48,8 +50,16 @@ for file in "${files[@]}"; do
   "$PREDICT" --checkpoint="$ckpt" "${data[@]}" --max_examples=500 \
     --output="$DIR/$job.predictions" --write_inputs="$DIR/$job.inputs" \
     2> "$DIR/$job.metrics"
+  pooled=()
+  if grep -q embedding_bag "$file"; then
+    "$EXPORT" --checkpoint="$ckpt" --embeddings=pooled_inputs \
+      --tables_dir="$DIR/$job.tables" --output="$DIR/$job.pooled.onnx" \
+      > /dev/null
+    pooled=("$DIR/$job.pooled.onnx" "$DIR/$job.tables")
+  fi
   "$PYENV/bin/python" "$HERE/onnx_runtime_check.py" "$job" "$DIR/$job.onnx" \
-    "$DIR/$job.inputs" "$DIR/$job.predictions" "$DIR/$job.metrics"
+    "$DIR/$job.inputs" "$DIR/$job.predictions" "$DIR/$job.metrics" \
+    "${pooled[@]}"
   # The single-file model predicts exactly what the checkpoint does.
   "$EXPORT" --checkpoint="$ckpt" --format=tessera \
     --output="$DIR/$job.model" > /dev/null
