@@ -114,6 +114,7 @@ absl::StatusOr<TrainedModel> LoadTrainedModel(const std::string& path) {
   TrainedModel m;
   m.checkpoint = checkpoint->path;
   m.global_step = checkpoint->manifest.global_step();
+  m.epoch = checkpoint->manifest.epoch();
   m.job = checkpoint->manifest.job();
   absl::StatusOr<ModelDef> model = JobModel(m.job);
   if (!model.ok()) return model.status();

@@ -31,6 +31,9 @@ struct TrainedVariable {
 struct TrainedModel {
   std::string checkpoint;  // the checkpoint folder read (<root>/ckpt-<step>)
   int64_t global_step = 0;
+  // The data position: the epoch in progress when it was written, so the
+  // job's final checkpoint has epoch > job.schedule().epochs().
+  int epoch = 0;
   JobConfig job;
   ModelDef model;  // the job's model description
   ModelGraph graph;
