@@ -30,6 +30,9 @@ DEFINE_string(embeddings, "tables",
               "tables: the embedding tables are in the model and its inputs "
               "are ids; pooled_inputs: the tables are left out and each "
               "embedding_bag layer's pooled output is an input.");
+DEFINE_bool(external_data, false,
+            "Write the weights and tables to <output>.data beside the ONNX "
+            "file (ONNX external data); done anyway for a model over 2 GB.");
 DEFINE_string(tables_dir, "",
               "Also write every embedding table as <dir>/<table>.tsv (id, "
               "tab, the row's values), for serving a model exported with "
@@ -79,7 +82,8 @@ int Run() {
   options.pooled_inputs = FLAGS_embeddings == "pooled_inputs";
   absl::StatusOr<onnx::ModelProto> onnx = ExportOnnx(*model, options);
   if (!onnx.ok()) return Fail(1, onnx.status());
-  if (absl::Status s = WriteOnnxFile(*onnx, FLAGS_output); !s.ok()) {
+  if (absl::Status s = WriteOnnxFile(&*onnx, FLAGS_output, FLAGS_external_data);
+      !s.ok()) {
     return Fail(1, s);
   }
   std::printf("tessera_export: wrote %s (checkpoint %s, global step %lld)\n",

@@ -767,19 +767,10 @@ absl::StatusOr<onnx::ModelProto> ExportOnnx(const TrainedModel& model,
   return proto;
 }
 
-absl::Status WriteOnnxFile(const onnx::ModelProto& model,
-                           const std::string& path) {
-  const size_t bytes = model.ByteSizeLong();
-  if (bytes > static_cast<size_t>(INT32_MAX)) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("the ONNX model is ", bytes,
-                     " bytes, over protobuf's 2 GB limit; export with "
-                     "--embeddings=pooled_inputs to leave the tables out"));
-  }
-  std::string data;
-  if (!model.SerializeToString(&data)) {
-    return absl::InternalError("could not serialize the ONNX model");
-  }
+namespace {
+
+// Writes `bytes` to `path` under a temporary name, then renames it.
+absl::Status WriteWhole(const std::string& path, absl::string_view bytes) {
   const std::string tmp = absl::StrCat(path, ".tmp");
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (f == nullptr) {
@@ -787,14 +778,67 @@ absl::Status WriteOnnxFile(const onnx::ModelProto& model,
         absl::StrCat("cannot write ", tmp, ": ", std::strerror(errno)));
   }
   const bool written =
-      std::fwrite(data.data(), 1, data.size(), f) == data.size();
+      std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
   const bool closed = std::fclose(f) == 0;
   if (!written || !closed || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int error = errno;
     std::remove(tmp.c_str());
     return absl::DataLossError(
-        absl::StrCat("cannot write ", path, ": ", std::strerror(errno)));
+        absl::StrCat("cannot write ", path, ": ", std::strerror(error)));
   }
   return absl::OkStatus();
+}
+
+void AddEntry(onnx::TensorProto* t, const std::string& key,
+              const std::string& value) {
+  onnx::StringStringEntryProto* e = t->add_external_data();
+  e->set_key(key);
+  e->set_value(value);
+}
+
+}  // namespace
+
+absl::Status WriteOnnxFile(onnx::ModelProto* model, const std::string& path,
+                           bool external_data) {
+  // Protobuf cannot parse a message of 2 GB or more: past a margin for the
+  // graph itself, large initializers move to the side file.
+  constexpr size_t kInlineLimit = size_t{1536} << 20;
+  constexpr size_t kExternalAtLeast = 1024;
+  if (external_data || model->ByteSizeLong() > kInlineLimit) {
+    const size_t slash = path.rfind('/');
+    const std::string location =
+        (slash == std::string::npos ? path : path.substr(slash + 1)) + ".data";
+    std::string side;
+    for (onnx::TensorProto& t :
+         *model->mutable_graph()->mutable_initializer()) {
+      if (t.raw_data().size() < kExternalAtLeast) continue;
+      // 4 KiB aligned, as onnx's own writer does, so a reader may mmap it.
+      side.resize((side.size() + 4095) / 4096 * 4096, '\0');
+      AddEntry(&t, "location", location);
+      AddEntry(&t, "offset", absl::StrCat(side.size()));
+      AddEntry(&t, "length", absl::StrCat(t.raw_data().size()));
+      side += t.raw_data();
+      t.clear_raw_data();
+      t.set_data_location(onnx::TensorProto::EXTERNAL);
+    }
+    const std::string side_path =
+        (slash == std::string::npos ? "" : path.substr(0, slash + 1)) +
+        location;
+    if (absl::Status s = WriteWhole(side_path, side); !s.ok()) return s;
+  }
+  const size_t bytes = model->ByteSizeLong();
+  if (bytes > static_cast<size_t>(INT32_MAX)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the ONNX model is ", bytes,
+        " bytes without its tables' values, over protobuf's 2 GB limit (the "
+        "hashed tables' ids are node attributes, which cannot be external); "
+        "export with --embeddings=pooled_inputs to leave the tables out"));
+  }
+  std::string data;
+  if (!model->SerializeToString(&data)) {
+    return absl::InternalError("could not serialize the ONNX model");
+  }
+  return WriteWhole(path, data);
 }
 
 }  // namespace tessera

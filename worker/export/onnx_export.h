@@ -45,10 +45,14 @@ struct OnnxExportOptions {
 absl::StatusOr<onnx::ModelProto> ExportOnnx(const TrainedModel& model,
                                             const OnnxExportOptions& options);
 
-// Writes `model` to `path` (a temporary name, then renamed). A model over
-// protobuf's 2 GB limit is refused with ResourceExhausted.
-absl::Status WriteOnnxFile(const onnx::ModelProto& model,
-                           const std::string& path);
+// Writes `model` to `path` (a temporary name, then renamed). With
+// `external_data`, or when the model is too large for one protobuf message
+// (tables over 2 GB), every initializer of 1 KiB or more moves to
+// "<path>.data" beside it (ONNX external data, 4 KiB aligned), which
+// *model then refers to. ResourceExhausted when even the rest is over
+// protobuf's 2 GB limit.
+absl::Status WriteOnnxFile(onnx::ModelProto* model, const std::string& path,
+                           bool external_data = false);
 
 }  // namespace tessera
 

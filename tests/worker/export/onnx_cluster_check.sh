@@ -4,7 +4,8 @@
 # split over them), exported and predicted from the checkpoint folder with
 # no cluster running. tessera_predict must print the test metrics the
 # coordinator printed, and ONNX Runtime must agree with it
-# (onnx_runtime_check.py). Fails (never skips) without deploy/
+# (onnx_runtime_check.py), also with the weights as ONNX external data.
+# Fails (never skips) without deploy/
 # python_env.sh's environment.
 #
 # Usage: onnx_cluster_check.sh <tessera_local> <tessera_ctr_gen>
@@ -45,4 +46,13 @@ grep -q "auc $auc " "$DIR/metrics" || {
   echo "FAIL: tessera_predict's AUC is not the coordinator's $auc"; exit 1; }
 "$PYENV/bin/python" "$HERE/onnx_runtime_check.py" dlrm_3ps "$DIR/dlrm.onnx" \
   "$DIR/inputs" "$DIR/predictions" "$DIR/metrics"
+# The weights and tables as ONNX external data (as a model over 2 GB is
+# written) give the same outputs.
+mkdir "$DIR/external"
+"$EXPORT" --checkpoint="$DIR/run/checkpoints" --external_data \
+  --output="$DIR/external/dlrm.onnx"
+[ -s "$DIR/external/dlrm.onnx.data" ] || {
+  echo "FAIL: no external data file"; exit 1; }
+"$PYENV/bin/python" "$HERE/onnx_runtime_check.py" dlrm_3ps_external_data \
+  "$DIR/external/dlrm.onnx" "$DIR/inputs" "$DIR/predictions" "$DIR/metrics"
 echo "PASS"
