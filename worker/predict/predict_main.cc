@@ -1,5 +1,5 @@
 // Predicts examples with a trained model read from a checkpoint, on the
-// CPU, with no cluster:
+// CPU (or a GPU, --device), with no cluster:
 //
 //   build/worker/predict/tessera_predict --checkpoint=/tmp/run/ckpt
 //       --output=/tmp/predictions.jsonl
@@ -26,7 +26,7 @@
 #include "common/command_line.h"
 #include "common/job_file.h"
 #include "gflags/gflags.h"
-#include "worker/backend/cpu/cpu_backend.h"
+#include "worker/backend/device_choice.h"
 #include "worker/data/example_set.h"
 #include "worker/export/trained_model.h"
 #include "worker/predict/predictor.h"
@@ -42,6 +42,9 @@ DEFINE_int64(max_examples, -1, "Predict only the first N examples.");
 DEFINE_int32(batch_size, 1024, "Examples per forward pass.");
 DEFINE_string(output, "-", "Where the predictions go; '-' for stdout.");
 DEFINE_string(output_format, "jsonl", "jsonl or csv.");
+DEFINE_string(device, "cpu",
+              "cpu, cuda (= cuda:0), cuda:N, or auto (a GPU when one answers "
+              "and this build has CUDA).");
 DEFINE_string(write_inputs, "",
               "Also write each example as the exported ONNX model's inputs, "
               "one JSON object a line ({\"index\": i, \"label\": y, and per "
@@ -159,9 +162,14 @@ int Run() {
       LoadExamples(data, model->model, train, 0, n);
   if (!examples.ok()) return Fail(1, examples.status());
 
-  CpuBackend cpu;
+  absl::StatusOr<DeviceChoice> device = ChooseDeviceForFlag(FLAGS_device);
+  if (!device.ok()) return Fail(2, device.status());
+  absl::StatusOr<std::unique_ptr<Backend>> backend = MakeBackend(*device);
+  if (!backend.ok()) return Fail(1, backend.status());
+  std::fprintf(stderr, "tessera_predict: on %s (%s)\n", device->device.c_str(),
+               device->reason.c_str());
   absl::StatusOr<std::unique_ptr<Predictor>> predictor =
-      Predictor::Create(*model, &cpu);
+      Predictor::Create(*model, backend->get());
   if (!predictor.ok()) return Fail(1, predictor.status());
   const LossDef::Kind loss = model->model.loss().kind();
   const bool classes = loss != LossDef::MEAN_SQUARED_ERROR;
