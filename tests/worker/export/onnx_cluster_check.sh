@@ -5,8 +5,7 @@
 # no cluster running. tessera_predict must print the test metrics the
 # coordinator printed, and ONNX Runtime must agree with it
 # (onnx_runtime_check.py), also with the weights as ONNX external data.
-# Fails (never skips) without deploy/
-# python_env.sh's environment.
+# Fails (never skips) without deploy/python_env.sh's environment.
 #
 # Usage: onnx_cluster_check.sh <tessera_local> <tessera_ctr_gen>
 #          <tessera_export> <tessera_predict> <source root>
