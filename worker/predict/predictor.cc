@@ -35,9 +35,8 @@ absl::StatusOr<std::unique_ptr<Predictor>> Predictor::Create(
     Table t;
     t.dim = v.shape[1];
     t.vocab = v.shape[0];
-    t.values = trained->values;
-    t.zero_row = static_cast<int64_t>(t.values.size()) / t.dim;
-    t.values.resize(t.values.size() + t.dim, 0.0f);
+    t.values = &trained->values;
+    t.zero_row = static_cast<int64_t>(t.values->size()) / t.dim;
     if (t.vocab == 0) {
       t.rows.reserve(trained->ids.size());
       for (size_t r = 0; r < trained->ids.size(); ++r) {
@@ -72,8 +71,13 @@ absl::StatusOr<GraphResult> Predictor::Predict(const HostBatch& batch,
     LocalizeIds(mapped_, &unique_[t], &positions_[t]);
     rows_[t].resize(unique_[t].size() * table.dim);
     for (size_t u = 0; u < unique_[t].size(); ++u) {
-      std::copy_n(table.values.data() + unique_[t][u] * table.dim, table.dim,
-                  rows_[t].data() + u * table.dim);
+      float* dst = rows_[t].data() + u * table.dim;
+      if (unique_[t][u] == table.zero_row) {
+        std::fill_n(dst, table.dim, 0.0f);
+      } else {
+        std::copy_n(table.values->data() + unique_[t][u] * table.dim, table.dim,
+                    dst);
+      }
     }
   }
   return graph_->Evaluate(ViewOf(batch, rows_, positions_), outputs);
@@ -99,7 +103,8 @@ void Predictor::PoolEmbeddings(
       } else if (auto it = table.rows.find(id); it != table.rows.end()) {
         row = it->second;
       }
-      const float* r = table.values.data() + row * dim;
+      if (row == table.zero_row) continue;  // adds zeros
+      const float* r = table.values->data() + row * dim;
       for (int64_t d = 0; d < dim; ++d) o[d] += r[d];
     }
     const int64_t count = offsets[b + 1] - offsets[b];

@@ -23,7 +23,9 @@ namespace tessera {
 // Thread safety: one call at a time.
 class Predictor {
  public:
-  // `backend` must outlive the predictor; `model` may go once it returns.
+  // `model` and `backend` must outlive the predictor, which reads the
+  // tables where the model holds them (no copy: a table may be most of
+  // the machine's memory).
   static absl::StatusOr<std::unique_ptr<Predictor>> Create(
       const TrainedModel& model, Backend* backend);
 
@@ -50,9 +52,9 @@ class Predictor {
  private:
   struct Table {
     int64_t dim = 0;
-    int64_t vocab = 0;  // 0: growing
-    int64_t zero_row = 0;
-    std::vector<float> values;                   // rows, then a row of zeros
+    int64_t vocab = 0;                           // 0: growing
+    int64_t zero_row = 0;                        // the row past the last: zeros
+    const std::vector<float>* values = nullptr;  // the rows held
     absl::flat_hash_map<int64_t, int64_t> rows;  // growing: id -> row
   };
 
