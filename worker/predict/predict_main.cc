@@ -17,6 +17,7 @@
 #include <memory>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -42,6 +43,9 @@ DEFINE_int64(max_examples, -1, "Predict only the first N examples.");
 DEFINE_int32(batch_size, 1024, "Examples per forward pass.");
 DEFINE_string(output, "-", "Where the predictions go; '-' for stdout.");
 DEFINE_string(output_format, "jsonl", "jsonl or csv.");
+DEFINE_int32(threads, 0,
+             "Batches predicted at once on the CPU, each by its own copy of "
+             "the layer graph sharing the model's tables (0: one per core).");
 DEFINE_string(device, "cpu",
               "cpu, cuda (= cuda:0), cuda:N, or auto (a GPU when one answers "
               "and this build has CUDA).");
@@ -168,12 +172,33 @@ int Run() {
   if (!backend.ok()) return Fail(1, backend.status());
   std::fprintf(stderr, "tessera_predict: on %s (%s)\n", device->device.c_str(),
                device->reason.c_str());
-  absl::StatusOr<std::unique_ptr<Predictor>> predictor =
-      Predictor::Create(*model, backend->get());
-  if (!predictor.ok()) return Fail(1, predictor.status());
+  // A graph runs one batch at a time: each thread has its own, all of
+  // them reading the one copy of the tables.
+  const int threads =
+      device->cuda
+          ? 1
+          : std::max(
+                1, FLAGS_threads > 0
+                       ? FLAGS_threads
+                       : static_cast<int>(std::thread::hardware_concurrency()));
+  std::vector<std::unique_ptr<Backend>> backends;
+  std::vector<std::unique_ptr<Predictor>> predictors;
+  backends.push_back(*std::move(backend));
+  for (int t = 0; t < threads; ++t) {
+    if (t > 0) {
+      absl::StatusOr<std::unique_ptr<Backend>> more = MakeBackend(*device);
+      if (!more.ok()) return Fail(1, more.status());
+      backends.push_back(*std::move(more));
+    }
+    absl::StatusOr<std::unique_ptr<Predictor>> p =
+        Predictor::Create(*model, backends.back().get());
+    if (!p.ok()) return Fail(1, p.status());
+    predictors.push_back(*std::move(p));
+  }
+  const Predictor& first = *predictors[0];
   const LossDef::Kind loss = model->model.loss().kind();
   const bool classes = loss != LossDef::MEAN_SQUARED_ERROR;
-  const int64_t width = (*predictor)->output_size();
+  const int64_t width = first.output_size();
   const bool binary = model->model.label().kind() == LabelDef::BINARY &&
                       width == 1 && loss == LossDef::SIGMOID_CROSS_ENTROPY;
 
@@ -202,71 +227,105 @@ int Run() {
                          absl::StrCat("cannot write ", FLAGS_write_inputs)));
     }
   }
-  HostBatch batch;
-  std::vector<int64_t> indices;
-  std::vector<float> outputs, probabilities, labels;
+  // One batch per thread, predicted at once, written in order.
+  struct Slot {
+    int64_t at = 0, size = 0;
+    std::vector<int64_t> indices;
+    HostBatch batch;
+    std::vector<float> outputs;
+    absl::StatusOr<GraphResult> result;
+    double secs = 0;  // the forward pass
+  };
+  std::vector<Slot> slots(threads);
+  auto work = [&](int i) {
+    Slot& slot = slots[i];
+    slot.indices.resize(slot.size);
+    std::iota(slot.indices.begin(), slot.indices.end(), slot.at);
+    if (absl::Status s = (*examples)->Gather(slot.indices, &slot.batch);
+        !s.ok()) {
+      slot.result = s;
+      return;
+    }
+    const auto forward_start = std::chrono::steady_clock::now();
+    slot.result = predictors[i]->Predict(slot.batch, &slot.outputs);
+    slot.secs = std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                              forward_start)
+                    .count();
+  };
+  std::vector<float> probabilities, labels;
   std::string line;
   double loss_sum = 0, forward_secs = 0;
   int64_t correct = 0;
   const auto start = std::chrono::steady_clock::now();
   auto last = start;
-  for (int64_t at = 0; at < n; at += FLAGS_batch_size) {
-    const int64_t size = std::min<int64_t>(FLAGS_batch_size, n - at);
-    indices.resize(size);
-    std::iota(indices.begin(), indices.end(), at);
-    if (absl::Status s = (*examples)->Gather(indices, &batch); !s.ok()) {
-      return Fail(1, s);
+  const int64_t round = static_cast<int64_t>(threads) * FLAGS_batch_size;
+  for (int64_t round_at = 0; round_at < n; round_at += round) {
+    int k = 0;
+    for (; k < threads && round_at + k * FLAGS_batch_size < n; ++k) {
+      slots[k].at = round_at + k * FLAGS_batch_size;
+      slots[k].size = std::min<int64_t>(FLAGS_batch_size, n - slots[k].at);
     }
-    const auto forward_start = std::chrono::steady_clock::now();
-    absl::StatusOr<GraphResult> r = (*predictor)->Predict(batch, &outputs);
-    if (!r.ok()) return Fail(1, r.status());
-    forward_secs += std::chrono::duration<double>(
-                        std::chrono::steady_clock::now() - forward_start)
-                        .count();
-    loss_sum += r->loss_sum;
-    correct += r->correct;
-    if (binary) {
-      probabilities.insert(probabilities.end(), outputs.begin(), outputs.end());
-      labels.insert(labels.end(), batch.labels.begin(), batch.labels.end());
+    std::vector<std::thread> pool;
+    for (int i = 1; i < k; ++i) pool.emplace_back(work, i);
+    work(0);
+    for (std::thread& t : pool) t.join();
+    double round_secs = 0;
+    for (int i = 0; i < k; ++i) {
+      round_secs = std::max(round_secs, slots[i].secs);
     }
-    for (int64_t b = 0; b < size; ++b) {
-      const float* y = outputs.data() + b * width;
-      int64_t predicted = 0;
-      if (width == 1) {
-        predicted = y[0] >= 0.5f ? 1 : 0;
-      } else {
-        predicted = std::max_element(y, y + width) - y;
+    forward_secs += round_secs;
+    for (int i = 0; i < k; ++i) {
+      const Slot& slot = slots[i];
+      if (!slot.result.ok()) return Fail(1, slot.result.status());
+      const int64_t at = slot.at, size = slot.size;
+      const HostBatch& batch = slot.batch;
+      const std::vector<float>& outputs = slot.outputs;
+      loss_sum += slot.result->loss_sum;
+      correct += slot.result->correct;
+      if (binary) {
+        probabilities.insert(probabilities.end(), outputs.begin(),
+                             outputs.end());
+        labels.insert(labels.end(), batch.labels.begin(), batch.labels.end());
       }
-      line.clear();
-      if (csv) {
-        absl::StrAppend(&line, at + b);
-        for (int64_t c = 0; c < width; ++c) {
-          line += ',';
-          AppendFloat(y[c], &line);
+      for (int64_t b = 0; b < size; ++b) {
+        const float* y = outputs.data() + b * width;
+        int64_t predicted = 0;
+        if (width == 1) {
+          predicted = y[0] >= 0.5f ? 1 : 0;
+        } else {
+          predicted = std::max_element(y, y + width) - y;
         }
-        if (classes) absl::StrAppend(&line, ",", predicted);
-      } else {
-        absl::StrAppend(
-            &line, "{\"index\":", at + b,
-            classes ? ",\"probabilities\":[" : ",\"predictions\":[");
-        for (int64_t c = 0; c < width; ++c) {
-          if (c > 0) line += ',';
-          AppendFloat(y[c], &line);
-        }
-        line += ']';
-        if (classes) absl::StrAppend(&line, ",\"class\":", predicted);
-        line += '}';
-      }
-      line += '\n';
-      std::fwrite(line.data(), 1, line.size(), out);
-      if (inputs_out != nullptr) {
         line.clear();
-        AppendInputs(model->model, batch, b, at + b, **predictor, &line);
-        std::fwrite(line.data(), 1, line.size(), inputs_out);
+        if (csv) {
+          absl::StrAppend(&line, at + b);
+          for (int64_t c = 0; c < width; ++c) {
+            line += ',';
+            AppendFloat(y[c], &line);
+          }
+          if (classes) absl::StrAppend(&line, ",", predicted);
+        } else {
+          absl::StrAppend(
+              &line, "{\"index\":", at + b,
+              classes ? ",\"probabilities\":[" : ",\"predictions\":[");
+          for (int64_t c = 0; c < width; ++c) {
+            if (c > 0) line += ',';
+            AppendFloat(y[c], &line);
+          }
+          line += ']';
+          if (classes) absl::StrAppend(&line, ",\"class\":", predicted);
+          line += '}';
+        }
+        line += '\n';
+        std::fwrite(line.data(), 1, line.size(), out);
+        if (inputs_out != nullptr) {
+          line.clear();
+          AppendInputs(model->model, batch, b, at + b, first, &line);
+          std::fwrite(line.data(), 1, line.size(), inputs_out);
+        }
       }
     }
     const auto now = std::chrono::steady_clock::now();
-    const int64_t done = at + size;
+    const int64_t done = slots[k - 1].at + slots[k - 1].size;
     if (now - last > std::chrono::milliseconds(500) || done == n) {
       last = now;
       const double secs = std::chrono::duration<double>(now - start).count();
