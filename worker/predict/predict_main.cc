@@ -20,7 +20,6 @@
 #include <thread>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/binary_metrics.h"
@@ -30,6 +29,7 @@
 #include "worker/backend/device_choice.h"
 #include "worker/data/example_set.h"
 #include "worker/export/trained_model.h"
+#include "worker/predict/prediction_lines.h"
 #include "worker/predict/predictor.h"
 
 DEFINE_string(checkpoint, "",
@@ -65,70 +65,6 @@ int Fail(int code, const absl::Status& status) {
   std::fprintf(stderr, "tessera_predict: %s\n",
                std::string(status.message()).c_str());
   return code;
-}
-
-// Appends example `b` of `batch` as the ONNX model's inputs (see
-// --write_inputs).
-void AppendInputs(const ModelDef& model, const HostBatch& batch, int64_t b,
-                  int64_t index, const Predictor& predictor, std::string* line);
-
-// Floats printed so that reading them back gives the same float.
-void AppendFloat(float v, std::string* out) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.9g", v);
-  out->append(buf);
-}
-
-void AppendInputs(const ModelDef& model, const HostBatch& batch, int64_t b,
-                  int64_t index, const Predictor& predictor,
-                  std::string* line) {
-  absl::StrAppend(line, "{\"index\":", index, ",\"label\":");
-  if (!batch.class_labels.empty()) {
-    absl::StrAppend(line, batch.class_labels[b]);
-  } else {
-    AppendFloat(batch.labels[b], line);
-  }
-  int dense = 0, sparse = 0;
-  for (const InputDef& in : model.inputs()) {
-    absl::StrAppend(line, ",\"", in.name(), "\":[");
-    if (in.has_dense()) {
-      const std::vector<float>& values = batch.dense[dense++];
-      const int64_t n = static_cast<int64_t>(values.size()) / batch.size;
-      for (int64_t k = 0; k < n; ++k) {
-        if (k > 0) *line += ',';
-        AppendFloat(values[b * n + k], line);
-      }
-    } else {
-      const std::vector<int64_t>& offsets = batch.offsets[sparse];
-      const std::vector<int64_t>& ids = batch.ids[sparse++];
-      for (int64_t k = offsets[b]; k < offsets[b + 1]; ++k) {
-        if (k > offsets[b]) *line += ',';
-        absl::StrAppend(line, ids[k]);
-      }
-    }
-    *line += ']';
-  }
-  absl::flat_hash_map<std::string, int> sparse_index;
-  for (const InputDef& in : model.inputs()) {
-    if (in.has_sparse()) {
-      const int next = static_cast<int>(sparse_index.size());
-      sparse_index[in.name()] = next;
-    }
-  }
-  std::vector<float> pooled;
-  for (const LayerDef& layer : model.layers()) {
-    if (!layer.has_embedding_bag()) continue;
-    predictor.PoolEmbeddings(layer, sparse_index, batch, b, &pooled);
-    absl::StrAppend(line, ",\"",
-                    layer.output().empty() ? layer.name() : layer.output(),
-                    "\":[");
-    for (size_t k = 0; k < pooled.size(); ++k) {
-      if (k > 0) *line += ',';
-      AppendFloat(pooled[k], line);
-    }
-    *line += ']';
-  }
-  *line += "}\n";
 }
 
 int Run() {
@@ -210,14 +146,11 @@ int Run() {
                          absl::StrCat("cannot write ", FLAGS_output)));
     }
   }
-  if (csv) {
-    std::string header = "index";
-    for (int64_t c = 0; c < width; ++c) {
-      absl::StrAppend(&header, classes ? ",p" : ",y", c);
-    }
-    if (classes) header += ",class";
-    std::fprintf(out, "%s\n", header.c_str());
-  }
+  PredictionLayout layout;
+  layout.format = csv ? PredictionFormat::kCsv : PredictionFormat::kJsonLines;
+  layout.classes = classes;
+  layout.width = width;
+  if (csv) std::fprintf(out, "%s\n", PredictionHeader(layout).c_str());
 
   std::FILE* inputs_out = nullptr;
   if (!FLAGS_write_inputs.empty()) {
@@ -288,38 +221,14 @@ int Run() {
         labels.insert(labels.end(), batch.labels.begin(), batch.labels.end());
       }
       for (int64_t b = 0; b < size; ++b) {
-        const float* y = outputs.data() + b * width;
-        int64_t predicted = 0;
-        if (width == 1) {
-          predicted = y[0] >= 0.5f ? 1 : 0;
-        } else {
-          predicted = std::max_element(y, y + width) - y;
-        }
         line.clear();
-        if (csv) {
-          absl::StrAppend(&line, at + b);
-          for (int64_t c = 0; c < width; ++c) {
-            line += ',';
-            AppendFloat(y[c], &line);
-          }
-          if (classes) absl::StrAppend(&line, ",", predicted);
-        } else {
-          absl::StrAppend(
-              &line, "{\"index\":", at + b,
-              classes ? ",\"probabilities\":[" : ",\"predictions\":[");
-          for (int64_t c = 0; c < width; ++c) {
-            if (c > 0) line += ',';
-            AppendFloat(y[c], &line);
-          }
-          line += ']';
-          if (classes) absl::StrAppend(&line, ",\"class\":", predicted);
-          line += '}';
-        }
-        line += '\n';
+        AppendPrediction(layout, at + b,
+                         absl::MakeConstSpan(outputs.data() + b * width, width),
+                         &line);
         std::fwrite(line.data(), 1, line.size(), out);
         if (inputs_out != nullptr) {
           line.clear();
-          AppendInputs(model->model, batch, b, at + b, first, &line);
+          AppendOnnxInputs(model->model, batch, b, at + b, first, &line);
           std::fwrite(line.data(), 1, line.size(), inputs_out);
         }
       }
