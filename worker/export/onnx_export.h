@@ -23,6 +23,7 @@
 #ifndef TESSERA_WORKER_EXPORT_ONNX_EXPORT_H_
 #define TESSERA_WORKER_EXPORT_ONNX_EXPORT_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
@@ -35,6 +36,8 @@ namespace tessera {
 inline constexpr int kOnnxOpset = 17;
 inline constexpr int kOnnxMlOpset = 2;
 inline constexpr int kOnnxIrVersion = 8;
+// The id that pads a bag in the ONNX model's sparse inputs.
+inline constexpr int64_t kOnnxPaddingId = -1;
 
 struct OnnxExportOptions {
   // Leave the tables out: the pooled embeddings are the model's inputs.
