@@ -4,7 +4,8 @@
 # checkpoint (so rotation deletes what the evaluator may be reading); the
 # evaluator writes a line per checkpoint it evaluated to eval.jsonl and
 # TensorBoard scalars under tensorboard/eval, and its last line, the final
-# checkpoint's, holds the test accuracy and AUC the coordinator printed.
+# checkpoint's, holds the test accuracy and AUC the coordinator printed;
+# TensorBoard's own reader (deploy/python_env.sh) finds the scalars.
 #
 # Usage: evaluator_check.sh <tessera_local> <tessera_ctr_gen> <source root>
 set -euo pipefail
@@ -34,4 +35,16 @@ got_auc=$(echo "$last" | sed -n 's/.*"auc":\([0-9.]*\).*/\1/p')
   echo "FAIL: the evaluator's final accuracy $got_acc is not $acc"; exit 1; }
 [ "$(printf '%.4f' "$got_auc")" = "$auc" ] || {
   echo "FAIL: the evaluator's final AUC $got_auc is not $auc"; exit 1; }
+PYENV="${TESSERA_PYENV:-$HOME/.cache/tessera/pyenv}"
+"$PYENV/bin/python" - "$DIR/run/tensorboard/eval" "$lines" <<'PY'
+import sys
+from tensorboard.backend.event_processing import event_accumulator
+acc = event_accumulator.EventAccumulator(sys.argv[1])
+acc.Reload()
+tags = acc.Tags()["scalars"]
+for tag in ("eval/loss", "eval/accuracy", "eval/auc", "eval/log_loss"):
+    assert tag in tags, (tag, tags)
+    assert len(acc.Scalars(tag)) == int(sys.argv[2]), tag
+print("tensorboard: " + ", ".join(sorted(tags)))
+PY
 echo "PASS"
