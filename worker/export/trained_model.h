@@ -53,8 +53,9 @@ struct TrainedModel {
 // checkpoint is verified and its variables restored exactly as a training
 // job's restore does (common/checkpoint_dir.h, ps_server/
 // shard_checkpoint.h), onto one shard per variable, so a missing, damaged
-// or mismatched checkpoint gets the errors a restore gives. Memory: the
-// model's values and optimizer slots, once.
+// or mismatched checkpoint gets the errors a restore gives. Memory at its
+// peak: the values and optimizer slots the restore fills, plus the values
+// copied out of them (what is returned).
 absl::StatusOr<TrainedModel> LoadTrainedModel(const std::string& path);
 
 }  // namespace tessera
