@@ -31,6 +31,8 @@ trap 'rm -rf "$DIR"' EXIT
   --test_examples="$EXAMPLES" --out_dir="$DIR/ctr" > /dev/null 2>&1
 
 {
+  echo "$(date -u +%Y-%m-%d), $(nproc) cores ($(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1)), load average $(cut -d' ' -f1 /proc/loadavg) at the start; tessera_predict with one thread per core, ONNX Runtime with its defaults."
+  echo
   echo "| model | examples | tessera_predict ex/s (model) | tessera_predict ex/s (end to end) | ONNX Runtime ex/s | ratio (model) |"
   echo "|---|---:|---:|---:|---:|---:|"
 } > "$OUT.tmp"
