@@ -3,9 +3,13 @@
 //   build/worker/export/tessera_export --checkpoint=/tmp/run/ckpt
 //       --output=/tmp/model.onnx
 //
-// --checkpoint is a checkpoint root (its newest valid checkpoint is taken)
-// or one checkpoint folder (ckpt-0000000120). Exit code 2 for a bad command
-// line, 1 when the checkpoint cannot be read or the model not exported.
+// --checkpoint is a checkpoint root (its newest valid checkpoint is taken),
+// one checkpoint folder (ckpt-0000000120) or a model file. Formats: ONNX
+// (worker/export/onnx_export.h: with the tables, or with pooled embeddings
+// as inputs and the tables as text files, --tables_dir), or the whole model
+// as one file (--format=tessera, worker/export/model_file.h). Exit code 2
+// for a bad command line, 1 when the checkpoint cannot be read or the model
+// not exported.
 
 #include <cstdio>
 #include <string>
@@ -19,8 +23,8 @@
 #include "worker/export/trained_model.h"
 
 DEFINE_string(checkpoint, "",
-              "A checkpoint root (its newest valid checkpoint) or one "
-              "checkpoint folder (<root>/ckpt-<step>).");
+              "A checkpoint root (its newest valid checkpoint), one "
+              "checkpoint folder (<root>/ckpt-<step>) or a model file.");
 DEFINE_string(output, "", "The file to write.");
 DEFINE_string(format, "onnx",
               "onnx: an ONNX model (opset 17); tessera: the whole model as "

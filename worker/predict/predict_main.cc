@@ -33,8 +33,9 @@
 #include "worker/predict/predictor.h"
 
 DEFINE_string(checkpoint, "",
-              "A checkpoint root (its newest valid checkpoint) or one "
-              "checkpoint folder (<root>/ckpt-<step>).");
+              "A checkpoint root (its newest valid checkpoint), one "
+              "checkpoint folder (<root>/ckpt-<step>) or a model file "
+              "(tessera_export --format=tessera).");
 DEFINE_string(data_dir, "",
               "Read the examples from this folder (the job's data format: "
               "IDX files, or train.tsv and test.tsv) instead of the job's.");
