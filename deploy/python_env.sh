@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Creates the Python environment the checks need (TensorBoard's own event
-# file reader, matplotlib for charts) at ${TESSERA_PYENV:-~/.cache/tessera/
+# file reader, matplotlib for charts, onnx's checker and ONNX Runtime for
+# exported models) at ${TESSERA_PYENV:-~/.cache/tessera/
 # pyenv}, from PyPI, with pinned versions. Safe to run any number of times:
 # it does nothing when the environment already holds exactly these pins.
 # Needs python3-venv (deploy/install.sh installs it).
@@ -17,6 +18,8 @@ REQUIREMENTS=(
   protobuf==6.33.0
   numpy==2.3.4
   setuptools==80.9.0
+  onnx==1.19.1
+  onnxruntime==1.23.2
 )
 
 STAMP="$PYENV/.tessera-requirements"
@@ -42,6 +45,7 @@ python3 -m venv "$PYENV"
 "$PYENV/bin/python" -c '
 from tensorboard.backend.event_processing import event_accumulator
 import matplotlib
+import onnx, onnxruntime
 '
 echo "$WANTED" > "$STAMP"
 echo "python_env.sh: done"

@@ -51,6 +51,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <fstream>
@@ -84,6 +85,13 @@
 DEFINE_int32(num_ps, 2,
              "Number of parameter servers to start (0: mirrored training).");
 DEFINE_int32(num_workers, 2, "Number of workers to start.");
+DEFINE_bool(evaluator, false,
+            "Also start the evaluator task (worker/evaluate/"
+            "tessera_evaluator): it evaluates each new checkpoint on the test "
+            "set, writing <run_dir>/eval.jsonl and tensorboard/eval. It never "
+            "holds training up: its exit or failure is reported, not fatal, "
+            "and it is stopped with the others once the coordinator is done "
+            "(after --grace_period_s).");
 DEFINE_string(run_dir, "",
               "Folder for cluster.json, the process logs and the "
               "coordinator's metrics; created with its parents. Default: "
@@ -109,6 +117,7 @@ constexpr int kExitInterrupted = 130;
 constexpr int kTailLines = 20;
 constexpr char kHost[] = "127.0.0.1";
 constexpr char kChiefName[] = "chief";
+constexpr char kEvaluatorName[] = "evaluator";
 
 // How often the main loop checks for signals while waiting on children.
 constexpr absl::Duration kTick = absl::Milliseconds(100);
@@ -477,9 +486,35 @@ absl::Status Launcher::Prepare() {
                     coordinator_args_.end());
   members_.push_back(
       {kChiefName, "chief", 0, address(0), chief_bin, std::move(chief_args)});
+  if (FLAGS_evaluator) {
+    const std::string evaluator_bin =
+        bin_dir + "/worker/evaluate/tessera_evaluator";
+    if (absl::Status status = CheckBinaries({evaluator_bin}); !status.ok()) {
+      return status;
+    }
+    // It watches the folder the coordinator writes to: the user's
+    // --checkpoint_dir when given (it comes last, so it wins there too).
+    std::string checkpoints = run_dir_ + "/checkpoints";
+    for (const std::string& arg : coordinator_args_) {
+      for (const char* prefix : {"--checkpoint_dir=", "-checkpoint_dir="}) {
+        if (absl::StartsWith(arg, prefix)) {
+          checkpoints = arg.substr(std::strlen(prefix));
+        }
+      }
+    }
+    members_.push_back({kEvaluatorName,
+                        "evaluator",
+                        0,
+                        "-",
+                        evaluator_bin,
+                        {absl::StrCat("--checkpoint_dir=", checkpoints),
+                         absl::StrCat("--run_dir=", run_dir_)}});
+  }
 
   cluster_ = nlohmann::json::object();
   for (const Member& member : members_) {
+    // As in TensorFlow, the evaluator is a task outside the cluster.
+    if (member.type == "evaluator") continue;
     cluster_[member.type].push_back(member.address);
   }
   return WriteFile(run_dir_ + "/cluster.json",
@@ -599,6 +634,19 @@ int Launcher::Supervise() {
     // Once a process has exited cleanly the coordinator is shutting the
     // cluster down (it does so when it fails, too), and a restarted
     // process would only meet an emptying cluster.
+    if (exit->name == kEvaluatorName) {
+      // The evaluator follows training and never holds it up.
+      if (exit->status.success()) {
+        Say("tessera_local: the evaluator finished; see %s\n",
+            LogPath(exit->name));
+      } else {
+        Complain(
+            "tessera_local: warning: the evaluator %s; training goes on "
+            "without it (see %s)\n",
+            exit->status.ToString(), LogPath(exit->name));
+      }
+      continue;
+    }
     std::string why;
     bool restartable = !early_exit.has_value();
     if (!restartable && !exit->status.success()) {

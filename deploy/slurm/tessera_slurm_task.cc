@@ -10,11 +10,16 @@
 //   chief  -> <bin_dir>/coordinator/tessera_coordinator, with the arguments
 //             after "--";
 //   ps     -> <bin_dir>/ps_server/tessera_ps;
-//   worker -> <bin_dir>/worker/tessera_worker.
-// Each gets --listen_host when it is given here (--listen_host=cluster when
-// several fake nodes share one machine), and --job_token_file when it is
-// given here (the sbatch scripts write one token per job). The binary reads
-// its cluster from TF_CONFIG, so it needs none of the Slurm flags.
+//   worker -> <bin_dir>/worker/tessera_worker;
+//   evaluator -> <bin_dir>/worker/evaluate/tessera_evaluator, watching the
+//             --checkpoint_dir (and writing into the --run_dir) of the
+//             arguments after "--", which must name a checkpoint folder
+//             every node shares.
+// Each but the evaluator gets --listen_host when it is given here
+// (--listen_host=cluster when several fake nodes share one machine), and
+// --job_token_file when it is given here (the sbatch scripts write one token
+// per job). The binary reads its cluster from TF_CONFIG, so it needs none of
+// the Slurm flags.
 //
 // With srun --multi-prog, the binaries can instead be started directly with
 // --slurm_jobs (deploy/slurm/train_multiprog.sbatch); this program is for
@@ -41,6 +46,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
@@ -85,9 +91,24 @@ absl::StatusOr<std::string> BinaryFor(absl::string_view type) {
   if (type == "chief") return "coordinator/tessera_coordinator";
   if (type == "ps") return "ps_server/tessera_ps";
   if (type == "worker") return "worker/tessera_worker";
-  return absl::InvalidArgumentError(
-      absl::StrCat("no Tessera binary runs tasks of type \"", type,
-                   "\"; --slurm_jobs may name chief, ps and worker"));
+  if (type == "evaluator") return "worker/evaluate/tessera_evaluator";
+  return absl::InvalidArgumentError(absl::StrCat(
+      "no Tessera binary runs tasks of type \"", type,
+      "\"; --slurm_jobs may name chief, ps, worker and evaluator"));
+}
+
+// The value of --<name>=... (or -<name>=...) among the coordinator's
+// arguments, the last one winning as it does there; "" if absent.
+std::string CoordinatorFlag(const std::vector<std::string>& args,
+                            absl::string_view name) {
+  std::string value;
+  for (const std::string& arg : args) {
+    for (const std::string& prefix :
+         {absl::StrCat("--", name, "="), absl::StrCat("-", name, "=")}) {
+      if (absl::StartsWith(arg, prefix)) value = arg.substr(prefix.size());
+    }
+  }
+  return value;
 }
 
 // The cluster from Slurm, by the same code path as every binary's
@@ -120,6 +141,20 @@ absl::StatusOr<std::vector<std::string>> CommandLine(
   absl::StatusOr<std::string> bin_dir = BinDir();
   if (!bin_dir.ok()) return bin_dir.status();
   std::vector<std::string> line = {absl::StrCat(*bin_dir, "/", *relative)};
+  if (cluster.task().type == "evaluator") {
+    // It talks to no task: it reads the checkpoints the coordinator writes.
+    const std::string checkpoints =
+        CoordinatorFlag(chief_args, "checkpoint_dir");
+    if (checkpoints.empty()) {
+      return absl::InvalidArgumentError(
+          "an evaluator task needs the coordinator's --checkpoint_dir (after "
+          "\"--\"), a folder every node shares");
+    }
+    line.push_back(absl::StrCat("--checkpoint_dir=", checkpoints));
+    const std::string run_dir = CoordinatorFlag(chief_args, "run_dir");
+    if (!run_dir.empty()) line.push_back(absl::StrCat("--run_dir=", run_dir));
+    return line;
+  }
   if (!gflags::GetCommandLineFlagInfoOrDie("listen_host").is_default) {
     line.push_back(absl::StrCat("--listen_host=", FLAGS_listen_host));
   }

@@ -198,6 +198,27 @@ TEST_F(TesseraLocalTest, GivesEveryProcessThePrivateTokenFile) {
   EXPECT_THAT(LauncherOutput(), Not(HasSubstr("restarting")));
 }
 
+// An evaluator that fails at once is reported and training carries on: the
+// job still succeeds, nothing is restarted. It watches the coordinator's
+// checkpoint folder and is no member of the cluster.
+TEST_F(TesseraLocalTest, FailingEvaluatorNeverStopsTheJob) {
+  mkdir((dir_ + "/bin/worker/evaluate").c_str(), 0755);
+  WriteExecutable(dir_ + "/bin/worker/evaluate/tessera_evaluator",
+                  "#!/bin/sh\necho \"started $*\"\nexit 1\n");
+  StartLauncher({"--evaluator", "--", "--checkpoint_dir=" + dir_ + "/ck"});
+  ASSERT_TRUE(Eventually([&] {
+    return absl::StrContains(LauncherOutput(), "training goes on without it");
+  })) << LauncherOutput();
+  Finish(0);
+  EXPECT_EQ(WaitForLauncher(), 0) << LauncherOutput();
+  EXPECT_THAT(ReadFile(run_dir_ + "/evaluator.log"),
+              HasSubstr("started --checkpoint_dir=" + dir_ +
+                        "/ck --run_dir=" + run_dir_));
+  EXPECT_THAT(ReadFile(run_dir_ + "/cluster.json"),
+              Not(HasSubstr("evaluator")));
+  EXPECT_THAT(LauncherOutput(), Not(HasSubstr("restarting")));
+}
+
 TEST_F(TesseraLocalTest, EachRunGetsANewToken) {
   StartLauncher({});
   Finish(0);

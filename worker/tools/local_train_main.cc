@@ -30,6 +30,10 @@ DEFINE_int64(train_examples, -1,
              "Use only the first N training examples (-1: the job's cap).");
 DEFINE_int64(test_examples, -1,
              "Use only the first N test examples (-1: the job's cap).");
+DEFINE_string(checkpoint_dir, "",
+              "Write a checkpoint of the trained model under this root after "
+              "the last epoch (one parameter server's layout), for "
+              "tessera_export and tessera_predict.");
 
 namespace tessera {
 namespace {
@@ -89,6 +93,12 @@ int Run() {
                          : "-",
         r->examples / std::max(r->seconds, 1e-9));
     std::fflush(stdout);
+  }
+  if (!FLAGS_checkpoint_dir.empty()) {
+    absl::StatusOr<std::string> saved =
+        (*trainer)->SaveCheckpoint(FLAGS_checkpoint_dir, schedule->epochs());
+    if (!saved.ok()) return Fail(1, saved.status());
+    std::printf("checkpoint %s\n", saved->c_str());
   }
   return 0;
 }

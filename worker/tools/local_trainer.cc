@@ -7,12 +7,15 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/binary_metrics.h"
+#include "common/checkpoint_dir.h"
 #include "common/counter_rng.h"
 #include "common/model/model_graph.h"
 #include "common/model/model_presets.h"
 #include "common/model/model_support.h"
 #include "common/model/variable_optimizer.h"
+#include "ps_server/shard_checkpoint.h"
 #include "worker/data/batch_view.h"
 #include "worker/data/ctr_dataset.h"
 
@@ -257,6 +260,32 @@ absl::StatusOr<LocalEpoch> LocalTrainer::RunEpoch(
   out.train_accuracy = static_cast<double>(correct) / seen;
   if (absl::Status s = Evaluate(&out); !s.ok()) return s;
   return out;
+}
+
+absl::StatusOr<std::string> LocalTrainer::SaveCheckpoint(
+    const std::string& root, int epoch) {
+  CheckpointDir dir(root);
+  absl::StatusOr<std::string> folder = dir.Prepare(step_);
+  if (!folder.ok()) return folder.status();
+  SaveShardsResponse saved;
+  if (absl::Status s = SaveShardCheckpoint(store_, *folder, 0, &saved);
+      !s.ok()) {
+    return s;
+  }
+  CheckpointManifest manifest;
+  manifest.set_global_step(step_);
+  manifest.set_epoch(epoch + 1);
+  manifest.set_num_ps(1);
+  *manifest.mutable_optimizer() = job_.optimizer();
+  *manifest.mutable_job() = job_;
+  manifest.set_created_unix_micros(absl::ToUnixMicros(absl::Now()));
+  *manifest.add_files() = saved.file();
+  for (CheckpointVariable& v : *saved.mutable_variables()) {
+    *v.mutable_partitioner() = job_.partitioner();
+    *manifest.add_variables() = std::move(v);
+  }
+  if (absl::Status s = dir.Commit(manifest); !s.ok()) return s;
+  return *folder;
 }
 
 }  // namespace tessera

@@ -57,6 +57,13 @@ class LocalTrainer {
   // backends see the same batches and dropout masks.
   absl::StatusOr<std::vector<double>> TrainSteps(int64_t steps);
 
+  // Writes every variable as a checkpoint of one parameter server under
+  // `root` (common/checkpoint_dir.h), at the steps trained so far, as a
+  // cluster's coordinator does, so tessera_export and tessera_predict read
+  // it as they read a cluster's. Returns the checkpoint's folder.
+  absl::StatusOr<std::string> SaveCheckpoint(const std::string& root,
+                                             int epoch);
+
   // Every dense variable's current value, in the graph's order, with its
   // name.
   std::vector<std::pair<std::string, std::vector<float>>> DenseValues() const;

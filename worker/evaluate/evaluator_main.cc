@@ -1,0 +1,97 @@
+// The evaluator task beside a training job (worker/evaluate/
+// checkpoint_evaluator.h): evaluates each new checkpoint in
+// --checkpoint_dir on the job's test set, writing <run_dir>/eval.jsonl and
+// TensorBoard scalars under <run_dir>/tensorboard/eval, and exits once the
+// job's final checkpoint is evaluated (or on SIGTERM/SIGINT, after the
+// evaluation in progress). It runs at a lower CPU priority (--nice) so it
+// takes what training leaves. tessera_local --evaluator starts one.
+//
+//   build/worker/evaluate/tessera_evaluator
+//       --checkpoint_dir=RUN/checkpoints --run_dir=RUN
+//
+// Exit code 2 for a bad command line, 1 when the test set cannot be read
+// or the results cannot be written.
+
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/command_line.h"
+#include "common/shutdown_signal.h"
+#include "gflags/gflags.h"
+#include "worker/backend/cpu/cpu_backend.h"
+#include "worker/evaluate/checkpoint_evaluator.h"
+
+DEFINE_string(checkpoint_dir, "", "The training job's checkpoint root.");
+DEFINE_string(run_dir, "",
+              "Where eval.jsonl and tensorboard/eval go (default: the "
+              "checkpoint root's parent folder).");
+DEFINE_string(data_dir, "",
+              "Read the test set from this folder instead of the job's.");
+DEFINE_int64(max_examples, -1, "Evaluate only the first N test examples.");
+DEFINE_int32(batch_size, 1024, "Examples per forward pass.");
+DEFINE_double(poll_seconds, 2, "How often to look for a new checkpoint.");
+DEFINE_double(max_idle_seconds, 0,
+              "Stop after this long without a new checkpoint (0: wait for "
+              "the job's final checkpoint).");
+DEFINE_int32(nice, 10, "CPU priority increment, so training comes first.");
+
+namespace tessera {
+namespace {
+
+int Fail(int code, const absl::Status& status) {
+  std::fprintf(stderr, "tessera_evaluator: %s\n",
+               std::string(status.message()).c_str());
+  return code;
+}
+
+int Run() {
+  if (FLAGS_checkpoint_dir.empty()) {
+    return Fail(2, absl::InvalidArgumentError("--checkpoint_dir is required"));
+  }
+  if (FLAGS_batch_size < 1 || !(FLAGS_poll_seconds > 0) ||
+      !(FLAGS_max_idle_seconds >= 0)) {
+    return Fail(2, absl::InvalidArgumentError(
+                       "--batch_size and --poll_seconds must be positive, "
+                       "--max_idle_seconds not negative"));
+  }
+  if (FLAGS_nice > 0) setpriority(PRIO_PROCESS, 0, FLAGS_nice);
+  InstallShutdownSignals();
+  EvaluatorOptions options;
+  options.checkpoint_root = FLAGS_checkpoint_dir;
+  options.run_dir = FLAGS_run_dir;
+  if (options.run_dir.empty()) {
+    std::string root = FLAGS_checkpoint_dir;
+    while (root.size() > 1 && root.back() == '/') root.pop_back();
+    const size_t slash = root.rfind('/');
+    options.run_dir = slash == std::string::npos ? "." : root.substr(0, slash);
+  }
+  options.data_dir = FLAGS_data_dir;
+  options.max_examples = FLAGS_max_examples;
+  options.batch = FLAGS_batch_size;
+  options.poll = absl::Seconds(FLAGS_poll_seconds);
+  options.max_idle = absl::Seconds(FLAGS_max_idle_seconds);
+  CpuBackend cpu;
+  CheckpointEvaluator evaluator(options, &cpu);
+  absl::Status s = evaluator.Run([] { return ShutdownSignalled(); },
+                                 [](const std::string& line) {
+                                   std::printf("%s\n", line.c_str());
+                                   std::fflush(stdout);
+                                 });
+  if (!s.ok()) return Fail(1, s);
+  std::printf("tessera_evaluator: %lld checkpoints evaluated\n",
+              static_cast<long long>(evaluator.evaluated()));
+  return 0;
+}
+
+}  // namespace
+}  // namespace tessera
+
+int main(int argc, char** argv) {
+  gflags::SetUsageMessage(
+      "Evaluates each new checkpoint of a training job on its test set");
+  tessera::ParseCommandLineOrExit(&argc, &argv);
+  return tessera::Run();
+}

@@ -1,0 +1,107 @@
+// Writes a trained model out of a checkpoint, with no cluster running:
+//
+//   build/worker/export/tessera_export --checkpoint=/tmp/run/ckpt
+//       --output=/tmp/model.onnx
+//
+// --checkpoint is a checkpoint root (its newest valid checkpoint is taken),
+// one checkpoint folder (ckpt-0000000120) or a model file. Formats: ONNX
+// (worker/export/onnx_export.h: with the tables, or with pooled embeddings
+// as inputs and the tables as text files, --tables_dir), or the whole model
+// as one file (--format=tessera, worker/export/model_file.h). Exit code 2
+// for a bad command line, 1 when the checkpoint cannot be read or the model
+// not exported.
+
+#include <cstdio>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/command_line.h"
+#include "gflags/gflags.h"
+#include "worker/export/model_file.h"
+#include "worker/export/onnx_export.h"
+#include "worker/export/table_files.h"
+#include "worker/export/trained_model.h"
+
+DEFINE_string(checkpoint, "",
+              "A checkpoint root (its newest valid checkpoint), one "
+              "checkpoint folder (<root>/ckpt-<step>) or a model file.");
+DEFINE_string(output, "", "The file to write.");
+DEFINE_string(format, "onnx",
+              "onnx: an ONNX model (opset 17); tessera: the whole model as "
+              "one file tessera_predict --checkpoint loads, with no "
+              "parameter server.");
+DEFINE_string(embeddings, "tables",
+              "tables: the embedding tables are in the model and its inputs "
+              "are ids; pooled_inputs: the tables are left out and each "
+              "embedding_bag layer's pooled output is an input.");
+DEFINE_bool(external_data, false,
+            "Write the weights and tables to <output>.data beside the ONNX "
+            "file (ONNX external data); done anyway for a model over 2 GB.");
+DEFINE_string(tables_dir, "",
+              "Also write every embedding table as <dir>/<table>.tsv (id, "
+              "tab, the row's values), for serving a model exported with "
+              "--embeddings=pooled_inputs.");
+
+namespace tessera {
+namespace {
+
+int Fail(int code, const absl::Status& status) {
+  std::fprintf(stderr, "tessera_export: %s\n",
+               std::string(status.message()).c_str());
+  return code;
+}
+
+int Run() {
+  if (FLAGS_checkpoint.empty() || FLAGS_output.empty()) {
+    return Fail(2, absl::InvalidArgumentError(
+                       "--checkpoint and --output are required"));
+  }
+  if (FLAGS_format != "onnx" && FLAGS_format != "tessera") {
+    return Fail(
+        2, absl::InvalidArgumentError(absl::StrCat(
+               "--format: '", FLAGS_format, "' is neither onnx nor tessera")));
+  }
+  if (FLAGS_embeddings != "tables" && FLAGS_embeddings != "pooled_inputs") {
+    return Fail(2, absl::InvalidArgumentError(
+                       absl::StrCat("--embeddings: '", FLAGS_embeddings,
+                                    "' is neither tables nor pooled_inputs")));
+  }
+  absl::StatusOr<TrainedModel> model = LoadTrainedModel(FLAGS_checkpoint);
+  if (!model.ok()) return Fail(1, model.status());
+  if (!FLAGS_tables_dir.empty()) {
+    if (absl::Status s = WriteTableFiles(*model, FLAGS_tables_dir); !s.ok()) {
+      return Fail(1, s);
+    }
+  }
+  if (FLAGS_format == "tessera") {
+    if (absl::Status s = WriteModelFile(*model, FLAGS_output); !s.ok()) {
+      return Fail(1, s);
+    }
+    std::printf("tessera_export: wrote %s (checkpoint %s, global step %lld)\n",
+                FLAGS_output.c_str(), model->checkpoint.c_str(),
+                static_cast<long long>(model->global_step));
+    return 0;
+  }
+  OnnxExportOptions options;
+  options.pooled_inputs = FLAGS_embeddings == "pooled_inputs";
+  absl::StatusOr<onnx::ModelProto> onnx = ExportOnnx(*model, options);
+  if (!onnx.ok()) return Fail(1, onnx.status());
+  if (absl::Status s = WriteOnnxFile(&*onnx, FLAGS_output, FLAGS_external_data);
+      !s.ok()) {
+    return Fail(1, s);
+  }
+  std::printf("tessera_export: wrote %s (checkpoint %s, global step %lld)\n",
+              FLAGS_output.c_str(), model->checkpoint.c_str(),
+              static_cast<long long>(model->global_step));
+  return 0;
+}
+
+}  // namespace
+}  // namespace tessera
+
+int main(int argc, char** argv) {
+  gflags::SetUsageMessage(
+      "Exports a trained model from a checkpoint (ONNX), with no cluster");
+  tessera::ParseCommandLineOrExit(&argc, &argv);
+  return tessera::Run();
+}

@@ -1,0 +1,49 @@
+// The lines tessera_predict writes: one per example, as JSON lines or
+// CSV, and (--write_inputs) the example as an exported ONNX model's inputs.
+// Floats print with 9 significant digits, so reading one back gives the
+// same float.
+#ifndef TESSERA_WORKER_PREDICT_PREDICTION_LINES_H_
+#define TESSERA_WORKER_PREDICT_PREDICTION_LINES_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/types/span.h"
+#include "proto/model.pb.h"
+#include "worker/data/example_set.h"
+#include "worker/predict/predictor.h"
+
+namespace tessera {
+
+enum class PredictionFormat { kJsonLines, kCsv };
+
+// Whether outputs are class scores (softmax or sigmoid heads: written as
+// "probabilities" with a predicted "class") or a regression's values
+// ("predictions").
+struct PredictionLayout {
+  PredictionFormat format = PredictionFormat::kJsonLines;
+  bool classes = true;
+  int64_t width = 1;  // values per example
+};
+
+// The CSV header line ("index,p0,...,class"); "" for JSON lines.
+std::string PredictionHeader(const PredictionLayout& layout);
+
+// Appends example `index`'s line for its `width` output values:
+//   {"index":0,"probabilities":[0.01,...],"class":3}   or   0,0.01,...,3
+// The class is the largest score's, or score >= 0.5 for a single one.
+void AppendPrediction(const PredictionLayout& layout, int64_t index,
+                      absl::Span<const float> values, std::string* line);
+
+// Appends example `b` of `batch` (example `index` of the set) as one JSON
+// line of the ONNX model's inputs: {"index", "label", each input by name (a
+// dense input's floats, a sparse input's bag of ids), each embedding_bag
+// layer's output by name (its pooled embeddings, the inputs of an export
+// with pooled inputs)}.
+void AppendOnnxInputs(const ModelDef& model, const HostBatch& batch, int64_t b,
+                      int64_t index, const Predictor& predictor,
+                      std::string* line);
+
+}  // namespace tessera
+
+#endif  // TESSERA_WORKER_PREDICT_PREDICTION_LINES_H_
