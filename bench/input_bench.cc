@@ -1,0 +1,250 @@
+// bench/input: reading and parsing a Criteo-like example (13 floats, 26
+// ids, a label) per format on one core: TFRecord of tf.train.Example plain
+// and gzip, CSV, and Criteo TSV through the in-memory loader. Prints
+// records/s and MB/s of the uncompressed record bytes (and of the file),
+// and the stream reader's rate with its read-ahead thread.
+//
+//   bench_input [--records=200000] [--dir=/tmp]
+
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "bench/bench_main.h"
+#include "common/counter_rng.h"
+#include "worker/data/criteo_reader.h"
+#include "worker/data/csv_parser.h"
+#include "worker/data/example_converter.h"
+#include "worker/data/example_layout.h"
+#include "worker/data/example_parser.h"
+#include "worker/data/file_assignment.h"
+#include "worker/data/record_reader.h"
+#include "worker/data/stream_reader.h"
+
+DEFINE_int64(records, 200000, "Examples per file.");
+DEFINE_string(dir, "/tmp", "Where the bench writes its files.");
+
+namespace tessera {
+namespace {
+
+constexpr int kDense = 13;
+constexpr int kFields = 26;
+
+double Seconds() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Criteo-like examples: heavy-tailed counts, 64-bit ids, clicks.
+CtrDataset MakeData(int64_t n) {
+  CtrDataset data;
+  data.num_dense = kDense;
+  data.num_fields = kFields;
+  data.size = n;
+  data.fields.resize(kFields);
+  for (int64_t i = 0; i < n; ++i) {
+    data.labels.push_back(CounterHash(1, i) % 4 == 0 ? 1.0f : 0.0f);
+    for (int j = 0; j < kDense; ++j) {
+      data.dense.push_back(CriteoDenseValue(
+          static_cast<int64_t>(CounterHash(2, i * kDense + j) % 1000)));
+    }
+    for (int f = 0; f < kFields; ++f) {
+      data.fields[f].ids.push_back(
+          static_cast<int64_t>(CounterHash(3, i * kFields + f) >> 32));
+      data.fields[f].offsets.push_back(
+          static_cast<uint32_t>(data.fields[f].ids.size()));
+    }
+  }
+  return data;
+}
+
+// The DLRM-style model of these examples.
+ModelDef MakeModel() {
+  ModelDef model;
+  for (int f = 0; f < kFields; ++f) {
+    InputDef* in = model.add_inputs();
+    in->set_name(absl::StrCat("C", f + 1));
+    in->mutable_sparse()->set_max_hotness(1);
+  }
+  InputDef* dense = model.add_inputs();
+  dense->set_name("dense");
+  dense->mutable_dense()->add_shape(kDense);
+  model.mutable_label()->set_kind(LabelDef::BINARY);
+  return model;
+}
+
+int64_t FileBytes(const std::string& path) {
+  return static_cast<int64_t>(std::filesystem::file_size(path));
+}
+
+void Row(const char* name, int64_t records, int64_t record_bytes,
+         int64_t file_bytes, double seconds) {
+  std::printf("%-26s %10.0f %10.1f %10.1f\n", name, records / seconds,
+              record_bytes / seconds / 1e6, file_bytes / seconds / 1e6);
+  std::fflush(stdout);
+}
+
+// Reads and parses every record of `path` in this thread.
+absl::Status TimeParse(const char* name, const std::string& format,
+                       const std::string& path, const ExampleSchema& schema,
+                       const CsvOptions& csv) {
+  const double start = Seconds();
+  absl::StatusOr<std::unique_ptr<RecordReader>> reader =
+      OpenRecordReader(format, path, csv);
+  if (!reader.ok()) return reader.status();
+  ExampleParser examples(schema);
+  std::unique_ptr<CsvParser> lines;
+  if (format == "csv") {
+    absl::StatusOr<std::unique_ptr<CsvParser>> p =
+        CsvParser::Create(schema, csv, (*reader)->header());
+    if (!p.ok()) return p.status();
+    lines = *std::move(p);
+  }
+  ParsedExample parsed;
+  int64_t records = 0, bytes = 0;
+  absl::string_view record;
+  while (true) {
+    absl::StatusOr<bool> more = (*reader)->Next(&record);
+    if (!more.ok()) return more.status();
+    if (!*more) break;
+    absl::Status s = lines != nullptr ? lines->Parse(record, &parsed)
+                                      : examples.Parse(record, &parsed);
+    if (!s.ok()) return s;
+    ++records;
+    // TFRecord framing counts: it is read and checked too.
+    bytes += static_cast<int64_t>(record.size()) + (format == "csv" ? 1 : 16);
+  }
+  Row(name, records, bytes, FileBytes(path), Seconds() - start);
+  return absl::OkStatus();
+}
+
+// The stream reader (read-ahead thread, shuffle buffer, batches of 512).
+absl::Status TimeStream(const char* name, const std::string& path,
+                        const ExampleSchema& schema, const DataConfig& data) {
+  absl::StatusOr<int64_t> count =
+      CountRecords(data.format(), path, CsvOptions());
+  if (!count.ok()) return count.status();
+  absl::StatusOr<StreamShard> shard = RecordRange({path}, {*count}, 0, *count);
+  if (!shard.ok()) return shard.status();
+  absl::StatusOr<StreamOptions> options = StreamOptionsOf(data, 7, 0);
+  if (!options.ok()) return options.status();
+  const double start = Seconds();
+  auto reader = StreamReader::Open(schema, *shard, *options, 0);
+  if (!reader.ok()) return reader.status();
+  HostBatch batch;
+  int64_t records = 0;
+  while (true) {
+    absl::StatusOr<int64_t> n = (*reader)->Next(512, &batch);
+    if (!n.ok()) return n.status();
+    if (*n == 0) break;
+    records += batch.size;
+  }
+  const double seconds = Seconds() - start;
+  Row(name, records, FileBytes(path), FileBytes(path), seconds);
+  return absl::OkStatus();
+}
+
+absl::Status Run() {
+  const std::string dir = absl::StrCat(FLAGS_dir, "/bench_input");
+  std::filesystem::create_directories(dir);
+  const CtrDataset data = MakeData(FLAGS_records);
+  const ModelDef model = MakeModel();
+  DataConfig config;
+  config.set_format("tfrecord");
+  config.set_label_feature("label");
+  absl::StatusOr<ExampleSchema> schema = ExampleSchemaOf(model, config);
+  if (!schema.ok()) return schema.status();
+
+  ConvertOptions options;
+  options.prefix = dir + "/plain";
+  auto plain = ConvertCtr(data, options);
+  if (!plain.ok()) return plain.status();
+  options.prefix = dir + "/gzip";
+  options.gzip = true;
+  auto gzip = ConvertCtr(data, options);
+  if (!gzip.ok()) return gzip.status();
+  options.prefix = dir + "/text";
+  options.gzip = false;
+  options.output_format = "csv";
+  auto csv = ConvertCtr(data, options);
+  if (!csv.ok()) return csv.status();
+  // Criteo TSV: label, 13 integers, 26 hex ids.
+  const std::string tsv = dir + "/criteo.tsv";
+  {
+    std::ofstream out(tsv);
+    for (int64_t i = 0; i < data.size; ++i) {
+      out << static_cast<int>(data.labels[i]);
+      for (int j = 0; j < kDense; ++j) {
+        out << '\t' << CounterHash(2, i * kDense + j) % 1000;
+      }
+      char hex[20];
+      for (int f = 0; f < kFields; ++f) {
+        std::snprintf(hex, sizeof(hex), "\t%llx",
+                      static_cast<unsigned long long>(data.fields[f].ids[i]));
+        out << hex;
+      }
+      out << '\n';
+    }
+  }
+
+  std::printf("%d examples per file (13 floats, 26 ids, label), one core\n",
+              static_cast<int>(data.size));
+  std::printf("%-26s %10s %10s %10s\n", "format", "records/s", "MB/s",
+              "file MB/s");
+  CsvOptions csv_options;
+  csv_options.sparse_type = "int";
+  if (absl::Status s =
+          TimeParse("tfrecord", "tfrecord", (*plain)[0], *schema, csv_options);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = TimeParse("tfrecord gzip", "tfrecord", (*gzip)[0],
+                                 *schema, csv_options);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = TimeParse("csv", "csv", (*csv)[0], *schema, csv_options);
+      !s.ok()) {
+    return s;
+  }
+  {
+    const double start = Seconds();
+    absl::StatusOr<CtrDataset> loaded = LoadCriteo(tsv);
+    if (!loaded.ok()) return loaded.status();
+    Row("criteo tsv (LoadCriteo)", loaded->size, FileBytes(tsv), FileBytes(tsv),
+        Seconds() - start);
+  }
+  if (absl::Status s =
+          TimeStream("tfrecord StreamReader", (*plain)[0], *schema, config);
+      !s.ok()) {
+    return s;
+  }
+  config.set_shuffle_buffer(1);
+  if (absl::Status s =
+          TimeStream("  same, shuffle_buffer 1", (*plain)[0], *schema, config);
+      !s.ok()) {
+    return s;
+  }
+  rusage usage = {};
+  getrusage(RUSAGE_SELF, &usage);
+  std::printf("peak RSS %ld MB (the bench holds the data set in memory too)\n",
+              usage.ru_maxrss / 1024);
+  std::filesystem::remove_all(dir);
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace tessera
+
+int main(int argc, char** argv) {
+  return tessera::BenchMain(argc, argv, "bench_input",
+                            "Input formats' read and parse rates.",
+                            tessera::Run);
+}

@@ -1,0 +1,104 @@
+#include "worker/data/file_assignment.h"
+
+#include <glob.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+
+namespace tessera {
+
+absl::StatusOr<std::vector<std::string>> ExpandFileGlobs(
+    absl::Span<const std::string> patterns) {
+  if (patterns.empty()) {
+    return absl::InvalidArgumentError("no data files: the file list is empty");
+  }
+  std::vector<std::string> files;
+  for (const std::string& pattern : patterns) {
+    glob_t g = {};
+    const int rc = glob(pattern.c_str(), GLOB_ERR, nullptr, &g);
+    if (rc == GLOB_NOMATCH || (rc == 0 && g.gl_pathc == 0)) {
+      globfree(&g);
+      return absl::InvalidArgumentError(
+          absl::StrCat("no file matches \"", pattern, "\""));
+    }
+    if (rc != 0) {
+      globfree(&g);
+      return absl::UnavailableError(absl::StrCat("cannot expand \"", pattern,
+                                                 "\": a folder could not "
+                                                 "be read"));
+    }
+    for (size_t i = 0; i < g.gl_pathc; ++i) files.push_back(g.gl_pathv[i]);
+    globfree(&g);
+  }
+  std::sort(files.begin(), files.end());
+  files.erase(std::unique(files.begin(), files.end()), files.end());
+  return files;
+}
+
+int64_t ShardSize(const StreamShard& shard) {
+  int64_t n = 0;
+  for (const FileSlice& s : shard.slices()) n += s.end() - s.begin();
+  return n;
+}
+
+absl::StatusOr<StreamShard> RecordRange(absl::Span<const std::string> files,
+                                        absl::Span<const int64_t> counts,
+                                        int64_t begin, int64_t end) {
+  if (files.size() != counts.size()) {
+    return absl::InvalidArgumentError("files and counts differ in size");
+  }
+  const int64_t total =
+      std::accumulate(counts.begin(), counts.end(), int64_t{0});
+  if (begin < 0 || begin > end || end > total) {
+    return absl::OutOfRangeError(absl::StrCat("records [", begin, ", ", end,
+                                              ") are not inside the ", total,
+                                              " records of the files"));
+  }
+  StreamShard shard;
+  int64_t base = 0;
+  for (size_t i = 0; i < files.size() && base < end; ++i) {
+    const int64_t lo = std::max(begin, base);
+    const int64_t hi = std::min(end, base + counts[i]);
+    if (lo < hi) {
+      FileSlice* s = shard.add_slices();
+      s->set_path(files[i]);
+      s->set_begin(lo - base);
+      s->set_end(hi - base);
+    }
+    base += counts[i];
+  }
+  return shard;
+}
+
+absl::StatusOr<std::vector<StreamShard>> AssignFiles(
+    absl::Span<const std::string> files, absl::Span<const int64_t> counts,
+    int num_shards) {
+  if (num_shards < 1 || files.size() != counts.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot assign ", files.size(), " files (", counts.size(),
+                     " counts) to ", num_shards, " shards"));
+  }
+  std::vector<StreamShard> shards(num_shards);
+  if (static_cast<int64_t>(files.size()) >= num_shards) {
+    for (size_t i = 0; i < files.size(); ++i) {
+      FileSlice* s = shards[i % num_shards].add_slices();
+      s->set_path(files[i]);
+      s->set_begin(0);
+      s->set_end(counts[i]);
+    }
+    return shards;
+  }
+  const int64_t total =
+      std::accumulate(counts.begin(), counts.end(), int64_t{0});
+  for (int k = 0; k < num_shards; ++k) {
+    absl::StatusOr<StreamShard> range = RecordRange(
+        files, counts, total * k / num_shards, total * (k + 1) / num_shards);
+    if (!range.ok()) return range.status();
+    shards[k] = *std::move(range);
+  }
+  return shards;
+}
+
+}  // namespace tessera
