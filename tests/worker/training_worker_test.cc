@@ -21,6 +21,9 @@
 #include "tests/worker/data/idx_test_files.h"
 #include "worker/backend/cpu/cpu_backend.h"
 #include "worker/collective/all_reducer.h"
+#include "worker/data/example_converter.h"
+#include "worker/data/file_assignment.h"
+#include "worker/data/mnist_dataset.h"
 
 namespace tessera {
 namespace {
@@ -222,6 +225,100 @@ TEST_F(TrainingWorkerTest, ReconfigureWithOtherFilesReadsThem) {
   ASSERT_TRUE(eb.ok()) << eb.status();
   EXPECT_EQ(ea->examples(), 5);
   EXPECT_EQ(ea->loss_sum(), eb->loss_sum());
+}
+
+// The same examples as TFRecord files, streamed: a step naming stream
+// positions trains exactly as the step naming the IDX examples does.
+TEST_F(TrainingWorkerTest, StreamedTfRecordStepsMatchTheIdxSteps) {
+  const WorkerConfig idx = Config("a", 1, 5, {3, 2, 3});
+  WorkerConfig streamed = idx;
+  DataConfig* data = streamed.mutable_data();
+  std::vector<std::string> train_files, test_files;
+  for (bool train : {true, false}) {
+    absl::StatusOr<MnistDataset> set =
+        LoadMnist(train ? idx.data().train_images() : idx.data().test_images(),
+                  train ? idx.data().train_labels() : idx.data().test_labels());
+    ASSERT_TRUE(set.ok()) << set.status();
+    ConvertOptions options;
+    options.prefix = absl::StrCat(dir_, train ? "/train" : "/test");
+    options.shards = 2;
+    options.gzip = train;
+    absl::StatusOr<std::vector<std::string>> files =
+        ConvertMnist(*set, options);
+    ASSERT_TRUE(files.ok()) << files.status();
+    (train ? train_files : test_files) = *files;
+  }
+  data->Clear();
+  data->set_format("tfrecord");
+  data->add_train_files(dir_ + "/train-*");
+  data->add_test_files(dir_ + "/test-*");
+  data->set_label_feature("label");
+  data->set_shuffle_buffer(1);
+  // What the coordinator sends: one shard of both files (a slice each).
+  const std::vector<int64_t> train_counts = {2, 2}, test_counts = {1, 2};
+  StreamShard* shard = streamed.add_train_shards();
+  *shard = *RecordRange(train_files, train_counts, 0, 4);
+  for (size_t i = 0; i < test_files.size(); ++i) {
+    FileSlice* f = streamed.add_test_files();
+    f->set_path(test_files[i]);
+    f->set_end(test_counts[i]);
+  }
+
+  std::unique_ptr<TrainingWorker> a = MakeWorker();
+  std::unique_ptr<TrainingWorker> b = MakeWorker();
+  ConfigureResponse ra, rb;
+  ASSERT_TRUE(a->Configure(idx, &ra).ok());
+  absl::Status configured = b->Configure(streamed, &rb);
+  ASSERT_TRUE(configured.ok()) << configured;
+  EXPECT_EQ(rb.train_total(), 4);
+  EXPECT_EQ(rb.test_examples(), 3);
+
+  // The stream's order of pass 0 of this shard, as example indices.
+  StreamOptions options;
+  options.seed = StreamSeed(streamed.seed(), 0);
+  options.shuffle_buffer = 1;
+  const std::vector<int> slices = SliceOrder(2, options);
+  std::vector<int64_t> order;
+  for (int k : slices) {
+    order.push_back(2 * k);
+    order.push_back(2 * k + 1);
+  }
+  for (int64_t first : {0, 2}) {
+    StepRequest by_ids;
+    by_ids.set_step(7);
+    by_ids.set_shard_begin(0);
+    by_ids.set_shard_end(4);
+    by_ids.set_example_ids(EncodeRaw<int64_t>(std::vector<int64_t>(
+        order.begin() + first, order.begin() + first + 2)));
+    StepRequest by_stream;
+    by_stream.set_step(7);
+    StreamStep* step = by_stream.mutable_stream();
+    step->set_shard(0);
+    step->set_pass(0);
+    step->set_first(first);
+    step->set_count(2);
+    StepResponse sa, sb;
+    ASSERT_TRUE(a->RunStep(by_ids, &sa).ok());
+    absl::Status s = b->RunStep(by_stream, &sb);
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_EQ(sb.examples(), 2);
+    EXPECT_EQ(sa.loss(), sb.loss());
+    EXPECT_EQ(sa.replica_checksum(), sb.replica_checksum());
+  }
+  absl::StatusOr<EvaluateResponse> ea = Evaluate(a.get(), 3);
+  absl::StatusOr<EvaluateResponse> eb = Evaluate(b.get(), 3);
+  ASSERT_TRUE(ea.ok()) << ea.status();
+  ASSERT_TRUE(eb.ok()) << eb.status();
+  EXPECT_EQ(eb->examples(), 3);
+  EXPECT_EQ(ea->loss_sum(), eb->loss_sum());
+
+  // A step outside the shard is refused, naming it.
+  StepRequest outside;
+  outside.mutable_stream()->set_first(3);
+  outside.mutable_stream()->set_count(2);
+  StepResponse response;
+  EXPECT_THAT(b->RunStep(outside, &response).message(),
+              HasSubstr("outside shard 0's 4 records"));
 }
 
 }  // namespace
