@@ -293,10 +293,15 @@ absl::Status TrainingWorker::StreamBatch(const StepRequest& request,
   }
   const StreamStep& step = request.stream();
   int64_t bad = 0;
+  std::string why_bad;
   if (absl::Status s = stream_->Take(step.shard(), step.pass(), step.first(),
-                                     step.count(), &batch_, &bad);
+                                     step.count(), &batch_, &bad, &why_bad);
       !s.ok()) {
     return s;
+  }
+  if (bad > 0) {
+    LOG(WARNING) << "step " << request.step() << " skipped " << bad
+                 << " bad records (skip_bad_records), the last: " << why_bad;
   }
   response->set_bad_records(bad);
   return absl::OkStatus();

@@ -23,6 +23,13 @@ absl::StatusOr<std::unique_ptr<StreamExamples>> StreamExamples::Create(
       !options.ok()) {
     return options.status();
   }
+  if (shards.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "data format \"", data.format(),
+        "\" is streamed, but the job's "
+        "configuration names no shards of the training files (a coordinator "
+        "must glob, count and assign them: WorkerConfig.train_shards)"));
+  }
   std::unique_ptr<StreamExamples> examples(new StreamExamples);
   examples->schema_ = *std::move(schema);
   examples->data_ = data;
@@ -53,8 +60,8 @@ int64_t StreamExamples::shard_size(int shard) const {
 }
 
 absl::Status StreamExamples::Take(int shard, int64_t pass, int64_t first,
-                                  int64_t count, HostBatch* batch,
-                                  int64_t* bad) {
+                                  int64_t count, HostBatch* batch, int64_t* bad,
+                                  std::string* why_bad) {
   const int64_t size = shard_size(shard);
   if (shard < 0 || shard >= static_cast<int>(shards_.size()) || pass < 0 ||
       first < 0 || count < 1 || first + count > size) {
@@ -95,6 +102,7 @@ absl::Status StreamExamples::Take(int shard, int64_t pass, int64_t first,
                                             count, " positions"));
   }
   *bad = reader.bad_records() - bad_before;
+  if (*bad > 0) *why_bad = reader.last_bad_record();
   return absl::OkStatus();
 }
 

@@ -40,8 +40,9 @@ inline bool IsStreamedFormat(const std::string& format) {
 
 class StreamExamples {
  public:
-  // `shards`: every shard of the training set; `test_files`: the test
-  // files in order, each slice [0, its record count).
+  // `shards`: every shard of the training set (FailedPrecondition when
+  // there are none); `test_files`: the test files in order, each slice
+  // [0, its record count).
   static absl::StatusOr<std::unique_ptr<StreamExamples>> Create(
       const DataConfig& data, const ModelDef& model, uint64_t seed,
       std::vector<StreamShard> shards, std::vector<FileSlice> test_files);
@@ -51,9 +52,10 @@ class StreamExamples {
   int64_t test_size() const { return test_size_; }
 
   // Positions [first, first + count) of pass `pass` of `shard`. Sets
-  // *bad to the positions skipped as bad records.
+  // *bad to the positions skipped as bad records and, when there were
+  // some, *why_bad to the last one's error.
   absl::Status Take(int shard, int64_t pass, int64_t first, int64_t count,
-                    HostBatch* batch, int64_t* bad);
+                    HostBatch* batch, int64_t* bad, std::string* why_bad);
 
   // Test records [begin, end), in file order; bad records fail it (an
   // evaluation skips none).

@@ -72,6 +72,7 @@ BufferState Simulate(int64_t size, int64_t capacity, uint64_t seed,
 struct StreamReader::Delivery {
   int64_t index = 0;
   bool bad = false;
+  std::string why_bad;  // when bad: the error, naming file and record
   ParsedExample example;
 };
 
@@ -182,6 +183,7 @@ absl::Status StreamReader::Start(int64_t position) {
   std::sort(needed_.begin(), needed_.end());
   examples_.resize(std::min(capacity, std::max<int64_t>(size_, 1)));
   bad_.assign(examples_.size(), 0);
+  why_bad_.assign(examples_.size(), std::string());
   ring_.resize(options_.read_ahead);
   thread_ = std::thread(&StreamReader::Produce, this);
   // The buffer's records arrive in record order; put each in its slot.
@@ -257,6 +259,7 @@ absl::Status StreamReader::Take(int64_t index, int64_t slot) {
   }
   std::swap(examples_[slot], d.example);
   bad_[slot] = d.bad ? 1 : 0;
+  if (d.bad) why_bad_[slot] = std::move(d.why_bad);
   ++taken_;
   return absl::OkStatus();
 }
@@ -351,6 +354,7 @@ absl::Status StreamReader::ProduceSlice(const FileSlice& slice, int64_t base,
     if (!bad.ok()) {
       if (!options_.skip_bad_records) return bad;
       d->bad = true;
+      d->why_bad = std::string(bad.message());
     }
     ++produced_;
   }
@@ -365,6 +369,7 @@ absl::StatusOr<int64_t> StreamReader::Next(int64_t count, HostBatch* batch) {
     const int64_t j = Pick(pick_seed_, position_, live_);
     if (bad_[j]) {
       ++bad_records_;
+      last_bad_record_ = why_bad_[j];
     } else {
       AppendToBatch(schema_, examples_[j], batch);
     }
@@ -376,6 +381,7 @@ absl::StatusOr<int64_t> StreamReader::Next(int64_t count, HostBatch* batch) {
       buffer_[j] = next_record_++;
     } else {
       std::swap(examples_[j], examples_[live_ - 1]);
+      std::swap(why_bad_[j], why_bad_[live_ - 1]);
       bad_[j] = bad_[live_ - 1];
       buffer_[j] = buffer_[live_ - 1];
       --live_;

@@ -109,6 +109,8 @@ class StreamReader {
   int64_t position() const { return position_; }
   int64_t size() const { return size_; }  // positions of the pass
   int64_t bad_records() const { return bad_records_; }
+  // Why the last skipped record was bad (file, record, reason).
+  const std::string& last_bad_record() const { return last_bad_record_; }
 
  private:
   struct Delivery;
@@ -136,7 +138,9 @@ class StreamReader {
   // Consumer state: the buffer's records and their examples.
   std::vector<int64_t> buffer_;  // record index per slot, [0, live_)
   std::vector<ParsedExample> examples_;
-  std::vector<char> bad_;  // per slot: a skipped bad record
+  std::vector<char> bad_;             // per slot: a skipped bad record
+  std::vector<std::string> why_bad_;  // per slot, when bad_
+  std::string last_bad_record_;
   int64_t live_ = 0;
   int64_t next_record_ = 0;  // the record that enters the buffer next
   int64_t position_ = 0;

@@ -208,6 +208,8 @@ TEST_F(StreamReaderTest, BadRecordFailsNamingFileAndRecord) {
   EXPECT_EQ(*(*skipping)->Next(10, &batch), 6);
   EXPECT_EQ(batch.size, 5);
   EXPECT_EQ((*skipping)->bad_records(), 1);
+  EXPECT_THAT((*skipping)->last_bad_record(),
+              HasSubstr(bad + ": record 4: not a tf.train.Example"));
   EXPECT_THAT(Ids(batch), ElementsAreArray({0, 1, 2, 3, 5}));
 }
 
