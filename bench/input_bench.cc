@@ -7,12 +7,16 @@
 // runs); the last column is MB/s of wall time.
 //
 //   bench_input [--records=200000] [--dir=/tmp]
+//   bench_input --mode=memory [--memory_records=400000]
 
+#include <malloc.h>
 #include <sys/resource.h>
 #include <time.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -32,6 +36,10 @@
 
 DEFINE_int64(records, 200000, "Examples per file.");
 DEFINE_string(dir, "/tmp", "Where the bench writes its files.");
+DEFINE_string(mode, "rates",
+              "rates: the table of formats; memory: a worker's memory while "
+              "streaming --memory_records examples from 8 TFRecord files.");
+DEFINE_int64(memory_records, 400000, "memory mode: examples streamed.");
 
 namespace tessera {
 namespace {
@@ -171,7 +179,85 @@ absl::Status TimeStream(const char* name, const std::string& path,
   return absl::OkStatus();
 }
 
+// A /proc/self/status field in kB ("VmRSS", "VmHWM").
+int64_t StatusKb(const std::string& field) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind(field + ":", 0) == 0) {
+      return std::atoll(line.c_str() + field.size() + 1);
+    }
+  }
+  return -1;
+}
+
+// Streams a data set many times the reader's buffers and reports how much
+// the peak resident memory grew while doing it.
+absl::Status RunMemory() {
+  const std::string dir = absl::StrCat(FLAGS_dir, "/bench_input_memory");
+  std::filesystem::create_directories(dir);
+  constexpr int kFiles = 8;
+  std::vector<std::string> files;
+  std::vector<int64_t> counts;
+  int64_t bytes = 0;
+  for (int k = 0; k < kFiles; ++k) {
+    // Distinct examples per file, generated one file at a time.
+    CtrDataset data = MakeData(FLAGS_memory_records / kFiles);
+    for (int64_t& id : data.fields[0].ids) id += k;
+    ConvertOptions options;
+    options.prefix = absl::StrCat(dir, "/part", k);
+    absl::StatusOr<std::vector<std::string>> written =
+        ConvertCtr(data, options);
+    if (!written.ok()) return written.status();
+    files.push_back((*written)[0]);
+    counts.push_back(data.size);
+    bytes += FileBytes(files.back());
+  }
+  malloc_trim(0);
+  // Resets VmHWM to the current RSS (Linux 4.0 and later).
+  std::ofstream("/proc/self/clear_refs") << "5";
+  const int64_t before = StatusKb("VmRSS");
+  DataConfig config;
+  config.set_format("tfrecord");
+  config.set_label_feature("label");
+  absl::StatusOr<ExampleSchema> schema = ExampleSchemaOf(MakeModel(), config);
+  if (!schema.ok()) return schema.status();
+  absl::StatusOr<std::vector<StreamShard>> shards =
+      AssignFiles(files, counts, 1);
+  if (!shards.ok()) return shards.status();
+  absl::StatusOr<StreamOptions> options = StreamOptionsOf(config, 7, 0);
+  if (!options.ok()) return options.status();
+  const Timer timer;
+  auto reader = StreamReader::Open(*schema, (*shards)[0], *options, 0);
+  if (!reader.ok()) return reader.status();
+  HostBatch batch;
+  int64_t records = 0;
+  while (true) {
+    absl::StatusOr<int64_t> n = (*reader)->Next(512, &batch);
+    if (!n.ok()) return n.status();
+    if (*n == 0) break;
+    records += batch.size;
+  }
+  reader->reset();
+  const int64_t peak = StatusKb("VmHWM");
+  std::printf(
+      "streamed %lld examples, %.1f MB in %d TFRecord files, shuffle_buffer "
+      "%lld, read_ahead %lld\n",
+      static_cast<long long>(records), bytes / 1e6, kFiles,
+      static_cast<long long>(options->shuffle_buffer),
+      static_cast<long long>(options->read_ahead));
+  std::printf(
+      "resident memory %.1f MB before, peak %.1f MB while streaming: +%.1f MB "
+      "(%.1fx less than the data)\n",
+      before / 1024.0, peak / 1024.0, (peak - before) / 1024.0,
+      bytes / 1e6 / std::max((peak - before) / 1024.0, 0.001));
+  Row("tfrecord StreamReader", records, bytes, bytes, timer);
+  std::filesystem::remove_all(dir);
+  return absl::OkStatus();
+}
+
 absl::Status Run() {
+  if (FLAGS_mode == "memory") return RunMemory();
   const std::string dir = absl::StrCat(FLAGS_dir, "/bench_input");
   std::filesystem::create_directories(dir);
   const CtrDataset data = MakeData(FLAGS_records);
