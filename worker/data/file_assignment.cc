@@ -6,6 +6,8 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "worker/data/example_layout.h"
+#include "worker/data/record_reader.h"
 
 namespace tessera {
 
@@ -99,6 +101,60 @@ absl::StatusOr<std::vector<StreamShard>> AssignFiles(
     shards[k] = *std::move(range);
   }
   return shards;
+}
+
+absl::StatusOr<StreamedDataSet> AssignStreamedData(const DataConfig& data,
+                                                   int num_workers) {
+  absl::StatusOr<CsvOptions> csv = CsvOptionsOf(data.csv());
+  if (!csv.ok()) return csv.status();
+  StreamedDataSet set;
+  for (bool train : {true, false}) {
+    const auto& patterns = train ? data.train_files() : data.test_files();
+    absl::StatusOr<std::vector<std::string>> files = ExpandFileGlobs(
+        std::vector<std::string>(patterns.begin(), patterns.end()));
+    if (!files.ok()) {
+      return absl::Status(files.status().code(),
+                          absl::StrCat(train ? "train_files" : "test_files",
+                                       ": ", files.status().message()));
+    }
+    std::vector<int64_t> counts;
+    int64_t total = 0;
+    for (const std::string& f : *files) {
+      absl::StatusOr<int64_t> n = CountRecords(data.format(), f, *csv);
+      if (!n.ok()) return n.status();
+      counts.push_back(*n);
+      total += *n;
+    }
+    if (total == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the ", train ? "training" : "test", " files (",
+                       files->size(), " of them) hold no records"));
+    }
+    if (train) {
+      absl::StatusOr<std::vector<StreamShard>> shards =
+          AssignFiles(*files, counts, num_workers);
+      if (!shards.ok()) return shards.status();
+      for (size_t k = 0; k < shards->size(); ++k) {
+        if (ShardSize((*shards)[k]) == 0) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "worker ", k, " of ", num_workers,
+              " would get no training "
+              "records: files dealt round-robin leave it only empty files"));
+        }
+      }
+      set.train_shards = *std::move(shards);
+      set.train_records = total;
+    } else {
+      for (size_t i = 0; i < files->size(); ++i) {
+        FileSlice slice;
+        slice.set_path((*files)[i]);
+        slice.set_end(counts[i]);
+        set.test_files.push_back(std::move(slice));
+      }
+      set.test_records = total;
+    }
+  }
+  return set;
 }
 
 }  // namespace tessera

@@ -45,6 +45,24 @@ absl::StatusOr<StreamShard> RecordRange(absl::Span<const std::string> files,
                                         absl::Span<const int64_t> counts,
                                         int64_t begin, int64_t end);
 
+// What a coordinator sends the workers of a streamed job
+// (proto/worker_service.proto WorkerConfig.train_shards and test_files).
+struct StreamedDataSet {
+  std::vector<StreamShard> train_shards;  // one per worker
+  std::vector<FileSlice> test_files;      // each whole: [0, its records)
+  int64_t train_records = 0;
+  int64_t test_records = 0;
+};
+
+// Globs `data`'s train_files and test_files, counts every file's records
+// (reading each through: gzip files are decompressed, plain TFRecord files
+// walked by record lengths) and assigns the training files to
+// `num_workers` shards. Errors: an empty glob, a file that cannot be read
+// or counted (naming it and the bad record), a bad csv format, a shard
+// left without records, or no test records.
+absl::StatusOr<StreamedDataSet> AssignStreamedData(const DataConfig& data,
+                                                   int num_workers);
+
 }  // namespace tessera
 
 #endif  // TESSERA_WORKER_DATA_FILE_ASSIGNMENT_H_

@@ -182,6 +182,27 @@ TEST_F(StreamReaderTest, GlobsAndCounts) {
   EXPECT_THAT(none.status().message(), HasSubstr("nothing-*.tfrecord"));
 }
 
+TEST_F(StreamReaderTest, AssignStreamedDataGlobsCountsAndAssigns) {
+  DataConfig data;
+  data.set_format("tfrecord");
+  data.add_train_files(Path("part-*"));
+  data.add_test_files(Path("part-3"));
+  absl::StatusOr<StreamedDataSet> set = AssignStreamedData(data, 2);
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(set->train_records, 42);
+  EXPECT_EQ(set->test_records, 7);
+  ASSERT_EQ(set->train_shards.size(), 2u);
+  EXPECT_EQ(ShardSize(set->train_shards[0]), 35);  // files 0 and 2
+  ASSERT_EQ(set->test_files.size(), 1u);
+  EXPECT_EQ(set->test_files[0].end(), 7);
+  // part-1 is empty: as the only file of worker 1 of 4 it leaves it none.
+  absl::StatusOr<StreamedDataSet> idle = AssignStreamedData(data, 4);
+  EXPECT_THAT(idle.status().message(), HasSubstr("worker 1 of 4"));
+  data.add_test_files(Path("missing-*"));
+  EXPECT_THAT(AssignStreamedData(data, 2).status().message(),
+              HasSubstr("test_files: no file matches"));
+}
+
 TEST_F(StreamReaderTest, BadRecordFailsNamingFileAndRecord) {
   std::vector<std::string> records;
   for (int i = 0; i < 6; ++i) records.push_back(stream_test::TestRecord(i));
