@@ -108,20 +108,34 @@ absl::Status StreamExamples::Take(int shard, int64_t pass, int64_t first,
 
 absl::Status StreamExamples::TakeTest(int64_t begin, int64_t end,
                                       HostBatch* batch) {
-  // A reader per range, unshuffled: evaluation reads each test range
-  // once.
-  absl::StatusOr<StreamShard> range =
-      RecordRange(test_paths_, test_counts_, begin, end);
-  if (!range.ok()) return range.status();
-  absl::StatusOr<StreamOptions> options = StreamOptionsOf(data_, seed_, 0);
-  if (!options.ok()) return options.status();
-  options->shuffle = false;
-  options->skip_bad_records = false;
-  absl::StatusOr<std::unique_ptr<StreamReader>> reader =
-      StreamReader::Open(schema_, *range, *options, 0);
-  if (!reader.ok()) return reader.status();
-  absl::StatusOr<int64_t> taken = (*reader)->Next(end - begin, batch);
-  if (!taken.ok()) return taken.status();
+  if (begin < 0 || begin > end || end > test_size_) {
+    return absl::OutOfRangeError(absl::StrCat("test records [", begin, ", ",
+                                              end, ") are not inside the ",
+                                              test_size_, " test records"));
+  }
+  // Evaluation asks for consecutive slices: keep one unshuffled reader from
+  // the first one to the end of the test files, so a gzip file is not
+  // decompressed again from its start for every slice.
+  if (test_ == nullptr || test_base_ + test_->position() != begin) {
+    test_.reset();
+    absl::StatusOr<StreamShard> range =
+        RecordRange(test_paths_, test_counts_, begin, test_size_);
+    if (!range.ok()) return range.status();
+    absl::StatusOr<StreamOptions> options = StreamOptionsOf(data_, seed_, 0);
+    if (!options.ok()) return options.status();
+    options->shuffle = false;
+    options->skip_bad_records = false;
+    absl::StatusOr<std::unique_ptr<StreamReader>> reader =
+        StreamReader::Open(schema_, *range, *options, 0);
+    if (!reader.ok()) return reader.status();
+    test_ = *std::move(reader);
+    test_base_ = begin;
+  }
+  absl::StatusOr<int64_t> taken = test_->Next(end - begin, batch);
+  if (!taken.ok()) {
+    test_.reset();
+    return taken.status();
+  }
   return absl::OkStatus();
 }
 

@@ -58,7 +58,8 @@ class StreamExamples {
                     HostBatch* batch, int64_t* bad, std::string* why_bad);
 
   // Test records [begin, end), in file order; bad records fail it (an
-  // evaluation skips none).
+  // evaluation skips none). Consecutive ranges read on from where the last
+  // one ended.
   absl::Status TakeTest(int64_t begin, int64_t end, HostBatch* batch);
 
  private:
@@ -78,6 +79,9 @@ class StreamExamples {
   // Open readers by shard; a worker serves few shards at once (its own and
   // the odd re-run), so this stays small.
   std::map<int, Open> open_;
+  // The test files from record test_base_ on, unshuffled.
+  std::unique_ptr<StreamReader> test_;
+  int64_t test_base_ = 0;
 };
 
 }  // namespace tessera
