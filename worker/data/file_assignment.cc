@@ -3,7 +3,9 @@
 #include <glob.h>
 
 #include <algorithm>
+#include <atomic>
 #include <numeric>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "worker/data/example_layout.h"
@@ -103,6 +105,36 @@ absl::StatusOr<std::vector<StreamShard>> AssignFiles(
   return shards;
 }
 
+namespace {
+
+// Counts the files' records on up to one thread per core: a data set of
+// hundreds of gzip files must be decompressed once to be planned.
+absl::StatusOr<std::vector<int64_t>> CountAll(
+    const std::string& format, const std::vector<std::string>& files,
+    const CsvOptions& csv) {
+  std::vector<absl::StatusOr<int64_t>> counts(files.size(), int64_t{0});
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < files.size(); i = next++) {
+      counts[i] = CountRecords(format, files[i], csv);
+    }
+  };
+  const size_t threads = std::min<size_t>(
+      files.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  std::vector<int64_t> out;
+  for (const absl::StatusOr<int64_t>& n : counts) {
+    if (!n.ok()) return n.status();  // the first file in order that failed
+    out.push_back(*n);
+  }
+  return out;
+}
+
+}  // namespace
+
 absl::StatusOr<StreamedDataSet> AssignStreamedData(const DataConfig& data,
                                                    int num_workers) {
   absl::StatusOr<CsvOptions> csv = CsvOptionsOf(data.csv());
@@ -117,14 +149,12 @@ absl::StatusOr<StreamedDataSet> AssignStreamedData(const DataConfig& data,
                           absl::StrCat(train ? "train_files" : "test_files",
                                        ": ", files.status().message()));
     }
-    std::vector<int64_t> counts;
+    absl::StatusOr<std::vector<int64_t>> counted =
+        CountAll(data.format(), *files, *csv);
+    if (!counted.ok()) return counted.status();
+    const std::vector<int64_t>& counts = *counted;
     int64_t total = 0;
-    for (const std::string& f : *files) {
-      absl::StatusOr<int64_t> n = CountRecords(data.format(), f, *csv);
-      if (!n.ok()) return n.status();
-      counts.push_back(*n);
-      total += *n;
-    }
+    for (int64_t n : counts) total += n;
     if (total == 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("the ", train ? "training" : "test", " files (",

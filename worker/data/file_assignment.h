@@ -55,8 +55,9 @@ struct StreamedDataSet {
 };
 
 // Globs `data`'s train_files and test_files, counts every file's records
-// (reading each through: gzip files are decompressed, plain TFRecord files
-// walked by record lengths) and assigns the training files to
+// (reading each through, files in parallel on up to one thread per core:
+// gzip files are decompressed, plain TFRecord files walked by record
+// lengths) and assigns the training files to
 // `num_workers` shards. Errors: an empty glob, a file that cannot be read
 // or counted (naming it and the bad record), a bad csv format, a shard
 // left without records, or no test records.
