@@ -74,7 +74,13 @@ absl::Status StreamExamples::Take(int shard, int64_t pass, int64_t first,
   if (it == open_.end() || it->second.pass != pass ||
       it->second.reader->position() != first) {
     if (it == open_.end() && open_.size() >= kMaxOpenShards) {
-      open_.erase(open_.begin());
+      // The least recently used goes: a worker's own shard is used every
+      // step, another's only for the odd re-run.
+      auto oldest = open_.begin();
+      for (auto o = open_.begin(); o != open_.end(); ++o) {
+        if (o->second.last_use < oldest->second.last_use) oldest = o;
+      }
+      open_.erase(oldest);
     }
     absl::StatusOr<StreamOptions> options =
         StreamOptionsOf(data_, StreamSeed(seed_, shard), pass);
@@ -89,6 +95,7 @@ absl::Status StreamExamples::Take(int shard, int64_t pass, int64_t first,
     fresh.reader = *std::move(reader);
     it = open_.emplace(shard, std::move(fresh)).first;
   }
+  it->second.last_use = ++uses_;
   StreamReader& reader = *it->second.reader;
   const int64_t bad_before = reader.bad_records();
   absl::StatusOr<int64_t> taken = reader.Next(count, batch);

@@ -74,11 +74,13 @@ class StreamExamples {
   int64_t test_size_ = 0;
   struct Open {
     int64_t pass = 0;
+    uint64_t last_use = 0;  // uses_ when it last served a step
     std::unique_ptr<StreamReader> reader;
   };
   // Open readers by shard; a worker serves few shards at once (its own and
   // the odd re-run), so this stays small.
   std::map<int, Open> open_;
+  uint64_t uses_ = 0;
   // The test files from record test_base_ on, unshuffled.
   std::unique_ptr<StreamReader> test_;
   int64_t test_base_ = 0;
