@@ -25,13 +25,18 @@ class CollectErrors : public google::protobuf::io::ErrorCollector {
   std::string first_;
 };
 
-// The Criteo-format file `name`.tsv in `dir`, or `name`.tsv.gz when only
-// that one exists.
-std::string CriteoFile(const std::string& dir, const std::string& name) {
-  const std::string plain = absl::StrCat(dir, "/", name, ".tsv");
+// `dir`/`name`, plain or with ".gz": the one that exists, `preferred`
+// when both or neither do (neither: the reader's NotFound names it). The
+// readers detect compression from the bytes, so the name only has to
+// exist: Debian ships Fashion-MNIST gzipped, a user may have gunzipped it.
+std::string ExistingFile(const std::string& dir, const std::string& name,
+                         bool prefer_gz) {
+  const std::string plain = absl::StrCat(dir, "/", name);
   const std::string gz = plain + ".gz";
-  if (!std::ifstream(plain) && std::ifstream(gz)) return gz;
-  return plain;
+  const bool has_plain = static_cast<bool>(std::ifstream(plain));
+  const bool has_gz = static_cast<bool>(std::ifstream(gz));
+  if (has_plain != has_gz) return has_gz ? gz : plain;
+  return prefer_gz ? gz : plain;
 }
 
 }  // namespace
@@ -60,16 +65,16 @@ void SetDataDir(const std::string& dir, DataConfig* data) {
     data->clear_train_labels();
     data->clear_test_images();
     data->clear_test_labels();
-    data->set_train_path(CriteoFile(dir, "train"));
-    data->set_test_path(CriteoFile(dir, "test"));
+    data->set_train_path(ExistingFile(dir, "train.tsv", false));
+    data->set_test_path(ExistingFile(dir, "test.tsv", false));
     return;
   }
   data->clear_train_path();
   data->clear_test_path();
-  data->set_train_images(dir + "/train-images-idx3-ubyte.gz");
-  data->set_train_labels(dir + "/train-labels-idx1-ubyte.gz");
-  data->set_test_images(dir + "/t10k-images-idx3-ubyte.gz");
-  data->set_test_labels(dir + "/t10k-labels-idx1-ubyte.gz");
+  data->set_train_images(ExistingFile(dir, "train-images-idx3-ubyte", true));
+  data->set_train_labels(ExistingFile(dir, "train-labels-idx1-ubyte", true));
+  data->set_test_images(ExistingFile(dir, "t10k-images-idx3-ubyte", true));
+  data->set_test_labels(ExistingFile(dir, "t10k-labels-idx1-ubyte", true));
 }
 
 }  // namespace tessera

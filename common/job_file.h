@@ -17,8 +17,10 @@ namespace tessera {
 absl::StatusOr<JobConfig> ReadJobFile(const std::string& path);
 
 // Points `data` (of data->format(), "idx" or "criteo") at the files of
-// folder `dir`: the four IDX files of an MNIST-format set (*-ubyte.gz), or
-// train.tsv and test.tsv (each .tsv.gz when only that one exists).
+// folder `dir`: the four IDX files of an MNIST-format set (*-ubyte.gz, or
+// *-ubyte when only the gunzipped one exists), or train.tsv and test.tsv
+// (each .tsv.gz when only that one exists). The readers tell gzip from
+// plain by the file's first bytes, not by its name.
 void SetDataDir(const std::string& dir, DataConfig* data);
 
 }  // namespace tessera

@@ -117,4 +117,99 @@ std::vector<PlannedStep> DataPlan::NextEpoch() {
   return steps;
 }
 
+absl::StatusOr<StreamPlan> StreamPlan::Create(std::vector<int64_t> shard_sizes,
+                                              int64_t batch_size,
+                                              int64_t steps_per_epoch) {
+  if (shard_sizes.empty() || batch_size < 1 || steps_per_epoch < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("stream plan needs shards (got ", shard_sizes.size(),
+                     "), batch_size >= 1 (got ", batch_size,
+                     ") and steps_per_epoch >= 0 "
+                     "(got ",
+                     steps_per_epoch, ")"));
+  }
+  for (size_t k = 0; k < shard_sizes.size(); ++k) {
+    if (shard_sizes[k] < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "shard ", k, " of the training files holds no records (",
+          shard_sizes.size(), " shards: more workers than records?)"));
+    }
+  }
+  StreamPlan plan;
+  plan.sizes_ = std::move(shard_sizes);
+  plan.batch_size_ = batch_size;
+  plan.fixed_steps_ = steps_per_epoch;
+  plan.cursors_.assign(plan.sizes_.size(), Cursor());
+  return plan;
+}
+
+int64_t StreamPlan::steps_per_epoch() const {
+  if (fixed_steps_ > 0) return fixed_steps_;
+  int64_t steps = 0;
+  for (int64_t size : sizes_) steps += (size + batch_size_ - 1) / batch_size_;
+  return steps;
+}
+
+absl::Status StreamPlan::Restore(int64_t epoch, std::vector<Cursor> cursors) {
+  if (epoch < 0 || cursors.size() != sizes_.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "stream plan state for ", cursors.size(), " shards at epoch ", epoch,
+        "; the plan has ", sizes_.size(), " shards"));
+  }
+  for (size_t k = 0; k < cursors.size(); ++k) {
+    if (cursors[k].pass < 0 || cursors[k].position < 0 ||
+        cursors[k].position > sizes_[k]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("stream plan cursor of shard ", k, " is outside it"));
+    }
+  }
+  epoch_ = epoch;
+  cursors_ = std::move(cursors);
+  return absl::OkStatus();
+}
+
+PlannedStreamStep StreamPlan::Take(int shard) {
+  Cursor& c = cursors_[shard];
+  if (c.position == sizes_[shard]) {
+    ++c.pass;
+    c.position = 0;
+  }
+  PlannedStreamStep step;
+  step.shard = shard;
+  step.pass = c.pass;
+  step.first = c.position;
+  step.count = std::min(batch_size_, sizes_[shard] - c.position);
+  c.position += step.count;
+  return step;
+}
+
+std::vector<PlannedStreamStep> StreamPlan::NextEpoch() {
+  std::vector<PlannedStreamStep> steps;
+  const int n = static_cast<int>(sizes_.size());
+  if (fixed_steps_ > 0) {
+    for (int64_t i = 0; i < fixed_steps_; ++i) {
+      steps.push_back(Take(static_cast<int>(i % n)));
+    }
+  } else {
+    std::vector<int64_t> next(n, 0);
+    bool any = true;
+    while (any) {
+      any = false;
+      for (int s = 0; s < n; ++s) {
+        if (next[s] >= sizes_[s]) continue;
+        PlannedStreamStep step;
+        step.shard = s;
+        step.pass = epoch_;
+        step.first = next[s];
+        step.count = std::min(batch_size_, sizes_[s] - next[s]);
+        next[s] += step.count;
+        steps.push_back(step);
+        any = true;
+      }
+    }
+  }
+  ++epoch_;
+  return steps;
+}
+
 }  // namespace tessera

@@ -60,6 +60,61 @@ class DataPlan {
   std::vector<int64_t> pass_;
 };
 
+// A step of a streamed data set (DataConfig.train_files): positions
+// [first, first + count) of pass `pass` of shard `shard`'s stream, which
+// the worker reads with worker/data/stream_reader.h. The coordinator
+// sends it as StepRequest.stream (proto StreamStep, the same four fields).
+struct PlannedStreamStep {
+  int shard = 0;
+  int64_t pass = 0;
+  int64_t first = 0;
+  int64_t count = 0;
+};
+
+// Plans the steps of streamed shards of given sizes (in records). Like
+// DataPlan, without a permutation: the worker's stream fixes the order of
+// a pass from (shard's files, seed, pass), so a plan names position
+// ranges, and a step re-run or restored from a checkpoint reads the same
+// examples.
+//
+// With steps_per_epoch == 0 epoch e is pass e of every shard, each shard's
+// positions in batch_size runs (the last one short), shards interleaved
+// round-robin. Otherwise an epoch is steps_per_epoch steps round-robin over
+// the shards, each continuing where it stopped; a step never spans two
+// passes, so the one that ends a pass may be short.
+class StreamPlan {
+ public:
+  // Where a shard's stream is; part of a checkpoint of a fixed-step plan.
+  struct Cursor {
+    int64_t pass = 0;
+    int64_t position = 0;
+  };
+
+  static absl::StatusOr<StreamPlan> Create(std::vector<int64_t> shard_sizes,
+                                           int64_t batch_size,
+                                           int64_t steps_per_epoch);
+
+  int64_t steps_per_epoch() const;
+  std::vector<PlannedStreamStep> NextEpoch();
+
+  // The state after the epochs planned so far, and its restoration: a
+  // coordinator restarted from a checkpoint restores (epoch, cursors) and
+  // plans the same steps as before.
+  int64_t epoch() const { return epoch_; }
+  const std::vector<Cursor>& cursors() const { return cursors_; }
+  absl::Status Restore(int64_t epoch, std::vector<Cursor> cursors);
+
+ private:
+  StreamPlan() = default;
+  PlannedStreamStep Take(int shard);
+
+  std::vector<int64_t> sizes_;
+  int64_t batch_size_ = 1;
+  int64_t fixed_steps_ = 0;
+  int64_t epoch_ = 0;
+  std::vector<Cursor> cursors_;  // fixed-step plans
+};
+
 }  // namespace tessera
 
 #endif  // TESSERA_COORDINATOR_DATA_PLAN_H_

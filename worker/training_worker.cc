@@ -76,16 +76,32 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& config,
   absl::StatusOr<std::unique_ptr<Graph>> graph =
       Graph::Create(*described, backend_.get());
   if (!graph.ok()) return graph.status();
-  absl::StatusOr<int64_t> train_size = CountExamples(config.data(), true);
-  if (!train_size.ok()) return train_size.status();
-  if (config.train_begin() < 0 || config.train_begin() > config.train_end() ||
-      config.train_end() > *train_size) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "dataset shard [", config.train_begin(), ", ", config.train_end(),
-        ") is not inside the ", *train_size, " training examples"));
+  // Streamed formats: the coordinator counted the files and sends the
+  // shards; nothing is loaded here.
+  std::unique_ptr<StreamExamples> stream;
+  absl::StatusOr<int64_t> train_size = int64_t{0}, test_size = int64_t{0};
+  if (IsStreamedFormat(config.data().format())) {
+    absl::StatusOr<std::unique_ptr<StreamExamples>> created =
+        StreamExamples::Create(
+            config.data(), config.model_def(), config.seed(),
+            {config.train_shards().begin(), config.train_shards().end()},
+            {config.test_files().begin(), config.test_files().end()});
+    if (!created.ok()) return created.status();
+    stream = *std::move(created);
+    train_size = stream->train_size();
+    test_size = stream->test_size();
+  } else {
+    train_size = CountExamples(config.data(), true);
+    if (!train_size.ok()) return train_size.status();
+    if (config.train_begin() < 0 || config.train_begin() > config.train_end() ||
+        config.train_end() > *train_size) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "dataset shard [", config.train_begin(), ", ", config.train_end(),
+          ") is not inside the ", *train_size, " training examples"));
+    }
+    test_size = CountExamples(config.data(), false);
+    if (!test_size.ok()) return test_size.status();
   }
-  absl::StatusOr<int64_t> test_size = CountExamples(config.data(), false);
-  if (!test_size.ok()) return test_size.status();
 
   std::unique_ptr<MirroredParameters> mirrored;
   if (mode->kind == TrainingMode::Kind::kMirrored) {
@@ -136,13 +152,20 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& config,
       sparse = *std::move(tables);
     }
   }
-  absl::StatusOr<std::unique_ptr<ExampleSet>> own = LoadExamples(
-      config.data(), config.model_def(), /*train=*/true, config.train_begin(),
-      config.train_end() - config.train_begin());
-  if (!own.ok()) return own.status();
-  LOG(INFO) << "loaded training examples [" << config.train_begin() << ", "
-            << config.train_end() << ")";
-  const int64_t own_size = (*own)->size();
+  std::unique_ptr<ExampleSet> own;
+  int64_t own_size = 0;
+  if (stream != nullptr) {
+    own_size = stream->shard_size(config.worker_index());
+  } else {
+    absl::StatusOr<std::unique_ptr<ExampleSet>> loaded = LoadExamples(
+        config.data(), config.model_def(), /*train=*/true, config.train_begin(),
+        config.train_end() - config.train_begin());
+    if (!loaded.ok()) return loaded.status();
+    LOG(INFO) << "loaded training examples [" << config.train_begin() << ", "
+              << config.train_end() << ")";
+    own = *std::move(loaded);
+    own_size = own->size();
+  }
 
   // Only now, with everything valid, replace the old state. The cached
   // data sets may come from other files: they go too.
@@ -157,8 +180,11 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& config,
   mirrored_ = std::move(mirrored);
   shards_.clear();
   test_set_.reset();
-  shards_.emplace(std::make_pair(config.train_begin(), config.train_end()),
-                  *std::move(own));
+  stream_ = std::move(stream);
+  if (own != nullptr) {
+    shards_.emplace(std::make_pair(config.train_begin(), config.train_end()),
+                    std::move(own));
+  }
   const size_t tables = graph_->tables().size();
   unique_.assign(tables, {});
   positions_.assign(tables, {});
@@ -173,8 +199,12 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& config,
   response->set_device(device_name_);
   LOG(INFO) << "configured as worker " << config.worker_index() << " on "
             << device_name_ << ", " << graph_->dense_variables().size()
-            << " dense variables and " << tables << " tables, dataset shard ["
-            << config.train_begin() << ", " << config.train_end() << ")";
+            << " dense variables and " << tables << " tables, "
+            << (stream_ != nullptr
+                    ? absl::StrCat("streaming ", config.train_shards_size(),
+                                   " shards of ", *train_size, " records")
+                    : absl::StrCat("dataset shard [", config.train_begin(),
+                                   ", ", config.train_end(), ")"));
   return absl::OkStatus();
 }
 
@@ -208,6 +238,17 @@ absl::Status TrainingWorker::RunStep(const StepRequest& request,
   if (!configured()) {
     return absl::FailedPreconditionError("worker is not configured yet");
   }
+  if (request.has_stream()) {
+    if (absl::Status s = StreamBatch(request, response); !s.ok()) return s;
+    if (batch_.size == 0) {
+      // Every position of the step held a bad record, all skipped.
+      response->set_examples(0);
+      if (mirrored_ == nullptr) return absl::OkStatus();
+      mirrored_->ZeroGradients();
+      return MirroredUpdate(0, response);
+    }
+    return TrainBatch(request, response);
+  }
   const int64_t begin = request.shard_begin(), end = request.shard_end();
   if (begin < 0 || begin > end || end > train_size_) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -238,6 +279,36 @@ absl::Status TrainingWorker::RunStep(const StepRequest& request,
   absl::StatusOr<const ExampleSet*> data = TrainShard(begin, end);
   if (!data.ok()) return data.status();
   if (absl::Status s = (*data)->Gather(*ids, &batch_); !s.ok()) return s;
+  return TrainBatch(request, response);
+}
+
+absl::Status TrainingWorker::StreamBatch(const StepRequest& request,
+                                         StepResponse* response) {
+  if (stream_ == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("step ", request.step(),
+                     " names stream positions, but the job's "
+                     "data format \"",
+                     config_.data().format(), "\" is not streamed"));
+  }
+  const StreamStep& step = request.stream();
+  int64_t bad = 0;
+  std::string why_bad;
+  if (absl::Status s = stream_->Take(step.shard(), step.pass(), step.first(),
+                                     step.count(), &batch_, &bad, &why_bad);
+      !s.ok()) {
+    return s;
+  }
+  if (bad > 0) {
+    LOG(WARNING) << "step " << request.step() << " skipped " << bad
+                 << " bad records (skip_bad_records), the last: " << why_bad;
+  }
+  response->set_bad_records(bad);
+  return absl::OkStatus();
+}
+
+absl::Status TrainingWorker::TrainBatch(const StepRequest& request,
+                                        StepResponse* response) {
   const int64_t batch = batch_.size;
 
   auto t0 = std::chrono::steady_clock::now();
@@ -329,7 +400,7 @@ absl::Status TrainingWorker::Evaluate(const EvaluateRequest& request,
   if (!configured()) {
     return absl::FailedPreconditionError("worker is not configured yet");
   }
-  if (test_set_ == nullptr) {
+  if (test_set_ == nullptr && stream_ == nullptr) {
     absl::StatusOr<int64_t> n = CountExamples(config_.data(), false);
     if (!n.ok()) return n.status();
     absl::StatusOr<std::unique_ptr<ExampleSet>> test = LoadExamples(
@@ -338,10 +409,12 @@ absl::Status TrainingWorker::Evaluate(const EvaluateRequest& request,
     test_set_ = *std::move(test);
   }
   const int64_t begin = request.begin(), end = request.end();
-  if (begin < 0 || begin > end || end > test_set_->size()) {
-    return absl::OutOfRangeError(absl::StrCat(
-        "evaluation range [", begin, ", ", end, ") is not inside the ",
-        test_set_->size(), " test examples"));
+  const int64_t test_size =
+      stream_ != nullptr ? stream_->test_size() : test_set_->size();
+  if (begin < 0 || begin > end || end > test_size) {
+    return absl::OutOfRangeError(absl::StrCat("evaluation range [", begin, ", ",
+                                              end, ") is not inside the ",
+                                              test_size, " test examples"));
   }
   if (mirrored_ != nullptr) {
     if (absl::Status s = graph_->SetParameters(mirrored_->values()); !s.ok()) {
@@ -364,7 +437,10 @@ absl::Status TrainingWorker::Evaluate(const EvaluateRequest& request,
     const int64_t n = std::min(kEvaluateSlice, end - at);
     indices.resize(n);
     for (int64_t i = 0; i < n; ++i) indices[i] = at + i;
-    if (absl::Status s = test_set_->Gather(indices, &batch_); !s.ok()) {
+    if (absl::Status s = stream_ != nullptr
+                             ? stream_->TakeTest(at, at + n, &batch_)
+                             : test_set_->Gather(indices, &batch_);
+        !s.ok()) {
       return s;
     }
     // A growing table makes the rows of ids seen only in the test set,

@@ -16,6 +16,7 @@
 #include "worker/backend/backend.h"
 #include "worker/collective/all_reducer.h"
 #include "worker/data/example_set.h"
+#include "worker/data/stream_examples.h"
 #include "worker/nn/graph.h"
 #include "worker/params/mirrored_parameters.h"
 #include "worker/params/sharded_parameters.h"
@@ -73,6 +74,11 @@ class TrainingWorker {
   // weighted gradients and apply them to this replica.
   absl::Status MirroredUpdate(int64_t batch, StepResponse* response);
 
+  // Streamed formats: fills batch_ with the step's stream positions.
+  absl::Status StreamBatch(const StepRequest& request, StepResponse* response);
+  // The step on batch_, from the pull to the push.
+  absl::Status TrainBatch(const StepRequest& request, StepResponse* response);
+
   // The training examples [begin, end) of config_'s files, loaded on first
   // use and kept until the next successful Configure.
   absl::StatusOr<const ExampleSet*> TrainShard(int64_t begin, int64_t end);
@@ -98,6 +104,8 @@ class TrainingWorker {
   std::future<absl::Status> prefetch_;
   std::map<std::pair<int64_t, int64_t>, std::unique_ptr<ExampleSet>> shards_;
   std::unique_ptr<ExampleSet> test_set_;
+  // Streamed formats (instead of shards_ and test_set_).
+  std::unique_ptr<StreamExamples> stream_;
   std::atomic<bool> configured_{false};
 
   // Per step, reused.

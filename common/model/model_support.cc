@@ -58,8 +58,13 @@ absl::Status CheckDataFits(const ModelDef& model, const std::string& format) {
     }
     return absl::OkStatus();
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown data format \"", format, "\" (idx, criteo)"));
+  if (format == "tfrecord" || format == "csv") {
+    // Any inputs: the job's DataConfig names the feature or column of each
+    // (worker/data/example_layout.h checks them against the files).
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown data format \"", format, "\" (idx, criteo, tfrecord, csv)"));
 }
 
 CriteoColumns CriteoColumnsOf(const ModelDef& model) {

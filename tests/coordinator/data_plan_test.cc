@@ -185,3 +185,65 @@ TEST(DataPlanTest, RejectsBadArguments) {
 
 }  // namespace
 }  // namespace tessera
+
+namespace tessera {
+namespace {
+
+TEST(StreamPlanTest, OnePassEpochsCoverEveryPositionOnce) {
+  auto plan = StreamPlan::Create({10, 3, 7}, 4, 0);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->steps_per_epoch(), 3 + 1 + 2);
+  for (int64_t epoch = 0; epoch < 2; ++epoch) {
+    std::vector<std::vector<bool>> seen = {
+        std::vector<bool>(10), std::vector<bool>(3), std::vector<bool>(7)};
+    const std::vector<PlannedStreamStep> steps = plan->NextEpoch();
+    ASSERT_EQ(steps.size(), 6u);
+    EXPECT_EQ(steps[0].shard, 0);
+    EXPECT_EQ(steps[1].shard, 1);
+    for (const PlannedStreamStep& s : steps) {
+      EXPECT_EQ(s.pass, epoch);
+      EXPECT_LE(s.count, 4);
+      for (int64_t p = s.first; p < s.first + s.count; ++p) {
+        EXPECT_FALSE(seen[s.shard][p]);
+        seen[s.shard][p] = true;
+      }
+    }
+    for (const auto& shard : seen) {
+      for (bool b : shard) EXPECT_TRUE(b);
+    }
+  }
+}
+
+TEST(StreamPlanTest, FixedStepsContinueAndRestore) {
+  auto plan = StreamPlan::Create({5, 6}, 2, 5);
+  ASSERT_TRUE(plan.ok());
+  std::vector<PlannedStreamStep> first = plan->NextEpoch();
+  ASSERT_EQ(first.size(), 5u);
+  // Shard 0: [0,2) [2,4) [4,5); shard 1: [0,2) [2,4).
+  EXPECT_EQ(first[4].shard, 0);
+  EXPECT_EQ(first[4].first, 4);
+  EXPECT_EQ(first[4].count, 1);
+  auto restored = StreamPlan::Create({5, 6}, 2, 5);
+  ASSERT_TRUE(restored->Restore(plan->epoch(), plan->cursors()).ok());
+  std::vector<PlannedStreamStep> a = plan->NextEpoch();
+  std::vector<PlannedStreamStep> b = restored->NextEpoch();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].shard, b[i].shard);
+    EXPECT_EQ(a[i].pass, b[i].pass);
+    EXPECT_EQ(a[i].first, b[i].first);
+    EXPECT_EQ(a[i].count, b[i].count);
+  }
+  // Shard 0 wrapped to pass 1.
+  EXPECT_EQ(a[1].shard, 1);
+  EXPECT_EQ(a[0].pass, 1);
+  EXPECT_EQ(a[0].first, 0);
+}
+
+TEST(StreamPlanTest, RejectsEmptyShards) {
+  EXPECT_FALSE(StreamPlan::Create({3, 0}, 2, 0).ok());
+  EXPECT_FALSE(StreamPlan::Create({}, 2, 0).ok());
+}
+
+}  // namespace
+}  // namespace tessera

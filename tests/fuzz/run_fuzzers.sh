@@ -32,7 +32,7 @@ CC=clang CXX=clang++ cmake -S "${here}" -B "${build}" "${generator[@]}" \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "${build}" -j "$(nproc)"
 
-targets="${FUZZ_TARGETS:-cluster_spec_fuzzer hostlist_fuzzer idx_reader_fuzzer checkpoint_reader_fuzzer criteo_reader_fuzzer}"
+targets="${FUZZ_TARGETS:-cluster_spec_fuzzer hostlist_fuzzer idx_reader_fuzzer checkpoint_reader_fuzzer criteo_reader_fuzzer tf_record_reader_fuzzer example_parser_fuzzer csv_parser_fuzzer}"
 mkdir -p "${build}/artifacts"
 status=0
 for target in ${targets}; do

@@ -1,0 +1,78 @@
+// tessera_to_tfrecord: writes Fashion-MNIST IDX files or Criteo TSV
+// (tessera_ctr_gen's output) as sharded TFRecord files of tf.train.Example
+// or CSV files (worker/data/example_converter.h says what they hold).
+//
+//   tessera_to_tfrecord --from=idx --images=train-images-idx3-ubyte.gz \
+//       --labels=train-labels-idx1-ubyte.gz --prefix=/data/fm/train \
+//       --shards=8 --gzip
+//   tessera_to_tfrecord --from=criteo --input=/tmp/ctr/train.tsv \
+//       --prefix=/data/ctr/train --shards=16 --format=csv
+
+#include <cstdio>
+
+#include "common/command_line.h"
+#include "gflags/gflags.h"
+#include "worker/data/criteo_reader.h"
+#include "worker/data/example_converter.h"
+#include "worker/data/mnist_dataset.h"
+
+DEFINE_string(from, "idx", "Source format: idx or criteo.");
+DEFINE_string(images, "", "idx: the images file (gzipped or not).");
+DEFINE_string(labels, "", "idx: the labels file.");
+DEFINE_string(input, "", "criteo: the TSV file (gzipped or not).");
+DEFINE_int32(num_dense, 13, "criteo: integer columns.");
+DEFINE_int32(num_fields, 26, "criteo: categorical columns.");
+DEFINE_string(prefix, "", "Output files are <prefix>-<k>-of-<n>.<format>.");
+DEFINE_string(format, "tfrecord", "Output format: tfrecord or csv.");
+DEFINE_int32(shards, 1, "Number of output files.");
+DEFINE_bool(gzip, false, "Compress the output (TensorFlow's GZIP).");
+
+int main(int argc, char** argv) {
+  gflags::SetUsageMessage(
+      "Converts IDX or Criteo TSV data to TFRecord (tf.train.Example) or "
+      "CSV shards.");
+  tessera::ParseCommandLineOrExit(&argc, &argv);
+  if (FLAGS_prefix.empty() || FLAGS_shards < 1 ||
+      (FLAGS_from != "idx" && FLAGS_from != "criteo") ||
+      (FLAGS_from == "idx" && (FLAGS_images.empty() || FLAGS_labels.empty())) ||
+      (FLAGS_from == "criteo" && FLAGS_input.empty())) {
+    std::fprintf(stderr,
+                 "tessera_to_tfrecord: need --prefix, --shards >= 1 and "
+                 "--from=idx with --images and --labels, or --from=criteo "
+                 "with --input\n");
+    return tessera::kCommandLineErrorExitCode;
+  }
+  tessera::ConvertOptions options;
+  options.output_format = FLAGS_format;
+  options.prefix = FLAGS_prefix;
+  options.shards = FLAGS_shards;
+  options.gzip = FLAGS_gzip;
+  absl::StatusOr<std::vector<std::string>> written;
+  if (FLAGS_from == "idx") {
+    absl::StatusOr<tessera::MnistDataset> data =
+        tessera::LoadMnist(FLAGS_images, FLAGS_labels);
+    if (!data.ok()) {
+      std::fprintf(stderr, "tessera_to_tfrecord: %s\n",
+                   data.status().ToString().c_str());
+      return 1;
+    }
+    written = tessera::ConvertMnist(*data, options);
+  } else {
+    absl::StatusOr<tessera::CtrDataset> data = tessera::LoadCriteo(
+        FLAGS_input, 0, -1,
+        tessera::CriteoFormat{FLAGS_num_dense, FLAGS_num_fields});
+    if (!data.ok()) {
+      std::fprintf(stderr, "tessera_to_tfrecord: %s\n",
+                   data.status().ToString().c_str());
+      return 1;
+    }
+    written = tessera::ConvertCtr(*data, options);
+  }
+  if (!written.ok()) {
+    std::fprintf(stderr, "tessera_to_tfrecord: %s\n",
+                 written.status().ToString().c_str());
+    return 1;
+  }
+  for (const std::string& path : *written) std::printf("%s\n", path.c_str());
+  return 0;
+}
