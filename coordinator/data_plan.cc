@@ -92,7 +92,7 @@ std::vector<PlannedStep> DataPlan::NextEpoch() {
   if (fixed_steps_ > 0) {
     for (int64_t i = 0; i < fixed_steps_; ++i) {
       const int shard = static_cast<int>(i % n);
-      steps.push_back({shard, TakeBatch(shard)});
+      steps.push_back({shard, TakeBatch(shard), {}});
     }
   } else {
     std::vector<std::vector<int64_t>> orders(n);
@@ -106,8 +106,10 @@ std::vector<PlannedStep> DataPlan::NextEpoch() {
         const size_t take =
             std::min<size_t>(batch_size_, orders[s].size() - next[s]);
         steps.push_back(
-            {s, std::vector<int64_t>(orders[s].begin() + next[s],
-                                     orders[s].begin() + next[s] + take)});
+            {s,
+             std::vector<int64_t>(orders[s].begin() + next[s],
+                                  orders[s].begin() + next[s] + take),
+             {}});
         next[s] += take;
         any = true;
       }

@@ -15,10 +15,25 @@ struct DataShard {
   int64_t size() const { return end - begin; }
 };
 
-// The examples of one step, all from one shard.
+// A step of a streamed data set (DataConfig.train_files): positions
+// [first, first + count) of pass `pass` of shard `shard`'s stream, which
+// the worker reads with worker/data/stream_reader.h. The coordinator
+// sends it as StepRequest.stream (proto StreamStep, the same four fields).
+struct PlannedStreamStep {
+  int shard = 0;
+  int64_t pass = 0;
+  int64_t first = 0;
+  int64_t count = 0;
+};
+
+// The examples of one step, all from one shard: example ids (DataPlan) or
+// a run of the shard's stream (StreamPlan, through coordinator/step_plan.h).
 struct PlannedStep {
   int shard = 0;
   std::vector<int64_t> example_ids;
+  PlannedStreamStep stream;  // count 0: not streamed
+  // A step without examples (a mirrored replica's padding in a round).
+  bool empty() const { return example_ids.empty() && stream.count == 0; }
 };
 
 // Decides which examples each step reads. The training set is split into
@@ -58,17 +73,6 @@ class DataPlan {
   std::vector<std::vector<int64_t>> order_;
   std::vector<int64_t> cursor_;
   std::vector<int64_t> pass_;
-};
-
-// A step of a streamed data set (DataConfig.train_files): positions
-// [first, first + count) of pass `pass` of shard `shard`'s stream, which
-// the worker reads with worker/data/stream_reader.h. The coordinator
-// sends it as StepRequest.stream (proto StreamStep, the same four fields).
-struct PlannedStreamStep {
-  int shard = 0;
-  int64_t pass = 0;
-  int64_t first = 0;
-  int64_t count = 0;
 };
 
 // Plans the steps of streamed shards of given sizes (in records). Like

@@ -13,7 +13,7 @@ std::vector<std::vector<PlannedStep>> GroupIntoGlobalSteps(
     std::vector<PlannedStep>& round = rounds.back();
     if (pad_missing) {
       for (int s = 0; s < num_shards; ++s) {
-        if (!seen[s]) round.push_back({s, {}});
+        if (!seen[s]) round.push_back({s, {}, {}});
       }
     }
     std::sort(round.begin(), round.end(),

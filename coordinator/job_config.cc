@@ -146,15 +146,28 @@ absl::Status ApplyFlags(bool only_explicit, JobConfig* job) {
              : ctr                                    ? "criteo"
                                                       : "idx";
   }
-  if (format != "idx" && format != "criteo") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--data_format: unknown format \"", format, "\" (idx, criteo)"));
+  // Streamed formats name their files in the job file (train_files and
+  // test_files globs), not through --data_dir.
+  const bool streamed = format == "tfrecord" || format == "csv";
+  if (format != "idx" && format != "criteo" && !streamed) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--data_format: unknown format \"", format,
+                     "\" (idx, criteo, tfrecord, csv)"));
   }
-  const bool have_paths = format == "criteo" ? !data->train_path().empty()
-                                             : !data->train_images().empty();
-  if (use("data_dir") || use("data_format") || !have_paths) {
+  if (streamed) {
+    if (Explicit("data_dir")) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--data_dir does not apply to data format ", format,
+          ": the job file's data { train_files test_files } name the files"));
+    }
     data->set_format(format);
-    SetDataDir(FLAGS_data_dir, data);
+  } else {
+    const bool have_paths = format == "criteo" ? !data->train_path().empty()
+                                               : !data->train_images().empty();
+    if (use("data_dir") || use("data_format") || !have_paths) {
+      data->set_format(format);
+      SetDataDir(FLAGS_data_dir, data);
+    }
   }
   if (use("train_examples")) data->set_train_examples(FLAGS_train_examples);
   if (use("test_examples")) data->set_test_examples(FLAGS_test_examples);
@@ -320,6 +333,20 @@ absl::Status ValidateJobConfig(const JobConfig& job) {
   }
   if (absl::Status s = CheckDataFits(*model, job.data().format()); !s.ok()) {
     return s;
+  }
+  const bool streamed =
+      job.data().format() == "tfrecord" || job.data().format() == "csv";
+  if (streamed &&
+      (job.data().train_files().empty() || job.data().test_files().empty())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "data format ", job.data().format(),
+        " needs train_files and test_files (globs) in the job file's data"));
+  }
+  if (streamed &&
+      (job.data().train_examples() != 0 || job.data().test_examples() != 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "train_examples and test_examples do not apply to data format ",
+        job.data().format(), ": name fewer files instead"));
   }
   const bool criteo = job.data().format() == "criteo";
   if (criteo &&

@@ -35,6 +35,7 @@ void Accumulate(const EpochResult& part, EpochResult* total) {
     total->staleness[staleness] += count;
   }
   total->late_shards += part.late_shards;
+  total->bad_records += part.bad_records;
 }
 
 }  // namespace

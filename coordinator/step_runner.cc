@@ -9,7 +9,6 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "common/byte_codec.h"
 #include "coordinator/global_steps.h"
 #include "coordinator/step_future.h"
 
@@ -62,12 +61,12 @@ StepRunner::StepRunner(ClusterCoordinator* coordinator,
       out_(out) {}
 
 absl::Status StepRunner::Run(std::vector<PlannedStep> steps, int epoch,
-                             const DataPlan& data, const std::string& label,
+                             const StepPlan& data, const std::string& label,
                              EpochResult* result,
                              const std::function<bool()>& pause,
                              std::vector<PlannedStep>* not_run) {
   int64_t nonempty = 0;
-  for (const PlannedStep& p : steps) nonempty += !p.example_ids.empty();
+  for (const PlannedStep& p : steps) nonempty += !p.empty();
   ProgressMeter meter(out_, label, nonempty);
   result->epoch = epoch;
   int64_t correct = 0;
@@ -90,7 +89,7 @@ absl::Status StepRunner::Run(std::vector<PlannedStep> steps, int epoch,
 }
 
 absl::Status StepRunner::RunQueued(std::vector<PlannedStep> steps, int epoch,
-                                   const DataPlan& data,
+                                   const StepPlan& data,
                                    const std::function<bool()>& pause,
                                    std::vector<PlannedStep>* not_run,
                                    ProgressMeter* meter, EpochResult* result,
@@ -143,7 +142,7 @@ absl::Status StepRunner::RunQueued(std::vector<PlannedStep> steps, int epoch,
 }
 
 absl::Status StepRunner::RunLockstep(std::vector<PlannedStep> steps, int epoch,
-                                     const DataPlan& data,
+                                     const StepPlan& data,
                                      const std::function<bool()>& pause,
                                      std::vector<PlannedStep>* not_run,
                                      ProgressMeter* meter, EpochResult* result,
@@ -212,14 +211,11 @@ absl::Status StepRunner::RunLockstep(std::vector<PlannedStep> steps, int epoch,
 }
 
 StepRequest StepRunner::MakeRequest(int epoch, const PlannedStep& planned,
-                                    const DataPlan& data) {
+                                    const StepPlan& data) {
   StepRequest request;
   request.set_epoch(epoch);
   request.set_step(next_step_++);
-  AppendRaw(absl::MakeConstSpan(planned.example_ids),
-            request.mutable_example_ids());
-  request.set_shard_begin(data.shards()[planned.shard].begin);
-  request.set_shard_end(data.shards()[planned.shard].end);
+  data.Describe(planned, &request);
   return request;
 }
 
@@ -228,6 +224,7 @@ void StepRunner::Record(const StepResponse& r, int64_t step,
                         int64_t* correct) {
   for (int64_t s : r.staleness()) ++result->staleness[s];
   result->late_shards += r.late_shards();
+  result->bad_records += r.bad_records();
   if (r.examples() == 0) return;  // a mirrored replica without data
   meter->Step(r.examples(), r.loss());
   *correct += r.correct();

@@ -11,10 +11,10 @@
 #include "common/training_mode.h"
 #include "coordinator/cluster_coordinator.h"
 #include "coordinator/control/job_status_board.h"
-#include "coordinator/data_plan.h"
 #include "coordinator/report/epoch_result.h"
 #include "coordinator/report/metrics_writer.h"
 #include "coordinator/report/progress_meter.h"
+#include "coordinator/step_plan.h"
 
 namespace tessera {
 
@@ -47,7 +47,7 @@ class StepRunner {
   // scheduled, the steps in flight finish, and the steps not run are moved
   // to *not_run, so the model is at a step boundary.
   absl::Status Run(std::vector<PlannedStep> steps, int epoch,
-                   const DataPlan& data, const std::string& label,
+                   const StepPlan& data, const std::string& label,
                    EpochResult* result,
                    const std::function<bool()>& pause = nullptr,
                    std::vector<PlannedStep>* not_run = nullptr);
@@ -62,19 +62,19 @@ class StepRunner {
 
  private:
   absl::Status RunQueued(std::vector<PlannedStep> steps, int epoch,
-                         const DataPlan& data,
+                         const StepPlan& data,
                          const std::function<bool()>& pause,
                          std::vector<PlannedStep>* not_run,
                          ProgressMeter* meter, EpochResult* result,
                          int64_t* correct);
   absl::Status RunLockstep(std::vector<PlannedStep> steps, int epoch,
-                           const DataPlan& data,
+                           const StepPlan& data,
                            const std::function<bool()>& pause,
                            std::vector<PlannedStep>* not_run,
                            ProgressMeter* meter, EpochResult* result,
                            int64_t* correct);
   StepRequest MakeRequest(int epoch, const PlannedStep& planned,
-                          const DataPlan& data);
+                          const StepPlan& data);
   // Adds a finished step to the figures, the board and the step log.
   void Record(const StepResponse& response, int64_t step, ProgressMeter* meter,
               EpochResult* result, int64_t* correct);

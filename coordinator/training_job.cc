@@ -227,12 +227,17 @@ absl::Status TrainingJob::EvaluateCheckpoint() {
 
 absl::Status TrainingJob::CheckEpochCoverage(const EpochResult& result) const {
   // A one-pass epoch reads each training example exactly once: a step lost
-  // or run twice (a failed worker's step re-run) would show here.
+  // or run twice (a failed worker's step re-run) would show here. A bad
+  // record skipped (skip_bad_records) was read but not trained on.
   if (job_.schedule().steps_per_epoch() != 0) return absl::OkStatus();
-  if (result.examples == train_examples_) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(
-      "epoch ", result.epoch, " trained on ", result.examples,
-      " examples; one pass over the training set is ", train_examples_));
+  if (result.examples + result.bad_records == train_examples_) {
+    return absl::OkStatus();
+  }
+  return absl::InternalError(
+      absl::StrCat("epoch ", result.epoch, " trained on ", result.examples,
+                   " examples (", result.bad_records,
+                   " bad records skipped); one pass over the training set is ",
+                   train_examples_));
 }
 
 absl::StatusOr<WorkerConfig> TrainingJob::MakeWorkerConfig(int w, int64_t begin,
@@ -249,6 +254,12 @@ absl::StatusOr<WorkerConfig> TrainingJob::MakeWorkerConfig(int w, int64_t begin,
   config.set_seed(job_.schedule().seed());
   config.set_train_begin(begin);
   config.set_train_end(end);
+  // Every worker gets every shard, so that any worker can run any shard's
+  // step again; it streams its own unless asked otherwise.
+  for (const StreamShard& shard : train_shards_) {
+    *config.add_train_shards() = shard;
+  }
+  for (const FileSlice& file : test_files_) *config.add_test_files() = file;
   // A prefetched pull could miss the previous global step's update.
   config.set_prefetch_parameters(options_.prefetch_parameters &&
                                  !mode_.lockstep());
@@ -270,13 +281,25 @@ absl::Status TrainingJob::ProbeDataSizes() {
   }
   train_examples_ = response.train_total();
   test_examples_ = response.test_examples();
+  // Streamed data: worker 0 globbed, counted and assigned the files (the
+  // coordinator never reads the data, which it may not even see).
+  train_shards_.assign(response.train_shards().begin(),
+                       response.train_shards().end());
+  test_files_.assign(response.test_files().begin(),
+                     response.test_files().end());
+  if (!train_shards_.empty() && train_shards_.size() != workers_.size()) {
+    return absl::InternalError(
+        absl::StrCat("worker 0 assigned the files to ", train_shards_.size(),
+                     " shards for ", workers_.size(), " workers"));
+  }
   if (job_.data().format() == "criteo") {
     best_auc_ = ReadBestAuc(job_.data().test_path());
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<DataPlan> TrainingJob::PlanData(int epoch) const {
+absl::StatusOr<std::unique_ptr<StepPlan>> TrainingJob::PlanData(
+    int epoch) const {
   // In sync and mirrored modes batch_size and steps_per_epoch count
   // global steps, each one batch per worker.
   const int n = static_cast<int>(workers_.size());
@@ -285,19 +308,46 @@ absl::StatusOr<DataPlan> TrainingJob::PlanData(int epoch) const {
                                        : job_.schedule().batch_size();
   const int64_t steps = mode_.lockstep() ? job_.schedule().steps_per_epoch() * n
                                          : job_.schedule().steps_per_epoch();
-  absl::StatusOr<DataPlan> plan = DataPlan::Create(
-      train_examples_, n, per_worker_batch, steps, job_.schedule().seed());
-  // Plans are reproducible: epoch e's steps follow from the e-1 before.
-  if (plan.ok()) {
-    for (int e = 1; e < epoch; ++e) plan->NextEpoch();
+  std::unique_ptr<StepPlan> plan;
+  if (!train_shards_.empty()) {
+    std::vector<int64_t> sizes;
+    for (const StreamShard& shard : train_shards_) {
+      int64_t records = 0;
+      for (const FileSlice& slice : shard.slices()) {
+        records += slice.end() - slice.begin();
+      }
+      sizes.push_back(records);
+    }
+    absl::StatusOr<StreamPlan> streams =
+        StreamPlan::Create(std::move(sizes), per_worker_batch, steps);
+    if (!streams.ok()) return streams.status();
+    plan = PlanOfStreams(*std::move(streams));
+  } else {
+    absl::StatusOr<DataPlan> examples = DataPlan::Create(
+        train_examples_, n, per_worker_batch, steps, job_.schedule().seed());
+    if (!examples.ok()) return examples.status();
+    plan = PlanOfExamples(*std::move(examples));
   }
+  // Plans are reproducible: epoch e's steps follow from the e-1 before, so
+  // a checkpoint's epoch is where every shard's permutation or stream
+  // stands.
+  for (int e = 1; e < epoch; ++e) plan->NextEpoch();
   return plan;
 }
 
-absl::Status TrainingJob::ConfigureWorkers(const DataPlan& data) {
+absl::Status TrainingJob::ConfigureWorkers() {
+  // In-memory data: each worker holds its contiguous shard, as DataPlan
+  // splits the examples. Streamed data: every worker is sent the shards.
+  std::vector<DataShard> shards(workers_.size());
+  if (train_shards_.empty()) {
+    absl::StatusOr<DataPlan> split = DataPlan::Create(
+        train_examples_, static_cast<int>(workers_.size()), 1, 0, 0);
+    if (!split.ok()) return split.status();
+    shards = split->shards();
+  }
   for (size_t w = 0; w < workers_.size(); ++w) {
-    absl::StatusOr<WorkerConfig> config = MakeWorkerConfig(
-        static_cast<int>(w), data.shards()[w].begin, data.shards()[w].end);
+    absl::StatusOr<WorkerConfig> config =
+        MakeWorkerConfig(static_cast<int>(w), shards[w].begin, shards[w].end);
     if (!config.ok()) return config.status();
     ConfigureResponse response;
     if (absl::Status s = workers_[w]->Configure(*config, &response); !s.ok()) {
@@ -313,9 +363,9 @@ absl::Status TrainingJob::ConfigureWorkers(const DataPlan& data) {
 absl::Status TrainingJob::ResumeAt(const JobPosition& position, int* epoch) {
   *epoch = position.epoch;
   runner_->SetPosition(position.global_step, runner_->next_global_step());
-  absl::StatusOr<DataPlan> data = PlanData(*epoch);
+  absl::StatusOr<std::unique_ptr<StepPlan>> data = PlanData(*epoch);
   if (!data.ok()) return data.status();
-  *data_ = *std::move(data);
+  data_ = *std::move(data);
   return absl::OkStatus();
 }
 
@@ -400,20 +450,21 @@ absl::Status TrainingJob::RunJob() {
     return s;
   }
   if (absl::Status s = ProbeDataSizes(); !s.ok()) return s;
-  absl::StatusOr<DataPlan> data = PlanData(1);
+  absl::StatusOr<std::unique_ptr<StepPlan>> data = PlanData(1);
   if (!data.ok()) return data.status();
-  data_ = std::make_unique<DataPlan>(*std::move(data));
+  data_ = *std::move(data);
   if (absl::Status s = CreateVariables(); !s.ok()) return s;
-  if (absl::Status s = ConfigureWorkers(*data_); !s.ok()) return s;
+  if (absl::Status s = ConfigureWorkers(); !s.ok()) return s;
   if (options_.evaluate_only) return EvaluateCheckpoint();
   JobPosition position;
   if (recovery_ != nullptr) {
     absl::StatusOr<JobPosition> resumed = recovery_->Start();
     if (!resumed.ok()) return resumed.status();
     position = *resumed;
-    absl::StatusOr<DataPlan> resumed_data = PlanData(position.epoch);
+    absl::StatusOr<std::unique_ptr<StepPlan>> resumed_data =
+        PlanData(position.epoch);
     if (!resumed_data.ok()) return resumed_data.status();
-    *data_ = *std::move(resumed_data);
+    data_ = *std::move(resumed_data);
     runner_->SetPosition(position.global_step, position.next_sync_step);
   }
   // The heartbeat keeps the servers' states for status queries; with

@@ -24,6 +24,7 @@
 #include "coordinator/ps_recovery.h"
 #include "coordinator/report/epoch_result.h"
 #include "coordinator/report/metrics_writer.h"
+#include "coordinator/step_plan.h"
 #include "coordinator/step_runner.h"
 #include "coordinator/test_set_evaluator.h"
 #include "coordinator/variable_plan.h"
@@ -97,14 +98,16 @@ class TrainingJob {
   absl::Status CreateVariables();
   // --evaluate_only: restores the newest checkpoint and evaluates it.
   absl::Status EvaluateCheckpoint();
-  // The data plan as it is at the start of epoch `epoch`.
-  absl::StatusOr<DataPlan> PlanData(int epoch) const;
-  // What worker w needs for the job, with the dataset shard [begin, end).
+  // The step plan as it is at the start of epoch `epoch`.
+  absl::StatusOr<std::unique_ptr<StepPlan>> PlanData(int epoch) const;
+  // What worker w needs for the job, with the dataset shard [begin, end)
+  // (streamed data: every shard of the stream and the test files).
   absl::StatusOr<WorkerConfig> MakeWorkerConfig(int w, int64_t begin,
                                                 int64_t end) const;
-  // The training and test set sizes, as worker 0 reads them.
+  // The training and test set sizes, as worker 0 reads them; for
+  // streamed data also the files' assignment to shards.
   absl::Status ProbeDataSizes();
-  absl::Status ConfigureWorkers(const DataPlan& data);
+  absl::Status ConfigureWorkers();
   absl::Status Evaluate(EpochResult* result);
   // Internal error when a one-pass epoch did not train on every example
   // exactly once.
@@ -155,7 +158,13 @@ class TrainingJob {
   // Model ctr: the generator's best achievable test AUC (meta.json beside
   // the test file), -1 when unknown.
   double best_auc_ = -1;
-  std::unique_ptr<DataPlan> data_;
+  std::unique_ptr<StepPlan> data_;
+  // Streamed data (tfrecord, csv): each worker's shard of the files, as
+  // worker 0 assigned them, and the test files. Empty otherwise.
+  std::vector<StreamShard> train_shards_;
+  std::vector<FileSlice> test_files_;
+  // In-memory data: each worker's contiguous shard of the examples.
+  std::vector<DataShard> example_shards_;
   // Steps of a started epoch that extra steps have not used yet.
   std::deque<PlannedStep> extra_plan_;
   int64_t extra_steps_run_ = 0;

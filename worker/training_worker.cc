@@ -12,6 +12,7 @@
 #include "common/model/model_support.h"
 #include "glog/logging.h"
 #include "worker/data/batch_view.h"
+#include "worker/data/file_assignment.h"
 
 namespace tessera {
 namespace {
@@ -76,8 +77,27 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& config,
   absl::StatusOr<std::unique_ptr<Graph>> graph =
       Graph::Create(*described, backend_.get());
   if (!graph.ok()) return graph.status();
-  // Streamed formats: the coordinator counted the files and sends the
-  // shards; nothing is loaded here.
+  if (IsStreamedFormat(config.data().format()) &&
+      config.train_shards_size() == 0) {
+    // The coordinator's first call: this worker reads the data, so it
+    // globs, counts and assigns the files (AssignStreamedData) and answers
+    // with the assignment; it is configured by the next call.
+    absl::StatusOr<StreamedDataSet> assigned =
+        AssignStreamedData(config.data(), std::max(1, config.num_workers()));
+    if (!assigned.ok()) return assigned.status();
+    for (const StreamShard& shard : assigned->train_shards) {
+      *response->add_train_shards() = shard;
+    }
+    for (const FileSlice& file : assigned->test_files) {
+      *response->add_test_files() = file;
+    }
+    response->set_train_total(assigned->train_records);
+    response->set_test_examples(assigned->test_records);
+    response->set_device(device_name_);
+    return absl::OkStatus();
+  }
+  // Streamed formats: the coordinator sends the shards; nothing is loaded
+  // here.
   std::unique_ptr<StreamExamples> stream;
   absl::StatusOr<int64_t> train_size = int64_t{0}, test_size = int64_t{0};
   if (IsStreamedFormat(config.data().format())) {

@@ -32,6 +32,8 @@ struct EpochResult {
   std::map<int64_t, int64_t> staleness;
   // Sync with backup workers: shard gradients dropped as late.
   int64_t late_shards = 0;
+  // Streamed data with skip_bad_records: records skipped, not trained on.
+  int64_t bad_records = 0;
 };
 
 }  // namespace tessera

@@ -30,6 +30,10 @@ void PrintEpochResult(std::FILE* out, const EpochResult& r, int epochs,
                "test accuracy %.4f, %.0f examples/s\n",
                label.c_str(), r.train_loss, r.train_accuracy, r.test_loss,
                r.test_accuracy, r.examples_per_second);
+  if (r.bad_records > 0) {
+    std::fprintf(out, "%s: %lld bad records skipped (skip_bad_records)\n",
+                 label.c_str(), static_cast<long long>(r.bad_records));
+  }
   if (r.auc >= 0) {
     std::fprintf(out,
                  "%s: test AUC %.4f (best achievable %s), test log loss "
@@ -44,7 +48,7 @@ void PrintSummary(std::FILE* out, const JobSummary& s) {
   std::fprintf(out, "\n%-13s %10s %11s %10s %10s %10s %8s\n", "epoch",
                "train_loss", "train_acc", "test_loss", "test_acc", "ex/s",
                "secs");
-  int64_t examples = 0;
+  int64_t examples = 0, bad_records = 0;
   double train_seconds = 0;
   int epochs = 0;
   for (const EpochResult& r : s.results) {
@@ -55,6 +59,7 @@ void PrintSummary(std::FILE* out, const JobSummary& s) {
     examples += r.examples;
     train_seconds += r.seconds;
     epochs += r.extra_steps.empty() ? 1 : 0;
+    bad_records += r.bad_records;
   }
   if (s.results.empty()) {
     std::fprintf(out, "\nno epoch left to train; wall time %.1f s\n",
@@ -81,6 +86,10 @@ void PrintSummary(std::FILE* out, const JobSummary& s) {
         BestAuc(s.best_auc, "unknown (no meta.json beside the test file)")
             .c_str(),
         last.log_loss);
+  }
+  if (bad_records > 0) {
+    std::fprintf(out, "%lld bad records were skipped (skip_bad_records)\n",
+                 static_cast<long long>(bad_records));
   }
   std::string per_server;
   double total = 0;

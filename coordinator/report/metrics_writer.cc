@@ -97,6 +97,7 @@ void MetricsWriter::WriteEpoch(const EpochResult& r, double best_auc) {
                          {"mode", mode_},
                          {"late_shards", r.late_shards}};
   if (!r.extra_steps.empty()) line["extra_steps"] = r.extra_steps;
+  if (r.bad_records > 0) line["bad_records"] = r.bad_records;
   if (r.auc >= 0) {
     line["auc"] = r.auc;
     line["log_loss"] = r.log_loss;

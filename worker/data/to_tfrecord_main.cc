@@ -26,6 +26,9 @@ DEFINE_string(prefix, "", "Output files are <prefix>-<k>-of-<n>.<format>.");
 DEFINE_string(format, "tfrecord", "Output format: tfrecord or csv.");
 DEFINE_int32(shards, 1, "Number of output files.");
 DEFINE_bool(gzip, false, "Compress the output (TensorFlow's GZIP).");
+DEFINE_int64(examples, -1,
+             "Convert only the first N examples (-1: all), for a smaller "
+             "copy of a data set.");
 
 int main(int argc, char** argv) {
   gflags::SetUsageMessage(
@@ -33,11 +36,13 @@ int main(int argc, char** argv) {
       "CSV shards.");
   tessera::ParseCommandLineOrExit(&argc, &argv);
   if (FLAGS_prefix.empty() || FLAGS_shards < 1 ||
+      (FLAGS_examples < 1 && FLAGS_examples != -1) ||
       (FLAGS_from != "idx" && FLAGS_from != "criteo") ||
       (FLAGS_from == "idx" && (FLAGS_images.empty() || FLAGS_labels.empty())) ||
       (FLAGS_from == "criteo" && FLAGS_input.empty())) {
     std::fprintf(stderr,
-                 "tessera_to_tfrecord: need --prefix, --shards >= 1 and "
+                 "tessera_to_tfrecord: need --prefix, --shards >= 1, "
+                 "--examples >= 1 (or -1: all) and "
                  "--from=idx with --images and --labels, or --from=criteo "
                  "with --input\n");
     return tessera::kCommandLineErrorExitCode;
@@ -50,7 +55,7 @@ int main(int argc, char** argv) {
   absl::StatusOr<std::vector<std::string>> written;
   if (FLAGS_from == "idx") {
     absl::StatusOr<tessera::MnistDataset> data =
-        tessera::LoadMnist(FLAGS_images, FLAGS_labels);
+        tessera::LoadMnist(FLAGS_images, FLAGS_labels, 0, FLAGS_examples);
     if (!data.ok()) {
       std::fprintf(stderr, "tessera_to_tfrecord: %s\n",
                    data.status().ToString().c_str());
@@ -59,7 +64,7 @@ int main(int argc, char** argv) {
     written = tessera::ConvertMnist(*data, options);
   } else {
     absl::StatusOr<tessera::CtrDataset> data = tessera::LoadCriteo(
-        FLAGS_input, 0, -1,
+        FLAGS_input, 0, FLAGS_examples,
         tessera::CriteoFormat{FLAGS_num_dense, FLAGS_num_fields});
     if (!data.ok()) {
       std::fprintf(stderr, "tessera_to_tfrecord: %s\n",
