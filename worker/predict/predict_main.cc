@@ -52,11 +52,12 @@ DEFINE_string(device, "cpu",
               "and this build has CUDA).");
 DEFINE_string(write_inputs, "",
               "Also write each example as the exported ONNX model's inputs, "
-              "one JSON object a line ({\"index\": i, \"label\": y, and per "
-              "input its name: a dense input's floats, a sparse input's bag "
-              "of ids, and per embedding_bag layer its output's name: the "
-              "pooled embeddings, the inputs of an export with "
-              "--embeddings=pooled_inputs}), to feed another runtime the "
+              "one JSON object a line ({\"index\": i, \"label\": y, each "
+              "dense input's floats by its name, per embedding_bag layer "
+              "\"<output>_ids\": its fields' bags of ids padded with -1 to "
+              "[fields][max_hotness], and per embedding_bag layer its "
+              "output's name: the pooled embeddings, the inputs of an export "
+              "with --embeddings=pooled_inputs}), to feed another runtime the "
               "same examples.");
 
 namespace tessera {
