@@ -63,10 +63,13 @@ void AppendPrediction(const PredictionLayout& layout, int64_t index,
 void AppendOnnxInputs(const ModelDef& model, const HostBatch& batch, int64_t b,
                       int64_t index, const Predictor& predictor,
                       std::string* line) {
-  absl::StrAppend(line, "{\"index\":", index, ",\"label\":");
-  if (!batch.class_labels.empty()) {
-    absl::StrAppend(line, batch.class_labels[b]);
+  absl::StrAppend(line, "{\"index\":", index);
+  if (!batch.labeled) {
+    // No label to write: the examples came without.
+  } else if (!batch.class_labels.empty()) {
+    absl::StrAppend(line, ",\"label\":", batch.class_labels[b]);
   } else {
+    *line += ",\"label\":";
     AppendFloat(batch.labels[b], line);
   }
   int dense = 0;
