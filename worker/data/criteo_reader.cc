@@ -40,15 +40,20 @@ std::string Quote(absl::string_view text) {
 class LineParser {
  public:
   LineParser(const std::string& path, const CriteoFormat& format)
-      : path_(path), format_(format) {}
+      : path_(path),
+        format_(format),
+        labeled_(format.label_optional ? kUndecided : kLabeled) {}
 
   // Appends the example on `line` (line number `line_number`) to *data.
   absl::Status Parse(absl::string_view line, int64_t line_number,
                      CtrDataset* data) {
     line_number_ = line_number;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    const int64_t want =
+    const int64_t full =
         int64_t{1} + format_.num_dense + int64_t{format_.num_fields};
+    // Until a line decides it, a file whose label is optional may have
+    // either count.
+    const int64_t most = full - (labeled_ == kUnlabeled ? 1 : 0);
     columns_.clear();
     size_t start = 0;
     while (true) {
@@ -56,19 +61,37 @@ class LineParser {
       columns_.push_back(line.substr(start, tab - start));
       if (tab == absl::string_view::npos) break;
       start = tab + 1;
-      if (static_cast<int64_t>(columns_.size()) > want) break;
+      if (static_cast<int64_t>(columns_.size()) > most) break;
     }
-    if (static_cast<int64_t>(columns_.size()) != want) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path_, ":", line_number_, ": expected ", want,
-                       " tab-separated columns (label, ", format_.num_dense,
-                       " integer, ", format_.num_fields, " categorical), got ",
-                       static_cast<int64_t>(columns_.size()) > want
-                           ? absl::StrCat("more")
-                           : absl::StrCat(columns_.size()),
-                       ": ", Quote(line)));
+    const int64_t got = static_cast<int64_t>(columns_.size());
+    if (labeled_ == kUndecided && got == full - 1) {
+      // Examples to predict: the label column is left out.
+      labeled_ = kUnlabeled;
+      data->has_labels = false;
+    } else if (labeled_ == kUndecided && got == full) {
+      labeled_ = kLabeled;
     }
-    if (columns_[0] == "0") {
+    const int64_t want = full - (labeled_ == kUnlabeled ? 1 : 0);
+    if (got != want) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path_, ":", line_number_, ": expected ", want,
+          " tab-separated columns (",
+          labeled_ == kUndecided ? absl::StrCat("label, ", format_.num_dense)
+          : labeled_ == kUnlabeled
+              ? absl::StrCat("no label, as the file's first line, ",
+                             format_.num_dense)
+              : absl::StrCat("label, ", format_.num_dense),
+          " integer, ", format_.num_fields, " categorical",
+          labeled_ == kUndecided
+              ? absl::StrCat("; or ", full - 1, " without the label")
+              : "",
+          "), got ", got > want ? absl::StrCat("more") : absl::StrCat(got),
+          ": ", Quote(line)));
+    }
+    shift_ = labeled_ == kUnlabeled ? 1 : 0;
+    if (labeled_ == kUnlabeled) {
+      // No label to read.
+    } else if (columns_[0] == "0") {
       data->labels.push_back(0.0f);
     } else if (columns_[0] == "1") {
       data->labels.push_back(1.0f);
@@ -76,7 +99,7 @@ class LineParser {
       return Error(0, "label must be 0 or 1");
     }
     for (int j = 0; j < format_.num_dense; ++j) {
-      absl::string_view text = columns_[1 + j];
+      absl::string_view text = columns_[1 + j - shift_];
       int64_t x = 0;
       if (!text.empty() && !ParseInt(text, &x)) {
         return Error(1 + j, "not a 64-bit integer");
@@ -85,7 +108,7 @@ class LineParser {
     }
     for (int f = 0; f < format_.num_fields; ++f) {
       const int column = 1 + format_.num_dense + f;
-      absl::string_view text = columns_[column];
+      absl::string_view text = columns_[column - shift_];
       CtrFieldColumn& field = data->fields[f];
       while (!text.empty()) {
         const size_t comma = text.find(',');
@@ -115,18 +138,21 @@ class LineParser {
   }
 
  private:
+  // `column` counts the label as column 0 whether or not the file has
+  // one; the name gives the column's place in the line.
   std::string ColumnName(int column) const {
     if (column == 0) return "1 (label)";
+    const int place = column + 1 - shift_;
     if (column <= format_.num_dense) {
-      return absl::StrCat(column + 1, " (I", column, ")");
+      return absl::StrCat(place, " (I", column, ")");
     }
-    return absl::StrCat(column + 1, " (C", column - format_.num_dense, ")");
+    return absl::StrCat(place, " (C", column - format_.num_dense, ")");
   }
 
   absl::Status Error(int column, absl::string_view what) const {
     return absl::InvalidArgumentError(
         absl::StrCat(path_, ":", line_number_, ": column ", ColumnName(column),
-                     ": ", what, ": ", Quote(columns_[column])));
+                     ": ", what, ": ", Quote(columns_[column - shift_])));
   }
 
   // A decimal integer with an optional '-'; false if not one or out of
@@ -169,8 +195,12 @@ class LineParser {
     return true;
   }
 
+  enum Labeled { kUndecided, kLabeled, kUnlabeled };
+
   const std::string& path_;
   const CriteoFormat format_;
+  Labeled labeled_;
+  int shift_ = 0;  // 1 when the lines have no label column
   int64_t line_number_ = 0;
   std::vector<absl::string_view> columns_;
 };

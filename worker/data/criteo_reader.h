@@ -31,6 +31,9 @@
 //  - A slice [first, first + count) skips the leading lines without parsing
 //    them and stops reading after the slice, so lines outside it are not
 //    checked; a slice past the end is OutOfRange naming the example count.
+//  - With CriteoFormat::label_optional, a file may have no label column
+//    (the examples to predict): the first line read decides, and a line
+//    that then has another count is the error above.
 //  - '\r' before the '\n' is ignored; a blank line is a line with one column
 //    (an error).
 
@@ -49,6 +52,11 @@ namespace tessera {
 struct CriteoFormat {
   int num_dense = 13;   // integer columns I1..
   int num_fields = 26;  // categorical columns C1..
+  // New examples to predict may leave the label column out: the first line
+  // read decides (one column fewer: no labels, CtrDataset::has_labels
+  // false), and every line must then have as many columns as it. Training
+  // needs the label.
+  bool label_optional = false;
 };
 
 // The feature an integer column's value x becomes: log(1 + max(x, 0)).

@@ -23,7 +23,7 @@ absl::Status GatherCtrBatch(const CtrDataset& data,
   batch->dense.resize(n * data.num_dense);
   for (int64_t b = 0; b < n; ++b) {
     const int64_t e = examples[b];
-    batch->labels[b] = data.labels[e];
+    batch->labels[b] = data.has_labels ? data.labels[e] : 0.0f;
     std::copy_n(data.dense_row(e), data.num_dense,
                 batch->dense.data() + b * data.num_dense);
   }

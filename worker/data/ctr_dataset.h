@@ -31,6 +31,9 @@ struct CtrDataset {
   int64_t size = 0;
   // Index in the file of example 0 (the slice's first example).
   int64_t first = 0;
+  // False for examples to predict that came without labels; labels is
+  // then empty.
+  bool has_labels = true;
   std::vector<float> labels;           // size, each 0 or 1
   std::vector<float> dense;            // [size, num_dense], row-major
   std::vector<CtrFieldColumn> fields;  // num_fields

@@ -26,11 +26,13 @@ class IdxExamples final : public ExampleSet {
   explicit IdxExamples(MnistDataset data) : data_(std::move(data)) {}
 
   int64_t size() const override { return data_.size; }
+  bool has_labels() const override { return data_.has_labels; }
 
   absl::Status Gather(absl::Span<const int64_t> indices,
                       HostBatch* batch) const override {
     const int64_t n = static_cast<int64_t>(indices.size());
     const int dim = data_.feature_dim();
+    batch->labeled = data_.has_labels;
     batch->size = n;
     batch->dense.resize(1);
     batch->dense[0].resize(n * dim);
@@ -44,7 +46,7 @@ class IdxExamples final : public ExampleSet {
       }
       std::copy_n(data_.example(indices[i]), dim,
                   batch->dense[0].data() + i * dim);
-      batch->class_labels[i] = data_.labels[indices[i]];
+      batch->class_labels[i] = data_.has_labels ? data_.labels[indices[i]] : 0;
     }
     return absl::OkStatus();
   }
@@ -60,11 +62,13 @@ class CriteoExamples final : public ExampleSet {
   explicit CriteoExamples(CtrDataset data) : data_(std::move(data)) {}
 
   int64_t size() const override { return data_.size; }
+  bool has_labels() const override { return data_.has_labels; }
 
   absl::Status Gather(absl::Span<const int64_t> indices,
                       HostBatch* batch) const override {
     const int64_t n = static_cast<int64_t>(indices.size());
     const int nd = data_.num_dense;
+    batch->labeled = data_.has_labels;
     batch->size = n;
     batch->dense.resize(nd > 0 ? 1 : 0);
     if (nd > 0) batch->dense[0].resize(n * nd);
@@ -79,7 +83,7 @@ class CriteoExamples final : public ExampleSet {
     for (int64_t i = 0; i < n; ++i) {
       const int64_t e = indices[i];
       if (absl::Status s = CheckIndex(e, data_.size); !s.ok()) return s;
-      batch->labels[i] = data_.labels[e];
+      batch->labels[i] = data_.has_labels ? data_.labels[e] : 0.0f;
       if (nd > 0) {
         std::copy_n(data_.dense_row(e), nd, batch->dense[0].data() + i * nd);
       }
@@ -136,23 +140,30 @@ absl::StatusOr<int64_t> CountExamples(const DataConfig& data, bool train) {
   return count;
 }
 
-absl::StatusOr<std::unique_ptr<ExampleSet>> LoadExamples(const DataConfig& data,
-                                                         const ModelDef& model,
-                                                         bool train,
-                                                         int64_t first,
-                                                         int64_t count) {
+absl::StatusOr<std::unique_ptr<ExampleSet>> LoadExamples(
+    const DataConfig& data, const ModelDef& model, bool train, int64_t first,
+    int64_t count, LabelUse labels) {
+  const bool optional = labels == LabelUse::kOptional;
   if (absl::Status s = CheckDataFits(model, data.format()); !s.ok()) return s;
   if (data.format() == "criteo") {
     const CriteoColumns columns = CriteoColumnsOf(model);
     absl::StatusOr<CtrDataset> loaded =
         LoadCriteo(train ? data.train_path() : data.test_path(), first, count,
-                   CriteoFormat{columns.num_dense, columns.num_fields});
+                   CriteoFormat{columns.num_dense, columns.num_fields,
+                                /*label_optional=*/optional});
     if (!loaded.ok()) return loaded.status();
     return std::make_unique<CriteoExamples>(*std::move(loaded));
   }
   const std::string& images = train ? data.train_images() : data.test_images();
-  absl::StatusOr<MnistDataset> loaded = LoadMnist(
-      images, train ? data.train_labels() : data.test_labels(), first, count);
+  const std::string& label_file =
+      train ? data.train_labels() : data.test_labels();
+  if (label_file.empty() && !optional) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no labels file (", train ? "train" : "test",
+                     "_labels) for the images ", images));
+  }
+  absl::StatusOr<MnistDataset> loaded =
+      LoadMnist(images, label_file, first, count);
   if (!loaded.ok()) return loaded.status();
   int64_t elements = 1;
   for (int64_t d : model.inputs(0).dense().shape()) elements *= d;

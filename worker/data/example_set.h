@@ -26,7 +26,16 @@ struct HostBatch {
   std::vector<std::vector<int64_t>> offsets, ids;
   std::vector<int32_t> class_labels;  // label kind CLASS_INDEX
   std::vector<float> labels;          // label kinds BINARY and REAL
+  // False when the set has no labels (examples to predict): the labels
+  // above are then zeros, so the layer graph runs unchanged, and mean
+  // nothing.
+  bool labeled = true;
 };
+
+// Whether a data set must carry labels: training and evaluation need them;
+// prediction reads new examples, which may have none (a Criteo file without
+// its label column, IDX images without a labels file).
+enum class LabelUse { kRequired, kOptional };
 
 // A slice of a data set's examples, held in memory.
 //
@@ -35,6 +44,8 @@ class ExampleSet {
  public:
   virtual ~ExampleSet() = default;
   virtual int64_t size() const = 0;
+  // False for examples loaded without labels (LabelUse::kOptional).
+  virtual bool has_labels() const = 0;
   // Copies examples `indices` (into this slice, repeats allowed) into
   // *batch, reusing its buffers. OutOfRange names an index outside
   // [0, size()); *batch is then unspecified.
@@ -48,13 +59,14 @@ absl::StatusOr<int64_t> CountExamples(const DataConfig& data, bool train);
 
 // Loads examples [first, first + count) of the training or test files of
 // `data` as `model`'s inputs. InvalidArgument names an input the format
-// cannot provide (CheckDataFits) or a file whose examples do not have the
-// input's size; the readers' errors name the file and the bad entry.
-absl::StatusOr<std::unique_ptr<ExampleSet>> LoadExamples(const DataConfig& data,
-                                                         const ModelDef& model,
-                                                         bool train,
-                                                         int64_t first,
-                                                         int64_t count);
+// cannot provide (CheckDataFits), a file whose examples do not have the
+// input's size, or a labels file left unset when labels are required; the
+// readers' errors name the file and the bad entry. With
+// LabelUse::kOptional, an IDX set with no labels file (empty path) and a
+// Criteo file without the label column load with has_labels() false.
+absl::StatusOr<std::unique_ptr<ExampleSet>> LoadExamples(
+    const DataConfig& data, const ModelDef& model, bool train, int64_t first,
+    int64_t count, LabelUse labels = LabelUse::kRequired);
 
 }  // namespace tessera
 

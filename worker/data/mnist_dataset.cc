@@ -35,6 +35,7 @@ absl::Status CheckShapes(const std::string& images_path,
         absl::StrFormat("%s: images of %d x %d pixels are too large",
                         images_path, (*image_dims)[1], (*image_dims)[2]));
   }
+  if (labels_path.empty()) return absl::OkStatus();  // images to predict
   absl::StatusOr<std::vector<int64_t>> label_dims = ReadIdxDims(labels_path);
   if (!label_dims.ok()) return label_dims.status();
   if (label_dims->size() != 1) {
@@ -57,14 +58,18 @@ absl::StatusOr<MnistDataset> LoadMnist(const std::string& images_path,
                                        int64_t first, int64_t count) {
   absl::Status shapes = CheckShapes(images_path, labels_path);
   if (!shapes.ok()) return shapes;
-  absl::StatusOr<IdxArray> labels = ReadIdx(labels_path, first, count);
-  if (!labels.ok()) return labels.status();
+  IdxArray labels;
+  if (!labels_path.empty()) {
+    absl::StatusOr<IdxArray> read = ReadIdx(labels_path, first, count);
+    if (!read.ok()) return read.status();
+    labels = *std::move(read);
+  }
   // Labels are validated before the (much larger) images are read.
-  for (size_t i = 0; i < labels->data.size(); ++i) {
-    if (labels->data[i] >= kNumClasses) {
+  for (size_t i = 0; i < labels.data.size(); ++i) {
+    if (labels.data[i] >= kNumClasses) {
       return absl::DataLossError(absl::StrFormat(
           "%s: label of item %d is %d, expected 0 to %d", labels_path,
-          first + static_cast<int64_t>(i), labels->data[i], kNumClasses - 1));
+          first + static_cast<int64_t>(i), labels.data[i], kNumClasses - 1));
     }
   }
   absl::StatusOr<IdxArray> images = ReadIdx(images_path, first, count);
@@ -75,7 +80,8 @@ absl::StatusOr<MnistDataset> LoadMnist(const std::string& images_path,
   ds.rows = static_cast<int>(images->dims[1]);
   ds.cols = static_cast<int>(images->dims[2]);
   ds.num_classes = kNumClasses;
-  ds.labels.assign(labels->data.begin(), labels->data.end());
+  ds.has_labels = !labels_path.empty();
+  ds.labels.assign(labels.data.begin(), labels.data.end());
   ds.pixels.resize(images->data.size());
   for (size_t i = 0; i < images->data.size(); ++i) {
     ds.pixels[i] = images->data[i] / 255.0f;

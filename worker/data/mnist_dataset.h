@@ -8,6 +8,8 @@
 //  - Pixels are scaled to [0, 1] as x / 255.
 //  - Every label must be below num_classes (10); otherwise DataLoss naming
 //    the item index in the file and the offending value.
+//  - An empty labels path loads images to predict, with no labels
+//    (has_labels false, labels empty).
 //  - `first` and `count` select a slice of items exactly as ReadIdx does, so
 //    a worker can load only its shard without reading the whole file.
 
@@ -30,7 +32,8 @@ struct MnistDataset {
   int rows = 0;
   int cols = 0;
   std::vector<float> pixels;  // size * rows * cols, row-major per example.
-  std::vector<int32_t> labels;
+  bool has_labels = true;
+  std::vector<int32_t> labels;  // size, or empty without labels
   int num_classes = 10;
 
   int feature_dim() const { return rows * cols; }

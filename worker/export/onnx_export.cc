@@ -24,7 +24,8 @@ absl::StatusOr<onnx::ModelProto> ExportOnnx(const TrainedModel& model,
   proto.set_doc_string(absl::StrCat(
       "Exported by tessera_export from checkpoint ", model.checkpoint,
       " (global step ", model.global_step,
-      "). Sparse inputs: int64 ids [batch, max_hotness], padded with -1."));
+      "). Each embedding_bag layer's ids: input <layer>_ids, int64 [batch, "
+      "fields, max_hotness], padded with -1."));
   onnx::OperatorSetIdProto* opset = proto.add_opset_import();
   opset->set_domain("");
   opset->set_version(kOnnxOpset);

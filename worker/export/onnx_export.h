@@ -6,11 +6,15 @@
 // is free):
 //   inputs   each dense input by its name, float, its shape ([784],
 //            [28, 28, 1], [13]);
-//            each sparse input by its name, int64 [<name>_ids] (max_hotness
-//            is the width a description expects; any width works): the
-//            bag's ids, padded with -1 (padding and ids a table does not hold
-//            read a zero row; a mean bag divides by its ids that are not
-//            padding). A fixed-vocabulary table maps an id to id mod
+//            each embedding_bag layer's ids as "<its output>_ids", int64
+//            [fields, hotness]: its input fields in order, each bag padded
+//            with -1 to the hotness (the fields' largest max_hotness is what
+//            a description expects; any width works, as training takes bags
+//            of any size). A sparse input that several layers read is in
+//            each of their inputs (one input per layer: each maps to its
+//            table alone). Padding and ids a table does not hold read a
+//            zero row; a mean bag divides by its true count, the ids that
+//            are not padding. A fixed-vocabulary table maps an id to id mod
 //            vocab_size as training does (the id -1 excepted);
 //   outputs  "probabilities": a softmax head's class probabilities [C], a
 //            sigmoid head's probability [1]; "predictions" for a

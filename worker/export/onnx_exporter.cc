@@ -135,12 +135,10 @@ absl::Status Exporter::Inputs() {
                                  1);
         flat_[in.name()] = flat;
       }
-    } else if (!options_.pooled_inputs) {
-      // The bag's width is free: max_hotness is what the description
-      // expects, but the data decides (training takes bags of any size).
-      b_.Input(in.name(), onnx::TensorProto::INT64, {0, 0},
-               {"batch", in.name() + "_ids"});
-      sparse_.insert(in.name());
+    } else {
+      // No ONNX input of its own: each embedding_bag layer reading it
+      // takes its fields' ids as one input (EmbeddingBag).
+      sparse_[in.name()] = in.sparse().max_hotness();
     }
   }
   return absl::OkStatus();

@@ -112,9 +112,12 @@ class Exporter {
   // row of padding and of ids the table does not hold.
   absl::StatusOr<std::string> TableValues(const TrainedVariable& v);
 
-  // The row of each id of `ids` ([batch, k] int64) in TableValues(v).
+  // The row of each id of `ids` (int64, any shape) in TableValues(v).
   std::string RowsOf(const TrainedVariable& v, const std::string& ids,
                      const std::string& hint);
+
+  // The name of embedding_bag `layer`'s id input: "<its output>_ids".
+  static std::string IdsInputName(const LayerDef& layer);
 
   absl::Status EmbeddingBag(const LayerDef& layer, const std::string& out);
 
@@ -125,7 +128,7 @@ class Exporter {
   OnnxGraphBuilder b_;
   onnx::GraphProto* const graph_;
   absl::flat_hash_map<std::string, std::string> flat_;
-  absl::flat_hash_set<std::string> sparse_;
+  absl::flat_hash_map<std::string, int64_t> sparse_;  // -> max_hotness
   absl::flat_hash_set<std::string> initialized_;
   bool used_ml_ = false;
 };

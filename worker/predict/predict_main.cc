@@ -8,12 +8,16 @@
 // writes one line per example: JSON lines
 //   {"index":0,"probabilities":[0.01,...],"class":3}
 // or CSV (index,p0,...,class), a progress line with examples/s on stderr,
-// and, since the examples carry labels, the metrics training prints for its
-// test set. Exit code 2 for a bad command line, 1 for a failure.
+// and, when the examples carry labels, the metrics training prints for its
+// test set. New examples need no labels (--examples, a Criteo file without
+// its label column, IDX images without --labels): their lines are the
+// same, and the metrics line says there were no labels. Exit code 2 for a
+// bad command line, 1 for a failure.
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -40,6 +44,13 @@ DEFINE_string(data_dir, "",
               "Read the examples from this folder (the job's data format: "
               "IDX files, or train.tsv and test.tsv) instead of the job's.");
 DEFINE_string(split, "test", "test or train: which of the job's files.");
+DEFINE_string(examples, "",
+              "Predict the examples in this file instead (the job's data "
+              "format): a Criteo TSV file, with or without its label column "
+              "(one column fewer: no label first), or an IDX images file.");
+DEFINE_string(labels, "",
+              "The IDX labels file of --examples' images; omitted, the images "
+              "have no labels.");
 DEFINE_int64(max_examples, -1, "Predict only the first N examples.");
 DEFINE_int32(batch_size, 1024, "Examples per forward pass.");
 DEFINE_string(output, "-", "Where the predictions go; '-' for stdout.");
@@ -52,11 +63,12 @@ DEFINE_string(device, "cpu",
               "and this build has CUDA).");
 DEFINE_string(write_inputs, "",
               "Also write each example as the exported ONNX model's inputs, "
-              "one JSON object a line ({\"index\": i, \"label\": y, and per "
-              "input its name: a dense input's floats, a sparse input's bag "
-              "of ids, and per embedding_bag layer its output's name: the "
-              "pooled embeddings, the inputs of an export with "
-              "--embeddings=pooled_inputs}), to feed another runtime the "
+              "one JSON object a line ({\"index\": i, \"label\": y, each "
+              "dense input's floats by its name, per embedding_bag layer "
+              "\"<output>_ids\": its fields' bags of ids padded with -1 to "
+              "[fields][max_hotness], and per embedding_bag layer its "
+              "output's name: the pooled embeddings, the inputs of an export "
+              "with --embeddings=pooled_inputs}), to feed another runtime the "
               "same examples.");
 
 namespace tessera {
@@ -94,14 +106,35 @@ int Run() {
   // fewer (--max_examples is).
   data.set_train_examples(0);
   data.set_test_examples(0);
-  const bool train = FLAGS_split == "train";
+  bool train = FLAGS_split == "train";
+  const bool criteo = data.format() == "criteo";
+  if (!FLAGS_labels.empty() && (FLAGS_examples.empty() || criteo)) {
+    return Fail(2, absl::InvalidArgumentError(
+                       "--labels goes with --examples, for IDX images (a "
+                       "Criteo file's label is its first column)"));
+  }
+  if (!FLAGS_examples.empty()) {
+    train = false;
+    if (criteo) {
+      data.set_test_path(FLAGS_examples);
+    } else {
+      data.set_test_images(FLAGS_examples);
+      data.set_test_labels(FLAGS_labels);
+    }
+  } else if (!criteo && !FLAGS_data_dir.empty()) {
+    // A folder of images to predict may hold no labels file.
+    std::string* labels =
+        train ? data.mutable_train_labels() : data.mutable_test_labels();
+    if (!std::filesystem::exists(*labels)) labels->clear();
+  }
   absl::StatusOr<int64_t> count = CountExamples(data, train);
   if (!count.ok()) return Fail(1, count.status());
   int64_t n = *count;
   if (FLAGS_max_examples >= 0) n = std::min(n, FLAGS_max_examples);
   absl::StatusOr<std::unique_ptr<ExampleSet>> examples =
-      LoadExamples(data, model->model, train, 0, n);
+      LoadExamples(data, model->model, train, 0, n, LabelUse::kOptional);
   if (!examples.ok()) return Fail(1, examples.status());
+  const bool labeled = (*examples)->has_labels();
 
   absl::StatusOr<DeviceChoice> device = ChooseDeviceForFlag(FLAGS_device);
   if (!device.ok()) return Fail(2, device.status());
@@ -216,7 +249,7 @@ int Run() {
       const std::vector<float>& outputs = slot.outputs;
       loss_sum += slot.result->loss_sum;
       correct += slot.result->correct;
-      if (binary) {
+      if (binary && labeled) {
         probabilities.insert(probabilities.end(), outputs.begin(),
                              outputs.end());
         labels.insert(labels.end(), batch.labels.begin(), batch.labels.end());
@@ -257,13 +290,20 @@ int Run() {
     return Fail(
         1, absl::DataLossError(absl::StrCat("cannot write ", FLAGS_output)));
   }
-  // The metrics training prints for its test set.
+  // The metrics training prints for its test set, when there are labels.
   const int64_t total = std::max<int64_t>(1, n);
-  std::string metrics = absl::StrCat(
-      "tessera_predict: ", n, " examples, checkpoint step ", model->global_step,
-      "  loss ", absl::StrFormat("%.4f", loss_sum / total), "  accuracy ",
-      absl::StrFormat("%.4f", static_cast<double>(correct) / total));
-  if (binary && !probabilities.empty()) {
+  std::string metrics =
+      absl::StrCat("tessera_predict: ", n, " examples, checkpoint step ",
+                   model->global_step);
+  if (!labeled) {
+    absl::StrAppend(&metrics, "  no labels, so no metrics");
+  } else {
+    absl::StrAppend(
+        &metrics, "  loss ", absl::StrFormat("%.4f", loss_sum / total),
+        "  accuracy ",
+        absl::StrFormat("%.4f", static_cast<double>(correct) / total));
+  }
+  if (binary && labeled && !probabilities.empty()) {
     absl::StatusOr<double> auc = RocAuc(probabilities, labels);
     if (auc.ok())
       absl::StrAppend(&metrics, absl::StrFormat("  auc %.4f", *auc));

@@ -16,6 +16,10 @@ void AppendFloat(float v, std::string* out) {
   out->append(buf);
 }
 
+std::string OutputName(const LayerDef& layer) {
+  return layer.output().empty() ? layer.name() : layer.output();
+}
+
 }  // namespace
 
 std::string PredictionHeader(const PredictionLayout& layout) {
@@ -59,46 +63,63 @@ void AppendPrediction(const PredictionLayout& layout, int64_t index,
 void AppendOnnxInputs(const ModelDef& model, const HostBatch& batch, int64_t b,
                       int64_t index, const Predictor& predictor,
                       std::string* line) {
-  absl::StrAppend(line, "{\"index\":", index, ",\"label\":");
-  if (!batch.class_labels.empty()) {
-    absl::StrAppend(line, batch.class_labels[b]);
+  absl::StrAppend(line, "{\"index\":", index);
+  if (!batch.labeled) {
+    // No label to write: the examples came without.
+  } else if (!batch.class_labels.empty()) {
+    absl::StrAppend(line, ",\"label\":", batch.class_labels[b]);
   } else {
+    *line += ",\"label\":";
     AppendFloat(batch.labels[b], line);
   }
-  int dense = 0, sparse = 0;
-  for (const InputDef& in : model.inputs()) {
-    absl::StrAppend(line, ",\"", in.name(), "\":[");
-    if (in.has_dense()) {
-      const std::vector<float>& values = batch.dense[dense++];
-      const int64_t n = static_cast<int64_t>(values.size()) / batch.size;
-      for (int64_t k = 0; k < n; ++k) {
-        if (k > 0) *line += ',';
-        AppendFloat(values[b * n + k], line);
-      }
-    } else {
-      const std::vector<int64_t>& offsets = batch.offsets[sparse];
-      const std::vector<int64_t>& ids = batch.ids[sparse++];
-      for (int64_t k = offsets[b]; k < offsets[b + 1]; ++k) {
-        if (k > offsets[b]) *line += ',';
-        absl::StrAppend(line, ids[k]);
-      }
-    }
-    *line += ']';
-  }
+  int dense = 0;
   absl::flat_hash_map<std::string, int> sparse_index;
+  absl::flat_hash_map<std::string, int64_t> max_hotness;
   for (const InputDef& in : model.inputs()) {
     if (in.has_sparse()) {
       const int next = static_cast<int>(sparse_index.size());
       sparse_index[in.name()] = next;
+      max_hotness[in.name()] = in.sparse().max_hotness();
+      continue;
     }
+    absl::StrAppend(line, ",\"", in.name(), "\":[");
+    const std::vector<float>& values = batch.dense[dense++];
+    const int64_t n = static_cast<int64_t>(values.size()) / batch.size;
+    for (int64_t k = 0; k < n; ++k) {
+      if (k > 0) *line += ',';
+      AppendFloat(values[b * n + k], line);
+    }
+    *line += ']';
+  }
+  // Each embedding_bag layer's ids, [fields][hotness], padded with -1 to
+  // the fields' largest max_hotness (or the longest bag, if longer).
+  for (const LayerDef& layer : model.layers()) {
+    if (!layer.has_embedding_bag()) continue;
+    int64_t hotness = 1;
+    for (const std::string& field : layer.inputs()) {
+      const int s = sparse_index.at(field);
+      hotness = std::max({hotness, max_hotness.at(field),
+                          batch.offsets[s][b + 1] - batch.offsets[s][b]});
+    }
+    absl::StrAppend(line, ",\"", OutputName(layer), "_ids\":[");
+    for (int f = 0; f < layer.inputs_size(); ++f) {
+      const int s = sparse_index.at(layer.inputs(f));
+      const int64_t begin = batch.offsets[s][b], end = batch.offsets[s][b + 1];
+      absl::StrAppend(line, f > 0 ? ",[" : "[");
+      for (int64_t k = 0; k < hotness; ++k) {
+        if (k > 0) *line += ',';
+        absl::StrAppend(
+            line, begin + k < end ? batch.ids[s][begin + k] : int64_t{-1});
+      }
+      *line += ']';
+    }
+    *line += ']';
   }
   std::vector<float> pooled;
   for (const LayerDef& layer : model.layers()) {
     if (!layer.has_embedding_bag()) continue;
     predictor.PoolEmbeddings(layer, sparse_index, batch, b, &pooled);
-    absl::StrAppend(line, ",\"",
-                    layer.output().empty() ? layer.name() : layer.output(),
-                    "\":[");
+    absl::StrAppend(line, ",\"", OutputName(layer), "\":[");
     for (size_t k = 0; k < pooled.size(); ++k) {
       if (k > 0) *line += ',';
       AppendFloat(pooled[k], line);

@@ -36,10 +36,12 @@ void AppendPrediction(const PredictionLayout& layout, int64_t index,
                       absl::Span<const float> values, std::string* line);
 
 // Appends example `b` of `batch` (example `index` of the set) as one JSON
-// line of the ONNX model's inputs: {"index", "label", each input by name (a
-// dense input's floats, a sparse input's bag of ids), each embedding_bag
-// layer's output by name (its pooled embeddings, the inputs of an export
-// with pooled inputs)}.
+// line of the ONNX model's inputs (worker/export/onnx_export.h): {"index",
+// "label" (when the batch has labels), each dense input's floats by name, each
+// embedding_bag layer's ids as "<its output>_ids" ([fields][hotness], padded
+// with -1 to the fields' largest max_hotness or the example's longest bag),
+// each embedding_bag layer's output by name (its pooled embeddings, the inputs
+// of an export with pooled inputs)}.
 void AppendOnnxInputs(const ModelDef& model, const HostBatch& batch, int64_t b,
                       int64_t index, const Predictor& predictor,
                       std::string* line);

@@ -252,6 +252,70 @@ TEST_F(CriteoReaderTest, BadInputsNameLineColumnAndText) {
               HasSubstr("\\x01z"));
 }
 
+// Examples to predict may come without the label column; only a format
+// that allows it reads them, and the first line decides for the file.
+TEST_F(CriteoReaderTest, LabelColumnMayBeLeftOutForPrediction) {
+  CriteoFormat optional = kSmall;
+  optional.label_optional = true;
+  const std::string unlabeled =
+      Line({"0", "5", "68fd1e64", "80e26c9b", "fb936136"}) +
+      Line({"", "-3", "", "0A", ""}) +
+      Line({"12", "", "ffffffffffffffff", "1,2,1", "abc"});
+  const std::string path = WritePlain("new.tsv", unlabeled);
+  absl::StatusOr<CtrDataset> data = LoadCriteo(path, 0, -1, optional);
+  ASSERT_TRUE(data.ok()) << data.status();
+  EXPECT_FALSE(data->has_labels);
+  EXPECT_THAT(data->labels, IsEmpty());
+  CtrDataset labeled_copy = *data;
+  labeled_copy.labels = {1.0f, 0.0f, 1.0f};
+  ExpectThreeExamples(labeled_copy);  // the same features as with labels
+  // A labeled file reads as before.
+  data = LoadCriteo(WritePlain("old.tsv", ThreeExamples()), 0, -1, optional);
+  ASSERT_TRUE(data.ok()) << data.status();
+  EXPECT_TRUE(data->has_labels);
+  ExpectThreeExamples(*data);
+  // A slice decides on its own first line.
+  data = LoadCriteo(path, 1, 2, optional);
+  ASSERT_TRUE(data.ok()) << data.status();
+  EXPECT_FALSE(data->has_labels);
+  EXPECT_EQ(data->size, 2);
+  // Training needs the label: the column count is wrong.
+  EXPECT_THAT(ErrorOf(unlabeled),
+              AllOf(HasSubstr(":1:"), HasSubstr("expected 6 tab-separated"),
+                    HasSubstr("got 5")));
+}
+
+TEST_F(CriteoReaderTest, RowsWithoutLabelsKeepTheErrorsOfMalformedRows) {
+  CriteoFormat optional = kSmall;
+  optional.label_optional = true;
+  auto error_of = [&](const std::string& text) {
+    const std::string path = WritePlain("bad.tsv", text);
+    absl::StatusOr<CtrDataset> data = LoadCriteo(path, 0, -1, optional);
+    EXPECT_EQ(data.status().code(), absl::StatusCode::kInvalidArgument)
+        << data.status();
+    return std::string(data.status().message());
+  };
+  const std::string good = Line({"1", "2", "a", "b", "c"});
+  // Neither count: both are named.
+  EXPECT_THAT(error_of(Line({"1", "2", "a", "b"})),
+              AllOf(HasSubstr(":1: expected 6"), HasSubstr("or 5 without"),
+                    HasSubstr("got 4")));
+  // Once the first line has no label, every line must have none.
+  EXPECT_THAT(error_of(good + Line({"1", "1", "2", "a", "b", "c"})),
+              AllOf(HasSubstr(":2: expected 5"), HasSubstr("no label"),
+                    HasSubstr("got more")));
+  EXPECT_THAT(error_of(Line({"0", "1", "2", "a", "b", "c"}) + good),
+              AllOf(HasSubstr(":2: expected 6"), HasSubstr("label,"),
+                    HasSubstr("got 5")));
+  // Columns are named by their place in the line.
+  EXPECT_THAT(error_of(good + Line({"1", "x7", "a", "b", "c"})),
+              AllOf(HasSubstr(":2: column 2 (I2)"),
+                    HasSubstr("not a 64-bit integer"), HasSubstr("\"x7\"")));
+  EXPECT_THAT(error_of(Line({"1", "1", "a", "xyz", "c"})),
+              AllOf(HasSubstr("column 4 (C2)"),
+                    HasSubstr("bad hexadecimal id \"xyz\"")));
+}
+
 TEST_F(CriteoReaderTest, ExtremeIntegersAreInRange) {
   absl::StatusOr<CtrDataset> data = LoadCriteo(
       WritePlain("x.tsv", Line({"1", "9223372036854775807",

@@ -5,14 +5,17 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 
 namespace tessera {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 class CountExamplesTest : public ::testing::Test {
@@ -60,6 +63,99 @@ TEST_F(CountExamplesTest, EmptySetIsAnError) {
   absl::StatusOr<int64_t> n = CountExamples(data_, false);
   EXPECT_EQ(n.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(n.status().message(), HasSubstr("the test set is empty"));
+}
+
+// Prediction reads new examples, which may have no labels; training and
+// evaluation still need them.
+TEST_F(CountExamplesTest, CriteoWithoutLabelsLoadsOnlyWhenLabelsAreOptional) {
+  ModelDef model;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"pb(
+        inputs {
+          name: "C1"
+          sparse {}
+        }
+        inputs {
+          name: "dense"
+          dense { shape: [ 1 ] }
+        }
+        label { kind: BINARY }
+        layers {
+          name: "e"
+          inputs: "C1"
+          embedding_bag { dim: 2 }
+        }
+        layers {
+          name: "logit"
+          inputs: [ "e", "dense" ]
+          dense { units: 1 }
+        }
+        loss { kind: SIGMOID_CROSS_ENTROPY input: "logit" }
+      )pb",
+      &model));
+  std::ofstream(dir_ + "/new.tsv") << "3\ta1\n\tb2\n";
+  data_.set_test_path(dir_ + "/new.tsv");
+  absl::StatusOr<std::unique_ptr<ExampleSet>> set =
+      LoadExamples(data_, model, false, 0, 2);
+  EXPECT_EQ(set.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(set.status().message(), HasSubstr("new.tsv:1: expected 3"));
+  set = LoadExamples(data_, model, false, 0, 2, LabelUse::kOptional);
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_FALSE((*set)->has_labels());
+  HostBatch batch;
+  const std::vector<int64_t> indices = {1, 0};
+  ASSERT_TRUE((*set)->Gather(indices, &batch).ok());
+  EXPECT_FALSE(batch.labeled);
+  EXPECT_THAT(batch.labels, ElementsAre(0.0f, 0.0f));
+  EXPECT_THAT(batch.ids[0], ElementsAre(0xb2, 0xa1));
+  // A labeled file still loads labeled.
+  set = LoadExamples(data_, model, true, 0, 3, LabelUse::kOptional);
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_TRUE((*set)->has_labels());
+  ASSERT_TRUE((*set)->Gather(indices, &batch).ok());
+  EXPECT_TRUE(batch.labeled);
+  EXPECT_THAT(batch.labels, ElementsAre(0.0f, 1.0f));
+}
+
+TEST_F(CountExamplesTest, ImagesWithoutALabelsFileNeedOptionalLabels) {
+  ModelDef model;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"pb(
+        inputs {
+          name: "x"
+          dense { shape: [ 2 ] }
+        }
+        label { kind: CLASS_INDEX num_classes: 10 }
+        layers {
+          name: "logits"
+          inputs: "x"
+          dense { units: 10 }
+        }
+        loss { kind: SOFTMAX_CROSS_ENTROPY input: "logits" }
+      )pb",
+      &model));
+  // An IDX ubyte file: 3 images of 1 x 2 pixels.
+  const std::string images = dir_ + "/img";
+  std::ofstream(images, std::ios::binary)
+      << std::string("\0\0\x08\x03\0\0\0\x03\0\0\0\x01\0\0\0\x02", 16)
+      << std::string("\x01\x02\x03\x04\x05\x06", 6);
+  DataConfig data;
+  data.set_format("idx");
+  data.set_test_images(images);
+  absl::StatusOr<std::unique_ptr<ExampleSet>> set =
+      LoadExamples(data, model, false, 0, 3);
+  EXPECT_EQ(set.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(set.status().message(),
+              HasSubstr("no labels file (test_labels)"));
+  set = LoadExamples(data, model, false, 0, 3, LabelUse::kOptional);
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_FALSE((*set)->has_labels());
+  HostBatch batch;
+  const std::vector<int64_t> indices = {2};
+  ASSERT_TRUE((*set)->Gather(indices, &batch).ok());
+  EXPECT_FALSE(batch.labeled);
+  EXPECT_THAT(batch.class_labels, ElementsAre(0));
+  EXPECT_FLOAT_EQ(batch.dense[0][1], 6 / 255.0f);
 }
 
 }  // namespace

@@ -47,6 +47,18 @@ TEST_F(MnistDatasetTest, LoadsAndScales) {
   EXPECT_THAT(ds->labels, ElementsAre(0, 9, 4));
 }
 
+// Images to predict: no labels file.
+TEST_F(MnistDatasetTest, LoadsImagesWithoutLabels) {
+  const std::string images =
+      WritePlain("img", Ubyte({3, 1, 2}, {10, 11, 20, 21, 30, 31}));
+  absl::StatusOr<MnistDataset> ds = LoadMnist(images, "", 1, 2);
+  ASSERT_TRUE(ds.ok()) << ds.status();
+  EXPECT_FALSE(ds->has_labels);
+  EXPECT_TRUE(ds->labels.empty());
+  EXPECT_EQ(ds->size, 2);
+  EXPECT_FLOAT_EQ(ds->example(1)[1], 31 / 255.0f);
+}
+
 TEST_F(MnistDatasetTest, LoadsSlice) {
   const std::string images =
       WriteGz("img.gz", Ubyte({3, 1, 2}, {10, 11, 20, 21, 30, 31}));

@@ -104,6 +104,29 @@ TEST(OnnxExportTest, WritesOpset17WithTablesAsLabelEncoderAndGather) {
   EXPECT_EQ(m->graph().output(1).name(), "class");
 }
 
+// An embedding_bag layer takes its fields' ids as one input [batch, fields,
+// hotness], gathered and summed over the hotness axis (axes an input).
+TEST(OnnxExportTest, BagIdsAreOneInputPerLayerSummedOverHotness) {
+  absl::StatusOr<onnx::ModelProto> m = ExportOnnx(Trained(), {});
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_EQ(m->graph().input_size(), 2);
+  EXPECT_EQ(m->graph().input(0).name(), "x");
+  const onnx::ValueInfoProto& ids = m->graph().input(1);
+  EXPECT_EQ(ids.name(), "bag_ids");
+  const onnx::TypeProto::Tensor& t = ids.type().tensor_type();
+  EXPECT_EQ(t.elem_type(), onnx::TensorProto::INT64);
+  ASSERT_EQ(t.shape().dim_size(), 3);
+  EXPECT_EQ(t.shape().dim(0).dim_param(), "batch");
+  EXPECT_EQ(t.shape().dim(1).dim_value(), 1);  // one field
+  EXPECT_EQ(t.shape().dim(2).dim_param(), "bag_ids_hotness");
+  EXPECT_THAT(ids.doc_string(), HasSubstr("ids of ids in that order"));
+  EXPECT_THAT(ids.doc_string(), HasSubstr("to 3 (their max_hotness)"));
+  const onnx::NodeProto* sum = FindNode(*m, "ReduceSum");
+  ASSERT_NE(sum, nullptr);
+  ASSERT_EQ(sum->input_size(), 2);          // the data and the axes
+  EXPECT_NE(FindNode(*m, "Div"), nullptr);  // a mean bag
+}
+
 TEST(OnnxExportTest, PooledInputsLeaveTheTablesOut) {
   absl::StatusOr<onnx::ModelProto> m =
       ExportOnnx(Trained(), OnnxExportOptions{/*pooled_inputs=*/true});

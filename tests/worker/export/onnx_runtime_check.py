@@ -53,10 +53,14 @@ def feeds_for(session, examples):
     for arg in session.get_inputs():
         rows = [e[arg.name] for e in examples]
         if arg.type == "tensor(int64)":
-            width = max(1, max(len(r) for r in rows))
-            ids = np.full((len(rows), width), -1, dtype=np.int64)
+            # An embedding_bag layer's ids, [fields][hotness] per example,
+            # padded with -1 to the widest example's hotness.
+            fields = len(rows[0])
+            width = max(1, max(len(bag) for r in rows for bag in r))
+            ids = np.full((len(rows), fields, width), -1, dtype=np.int64)
             for b, r in enumerate(rows):
-                ids[b, :len(r)] = r
+                for f, bag in enumerate(r):
+                    ids[b, f, :len(bag)] = bag
             feeds[arg.name] = ids
         else:
             dims = [len(rows)] + [d for d in arg.shape[1:]]

@@ -9,6 +9,7 @@
 
 #include "Eigen/Core"
 #include "common/counter_rng.h"
+#include "worker/backend/cpu/cpu_gemm_avx2.h"
 
 namespace tessera {
 namespace {
@@ -19,6 +20,22 @@ using Mat = Eigen::Map<RowMajor>;
 using ConstMat = Eigen::Map<const RowMajor>;
 
 }  // namespace
+
+namespace cpu_internal {
+
+// Here, in the baseline build: code compiled for AVX2 must not run before
+// the CPU is known to have it.
+bool UseGemmAvx2() {
+#if defined(TESSERA_GEMM_AVX2)
+  static const bool use =
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return use;
+#else
+  return false;
+#endif
+}
+
+}  // namespace cpu_internal
 
 void* CpuBackend::AllocateBytes(int64_t bytes) {
   // 64-byte alignment suits Eigen's vector loads.
@@ -43,6 +60,11 @@ void CpuBackend::CopyOnDevice(const void* from, void* to, int64_t bytes) {
 void CpuBackend::Gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n,
                       int64_t k, float alpha, const float* a, const float* b,
                       float beta, float* c) {
+  if (cpu_internal::UseGemmAvx2()) {
+    cpu_internal::GemmAvx2(transpose_a, transpose_b, m, n, k, alpha, a, b, beta,
+                           c);
+    return;
+  }
   ConstMat A(a, transpose_a ? k : m, transpose_a ? m : k);
   ConstMat B(b, transpose_b ? n : k, transpose_b ? k : n);
   Mat C(c, m, n);
