@@ -287,6 +287,16 @@ TEST_F(FaultTest, StreamedTfRecordKeepsExactlyOnceWhenAServerDies) {
   EXPECT_GT(FinalAccuracy(run), 0.78);
 }
 
+TEST_F(FaultTest, StreamedTfRecordKeepsExactlyOnceWhenTheCoordinatorDies) {
+  JobRun run = Train("tfrecord_chief", "sync", "chief-0", kMidSecondEpoch,
+                     StreamedTfRecordFlags());
+  ExpectCompleteAndExact(run);
+  EXPECT_THAT(run.output, HasSubstr("resuming from"));
+  std::printf("[fault] tfrecord, coordinator killed: accuracy %.4f\n",
+              FinalAccuracy(run));
+  EXPECT_GT(FinalAccuracy(run), 0.78);
+}
+
 // Evaluation is not a step: a worker killed while it evaluates its slice
 // of the test set used to fail the job. Epochs of 2 steps and 10,000 test
 // images make evaluation most of each epoch, and worker-1 is killed three
