@@ -505,7 +505,7 @@ absl::Status TrainingJob::Run() {
     if (!failures.empty()) {
       lost_output = true;
       status = absl::DataLossError(absl::StrCat(
-          failures.size(),
+          metrics_->failed_writes(),
           " writes of metrics or checkpoints failed, so the run's output is "
           "incomplete; the first: ",
           failures.front()));

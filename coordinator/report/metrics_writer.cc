@@ -154,16 +154,29 @@ void MetricsWriter::CheckWritten(std::ostream& out, const std::string& file) {
   if (out.good()) return;
   const int error = errno;
   RecordWriteFailure(absl::StrCat("writing ", run_dir_, "/", file,
-                                  " failed: ", std::strerror(error)));
+                                  " failed: ", std::strerror(error)),
+                     file);
   out.clear();  // so that the next write is checked on its own
 }
 
-void MetricsWriter::RecordWriteFailure(const std::string& what) {
+void MetricsWriter::RecordWriteFailure(const std::string& what,
+                                       const std::string& file) {
+  {
+    absl::MutexLock lock(&mu_);
+    ++failed_writes_;
+    if (!file.empty() && !failed_files_.insert(file).second) return;
+    write_failures_.push_back(what);
+  }
   LOG(ERROR) << what;
-  std::fprintf(out_, "error: %s\n", what.c_str());
+  std::fprintf(
+      out_, "error: %s%s\n", what.c_str(),
+      file.empty() ? "" : " (later failures of this file counted, not shown)");
   std::fflush(out_);
+}
+
+int64_t MetricsWriter::failed_writes() const {
   absl::MutexLock lock(&mu_);
-  write_failures_.push_back(what);
+  return failed_writes_;
 }
 
 std::vector<std::string> MetricsWriter::write_failures() const {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "common/event_file_writer.h"
@@ -41,8 +42,13 @@ class MetricsWriter {
   // accuracy.svg and loss.svg over the epochs so far.
   void WriteCharts(const std::vector<EpochResult>& results);
 
-  void RecordWriteFailure(const std::string& what);
+  // Says `what` at once, the first time for each `file` (a full disk
+  // fails every later write of it too: those are counted, not repeated).
+  void RecordWriteFailure(const std::string& what,
+                          const std::string& file = "");
+  // The first failure of each file, in order, and how many writes failed.
   std::vector<std::string> write_failures() const;
+  int64_t failed_writes() const;
 
  private:
   // Flushes `out` after a write of `file` and records a failure with
@@ -56,6 +62,8 @@ class MetricsWriter {
   std::unique_ptr<EventFileWriter> events_;
   mutable absl::Mutex mu_;
   std::vector<std::string> write_failures_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<std::string> failed_files_ ABSL_GUARDED_BY(mu_);
+  int64_t failed_writes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace tessera
