@@ -74,11 +74,14 @@ absl::StatusOr<bool> CheckpointEvaluator::EvaluateOne(
   if (!m.ok()) return m.status();
   *final_checkpoint = model->epoch > model->job.schedule().epochs();
 
+  // The manifest's epoch is the next one to train: this model is the one
+  // after epoch - 1, the epoch training's metrics.jsonl line names.
+  const int epochs_done = model->epoch - 1;
   const std::string line = absl::StrFormat(
-      "{\"step\":%d,\"epoch\":%d,\"checkpoint\":\"%s\",\"examples\":%d,"
+      "{\"step\":%d,\"after_epoch\":%d,\"checkpoint\":\"%s\",\"examples\":%d,"
       "\"loss\":%.6f,\"accuracy\":%.6f,\"auc\":%s,\"log_loss\":%s,"
       "\"seconds\":%.3f,\"unix_time\":%.3f}\n",
-      step, model->epoch, name, m->examples, m->loss, m->accuracy,
+      step, epochs_done, name, m->examples, m->loss, m->accuracy,
       MetricOrNull(m->auc), MetricOrNull(m->log_loss), m->seconds,
       absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()));
   if (absl::Status s = AppendLine(options_.run_dir + "/eval.jsonl", line);
@@ -105,8 +108,8 @@ absl::StatusOr<bool> CheckpointEvaluator::EvaluateOne(
   if (absl::Status s = events_->Flush(); !s.ok()) return s;
   ++evaluated_;
   std::string text =
-      absl::StrFormat("evaluator: %s (epoch %d): loss %.4f accuracy %.4f", name,
-                      model->epoch, m->loss, m->accuracy);
+      absl::StrFormat("evaluator: %s (after epoch %d): loss %.4f accuracy %.4f",
+                      name, epochs_done, m->loss, m->accuracy);
   if (m->auc >= 0) absl::StrAppendFormat(&text, " auc %.4f", m->auc);
   if (m->log_loss >= 0) {
     absl::StrAppendFormat(&text, " log_loss %.4f", m->log_loss);

@@ -107,7 +107,7 @@ TEST_F(CheckpointEvaluatorTest, EvaluatesTheFinalCheckpointAsTrainingDid) {
   EXPECT_THAT(lines[0], HasSubstr(absl::StrFormat("accuracy %.4f",
                                                   epoch->test_accuracy)));
   const std::string jsonl = ReadAll(dir_ + "/run/eval.jsonl");
-  EXPECT_THAT(jsonl, HasSubstr("\"epoch\":2"));
+  EXPECT_THAT(jsonl, HasSubstr("\"after_epoch\":1"));
   EXPECT_THAT(jsonl, HasSubstr("\"examples\":200"));
   EXPECT_THAT(jsonl, HasSubstr("\"auc\":null"));
   EXPECT_FALSE(std::filesystem::is_empty(dir_ + "/run/tensorboard/eval"));
