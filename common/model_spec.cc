@@ -127,4 +127,24 @@ absl::StatusOr<std::vector<VariableDef>> ModelVariables(
   return vars;
 }
 
+ShardDef WholeShardOf(const VariableDef& v) {
+  ShardDef def;
+  def.set_name(absl::StrCat(v.name, "/part_0"));
+  def.set_variable(v.name);
+  def.set_index(0);
+  def.set_row_offset(0);
+  for (int64_t d : v.shape) {
+    def.mutable_variable_shape()->add_dims(d);
+    def.mutable_shape()->add_dims(d);
+  }
+  def.set_dtype(DT_FLOAT);
+  *def.mutable_initializer() = v.initializer;
+  if (v.sparse && v.shape[0] == 0) {
+    def.set_hash_table(true);
+    def.set_dim(v.shape[1]);
+    def.set_num_shards(1);
+  }
+  return def;
+}
+
 }  // namespace tessera

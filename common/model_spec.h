@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "proto/job.pb.h"
+#include "proto/ps_service.pb.h"
 
 namespace tessera {
 
@@ -42,6 +43,11 @@ absl::Status ValidateModelConfig(const ModelConfig& model);
 // 1 (one logit).
 absl::StatusOr<std::vector<VariableDef>> ModelVariables(
     const ModelConfig& model, uint64_t seed);
+
+// The one shard that holds all of `v`, as a process training or loading a
+// model alone (no parameter servers) keeps it: a growing table becomes a
+// hash shard of one.
+ShardDef WholeShardOf(const VariableDef& v);
 
 }  // namespace tessera
 

@@ -10,6 +10,7 @@
 #include "common/checkpoint_dir.h"
 #include "common/model/model_presets.h"
 #include "common/model/variable_optimizer.h"
+#include "common/model_spec.h"
 #include "ps_server/shard_checkpoint.h"
 #include "ps_server/shard_store.h"
 #include "worker/export/model_file.h"
@@ -19,26 +20,6 @@ namespace {
 
 // The one shard holding all of `v`, as the coordinator defines it for one
 // parameter server: restoring onto it gathers every saved shard.
-ShardDef WholeShard(const VariableDef& v) {
-  ShardDef def;
-  def.set_name(absl::StrCat(v.name, "/part_0"));
-  def.set_variable(v.name);
-  def.set_index(0);
-  def.set_row_offset(0);
-  for (int64_t d : v.shape) {
-    def.mutable_variable_shape()->add_dims(d);
-    def.mutable_shape()->add_dims(d);
-  }
-  def.set_dtype(DT_FLOAT);
-  *def.mutable_initializer() = v.initializer;
-  if (v.sparse && v.shape[0] == 0) {
-    def.set_hash_table(true);
-    def.set_dim(v.shape[1]);
-    def.set_num_shards(1);
-  }
-  return def;
-}
-
 // The checkpoint `path` names: itself when it is a checkpoint folder, else
 // the newest valid one under it.
 absl::StatusOr<ValidCheckpoint> FindCheckpoint(std::string path) {
@@ -127,7 +108,7 @@ absl::StatusOr<TrainedModel> LoadTrainedModel(const std::string& path) {
   ShardStore store;
   for (const VariableDef& v : m.graph.variables) {
     CreateShardsRequest request;
-    *request.add_shards() = WholeShard(v);
+    *request.add_shards() = WholeShardOf(v);
     *request.mutable_optimizer() = VariableOptimizer(m.job, v);
     CreateShardsResponse response;
     if (absl::Status s = store.Create(request, &response); !s.ok()) return s;

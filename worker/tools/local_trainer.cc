@@ -15,6 +15,7 @@
 #include "common/model/model_presets.h"
 #include "common/model/model_support.h"
 #include "common/model/variable_optimizer.h"
+#include "common/model_spec.h"
 #include "ps_server/shard_checkpoint.h"
 #include "worker/data/batch_view.h"
 #include "worker/data/ctr_dataset.h"
@@ -27,26 +28,6 @@ constexpr int64_t kEvaluateSlice = 1024;
 
 // The one shard holding all of `v`, as the coordinator would define it for
 // a single parameter server and no partitioner.
-ShardDef WholeShard(const VariableDef& v) {
-  ShardDef def;
-  def.set_name(absl::StrCat(v.name, "/part_0"));
-  def.set_variable(v.name);
-  def.set_index(0);
-  def.set_row_offset(0);
-  for (int64_t d : v.shape) {
-    def.mutable_variable_shape()->add_dims(d);
-    def.mutable_shape()->add_dims(d);
-  }
-  def.set_dtype(DT_FLOAT);
-  *def.mutable_initializer() = v.initializer;
-  if (v.sparse && v.shape[0] == 0) {
-    def.set_hash_table(true);
-    def.set_dim(v.shape[1]);
-    def.set_num_shards(1);
-  }
-  return def;
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<LocalTrainer>> LocalTrainer::Create(
@@ -77,7 +58,7 @@ absl::StatusOr<std::unique_ptr<LocalTrainer>> LocalTrainer::Create(
   // Each variable gets the optimizer the coordinator would give it.
   for (const VariableDef& v : described->variables) {
     CreateShardsRequest request;
-    *request.add_shards() = WholeShard(v);
+    *request.add_shards() = WholeShardOf(v);
     *request.mutable_optimizer() = VariableOptimizer(job, v);
     CreateShardsResponse response;
     if (absl::Status s = t->store_.Create(request, &response); !s.ok()) {
