@@ -203,7 +203,7 @@ absl::StatusOr<ThroughputResult> RunClients(const std::string& address,
   std::vector<std::thread> threads;
   for (int c = 0; c < clients; ++c) {
     threads.emplace_back([&, c] {
-      PsClient client(address, 0, MakeChannel(address));
+      PsClient client(address, 0, MakeChannel(address, ChannelSecurity()));
       std::vector<int64_t> ids;
       std::vector<float> values, grads;
       absl::flat_hash_set<int64_t> seen;
@@ -280,7 +280,7 @@ int RunThroughput(const std::vector<int64_t>& dims) {
               "clients", "uniq/batch", "batches/s", "rows/s", "table_rows",
               "resid_MB");
   std::fflush(stdout);
-  PsClient admin(address, 0, MakeChannel(address));
+  PsClient admin(address, 0, MakeChannel(address, ChannelSecurity()));
   for (const char* kind : {"hash", "fixed"}) {
     const bool hash = std::string(kind) == "hash";
     if (!hash && FLAGS_fixed_rows <= 0) continue;
@@ -349,8 +349,8 @@ int RunScale(std::vector<ServerProcess>& servers) {
   std::vector<std::vector<std::unique_ptr<PsClient>>> clients(workers);
   for (auto& per_worker : clients) {
     for (ServerProcess& s : servers) {
-      per_worker.push_back(
-          std::make_unique<PsClient>(s.address, 0, MakeChannel(s.address)));
+      per_worker.push_back(std::make_unique<PsClient>(
+          s.address, 0, MakeChannel(s.address, ChannelSecurity())));
     }
   }
   std::vector<std::atomic<int64_t>> rows_per_server(n);

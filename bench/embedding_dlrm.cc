@@ -62,8 +62,8 @@ int RunDlrmTables(std::vector<ServerProcess>& servers,
   std::vector<std::vector<std::unique_ptr<PsClient>>> clients(o.workers);
   for (auto& per_worker : clients) {
     for (ServerProcess& s : servers) {
-      per_worker.push_back(
-          std::make_unique<PsClient>(s.address, 0, MakeChannel(s.address)));
+      per_worker.push_back(std::make_unique<PsClient>(
+          s.address, 0, MakeChannel(s.address, ChannelSecurity())));
     }
   }
   std::atomic<bool> failed{false};

@@ -182,8 +182,8 @@ std::vector<std::unique_ptr<PsClient>> ConnectServers(
       return {};
     }
     s.address = absl::StrCat("127.0.0.1:", parts[0]);
-    clients.push_back(
-        std::make_unique<PsClient>(s.address, 0, MakeChannel(s.address)));
+    clients.push_back(std::make_unique<PsClient>(
+        s.address, 0, MakeChannel(s.address, ChannelSecurity())));
   }
   return clients;
 }

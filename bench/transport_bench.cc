@@ -293,14 +293,14 @@ absl::Status Run() {
   PsClientOptions client_options;
   client_options.chunk_bytes = FLAGS_chunk_bytes;
   PsClient client(address, 0,
-                  grpc_args->empty() ? MakeChannel(address)
+                  grpc_args->empty() ? MakeChannel(address, ChannelSecurity())
                                      : MakeTunedChannel(address, *grpc_args),
                   client_options);
   // Its own channel (one TCP connection each, as
   // GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL gives every channel), built the same way
   // as the client's.
   bench::GrpcFloorClient floor(grpc_args->empty()
-                                   ? MakeChannel(address)
+                                   ? MakeChannel(address, ChannelSecurity())
                                    : MakeTunedChannel(address, *grpc_args),
                                max_bytes, FLAGS_chunk_bytes);
   HealthResponse health;

@@ -10,8 +10,6 @@
 #include "common/backoff.h"
 #include "common/rpc_auth.h"
 #include "common/transport_limits.h"
-#include "gflags/gflags.h"
-#include "glog/logging.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
@@ -99,40 +97,6 @@ grpc::ChannelArguments ChannelArgs() {
   // The policy above is the one source of truth: never one from DNS.
   args.SetInt(GRPC_ARG_SERVICE_CONFIG_DISABLE_RESOLUTION, 1);
   return args;
-}
-
-absl::StatusOr<ChannelSecurity> ChannelSecurityFromFlags() {
-  ChannelSecurity security;
-  absl::StatusOr<std::string> token = LoadJobToken();
-  if (!token.ok()) return token.status();
-  security.job_token = *std::move(token);
-  absl::StatusOr<std::optional<TlsFiles>> tls = LoadTlsFiles();
-  if (!tls.ok()) return tls.status();
-  security.tls = *std::move(tls);
-  if (!security.tls && !FLAGS_tls_target_name_override.empty()) {
-    return absl::InvalidArgumentError(
-        "--tls_target_name_override needs TLS: --tls_cert, --tls_key and "
-        "--tls_ca");
-  }
-  security.tls_target_name_override = FLAGS_tls_target_name_override;
-  return security;
-}
-
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
-  absl::StatusOr<ChannelSecurity> security = ChannelSecurityFromFlags();
-  if (security.ok()) return MakeChannel(address, *security);
-  LOG(ERROR) << "channel to " << address << ": " << security.status().message()
-             << "; its calls will be refused";
-  // Fails closed (see the header): the server refuses a call without a
-  // token, and a TLS handshake without a client certificate.
-  grpc::ChannelArguments args = ChannelArgs();
-  const bool tls_wanted = !FLAGS_tls_cert.empty() || !FLAGS_tls_key.empty() ||
-                          !FLAGS_tls_ca.empty();
-  return grpc::CreateCustomChannel(
-      address,
-      tls_wanted ? grpc::SslCredentials(grpc::SslCredentialsOptions())
-                 : grpc::InsecureChannelCredentials(),
-      args);
 }
 
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,

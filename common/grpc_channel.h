@@ -29,25 +29,12 @@ struct ChannelSecurity {
   std::string tls_target_name_override;
 };
 
-// What the flags ask for: LoadJobToken(), LoadTlsFiles() and
-// --tls_target_name_override; their errors, which name the flag or file.
-absl::StatusOr<ChannelSecurity> ChannelSecurityFromFlags();
-
 // The one place channels are made: message size limits derived from the
 // chunk size, keepalive so a dead peer is noticed, reconnect backoff, and
-// gRPC's retry policy (ChannelArgs()); every call carries the job token,
-// over TLS when the flags configure it (ChannelSecurityFromFlags(), read
-// once per channel). Channels are meant to be created once per peer and
-// reused.
-//
-// Never fails: when the flags' token or TLS files cannot be read (a
-// process that passed StartProcess has already checked them), the error
-// is logged and the channel fails closed: no token, and with TLS flags
-// given a TLS channel without a client certificate, so that a Tessera
-// server refuses every call and nothing travels in plaintext.
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address);
-
-// The same with explicit security (tests, tools).
+// gRPC's retry policy (ChannelArgs()); every call carries
+// `security.job_token`, over TLS when `security.tls` is set. Channels are
+// meant to be created once per peer and reused. Binaries build `security`
+// once from their flags (common/security_flags.h) and pass it down.
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
                                            const ChannelSecurity& security);
 

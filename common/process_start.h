@@ -1,21 +1,14 @@
 #ifndef TESSERA_COMMON_PROCESS_START_H_
 #define TESSERA_COMMON_PROCESS_START_H_
 
-#include <functional>
-#include <memory>
 #include <optional>
 #include <string>
 
 #include "absl/strings/string_view.h"
 #include "common/cluster_spec.h"
+#include "common/grpc_channel.h"
+#include "common/grpc_server.h"
 #include "gflags/gflags.h"
-#include "grpcpp/server.h"
-#include "grpcpp/server_builder.h"
-#include "grpcpp/support/config.h"
-
-namespace grpc {
-class Service;
-}
 
 // The RPC flags every binary shares. Only mains (through this file's
 // functions) read them; libraries take the values as options.
@@ -36,24 +29,13 @@ namespace tessera {
 struct ProcessStart {
   std::optional<ClusterSpec> cluster;
   int exit_code = 0;
+  // From the flags, checked: how this process's channels show they belong
+  // to the job, and how its server listens. Mains pass them down.
+  ChannelSecurity security;
+  ServerOptions server;
 };
 ProcessStart StartProcess(int* argc, char*** argv, const char* usage,
                           absl::string_view task_type);
-
-// Starts a gRPC server for `service` at ListenAddress(address,
-// --listen_host) with the
-// project's message limits, over TLS that requires a client certificate
-// when --tls_cert/--tls_key/--tls_ca are set (common/tls_credentials.h),
-// else plaintext; nullptr (the reason logged) when it cannot listen there
-// or the TLS files cannot be read.
-// `more` (optional) adds further services to the same server before it
-// starts, e.g. the worker's all-reduce service. `selected_port` (optional)
-// receives the port bound, which differs from the address's for port 0.
-// The services check the job token themselves (common/rpc_auth.h).
-std::unique_ptr<grpc::Server> StartServer(
-    const std::string& address, grpc::Service* service,
-    const std::function<void(grpc::ServerBuilder*)>& more = nullptr,
-    int* selected_port = nullptr);
 
 }  // namespace tessera
 

@@ -9,11 +9,6 @@
 #include "common/bounded_file_read.h"
 #include "glog/logging.h"
 
-DEFINE_string(job_token_file, "",
-              "File holding this job's token, which every RPC must carry "
-              "(launchers write one per job). Empty: $TESSERA_JOB_TOKEN, and "
-              "without that no token is required.");
-
 namespace tessera {
 namespace {
 
@@ -47,12 +42,11 @@ absl::Status CheckTokenText(absl::string_view token, absl::string_view from) {
 
 }  // namespace
 
-absl::StatusOr<std::string> LoadJobToken() {
-  if (!FLAGS_job_token_file.empty()) {
-    const std::string what =
-        absl::StrCat("--job_token_file=", FLAGS_job_token_file);
+absl::StatusOr<std::string> LoadJobToken(const std::string& token_file) {
+  if (!token_file.empty()) {
+    const std::string what = absl::StrCat("--job_token_file=", token_file);
     absl::StatusOr<std::string> text =
-        ReadBoundedFile(FLAGS_job_token_file, kMaxTokenFileBytes, what);
+        ReadBoundedFile(token_file, kMaxTokenFileBytes, what);
     if (!text.ok()) {
       return absl::InvalidArgumentError(text.status().message());
     }
@@ -78,36 +72,8 @@ absl::StatusOr<std::string> GenerateJobToken() {
   return absl::BytesToHexString(absl::string_view(bytes, sizeof(bytes)));
 }
 
-absl::StatusOr<RpcAuth> RpcAuth::FromFlags() {
-  absl::StatusOr<std::string> token = LoadJobToken();
-  if (!token.ok()) return token.status();
-  if (token->empty()) {
-    LOG(WARNING) << "no job token (--job_token_file or " << kJobTokenEnvVar
-                 << "): this process accepts calls from anyone who can reach "
-                    "its port";
-  } else {
-    LOG(INFO) << "every call must carry this job's token";
-  }
-  return RpcAuth(*std::move(token));
-}
-
-RpcAuth RpcAuth::FromFlagsOrRefuseAll() {
-  absl::StatusOr<std::string> token = LoadJobToken();
-  if (token.ok()) return RpcAuth(*std::move(token));
-  LOG(ERROR) << token.status().message() << "; every call will be refused";
-  RpcAuth refuse_all;
-  refuse_all.refusal_ = std::string(token.status().message());
-  return refuse_all;
-}
-
 grpc::Status RpcAuth::Check(const grpc::ServerContextBase& context,
                             absl::string_view method) const {
-  if (!refusal_.empty()) {
-    return grpc::Status(
-        grpc::StatusCode::UNAUTHENTICATED,
-        absl::StrCat(method, ": this server has no usable job token (",
-                     refusal_, ")"));
-  }
   if (token_.empty()) return grpc::Status::OK;
   const auto& metadata = context.client_metadata();
   auto it = metadata.find(kJobTokenMetadataKey);

@@ -15,11 +15,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "gflags/gflags.h"
 #include "grpcpp/server_context.h"
 #include "grpcpp/support/status.h"
-
-DECLARE_string(job_token_file);
 
 namespace tessera {
 
@@ -28,12 +25,12 @@ inline constexpr char kJobTokenMetadataKey[] = "tessera-job-token";
 // The environment variable that may hold the token itself.
 inline constexpr char kJobTokenEnvVar[] = "TESSERA_JOB_TOKEN";
 
-// Reads the job's token: the file named by --job_token_file (trailing
-// whitespace dropped) or else $TESSERA_JOB_TOKEN; empty when neither is
-// set. InvalidArgument naming the file when it cannot be read, is larger
-// than 16 KiB (e.g. /dev/zero given by mistake), is empty, or holds
-// characters gRPC metadata cannot carry.
-absl::StatusOr<std::string> LoadJobToken();
+// Reads the job's token: the file `token_file` (--job_token_file of the
+// binaries; trailing whitespace dropped) or, when that is empty,
+// $TESSERA_JOB_TOKEN; empty when neither is set. InvalidArgument naming the
+// file when it cannot be read, is larger than 16 KiB (e.g. /dev/zero given by
+// mistake), is empty, or holds characters gRPC metadata cannot carry.
+absl::StatusOr<std::string> LoadJobToken(const std::string& token_file);
 
 // A random 256-bit token as 64 hex digits, from /dev/urandom.
 absl::StatusOr<std::string> GenerateJobToken();
@@ -47,16 +44,6 @@ class RpcAuth {
   // An empty token accepts every call.
   explicit RpcAuth(std::string token = "") : token_(std::move(token)) {}
 
-  // LoadJobToken(), logging once whether calls are authenticated.
-  static absl::StatusOr<RpcAuth> FromFlags();
-
-  // LoadJobToken() for services built where no error can be returned; when
-  // the token cannot be read, an RpcAuth that refuses every call with
-  // UNAUTHENTICATED saying why (the error is logged too). Binaries have
-  // checked the token in StartProcess already, so this fails closed only
-  // where that was skipped.
-  static RpcAuth FromFlagsOrRefuseAll();
-
   bool enabled() const { return !token_.empty(); }
   const std::string& token() const { return token_; }
 
@@ -68,8 +55,6 @@ class RpcAuth {
 
  private:
   std::string token_;
-  // Non-empty: why every call is refused (FromFlagsOrRefuseAll).
-  std::string refusal_;
 };
 
 }  // namespace tessera

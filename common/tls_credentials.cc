@@ -14,18 +14,6 @@
 #include "common/bounded_file_read.h"
 #include "grpc/grpc_security_constants.h"
 
-DEFINE_string(tls_cert, "",
-              "PEM file with this process's TLS certificate (chain). With "
-              "--tls_key and --tls_ca every server and channel of the job "
-              "uses TLS with mutual authentication; all three or none.");
-DEFINE_string(tls_key, "", "PEM file with the private key of --tls_cert.");
-DEFINE_string(tls_ca, "",
-              "PEM file with the CA that signs every certificate of the job; "
-              "peers whose certificate it did not sign are refused.");
-DEFINE_string(tls_target_name_override, "",
-              "Host name to expect in the servers' certificates instead of "
-              "the dialled host (for certificates issued to another name).");
-
 namespace tessera {
 namespace {
 
@@ -55,7 +43,8 @@ absl::StatusOr<std::string> ReadPem(const char* flag, const std::string& path,
 // Checks that `key_pem` is the private key of the first certificate of
 // `cert_pem`: a mismatched pair otherwise surfaces only as a server that
 // cannot start ("empty address list") or a failed handshake.
-absl::Status CheckKeyMatchesCertificate(const std::string& cert_pem,
+absl::Status CheckKeyMatchesCertificate(const TlsPaths& paths,
+                                        const std::string& cert_pem,
                                         const std::string& key_pem) {
   std::unique_ptr<BIO, decltype(&BIO_free)> cert_bio(
       BIO_new_mem_buf(cert_pem.data(), static_cast<int>(cert_pem.size())),
@@ -64,7 +53,7 @@ absl::Status CheckKeyMatchesCertificate(const std::string& cert_pem,
       PEM_read_bio_X509(cert_bio.get(), nullptr, nullptr, nullptr), &X509_free);
   if (cert == nullptr) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--tls_cert=", FLAGS_tls_cert,
+        absl::StrCat("--tls_cert=", paths.cert,
                      ": its first certificate cannot be "
                      "parsed"));
   }
@@ -79,26 +68,26 @@ absl::Status CheckKeyMatchesCertificate(const std::string& cert_pem,
   ERR_clear_error();
   if (key == nullptr) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--tls_key=", FLAGS_tls_key,
+        absl::StrCat("--tls_key=", paths.key,
                      ": the private key cannot be parsed "
                      "(an encrypted key is not supported)"));
   }
   if (X509_check_private_key(cert.get(), key.get()) != 1) {
     ERR_clear_error();
     return absl::InvalidArgumentError(absl::StrCat(
-        "--tls_key=", FLAGS_tls_key, " is not the private key of --tls_cert=",
-        FLAGS_tls_cert, " (a certificate and key from different pairs)"));
+        "--tls_key=", paths.key, " is not the private key of --tls_cert=",
+        paths.cert, " (a certificate and key from different pairs)"));
   }
   return absl::OkStatus();
 }
 
 }  // namespace
 
-absl::StatusOr<std::optional<TlsFiles>> LoadTlsFiles() {
+absl::StatusOr<std::optional<TlsFiles>> LoadTlsFiles(const TlsPaths& paths) {
   const std::pair<const char*, const std::string*> flags[] = {
-      {"tls_cert", &FLAGS_tls_cert},
-      {"tls_key", &FLAGS_tls_key},
-      {"tls_ca", &FLAGS_tls_ca}};
+      {"tls_cert", &paths.cert},
+      {"tls_key", &paths.key},
+      {"tls_ca", &paths.ca}};
   std::vector<std::string> missing;
   for (const auto& [name, value] : flags) {
     if (value->empty()) missing.push_back(absl::StrCat("--", name));
@@ -111,17 +100,17 @@ absl::StatusOr<std::optional<TlsFiles>> LoadTlsFiles() {
   }
   TlsFiles files;
   absl::StatusOr<std::string> pem =
-      ReadPem("tls_cert", FLAGS_tls_cert, "CERTIFICATE");
+      ReadPem("tls_cert", paths.cert, "CERTIFICATE");
   if (!pem.ok()) return pem.status();
   files.cert_chain = *std::move(pem);
-  pem = ReadPem("tls_key", FLAGS_tls_key, "PRIVATE KEY");
+  pem = ReadPem("tls_key", paths.key, "PRIVATE KEY");
   if (!pem.ok()) return pem.status();
   files.private_key = *std::move(pem);
-  pem = ReadPem("tls_ca", FLAGS_tls_ca, "CERTIFICATE");
+  pem = ReadPem("tls_ca", paths.ca, "CERTIFICATE");
   if (!pem.ok()) return pem.status();
   files.ca = *std::move(pem);
-  if (absl::Status s =
-          CheckKeyMatchesCertificate(files.cert_chain, files.private_key);
+  if (absl::Status s = CheckKeyMatchesCertificate(paths, files.cert_chain,
+                                                  files.private_key);
       !s.ok()) {
     return s;
   }

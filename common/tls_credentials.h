@@ -15,14 +15,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "gflags/gflags.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/security/server_credentials.h"
-
-DECLARE_string(tls_cert);
-DECLARE_string(tls_key);
-DECLARE_string(tls_ca);
-DECLARE_string(tls_target_name_override);
 
 namespace tessera {
 
@@ -34,13 +28,22 @@ struct TlsFiles {
   std::string ca;
 };
 
-// Reads the files named by --tls_cert, --tls_key and --tls_ca. nullopt
-// when none of the three is set (plaintext). InvalidArgument naming the
-// missing flag when only some are set, and naming the file when one cannot
-// be read, is larger than 1 MiB (e.g. /dev/zero given by mistake), or
-// does not hold what its flag promises (a PEM certificate, a
-// PEM private key).
-absl::StatusOr<std::optional<TlsFiles>> LoadTlsFiles();
+// Where the three files are (the --tls_cert, --tls_key and --tls_ca flags
+// of the binaries, common/security_flags.h); errors name them by those
+// flags.
+struct TlsPaths {
+  std::string cert;
+  std::string key;
+  std::string ca;
+};
+
+// Reads the three files. nullopt when no path is set (plaintext).
+// InvalidArgument naming the missing flag when only some are set, and
+// naming the file when one cannot be read, is larger than 1 MiB (e.g.
+// /dev/zero given by mistake), does not hold what its flag promises (a
+// PEM certificate, a PEM private key), or when the key is not the
+// certificate's.
+absl::StatusOr<std::optional<TlsFiles>> LoadTlsFiles(const TlsPaths& paths);
 
 // Server credentials: plaintext for nullopt, else TLS that requires and
 // verifies a client certificate signed by `tls->ca`.

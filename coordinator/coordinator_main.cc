@@ -21,6 +21,7 @@
 #include "common/model/model_summary.h"
 #include "common/process_start.h"
 #include "common/rpc_auth.h"
+#include "common/security_flags.h"
 #include "common/shutdown_signal.h"
 #include "coordinator/control/coordinator_service.h"
 #include "coordinator/job_cluster.h"
@@ -186,10 +187,11 @@ int main(int argc, char** argv) {
   tessera::ConnectOptions connect;
   connect.timeout_s = FLAGS_rpc_timeout_s;
   connect.chunk_bytes = FLAGS_chunk_bytes;
+  connect.security = start.security;
   tessera::TrainingJob training(tessera::ConnectCluster(*cluster, connect),
                                 *job, *std::move(plan), options);
 
-  absl::StatusOr<tessera::RpcAuth> auth = tessera::RpcAuth::FromFlags();
+  absl::StatusOr<tessera::RpcAuth> auth = tessera::RpcAuthFromFlags();
   if (!auth.ok()) {
     LOG(ERROR) << auth.status().message();
     return 2;
@@ -200,7 +202,7 @@ int main(int argc, char** argv) {
       *std::move(auth));
   const std::string address = cluster->own_address();
   std::unique_ptr<grpc::Server> server =
-      tessera::StartServer(address, &service);
+      tessera::StartServer(address, &service, start.server);
   if (server == nullptr) return 1;
 
   absl::Status result;

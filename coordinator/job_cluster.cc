@@ -16,12 +16,14 @@ JobCluster ConnectCluster(const ClusterSpec& cluster,
   const std::vector<std::string>& ps = cluster.tasks("ps");
   for (size_t k = 0; k < ps.size(); ++k) {
     out.ps.push_back(std::make_unique<PsClient>(
-        ps[k], static_cast<int>(k), MakeChannel(ps[k]), ps_options));
+        ps[k], static_cast<int>(k), MakeChannel(ps[k], options.security),
+        ps_options));
   }
   const std::vector<std::string>& workers = cluster.tasks("worker");
   for (size_t w = 0; w < workers.size(); ++w) {
     out.workers.push_back(std::make_unique<RemoteWorker>(
-        workers[w], static_cast<int>(w), options.timeout_s));
+        workers[w], static_cast<int>(w),
+        MakeChannel(workers[w], options.security), options.timeout_s));
   }
   return out;
 }

@@ -22,6 +22,7 @@ struct JobCluster {
 struct ConnectOptions {
   double timeout_s = kDefaultRpcTimeoutS;    // of every call
   int64_t chunk_bytes = kDefaultChunkBytes;  // largest chunk sent
+  ChannelSecurity security;                  // the job's token and TLS
 };
 
 // gRPC clients of every parameter server and worker of `cluster`.

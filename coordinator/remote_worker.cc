@@ -8,11 +8,12 @@
 namespace tessera {
 
 RemoteWorker::RemoteWorker(std::string address, int task_index,
+                           std::shared_ptr<grpc::Channel> channel,
                            double timeout_s)
     : address_(std::move(address)),
       task_index_(task_index),
       timeout_s_(timeout_s),
-      stub_(Worker::NewStub(MakeChannel(address_))) {}
+      stub_(Worker::NewStub(std::move(channel))) {}
 
 std::string RemoteWorker::Peer(const char* call) const {
   return absl::StrCat("worker ", task_index_, " (", address_, ") ", call);

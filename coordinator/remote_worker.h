@@ -18,8 +18,10 @@ namespace tessera {
 // Thread safety: all methods may be called concurrently.
 class RemoteWorker final : public WorkerTask {
  public:
-  // Calls other than health checks get `timeout_s` (--rpc_timeout_s).
+  // Calls go through `channel` (MakeChannel with the job's security);
+  // those other than health checks get `timeout_s` (--rpc_timeout_s).
   RemoteWorker(std::string address, int task_index,
+               std::shared_ptr<grpc::Channel> channel,
                double timeout_s = kDefaultRpcTimeoutS);
 
   const std::string& address() const override { return address_; }

@@ -8,6 +8,7 @@
 #include "common/grpc_channel.h"
 #include "common/process_start.h"
 #include "common/rpc_auth.h"
+#include "common/security_flags.h"
 #include "common/shutdown_signal.h"
 #include "glog/logging.h"
 #include "ps_server/ps_service.h"
@@ -24,7 +25,7 @@ int main(int argc, char** argv) {
   const tessera::ClusterSpec& cluster = *start.cluster;
 
   // Every call to this server must carry the job's token.
-  absl::StatusOr<tessera::RpcAuth> auth = tessera::RpcAuth::FromFlags();
+  absl::StatusOr<tessera::RpcAuth> auth = tessera::RpcAuthFromFlags();
   if (!auth.ok()) {
     LOG(ERROR) << auth.status().message();
     return 2;
@@ -39,7 +40,7 @@ int main(int argc, char** argv) {
 
   const std::string address = cluster.own_address();
   std::unique_ptr<grpc::Server> server =
-      tessera::StartServer(address, &service);
+      tessera::StartServer(address, &service, start.server);
   if (server == nullptr) return 1;
   LOG(INFO) << "ps " << options.task_index << " serving at " << address;
   const std::string why =

@@ -31,10 +31,12 @@ constexpr int64_t kEvaluateSlice = 1024;
 TrainingWorker::TrainingWorker(ClusterSpec cluster,
                                std::unique_ptr<Backend> backend,
                                PsClientOptions ps_options,
-                               AllReducer* all_reducer)
+                               AllReducer* all_reducer,
+                               ChannelSecurity security)
     : cluster_(std::move(cluster)),
       backend_(std::move(backend)),
       ps_options_(ps_options),
+      security_(std::move(security)),
       device_name_(backend_->device_name()),
       all_reducer_(all_reducer) {}
 
@@ -147,8 +149,9 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& config,
   std::vector<PsClient*> raw;
   const std::vector<std::string>& ps = cluster_.tasks("ps");
   for (size_t k = 0; k < ps.size(); ++k) {
-    clients.push_back(std::make_unique<PsClient>(
-        ps[k], static_cast<int>(k), MakeChannel(ps[k]), ps_options_));
+    clients.push_back(std::make_unique<PsClient>(ps[k], static_cast<int>(k),
+                                                 MakeChannel(ps[k], security_),
+                                                 ps_options_));
     raw.push_back(clients.back().get());
   }
   std::unique_ptr<ShardedParameters> params, spare;

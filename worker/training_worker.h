@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "common/cluster_spec.h"
+#include "common/grpc_channel.h"
 #include "common/training_mode.h"
 #include "proto/worker_service.pb.h"
 #include "ps_server/ps_client.h"
@@ -35,9 +36,12 @@ namespace tessera {
 class TrainingWorker {
  public:
   // `all_reducer` (may be null: no mirrored training) is this worker's
-  // rank among the job's workers and must outlive the worker.
+  // rank among the job's workers and must outlive the worker. The channels
+  // to the parameter servers are made with `security` (the job's token
+  // and TLS).
   TrainingWorker(ClusterSpec cluster, std::unique_ptr<Backend> backend,
-                 PsClientOptions ps_options, AllReducer* all_reducer = nullptr);
+                 PsClientOptions ps_options, AllReducer* all_reducer = nullptr,
+                 ChannelSecurity security = {});
 
   // Takes the job's configuration: builds the model's graph, checks that
   // the mode and the data format fit the model, and loads this worker's
@@ -86,6 +90,7 @@ class TrainingWorker {
   const ClusterSpec cluster_;
   const std::unique_ptr<Backend> backend_;
   const PsClientOptions ps_options_;
+  const ChannelSecurity security_;
   const std::string device_name_;
   AllReducer* const all_reducer_;
 

@@ -8,6 +8,7 @@
 #include "common/grpc_channel.h"
 #include "common/process_start.h"
 #include "common/rpc_auth.h"
+#include "common/security_flags.h"
 #include "common/shutdown_signal.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
@@ -66,6 +67,7 @@ int main(int argc, char** argv) {
   tessera::RingAllReduceOptions ring_options;
   ring_options.chunk_bytes = FLAGS_chunk_bytes;
   ring_options.timeout_s = FLAGS_rpc_timeout_s;
+  ring_options.security = start.security;
   // This worker's rank in the all-reduce group of mirrored training. It
   // serves on the worker's own port; only mirrored jobs use it.
   const std::vector<std::string>& peers = cluster.tasks("worker");
@@ -82,7 +84,7 @@ int main(int argc, char** argv) {
   }
   // Every call to this worker (Worker and Collective) must carry the
   // job's token; StartProcess has checked that it can be read.
-  absl::StatusOr<tessera::RpcAuth> auth = tessera::RpcAuth::FromFlags();
+  absl::StatusOr<tessera::RpcAuth> auth = tessera::RpcAuthFromFlags();
   if (!auth.ok()) {
     LOG(ERROR) << auth.status().message();
     return 2;
@@ -94,11 +96,11 @@ int main(int argc, char** argv) {
       tessera::DefaultNcclChoice(choice->cuda ? choice->ordinal : -1,
                                  FLAGS_rpc_timeout_s));
   tessera::TrainingWorker worker(cluster, *std::move(backend), ps_options,
-                                 &all_reducer);
+                                 &all_reducer, start.security);
   tessera::WorkerService service(&worker, task_index, *std::move(auth));
 
   std::unique_ptr<grpc::Server> server = tessera::StartServer(
-      address, &service,
+      address, &service, start.server,
       [&](grpc::ServerBuilder* builder) { (*ring)->RegisterService(builder); });
   if (server == nullptr) return 1;
   LOG(INFO) << "worker " << task_index << " serving at " << address;

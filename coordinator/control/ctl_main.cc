@@ -19,6 +19,7 @@
 #include "common/grpc_channel.h"
 #include "common/grpc_status.h"
 #include "common/rpc_auth.h"
+#include "common/security_flags.h"
 #include "gflags/gflags.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/client_context.h"
@@ -82,7 +83,7 @@ int Fail(const grpc::Status& status, const char* what) {
   return 1;
 }
 
-int Run(int argc, char** argv) {
+int Run(int argc, char** argv, const ChannelSecurity& security) {
   if (FLAGS_coordinator.empty() || argc < 2) {
     std::fprintf(stderr, "%s\n", gflags::ProgramUsage());
     return 2;
@@ -93,7 +94,7 @@ int Run(int argc, char** argv) {
   }
   const std::string command = argv[1];
   std::unique_ptr<Coordinator::Stub> stub =
-      Coordinator::NewStub(MakeChannel(FLAGS_coordinator));
+      Coordinator::NewStub(MakeChannel(FLAGS_coordinator, security));
   grpc::ClientContext context;
   if (command == "status") {
     SetDeadline(&context, 10);
@@ -166,12 +167,12 @@ int main(int argc, char** argv) {
   tessera::ParseCommandLineOrExit(&argc, &argv);
   // The job token and the TLS flags, checked before any call: incomplete
   // TLS flags are a command-line error, not a connection to try anyway.
-  if (absl::StatusOr<tessera::ChannelSecurity> security =
-          tessera::ChannelSecurityFromFlags();
-      !security.ok()) {
+  absl::StatusOr<tessera::ChannelSecurity> security =
+      tessera::ChannelSecurityFromFlags();
+  if (!security.ok()) {
     std::fprintf(stderr, "tessera_ctl: %s\n",
                  std::string(security.status().message()).c_str());
     return 2;
   }
-  return tessera::Run(argc, argv);
+  return tessera::Run(argc, argv, *security);
 }

@@ -72,6 +72,7 @@
 #include "absl/time/time.h"
 #include "common/command_line.h"
 #include "common/rpc_auth.h"
+#include "common/security_flags.h"
 #include "common/tls_credentials.h"
 #include "deploy/build_root.h"
 #include "deploy/local/free_ports.h"
@@ -442,7 +443,7 @@ absl::Status Launcher::Prepare() {
   // in every process).
   std::vector<std::string> common_args = {
       absl::StrCat("--job_token_file=", token_file_)};
-  absl::StatusOr<std::optional<TlsFiles>> tls = LoadTlsFiles();
+  absl::StatusOr<std::optional<TlsFiles>> tls = TlsFilesFromFlags();
   if (!tls.ok()) return tls.status();
   if (tls->has_value()) {
     for (const auto& [flag, value] :
@@ -525,7 +526,7 @@ absl::Status Launcher::PrepareToken() {
   if (!FLAGS_job_token_file.empty()) {
     // The user's own token file: checked here so a bad one fails at once
     // rather than in every process.
-    absl::StatusOr<std::string> token = LoadJobToken();
+    absl::StatusOr<std::string> token = JobTokenFromFlags();
     if (!token.ok()) return token.status();
     token_file_ = std::filesystem::absolute(FLAGS_job_token_file).string();
     return absl::OkStatus();

@@ -53,8 +53,8 @@
 #include "common/cluster_flags.h"
 #include "common/cluster_spec.h"
 #include "common/command_line.h"
-#include "common/process_start.h"  // Declares --listen_host.
-#include "common/rpc_auth.h"       // Declares --job_token_file.
+#include "common/process_start.h"   // Declares --listen_host.
+#include "common/security_flags.h"  // Declares --job_token_file.
 #include "deploy/build_root.h"
 #include "gflags/gflags.h"
 

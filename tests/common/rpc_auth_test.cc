@@ -6,6 +6,7 @@
 #include <fstream>
 #include <string>
 
+#include "common/security_flags.h"
 #include "gflags/gflags.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -31,7 +32,7 @@ class RpcAuthFlagsTest : public ::testing::Test {
 };
 
 TEST_F(RpcAuthFlagsTest, NoTokenConfiguredMeansNone) {
-  absl::StatusOr<std::string> token = LoadJobToken();
+  absl::StatusOr<std::string> token = JobTokenFromFlags();
   ASSERT_TRUE(token.ok()) << token.status();
   EXPECT_EQ(*token, "");
   EXPECT_FALSE(RpcAuth(*token).enabled());
@@ -40,28 +41,29 @@ TEST_F(RpcAuthFlagsTest, NoTokenConfiguredMeansNone) {
 TEST_F(RpcAuthFlagsTest, FileWinsOverEnvironmentAndLosesTrailingNewline) {
   FLAGS_job_token_file = WriteFile("from-file\n");
   setenv(kJobTokenEnvVar, "from-env", 1);
-  absl::StatusOr<std::string> token = LoadJobToken();
+  absl::StatusOr<std::string> token = JobTokenFromFlags();
   ASSERT_TRUE(token.ok()) << token.status();
   EXPECT_EQ(*token, "from-file");
 }
 
 TEST_F(RpcAuthFlagsTest, EnvironmentWhenNoFile) {
   setenv(kJobTokenEnvVar, "from-env", 1);
-  absl::StatusOr<std::string> token = LoadJobToken();
+  absl::StatusOr<std::string> token = JobTokenFromFlags();
   ASSERT_TRUE(token.ok()) << token.status();
   EXPECT_EQ(*token, "from-env");
 }
 
 TEST_F(RpcAuthFlagsTest, MissingEmptyOrUnprintableFileIsNamed) {
   FLAGS_job_token_file = "/nonexistent/token";
-  EXPECT_THAT(LoadJobToken().status().message(),
+  EXPECT_THAT(JobTokenFromFlags().status().message(),
               HasSubstr("--job_token_file=/nonexistent/token"));
   FLAGS_job_token_file = WriteFile("\n");
-  EXPECT_THAT(LoadJobToken().status().message(), HasSubstr("holds no token"));
+  EXPECT_THAT(JobTokenFromFlags().status().message(),
+              HasSubstr("holds no token"));
   FLAGS_job_token_file =
       WriteFile(std::string("ab\x01"
                             "cd"));
-  EXPECT_THAT(LoadJobToken().status().message(), HasSubstr("printable"));
+  EXPECT_THAT(JobTokenFromFlags().status().message(), HasSubstr("printable"));
 }
 
 TEST(RpcAuthTest, GeneratedTokensAreHexAndDiffer) {
@@ -77,14 +79,14 @@ TEST(RpcAuthTest, GeneratedTokensAreHexAndDiffer) {
 // --job_token_file=/dev/zero read until memory ran out.
 TEST_F(RpcAuthFlagsTest, EndlessOrHugeFileIsRefusedAtTheCap) {
   FLAGS_job_token_file = "/dev/zero";
-  absl::StatusOr<std::string> token = LoadJobToken();
+  absl::StatusOr<std::string> token = JobTokenFromFlags();
   EXPECT_EQ(token.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(token.status().message(),
               HasSubstr("--job_token_file=/dev/zero is larger than 16384 "
                         "bytes"));
   // A token of 5000 characters fits the file cap but not the token's.
   FLAGS_job_token_file = WriteFile(std::string(5000, 'a') + "\n");
-  EXPECT_THAT(LoadJobToken().status().message(),
+  EXPECT_THAT(JobTokenFromFlags().status().message(),
               HasSubstr("holds 5000 bytes; a job token is at most 4096"));
 }
 

@@ -9,6 +9,7 @@
 
 #include "common/grpc_channel.h"
 #include "common/rpc_auth.h"
+#include "common/security_flags.h"
 #include "common/transport_limits.h"
 #include "gmock/gmock.h"
 #include "grpcpp/create_channel.h"
@@ -94,7 +95,10 @@ TEST_F(RpcSecurityTest, WrongTokenIsUnauthenticatedAndNotEchoed) {
 
 TEST_F(RpcSecurityTest, MakeChannelSendsTheTokenFromTheEnvironment) {
   setenv(kJobTokenEnvVar, kToken, 1);
-  std::shared_ptr<grpc::Channel> channel = MakeChannel(server_.address());
+  absl::StatusOr<ChannelSecurity> security = ChannelSecurityFromFlags();
+  ASSERT_TRUE(security.ok()) << security.status();
+  std::shared_ptr<grpc::Channel> channel =
+      MakeChannel(server_.address(), *security);
   HealthResponse response;
   grpc::Status s = CallHealth(channel, 5, &response);
   ASSERT_TRUE(s.ok()) << s.error_message();
@@ -111,17 +115,26 @@ TEST_F(RpcSecurityTest, MakeChannelSendsTheTokenFromTheFile) {
   std::ofstream(path) << kToken << "\n";
   FLAGS_job_token_file = path;
   setenv(kJobTokenEnvVar, "the-file-wins", 1);
-  grpc::Status s = CallHealth(MakeChannel(server_.address()));
+  absl::StatusOr<ChannelSecurity> security = ChannelSecurityFromFlags();
+  ASSERT_TRUE(security.ok()) << security.status();
+  grpc::Status s = CallHealth(MakeChannel(server_.address(), *security));
   EXPECT_TRUE(s.ok()) << s.error_message();
 }
 
-TEST_F(RpcSecurityTest, UnreadableTokenFileFailsClosedWithoutCrashing) {
+TEST_F(RpcSecurityTest, UnreadableTokenFileIsAnErrorNamingIt) {
   FLAGS_job_token_file = "/nonexistent/tessera-token";
   absl::StatusOr<ChannelSecurity> security = ChannelSecurityFromFlags();
   ASSERT_FALSE(security.ok());
   EXPECT_THAT(security.status().message(),
               HasSubstr("/nonexistent/tessera-token"));
-  grpc::Status s = CallHealth(MakeChannel(server_.address()));
+  absl::StatusOr<RpcAuth> auth = RpcAuthFromFlags();
+  ASSERT_FALSE(auth.ok());
+  EXPECT_THAT(auth.status().message(), HasSubstr("/nonexistent/tessera-token"));
+}
+
+TEST_F(RpcSecurityTest, ChannelWithoutTheTokenIsRefused) {
+  grpc::Status s =
+      CallHealth(MakeChannel(server_.address(), ChannelSecurity()));
   EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED);
 }
 
@@ -133,18 +146,6 @@ TEST_F(RpcSecurityTest, ServerWithoutTokenAcceptsAnyCall) {
       CallHealth(grpc::CreateChannel(server.address(),
                                      grpc::InsecureChannelCredentials()))
           .ok());
-}
-
-TEST_F(RpcSecurityTest, ServerWhoseTokenCannotBeReadRefusesEverything) {
-  FLAGS_job_token_file = "/nonexistent/tessera-token";
-  TokenCheckingWorker closed(RpcAuth::FromFlagsOrRefuseAll());
-  TestServer server(&closed, grpc::InsecureServerCredentials());
-  ASSERT_TRUE(server.ok());
-  ChannelSecurity security;
-  security.job_token = kToken;
-  grpc::Status s = CallHealth(MakeChannel(server.address(), security));
-  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED);
-  EXPECT_THAT(s.error_message(), HasSubstr("/nonexistent/tessera-token"));
 }
 
 TEST_F(RpcSecurityTest, TargetNameOverrideWithoutTlsIsAnError) {
@@ -164,7 +165,8 @@ class RetryTest : public ::testing::Test {
     grpc::ClientContext context;
     SetDeadline(&context, 10);
     HealthResponse response;
-    return Coordinator::NewStub(MakeChannel(server_.address()))
+    return Coordinator::NewStub(
+               MakeChannel(server_.address(), ChannelSecurity()))
         ->Health(&context, HealthRequest(), &response);
   }
 

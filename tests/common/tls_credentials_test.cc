@@ -16,6 +16,7 @@
 #include "common/grpc_channel.h"
 #include "common/process_start.h"
 #include "common/rpc_auth.h"
+#include "common/security_flags.h"
 #include "gmock/gmock.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -123,17 +124,17 @@ std::string* TlsTest::dir_ = nullptr;
 std::string* TlsTest::openssl_error_ = nullptr;
 
 TEST(TlsFlagsTest, NoFlagsMeansPlaintext) {
-  absl::StatusOr<std::optional<TlsFiles>> tls = LoadTlsFiles();
+  absl::StatusOr<std::optional<TlsFiles>> tls = TlsFilesFromFlags();
   ASSERT_TRUE(tls.ok()) << tls.status();
   EXPECT_FALSE(tls->has_value());
 }
 
 TEST(TlsFlagsTest, SomeButNotAllFlagsNameTheMissingOnes) {
   FLAGS_tls_cert = "/some/cert.pem";
-  absl::StatusOr<std::optional<TlsFiles>> tls = LoadTlsFiles();
+  absl::StatusOr<std::optional<TlsFiles>> tls = TlsFilesFromFlags();
   EXPECT_THAT(tls.status().message(), HasSubstr("missing --tls_key, --tls_ca"));
   FLAGS_tls_key = "/some/key.pem";
-  tls = LoadTlsFiles();
+  tls = TlsFilesFromFlags();
   EXPECT_THAT(tls.status().message(), HasSubstr("missing --tls_ca"));
   EXPECT_THAT(tls.status().message(),
               ::testing::Not(HasSubstr("missing --tls_key")));
@@ -145,19 +146,19 @@ TEST_F(TlsTest, UnreadableOrWrongFilesAreNamed) {
   FLAGS_tls_cert = Path("server.pem");
   FLAGS_tls_key = Path("server.key");
   FLAGS_tls_ca = "/nonexistent/ca.pem";
-  EXPECT_THAT(LoadTlsFiles().status().message(),
+  EXPECT_THAT(TlsFilesFromFlags().status().message(),
               HasSubstr("--tls_ca=/nonexistent/ca.pem: cannot be read"));
   // A key where the CA belongs, and a certificate where the key belongs.
   FLAGS_tls_ca = Path("ca.key");
-  EXPECT_THAT(LoadTlsFiles().status().message(),
+  EXPECT_THAT(TlsFilesFromFlags().status().message(),
               HasSubstr("ca.key: holds no PEM CERTIFICATE"));
   FLAGS_tls_ca = Path("ca.pem");
   FLAGS_tls_key = Path("server.pem");
-  EXPECT_THAT(LoadTlsFiles().status().message(),
+  EXPECT_THAT(TlsFilesFromFlags().status().message(),
               HasSubstr("--tls_key=" + Path("server.pem") +
                         ": holds no PEM PRIVATE KEY"));
   FLAGS_tls_key = Path("server.key");
-  absl::StatusOr<std::optional<TlsFiles>> tls = LoadTlsFiles();
+  absl::StatusOr<std::optional<TlsFiles>> tls = TlsFilesFromFlags();
   ASSERT_TRUE(tls.ok()) << tls.status();
   ASSERT_TRUE(tls->has_value());
   EXPECT_THAT((*tls)->private_key, HasSubstr("PRIVATE KEY"));
@@ -167,7 +168,7 @@ TEST_F(TlsTest, KeyOfAnotherCertificateIsRefusedByName) {
   FLAGS_tls_cert = Path("server.pem");
   FLAGS_tls_key = Path("client.key");
   FLAGS_tls_ca = Path("ca.pem");
-  const absl::Status s = LoadTlsFiles().status();
+  const absl::Status s = TlsFilesFromFlags().status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("--tls_key=" + Path("client.key") +
                                      " is not the private key of --tls_cert=" +
@@ -244,19 +245,22 @@ TEST_F(TlsTest, FlagsTurnOnTlsInStartServerAndMakeChannel) {
   FLAGS_tls_cert = Path("server.pem");
   FLAGS_tls_key = Path("server.key");
   FLAGS_tls_ca = Path("ca.pem");
-  FLAGS_listen_host = "127.0.0.1";
-  TokenCheckingWorker service{RpcAuth(kToken)};
-  int port = 0;
-  std::unique_ptr<grpc::Server> server =
-      StartServer("127.0.0.1:0", &service, nullptr, &port);
-  ASSERT_NE(server, nullptr);
-  ASSERT_NE(port, 0);
-  const std::string address = absl::StrCat("127.0.0.1:", port);
   // The server's certificate serves as the client's too here (it allows
   // clientAuth); the token comes from the environment.
   setenv(kJobTokenEnvVar, kToken, 1);
-  grpc::Status s = CallHealth(MakeChannel(address));
+  absl::StatusOr<ChannelSecurity> security = ChannelSecurityFromFlags();
   unsetenv(kJobTokenEnvVar);
+  ASSERT_TRUE(security.ok()) << security.status();
+  ASSERT_TRUE(security->tls.has_value());
+  TokenCheckingWorker service{RpcAuth(kToken)};
+  int port = 0;
+  std::unique_ptr<grpc::Server> server = StartServer(
+      "127.0.0.1:0", &service,
+      {.listen_host = "127.0.0.1", .tls = security->tls}, nullptr, &port);
+  ASSERT_NE(server, nullptr);
+  ASSERT_NE(port, 0);
+  const std::string address = absl::StrCat("127.0.0.1:", port);
+  grpc::Status s = CallHealth(MakeChannel(address, *security));
   EXPECT_TRUE(s.ok()) << s.error_message();
   // Plaintext is refused.
   EXPECT_EQ(CallHealth(MakeChannel(address, ClientSecurity(std::nullopt)))
@@ -266,21 +270,14 @@ TEST_F(TlsTest, FlagsTurnOnTlsInStartServerAndMakeChannel) {
                    std::chrono::milliseconds(200));
 }
 
-TEST_F(TlsTest, UnreadableTlsFilesFailClosed) {
+TEST_F(TlsTest, UnreadableTlsFilesAreAnErrorNamingTheFlag) {
   FLAGS_tls_cert = Path("server.pem");
   FLAGS_tls_key = "/nonexistent/server.key";
   FLAGS_tls_ca = Path("ca.pem");
-  FLAGS_listen_host = "127.0.0.1";
-  TokenCheckingWorker service{RpcAuth(kToken)};
-  EXPECT_EQ(StartServer("127.0.0.1:0", &service), nullptr);
-  // A channel made from these flags reaches a TLS server, but without a
-  // client certificate it is refused: nothing goes out in plaintext.
-  TestServer server(&service, MakeServerCredentials(Files("server", "ca")));
-  ASSERT_TRUE(server.ok());
-  setenv(kJobTokenEnvVar, kToken, 1);
-  grpc::Status s = CallHealth(MakeChannel(server.address()));
-  unsetenv(kJobTokenEnvVar);
-  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+  absl::StatusOr<ChannelSecurity> security = ChannelSecurityFromFlags();
+  ASSERT_FALSE(security.ok());
+  EXPECT_THAT(security.status().message(),
+              HasSubstr("--tls_key=/nonexistent/server.key"));
 }
 
 // PEM files were read whole, whatever their size: /dev/zero given for a
@@ -289,7 +286,7 @@ TEST(TlsFlagsTest, EndlessPemFileIsRefusedAtTheCap) {
   FLAGS_tls_cert = "/dev/zero";
   FLAGS_tls_key = "/dev/zero";
   FLAGS_tls_ca = "/dev/zero";
-  absl::StatusOr<std::optional<TlsFiles>> tls = LoadTlsFiles();
+  absl::StatusOr<std::optional<TlsFiles>> tls = TlsFilesFromFlags();
   EXPECT_EQ(tls.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(tls.status().message(),
               HasSubstr("--tls_cert=/dev/zero is larger than 1048576 bytes"));

@@ -8,8 +8,7 @@
 // each element must end at exactly init - lr * sum_w(pushes_w * (w + 1)),
 // and each shard's version (its count of applied updates) must equal the
 // pushes acknowledged to it, each acknowledged push having been given its
-// own version. Calls carry the job's token (MakeChannel attaches
-// --job_token_file).
+// own version. Calls carry the job's token (security_).
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -80,13 +79,13 @@ class LoadTest : public ::testing::Test {
   void SetUp() override {
     std::string pattern = "/tmp/tessera_load_test.XXXXXX";
     dir_ = mkdtemp(pattern.data());
-    // The job's token, as a launcher writes it; MakeChannel reads the flag.
+    // The job's token, as a launcher writes it for the servers.
     absl::StatusOr<std::string> token = GenerateJobToken();
     ASSERT_TRUE(token.ok()) << token.status();
     token_file_ = dir_ + "/job.token";
     std::ofstream(token_file_) << *token << "\n";
     chmod(token_file_.c_str(), 0600);
-    FLAGS_job_token_file = token_file_;
+    security_.job_token = *token;
 
     absl::StatusOr<ShardLayout> layout = ShardLayout::Div(kRows, kNumShards);
     ASSERT_TRUE(layout.ok()) << layout.status();
@@ -102,7 +101,6 @@ class LoadTest : public ::testing::Test {
 
   void TearDown() override {
     group_.StopAll(absl::Seconds(5));
-    FLAGS_job_token_file = "";
     if (!HasFailure()) {
       std::system(absl::StrCat("rm -rf '", dir_, "'").c_str());
     }
@@ -137,7 +135,7 @@ class LoadTest : public ::testing::Test {
     }
     const absl::Time deadline = absl::Now() + absl::Seconds(30);
     for (int k = 0; k < kNumPs; ++k) {
-      PsClient client(addresses[k], k, MakeChannel(addresses[k]));
+      PsClient client(addresses[k], k, MakeChannel(addresses[k], security_));
       absl::Status health = absl::UnavailableError("not asked yet");
       while (!health.ok() && absl::Now() < deadline &&
              group_.num_running() == kNumPs) {
@@ -200,7 +198,7 @@ class LoadTest : public ::testing::Test {
     std::vector<std::unique_ptr<PsClient>> clients;
     for (int k = 0; k < kNumPs; ++k) {
       clients.push_back(std::make_unique<PsClient>(
-          addresses_[k], k, MakeChannel(addresses_[k]), options));
+          addresses_[k], k, MakeChannel(addresses_[k], security_), options));
     }
     // Per server: its shard names, gradients and pull buffers.
     std::vector<std::vector<std::string>> names(kNumPs);
@@ -249,6 +247,7 @@ class LoadTest : public ::testing::Test {
 
   std::string dir_;
   std::string token_file_;
+  ChannelSecurity security_;  // the channels' token
   std::optional<ShardLayout> layout_;
   std::vector<std::string> addresses_;
   int starts_ = 0;
@@ -257,7 +256,7 @@ class LoadTest : public ::testing::Test {
 
 TEST_F(LoadTest, EightWorkersTwoServersLoseNoUpdate) {
   for (int k = 0; k < kNumPs; ++k) {
-    PsClient client(addresses_[k], k, MakeChannel(addresses_[k]));
+    PsClient client(addresses_[k], k, MakeChannel(addresses_[k], security_));
     CreateShardsResponse response;
     absl::Status created = client.CreateShards(ShardsRequest(k), &response);
     ASSERT_TRUE(created.ok()) << created;
@@ -309,7 +308,7 @@ TEST_F(LoadTest, EightWorkersTwoServersLoseNoUpdate) {
 
   for (int i = 0; i < kNumShards; ++i) {
     const int k = ServerOf(i);
-    PsClient client(addresses_[k], k, MakeChannel(addresses_[k]));
+    PsClient client(addresses_[k], k, MakeChannel(addresses_[k], security_));
     std::vector<float> values(ShardElements(i), -1.0f);
     std::vector<int64_t> versions;
     const std::string name = ShardName(i);
@@ -350,7 +349,7 @@ TEST_F(LoadTest, EightWorkersTwoServersLoseNoUpdate) {
 }
 
 TEST_F(LoadTest, PushWithoutTheTokenIsRefusedAndChangesNothing) {
-  PsClient client(addresses_[0], 0, MakeChannel(addresses_[0]));
+  PsClient client(addresses_[0], 0, MakeChannel(addresses_[0], security_));
   CreateShardsResponse created;
   ASSERT_TRUE(client.CreateShards(ShardsRequest(0), &created).ok());
 

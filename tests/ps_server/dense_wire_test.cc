@@ -45,7 +45,7 @@ class DenseWireTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_TRUE(server_.started());
     client_ = server_.NewClient();
-    channel_ = MakeChannel(server_.address());
+    channel_ = MakeChannel(server_.address(), ChannelSecurity());
     stub_ = ParameterServer::NewStub(channel_);
   }
 

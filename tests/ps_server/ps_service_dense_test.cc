@@ -182,8 +182,8 @@ TEST_F(PsServiceDenseTest, NonFiniteGradientChangesNothing) {
 
 TEST_F(PsServiceDenseTest, TruncatedStreamChangesNothing) {
   CreateShards({big_}, 0.1f);
-  std::unique_ptr<ParameterServer::Stub> stub =
-      ParameterServer::NewStub(MakeChannel(server_.address()));
+  std::unique_ptr<ParameterServer::Stub> stub = ParameterServer::NewStub(
+      MakeChannel(server_.address(), ChannelSecurity()));
   grpc::ClientContext context;
   DeclarePushSize({1, 40000}, &context);
   PushResponse response;
@@ -206,8 +206,8 @@ TEST_F(PsServiceDenseTest, ContinuationChunkWithWrongTotalIsRefused) {
   const ShardDef two_chunks =
       MakeShardDef("two", 0, {2048}, 0, 2048, ZerosInit());
   CreateShards({two_chunks}, 0.1f);
-  std::unique_ptr<ParameterServer::Stub> stub =
-      ParameterServer::NewStub(MakeChannel(server_.address()));
+  std::unique_ptr<ParameterServer::Stub> stub = ParameterServer::NewStub(
+      MakeChannel(server_.address(), ChannelSecurity()));
   grpc::ClientContext context;
   DeclarePushSize({1, 8192}, &context);
   PushResponse response;

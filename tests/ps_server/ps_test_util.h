@@ -140,8 +140,8 @@ class TestPsServer {
     PsClientOptions options;
     options.chunk_bytes = kTestChunkBytes;
     options.timeout_s = 60;
-    return std::make_unique<PsClient>(address_, 0, MakeChannel(address_),
-                                      options);
+    return std::make_unique<PsClient>(
+        address_, 0, MakeChannel(address_, ChannelSecurity()), options);
   }
 
  private:

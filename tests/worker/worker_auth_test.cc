@@ -155,7 +155,8 @@ TEST_F(WorkerAuthTest, EveryMethodRefusesAWrongToken) {
 
 TEST_F(WorkerAuthTest, TheRightTokenFromTheEnvironmentGetsThrough) {
   setenv(kJobTokenEnvVar, kToken, 1);
-  std::vector<grpc::Status> status = CallAll(MakeChannel(address_));
+  std::vector<grpc::Status> status =
+      CallAll(MakeChannel(address_, ChannelSecurity()));
   // Configure, RunStep and Evaluate reach the worker, which answers for
   // itself (an empty config; not configured yet); Health and Shutdown
   // succeed.

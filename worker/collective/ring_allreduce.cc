@@ -125,7 +125,8 @@ void RingAllReduce::RegisterService(grpc::ServerBuilder* builder) {
   receiver_ = std::make_unique<RingReceiver>(
       rank_, num_ranks_,
       peers_.empty() ? absl::StrCat("rank ", left, " (left neighbour)")
-                     : PeerName(left));
+                     : PeerName(left),
+      RpcAuth(options_.security.job_token));
   builder->RegisterService(receiver_.get());
 }
 
@@ -140,7 +141,8 @@ absl::Status RingAllReduce::SetPeers(std::vector<std::string> peers) {
     receiver_->SetLeftName(PeerName((rank_ + num_ranks_ - 1) % num_ranks_));
   }
   if (num_ranks_ > 1) {
-    right_ = Collective::NewStub(MakeChannel(peers_[(rank_ + 1) % num_ranks_]));
+    right_ = Collective::NewStub(
+        MakeChannel(peers_[(rank_ + 1) % num_ranks_], options_.security));
   }
   return absl::OkStatus();
 }

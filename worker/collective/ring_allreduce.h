@@ -23,6 +23,9 @@ struct RingAllReduceOptions {
   int64_t chunk_bytes = kDefaultChunkBytes;
   // Deadline of one whole AllReduce call.
   double timeout_s = kDefaultRpcTimeoutS;
+  // The job's token and TLS: the channel to the right neighbour carries
+  // them, and the receiver accepts only streams with the same token.
+  ChannelSecurity security;
 };
 
 // Rank `rank` of a ring all-reduce over gRPC between `num_ranks` peers

@@ -80,10 +80,6 @@ RingReceiver::RingReceiver(int rank, int num_ranks, std::string left_name,
       auth_(std::move(auth)),
       left_name_(std::move(left_name)) {}
 
-RingReceiver::RingReceiver(int rank, int num_ranks, std::string left_name)
-    : RingReceiver(rank, num_ranks, std::move(left_name),
-                   RpcAuth::FromFlagsOrRefuseAll()) {}
-
 grpc::ServerBidiReactor<CollectiveChunk, ExchangeResponse>*
 RingReceiver::Exchange(grpc::CallbackServerContext* context) {
   if (grpc::Status s = auth_.Check(*context, "Collective.Exchange"); !s.ok()) {

@@ -59,9 +59,6 @@ class RingReceiver final : public Collective::CallbackService {
   // `left_name` names the left neighbour in errors ("rank 2 (host:port)");
   // `auth` checks each stream's job token.
   RingReceiver(int rank, int num_ranks, std::string left_name, RpcAuth auth);
-  // The same with the job token of the flags (RpcAuth::FromFlagsOrRefuseAll:
-  // every stream is refused when it cannot be read).
-  RingReceiver(int rank, int num_ranks, std::string left_name);
   // Renames it (once its address is known).
   void SetLeftName(std::string left_name);
   RingReceiver(const RingReceiver&) = delete;

@@ -1,4 +1,4 @@
-#include "common/process_start.h"
+#include "common/grpc_server.h"
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_channel.h"
@@ -15,24 +15,20 @@ TEST(StartServerTest, APortInUseByAnotherServerIsRefusedNotShared) {
   ASSERT_TRUE(first.ok());
   // gRPC would bind a second server to the same port (SO_REUSEPORT) and
   // split the connections between them; StartServer refuses instead.
-  FLAGS_listen_host = "cluster";
   TokenCheckingWorker second_service{RpcAuth()};
   std::unique_ptr<grpc::Server> second =
-      StartServer(first.address(), &second_service);
+      StartServer(first.address(), &second_service, {.listen_host = "cluster"});
   EXPECT_EQ(second, nullptr);
-  FLAGS_listen_host = "[::]";
 }
 
 TEST(StartServerTest, AFreePortServes) {
-  FLAGS_listen_host = "cluster";
   TokenCheckingWorker service{RpcAuth()};
   int port = 0;
-  std::unique_ptr<grpc::Server> server =
-      StartServer("127.0.0.1:0", &service, nullptr, &port);
+  std::unique_ptr<grpc::Server> server = StartServer(
+      "127.0.0.1:0", &service, {.listen_host = "cluster"}, nullptr, &port);
   ASSERT_NE(server, nullptr);
   EXPECT_GT(port, 0);
   server->Shutdown();
-  FLAGS_listen_host = "[::]";
 }
 
 }  // namespace
