@@ -155,8 +155,12 @@ TEST_F(WorkerAuthTest, EveryMethodRefusesAWrongToken) {
 
 TEST_F(WorkerAuthTest, TheRightTokenFromTheEnvironmentGetsThrough) {
   setenv(kJobTokenEnvVar, kToken, 1);
+  // As tessera_worker's StartProcess reads it: no --job_token_file, so
+  // the environment's token.
+  absl::StatusOr<std::string> token = LoadJobToken("");
+  ASSERT_TRUE(token.ok()) << token.status();
   std::vector<grpc::Status> status =
-      CallAll(MakeChannel(address_, ChannelSecurity()));
+      CallAll(MakeChannel(address_, ChannelSecurity{.job_token = *token}));
   // Configure, RunStep and Evaluate reach the worker, which answers for
   // itself (an empty config; not configured yet); Health and Shutdown
   // succeed.
@@ -214,16 +218,18 @@ TEST(CollectiveAuthTest, ExchangeWithoutTheTokenIsRefusedUnread) {
                    std::chrono::milliseconds(200));
 }
 
-// Two ranks, each with its own server; the receivers and the channels take
-// the token from the environment as they are made (RegisterService,
-// SetPeers), as in tessera_worker.
+// Two ranks, each with its own server; each rank's receiver checks, and
+// its channel to the right neighbour carries, the token of its options,
+// as in tessera_worker.
 class TokenRing {
  public:
-  TokenRing(const char* receiver_token, const char* channel_token) {
-    setenv(kJobTokenEnvVar, receiver_token, 1);
+  TokenRing(const char* rank0_token, const char* rank1_token) {
+    const char* tokens[] = {rank0_token, rank1_token};
     std::vector<std::string> peers;
     for (int r = 0; r < 2; ++r) {
-      auto ring = RingAllReduce::Create(r, 2);
+      RingAllReduceOptions options;
+      options.security.job_token = tokens[r];
+      auto ring = RingAllReduce::Create(r, 2, options);
       EXPECT_TRUE(ring.ok()) << ring.status();
       ranks_.push_back(*std::move(ring));
       grpc::ServerBuilder builder;
@@ -235,9 +241,7 @@ class TokenRing {
       servers_.push_back(builder.BuildAndStart());
       peers.push_back(absl::StrCat("127.0.0.1:", port));
     }
-    setenv(kJobTokenEnvVar, channel_token, 1);
     for (auto& rank : ranks_) EXPECT_TRUE(rank->SetPeers(peers).ok());
-    unsetenv(kJobTokenEnvVar);
   }
   ~TokenRing() {
     for (auto& server : servers_) {
