@@ -4,9 +4,12 @@
 // records/s and MB/s of the uncompressed record bytes (and of the file),
 // and the stream reader's rate with its read-ahead thread. Rates are per
 // CPU second of the process (one core's worth, whatever else the machine
-// runs); the last column is MB/s of wall time.
+// runs); the last column is MB/s of wall time. Then the DLRM job's worker
+// step rate with its examples in memory against streamed from TFRecord
+// (bench/input_dlrm.h), in wall-clock examples/s.
 //
-//   bench_input [--records=200000] [--dir=/tmp]
+//   bench_input [--records=200000] [--dir=/tmp] [--dlrm_examples=40000]
+//   bench_input --mode=dlrm    # the DLRM line alone
 //   bench_input --mode=memory [--memory_records=400000]
 
 #include <malloc.h>
@@ -24,6 +27,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "bench/bench_main.h"
+#include "bench/input_dlrm.h"
 #include "common/counter_rng.h"
 #include "worker/data/criteo_reader.h"
 #include "worker/data/csv_parser.h"
@@ -37,9 +41,17 @@
 DEFINE_int64(records, 200000, "Examples per file.");
 DEFINE_string(dir, "/tmp", "Where the bench writes its files.");
 DEFINE_string(mode, "rates",
-              "rates: the table of formats; memory: a worker's memory while "
-              "streaming --memory_records examples from 8 TFRecord files.");
+              "rates: the table of formats, then the DLRM job's step rate "
+              "with and without the reader; dlrm: that line alone; memory: a "
+              "worker's memory while streaming --memory_records examples "
+              "from 8 TFRecord files.");
 DEFINE_int64(memory_records, 400000, "memory mode: examples streamed.");
+DEFINE_string(dlrm_job, "deploy/jobs/dlrm.textproto",
+              "The DLRM job file whose worker steps are timed with examples "
+              "in memory and streamed.");
+DEFINE_int64(dlrm_examples, 40000, "Examples per DLRM run.");
+DEFINE_int32(dlrm_rounds, 5,
+             "DLRM runs of each kind, alternated; median and best shown.");
 
 namespace tessera {
 namespace {
@@ -269,8 +281,22 @@ absl::Status RunMemory() {
   return absl::OkStatus();
 }
 
+absl::Status RunDlrm() {
+  DlrmReaderCostOptions options;
+  options.job_file = FLAGS_dlrm_job;
+  options.dir = FLAGS_dir;
+  options.examples = FLAGS_dlrm_examples;
+  options.rounds = FLAGS_dlrm_rounds;
+  return RunDlrmReaderCost(options);
+}
+
 absl::Status Run() {
   if (FLAGS_mode == "memory") return RunMemory();
+  if (FLAGS_mode == "dlrm") return RunDlrm();
+  if (FLAGS_mode != "rates") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--mode=", FLAGS_mode, ": expected rates, dlrm or memory"));
+  }
   const std::string dir = absl::StrCat(FLAGS_dir, "/bench_input");
   std::filesystem::create_directories(dir);
   const CtrDataset data = MakeData(FLAGS_records);
@@ -384,7 +410,7 @@ absl::Status Run() {
   std::printf("peak RSS %ld MB (the bench holds the data set in memory too)\n",
               usage.ru_maxrss / 1024);
   std::filesystem::remove_all(dir);
-  return absl::OkStatus();
+  return RunDlrm();
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
-// Fuzzes the TFRecord file reader (plain and gzip, detected from the bytes)
-// through a memory file: reading every record, skipping and counting must
-// agree, and never crash or over-allocate.
+// Fuzzes the TFRecord file reader (plain, gzip and zlib, detected from the
+// bytes) through a memory file: reading every record, skipping and counting
+// must agree, and never crash or over-allocate.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

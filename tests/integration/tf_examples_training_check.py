@@ -1,6 +1,7 @@
 """Writes Fashion-MNIST as TFRecord files of tf.train.Example with the
-TFRecord writer TensorBoard bundles (plain and GZIP files in one data set)
-and trains Tessera on them through tessera_local: files nobody here wrote.
+TFRecord writer TensorBoard bundles (plain, GZIP and ZLIB files in one data
+set) and trains Tessera on them through tessera_local: files nobody here
+wrote.
 
 Usage: tf_examples_training_check.py <build dir> <scratch dir>
 """
@@ -46,14 +47,14 @@ def main():
     train_y = idx(FM + "/train-labels-idx1-ubyte.gz")[:6000]
     test_x = idx(FM + "/t10k-images-idx3-ubyte.gz")[:2000]
     test_y = idx(FM + "/t10k-labels-idx1-ubyte.gz")[:2000]
-    # Four training files, two of them GZIP: compression is told from the
-    # bytes, file by file.
-    for k in range(4):
+    # Four training files, plain, GZIP, plain and ZLIB: compression is told
+    # from the bytes, file by file.
+    for k, compression in enumerate(("none", "gzip", "none", "zlib")):
         part = slice(k * 1500, (k + 1) * 1500)
         write(os.path.join(scratch, "train-%d.tfrecord" % k),
-              records(Example, train_x[part], train_y[part]), k % 2 == 1)
+              records(Example, train_x[part], train_y[part]), compression)
     write(os.path.join(scratch, "test-0.tfrecord"),
-          records(Example, test_x, test_y), True)
+          records(Example, test_x, test_y), "gzip")
     job = os.path.join(scratch, "job.textproto")
     with open(job, "w") as f:
         f.write('model { kind: "mlp" input_dim: 784 hidden_units: 128 '

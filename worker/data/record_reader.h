@@ -3,8 +3,9 @@
 // through this, so skipping and counting are written once per format.
 //
 // Contract:
-//  - Compression is detected from the file's first bytes (gzip magic), never
-//    from its name; a gzip stream must be complete (DataLoss otherwise).
+//  - Compression is detected from the file's first bytes (gzip magic; for
+//    TFRecord also a zlib header, tf_record_file_reader.h), never from its
+//    name; a compressed stream must be complete (DataLoss otherwise).
 //  - Every error message starts with Where(): the path and the record
 //    index (TFRecord) or line number (CSV) of the bad record.
 //  - After an error every later call returns an error, unless index()

@@ -45,6 +45,32 @@ absl::StatusOr<std::unique_ptr<TfRecordFileReader>> TfRecordFileReader::Open(
   if (fd < 0) {
     return absl::ErrnoToStatus(errno, absl::StrCat(path, ": cannot open"));
   }
+  // The file's first bytes say how it is compressed (see the header).
+  unsigned char head[kTfRecordHeaderBytes] = {};
+  ssize_t got = 0;
+  do {
+    got = pread(fd, head, sizeof(head), 0);
+  } while (got < 0 && errno == EINTR);
+  if (got < 0) {
+    const int errnum = errno;
+    close(fd);
+    return absl::ErrnoToStatus(errnum, absl::StrCat(path, ": read error"));
+  }
+  const bool gzip = got >= 2 && head[0] == 0x1f && head[1] == 0x8b;
+  const bool framed = got == kTfRecordHeaderBytes &&
+                      CrcMatches(reinterpret_cast<const char*>(head), 8,
+                                 reinterpret_cast<const char*>(head) + 8);
+  if (!gzip && !framed && got >= 2 && LooksLikeZlibHeader(head)) {
+    absl::StatusOr<std::unique_ptr<ZlibFileReader>> zlib =
+        ZlibFileReader::Open(fd, kGzBufferBytes);
+    if (!zlib.ok()) {
+      close(fd);
+      return absl::Status(zlib.status().code(),
+                          absl::StrCat(path, ": ", zlib.status().message()));
+    }
+    return std::unique_ptr<TfRecordFileReader>(new TfRecordFileReader(
+        path, Compression::kZlib, nullptr, -1, *std::move(zlib)));
+  }
   errno = 0;
   gzFile f = gzdopen(fd, "rb");
   if (f == nullptr) {
@@ -52,14 +78,24 @@ absl::StatusOr<std::unique_ptr<TfRecordFileReader>> TfRecordFileReader::Open(
     return absl::InternalError(absl::StrCat(path, ": gzdopen"));
   }
   gzbuffer(f, kGzBufferBytes);
-  return std::unique_ptr<TfRecordFileReader>(
-      new TfRecordFileReader(path, f, fd));
+  return std::unique_ptr<TfRecordFileReader>(new TfRecordFileReader(
+      path, gzip ? Compression::kGzip : Compression::kNone, f, fd, nullptr));
 }
 
-TfRecordFileReader::TfRecordFileReader(std::string path, gzFile file, int fd)
-    : path_(std::move(path)), file_(file), fd_(fd), buffer_(2 * kReadBytes) {}
+TfRecordFileReader::TfRecordFileReader(std::string path,
+                                       Compression compression, gzFile file,
+                                       int fd,
+                                       std::unique_ptr<ZlibFileReader> zlib)
+    : path_(std::move(path)),
+      compression_(compression),
+      file_(file),
+      fd_(fd),
+      zlib_(std::move(zlib)),
+      buffer_(2 * kReadBytes) {}
 
-TfRecordFileReader::~TfRecordFileReader() { gzclose(file_); }
+TfRecordFileReader::~TfRecordFileReader() {
+  if (file_ != nullptr) gzclose(file_);
+}
 
 std::string TfRecordFileReader::Here() const {
   return absl::StrCat(path_, ": record ", index_);
@@ -91,31 +127,43 @@ absl::StatusOr<bool> TfRecordFileReader::Ensure(int64_t n) {
     if (static_cast<int64_t>(buffer_.size()) < want) buffer_.resize(want);
     const int64_t room = std::min<int64_t>(
         static_cast<int64_t>(buffer_.size()) - end_, INT_MAX / 2);
-    const int got =
-        gzread(file_, buffer_.data() + end_, static_cast<unsigned>(room));
-    int errnum = Z_OK;
-    const char* message = gzerror(file_, &errnum);
-    if (got < 0 || (errnum != Z_OK && errnum != Z_BUF_ERROR)) {
-      if (errnum == Z_ERRNO && errno != 0) {
-        return Fail(
-            absl::ErrnoToStatus(errno, absl::StrCat(Here(), ": read error")));
-      }
-      absl::string_view msg = message;
-      absl::ConsumePrefix(&msg, absl::StrCat(path_, ": "));
-      return Fail(absl::DataLossError(
-          absl::StrCat(Here(), ": corrupt gzip stream: ", msg)));
-    }
-    if (got == 0) {
-      // Z_BUF_ERROR: the input ended in the middle of a gzip stream.
-      if (errnum == Z_BUF_ERROR) {
-        return Fail(absl::DataLossError(
-            absl::StrCat(Here(), ": truncated gzip stream")));
-      }
-      eof_ = true;
-    }
-    end_ += got;
+    absl::StatusOr<int64_t> got = Read(buffer_.data() + end_, room);
+    if (!got.ok()) return got.status();
+    if (*got == 0) eof_ = true;
+    end_ += *got;
   }
   return true;
+}
+
+absl::StatusOr<int64_t> TfRecordFileReader::Read(char* to, int64_t room) {
+  if (zlib_ != nullptr) {
+    absl::StatusOr<int64_t> got = zlib_->Read(to, room);
+    if (!got.ok()) {
+      return Fail(
+          absl::Status(got.status().code(),
+                       absl::StrCat(Here(), ": ", got.status().message())));
+    }
+    return got;
+  }
+  const int got = gzread(file_, to, static_cast<unsigned>(room));
+  int errnum = Z_OK;
+  const char* message = gzerror(file_, &errnum);
+  if (got < 0 || (errnum != Z_OK && errnum != Z_BUF_ERROR)) {
+    if (errnum == Z_ERRNO && errno != 0) {
+      return Fail(
+          absl::ErrnoToStatus(errno, absl::StrCat(Here(), ": read error")));
+    }
+    absl::string_view msg = message;
+    absl::ConsumePrefix(&msg, absl::StrCat(path_, ": "));
+    return Fail(absl::DataLossError(
+        absl::StrCat(Here(), ": corrupt gzip stream: ", msg)));
+  }
+  // Z_BUF_ERROR at the end: the input ended in the middle of a gzip stream.
+  if (got == 0 && errnum == Z_BUF_ERROR) {
+    return Fail(
+        absl::DataLossError(absl::StrCat(Here(), ": truncated gzip stream")));
+  }
+  return got;
 }
 
 absl::StatusOr<bool> TfRecordFileReader::Header(uint64_t* length) {
@@ -184,7 +232,7 @@ absl::StatusOr<int64_t> TfRecordFileReader::Skip(int64_t n) {
                           kTfRecordFooterBytes;
     if (end_ - begin_ >= total) {
       begin_ += total;
-    } else if (gzdirect(file_)) {
+    } else if (compression_ == Compression::kNone) {
       // A plain file: seek over the rest, then check that the file is at
       // least that long (lseek past the end does not fail).
       const int64_t beyond = total - (end_ - begin_);

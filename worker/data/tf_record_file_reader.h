@@ -1,7 +1,14 @@
 // Reads the records of a TFRecord file (common/tf_record.h's framing),
-// plain or GZIP-compressed as TensorFlow's compression_type="GZIP" writes
-// it (one gzip stream of the framed records). zlib tells the two apart by
-// the gzip magic and passes plain files through.
+// plain, or compressed as TensorFlow's compression_type="GZIP" (one gzip
+// stream of the framed records) or "ZLIB" (one zlib-wrapped deflate
+// stream) writes it. The compression is told from the first bytes:
+//  - the gzip magic 1f 8b: GZIP;
+//  - a valid TFRecord header (a length and its masked CRC-32C): plain;
+//  - else a zlib header (zlib_file_reader.h LooksLikeZlibHeader): ZLIB;
+//  - else plain (whose first record then fails its length CRC).
+// The header check comes before the zlib check because a plain file whose
+// first record is 376 bytes long starts with 78 01, a valid zlib header;
+// a zlib stream passes the 32-bit CRC check only by chance (1 in 2^32).
 //
 // Contract (besides RecordReader's):
 //  - Both CRCs of every returned record are checked; a record cut short, a
@@ -28,6 +35,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "worker/data/record_reader.h"
+#include "worker/data/zlib_file_reader.h"
 
 namespace tessera {
 
@@ -48,11 +56,16 @@ class TfRecordFileReader final : public RecordReader {
   int64_t index() const override { return index_; }
   std::string Where() const override;
 
-  // Whether the file is gzip-compressed (known after the first read).
-  bool compressed() const { return gzdirect(file_) == 0; }
+  enum class Compression { kNone, kGzip, kZlib };
+  Compression compression() const { return compression_; }
 
  private:
-  TfRecordFileReader(std::string path, gzFile file, int fd);
+  // Exactly one of `file` (plain or gzip) and `zlib` is set.
+  TfRecordFileReader(std::string path, Compression compression, gzFile file,
+                     int fd, std::unique_ptr<ZlibFileReader> zlib);
+  // Reads up to `room` decompressed bytes to `to`: 0 at the end of the
+  // file; errors name the next record.
+  absl::StatusOr<int64_t> Read(char* to, int64_t room);
   // Makes at least n unread bytes available in buffer_; false when the
   // file ends first (what it had is buffered).
   absl::StatusOr<bool> Ensure(int64_t n);
@@ -64,8 +77,10 @@ class TfRecordFileReader final : public RecordReader {
   std::string Here() const;
 
   const std::string path_;
-  gzFile file_;
-  const int fd_;  // owned by file_
+  const Compression compression_;
+  gzFile file_;   // plain and gzip files
+  const int fd_;  // owned by file_ (-1 for zlib files)
+  std::unique_ptr<ZlibFileReader> zlib_;
   std::vector<char> buffer_;
   int64_t begin_ = 0;  // unread bytes are buffer_[begin_, end_)
   int64_t end_ = 0;

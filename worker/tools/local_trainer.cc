@@ -85,13 +85,13 @@ absl::StatusOr<std::unique_ptr<LocalTrainer>> LocalTrainer::Create(
   return t;
 }
 
-absl::Status LocalTrainer::Pull() {
+absl::Status LocalTrainer::Pull(const HostBatch& batch) {
   for (size_t v = 0; v < dense_.size(); ++v) {
     dense_[v]->ReadBytes(0, dense_[v]->byte_size(),
                          reinterpret_cast<char*>(values_[v].data()));
   }
   for (size_t t = 0; t < tables_.size(); ++t) {
-    CollectTableIds(*graph_, batch_, static_cast<int>(t), &ids_);
+    CollectTableIds(*graph_, batch, static_cast<int>(t), &ids_);
     LocalizeTableIds(vocab_[t], ids_, &unique_[t], &positions_[t]);
     if (absl::Status s = tables_[t]->CheckIds(unique_[t]); !s.ok()) return s;
     rows_[t].resize(unique_[t].size() * tables_[t]->row_elements());
@@ -101,11 +101,19 @@ absl::Status LocalTrainer::Pull() {
   return graph_->SetParameters(values);
 }
 
-absl::StatusOr<GraphResult> LocalTrainer::Step(uint64_t seed) {
-  if (absl::Status s = Pull(); !s.ok()) return s;
+absl::StatusOr<GraphResult> LocalTrainer::TrainBatch(const HostBatch& batch) {
+  absl::StatusOr<GraphResult> r =
+      Step(batch, DeriveSeed(job_.schedule().seed(), step_));
+  if (r.ok()) ++step_;
+  return r;
+}
+
+absl::StatusOr<GraphResult> LocalTrainer::Step(const HostBatch& batch,
+                                               uint64_t seed) {
+  if (absl::Status s = Pull(batch); !s.ok()) return s;
   std::vector<absl::Span<float>> grads(grads_.begin(), grads_.end());
   absl::StatusOr<GraphResult> result = graph_->TrainStep(
-      ViewOf(batch_, rows_, positions_), seed, grads, &table_grads_);
+      ViewOf(batch, rows_, positions_), seed, grads, &table_grads_);
   if (!result.ok()) return result.status();
   // A parameter server refuses a non-finite gradient; so does this.
   for (size_t v = 0; v < grads_.size(); ++v) {
@@ -142,7 +150,7 @@ absl::Status LocalTrainer::Evaluate(LocalEpoch* epoch) {
     indices.resize(n);
     std::iota(indices.begin(), indices.end(), at);
     if (absl::Status s = test_->Gather(indices, &batch_); !s.ok()) return s;
-    if (absl::Status s = Pull(); !s.ok()) return s;
+    if (absl::Status s = Pull(batch_); !s.ok()) return s;
     absl::StatusOr<GraphResult> r = graph_->Evaluate(
         ViewOf(batch_, rows_, positions_), binary ? &predictions : nullptr);
     if (!r.ok()) return r.status();
@@ -188,7 +196,7 @@ absl::StatusOr<std::vector<double>> LocalTrainer::TrainSteps(int64_t steps) {
       return s;
     }
     absl::StatusOr<GraphResult> r =
-        Step(DeriveSeed(job_.schedule().seed(), step_));
+        Step(batch_, DeriveSeed(job_.schedule().seed(), step_));
     if (!r.ok()) return r.status();
     ++step_;
     losses.push_back(r->loss_sum / n);
@@ -225,7 +233,7 @@ absl::StatusOr<LocalEpoch> LocalTrainer::RunEpoch(
         !s.ok()) {
       return s;
     }
-    absl::StatusOr<GraphResult> r = Step(DeriveSeed(seed, step_));
+    absl::StatusOr<GraphResult> r = Step(batch_, DeriveSeed(seed, step_));
     if (!r.ok()) return r.status();
     ++step_;
     loss += r->loss_sum;

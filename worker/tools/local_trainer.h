@@ -57,6 +57,12 @@ class LocalTrainer {
   // backends see the same batches and dropout masks.
   absl::StatusOr<std::vector<double>> TrainSteps(int64_t steps);
 
+  // One training step on `batch`, gathered or streamed by the caller (a
+  // worker's step from its data on: pull, forward and backward, apply);
+  // returns the step's result. bench_input times the DLRM job's steps this
+  // way from memory and from a TFRecord stream.
+  absl::StatusOr<GraphResult> TrainBatch(const HostBatch& batch);
+
   // Writes every variable as a checkpoint of one parameter server under
   // `root` (common/checkpoint_dir.h), at the steps trained so far, as a
   // cluster's coordinator does, so tessera_export and tessera_predict read
@@ -70,9 +76,9 @@ class LocalTrainer {
 
  private:
   LocalTrainer() = default;
-  // Reads the dense variables, and the rows batch_ uses, from the shards.
-  absl::Status Pull();
-  absl::StatusOr<GraphResult> Step(uint64_t seed);
+  // Reads the dense variables, and the rows `batch` uses, from the shards.
+  absl::Status Pull(const HostBatch& batch);
+  absl::StatusOr<GraphResult> Step(const HostBatch& batch, uint64_t seed);
   absl::Status Evaluate(LocalEpoch* epoch);
   // The training examples in epoch `epoch`'s order.
   std::vector<int64_t> Order(int epoch) const;

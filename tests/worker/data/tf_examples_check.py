@@ -7,15 +7,20 @@ protobuf runtime, with messages declared by TensorFlow's own field
 numbers and names (tensorflow/core/example/{example,feature}.proto;
 tensorboard 2.20 no longer bundles example_pb2). GZIP files are what
 TensorFlow's compression_type="GZIP" writes: one gzip stream of the
-framed records, here Python's gzip module around the same writer.
+framed records, here Python's gzip module around the same writer. ZLIB
+files are what compression_type="ZLIB" writes: one zlib stream (window
+15) of the framed records, here Python's zlib over the writer's bytes
+(TensorBoard's writer compresses nothing itself).
 
 Usage: tf_examples_check.py <dump_stream_examples binary> <scratch dir>
 """
 
 import gzip
+import io
 import os
 import subprocess
 import sys
+import zlib
 
 from google.protobuf import descriptor_pb2
 from google.protobuf import descriptor_pool
@@ -113,26 +118,40 @@ def make_examples(Example, n):
     return examples, lines
 
 
-def write(path, records, compress):
-    raw = gzip.open(path, "wb") if compress else open(path, "wb")
-    writer = RecordWriter(raw)
+def write(path, records, compression):
+    plain = io.BytesIO()
+    writer = RecordWriter(plain)
     for r in records:
         writer.write(r)
-    writer.close()
+    writer.flush()
+    data = plain.getvalue()
+    if compression == "gzip":
+        data = gzip.compress(data)
+    elif compression == "zlib":
+        data = zlib.compress(data)
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+# What each file starts with: the gzip magic, a zlib header at the
+# default level, or the first record's length.
+MAGIC = {"gzip": b"\x1f\x8b", "zlib": b"\x78\x9c"}
 
 
 def main():
     dump, scratch = sys.argv[1], sys.argv[2]
     Example = example_classes()
     records, want = make_examples(Example, 57)
-    for compress in (False, True):
+    for compression in ("none", "gzip", "zlib"):
         # Two files; the name says nothing about compression.
-        paths = [os.path.join(scratch, "part-%d-%s" % (k, compress))
+        paths = [os.path.join(scratch, "part-%d-%s" % (k, compression))
                  for k in range(2)]
-        write(paths[0], records[:30], compress)
-        write(paths[1], records[30:], compress)
+        write(paths[0], records[:30], compression)
+        write(paths[1], records[30:], compression)
         with open(paths[0], "rb") as f:
-            assert (f.read(2) == b"\x1f\x8b") == compress
+            head = f.read(2)
+        assert head == MAGIC.get(compression, head), (compression, head)
+        assert compression in MAGIC or head not in MAGIC.values()
         got = subprocess.run([dump] + paths, check=True, capture_output=True,
                              text=True).stdout.splitlines()
         if got != want:
@@ -140,10 +159,10 @@ def main():
                 if g != w:
                     print("first difference:\n got  %s\n want %s" % (g, w))
                     break
-            print("FAIL: %d lines read, %d written (gzip=%s)" %
-                  (len(got), len(want), compress))
+            print("FAIL: %d lines read, %d written (compression %s)" %
+                  (len(got), len(want), compression))
             return 1
-        print("ok: %d examples, gzip=%s" % (len(got), compress))
+        print("ok: %d examples, compression %s" % (len(got), compression))
     return 0
 
 

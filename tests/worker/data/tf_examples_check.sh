@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Writes TFRecord files of tf.train.Example (plain and GZIP) with the
+# Writes TFRecord files of tf.train.Example (plain, GZIP and ZLIB) with the
 # TFRecord writer the tensorboard package bundles, from the Python
 # environment that deploy/python_env.sh makes, and checks that Tessera's
 # stream reader reads every value back. Fails (never skips) when that

@@ -26,6 +26,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/counter_rng.h"
+#include "worker/backend/cuda/cublas_library.h"
 #include "worker/backend/cuda/cuda_backend.h"
 #include "worker/backend/cuda/cuda_nn_kernels.cuh"
 
@@ -299,13 +300,24 @@ class CudaBackend final : public Backend {
     Check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
           "cudaStreamCreate");
     if (status_.ok()) {
-      CheckBlas(cublasCreate(&blas_), "cublasCreate");
+      // cuBLAS is loaded only now, by a process that computes on a GPU
+      // (cublas_library.h says why).
+      absl::StatusOr<const CublasApi*> api = LoadCublas();
+      if (api.ok()) {
+        cublas_ = *api;
+      } else {
+        status_ = absl::UnavailableError(
+            absl::StrCat(name_, ": ", api.status().message()));
+      }
     }
     if (status_.ok()) {
-      CheckBlas(cublasSetStream(blas_, stream_), "cublasSetStream");
+      CheckBlas(cublas_->create(&blas_), "cublasCreate");
+    }
+    if (status_.ok()) {
+      CheckBlas(cublas_->set_stream(blas_, stream_), "cublasSetStream");
       // Plain FP32: the default math mode uses no TF32 tensor-op rounding,
       // so CPU and GPU agree to FP32 accumulation order.
-      CheckBlas(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH),
+      CheckBlas(cublas_->set_math_mode(blas_, CUBLAS_DEFAULT_MATH),
                 "cublasSetMathMode");
     }
     for (Staging* s :
@@ -330,7 +342,7 @@ class CudaBackend final : public Backend {
     for (Scratch& s : scratch_) {
       if (s.ptr != nullptr) cudaFree(s.ptr);
     }
-    if (blas_ != nullptr) cublasDestroy(blas_);
+    if (blas_ != nullptr) cublas_->destroy(blas_);
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
 
@@ -422,11 +434,11 @@ class CudaBackend final : public Backend {
     if (!FitsInt("Gemm", {m, n, k})) return;
     const int lda = static_cast<int>(std::max<int64_t>(1, transpose_a ? m : k));
     const int ldb = static_cast<int>(std::max<int64_t>(1, transpose_b ? k : n));
-    CheckBlas(cublasSgemm(blas_, transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                          transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N,
-                          static_cast<int>(n), static_cast<int>(m),
-                          static_cast<int>(k), &alpha, b, ldb, a, lda, &beta, c,
-                          static_cast<int>(n)),
+    CheckBlas(cublas_->sgemm(blas_, transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                             transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                             static_cast<int>(n), static_cast<int>(m),
+                             static_cast<int>(k), &alpha, b, ldb, a, lda, &beta,
+                             c, static_cast<int>(n)),
               "cublasSgemm");
   }
 
@@ -456,9 +468,9 @@ class CudaBackend final : public Backend {
       ones_filled_ = rows;
     }
     const float one = 1.0f, zero = 0.0f;
-    CheckBlas(cublasSgemv(blas_, CUBLAS_OP_N, static_cast<int>(cols),
-                          static_cast<int>(rows), &one, dy,
-                          static_cast<int>(cols), ones, 1, &zero, dbias, 1),
+    CheckBlas(cublas_->sgemv(blas_, CUBLAS_OP_N, static_cast<int>(cols),
+                             static_cast<int>(rows), &one, dy,
+                             static_cast<int>(cols), ones, 1, &zero, dbias, 1),
               "cublasSgemv");
   }
 
@@ -673,7 +685,7 @@ class CudaBackend final : public Backend {
     if (!FitsInt("BatchedGemm", {m, n, k, batch})) return;
     const int lda = static_cast<int>(std::max<int64_t>(1, transpose_a ? m : k));
     const int ldb = static_cast<int>(std::max<int64_t>(1, transpose_b ? k : n));
-    CheckBlas(cublasSgemmStridedBatched(
+    CheckBlas(cublas_->sgemm_strided_batched(
                   blas_, transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N,
                   transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n),
                   static_cast<int>(m), static_cast<int>(k), &alpha, b, ldb,
@@ -907,6 +919,7 @@ class CudaBackend final : public Backend {
   const std::string name_;
   absl::Status status_;
   cudaStream_t stream_ = nullptr;
+  const CublasApi* cublas_ = nullptr;  // set by Init before blas_
   cublasHandle_t blas_ = nullptr;
   Staging upload_[2], download_[2];
   int next_upload_ = 0;
