@@ -206,11 +206,47 @@ void ClusterCoordinator::WorkerLoop(int worker) {
       RecoverWorker(worker);
       continue;
     }
+    if (RetryLater(worker, status, &p)) continue;
     p.future.Set(status);
     absl::MutexLock lock(&mu_);
     --inflight_;
     RecordError(status);
   }
+}
+
+bool ClusterCoordinator::RetryLater(int worker, const absl::Status& status,
+                                    Pending* p) {
+  if (!absl::IsUnavailable(status) && !absl::IsDeadlineExceeded(status)) {
+    return false;
+  }
+  const absl::Time now = absl::Now();
+  if (p->first_failure == absl::InfiniteFuture()) p->first_failure = now;
+  if (now - p->first_failure >= options_.step_retry_timeout) return false;
+  const absl::Duration pause = p->backoff.Next();
+  LOG(WARNING) << "step " << p->request.step() << " failed on worker " << worker
+               << ", which still answers (" << status
+               << "); running it again in " << absl::FormatDuration(pause)
+               << " (retrying for up to "
+               << absl::FormatDuration(options_.step_retry_timeout) << ")";
+  absl::MutexLock lock(&mu_);
+  // The pause ends early when the job is aborted or stopped meanwhile.
+  mu_.AwaitWithTimeout(
+      absl::Condition(
+          +[](ClusterCoordinator* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
+               self->mu_) { return self->stopping_ || !self->error_.ok(); },
+          this),
+      pause);
+  --inflight_;
+  if (!error_.ok() || stopping_) {
+    // As for a dead worker's step: queued now, it would outlive the Join
+    // that a recovery waits for.
+    p->future.Set(absl::CancelledError(absl::StrCat(
+        "step ", p->request.step(), " cancelled after an earlier error")));
+    return true;
+  }
+  ++rerun_;
+  queue_.push_front(std::move(*p));
+  return true;
 }
 
 void ClusterCoordinator::RecoverWorker(int worker) {

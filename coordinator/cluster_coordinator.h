@@ -13,6 +13,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/backoff.h"
 #include "coordinator/step_future.h"
 #include "coordinator/worker_stub.h"
 #include "proto/worker_service.pb.h"
@@ -22,6 +23,13 @@ namespace tessera {
 struct CoordinatorOptions {
   // How long a failed worker may take to come back before the job fails.
   absl::Duration worker_recovery_timeout = absl::Minutes(5);
+  // How long a step that failed on a worker that still answers, with
+  // UNAVAILABLE or DEADLINE_EXCEEDED, is run again (with backoff) before
+  // its error becomes the job's. Such a worker could not reach a parameter
+  // server: a network partition or a lost connection, which heals. A
+  // server that really died is found meanwhile by the heartbeat, whose
+  // Abort ends the retries and starts the recovery. 0: no retry.
+  absl::Duration step_retry_timeout = absl::Minutes(1);
   // A worker with nothing of its own takes another's step only when that
   // worker is down or has at least this many steps waiting: taking over a
   // step means loading that worker's dataset shard.
@@ -40,7 +48,9 @@ struct CoordinatorOptions {
 //
 // Errors: a step that fails because its worker died is re-run, on the
 // worker that owns its data when it comes back or on another one, with
-// the same examples. Any other failure is kept as the job's first error:
+// the same examples. A step that fails on a live worker with UNAVAILABLE
+// or DEADLINE_EXCEEDED is re-run the same way for up to
+// step_retry_timeout. Any other failure is kept as the job's first error:
 // queued steps are cancelled and the error is returned once, by the next
 // Schedule or Join.
 //
@@ -87,6 +97,10 @@ class ClusterCoordinator {
     StepRequest request;
     int preferred = -1;
     StepFuture future;
+    // Since when, and with which pauses, a step that failed on a live
+    // worker is re-run (step_retry_timeout).
+    absl::Time first_failure = absl::InfiniteFuture();
+    Backoff backoff;
   };
 
   void WorkerLoop(int worker);
@@ -96,6 +110,10 @@ class ClusterCoordinator {
   // How far `worker` is ahead of the slowest worker that still has work.
   int64_t Lead(int worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RecoverWorker(int worker);
+  // For a step that failed with `status` on `worker`, which still answers:
+  // queues it again after a pause and returns true when the failure may
+  // pass (step_retry_timeout); false when it is the job's error.
+  bool RetryLater(int worker, const absl::Status& status, Pending* p);
   void RecordError(absl::Status error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CancelQueued() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status TakeError() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -45,6 +45,11 @@ DEFINE_double(cluster_wait_s, 60,
               "How long to wait for every parameter server and worker.");
 DEFINE_double(worker_recovery_timeout_s, 300,
               "How long a failed worker may take to come back.");
+DEFINE_double(step_retry_timeout_s, 60,
+              "How long a step that failed on a worker that still answers, "
+              "because it could not reach a parameter server (UNAVAILABLE, "
+              "DEADLINE_EXCEEDED: a network partition, a lost connection), "
+              "is run again before the job fails (0: never).");
 DEFINE_bool(prefetch_parameters, false,
             "Workers pull the next step's parameters while the current step "
             "computes (asynchronous mode: one more step of staleness).");
@@ -151,6 +156,7 @@ int main(int argc, char** argv) {
        {std::tuple<const char*, double, bool>{"cluster_wait_s",
                                               FLAGS_cluster_wait_s, false},
         {"worker_recovery_timeout_s", FLAGS_worker_recovery_timeout_s, true},
+        {"step_retry_timeout_s", FLAGS_step_retry_timeout_s, true},
         {"ps_recovery_timeout_s", FLAGS_ps_recovery_timeout_s, true},
         {"heartbeat_s", FLAGS_heartbeat_s, true}}) {
     if (!std::isfinite(value) || value < 0 || (value == 0 && !zero_ok)) {
@@ -166,6 +172,8 @@ int main(int argc, char** argv) {
   options.prefetch_parameters = FLAGS_prefetch_parameters;
   options.coordinator.worker_recovery_timeout =
       absl::Seconds(FLAGS_worker_recovery_timeout_s);
+  options.coordinator.step_retry_timeout =
+      absl::Seconds(FLAGS_step_retry_timeout_s);
   if (FLAGS_keep_checkpoints < 1 || FLAGS_checkpoint_every_epochs < 1) {
     LOG(ERROR) << "--keep_checkpoints and --checkpoint_every_epochs must be "
                   ">= 1";

@@ -197,5 +197,55 @@ TEST_F(ClusterCoordinatorFailureTest,
   EXPECT_TRUE(GetWithin(next).ok());
 }
 
+// A worker cut off from a parameter server (a network partition) fails
+// its step with UNAVAILABLE but still answers: the step runs again, the
+// same examples, once the path heals, and the job goes on.
+TEST_F(ClusterCoordinatorFailureTest, StepThatCouldNotReachAServerRunsAgain) {
+  Start(1);
+  workers_[0]->FailRepeatedly(
+      7, absl::UnavailableError("ps 1 PullDense: Connection timed out"), 2);
+  workers_[0]->FailRepeatedly(
+      8, absl::DeadlineExceededError("ps 0 PushDense: deadline"), 1);
+  StepFuture seven = MustSchedule(7, -1);
+  StepFuture eight = MustSchedule(8, -1);
+  ASSERT_TRUE(JoinBounded().ok());
+  ASSERT_TRUE(GetWithin(seven).ok());
+  ASSERT_TRUE(GetWithin(eight).ok());
+  EXPECT_EQ(coord_->steps_rerun(), 3);
+  EXPECT_EQ(coord_->steps_done(), 2);
+  std::map<int64_t, int> successes = log_.Successes();
+  EXPECT_EQ(successes[7], 1);
+  EXPECT_EQ(successes[8], 1);
+  for (const Attempt& a : log_.attempts()) {
+    EXPECT_EQ(a.request, Request(a.step).SerializeAsString());
+  }
+}
+
+TEST_F(ClusterCoordinatorFailureTest, StepThatNeverReachesAServerFailsTheJob) {
+  Start(1, 8, absl::Milliseconds(300));
+  workers_[0]->FailRepeatedly(
+      3, absl::UnavailableError("ps 1 PullDense: Connection timed out"), -1);
+  StepFuture f = MustSchedule(3, -1);
+  const absl::Status s = JoinBounded();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(s.message(), HasSubstr("ps 1"));
+  EXPECT_EQ(GetWithin(f).status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_GE(log_.attempts().size(), 2u);
+  for (const Attempt& a : log_.attempts()) EXPECT_FALSE(a.ok);
+}
+
+// The heartbeat's Abort (a server that really died) ends the retries at
+// once, so that the recovery's Join does not wait for them.
+TEST_F(ClusterCoordinatorFailureTest, AbortEndsTheRetriesOfAStep) {
+  Start(1, 8, absl::Seconds(60));
+  workers_[0]->FailRepeatedly(3, absl::UnavailableError("ps 1 down"), -1);
+  StepFuture f = MustSchedule(3, -1);
+  ASSERT_TRUE(log_.WaitForAttempts(2));
+  coord_->Abort(absl::UnavailableError("heartbeat: ps 1 does not answer"));
+  const absl::Status s = JoinBounded();
+  EXPECT_THAT(s.message(), HasSubstr("heartbeat"));
+  EXPECT_EQ(GetWithin(f).status().code(), absl::StatusCode::kCancelled);
+}
+
 }  // namespace
 }  // namespace tessera

@@ -88,6 +88,11 @@ class FakeWorker : public WorkerStub {
     absl::Status status;
     {
       absl::MutexLock lock(&mu_);
+      auto repeated = fail_repeatedly_.find(request.step());
+      if (repeated != fail_repeatedly_.end() && repeated->second.second != 0) {
+        status = repeated->second.first;
+        --repeated->second.second;
+      }
       auto it = fail_.find(request.step());
       if (it != fail_.end()) {
         status = it->second;
@@ -134,6 +139,12 @@ class FakeWorker : public WorkerStub {
     die_on_failure_ = die;
     dead_checks_ = dead_checks;
   }
+  // RunStep of `step` fails with `status` `times` times (-1: always), the
+  // worker staying alive.
+  void FailRepeatedly(int64_t step, absl::Status status, int times) {
+    absl::MutexLock lock(&mu_);
+    fail_repeatedly_[step] = {std::move(status), times};
+  }
   void Revive() {
     absl::MutexLock lock(&mu_);
     alive_ = true;
@@ -156,6 +167,8 @@ class FakeWorker : public WorkerStub {
   absl::Notification gate_;
   mutable absl::Mutex mu_;
   std::map<int64_t, absl::Status> fail_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, std::pair<absl::Status, int>> fail_repeatedly_
+      ABSL_GUARDED_BY(mu_);
   bool die_on_failure_ ABSL_GUARDED_BY(mu_) = false;
   bool alive_ ABSL_GUARDED_BY(mu_) = true;
   int dead_checks_ ABSL_GUARDED_BY(mu_) = -1;
@@ -194,7 +207,8 @@ inline absl::StatusOr<StepResponse> GetWithin(const StepFuture& f) {
 
 class CoordinatorFixture : public ::testing::Test {
  protected:
-  void Start(int n, int steal_threshold = 8) {
+  void Start(int n, int steal_threshold = 8,
+             absl::Duration step_retry_timeout = absl::Seconds(5)) {
     std::vector<std::unique_ptr<WorkerStub>> stubs;
     for (int i = 0; i < n; ++i) {
       workers_.push_back(new FakeWorker(i, &log_));
@@ -203,6 +217,7 @@ class CoordinatorFixture : public ::testing::Test {
     CoordinatorOptions options;
     options.worker_recovery_timeout = absl::Seconds(2);
     options.steal_threshold = steal_threshold;
+    options.step_retry_timeout = step_retry_timeout;
     coord_ = std::make_unique<ClusterCoordinator>(std::move(stubs), options);
   }
 
