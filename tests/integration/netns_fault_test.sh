@@ -267,7 +267,7 @@ run_job() { # run_job <name> <with_partition>
     done
     wait_for_probes=(w0-ps1 w1-ps1 chief-ps1 w0-ps0)
     sleep "$(awk -v a="$cut_at" -v b="$(date +%s.%N)" -v s="$PARTITION_S" \
-      'BEGIN {r = s - (b - a); print r > 0 ? r : 0}')"
+      'BEGIN {r = s - (b - a); print (r > 0 ? r : 0)}')"
     PART_DROPPED=$(sw_nft list chain bridge tessera partition |
       sed -n 's/.*packets \([0-9]*\) bytes.*/\1/p' | awk '{n += $1} END {print n + 0}')
     heal
@@ -304,8 +304,9 @@ run_job() { # run_job <name> <with_partition>
   done
 }
 
-# Per epoch of a run: "epoch examples(metrics) steps-examples(steps.jsonl)
-# test_accuracy", one line each.
+# Per epoch of a run, one line each: epoch, examples (metrics.jsonl),
+# examples in its step records (steps.jsonl), test accuracy, late shards,
+# examples/s.
 epoch_table() { # epoch_table <run dir>
   python3 - "$1" <<'EOF'
 import json, sys, collections
@@ -319,7 +320,8 @@ with open(run + "/metrics.jsonl") as f:
     for line in f:
         m = json.loads(line)
         print(m["epoch"], m["examples"], step_examples[m["epoch"]],
-              "%.4f" % m["test_accuracy"], m.get("late_shards", 0))
+              "%.4f" % m["test_accuracy"], m.get("late_shards", 0),
+              "%.0f" % m["examples_per_second"])
 EOF
 }
 
@@ -328,11 +330,12 @@ report_and_check_run() { # report_and_check_run <name>
   local table
   table=$(epoch_table "$run" 2>&1 || true)
   say "$name: chief exit $RUN_EXIT; $(grep -m1 '^final' "$run/chief.out" || echo 'no final line')"
-  local epoch examples from_steps accuracy late epochs=0 exact=1
-  while read -r epoch examples from_steps accuracy late; do
+  local epoch examples from_steps accuracy late rate epochs=0 exact=1
+  while read -r epoch examples from_steps accuracy late rate; do
     [[ "$epoch" =~ ^[0-9]+$ ]] || continue
     say "  $name epoch $epoch: $examples examples (metrics.jsonl)," \
-      "$from_steps in its step records, test accuracy $accuracy, $late late shards"
+      "$from_steps in its step records, test accuracy $accuracy," \
+      "$late late shards, $rate examples/s"
     epochs=$((epochs + 1))
     [ "$epoch" -eq "$epochs" ] && [ "$examples" -eq "$TRAIN" ] &&
       [ "$from_steps" -eq "$TRAIN" ] || exact=0
