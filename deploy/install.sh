@@ -14,6 +14,7 @@ PACKAGES=(
   python3-venv
   dataset-fashion-mnist
   openssl libssl-dev
+  iproute2 nftables
 )
 
 missing=()
