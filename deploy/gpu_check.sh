@@ -11,7 +11,10 @@
 #      losses and of the parameters;
 #   4. trains the MLP job end to end (2 ps, 2 workers) on the GPUs and then
 #      on the CPU, printing both accuracies and each worker's device;
-#   5. runs bench_worker_step on both devices.
+#   5. runs bench_worker_step on both devices: the CUDA table per job file
+#      at batch 1024, 8192 and 65536 (examples/s, copies in / compute /
+#      copies out from CUDA events, the GEMMs alone in cuBLAS) and whether
+#      the MLP and DLRM steps at 8192 are within 1.5x of their GEMMs.
 # Extra arguments go to the build (e.g. -DCMAKE_CUDA_ARCHITECTURES=90 is
 # not one: set CMAKE_ARGS for cmake options).
 set -euo pipefail
@@ -63,6 +66,7 @@ for run in gpu cpu; do
   rm -rf "$dir"
 done
 
-echo "== bench_worker_step"
-"$BUILD_DIR/bench/bench_worker_step" --devices=cpu,cuda || status=1
+echo "== bench_worker_step (per job: CUDA rows, then CPU rows)"
+"$BUILD_DIR/bench/bench_worker_step" --devices=cuda,cpu \
+  --batches=1024,8192,65536 --cpu_batches=64,1024 || status=1
 exit $status

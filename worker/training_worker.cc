@@ -140,7 +140,7 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& config,
     // Every replica builds the same initial values from the same seed.
     absl::StatusOr<std::unique_ptr<MirroredParameters>> replica =
         MirroredParameters::Create((*graph)->dense_variables(),
-                                   config.optimizer());
+                                   config.optimizer(), backend_.get());
     if (!replica.ok()) return replica.status();
     mirrored = *std::move(replica);
   }
@@ -159,12 +159,14 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& config,
   if (mirrored == nullptr) {
     const std::vector<VariableDef>& dense = (*graph)->dense_variables();
     absl::StatusOr<std::unique_ptr<ShardedParameters>> sharded =
-        ShardedParameters::Create(dense, config.variables(), raw);
+        ShardedParameters::Create(dense, config.variables(), raw,
+                                  backend_.get());
     if (!sharded.ok()) return sharded.status();
     params = *std::move(sharded);
     if (config.prefetch_parameters()) {
       absl::StatusOr<std::unique_ptr<ShardedParameters>> second =
-          ShardedParameters::Create(dense, config.variables(), raw);
+          ShardedParameters::Create(dense, config.variables(), raw,
+                                    backend_.get());
       if (!second.ok()) return second.status();
       spare = *std::move(second);
     }
@@ -201,6 +203,7 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& config,
   spare_ = std::move(spare);
   sparse_ = std::move(sparse);
   mirrored_ = std::move(mirrored);
+  device_reduce_ = DeviceArray<float>();
   shards_.clear();
   test_set_.reset();
   stream_ = std::move(stream);
@@ -267,8 +270,7 @@ absl::Status TrainingWorker::RunStep(const StepRequest& request,
       // Every position of the step held a bad record, all skipped.
       response->set_examples(0);
       if (mirrored_ == nullptr) return absl::OkStatus();
-      mirrored_->ZeroGradients();
-      return MirroredUpdate(0, response);
+      return MirroredUpdate(0, ReduceOnDevice(), response);
     }
     return TrainBatch(request, response);
   }
@@ -288,8 +290,7 @@ absl::Status TrainingWorker::RunStep(const StepRequest& request,
   if (mirrored_ != nullptr && ids->empty()) {
     // This replica has no data left in the epoch but takes part in the
     // all-reduce with a zero gradient.
-    mirrored_->ZeroGradients();
-    return MirroredUpdate(0, response);
+    return MirroredUpdate(0, ReduceOnDevice(), response);
   }
   for (int64_t& id : *ids) {
     if (id < begin || id >= end) {
@@ -352,10 +353,18 @@ absl::Status TrainingWorker::TrainBatch(const StepRequest& request,
       !s.ok()) {
     return s;
   }
-  std::vector<absl::Span<float>> grads =
-      mirrored_ ? mirrored_->gradients() : params_->gradients();
-  absl::StatusOr<GraphResult> result = graph_->TrainStep(
-      View(), DeriveSeed(config_.seed(), request.step()), grads, &table_grads_);
+  const uint64_t seed = DeriveSeed(config_.seed(), request.step());
+  // Mirrored on GPUs with NCCL: the gradients stay where the backward pass
+  // left them, scaled by this replica's weight, for the all-reduce.
+  const bool on_device = ReduceOnDevice();
+  absl::StatusOr<GraphResult> result =
+      on_device
+          ? graph_->TrainStepOnDevice(View(), seed, static_cast<float>(batch),
+                                      device_reduce_.data())
+          : graph_->TrainStep(
+                View(), seed,
+                mirrored_ ? mirrored_->gradients() : params_->gradients(),
+                &table_grads_);
   // A device fault is reported here, before a bad gradient can be pushed.
   if (!result.ok()) return result.status();
   response->set_compute_us(MicrosSince(t1));
@@ -364,10 +373,7 @@ absl::Status TrainingWorker::TrainBatch(const StepRequest& request,
   response->set_examples(batch);
   response->set_correct(result->correct);
 
-  if (mirrored_ != nullptr) {
-    mirrored_->SetWeight(static_cast<double>(batch));
-    return MirroredUpdate(batch, response);
-  }
+  if (mirrored_ != nullptr) return MirroredUpdate(batch, on_device, response);
   auto t2 = std::chrono::steady_clock::now();
   // The graph's table gradients index this batch's distinct rows; push
   // them under their row ids.
@@ -404,12 +410,49 @@ absl::Status TrainingWorker::TrainBatch(const StepRequest& request,
   return absl::OkStatus();
 }
 
-absl::Status TrainingWorker::MirroredUpdate(int64_t batch,
+bool TrainingWorker::ReduceOnDevice() {
+  if (mirrored_ == nullptr || !all_reducer_->on_device() ||
+      !graph_->tables().empty()) {
+    return false;
+  }
+  const int64_t n = mirrored_->reduce_buffer().size();
+  if (device_reduce_.size() != n) {
+    device_reduce_ = DeviceArray<float>(backend_.get(), n);
+  }
+  return device_reduce_.data() != nullptr;
+}
+
+absl::Status TrainingWorker::MirroredUpdate(int64_t batch, bool on_device,
                                             StepResponse* response) {
   auto t = std::chrono::steady_clock::now();
-  if (absl::Status s = all_reducer_->AllReduce(mirrored_->reduce_buffer());
-      !s.ok()) {
-    return s;
+  const absl::Span<float> host = mirrored_->reduce_buffer();
+  if (on_device) {
+    // TrainStepOnDevice wrote the weighted gradients; the weight goes
+    // after them (a replica without examples sends zeros).
+    float* data = device_reduce_.data();
+    const int64_t n = static_cast<int64_t>(host.size());
+    if (batch == 0) {
+      backend_->Fill(n, 0.0f, data);
+    } else {
+      backend_->Fill(1, static_cast<float>(batch), data + n - 1);
+    }
+    if (absl::Status s = backend_->status(); !s.ok()) return s;
+    if (absl::Status s = all_reducer_->AllReduceOnDevice(
+            absl::MakeSpan(data, n), backend_->native_stream());
+        !s.ok()) {
+      return s;
+    }
+    // The sum's one trip to the host, where the optimizer runs (pinned
+    // memory on a GPU: no staging).
+    backend_->CopyToHost(data, host.data(), n * sizeof(float));
+    if (absl::Status s = backend_->Synchronize(); !s.ok()) return s;
+  } else {
+    if (batch == 0) {
+      mirrored_->ZeroGradients();
+    } else {
+      mirrored_->SetWeight(static_cast<double>(batch));
+    }
+    if (absl::Status s = all_reducer_->AllReduce(host); !s.ok()) return s;
   }
   if (absl::Status s = mirrored_->ApplyReduced(); !s.ok()) return s;
   response->set_push_us(MicrosSince(t));

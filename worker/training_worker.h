@@ -74,9 +74,17 @@ class TrainingWorker {
   // The graph's view of batch_ and the pulled rows.
   GraphBatch View() const;
 
-  // The mirrored step after the forward and backward pass: all-reduce the
-  // weighted gradients and apply them to this replica.
-  absl::Status MirroredUpdate(int64_t batch, StepResponse* response);
+  // Whether this mirrored step sums its gradients on the device: the
+  // all-reducer can (NCCL, once negotiated) and the model has no tables;
+  // makes device_reduce_ on first use.
+  bool ReduceOnDevice();
+  // The mirrored step after the forward and backward pass of `batch`
+  // examples (0: this replica has none, its gradients count as zero):
+  // all-reduce the weighted gradients, from device_reduce_ when
+  // `on_device` (TrainStepOnDevice filled it) else from the replica's host
+  // buffer (TrainStep filled it), and apply them to this replica.
+  absl::Status MirroredUpdate(int64_t batch, bool on_device,
+                              StepResponse* response);
 
   // Streamed formats: fills batch_ with the step's stream positions.
   absl::Status StreamBatch(const StepRequest& request, StepResponse* response);
@@ -97,8 +105,11 @@ class TrainingWorker {
   WorkerConfig config_;
   TrainingMode mode_;
   std::unique_ptr<Graph> graph_;
-  // Mirrored mode: this worker's full replica (params_ stays null).
+  // Mirrored mode: this worker's full replica (params_ stays null), and
+  // its weighted gradients and weight on the device when the all-reduce
+  // sums there (ReduceOnDevice).
   std::unique_ptr<MirroredParameters> mirrored_;
+  DeviceArray<float> device_reduce_;
   int64_t train_size_ = 0;  // examples in the training files (or subset)
   std::vector<std::unique_ptr<PsClient>> clients_;
   std::unique_ptr<ShardedParameters> params_;  // the dense variables

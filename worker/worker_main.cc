@@ -21,10 +21,11 @@
 #include "worker/worker_service.h"
 
 DEFINE_string(device, "auto",
-              "Where to compute: auto (the first GPU when one answers and "
-              "this build has CUDA, else the CPU), cpu, cuda (= cuda:0) or "
-              "cuda:N (the N-th GPU that CUDA_VISIBLE_DEVICES leaves "
-              "visible).");
+              "Where to compute: auto (when this build has CUDA and a GPU "
+              "answers, the GPU of this worker's local rank on its host, "
+              "TESSERA_LOCAL_RANK or SLURM_LOCALID, modulo the GPUs it sees; "
+              "else the CPU), cpu, cuda (= cuda:0) or cuda:N (the N-th GPU "
+              "that CUDA_VISIBLE_DEVICES leaves visible).");
 
 int main(int argc, char** argv) {
   tessera::ProcessStart start = tessera::StartProcess(

@@ -47,6 +47,29 @@ class OneRank final : public AllReducer {
   }
 };
 
+// The only rank of a group that sums on the device, as NCCL does once
+// negotiated; on the CPU backend device memory is host memory.
+class OneRankOnDevice final : public AllReducer {
+ public:
+  int rank() const override { return 0; }
+  int num_ranks() const override { return 1; }
+  Memory memory() const override { return Memory::kHost; }
+  absl::Status AllReduce(absl::Span<float>) override {
+    ++host_calls;
+    return absl::OkStatus();
+  }
+  bool on_device() const override { return true; }
+  absl::Status AllReduceOnDevice(absl::Span<float> data,
+                                 void* stream) override {
+    ++device_calls;
+    last = std::vector<float>(data.begin(), data.end());
+    return absl::OkStatus();
+  }
+
+  int host_calls = 0, device_calls = 0;
+  std::vector<float> last;  // what the last device all-reduce was given
+};
+
 // `n` bytes that depend on `seed`, so that two data sets differ.
 Bytes Pattern(int64_t n, int seed, int modulo = 256) {
   Bytes out(n);
@@ -104,16 +127,16 @@ class TrainingWorkerTest : public idx_test::IdxFileTest {
     return config;
   }
 
-  std::unique_ptr<TrainingWorker> MakeWorker() {
+  std::unique_ptr<TrainingWorker> MakeWorker(AllReducer* reducer = nullptr) {
     absl::StatusOr<ClusterSpec> cluster =
         ClusterSpec::FromParts({{"chief", {"127.0.0.1:1"}},
                                 {"worker", {"127.0.0.1:2"}},
                                 {"ps", {"127.0.0.1:3"}}},
                                TaskId{"worker", 0});
     EXPECT_TRUE(cluster.ok()) << cluster.status();
-    return std::make_unique<TrainingWorker>(*cluster,
-                                            std::make_unique<CpuBackend>(),
-                                            PsClientOptions{}, &all_reducer_);
+    return std::make_unique<TrainingWorker>(
+        *cluster, std::make_unique<CpuBackend>(), PsClientOptions{},
+        reducer != nullptr ? reducer : &all_reducer_);
   }
 
   // One step over examples 0..3 of shard [0, 4).
@@ -152,6 +175,38 @@ TEST_F(TrainingWorkerTest, EvaluatesTestImagesOfTheModelsSize) {
   absl::StatusOr<EvaluateResponse> r = Evaluate(worker.get(), 3);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->examples(), 3);
+}
+
+// An all-reducer that sums on the device gets the weighted gradients
+// where the backward pass left them, and the replica ends exactly as
+// through the host path; a replica without examples sends zeros.
+TEST_F(TrainingWorkerTest, MirroredGradientsAreSummedOnTheDeviceWhenItCan) {
+  OneRankOnDevice device;
+  std::unique_ptr<TrainingWorker> on_device = MakeWorker(&device);
+  std::unique_ptr<TrainingWorker> on_host = MakeWorker();
+  ConfigureResponse configured;
+  ASSERT_TRUE(on_device->Configure(Config("a", 1, 5), &configured).ok());
+  ASSERT_TRUE(on_host->Configure(Config("a", 1, 5), &configured).ok());
+  for (int step = 0; step < 3; ++step) {
+    const StepResponse a = Step(on_device.get());
+    const StepResponse b = Step(on_host.get());
+    EXPECT_EQ(a.loss(), b.loss());
+    EXPECT_EQ(a.replica_checksum(), b.replica_checksum()) << step;
+  }
+  EXPECT_EQ(device.device_calls, 3);
+  EXPECT_EQ(device.host_calls, 0);
+  ASSERT_FALSE(device.last.empty());
+  EXPECT_EQ(device.last.back(), 4.0f) << "the weight: 4 examples";
+
+  StepRequest empty;
+  empty.set_step(8);
+  empty.set_shard_begin(0);
+  empty.set_shard_end(4);
+  StepResponse response;
+  ASSERT_TRUE(on_device->RunStep(empty, &response).ok());
+  EXPECT_EQ(response.examples(), 0);
+  EXPECT_EQ(device.device_calls, 4);
+  EXPECT_EQ(device.last, std::vector<float>(device.last.size(), 0.0f));
 }
 
 // Test images of another size than the model's input would be read past

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "worker/backend/host_memory.h"
 
 namespace tessera {
 
@@ -19,16 +20,25 @@ namespace tessera {
 // error (a launch failure, memory) is kept, later ops do nothing, and
 // Synchronize returns it.
 //
+// Host memory from the backend's own AllocateHost (HostAllocator) is what
+// the device copies best: pinned on the CUDA backend, where CopyToDevice
+// from it only queues the copy (see CopyToDevice).
+//
 // Thread safety: a backend is used by one thread at a time.
-class Backend {
+class Backend : public HostAllocator {
  public:
-  virtual ~Backend() = default;
+  ~Backend() override = default;
 
   // A human-readable name of the device, e.g. "cpu" or "cuda:0 (H100)".
   virtual std::string device_name() const = 0;
 
   virtual void* AllocateBytes(int64_t bytes) = 0;
   virtual void FreeBytes(void* ptr) = 0;
+  // Returns once `host` may change again: at once for ordinary memory,
+  // which the CUDA backend stages; but memory from this backend's
+  // AllocateHost is read by the device as the queue reaches the copy, so
+  // it must not change until the next Synchronize (or CopyToHost, or an op
+  // that returns a value).
   virtual void CopyToDevice(const void* host, void* device, int64_t bytes) = 0;
   virtual void CopyToHost(const void* device, void* host, int64_t bytes) = 0;
   virtual void CopyOnDevice(const void* from, void* to, int64_t bytes) = 0;
@@ -36,6 +46,25 @@ class Backend {
   // Waits for every queued op; returns the first device error since the
   // backend was made (and keeps returning it).
   virtual absl::Status Synchronize() { return absl::OkStatus(); }
+
+  // The first device error so far, as Synchronize would return it, but
+  // without waiting: an op still queued may fail later.
+  virtual absl::Status status() const { return absl::OkStatus(); }
+
+  // Host memory for data that travels to and from the device (pulled
+  // parameters, gradients): pinned on the CUDA backend (plain memory
+  // where pinning fails), plain 64-byte aligned memory here and on the
+  // CPU. Safe to call after a device error.
+  void* AllocateHost(int64_t bytes) override {
+    return AllocatePlainHost(bytes);
+  }
+  void FreeHost(void* ptr) override { FreePlainHost(ptr); }
+
+  // The queue the ops run on, for work outside the backend that must be
+  // ordered after them without the host waiting (the NCCL all-reduce of
+  // gradients, benchmark timers): the CUDA backend's cudaStream_t; null on
+  // the CPU, whose ops have finished when they return.
+  virtual void* native_stream() const { return nullptr; }
 
   // C[m,n] = alpha * op(A) * op(B) + beta * C, where op(A) is [m,k] and
   // op(B) is [k,n]; op transposes when the flag is set.

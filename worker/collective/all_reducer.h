@@ -34,6 +34,24 @@ class AllReducer {
   // error (a peer down or too slow, sizes that differ between ranks) the
   // contents of `data` are unspecified and the message names the peer.
   virtual absl::Status AllReduce(absl::Span<float> data) = 0;
+
+  // Whether AllReduceOnDevice may be called now: true for a group that
+  // sums device memory itself (NCCL between GPUs), and for the negotiated
+  // group once its ranks agreed on NCCL. Every rank of a group gives the
+  // same answer between the same two calls.
+  virtual bool on_device() const { return false; }
+
+  // As AllReduce, for `data` in the memory of this rank's device, written
+  // by ops queued on `producer_stream` (Backend::native_stream(): a CUDA
+  // stream, or null when those ops have finished): the sum starts after
+  // them without the host waiting for them (the collective's stream waits
+  // on an event), and AllReduceOnDevice returns once the sum is in `data`.
+  // REQUIRES: on_device().
+  virtual absl::Status AllReduceOnDevice(absl::Span<float> data,
+                                         void* producer_stream) {
+    return absl::FailedPreconditionError(
+        "this all-reduce sums host memory only");
+  }
 };
 
 }  // namespace tessera

@@ -61,6 +61,12 @@ struct NcclAllReduce::Impl {
   absl::Status broken;       // set once the communicator was aborted
   float* staging = nullptr;  // AllReduceHost's device buffer
   size_t staging_floats = 0;
+  // AllReduceHost's pinned host buffer: a copy from pageable memory would
+  // be staged by the driver and synchronous.
+  float* pinned = nullptr;
+  size_t pinned_floats = 0;
+  // Recorded on a producer's stream, waited for by `stream`.
+  cudaEvent_t produced = nullptr;
 
   ~Impl() {
     if (comm != nullptr) {
@@ -86,7 +92,9 @@ struct NcclAllReduce::Impl {
       }
     }
     if (stream != nullptr) cudaStreamDestroy(stream);
+    if (produced != nullptr) cudaEventDestroy(produced);
     if (staging != nullptr) cudaFree(staging);
+    if (pinned != nullptr) cudaFreeHost(pinned);
   }
 
   // Aborts the communicator after an error; every later call fails.
@@ -131,6 +139,11 @@ absl::StatusOr<std::unique_ptr<NcclAllReduce>> NcclAllReduce::Create(
           cudaStreamCreateWithFlags(&impl->stream, cudaStreamNonBlocking);
       e != cudaSuccess) {
     return CudaError("StreamCreate", e);
+  }
+  if (cudaError_t e =
+          cudaEventCreateWithFlags(&impl->produced, cudaEventDisableTiming);
+      e != cudaSuccess) {
+    return CudaError("EventCreate", e);
   }
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
@@ -191,6 +204,30 @@ absl::Status NcclAllReduce::AllReduce(absl::Span<float> data) {
   }
 }
 
+absl::Status NcclAllReduce::AllReduceOnDevice(absl::Span<float> data,
+                                              void* producer_stream) {
+  Impl& impl = *impl_;
+  if (!impl.broken.ok()) return impl.broken;
+  if (producer_stream != nullptr) {
+    if (cudaError_t e = cudaSetDevice(impl.device); e != cudaSuccess) {
+      return CudaError("SetDevice", e);
+    }
+    // The producer's work so far (the backward pass, the scaling of the
+    // gradients) comes before the sum on the device; the host goes on to
+    // queue the all-reduce at once.
+    if (cudaError_t e = cudaEventRecord(
+            impl.produced, static_cast<cudaStream_t>(producer_stream));
+        e != cudaSuccess) {
+      return CudaError("EventRecord on the producer's stream", e);
+    }
+    if (cudaError_t e = cudaStreamWaitEvent(impl.stream, impl.produced, 0);
+        e != cudaSuccess) {
+      return CudaError("StreamWaitEvent", e);
+    }
+  }
+  return AllReduce(data);
+}
+
 absl::Status NcclAllReduce::AllReduceHost(absl::Span<float> host) {
   Impl& impl = *impl_;
   if (!impl.broken.ok()) return impl.broken;
@@ -207,10 +244,22 @@ absl::Status NcclAllReduce::AllReduceHost(absl::Span<float> host) {
     }
     impl.staging_floats = host.size();
   }
+  if (impl.pinned_floats < host.size()) {
+    if (impl.pinned != nullptr) cudaFreeHost(impl.pinned);
+    impl.pinned = nullptr;
+    impl.pinned_floats = 0;
+    if (cudaError_t e = cudaHostAlloc(&impl.pinned, host.size() * sizeof(float),
+                                      cudaHostAllocDefault);
+        e != cudaSuccess) {
+      return CudaError("HostAlloc (all-reduce pinned buffer)", e);
+    }
+    impl.pinned_floats = host.size();
+  }
   const size_t bytes = host.size() * sizeof(float);
+  std::memcpy(impl.pinned, host.data(), bytes);
   // The copy is ordered before the all-reduce on the same stream, and
   // AllReduce waits for the stream.
-  if (cudaError_t e = cudaMemcpyAsync(impl.staging, host.data(), bytes,
+  if (cudaError_t e = cudaMemcpyAsync(impl.staging, impl.pinned, bytes,
                                       cudaMemcpyHostToDevice, impl.stream);
       e != cudaSuccess) {
     return CudaError("MemcpyAsync to the device", e);
@@ -219,7 +268,7 @@ absl::Status NcclAllReduce::AllReduceHost(absl::Span<float> host) {
       !s.ok()) {
     return s;
   }
-  if (cudaError_t e = cudaMemcpyAsync(host.data(), impl.staging, bytes,
+  if (cudaError_t e = cudaMemcpyAsync(impl.pinned, impl.staging, bytes,
                                       cudaMemcpyDeviceToHost, impl.stream);
       e != cudaSuccess) {
     return CudaError("MemcpyAsync to the host", e);
@@ -227,6 +276,7 @@ absl::Status NcclAllReduce::AllReduceHost(absl::Span<float> host) {
   if (cudaError_t e = cudaStreamSynchronize(impl.stream); e != cudaSuccess) {
     return CudaError("StreamSynchronize", e);
   }
+  std::memcpy(host.data(), impl.pinned, bytes);
   return absl::OkStatus();
 }
 

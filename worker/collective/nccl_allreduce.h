@@ -50,8 +50,19 @@ class NcclAllReduce final : public AllReducer {
   // error, aborts the communicator (every later call fails).
   absl::Status AllReduce(absl::Span<float> data) override;
 
-  // As AllReduce, for `host` in host memory: copied to a device buffer
-  // this object keeps (grown as needed), reduced, and copied back.
+  bool on_device() const override { return true; }
+
+  // As AllReduce, after the work queued so far on `producer_stream` (a
+  // cudaStream_t on this object's device, e.g. the CUDA backend's; null:
+  // none): an event recorded there is waited for by this object's stream,
+  // so the host does not wait between the producer and the sum.
+  absl::Status AllReduceOnDevice(absl::Span<float> data,
+                                 void* producer_stream) override;
+
+  // As AllReduce, for `host` in host memory: copied through a pinned host
+  // buffer into a device buffer (both kept by this object and grown as
+  // needed), reduced, and copied back the same way. The fallback for
+  // gradients that are on the host anyway; AllReduceOnDevice avoids it.
   absl::Status AllReduceHost(absl::Span<float> host);
 
  private:

@@ -34,6 +34,11 @@ absl::Status NcclAllReduce::AllReduce(absl::Span<float> data) {
   return NoNccl();
 }
 
+absl::Status NcclAllReduce::AllReduceOnDevice(absl::Span<float> data,
+                                              void* producer_stream) {
+  return NoNccl();
+}
+
 absl::Status NcclAllReduce::AllReduceHost(absl::Span<float> host) {
   return NoNccl();
 }

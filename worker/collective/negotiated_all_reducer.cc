@@ -15,7 +15,8 @@ namespace {
 // NCCL's unique id is 128 bytes (NCCL_UNIQUE_ID_BYTES).
 constexpr int kIdBytes = 128;
 
-// The NCCL communicator behind the host-memory interface of the ring.
+// The NCCL communicator behind the host-memory interface of the ring, and
+// its own device-memory one.
 class HostStagedNccl final : public AllReducer {
  public:
   explicit HostStagedNccl(std::unique_ptr<NcclAllReduce> nccl)
@@ -25,6 +26,11 @@ class HostStagedNccl final : public AllReducer {
   Memory memory() const override { return Memory::kHost; }
   absl::Status AllReduce(absl::Span<float> data) override {
     return nccl_->AllReduceHost(data);
+  }
+  bool on_device() const override { return true; }
+  absl::Status AllReduceOnDevice(absl::Span<float> data,
+                                 void* producer_stream) override {
+    return nccl_->AllReduceOnDevice(data, producer_stream);
   }
 
  private:
@@ -139,7 +145,8 @@ absl::Status NegotiatedAllReducer::Negotiate() {
   }
   nccl_ = *std::move(nccl);
   LOG(INFO) << "all-reduce: NCCL on cuda:" << choice_.cuda_device
-            << " (every worker has a GPU)";
+            << " (every worker has a GPU; gradients are summed on the GPU "
+               "where the backward pass leaves them)";
   return absl::OkStatus();
 }
 
@@ -150,6 +157,16 @@ absl::Status NegotiatedAllReducer::AllReduce(absl::Span<float> data) {
   }
   if (nccl_ != nullptr) return nccl_->AllReduce(data);
   return ring_->AllReduce(data);
+}
+
+absl::Status NegotiatedAllReducer::AllReduceOnDevice(absl::Span<float> data,
+                                                     void* producer_stream) {
+  if (!on_device()) {
+    return absl::FailedPreconditionError(
+        "all-reduce on the device before every worker agreed on NCCL (the "
+        "first AllReduce negotiates)");
+  }
+  return nccl_->AllReduceOnDevice(data, producer_stream);
 }
 
 }  // namespace tessera

@@ -12,7 +12,8 @@
 namespace tessera {
 
 // Makes the NCCL all-reducer of `rank` of `num_ranks` from the unique id
-// rank 0 made; it takes host buffers (staging them through the GPU).
+// rank 0 made; its AllReduce takes host buffers (staging them through the
+// GPU), its AllReduceOnDevice (on_device()) the GPU's own.
 using NcclFactory = std::function<absl::StatusOr<std::unique_ptr<AllReducer>>(
     int rank, int num_ranks, const std::string& unique_id)>;
 // Makes a new NCCL unique id (rank 0 only).
@@ -42,6 +43,9 @@ NcclChoice DefaultNcclChoice(int cuda_device, double timeout_s);
 // why. A rank that cannot use NCCL never tries to join it, whatever the
 // votes say; a vote sum that is not a count in [0, n] (or an id byte out
 // of range) makes the first AllReduce fail with DataLoss on every rank.
+// Once every rank is on NCCL, on_device() says so and AllReduceOnDevice
+// sums GPU memory where it is (the gradients where the backend left
+// them); AllReduce keeps taking host memory either way.
 //
 // Thread safety: as AllReducer, AllReduce is not called concurrently.
 class NegotiatedAllReducer final : public AllReducer {
@@ -54,6 +58,14 @@ class NegotiatedAllReducer final : public AllReducer {
   Memory memory() const override { return Memory::kHost; }
 
   absl::Status AllReduce(absl::Span<float> data) override;
+
+  // False until the first AllReduce, then whether the NCCL group sums
+  // device memory.
+  bool on_device() const override {
+    return nccl_ != nullptr && nccl_->on_device();
+  }
+  absl::Status AllReduceOnDevice(absl::Span<float> data,
+                                 void* producer_stream) override;
 
   // After the first AllReduce: whether NCCL carries the sums.
   bool using_nccl() const { return nccl_ != nullptr; }

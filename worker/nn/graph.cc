@@ -401,6 +401,44 @@ absl::StatusOr<GraphResult> Graph::TrainStep(
           grads[i].size(), " elements, need ", grads_[i].size()));
     }
   }
+  const GraphResult result = ForwardBackward(batch, seed, table_grads);
+  for (size_t i = 0; i < grads.size(); ++i) {
+    backend_->CopyToHost(grads_[i].data(), grads[i].data(),
+                         grads[i].size() * sizeof(float));
+  }
+  if (absl::Status s = backend_->Synchronize(); !s.ok()) return s;
+  return result;
+}
+
+int64_t Graph::dense_gradient_size() const {
+  int64_t n = 0;
+  for (const DeviceArray<float>& g : grads_) n += g.size();
+  return n;
+}
+
+absl::StatusOr<GraphResult> Graph::TrainStepOnDevice(const GraphBatch& batch,
+                                                     uint64_t seed, float scale,
+                                                     float* device_grads) {
+  if (absl::Status s = CheckBatch(batch); !s.ok()) return s;
+  if (!tables_.empty()) {
+    return absl::InvalidArgumentError(
+        "the model has embedding tables: their gradients go to the host "
+        "(TrainStep)");
+  }
+  const GraphResult result = ForwardBackward(batch, seed, nullptr);
+  // One pass that scales and packs: alpha * x with beta 0 is one multiply
+  // per element, the same bits as scaling on the host.
+  float* out = device_grads;
+  for (const DeviceArray<float>& g : grads_) {
+    backend_->Axpby(g.size(), scale, g.data(), 0.0f, out);
+    out += g.size();
+  }
+  if (absl::Status s = backend_->status(); !s.ok()) return s;
+  return result;
+}
+
+GraphResult Graph::ForwardBackward(const GraphBatch& batch, uint64_t seed,
+                                   std::vector<TableGradient>* table_grads) {
   Forward(batch, /*training=*/true, seed);
   GraphResult result;
   result.examples = batch.size;
@@ -470,11 +508,6 @@ absl::StatusOr<GraphResult> Graph::TrainStep(
     backend_->CopyToHost(buf.summed.data(), grad.values.data(),
                          unique * buf.dim * sizeof(float));
   }
-  for (size_t i = 0; i < grads.size(); ++i) {
-    backend_->CopyToHost(grads_[i].data(), grads[i].data(),
-                         grads[i].size() * sizeof(float));
-  }
-  if (absl::Status s = backend_->Synchronize(); !s.ok()) return s;
   return result;
 }
 

@@ -89,6 +89,22 @@ class Graph {
       absl::Span<const absl::Span<float>> grads,
       std::vector<TableGradient>* table_grads = nullptr);
 
+  // The number of floats of all dense variables' gradients together.
+  int64_t dense_gradient_size() const;
+
+  // As TrainStep, but the dense gradients stay on the device: `scale`
+  // times each variable's gradient is written to `device_grads` (device
+  // memory of the graph's backend, dense_gradient_size() floats), packed
+  // in dense_variables() order. Returns once that work is queued, without
+  // waiting for it (the loss is known before the backward pass), so a
+  // collective ordered after the backend's stream (native_stream()) can
+  // follow at once; the backend's first error so far is returned. For
+  // models without embedding tables (InvalidArgument otherwise), whose
+  // every gradient is dense: mirrored training.
+  absl::StatusOr<GraphResult> TrainStepOnDevice(const GraphBatch& batch,
+                                                uint64_t seed, float scale,
+                                                float* device_grads);
+
   // Forward only, without dropout. If `predictions` is not null it gets
   // the loss head's output per example: the probability of a sigmoid
   // head, the softmax of a softmax head, the value of a regression.
@@ -144,6 +160,10 @@ class Graph {
   void ForwardEmbeddings(const GraphBatch& batch);
   void Reserve(int64_t batch);
   void Forward(const GraphBatch& batch, bool training, uint64_t seed);
+  // The forward and backward pass of a checked batch: the dense gradients
+  // in grads_, the tables' on the host in *table_grads (with tables).
+  GraphResult ForwardBackward(const GraphBatch& batch, uint64_t seed,
+                              std::vector<TableGradient>* table_grads);
   double Loss(const GraphBatch& batch, bool gradient, int64_t* correct);
 
   Backend* const backend_;

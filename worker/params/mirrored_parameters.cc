@@ -9,8 +9,8 @@
 namespace tessera {
 
 absl::StatusOr<std::unique_ptr<MirroredParameters>> MirroredParameters::Create(
-    const std::vector<VariableDef>& variables,
-    const OptimizerConfig& optimizer) {
+    const std::vector<VariableDef>& variables, const OptimizerConfig& optimizer,
+    HostAllocator* host_memory) {
   absl::StatusOr<std::unique_ptr<Optimizer>> opt = CreateOptimizer(optimizer);
   if (!opt.ok()) return opt.status();
   std::unique_ptr<MirroredParameters> p(new MirroredParameters());
@@ -19,8 +19,8 @@ absl::StatusOr<std::unique_ptr<MirroredParameters>> MirroredParameters::Create(
   for (const VariableDef& var : variables) {
     int64_t n = 1;
     for (int64_t d : var.shape) n *= d;
-    std::vector<float> values(n);
-    FillInitialValues(var.initializer, 0, absl::MakeSpan(values));
+    HostArray<float> values(host_memory, n);
+    FillInitialValues(var.initializer, 0, absl::MakeSpan(values.data(), n));
     // A variable with a rule of its own (a moving statistic) folds in the
     // all-reduced value with that rule, as a parameter server would.
     Optimizer* rule = p->optimizers_[0].get();
@@ -42,13 +42,13 @@ absl::StatusOr<std::unique_ptr<MirroredParameters>> MirroredParameters::Create(
     p->offsets_.push_back(total);
     total += n;
   }
-  p->reduce_.assign(total + 1, 0.0f);
+  p->reduce_ = HostArray<float>(host_memory, total + 1);
   return p;
 }
 
 std::vector<absl::Span<const float>> MirroredParameters::values() const {
   std::vector<absl::Span<const float>> out;
-  for (const auto& v : values_) out.emplace_back(v);
+  for (const auto& v : values_) out.emplace_back(v.data(), v.size());
   return out;
 }
 
@@ -62,8 +62,8 @@ std::vector<absl::Span<float>> MirroredParameters::gradients() {
 
 void MirroredParameters::SetWeight(double weight) {
   const float w = static_cast<float>(weight);
-  for (size_t i = 0; i + 1 < reduce_.size(); ++i) reduce_[i] *= w;
-  reduce_.back() = w;
+  for (int64_t i = 0; i + 1 < reduce_.size(); ++i) reduce_[i] *= w;
+  reduce_[reduce_.size() - 1] = w;
 }
 
 void MirroredParameters::ZeroGradients() {
@@ -71,7 +71,7 @@ void MirroredParameters::ZeroGradients() {
 }
 
 absl::Status MirroredParameters::ApplyReduced() {
-  const float total = reduce_.back();
+  const float total = reduce_[reduce_.size() - 1];
   if (!std::isfinite(total) || total < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("all-reduced example weight is ", total));
@@ -79,7 +79,7 @@ absl::Status MirroredParameters::ApplyReduced() {
   if (total == 0) return absl::OkStatus();
   for (size_t v = 0; v < values_.size(); ++v) {
     const float* g = reduce_.data() + offsets_[v];
-    for (size_t i = 0; i < values_[v].size(); ++i) {
+    for (int64_t i = 0; i < values_[v].size(); ++i) {
       if (!std::isfinite(g[i])) {
         return absl::InvalidArgumentError(absl::StrCat(
             "all-reduced gradient of ", names_[v], " is not finite at element ",
@@ -92,7 +92,7 @@ absl::Status MirroredParameters::ApplyReduced() {
   std::vector<float> grad;
   for (size_t v = 0; v < values_.size(); ++v) {
     const float* g = reduce_.data() + offsets_[v];
-    const int64_t n = static_cast<int64_t>(values_[v].size());
+    const int64_t n = values_[v].size();
     grad.assign(g, g + n);
     for (float& x : grad) x *= scale;
     std::vector<float*> slots;

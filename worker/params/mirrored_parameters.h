@@ -11,6 +11,7 @@
 #include "common/model_spec.h"
 #include "common/optimizer/optimizer.h"
 #include "proto/job.pb.h"
+#include "worker/backend/host_memory.h"
 
 namespace tessera {
 
@@ -31,9 +32,12 @@ namespace tessera {
 // Thread safety: one step at a time.
 class MirroredParameters {
  public:
+  // The values and the reduce buffer come from `host_memory` (the
+  // backend's: pinned on a GPU, so they travel to and from it without
+  // staging; null: plain memory), which must outlive this.
   static absl::StatusOr<std::unique_ptr<MirroredParameters>> Create(
       const std::vector<VariableDef>& variables,
-      const OptimizerConfig& optimizer);
+      const OptimizerConfig& optimizer, HostAllocator* host_memory = nullptr);
 
   std::vector<absl::Span<const float>> values() const;
   // Per-variable views into the reduce buffer.
@@ -44,7 +48,9 @@ class MirroredParameters {
   // Zero gradients and weight: a replica with no examples this step.
   void ZeroGradients();
   // Gradients followed by the weight: what the all-reduce sums.
-  absl::Span<float> reduce_buffer() { return absl::MakeSpan(reduce_); }
+  absl::Span<float> reduce_buffer() {
+    return absl::MakeSpan(reduce_.data(), reduce_.size());
+  }
 
   // Applies sum / total weight with the optimizer. A non-finite sum (some
   // worker's gradient was not finite) is refused by every replica alike,
@@ -60,9 +66,9 @@ class MirroredParameters {
   MirroredParameters() = default;
 
   std::vector<std::string> names_;
-  std::vector<std::vector<float>> values_;
+  std::vector<HostArray<float>> values_;
   std::vector<int64_t> offsets_;  // of each variable in reduce_
-  std::vector<float> reduce_;
+  HostArray<float> reduce_;
   std::vector<std::vector<std::vector<float>>> slots_;  // [variable][slot]
   std::vector<std::unique_ptr<Optimizer>> optimizers_;
   std::vector<Optimizer*> optimizer_of_;  // per variable

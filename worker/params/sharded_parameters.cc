@@ -10,7 +10,7 @@ namespace tessera {
 absl::StatusOr<std::unique_ptr<ShardedParameters>> ShardedParameters::Create(
     const std::vector<VariableDef>& variables,
     const google::protobuf::RepeatedPtrField<VariablePlacement>& placements,
-    std::vector<PsClient*> clients) {
+    std::vector<PsClient*> clients, HostAllocator* host_memory) {
   auto params = std::unique_ptr<ShardedParameters>(new ShardedParameters());
   params->groups_.resize(clients.size());
   params->calls_ =
@@ -40,10 +40,10 @@ absl::StatusOr<std::unique_ptr<ShardedParameters>> ShardedParameters::Create(
       elements *= shape[d];
       if (d > 0) row_elements *= shape[d];
     }
-    params->values_.emplace_back(elements);
-    params->grads_.emplace_back(elements);
-    std::vector<float>& values = params->values_.back();
-    std::vector<float>& grads = params->grads_.back();
+    params->values_.emplace_back(host_memory, elements);
+    params->grads_.emplace_back(host_memory, elements);
+    HostArray<float>& values = params->values_.back();
+    HostArray<float>& grads = params->grads_.back();
     const int64_t rows = shape.empty() ? 1 : shape[0];
     int64_t next_row = 0;
     for (const ShardPlacement& shard : placement->shards()) {
@@ -124,13 +124,13 @@ absl::Status ShardedParameters::PushAll(const SyncPush* sync,
 
 std::vector<absl::Span<const float>> ShardedParameters::values() const {
   std::vector<absl::Span<const float>> out;
-  for (const auto& v : values_) out.emplace_back(v);
+  for (const auto& v : values_) out.emplace_back(v.data(), v.size());
   return out;
 }
 
 std::vector<absl::Span<float>> ShardedParameters::gradients() {
   std::vector<absl::Span<float>> out;
-  for (auto& g : grads_) out.emplace_back(absl::MakeSpan(g));
+  for (auto& g : grads_) out.emplace_back(g.data(), g.size());
   return out;
 }
 

@@ -13,6 +13,7 @@
 #include "google/protobuf/repeated_field.h"
 #include "proto/worker_service.pb.h"
 #include "ps_server/ps_client.h"
+#include "worker/backend/host_memory.h"
 #include "worker/params/parallel_calls.h"
 
 namespace tessera {
@@ -27,11 +28,13 @@ class ShardedParameters {
  public:
   // `clients[k]` talks to ps task k and must outlive this object. Every
   // model variable must have a placement of the same shape whose shards
-  // tile its rows.
+  // tile its rows. The value and gradient buffers come from `host_memory`
+  // (the backend's: pinned on a GPU, so pulled values go to the device
+  // without staging; null: plain memory), which must outlive this.
   static absl::StatusOr<std::unique_ptr<ShardedParameters>> Create(
       const std::vector<VariableDef>& variables,
       const google::protobuf::RepeatedPtrField<VariablePlacement>& placements,
-      std::vector<PsClient*> clients);
+      std::vector<PsClient*> clients, HostAllocator* host_memory = nullptr);
 
   // Pulls every shard, all parameter servers in parallel.
   absl::Status PullAll();
@@ -65,8 +68,8 @@ class ShardedParameters {
   absl::Status ForEachServer(
       const std::function<absl::Status(ServerGroup&)>& call);
 
-  std::vector<std::vector<float>> values_;
-  std::vector<std::vector<float>> grads_;
+  std::vector<HostArray<float>> values_;
+  std::vector<HostArray<float>> grads_;
   std::vector<ServerGroup> groups_;
   std::unique_ptr<ParallelCalls> calls_;  // one call per server at once
 };

@@ -1,7 +1,9 @@
 #include "worker/backend/device_choice.h"
 
 #include <cstdlib>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -169,6 +171,37 @@ TEST(ChooseDeviceForFlagTest, AutoAlwaysGivesAWorkingBackend) {
   if (!c->cuda) {
     EXPECT_EQ((*MakeBackend(*c))->device_name(), "cpu");
   }
+}
+
+// What auto chose runs ops, whatever this machine has: a GPU that cannot
+// run this build's kernels must be refused when its backend is made (so
+// the worker falls back to the CPU), never accepted and then fail every
+// step. The CPU (here, or after that fall-back) runs them too.
+TEST(ChooseDeviceForFlagTest, AutoRunsAnOpOnWhatItChose) {
+  absl::StatusOr<DeviceChoice> c = ChooseDeviceForFlag("auto");
+  ASSERT_TRUE(c.ok());
+  absl::StatusOr<std::unique_ptr<Backend>> b = MakeBackend(*c);
+  if (!b.ok()) {
+    ASSERT_TRUE(c->cuda) << "the CPU backend failed: " << b.status();
+    c->cuda = false;
+    c->device = "cpu";
+    b = MakeBackend(*c);
+  }
+  ASSERT_TRUE(b.ok()) << b.status();
+  Backend* backend = b->get();
+  EXPECT_THAT(backend->device_name(), ::testing::StartsWith(c->device));
+  const std::vector<float> a = {1, 2, 3, 4}, m = {0.5f, -1, 2, 0};
+  DeviceArray<float> da(backend, 4), dm(backend, 4), dc(backend, 4);
+  backend->CopyToDevice(a.data(), da.data(), 4 * sizeof(float));
+  backend->CopyToDevice(m.data(), dm.data(), 4 * sizeof(float));
+  backend->Gemm(false, false, 2, 2, 2, 1.0f, da.data(), dm.data(), 0.0f,
+                dc.data());
+  backend->Relu(4, dc.data());
+  std::vector<float> c_host(4, -7.0f);
+  backend->CopyToHost(dc.data(), c_host.data(), 4 * sizeof(float));
+  ASSERT_TRUE(backend->Synchronize().ok()) << backend->device_name();
+  // [[1,2],[3,4]] x [[0.5,-1],[2,0]] = [[4.5,-1],[9.5,-3]], then ReLU.
+  EXPECT_EQ(c_host, std::vector<float>({4.5f, 0.0f, 9.5f, 0.0f}));
 }
 
 TEST(ChooseDeviceForFlagTest, BadFlagIsInvalidArgument) {

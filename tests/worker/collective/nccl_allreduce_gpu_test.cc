@@ -1,6 +1,8 @@
 // The NCCL path on a real GPU: a one-rank communicator's all-reduce (of
-// host and device data) and its teardown. Skips where no GPU answers, or
-// fails with TESSERA_REQUIRE_GPU=1 (tests/gpu_test_util.h).
+// host and device data, and of device data written by work still queued on
+// the backend's stream) and its teardown, and the negotiated all-reducer
+// of a one-worker group reaching the device path. Skips where no GPU
+// answers, or fails with TESSERA_REQUIRE_GPU=1 (tests/gpu_test_util.h).
 
 #include <chrono>
 #include <memory>
@@ -11,6 +13,7 @@
 #include "tests/gpu_test_util.h"
 #include "worker/backend/cuda/cuda_backend.h"
 #include "worker/collective/nccl_allreduce.h"
+#include "worker/collective/negotiated_all_reducer.h"
 
 namespace tessera {
 namespace {
@@ -45,6 +48,84 @@ TEST(NcclAllReduceGpuTest, OneRankReducesAndTearsDownPromptly) {
   }  // finalize and destroy
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10))
       << "the communicator's teardown took the whole deadline";
+}
+
+// The gradients' path in mirrored training on GPUs: the backend writes
+// device memory with work it has only queued (a large Axpby after a copy
+// from pinned memory), and the all-reduce, ordered after it by an event
+// rather than by the host waiting, sees that work's result: the same as
+// the host path's sum of the same values.
+TEST(NcclAllReduceGpuTest, DeviceDataAfterTheBackendsQueuedWork) {
+  absl::StatusOr<std::unique_ptr<Backend>> gpu = NewCudaBackend(0);
+  if (!gpu.ok()) {
+    TESSERA_NO_GPU() << "no GPU for NCCL: " << gpu.status().message();
+  }
+  if (!NcclBuilt()) {
+    TESSERA_NO_GPU() << "this build has no NCCL (nccl.h was not found)";
+  }
+  Backend* backend = gpu->get();
+  ASSERT_NE(backend->native_stream(), nullptr);
+  absl::StatusOr<std::string> id = NcclAllReduce::NewUniqueId();
+  ASSERT_TRUE(id.ok()) << id.status();
+  absl::StatusOr<std::unique_ptr<NcclAllReduce>> nccl =
+      NcclAllReduce::Create(0, 1, *id, 0, 10);
+  ASSERT_TRUE(nccl.ok()) << nccl.status();
+  const int64_t n = 1 << 24;  // 64 MiB: the Axpby is still running
+  HostArray<float> host(backend, n);
+  for (int64_t i = 0; i < n; ++i) host[i] = static_cast<float>(i % 1000);
+  DeviceArray<float> x(backend, n), y(backend, n);
+  backend->CopyToDevice(host.data(), x.data(), n * sizeof(float));
+  backend->Axpby(n, 3.0f, x.data(), 0.0f, y.data());
+  ASSERT_TRUE((*nccl)
+                  ->AllReduceOnDevice(absl::MakeSpan(y.data(), n),
+                                      backend->native_stream())
+                  .ok());
+  std::vector<float> got(n);
+  backend->CopyToHost(y.data(), got.data(), n * sizeof(float));
+  ASSERT_TRUE(backend->Synchronize().ok());
+  std::vector<float> want(host.begin(), host.end());
+  for (float& v : want) v *= 3.0f;
+  ASSERT_TRUE((*nccl)->AllReduceHost(absl::MakeSpan(want)).ok());
+  EXPECT_EQ(got, want);
+}
+
+// A one-worker group with NCCL votes itself onto it in its first
+// AllReduce (through the ring) and then sums device memory.
+TEST(NcclAllReduceGpuTest, NegotiatedGroupReachesTheDevicePath) {
+  absl::StatusOr<std::unique_ptr<Backend>> gpu = NewCudaBackend(0);
+  if (!gpu.ok()) {
+    TESSERA_NO_GPU() << "no GPU for NCCL: " << gpu.status().message();
+  }
+  if (!NcclBuilt()) {
+    TESSERA_NO_GPU() << "this build has no NCCL (nccl.h was not found)";
+  }
+  // The ring of one rank: the sum is the data itself.
+  class OneRankRing final : public AllReducer {
+   public:
+    int rank() const override { return 0; }
+    int num_ranks() const override { return 1; }
+    Memory memory() const override { return Memory::kHost; }
+    absl::Status AllReduce(absl::Span<float>) override {
+      return absl::OkStatus();
+    }
+  } ring;
+  NegotiatedAllReducer reducer(&ring, DefaultNcclChoice(0, 10));
+  std::vector<float> first = {1.0f, 2.0f};
+  ASSERT_TRUE(reducer.AllReduce(absl::MakeSpan(first)).ok());
+  EXPECT_EQ(first, std::vector<float>({1.0f, 2.0f}));
+  ASSERT_TRUE(reducer.using_nccl());
+  ASSERT_TRUE(reducer.on_device());
+  const std::vector<float> values = {0.5f, -4.0f, 8.0f};
+  DeviceArray<float> d(gpu->get(), 3);
+  (*gpu)->CopyToDevice(values.data(), d.data(), 3 * sizeof(float));
+  ASSERT_TRUE(reducer
+                  .AllReduceOnDevice(absl::MakeSpan(d.data(), 3),
+                                     (*gpu)->native_stream())
+                  .ok());
+  std::vector<float> back(3);
+  (*gpu)->CopyToHost(d.data(), back.data(), 3 * sizeof(float));
+  ASSERT_TRUE((*gpu)->Synchronize().ok());
+  EXPECT_EQ(back, values);
 }
 
 }  // namespace

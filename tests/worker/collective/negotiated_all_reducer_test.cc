@@ -286,5 +286,80 @@ TEST(NegotiatedAllReducerTest, AnIdByteOutOfRangeIsAnError) {
   EXPECT_THAT(s.message(), HasSubstr("byte 4 of the NCCL unique id sums to"));
 }
 
+// A one-rank group's member whose sums are the data itself; on the
+// device (as NCCL) when `device` is set, noting the stream it was given.
+class OneRankReducer final : public AllReducer {
+ public:
+  explicit OneRankReducer(bool device) : device_(device) {}
+  int rank() const override { return 0; }
+  int num_ranks() const override { return 1; }
+  Memory memory() const override { return Memory::kHost; }
+  absl::Status AllReduce(absl::Span<float>) override {
+    ++host_calls;
+    return absl::OkStatus();
+  }
+  bool on_device() const override { return device_; }
+  absl::Status AllReduceOnDevice(absl::Span<float> data,
+                                 void* stream) override {
+    ++device_calls;
+    last_stream = stream;
+    last_size = data.size();
+    return absl::OkStatus();
+  }
+
+  int host_calls = 0, device_calls = 0;
+  void* last_stream = nullptr;
+  size_t last_size = 0;
+
+ private:
+  const bool device_;
+};
+
+// The device path opens only once every rank agreed on NCCL, and then
+// hands NCCL the device buffer and the producer's stream as they are.
+TEST(NegotiatedAllReducerTest, OnDeviceOnlyAfterAgreeingOnNccl) {
+  OneRankReducer ring(false);
+  OneRankReducer* nccl = nullptr;
+  NcclChoice choice;
+  choice.cuda_device = 0;
+  choice.new_id = [] {
+    return absl::StatusOr<std::string>(std::string(128, 'x'));
+  };
+  choice.make = [&nccl](int, int, const std::string&)
+      -> absl::StatusOr<std::unique_ptr<AllReducer>> {
+    auto made = std::make_unique<OneRankReducer>(true);
+    nccl = made.get();
+    return std::unique_ptr<AllReducer>(std::move(made));
+  };
+  NegotiatedAllReducer reducer(&ring, choice);
+  std::vector<float> data = {1.0f, 2.0f};
+  EXPECT_FALSE(reducer.on_device());
+  EXPECT_EQ(reducer.AllReduceOnDevice(absl::MakeSpan(data), nullptr).code(),
+            absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(reducer.AllReduce(absl::MakeSpan(data)).ok());
+  ASSERT_TRUE(reducer.using_nccl());
+  ASSERT_NE(nccl, nullptr);
+  EXPECT_TRUE(reducer.on_device());
+  int stream = 0;  // any address stands for a CUDA stream here
+  ASSERT_TRUE(reducer.AllReduceOnDevice(absl::MakeSpan(data), &stream).ok());
+  EXPECT_EQ(nccl->device_calls, 1);
+  EXPECT_EQ(nccl->last_stream, &stream);
+  EXPECT_EQ(nccl->last_size, 2u);
+  // The host path stays open, through NCCL too.
+  ASSERT_TRUE(reducer.AllReduce(absl::MakeSpan(data)).ok());
+  EXPECT_EQ(nccl->host_calls, 2);
+}
+
+TEST(NegotiatedAllReducerTest, TheRingNeverSumsOnTheDevice) {
+  OneRankReducer ring(false);
+  NegotiatedAllReducer reducer(&ring, NcclChoice{});  // a CPU worker
+  std::vector<float> data = {1.0f};
+  ASSERT_TRUE(reducer.AllReduce(absl::MakeSpan(data)).ok());
+  EXPECT_FALSE(reducer.using_nccl());
+  EXPECT_FALSE(reducer.on_device());
+  EXPECT_EQ(reducer.AllReduceOnDevice(absl::MakeSpan(data), nullptr).code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
 }  // namespace
 }  // namespace tessera

@@ -442,6 +442,58 @@ TEST(GraphTest, BatchNormPushesBatchMomentsAndEvaluatesWithMovingOnes) {
   EXPECT_NEAR(moved->loss_sum, trained->loss_sum, 1e-5);
 }
 
+// The mirrored device path's step: every dense gradient (a moving
+// statistic's batch moment too) scaled and packed in variable order, the
+// same bits as TrainStep's gradients scaled on the host; tables refused.
+TEST(GraphTest, TrainStepOnDevicePacksScaledGradients) {
+  for (const char* text : {kMlp, kBatchNormModel}) {
+    absl::StatusOr<ModelGraph> described = BuildModelGraph(Parse(text), 3);
+    ASSERT_TRUE(described.ok()) << described.status();
+    CpuBackend cpu;
+    absl::StatusOr<std::unique_ptr<Graph>> graph =
+        Graph::Create(*described, &cpu);
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    std::vector<std::vector<float>> values =
+        InitialValues((*graph)->dense_variables());
+    RandomGraphBatch batch;
+    MakeRandomBatch(*described, **graph, 24, 10, &batch);
+    ASSERT_TRUE((*graph)->SetParameters(ConstViews(values)).ok());
+    std::vector<std::vector<float>> grads;
+    for (const auto& v : values) grads.emplace_back(v.size());
+    absl::StatusOr<GraphResult> host =
+        (*graph)->TrainStep(batch.view, 5, Views(grads));
+    ASSERT_TRUE(host.ok()) << host.status();
+    std::vector<float> want;
+    for (const auto& g : grads) {
+      for (float x : g) want.push_back(x * 24.0f);
+    }
+    ASSERT_EQ((*graph)->dense_gradient_size(),
+              static_cast<int64_t>(want.size()));
+    std::vector<float> packed(want.size() + 1, -1.0f);
+    absl::StatusOr<GraphResult> device =
+        (*graph)->TrainStepOnDevice(batch.view, 5, 24.0f, packed.data());
+    ASSERT_TRUE(device.ok()) << device.status();
+    EXPECT_EQ(device->loss_sum, host->loss_sum);
+    EXPECT_EQ(packed.back(), -1.0f) << "wrote past the gradients";
+    packed.pop_back();
+    EXPECT_EQ(packed, want);
+  }
+  absl::StatusOr<ModelGraph> tables =
+      BuildModelGraph(Parse(kEmbeddingModel), 3);
+  ASSERT_TRUE(tables.ok());
+  CpuBackend cpu;
+  absl::StatusOr<std::unique_ptr<Graph>> graph = Graph::Create(*tables, &cpu);
+  ASSERT_TRUE(graph.ok());
+  RandomGraphBatch batch;
+  MakeRandomBatch(*tables, **graph, 4, 10, &batch);
+  std::vector<float> out((*graph)->dense_gradient_size());
+  EXPECT_EQ((*graph)
+                ->TrainStepOnDevice(batch.view, 5, 1.0f, out.data())
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 // The golden test of the click model: the ctr preset's graph computes,
 // step after step, the losses and gradients (dense and table rows) today's
 // compiled CtrModel computed, with multi-hot and empty bags, sum and mean.

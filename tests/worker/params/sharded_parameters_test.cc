@@ -59,6 +59,45 @@ TEST(ShardedParametersTest, ShardsThatTileTheRowsAreAccepted) {
 
 // Row counts whose sum overflows int64 would once wrap back to the
 // variable's row count and leave views outside the buffer.
+// Host memory that counts what is taken and given back.
+class CountingAllocator final : public HostAllocator {
+ public:
+  void* AllocateHost(int64_t bytes) override {
+    ++live;
+    bytes_taken += bytes;
+    return AllocatePlainHost(bytes);
+  }
+  void FreeHost(void* ptr) override {
+    --live;
+    FreePlainHost(ptr);
+  }
+  int live = 0;
+  int64_t bytes_taken = 0;
+};
+
+// The buffers pulled values land in (and gradients leave from) come from
+// the backend's host allocator (pinned memory on a GPU), zeroed, and go
+// back to it with the object.
+TEST(ShardedParametersTest, BuffersComeFromTheHostAllocator) {
+  CountingAllocator host;
+  VariableDef w;
+  w.name = "w";
+  w.shape = {10, 3};
+  {
+    absl::StatusOr<std::unique_ptr<ShardedParameters>> p =
+        ShardedParameters::Create({w}, Placement({10, 3}, {{0, 4}, {4, 6}}),
+                                  {nullptr}, &host);
+    ASSERT_TRUE(p.ok()) << p.status();
+    EXPECT_EQ(host.live, 2);  // values and gradients
+    EXPECT_EQ(host.bytes_taken, 2 * 30 * 4);
+    ASSERT_EQ((*p)->values().size(), 1u);
+    EXPECT_EQ((*p)->values()[0].size(), 30u);
+    EXPECT_EQ((*p)->values()[0][29], 0.0f);
+    EXPECT_EQ((*p)->gradients()[0].size(), 30u);
+  }
+  EXPECT_EQ(host.live, 0);
+}
+
 TEST(ShardedParametersTest, OverflowingShardsAreRejected) {
   const std::vector<std::vector<Shard>> bad = {
       {{0, kMax}, {kMax, kMax}, {-2, 12}},

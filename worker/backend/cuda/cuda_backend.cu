@@ -4,6 +4,7 @@
 #include <initializer_list>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <new>
 
 #ifndef TESSERA_CUDA_ARCHS
@@ -364,11 +365,52 @@ class CudaBackend final : public Backend {
     Check(cudaFree(ptr), "cudaFree");
   }
 
-  // Through the pinned staging buffers, alternating, so the host memcpy of
-  // one chunk overlaps the DMA of the previous one. Returns once the host
-  // buffer may be reused; the device copy is ordered on the stream.
+  absl::Status status() const override { return status_; }
+
+  void* native_stream() const override { return stream_; }
+
+  // Pinned (page-locked) memory, which the DMA engines read and write
+  // directly: copies from and to it skip the staging buffers, and one from
+  // it returns as soon as it is queued. Where pinning fails (too much of
+  // the host pinned already), plain memory: slower copies, same results.
+  void* AllocateHost(int64_t bytes) override {
+    void* ptr = nullptr;
+    const int64_t size = std::max<int64_t>(bytes, 1);
+    if (cudaHostAlloc(&ptr, size, cudaHostAllocPortable) != cudaSuccess) {
+      cudaGetLastError();  // not a device error: no later launch is blamed
+      return AllocatePlainHost(bytes);
+    }
+    std::lock_guard<std::mutex> lock(pinned_mu_);
+    pinned_.emplace(static_cast<const char*>(ptr), size);
+    return ptr;
+  }
+
+  void FreeHost(void* ptr) override {
+    if (ptr == nullptr) return;
+    {
+      std::lock_guard<std::mutex> lock(pinned_mu_);
+      auto it = pinned_.find(static_cast<const char*>(ptr));
+      if (it != pinned_.end()) {
+        pinned_.erase(it);
+        if (cudaFreeHost(ptr) != cudaSuccess) cudaGetLastError();
+        return;
+      }
+    }
+    FreePlainHost(ptr);
+  }
+
+  // A pinned buffer goes straight to the device on the stream; any other
+  // through the pinned staging buffers, alternating, so the host memcpy of
+  // one chunk overlaps the DMA of the previous one, and returns once the
+  // host buffer may be reused.
   void CopyToDevice(const void* host, void* device, int64_t bytes) override {
     if (bytes <= 0 || !Ready()) return;
+    if (Pinned(host, bytes)) {
+      Check(
+          cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream_),
+          "cudaMemcpyAsync from pinned memory");
+      return;
+    }
     const char* src = static_cast<const char*>(host);
     char* dst = static_cast<char*>(device);
     for (int64_t done = 0; done < bytes && status_.ok();) {
@@ -387,6 +429,14 @@ class CudaBackend final : public Backend {
 
   void CopyToHost(const void* device, void* host, int64_t bytes) override {
     if (bytes <= 0 || !Ready()) return;
+    if (Pinned(host, bytes)) {
+      if (Check(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost,
+                                stream_),
+                "cudaMemcpyAsync to pinned memory")) {
+        Check(cudaStreamSynchronize(stream_), "waiting for a download");
+      }
+      return;
+    }
     const char* src = static_cast<const char*>(device);
     char* dst = static_cast<char*>(host);
     Staging* pending = nullptr;
@@ -829,6 +879,16 @@ class CudaBackend final : public Backend {
     kNumSlots
   };
 
+  // Whether [ptr, ptr + bytes) lies in one block of AllocateHost's.
+  bool Pinned(const void* ptr, int64_t bytes) {
+    const char* p = static_cast<const char*>(ptr);
+    std::lock_guard<std::mutex> lock(pinned_mu_);
+    auto it = pinned_.upper_bound(p);
+    if (it == pinned_.begin()) return false;
+    --it;
+    return p + bytes <= it->first + it->second;
+  }
+
   // False once an error happened; makes the GPU current for this thread.
   bool Ready() {
     if (!status_.ok()) return false;
@@ -926,6 +986,10 @@ class CudaBackend final : public Backend {
   Scratch scratch_[kNumSlots];
   ThrustScratch thrust_scratch_;
   int64_t ones_filled_ = 0;
+  // AllocateHost's pinned blocks (start, bytes); host buffers are made and
+  // freed by their owners' threads, so this has a lock of its own.
+  std::mutex pinned_mu_;
+  std::map<const char*, int64_t> pinned_;
 };
 
 }  // namespace

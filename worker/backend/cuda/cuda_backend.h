@@ -16,9 +16,11 @@ bool CudaBackendBuilt();
 // CUDA_VISIBLE_DEVICES leaves visible): cuBLAS for Gemm and BiasGrad,
 // kernels of its own for the elementwise ops, the losses and embedding
 // bags, Thrust for sorting, deduplicating and segment-reducing sparse
-// gradients. Every op is queued on one CUDA stream of its own; host
-// copies go through pinned staging buffers (two per direction, so a copy
-// of a large tensor overlaps the memcpy on the host with the DMA). FP32
+// gradients. Every op is queued on one CUDA stream of its own
+// (native_stream()); host memory from AllocateHost is pinned and copied
+// directly, any other host memory goes through pinned staging buffers (two
+// per direction, so a copy of a large tensor overlaps the memcpy on the
+// host with the DMA). FP32
 // throughout (no TF32), so results stay within the tolerances of
 // tests/worker/backend/cuda/cuda_backend_test.cc of the CPU backend's; dropout
 // masks, embedding bags and sparse-gradient reduction are bit-identical to it.

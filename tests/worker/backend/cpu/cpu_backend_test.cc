@@ -1,8 +1,10 @@
 #include "worker/backend/cpu/cpu_backend.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -75,6 +77,29 @@ INSTANTIATE_TEST_SUITE_P(AllTransposes, GemmTest,
                                            GemmCase{true, false, -1.5f, 1.0f},
                                            GemmCase{false, true, 2.0f, -0.5f},
                                            GemmCase{true, true, 0.25f, 1.0f}));
+
+// The CPU twin of pinned memory: plain aligned host memory, zeroed by
+// HostArray, that copies to and from "the device" (also the host) as any
+// other; the CPU has no stream to order other work after.
+TEST(CpuBackendTest, HostMemoryRoundTripsAndThereIsNoStream) {
+  CpuBackend cpu;
+  EXPECT_EQ(cpu.native_stream(), nullptr);
+  EXPECT_TRUE(cpu.status().ok());
+  HostArray<float> in(&cpu, 1001), out(&cpu, 1001);
+  ASSERT_EQ(in.size(), 1001);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(in.data()) % 64, 0u);
+  EXPECT_EQ(out[1000], 0.0f);
+  for (int64_t i = 0; i < in.size(); ++i) in[i] = 0.5f * i;
+  DeviceArray<float> d(&cpu, 1001);
+  cpu.CopyToDevice(in.data(), d.data(), 1001 * sizeof(float));
+  cpu.CopyToHost(d.data(), out.data(), 1001 * sizeof(float));
+  EXPECT_TRUE(std::equal(in.begin(), in.end(), out.begin()));
+  HostArray<float> plain(nullptr, 3);  // no allocator: plain memory
+  EXPECT_EQ(plain.size(), 3);
+  HostArray<float> moved = std::move(in);
+  EXPECT_EQ(moved.size(), 1001);
+  EXPECT_EQ(moved[2], 1.0f);
+}
 
 TEST(CpuBackendTest, GemmWithBetaZeroIgnoresGarbageInC) {
   CpuBackend backend;

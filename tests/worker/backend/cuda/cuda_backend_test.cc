@@ -779,5 +779,64 @@ TEST_F(CudaVsCpuTest, ScratchShrinksAndGrowsAgain) {
   }
 }
 
+// Pinned host memory from AllocateHost round-trips through the device:
+// whole blocks, a range inside one, and more than the staging buffers
+// hold; a copy from it is queued (the source must stay until the next
+// Synchronize), one into it has landed when CopyToHost returns.
+TEST_F(CudaVsCpuTest, PinnedHostMemoryRoundTrips) {
+  const int64_t n = ((11 << 20) + 12) / 4;  // > 2 staging buffers
+  HostArray<float> in(gpu_.get(), n), out(gpu_.get(), n);
+  ASSERT_EQ(in.size(), n);
+  for (int64_t i = 0; i < n; ++i) in[i] = static_cast<float>(i % 977) - 3.5f;
+  DeviceArray<float> a(gpu_.get(), n), b(gpu_.get(), n);
+  gpu_->CopyToDevice(in.data(), a.data(), n * sizeof(float));
+  gpu_->CopyOnDevice(a.data(), b.data(), n * sizeof(float));
+  gpu_->CopyToHost(b.data(), out.data(), n * sizeof(float));
+  EXPECT_TRUE(std::equal(in.begin(), in.end(), out.begin()));
+  // A range in the middle of a pinned block, to a pageable buffer.
+  std::vector<float> part(1000, 0.0f);
+  gpu_->CopyToDevice(in.data() + 12345, a.data(), 1000 * sizeof(float));
+  gpu_->CopyToHost(a.data(), part.data(), 1000 * sizeof(float));
+  EXPECT_TRUE(std::equal(part.begin(), part.end(), in.data() + 12345));
+  // A pageable source into a pinned destination.
+  const std::vector<float> plain = RandomVector(777, 3);
+  gpu_->CopyToDevice(plain.data(), a.data(), 777 * sizeof(float));
+  gpu_->CopyToHost(a.data(), out.data() + 1, 777 * sizeof(float));
+  EXPECT_TRUE(std::equal(plain.begin(), plain.end(), out.data() + 1));
+  EXPECT_TRUE(gpu_->Synchronize().ok());
+  // Freed back: a new block of the same size works again.
+  in = HostArray<float>(gpu_.get(), 16);
+  EXPECT_EQ(in.size(), 16);
+  EXPECT_EQ(in[15], 0.0f);
+}
+
+// All bags empty: zeros forward, nothing written backward, no distinct
+// ids; the CPU says the same.
+TEST_F(CudaVsCpuTest, AllBagsEmpty) {
+  const int64_t bags = 300, dim = 200;
+  const std::vector<int64_t> offsets(bags + 1, 0);
+  const std::vector<float> table = RandomVector(10 * dim, 4);
+  DeviceArray<float> dtable = Up(table),
+                     out = Up(std::vector<float>(bags * dim, 9.0f));
+  DeviceArray<int64_t> doffsets = Up(offsets), ids(gpu_.get(), 1);
+  gpu_->EmbeddingBagForward(dtable.data(), dim, doffsets.data(), ids.data(),
+                            bags, Backend::Combiner::kMean, out.data(), dim);
+  EXPECT_EQ(Down(out, bags * dim), std::vector<float>(bags * dim, 0.0f));
+  DeviceArray<float> drows = Up(std::vector<float>(4, 5.0f));
+  gpu_->EmbeddingBagBackward(out.data(), dim, doffsets.data(), bags,
+                             Backend::Combiner::kSum, drows.data(), dim);
+  EXPECT_EQ(Down(drows, 4), std::vector<float>(4, 5.0f));
+  DeviceArray<int64_t> unique(gpu_.get(), 1);
+  DeviceArray<float> sums(gpu_.get(), dim);
+  EXPECT_EQ(gpu_->ReduceSparseGrad(ids.data(), drows.data(), 0, dim,
+                                   unique.data(), sums.data()),
+            0);
+  int64_t cpu_unique = 0;
+  float cpu_sum = 0;
+  EXPECT_EQ(
+      cpu_.ReduceSparseGrad(nullptr, nullptr, 0, dim, &cpu_unique, &cpu_sum),
+      0);
+}
+
 }  // namespace
 }  // namespace tessera
