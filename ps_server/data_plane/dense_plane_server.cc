@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/notification.h"
 #include "common/data_plane/handshake.h"
 #include "glog/logging.h"
 #include "ps_server/data_plane/dense_wire.h"
@@ -81,6 +82,9 @@ void DensePlaneServer::Serve(Socket& socket) {
   // under way must make progress.
   socket.SetTimeout(options_.timeout_s).IgnoreError();
   std::vector<char> scratch;  // drains refused pushes, kept per connection
+  // Applies this connection's pushes (ServePush); declared after
+  // `scratch`, so it finishes its updates before anything goes.
+  std::unique_ptr<SerialExecutor> applier;
   while (true) {
     FrameHeader request;
     absl::Status s = ReadNextFrameHeader(socket, &request);
@@ -95,7 +99,7 @@ void DensePlaneServer::Serve(Socket& socket) {
         s = ServePull(socket, request);
         break;
       case FrameOp::kPushDense:
-        s = ServePush(socket, request, &scratch);
+        s = ServePush(socket, request, &scratch, &applier);
         break;
       default:
         s = absl::InvalidArgumentError(absl::StrCat(
@@ -177,9 +181,9 @@ absl::Status DensePlaneServer::ServePull(Socket& socket,
   return absl::OkStatus();
 }
 
-absl::Status DensePlaneServer::ServePush(Socket& socket,
-                                         const FrameHeader& request,
-                                         std::vector<char>* scratch) {
+absl::Status DensePlaneServer::ServePush(
+    Socket& socket, const FrameHeader& request, std::vector<char>* scratch,
+    std::unique_ptr<SerialExecutor>* applier) {
   std::string table;
   if (absl::Status s = ReadTable(socket, request, &table); !s.ok()) return s;
   service_->CountPush();
@@ -274,34 +278,50 @@ absl::Status DensePlaneServer::ServePush(Socket& socket,
     release();
     return WriteErrorReply(socket, FrameOp::kPushDenseReply, refused);
   }
-  std::vector<DenseGradient> grads;
-  grads.reserve(incoming.size());
-  for (Incoming& in : incoming) {
-    grads.push_back(
-        {in.shard.get(),
-         absl::MakeConstSpan(in.grad.get(), in.shard->num_elements())});
-  }
+  // The update runs on the connection's applier thread: it answers once
+  // the shards are locked, and this thread goes on to receive the next
+  // request (into other buffers of the shard's pool) while the optimizer
+  // runs, so a stream of pushes costs the transfer, not transfer + update.
+  // This thread waits only for the answer: the client sends nothing more
+  // on this connection before it has it, so the two never write at once.
+  if (*applier == nullptr) *applier = std::make_unique<SerialExecutor>();
+  auto job = std::make_shared<std::vector<Incoming>>(std::move(incoming));
+  absl::Notification answered;
   absl::Status written;
-  ApplyDensePush(grads, sync, service_->sync_aggregators(),
-                 [&](const absl::Status& status, const PushResponse& response) {
-                   if (!status.ok()) {
-                     written = WriteErrorReply(socket, FrameOp::kPushDenseReply,
-                                               status);
-                     return;
-                   }
-                   const std::string bytes = response.SerializeAsString();
-                   FrameHeader reply;
-                   reply.op = FrameOp::kPushDenseReply;
-                   reply.count = request.count;
-                   reply.bytes = static_cast<int64_t>(bytes.size());
-                   char head[kFrameHeaderBytes];
-                   EncodeFrameHeader(reply, head);
-                   const iovec parts[2] = {
-                       {head, sizeof(head)},
-                       {const_cast<char*>(bytes.data()), bytes.size()}};
-                   written = socket.WriteAll(parts);
-                 });
-  release();
+  const uint32_t count = request.count;
+  (*applier)->Post([this, job, sync, count, &socket, &answered, &written] {
+    std::vector<DenseGradient> grads;
+    grads.reserve(job->size());
+    for (Incoming& in : *job) {
+      grads.push_back(
+          {in.shard.get(),
+           absl::MakeConstSpan(in.grad.get(), in.shard->num_elements())});
+    }
+    ApplyDensePush(
+        grads, sync, service_->sync_aggregators(),
+        [&](const absl::Status& status, const PushResponse& response) {
+          if (!status.ok()) {
+            written = WriteErrorReply(socket, FrameOp::kPushDenseReply, status);
+          } else {
+            const std::string bytes = response.SerializeAsString();
+            FrameHeader reply;
+            reply.op = FrameOp::kPushDenseReply;
+            reply.count = count;
+            reply.bytes = static_cast<int64_t>(bytes.size());
+            char head[kFrameHeaderBytes];
+            EncodeFrameHeader(reply, head);
+            const iovec parts[2] = {
+                {head, sizeof(head)},
+                {const_cast<char*>(bytes.data()), bytes.size()}};
+            written = socket.WriteAll(parts);
+          }
+          // Nothing on this thread touches `socket`, `written` or
+          // `answered` after this.
+          answered.Notify();
+        });
+    for (Incoming& in : *job) in.shard->ReleaseBuffer(std::move(in.grad));
+  });
+  answered.WaitForNotification();
   return written;
 }
 

@@ -9,6 +9,7 @@
 #include "common/data_plane/frame.h"
 #include "common/data_plane/listener.h"
 #include "common/data_plane/socket.h"
+#include "common/serial_executor.h"
 #include "ps_server/ps_service.h"
 #include "ps_server/shard_store.h"
 
@@ -39,7 +40,8 @@ struct DensePlaneServerOptions {
 // under its shared lock (chunks of at most 4 MiB each, so a slow reader
 // holds off updates for one chunk at most), and a push is received
 // straight into the shard's reused gradient buffer and checked while it is
-// in cache.
+// in cache; its update runs on a thread of the connection after the answer
+// went out, overlapping the next transfer.
 //
 // Thread safety: connections are served concurrently; the destructor
 // closes them all and returns once none is served.
@@ -63,7 +65,8 @@ class DensePlaneServer {
   // error reply and the connection goes on.
   absl::Status ServePull(Socket& socket, const FrameHeader& request);
   absl::Status ServePush(Socket& socket, const FrameHeader& request,
-                         std::vector<char>* scratch);
+                         std::vector<char>* scratch,
+                         std::unique_ptr<SerialExecutor>* applier);
 
   ShardStore* const store_;
   ParameterServerService* const service_;
