@@ -171,7 +171,7 @@ absl::Status Socket::ReadFullAfterIdle(void* dst, size_t n) {
   }
 }
 
-absl::Status Socket::WriteAll(absl::Span<const iovec> parts) {
+absl::Status Socket::WriteAll(absl::Span<const iovec> parts, bool more) {
   // sendmsg advances through a copy of the vector; the bytes stay put.
   std::vector<iovec> left(parts.begin(), parts.end());
   size_t first = 0;
@@ -183,7 +183,8 @@ absl::Status Socket::WriteAll(absl::Span<const iovec> parts) {
     msghdr msg{};
     msg.msg_iov = left.data() + first;
     msg.msg_iovlen = std::min<size_t>(left.size() - first, IOV_MAX);
-    const ssize_t sent = sendmsg(fd_, &msg, MSG_NOSIGNAL);
+    const ssize_t sent =
+        sendmsg(fd_, &msg, MSG_NOSIGNAL | (more ? MSG_MORE : 0));
     if (sent < 0) {
       if (errno == EINTR) continue;
       return IoError("write", errno);

@@ -55,8 +55,11 @@ class Socket {
   // request on an idle connection); the timeout applies after it.
   absl::Status ReadFullAfterIdle(void* dst, size_t n);
   // Writes all of `parts`, in order, with as few system calls as the
-  // kernel allows (no copy of the bytes in user space).
-  absl::Status WriteAll(absl::Span<const iovec> parts);
+  // kernel allows (no copy of the bytes in user space). `more`: further
+  // writes of the same message follow at once, so the kernel may hold a
+  // short tail back to send it with them (MSG_MORE) rather than wake the
+  // reader for each piece.
+  absl::Status WriteAll(absl::Span<const iovec> parts, bool more = false);
   absl::Status WriteFull(const void* src, size_t n);
 
   // True while the peer has not closed the connection and nothing unread

@@ -150,10 +150,11 @@ absl::Status DensePlaneServer::ServePull(Socket& socket,
   }
   char head[kFrameHeaderBytes];
   EncodeFrameHeader(reply, head);
-  if (absl::Status s = socket.WriteFull(head, sizeof(head)); !s.ok()) {
-    return s;
-  }
-  for (const auto& shard : shards) {
+  // The reply's header goes out with the first values, in one system call.
+  bool head_sent = false;
+  if (shards.empty()) return socket.WriteFull(head, sizeof(head));
+  for (size_t k = 0; k < shards.size(); ++k) {
+    const std::shared_ptr<Shard>& shard = shards[k];
     const int64_t total = shard->num_elements();
     const int64_t chunk = kPullChunkBytes / sizeof(float);
     int64_t offset = 0;
@@ -162,8 +163,10 @@ absl::Status DensePlaneServer::ServePull(Socket& socket,
       absl::Status s = shard->VisitValues(
           offset, length, [&](absl::Span<const float> values, int64_t version) {
             char part[kDensePartHeaderBytes];
-            iovec parts[2];
+            iovec parts[3];
             size_t n = 0;
+            if (!head_sent) parts[n++] = {head, sizeof(head)};
+            head_sent = true;
             if (offset == 0) {
               // The version of the first chunk; a push may land between
               // chunks of a large shard, as on the gRPC path.
@@ -172,7 +175,9 @@ absl::Status DensePlaneServer::ServePull(Socket& socket,
             }
             parts[n++] = {const_cast<float*>(values.data()),
                           values.size() * sizeof(float)};
-            return socket.WriteAll(absl::MakeConstSpan(parts, n));
+            const bool last =
+                k + 1 == shards.size() && offset + length >= total;
+            return socket.WriteAll(absl::MakeConstSpan(parts, n), !last);
           });
       if (!s.ok()) return s;
       offset += length;
