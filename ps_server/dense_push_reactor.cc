@@ -10,6 +10,7 @@
 #include "common/grpc_status.h"
 #include "grpcpp/support/slice.h"
 #include "proto/ps_service.pb.h"
+#include "ps_server/dense_push_apply.h"
 #include "ps_server/finite_copy.h"
 #include "ps_server/gradient_check.h"
 
@@ -82,11 +83,7 @@ void DensePushReactor::OnReadDone(bool ok) {
       Finish(ToGrpcStatus(s));
       return;
     }
-    if (sync_->has_value()) {
-      FinishSync();
-    } else {
-      FinishAndApply();
-    }
+    FinishAndApply();
     return;
   }
   absl::Status s = parser_.Parse(message_);
@@ -183,84 +180,25 @@ absl::Status DensePushReactor::Validate() const {
 }
 
 void DensePushReactor::FinishAndApply() {
-  // Lock every shard (in name order, so concurrent pushes cannot deadlock),
-  // answer with the versions the updates will have, then do the arithmetic
-  // while the answer travels and the client starts its next transfer.
-  std::vector<Pending*> order;
-  for (Pending& p : pending_) order.push_back(&p);
-  std::sort(order.begin(), order.end(), [](const Pending* a, const Pending* b) {
-    return a->shard->def().name() < b->shard->def().name();
-  });
-  PushResponse response;
-  for (Pending* p : order) {
-    ShardVersion* applied = response.add_applied();
-    applied->set_name(p->shard->def().name());
-    applied->set_version(p->shard->BeginUpdate());
-  }
-  const grpc::Slice bytes(response.SerializeAsString());
-  *response_ = grpc::ByteBuffer(&bytes, 1);
-  // OnDone (which deletes this reactor) waits for this reaction to return,
-  // so the buffers stay valid below.
-  Finish(grpc::Status::OK);
-  for (Pending* p : order) {
-    p->shard->FinishUpdate(
-        absl::MakeConstSpan(p->grad.get(), p->shard->num_elements()));
-  }
-}
-
-void DensePushReactor::FinishSync() {
-  const SyncPush& sync = **sync_;
-  PushResponse response;
-  struct Release {
-    Shard* shard;
-    std::vector<float> average;
-  };
-  std::vector<Release> releases;
-  absl::Status failure;
+  std::vector<DenseGradient> grads;
   for (Pending& p : pending_) {
-    const std::string& name = p.shard->def().name();
-    SyncAggregator* agg = aggregators_->For(name, p.shard->num_elements());
-    Release r{p.shard.get(), {}};
-    absl::StatusOr<SyncAggregator::Outcome> outcome = agg->Add(
-        sync.step, sync.required,
-        absl::MakeConstSpan(p.grad.get(), p.shard->num_elements()), &r.average);
-    if (!outcome.ok()) {
-      // Only a disagreement on `required` gets here. Shards handed over
-      // before it keep their gradients for the step, and a step this push
-      // completed is still applied below: its aggregator has released it.
-      failure = outcome.status();
-      break;
-    }
-    switch (*outcome) {
-      case SyncAggregator::Outcome::kAccumulated:
-        response.add_pending(name);
-        break;
-      case SyncAggregator::Outcome::kLate:
-        response.add_late(name);
-        break;
-      case SyncAggregator::Outcome::kReleased:
-        releases.push_back(std::move(r));
-        break;
-    }
+    grads.push_back(
+        {p.shard.get(),
+         absl::MakeConstSpan(p.grad.get(), p.shard->num_elements())});
   }
-  // As FinishAndApply: lock in name order, answer, then update.
-  std::sort(releases.begin(), releases.end(),
-            [](const Release& a, const Release& b) {
-              return a.shard->def().name() < b.shard->def().name();
-            });
-  for (Release& r : releases) {
-    ShardVersion* applied = response.add_applied();
-    applied->set_name(r.shard->def().name());
-    applied->set_version(r.shard->BeginUpdate());
-  }
-  if (failure.ok()) {
-    const grpc::Slice bytes(response.SerializeAsString());
-    *response_ = grpc::ByteBuffer(&bytes, 1);
-    Finish(grpc::Status::OK);
-  } else {
-    Finish(ToGrpcStatus(failure));
-  }
-  for (Release& r : releases) r.shard->FinishUpdate(r.average);
+  // OnDone (which deletes this reactor) waits for this reaction to return,
+  // so the buffers stay valid while the update runs after Finish.
+  ApplyDensePush(
+      grads, *sync_, aggregators_,
+      [this](const absl::Status& status, const PushResponse& response) {
+        if (!status.ok()) {
+          Finish(ToGrpcStatus(status));
+          return;
+        }
+        const grpc::Slice bytes(response.SerializeAsString());
+        *response_ = grpc::ByteBuffer(&bytes, 1);
+        Finish(grpc::Status::OK);
+      });
 }
 
 void DensePushReactor::OnDone() {

@@ -56,10 +56,8 @@ class DensePushReactor final
 
   absl::Status Accept(const TensorChunkView& chunk);
   absl::Status Validate() const;
+  // Applies the push (ApplyDensePush, dense_push_apply.h) and answers.
   void FinishAndApply();
-  // Sync mode: hands each gradient to its step's aggregator and updates
-  // the shards whose step this push completes.
-  void FinishSync();
 
   ShardStore* const store_;
   SyncAggregators* const aggregators_;

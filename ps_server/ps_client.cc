@@ -6,9 +6,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/byte_codec.h"
+#include "common/data_plane/socket.h"
 #include "common/grpc_channel.h"
 #include "common/grpc_status.h"
 #include "common/tensor_chunk_codec.h"
+#include "glog/logging.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/slice.h"
 #include "grpcpp/support/sync_stream.h"
@@ -34,6 +36,37 @@ std::string PsClient::Peer(const char* call) const {
   return absl::StrCat("ps ", task_index_, " (", address_, ") ", call);
 }
 
+absl::StatusOr<int> PsClient::DataPlanePort() {
+  HealthResponse health;
+  if (absl::Status s = Health(&health); !s.ok()) return s;
+  return health.data_plane_port();
+}
+
+absl::StatusOr<DensePlaneClient*> PsClient::Plane() {
+  if (options_.data_plane != DataPlaneKind::kTcp) return nullptr;
+  absl::MutexLock lock(&plane_mu_);
+  if (plane_known_) return plane_.get();
+  absl::StatusOr<int> port = DataPlanePort();
+  if (!port.ok()) return port.status();
+  plane_known_ = true;
+  std::string host;
+  int grpc_port = 0;
+  if (*port <= 0 || !SplitHostPort(address_, &host, &grpc_port).ok()) {
+    LOG(WARNING) << "ps " << task_index_ << " (" << address_
+                 << ") announces no TCP data plane (TLS, or an older server); "
+                    "its dense tensors travel over gRPC";
+    return nullptr;
+  }
+  DensePlaneClientOptions options;
+  options.host = host;
+  options.resolve_port = [this] { return DataPlanePort(); };
+  options.job_token = options_.job_token;
+  options.timeout_s = options_.timeout_s;
+  options.peer = absl::StrCat("ps ", task_index_, " (", address_, ")");
+  plane_ = std::make_unique<DensePlaneClient>(std::move(options));
+  return plane_.get();
+}
+
 absl::Status PsClient::CreateShards(const CreateShardsRequest& request,
                                     CreateShardsResponse* response) {
   grpc::ClientContext context;
@@ -50,6 +83,9 @@ absl::Status PsClient::PullDense(absl::Span<const std::string> shards,
         absl::StrCat(Peer("PullDense"), ": ", shards.size(), " shards but ",
                      out.size(), " destinations"));
   }
+  absl::StatusOr<DensePlaneClient*> plane = Plane();
+  if (!plane.ok()) return plane.status();
+  if (*plane != nullptr) return (*plane)->PullDense(shards, out, versions);
   PullRequest request;
   for (const std::string& s : shards) request.add_shards(s);
   if (versions != nullptr) versions->assign(shards.size(), 0);
@@ -172,6 +208,11 @@ absl::Status PsClient::PushDense(
     return absl::InvalidArgumentError(absl::StrCat(
         Peer("PushDense"), ": ", shards.size(), " shards, ", grads.size(),
         " gradients and ", base_versions.size(), " versions"));
+  }
+  absl::StatusOr<DensePlaneClient*> plane = Plane();
+  if (!plane.ok()) return plane.status();
+  if (*plane != nullptr) {
+    return (*plane)->PushDense(shards, grads, base_versions, response, sync);
   }
   // Declared first, so it is destroyed (and waits) after the call.
   LentMemory lent;

@@ -6,13 +6,18 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
+#include "common/data_plane/data_plane_kind.h"
 #include "common/grpc_channel.h"
 #include "common/transport_limits.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/impl/rpc_method.h"
 #include "proto/ps_service.grpc.pb.h"
+#include "ps_server/data_plane/dense_plane_client.h"
 #include "ps_server/sync_push.h"
 
 namespace tessera {
@@ -20,6 +25,13 @@ namespace tessera {
 struct PsClientOptions {
   int64_t chunk_bytes = kDefaultChunkBytes;  // largest chunk pushed
   double timeout_s = kDefaultRpcTimeoutS;    // of every call
+  // kTcp: dense pulls and pushes travel on the server's TCP data plane
+  // (ps_server/data_plane/), which its Health announces; a server that
+  // announces none is still reached over gRPC. kGrpc: gRPC only.
+  DataPlaneKind data_plane = DataPlaneKind::kGrpc;
+  // The job's token, proven on the data plane's connections (the channel
+  // carries it for gRPC calls); empty: none.
+  std::string job_token;
 };
 
 // A blocking client of one parameter server, used by workers, the
@@ -40,7 +52,8 @@ class PsClient {
                             CreateShardsResponse* response);
 
   // Pulls shards[i] into out[i]. Each destination must be exactly the
-  // shard's size, so values land in the caller's buffer with one copy.
+  // shard's size, so values land in the caller's buffer with one copy
+  // (none in user space on the data plane).
   // `versions` (optional) receives each shard's version.
   absl::Status PullDense(absl::Span<const std::string> shards,
                          absl::Span<const absl::Span<float>> out,
@@ -81,6 +94,11 @@ class PsClient {
 
  private:
   std::string Peer(const char* call) const;
+  // The data plane to use for dense calls: null for gRPC (the options ask
+  // for it, or the server announces no data plane). Asks Health once;
+  // its error (the server is down) is the call's.
+  absl::StatusOr<DensePlaneClient*> Plane();
+  absl::StatusOr<int> DataPlanePort();
 
   const std::string address_;
   const int task_index_;
@@ -94,6 +112,10 @@ class PsClient {
   // stub does for its methods.
   const grpc::internal::RpcMethod pull_dense_method_;
   const grpc::internal::RpcMethod push_dense_method_;
+
+  absl::Mutex plane_mu_;
+  bool plane_known_ ABSL_GUARDED_BY(plane_mu_) = false;
+  std::unique_ptr<DensePlaneClient> plane_ ABSL_GUARDED_BY(plane_mu_);
 };
 
 }  // namespace tessera

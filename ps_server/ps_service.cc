@@ -103,6 +103,8 @@ grpc::ServerUnaryReactor* ParameterServerService::Health(
   response->set_pulls_served(pulls_.load(std::memory_order_relaxed));
   response->set_pushes_served(pushes_.load(std::memory_order_relaxed));
   response->set_resident_bytes(store_->resident_bytes());
+  response->set_data_plane_port(
+      data_plane_port_.load(std::memory_order_relaxed));
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }

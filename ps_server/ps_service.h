@@ -46,6 +46,16 @@ class ParameterServerService final : public DenseRawCallbackService {
  public:
   ParameterServerService(ShardStore* store, PsServiceOptions options);
 
+  // The TCP data plane (ps_server/data_plane/) serves the same shards: it
+  // shares sync mode's pending steps and counts its calls into Health's
+  // load. Its port is announced in Health (0: none, e.g. a TLS job).
+  SyncAggregators* sync_aggregators() { return &sync_aggregators_; }
+  void CountPull() { pulls_.fetch_add(1, std::memory_order_relaxed); }
+  void CountPush() { pushes_.fetch_add(1, std::memory_order_relaxed); }
+  void set_data_plane_port(int port) {
+    data_plane_port_.store(port, std::memory_order_relaxed);
+  }
+
   // Notified when a client asked the server to stop.
   absl::Notification& shutdown_requested() { return shutdown_; }
 
@@ -94,6 +104,7 @@ class ParameterServerService final : public DenseRawCallbackService {
   // Calls taken, dense and row ones together, for Health (load).
   std::atomic<int64_t> pulls_{0};
   std::atomic<int64_t> pushes_{0};
+  std::atomic<int> data_plane_port_{0};
   const absl::Time start_ = absl::Now();
   std::atomic<bool> shutdown_called_{false};
   absl::Notification shutdown_;

@@ -109,6 +109,14 @@ int64_t Shard::ReadBytes(int64_t offset, int64_t length, char* dst) const {
   return version_;
 }
 
+absl::Status Shard::VisitValues(
+    int64_t offset, int64_t length,
+    absl::FunctionRef<absl::Status(absl::Span<const float>, int64_t)> fn)
+    const {
+  absl::ReaderMutexLock lock(&mu_);
+  return fn(absl::MakeConstSpan(values_.data() + offset, length), version_);
+}
+
 int64_t Shard::ReadRows(absl::Span<const int64_t> rows, float* dst) const {
   absl::ReaderMutexLock lock(&mu_);
   for (size_t i = 0; i < rows.size(); ++i) {

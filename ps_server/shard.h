@@ -62,6 +62,16 @@ class Shard {
   // returns the version they belong to. REQUIRES: the range is inside.
   int64_t ReadBytes(int64_t offset, int64_t length, char* dst) const;
 
+  // Calls `fn` with values [offset, offset + length) (in floats) and their
+  // version under the shard's shared lock: pulls go on meanwhile, updates
+  // wait until `fn` returns. The data plane sends a pull straight from
+  // here, without a snapshot copy. Returns what `fn` returns.
+  // REQUIRES: the range is inside.
+  absl::Status VisitValues(
+      int64_t offset, int64_t length,
+      absl::FunctionRef<absl::Status(absl::Span<const float>, int64_t)> fn)
+      const;
+
   // Copies the given local rows to dst (rows.size() * row_elements floats).
   // REQUIRES: every row < rows().
   int64_t ReadRows(absl::Span<const int64_t> rows, float* dst) const;

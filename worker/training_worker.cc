@@ -53,8 +53,10 @@ absl::Status TrainingWorker::PrepareParameters() {
   }
   if (spare_ != nullptr) {
     ShardedParameters* next = spare_.get();
-    prefetch_ =
-        std::async(std::launch::async, [next] { return next->PullAll(); });
+    auto pull = std::make_shared<std::packaged_task<absl::Status()>>(
+        [next] { return next->PullAll(); });
+    prefetch_ = pull->get_future();
+    prefetcher_.Post([pull] { (*pull)(); });
   }
   return absl::OkStatus();
 }

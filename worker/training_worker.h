@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "common/cluster_spec.h"
 #include "common/grpc_channel.h"
+#include "common/serial_executor.h"
 #include "common/training_mode.h"
 #include "proto/worker_service.pb.h"
 #include "ps_server/ps_client.h"
@@ -133,6 +134,11 @@ class TrainingWorker {
   std::vector<std::vector<int64_t>> push_ids_;
   std::vector<std::vector<float>> push_grads_;
   std::vector<float> predictions_;
+
+  // Runs the prefetching pulls on one thread kept for the worker's life,
+  // not a thread started per step. Last, so it finishes a pull in flight
+  // while the buffers and clients it uses still exist.
+  SerialExecutor prefetcher_;
 };
 
 }  // namespace tessera

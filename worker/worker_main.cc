@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "common/data_plane/data_plane_kind.h"
 #include "common/grpc_channel.h"
 #include "common/process_start.h"
 #include "common/rpc_auth.h"
@@ -26,6 +27,14 @@ DEFINE_string(device, "auto",
               "TESSERA_LOCAL_RANK or SLURM_LOCALID, modulo the GPUs it sees; "
               "else the CPU), cpu, cuda (= cuda:0) or cuda:N (the N-th GPU "
               "that CUDA_VISIBLE_DEVICES leaves visible).");
+
+DEFINE_string(data_plane, "grpc",
+              "How dense tensors travel between this worker and the "
+              "parameter servers: grpc (the ParameterServer calls) or tcp "
+              "(the plain TCP data plane each server announces, "
+              "authenticated with the job token; DESIGN.md, \"Bytes and "
+              "control travel apart\"). The data plane has no TLS: with "
+              "--tls_* set, tcp falls back to grpc.");
 
 int main(int argc, char** argv) {
   tessera::ProcessStart start = tessera::StartProcess(
@@ -62,9 +71,25 @@ int main(int argc, char** argv) {
   const int task_index = cluster.task().index;
   const std::string address = cluster.own_address();
 
+  absl::StatusOr<tessera::DataPlaneKind> data_plane =
+      tessera::ParseDataPlaneKind(FLAGS_data_plane);
+  if (!data_plane.ok()) {
+    LOG(ERROR) << data_plane.status().message();
+    return 2;
+  }
+  if (*data_plane == tessera::DataPlaneKind::kTcp &&
+      start.security.tls.has_value()) {
+    // Parameter servers of a TLS job announce no data plane either.
+    LOG(WARNING) << "--data_plane=tcp: the TCP data plane has no TLS; with "
+                    "--tls_* set, tensors travel over gRPC (TLS) instead";
+    *data_plane = tessera::DataPlaneKind::kGrpc;
+  }
+  LOG(INFO) << "data plane: " << tessera::DataPlaneName(*data_plane);
   tessera::PsClientOptions ps_options;
   ps_options.chunk_bytes = FLAGS_chunk_bytes;
   ps_options.timeout_s = FLAGS_rpc_timeout_s;
+  ps_options.data_plane = *data_plane;
+  ps_options.job_token = start.security.job_token;
   tessera::RingAllReduceOptions ring_options;
   ring_options.chunk_bytes = FLAGS_chunk_bytes;
   ring_options.timeout_s = FLAGS_rpc_timeout_s;

@@ -71,6 +71,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/command_line.h"
+#include "common/data_plane/data_plane_kind.h"
 #include "common/rpc_auth.h"
 #include "common/security_flags.h"
 #include "common/tls_credentials.h"
@@ -86,6 +87,10 @@
 DEFINE_int32(num_ps, 2,
              "Number of parameter servers to start (0: mirrored training).");
 DEFINE_int32(num_workers, 2, "Number of workers to start.");
+DEFINE_string(data_plane, "",
+              "Passed to every worker as --data_plane (grpc or tcp: how "
+              "dense tensors travel to the parameter servers); empty: the "
+              "workers' default.");
 DEFINE_bool(evaluator, false,
             "Also start the evaluator task (worker/evaluate/"
             "tessera_evaluator): it evaluates each new checkpoint on the test "
@@ -474,9 +479,13 @@ absl::Status Launcher::Prepare() {
     members_.push_back({absl::StrCat("ps-", i), "ps", i, address(next_port++),
                         ps_bin, common_args});
   }
+  std::vector<std::string> worker_args = common_args;
+  if (!FLAGS_data_plane.empty()) {
+    worker_args.push_back(absl::StrCat("--data_plane=", FLAGS_data_plane));
+  }
   for (int i = 0; i < FLAGS_num_workers; ++i) {
     members_.push_back({absl::StrCat("worker-", i), "worker", i,
-                        address(next_port++), worker_bin, common_args});
+                        address(next_port++), worker_bin, worker_args});
   }
   // The user's coordinator flags come last, so their --checkpoint_dir wins.
   std::vector<std::string> chief_args = common_args;
@@ -850,6 +859,13 @@ int main(int argc, char** argv) {
                   "tessera_local: need --num_ps >= 0, --num_workers >= 1, "
                   "--grace_period_s >= 0 and --max_restarts >= 0\n");
     return tessera::kExitFailure;
+  }
+  if (!FLAGS_data_plane.empty()) {
+    if (absl::Status s = tessera::ParseDataPlaneKind(FLAGS_data_plane).status();
+        !s.ok()) {
+      absl::FPrintF(stderr, "tessera_local: %s\n", s.message());
+      return tessera::kExitFailure;
+    }
   }
   // The first thread of the process, so every later one (the coordinator
   // echo) inherits the blocked signal mask.

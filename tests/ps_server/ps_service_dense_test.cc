@@ -1,5 +1,5 @@
-// PullDense and PushDense of ParameterServerService over real gRPC on a
-// loopback port, through PsClient, with 4 KiB chunks on both sides.
+// PullDense and PushDense of ParameterServerService on a loopback port,
+// through PsClient, over gRPC with 4 KiB chunks and over the TCP data plane.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/data_plane/data_plane_kind.h"
 #include "common/grpc_channel.h"
 #include "proto/ps_service.grpc.pb.h"
 #include "ps_server/ps_client.h"
@@ -30,11 +31,11 @@ using ps_test::ZerosInit;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 
-class PsServiceDenseTest : public ::testing::Test {
+class PsServiceDenseTest : public ::testing::TestWithParam<DataPlaneKind> {
  protected:
   void SetUp() override {
     ASSERT_TRUE(server_.started());
-    client_ = server_.NewClient();
+    client_ = server_.NewClient(GetParam());
   }
 
   // Creates the shards with SGD at `learning_rate`.
@@ -96,7 +97,7 @@ class PsServiceDenseTest : public ::testing::Test {
       MakeShardDef("scalar", 0, {}, 0, 0, ConstantInit(7.0f));
 };
 
-TEST_F(PsServiceDenseTest, PullReturnsInitialValues) {
+TEST_P(PsServiceDenseTest, PullReturnsInitialValues) {
   ASSERT_EQ(ps_test::NumElements(big_), 10000);
   CreateShards({big_, tiny_, scalar_}, 0.1f);
   ExpectUnchanged({big_, tiny_, scalar_});
@@ -104,7 +105,7 @@ TEST_F(PsServiceDenseTest, PullReturnsInitialValues) {
   ExpectUnchanged({scalar_, big_, tiny_, big_});
 }
 
-TEST_F(PsServiceDenseTest, PushThenPullGivesSgdUpdate) {
+TEST_P(PsServiceDenseTest, PushThenPullGivesSgdUpdate) {
   CreateShards({big_, tiny_, scalar_}, 0.5f);
   std::vector<float> g_big(10000);
   for (int i = 0; i < 10000; ++i) g_big[i] = static_cast<float>(i % 13) - 6.0f;
@@ -129,7 +130,7 @@ TEST_F(PsServiceDenseTest, PushThenPullGivesSgdUpdate) {
   EXPECT_THAT(values[2], ElementsAreArray({5.5f}));
 }
 
-TEST_F(PsServiceDenseTest, WrongShapePushIsRefused) {
+TEST_P(PsServiceDenseTest, WrongShapePushIsRefused) {
   CreateShards({tiny_, big_}, 0.1f);
   absl::Status status = Push({tiny_.name()}, {{1.0f, 2.0f}});
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
@@ -143,7 +144,7 @@ TEST_F(PsServiceDenseTest, WrongShapePushIsRefused) {
   ExpectUnchanged({tiny_, big_});
 }
 
-TEST_F(PsServiceDenseTest, UnknownShardIsNotFound) {
+TEST_P(PsServiceDenseTest, UnknownShardIsNotFound) {
   CreateShards({tiny_}, 0.1f);
   const ShardDef unknown = MakeShardDef("ghost", 2, {3}, 0, 3, ZerosInit());
   std::vector<std::vector<float>> values;
@@ -159,7 +160,7 @@ TEST_F(PsServiceDenseTest, UnknownShardIsNotFound) {
 
 // A stream with a valid gradient of `other`, then one of `big_` whose third
 // chunk holds a NaN or an infinity: refused, and neither shard changes.
-TEST_F(PsServiceDenseTest, NonFiniteGradientChangesNothing) {
+TEST_P(PsServiceDenseTest, NonFiniteGradientChangesNothing) {
   const ShardDef other =
       MakeShardDef("other", 0, {2000, 5}, 0, 2000, GlorotInit(2000, 5, 3));
   CreateShards({big_, other}, 0.1f);
@@ -180,7 +181,7 @@ TEST_F(PsServiceDenseTest, NonFiniteGradientChangesNothing) {
   }
 }
 
-TEST_F(PsServiceDenseTest, TruncatedStreamChangesNothing) {
+TEST_P(PsServiceDenseTest, TruncatedStreamChangesNothing) {
   CreateShards({big_}, 0.1f);
   std::unique_ptr<ParameterServer::Stub> stub = ParameterServer::NewStub(
       MakeChannel(server_.address(), ChannelSecurity()));
@@ -202,7 +203,7 @@ TEST_F(PsServiceDenseTest, TruncatedStreamChangesNothing) {
   ExpectUnchanged({big_});
 }
 
-TEST_F(PsServiceDenseTest, ContinuationChunkWithWrongTotalIsRefused) {
+TEST_P(PsServiceDenseTest, ContinuationChunkWithWrongTotalIsRefused) {
   const ShardDef two_chunks =
       MakeShardDef("two", 0, {2048}, 0, 2048, ZerosInit());
   CreateShards({two_chunks}, 0.1f);
@@ -229,7 +230,7 @@ TEST_F(PsServiceDenseTest, ContinuationChunkWithWrongTotalIsRefused) {
   ExpectUnchanged({two_chunks});
 }
 
-TEST_F(PsServiceDenseTest, ConcurrentPushesLoseNoUpdate) {
+TEST_P(PsServiceDenseTest, ConcurrentPushesLoseNoUpdate) {
   constexpr int kThreads = 8;
   constexpr int kPushes = 50;
   constexpr int kElements = 3000;  // 12000 bytes: three chunks per push
@@ -281,6 +282,16 @@ TEST_F(PsServiceDenseTest, ConcurrentPushesLoseNoUpdate) {
   }
   EXPECT_THAT(values[0], ElementsAreArray(expected));
 }
+
+// Every case runs on both planes: the gRPC calls, and the TCP data plane
+// the same server announces (the raw-stream cases drive gRPC directly and
+// hold on both).
+INSTANTIATE_TEST_SUITE_P(
+    Planes, PsServiceDenseTest,
+    ::testing::Values(DataPlaneKind::kGrpc, DataPlaneKind::kTcp),
+    [](const ::testing::TestParamInfo<DataPlaneKind>& info) {
+      return std::string(DataPlaneName(info.param));
+    });
 
 }  // namespace
 }  // namespace tessera

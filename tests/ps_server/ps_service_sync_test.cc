@@ -1,5 +1,6 @@
-// Sync pushes over real gRPC on loopback: a shard applies the average of a
-// global step's gradients once, when the step's required pushes arrived.
+// Sync pushes over real gRPC and over the TCP data plane on loopback: a
+// shard applies the average of a global step's gradients once, when the
+// step's required pushes arrived.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/data_plane/data_plane_kind.h"
 #include "ps_server/ps_client.h"
 #include "tests/ps_server/ps_test_util.h"
 
@@ -19,11 +21,11 @@ using ps_test::MakeShardDef;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
-class PsServiceSyncTest : public ::testing::Test {
+class PsServiceSyncTest : public ::testing::TestWithParam<DataPlaneKind> {
  protected:
   void SetUp() override {
     ASSERT_TRUE(server_.started());
-    client_ = server_.NewClient();
+    client_ = server_.NewClient(GetParam());
     CreateShardsRequest request;
     *request.add_shards() = shard_;
     *request.mutable_optimizer() = ps_test::SgdConfig(1.0f);
@@ -52,7 +54,7 @@ class PsServiceSyncTest : public ::testing::Test {
   const ShardDef shard_ = MakeShardDef("w", 0, {2}, 0, 2, ConstantInit(10));
 };
 
-TEST_F(PsServiceSyncTest, AppliesTheAverageOnceTheStepIsComplete) {
+TEST_P(PsServiceSyncTest, AppliesTheAverageOnceTheStepIsComplete) {
   PushResponse r;
   ASSERT_TRUE(Push({2, 4}, 0, 2, &r).ok());
   EXPECT_THAT(r.pending(), ElementsAre(shard_.name()));
@@ -70,7 +72,7 @@ TEST_F(PsServiceSyncTest, AppliesTheAverageOnceTheStepIsComplete) {
   EXPECT_EQ(version, 1);
 }
 
-TEST_F(PsServiceSyncTest, BackupWorkersLateGradientIsDroppedAndReported) {
+TEST_P(PsServiceSyncTest, BackupWorkersLateGradientIsDroppedAndReported) {
   PushResponse r;
   ASSERT_TRUE(Push({1, 1}, 3, 2, &r).ok());
   ASSERT_TRUE(Push({3, 3}, 3, 2, &r).ok());
@@ -82,7 +84,7 @@ TEST_F(PsServiceSyncTest, BackupWorkersLateGradientIsDroppedAndReported) {
   EXPECT_EQ(version, 1);
 }
 
-TEST_F(PsServiceSyncTest, MalformedTagOrDisagreementIsRefused) {
+TEST_P(PsServiceSyncTest, MalformedTagOrDisagreementIsRefused) {
   PushResponse r;
   EXPECT_EQ(Push({1, 1}, 0, 0, &r).code(), absl::StatusCode::kInvalidArgument);
   ASSERT_TRUE(Push({1, 1}, 0, 2, &r).ok());
@@ -95,7 +97,7 @@ TEST_F(PsServiceSyncTest, MalformedTagOrDisagreementIsRefused) {
 // A push that completes one shard's step and is then refused for another
 // shard (its pushes disagree on `required`) still applies the completed
 // step: the aggregator has released it, and nothing else would apply it.
-TEST_F(PsServiceSyncTest, StepCompletedBeforeARefusalInTheSamePushIsApplied) {
+TEST_P(PsServiceSyncTest, StepCompletedBeforeARefusalInTheSamePushIsApplied) {
   const ShardDef other = MakeShardDef("v", 0, {2}, 0, 2, ConstantInit(10));
   CreateShardsRequest create;
   *create.add_shards() = other;
@@ -121,6 +123,16 @@ TEST_F(PsServiceSyncTest, StepCompletedBeforeARefusalInTheSamePushIsApplied) {
   EXPECT_THAT(Pull(&version), ElementsAre(7.0f, 7.0f));
   EXPECT_EQ(version, 1);
 }
+
+// Every case runs on both planes: the gRPC calls, and the TCP data plane
+// the same server announces (the raw-stream cases drive gRPC directly and
+// hold on both).
+INSTANTIATE_TEST_SUITE_P(
+    Planes, PsServiceSyncTest,
+    ::testing::Values(DataPlaneKind::kGrpc, DataPlaneKind::kTcp),
+    [](const ::testing::TestParamInfo<DataPlaneKind>& info) {
+      return std::string(DataPlaneName(info.param));
+    });
 
 }  // namespace
 }  // namespace tessera

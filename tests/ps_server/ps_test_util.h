@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
+#include "common/data_plane/data_plane_kind.h"
 #include "common/grpc_channel.h"
 #include "common/initializer.h"
 #include "common/rpc_auth.h"
@@ -19,6 +20,7 @@
 #include "grpcpp/server_builder.h"
 #include "proto/job.pb.h"
 #include "proto/ps_service.pb.h"
+#include "ps_server/data_plane/dense_plane_server.h"
 #include "ps_server/ps_client.h"
 #include "ps_server/ps_service.h"
 #include "ps_server/shard_store.h"
@@ -103,12 +105,20 @@ using optimizer_test::MomentumConfig;
 using optimizer_test::SgdConfig;
 
 // A ParameterServerService on a real gRPC server on a loopback port chosen
-// by the kernel, with a PsClient talking to it.
+// by the kernel, with its TCP data plane beside it on another, and
+// PsClients talking to it over either.
 class TestPsServer {
  public:
   // `auth` (default: none) is the token calls must carry.
   explicit TestPsServer(RpcAuth auth = RpcAuth())
-      : service_(&store_, ServiceOptions(std::move(auth))) {
+      : service_(&store_, ServiceOptions(auth)) {
+    DensePlaneServerOptions plane;
+    plane.host = "127.0.0.1";
+    plane.job_token = auth.token();
+    plane.timeout_s = 60;
+    absl::StatusOr<std::unique_ptr<DensePlaneServer>> started =
+        DensePlaneServer::Start(&store_, &service_, plane);
+    if (started.ok()) plane_ = *std::move(started);
     grpc::ServerBuilder builder;
     ConfigureServerBuilder(&builder);
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
@@ -119,13 +129,17 @@ class TestPsServer {
   }
 
   ~TestPsServer() {
+    plane_.reset();
     if (server_ != nullptr) {
       server_->Shutdown(std::chrono::system_clock::now() +
                         std::chrono::seconds(5));
     }
   }
 
-  bool started() const { return server_ != nullptr && port_ > 0; }
+  bool started() const {
+    return server_ != nullptr && port_ > 0 && plane_ != nullptr;
+  }
+  int data_plane_port() const { return plane_ ? plane_->port() : 0; }
   const std::string& address() const { return address_; }
   ShardStore& store() { return store_; }
   ParameterServerService& service() { return service_; }
@@ -136,12 +150,20 @@ class TestPsServer {
         grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
   }
 
-  std::unique_ptr<PsClient> NewClient() const {
+  // A client whose dense calls travel on `plane`, proving `token` there
+  // (and carrying it on the gRPC channel).
+  std::unique_ptr<PsClient> NewClient(
+      DataPlaneKind plane = DataPlaneKind::kGrpc,
+      const std::string& token = "") const {
     PsClientOptions options;
     options.chunk_bytes = kTestChunkBytes;
     options.timeout_s = 60;
-    return std::make_unique<PsClient>(
-        address_, 0, MakeChannel(address_, ChannelSecurity()), options);
+    options.data_plane = plane;
+    options.job_token = token;
+    ChannelSecurity security;
+    security.job_token = token;
+    return std::make_unique<PsClient>(address_, 0,
+                                      MakeChannel(address_, security), options);
   }
 
  private:
@@ -157,6 +179,7 @@ class TestPsServer {
   int port_ = 0;
   std::string address_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<DensePlaneServer> plane_;
 };
 
 }  // namespace ps_test

@@ -1,0 +1,92 @@
+// The data plane's frames: every request and reply starts with a fixed
+// 40-byte header, then `bytes` bytes of payload whose layout the op
+// defines. All integers are little-endian; tensor values are raw float32
+// (common/byte_codec.h), so a payload goes from the sender's memory to the
+// receiver's without any encoding.
+//
+//   offset  size  field
+//        0     4  magic "TSDP"
+//        4     2  op (FrameOp)
+//        6     2  flags (op-specific)
+//        8     4  code: absl::StatusCode of a reply (0 in requests)
+//       12     4  count: shards (or rows) the frame is about
+//       16     8  a: op-specific (a sync push: its step)
+//       24     8  b: op-specific (a sync push: the workers it needs)
+//       32     8  bytes: payload bytes that follow
+//
+// A reply with code != 0 carries the error message as its payload, and
+// nothing else.
+#ifndef TESSERA_COMMON_DATA_PLANE_FRAME_H_
+#define TESSERA_COMMON_DATA_PLANE_FRAME_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "common/data_plane/socket.h"
+
+namespace tessera {
+
+enum class FrameOp : uint16_t {
+  kPullDense = 1,
+  kPullDenseReply = 2,
+  kPushDense = 3,
+  kPushDenseReply = 4,
+};
+
+struct FrameHeader {
+  FrameOp op = FrameOp::kPullDense;
+  uint16_t flags = 0;
+  int32_t code = 0;
+  uint32_t count = 0;
+  int64_t a = 0;
+  int64_t b = 0;
+  int64_t bytes = 0;
+};
+
+inline constexpr size_t kFrameHeaderBytes = 40;
+// Flags of kPushDense: a and b hold the sync step and the workers it needs.
+inline constexpr uint16_t kFrameSyncPush = 1;
+// The most bytes of request metadata (shard names and sizes) a server
+// reads before the tensor bytes: a peer claiming more is not speaking this
+// protocol, and is hung up on.
+inline constexpr int64_t kMaxFrameTableBytes = int64_t{16} << 20;
+
+void EncodeFrameHeader(const FrameHeader& header, char* out);
+// InvalidArgument when the magic is wrong or `bytes` is negative.
+absl::Status DecodeFrameHeader(const char* in, FrameHeader* header);
+
+absl::Status ReadFrameHeader(Socket& socket, FrameHeader* header);
+// The same on an idle connection: waits for the first byte as long as it
+// takes (Socket::ReadFullAfterIdle).
+absl::Status ReadNextFrameHeader(Socket& socket, FrameHeader* header);
+// Reads a header that must be `op`; a reply carrying an error is read in
+// full and returned as that error (the connection stays usable).
+absl::Status ReadReplyHeader(Socket& socket, FrameOp op, FrameHeader* header);
+// Writes a reply of op `op` carrying `error` (not OK).
+absl::Status WriteErrorReply(Socket& socket, FrameOp op,
+                             const absl::Status& error);
+
+// Request metadata: strings with a 16-bit length and 64-bit integers.
+void AppendString16(absl::string_view s, std::string* out);
+void AppendInt64(int64_t v, std::string* out);
+
+// Reads what the Append functions wrote; each returns false (and stays
+// false) past the end.
+class WireReader {
+ public:
+  explicit WireReader(absl::string_view data) : data_(data) {}
+  bool ReadString16(std::string* out);
+  bool ReadInt64(int64_t* out);
+  bool done() const { return ok_ && data_.empty(); }
+
+ private:
+  absl::string_view data_;
+  bool ok_ = true;
+};
+
+}  // namespace tessera
+
+#endif  // TESSERA_COMMON_DATA_PLANE_FRAME_H_

@@ -1,0 +1,42 @@
+// The data plane's handshake: proves to each end, before any tensor byte
+// moves, that the other holds the job's token (common/rpc_auth.h), without
+// sending the token. Challenge-response with HMAC-SHA256 (OpenSSL's
+// libcrypto) over fresh random nonces from both ends:
+//
+//   server -> client  "TSDH" | version (1) | auth (1: token required) |
+//                     2 zero bytes | server nonce (32)
+//   client -> server  client nonce (32) |
+//                     HMAC(token, "tessera-dp-client" | nonces) (32)
+//   server -> client  code (4; absl::StatusCode) |
+//                     HMAC(token, "tessera-dp-server" | nonces) (32)
+//                     or, when code != 0, a 4-byte length and the reason.
+//
+// A server without a token accepts every client (and asks for no proof),
+// as its gRPC service does; a server with one refuses a client that lacks
+// it with UNAUTHENTICATED. A client with a token checks the server's
+// answer too, so a process that does not hold the token cannot pose as a
+// parameter server. Replayed answers are useless: both nonces are new per
+// connection.
+#ifndef TESSERA_COMMON_DATA_PLANE_HANDSHAKE_H_
+#define TESSERA_COMMON_DATA_PLANE_HANDSHAKE_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "common/data_plane/socket.h"
+
+namespace tessera {
+
+// The server's side, on a freshly accepted connection. OK when the client
+// proved it holds `token` (or `token` is empty); otherwise the client has
+// been told why (UNAUTHENTICATED) and the caller closes the connection.
+absl::Status AcceptDataPlaneHandshake(Socket& socket, const std::string& token);
+
+// The client's side, on a freshly made connection. UNAUTHENTICATED when
+// the server refused `token` or failed to prove it holds it; UNAVAILABLE
+// when the connection broke.
+absl::Status OfferDataPlaneHandshake(Socket& socket, const std::string& token);
+
+}  // namespace tessera
+
+#endif  // TESSERA_COMMON_DATA_PLANE_HANDSHAKE_H_

@@ -1,0 +1,68 @@
+// Accepts the data plane's TCP connections and serves each on a thread of
+// its own. Connections are few and long-lived (one per worker per server,
+// plus one per concurrent call), so a thread each keeps every transfer a
+// plain blocking read or write straight into its destination.
+//
+// Thread safety: the destructor stops everything; nothing else mutates.
+#ifndef TESSERA_COMMON_DATA_PLANE_LISTENER_H_
+#define TESSERA_COMMON_DATA_PLANE_LISTENER_H_
+
+#include <functional>
+#include <list>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "common/data_plane/socket.h"
+
+namespace tessera {
+
+class Listener {
+ public:
+  // Called on a connection's own thread; the connection closes when it
+  // returns. It must return once the socket fails (the destructor shuts
+  // every connection down to end it).
+  using Serve = std::function<void(Socket&)>;
+
+  // Listens on host:port ("::" or "" every interface, dual-stack; port 0:
+  // one the kernel picks, see port()). UNAVAILABLE naming the address when
+  // it cannot.
+  static absl::StatusOr<std::unique_ptr<Listener>> Start(
+      const std::string& host, int port, Serve serve);
+
+  Listener(const Listener&) = delete;
+  Listener& operator=(const Listener&) = delete;
+  // Stops accepting, shuts down every open connection and joins all
+  // threads: once it returns, `serve` runs no more.
+  ~Listener();
+
+  int port() const { return port_; }
+
+ private:
+  struct Connection {
+    Socket socket;
+    std::thread thread;
+    bool done = false;
+  };
+
+  Listener(int fd, int port, Serve serve);
+  void AcceptLoop();
+  // Joins the threads of connections that ended.
+  void Reap() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const int fd_;
+  const int port_;
+  const Serve serve_;
+  int wake_[2] = {-1, -1};  // a pipe that ends the accept loop
+  absl::Mutex mu_;
+  std::list<Connection> connections_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread accept_;
+};
+
+}  // namespace tessera
+
+#endif  // TESSERA_COMMON_DATA_PLANE_LISTENER_H_

@@ -1,0 +1,333 @@
+#include "ps_server/data_plane/dense_plane_server.h"
+
+#include <algorithm>
+#include <optional>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/notification.h"
+#include "common/data_plane/handshake.h"
+#include "glog/logging.h"
+#include "ps_server/data_plane/dense_wire.h"
+#include "ps_server/dense_push_apply.h"
+#include "ps_server/gradient_check.h"
+
+namespace tessera {
+namespace {
+
+// A pull holds a shard's shared lock for one chunk of at most this.
+constexpr int64_t kPullChunkBytes = int64_t{4} << 20;
+// A push is received in pieces of this, each checked for NaN/Inf while it
+// is still in cache.
+constexpr int64_t kPushPieceBytes = int64_t{1} << 20;
+// No single push declares more (a shard is at most 2^40 floats).
+constexpr int64_t kMaxPushBytes = int64_t{1} << 44;
+
+absl::Status ReadTable(Socket& socket, const FrameHeader& request,
+                       std::string* table) {
+  if (request.bytes > kMaxFrameTableBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("data plane: a request table of ", request.bytes,
+                     " bytes is more than any request needs"));
+  }
+  table->resize(request.bytes);
+  return socket.ReadFull(table->data(), table->size());
+}
+
+// A shard whose push is being received.
+struct Incoming {
+  std::shared_ptr<Shard> shard;
+  std::unique_ptr<float[]> grad;  // the shard's reused buffer
+  int64_t bytes = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<DensePlaneServer>> DensePlaneServer::Start(
+    ShardStore* store, ParameterServerService* service,
+    DensePlaneServerOptions options) {
+  std::unique_ptr<DensePlaneServer> server(
+      new DensePlaneServer(store, service, std::move(options)));
+  DensePlaneServer* self = server.get();
+  absl::StatusOr<std::unique_ptr<Listener>> listener =
+      Listener::Start(self->options_.host, self->options_.port,
+                      [self](Socket& socket) { self->Serve(socket); });
+  if (!listener.ok()) return listener.status();
+  server->listener_ = *std::move(listener);
+  service->set_data_plane_port(server->port());
+  return server;
+}
+
+DensePlaneServer::DensePlaneServer(ShardStore* store,
+                                   ParameterServerService* service,
+                                   DensePlaneServerOptions options)
+    : store_(store), service_(service), options_(std::move(options)) {}
+
+DensePlaneServer::~DensePlaneServer() {
+  service_->set_data_plane_port(0);
+  listener_.reset();
+}
+
+void DensePlaneServer::Serve(Socket& socket) {
+  // The handshake may wait on a peer that never answers: bound it.
+  socket.SetTimeout(std::min(options_.timeout_s, 30.0)).IgnoreError();
+  if (absl::Status s = AcceptDataPlaneHandshake(socket, options_.job_token);
+      !s.ok()) {
+    LOG(WARNING) << "data plane: connection refused: " << s;
+    return;
+  }
+  // One timeout for the connection's life: idle connections wait for the
+  // next step as long as they like (ReadNextFrameHeader), while a transfer
+  // under way must make progress.
+  socket.SetTimeout(options_.timeout_s).IgnoreError();
+  std::vector<char> scratch;  // drains refused pushes, kept per connection
+  // Applies this connection's pushes (ServePush); declared after
+  // `scratch`, so it finishes its updates before anything goes.
+  std::unique_ptr<SerialExecutor> applier;
+  while (true) {
+    FrameHeader request;
+    absl::Status s = ReadNextFrameHeader(socket, &request);
+    if (!s.ok()) {
+      if (s.code() != absl::StatusCode::kUnavailable) {
+        LOG(WARNING) << "data plane: " << s;
+      }
+      return;
+    }
+    switch (request.op) {
+      case FrameOp::kPullDense:
+        s = ServePull(socket, request);
+        break;
+      case FrameOp::kPushDense:
+        s = ServePush(socket, request, &scratch, &applier);
+        break;
+      default:
+        s = absl::InvalidArgumentError(absl::StrCat(
+            "data plane: unknown op ", static_cast<int>(request.op)));
+    }
+    if (!s.ok()) {
+      if (s.code() != absl::StatusCode::kUnavailable) {
+        LOG(WARNING) << "data plane: closing a connection: " << s;
+      }
+      return;
+    }
+  }
+}
+
+absl::Status DensePlaneServer::ServePull(Socket& socket,
+                                         const FrameHeader& request) {
+  std::string table;
+  if (absl::Status s = ReadTable(socket, request, &table); !s.ok()) return s;
+  service_->CountPull();
+  WireReader reader(table);
+  std::vector<std::shared_ptr<Shard>> shards;
+  shards.reserve(request.count);
+  absl::Status refused;
+  for (uint32_t i = 0; i < request.count; ++i) {
+    std::string name;
+    if (!reader.ReadString16(&name)) {
+      return absl::InvalidArgumentError("data plane: malformed pull table");
+    }
+    if (!refused.ok()) continue;
+    absl::StatusOr<std::shared_ptr<Shard>> shard = store_->Find(name);
+    if (!shard.ok()) {
+      refused = shard.status();
+      continue;
+    }
+    shards.push_back(*std::move(shard));
+  }
+  if (!reader.done()) {
+    return absl::InvalidArgumentError("data plane: malformed pull table");
+  }
+  if (!refused.ok()) {
+    return WriteErrorReply(socket, FrameOp::kPullDenseReply, refused);
+  }
+  FrameHeader reply;
+  reply.op = FrameOp::kPullDenseReply;
+  reply.count = request.count;
+  for (const auto& shard : shards) {
+    reply.bytes += kDensePartHeaderBytes + shard->byte_size();
+  }
+  char head[kFrameHeaderBytes];
+  EncodeFrameHeader(reply, head);
+  // The reply's header goes out with the first values, in one system call.
+  bool head_sent = false;
+  if (shards.empty()) return socket.WriteFull(head, sizeof(head));
+  for (size_t k = 0; k < shards.size(); ++k) {
+    const std::shared_ptr<Shard>& shard = shards[k];
+    const int64_t total = shard->num_elements();
+    const int64_t chunk = kPullChunkBytes / sizeof(float);
+    int64_t offset = 0;
+    do {
+      const int64_t length = std::min(chunk, total - offset);
+      absl::Status s = shard->VisitValues(
+          offset, length, [&](absl::Span<const float> values, int64_t version) {
+            char part[kDensePartHeaderBytes];
+            iovec parts[3];
+            size_t n = 0;
+            if (!head_sent) parts[n++] = {head, sizeof(head)};
+            head_sent = true;
+            if (offset == 0) {
+              // The version of the first chunk; a push may land between
+              // chunks of a large shard, as on the gRPC path.
+              EncodeDensePartHeader(version, shard->byte_size(), part);
+              parts[n++] = {part, sizeof(part)};
+            }
+            parts[n++] = {const_cast<float*>(values.data()),
+                          values.size() * sizeof(float)};
+            const bool last =
+                k + 1 == shards.size() && offset + length >= total;
+            return socket.WriteAll(absl::MakeConstSpan(parts, n), !last);
+          });
+      if (!s.ok()) return s;
+      offset += length;
+    } while (offset < total);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DensePlaneServer::ServePush(
+    Socket& socket, const FrameHeader& request, std::vector<char>* scratch,
+    std::unique_ptr<SerialExecutor>* applier) {
+  std::string table;
+  if (absl::Status s = ReadTable(socket, request, &table); !s.ok()) return s;
+  service_->CountPush();
+  // The declaration first: it says how many bytes follow, whatever else
+  // is wrong with the request.
+  WireReader reader(table);
+  std::vector<std::string> names(request.count);
+  std::vector<int64_t> sizes(request.count);
+  int64_t declared = 0;
+  for (uint32_t i = 0; i < request.count; ++i) {
+    int64_t base_version;
+    if (!reader.ReadString16(&names[i]) || !reader.ReadInt64(&base_version) ||
+        !reader.ReadInt64(&sizes[i]) || sizes[i] < 0 ||
+        sizes[i] > kMaxPushBytes - declared) {
+      return absl::InvalidArgumentError("data plane: malformed push table");
+    }
+    declared += sizes[i];
+  }
+  if (!reader.done()) {
+    return absl::InvalidArgumentError("data plane: malformed push table");
+  }
+  std::optional<SyncPush> sync;
+  absl::Status refused;
+  if ((request.flags & kFrameSyncPush) != 0) {
+    if (request.a < 0 || request.b < 1 || request.b > (int64_t{1} << 30)) {
+      refused = absl::InvalidArgumentError(
+          "sync push: the step must be >= 0 and the workers required >= 1");
+    }
+    sync = SyncPush{request.a, static_cast<int>(request.b)};
+  }
+  std::vector<Incoming> incoming;
+  incoming.reserve(request.count);
+  for (uint32_t i = 0; i < request.count && refused.ok(); ++i) {
+    absl::StatusOr<std::shared_ptr<Shard>> shard = store_->Find(names[i]);
+    if (!shard.ok()) {
+      refused = shard.status();
+      break;
+    }
+    if (sizes[i] != (*shard)->byte_size()) {
+      refused = absl::InvalidArgumentError(
+          absl::StrCat("wrong shape: shard ", names[i], " has shape [",
+                       absl::StrJoin((*shard)->def().shape().dims(), ","),
+                       "] (", (*shard)->byte_size(),
+                       " bytes) but the gradient has ", sizes[i], " bytes"));
+      break;
+    }
+    for (const Incoming& seen : incoming) {
+      if (seen.shard == *shard) {
+        refused = absl::InvalidArgumentError(
+            absl::StrCat("shard ", names[i], " appears twice in one push"));
+      }
+    }
+    if (!refused.ok()) break;
+    incoming.push_back({*shard, nullptr, sizes[i]});
+  }
+  // Receive every declared byte: into the shards' buffers while the push
+  // is valid, else into scratch, so the connection stays in step.
+  absl::Status io;
+  for (uint32_t i = 0; i < request.count && io.ok(); ++i) {
+    Incoming* in = refused.ok() ? &incoming[i] : nullptr;
+    if (in != nullptr) in->grad = in->shard->AcquireBuffer();
+    for (int64_t done = 0; done < sizes[i] && io.ok();) {
+      const int64_t piece = std::min(kPushPieceBytes, sizes[i] - done);
+      if (in == nullptr) {
+        scratch->resize(kPushPieceBytes);
+        io = socket.ReadFull(scratch->data(), piece);
+      } else {
+        float* dst = in->grad.get() + done / sizeof(float);
+        io = socket.ReadFull(dst, piece);
+        const size_t floats = piece / sizeof(float);
+        if (io.ok() && refused.ok() &&
+            internal::AnyNonFinite(dst, floats) != 0) {
+          refused = internal::NameNonFinite(
+              absl::MakeConstSpan(dst, floats), names[i],
+              done / static_cast<int64_t>(sizeof(float)));
+        }
+      }
+      done += piece;
+    }
+  }
+  auto release = [&] {
+    for (Incoming& in : incoming) {
+      if (in.grad != nullptr) in.shard->ReleaseBuffer(std::move(in.grad));
+    }
+  };
+  if (!io.ok()) {
+    // Cut off midway: nothing is applied.
+    release();
+    return io;
+  }
+  if (!refused.ok()) {
+    release();
+    return WriteErrorReply(socket, FrameOp::kPushDenseReply, refused);
+  }
+  // The update runs on the connection's applier thread: it answers once
+  // the shards are locked, and this thread goes on to receive the next
+  // request (into other buffers of the shard's pool) while the optimizer
+  // runs, so a stream of pushes costs the transfer, not transfer + update.
+  // This thread waits only for the answer: the client sends nothing more
+  // on this connection before it has it, so the two never write at once.
+  if (*applier == nullptr) *applier = std::make_unique<SerialExecutor>();
+  auto job = std::make_shared<std::vector<Incoming>>(std::move(incoming));
+  absl::Notification answered;
+  absl::Status written;
+  const uint32_t count = request.count;
+  (*applier)->Post([this, job, sync, count, &socket, &answered, &written] {
+    std::vector<DenseGradient> grads;
+    grads.reserve(job->size());
+    for (Incoming& in : *job) {
+      grads.push_back(
+          {in.shard.get(),
+           absl::MakeConstSpan(in.grad.get(), in.shard->num_elements())});
+    }
+    ApplyDensePush(
+        grads, sync, service_->sync_aggregators(),
+        [&](const absl::Status& status, const PushResponse& response) {
+          if (!status.ok()) {
+            written = WriteErrorReply(socket, FrameOp::kPushDenseReply, status);
+          } else {
+            const std::string bytes = response.SerializeAsString();
+            FrameHeader reply;
+            reply.op = FrameOp::kPushDenseReply;
+            reply.count = count;
+            reply.bytes = static_cast<int64_t>(bytes.size());
+            char head[kFrameHeaderBytes];
+            EncodeFrameHeader(reply, head);
+            const iovec parts[2] = {
+                {head, sizeof(head)},
+                {const_cast<char*>(bytes.data()), bytes.size()}};
+            written = socket.WriteAll(parts);
+          }
+          // Nothing on this thread touches `socket`, `written` or
+          // `answered` after this.
+          answered.Notify();
+        });
+    for (Incoming& in : *job) in.shard->ReleaseBuffer(std::move(in.grad));
+  });
+  answered.WaitForNotification();
+  return written;
+}
+
+}  // namespace tessera

@@ -1,0 +1,79 @@
+#ifndef TESSERA_PS_SERVER_DATA_PLANE_DENSE_PLANE_SERVER_H_
+#define TESSERA_PS_SERVER_DATA_PLANE_DENSE_PLANE_SERVER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/data_plane/frame.h"
+#include "common/data_plane/listener.h"
+#include "common/data_plane/socket.h"
+#include "common/serial_executor.h"
+#include "ps_server/ps_service.h"
+#include "ps_server/shard_store.h"
+
+namespace tessera {
+
+struct DensePlaneServerOptions {
+  // Where to listen: "" or "::" every interface; port 0 lets the kernel
+  // choose (announced through the service's Health).
+  std::string host;
+  int port = 0;
+  // Connections must prove they hold it (common/data_plane/handshake.h);
+  // empty: every connection is accepted, as the gRPC service does.
+  std::string job_token;
+  // A connection that makes no progress for this long is dropped.
+  double timeout_s = 120;
+};
+
+// A parameter server's TCP data plane (DESIGN.md, "Bytes and control
+// travel apart"): dense pulls and pushes of the same shards the gRPC
+// service holds, framed as ps_server/data_plane/dense_wire.h says, one
+// thread per connection.
+//
+// The guarantees are the gRPC path's: a push applies nothing unless every
+// declared byte arrived, every shard exists with its size, and every
+// float is finite; it is applied by the same code (ApplyDensePush), so
+// sync, ssp and backup-worker semantics are the same; errors carry the same
+// codes and messages. A pull is sent straight from the shard's memory
+// under its shared lock (chunks of at most 4 MiB each, so a slow reader
+// holds off updates for one chunk at most), and a push is received
+// straight into the shard's reused gradient buffer and checked while it is
+// in cache; its update runs on a thread of the connection after the answer
+// went out, overlapping the next transfer.
+//
+// Thread safety: connections are served concurrently; the destructor
+// closes them all and returns once none is served.
+class DensePlaneServer {
+ public:
+  // `store` and `service` must outlive the server. Sets the service's
+  // announced port.
+  static absl::StatusOr<std::unique_ptr<DensePlaneServer>> Start(
+      ShardStore* store, ParameterServerService* service,
+      DensePlaneServerOptions options);
+  ~DensePlaneServer();
+
+  int port() const { return listener_->port(); }
+
+ private:
+  DensePlaneServer(ShardStore* store, ParameterServerService* service,
+                   DensePlaneServerOptions options);
+  void Serve(Socket& socket);
+  // Each returns an error only when the connection must close (it broke,
+  // or the peer does not speak the protocol); a refused request gets an
+  // error reply and the connection goes on.
+  absl::Status ServePull(Socket& socket, const FrameHeader& request);
+  absl::Status ServePush(Socket& socket, const FrameHeader& request,
+                         std::vector<char>* scratch,
+                         std::unique_ptr<SerialExecutor>* applier);
+
+  ShardStore* const store_;
+  ParameterServerService* const service_;
+  const DensePlaneServerOptions options_;
+  std::unique_ptr<Listener> listener_;  // last: stops before the rest go
+};
+
+}  // namespace tessera
+
+#endif  // TESSERA_PS_SERVER_DATA_PLANE_DENSE_PLANE_SERVER_H_
