@@ -165,9 +165,11 @@ TEST_F(LocalTrainingTest, CnnJobFileTrainsThroughTheCluster) {
       Launcher(), " --num_ps=2 --num_workers=2 --run_dir=", run_dir.string(),
       " -- --job_file=", TESSERA_SOURCE_DIR,
       "/deploy/jobs/cnn_fashion_mnist.textproto",
-      " --epochs=1 --train_examples=3000 --test_examples=1000"));
+      " --epochs=1 --train_examples=6000 --test_examples=1000"));
   ASSERT_EQ(run.exit_code, 0) << run.output;
-  // Chance is 0.1; one short epoch of the CNN reaches about 0.7.
+  // Chance is 0.1. One epoch of 6000 examples reached 0.72-0.75 in five
+  // runs; 3000 examples gave 0.60-0.68, too close to this bound for
+  // asynchronous training's run-to-run spread (it failed once in CI).
   EXPECT_GT(LastTestAccuracy(run_dir), 0.6) << run.output;
 }
 
