@@ -3,6 +3,8 @@
 
 #include <deque>
 #include <functional>
+#include <future>
+#include <memory>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
@@ -32,6 +34,17 @@ class SerialExecutor {
   void Post(std::function<void()> task) {
     absl::MutexLock lock(&mu_);
     tasks_.push_back(std::move(task));
+  }
+
+  // Posts `f` and returns the future of its result: std::async's contract
+  // on a thread kept for the executor's life instead of a new one per call.
+  template <typename F>
+  auto Async(F f) -> std::future<decltype(f())> {
+    auto task =
+        std::make_shared<std::packaged_task<decltype(f())()>>(std::move(f));
+    std::future<decltype(f())> result = task->get_future();
+    Post([task] { (*task)(); });
+    return result;
   }
 
  private:

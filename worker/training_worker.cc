@@ -53,10 +53,7 @@ absl::Status TrainingWorker::PrepareParameters() {
   }
   if (spare_ != nullptr) {
     ShardedParameters* next = spare_.get();
-    auto pull = std::make_shared<std::packaged_task<absl::Status()>>(
-        [next] { return next->PullAll(); });
-    prefetch_ = pull->get_future();
-    prefetcher_.Post([pull] { (*pull)(); });
+    prefetch_ = prefetcher_.Async([next] { return next->PullAll(); });
   }
   return absl::OkStatus();
 }
@@ -216,7 +213,8 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& config,
   const size_t tables = graph_->tables().size();
   unique_.assign(tables, {});
   positions_.assign(tables, {});
-  rows_.assign(tables, {});
+  rows_.clear();
+  for (size_t t = 0; t < tables; ++t) rows_.emplace_back(backend_.get());
   push_ids_.assign(tables, {});
   push_grads_.assign(tables, {});
 
@@ -254,11 +252,19 @@ absl::Status TrainingWorker::PullRows() {
     sparse_->Localize(static_cast<int>(t), table_ids_, &unique_[t],
                       &positions_[t]);
   }
-  return sparse_->Pull(unique_, &rows_);
+  std::vector<absl::Span<float>> into(rows_.size());
+  for (size_t t = 0; t < rows_.size(); ++t) {
+    rows_[t].Resize(static_cast<int64_t>(unique_[t].size()) *
+                    sparse_->dim(static_cast<int>(t)));
+    into[t] = rows_[t].span();
+  }
+  return sparse_->Pull(unique_, into);
 }
 
 GraphBatch TrainingWorker::View() const {
-  return ViewOf(batch_, rows_, positions_);
+  std::vector<absl::Span<const float>> rows;
+  for (const HostBuffer<float>& buffer : rows_) rows.push_back(buffer.span());
+  return ViewOf(batch_, rows, positions_);
 }
 
 absl::Status TrainingWorker::RunStep(const StepRequest& request,
@@ -340,7 +346,7 @@ absl::Status TrainingWorker::TrainBatch(const StepRequest& request,
   auto t0 = std::chrono::steady_clock::now();
   std::future<absl::Status> rows;
   if (sparse_ != nullptr) {
-    rows = std::async(std::launch::async, [this] { return PullRows(); });
+    rows = row_calls_.Async([this] { return PullRows(); });
   }
   absl::Status dense =
       mirrored_ == nullptr ? PrepareParameters() : absl::OkStatus();
@@ -389,9 +395,8 @@ absl::Status TrainingWorker::TrainBatch(const StepRequest& request,
   }
   std::future<absl::Status> row_push;
   if (sparse_ != nullptr) {
-    row_push = std::async(std::launch::async, [this] {
-      return sparse_->Push(push_ids_, push_grads_);
-    });
+    row_push = row_calls_.Async(
+        [this] { return sparse_->Push(push_ids_, push_grads_); });
   }
   SyncPush sync;
   sync.step = request.sync_step();

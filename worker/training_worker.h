@@ -129,7 +129,9 @@ class TrainingWorker {
   HostBatch batch_;
   std::vector<int64_t> table_ids_;
   std::vector<std::vector<int64_t>> unique_, positions_;
-  std::vector<std::vector<float>> rows_;
+  // Pulled rows per table, in the backend's host memory (pinned on a GPU,
+  // so the copy to the device is asynchronous), kept across steps.
+  std::vector<HostBuffer<float>> rows_;
   std::vector<TableGradient> table_grads_;
   std::vector<std::vector<int64_t>> push_ids_;
   std::vector<std::vector<float>> push_grads_;
@@ -139,6 +141,8 @@ class TrainingWorker {
   // not a thread started per step. Last, so it finishes a pull in flight
   // while the buffers and clients it uses still exist.
   SerialExecutor prefetcher_;
+  // The row pull and push beside the dense ones, likewise on a kept thread.
+  SerialExecutor row_calls_;
 };
 
 }  // namespace tessera

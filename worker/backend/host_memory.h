@@ -16,6 +16,8 @@
 #include <cstring>
 #include <utility>
 
+#include "absl/types/span.h"
+
 namespace tessera {
 
 // Plain host memory, 64-byte aligned (Eigen's vector loads), at least one
@@ -94,6 +96,35 @@ class HostArray {
   HostAllocator* allocator_ = nullptr;
   int64_t count_ = 0;
   T* data_ = nullptr;
+};
+
+// A HostArray reused across steps whose used size changes per step (the
+// embedding rows a batch pulls): Resize keeps the memory while it fits and
+// otherwise allocates at least twice the old capacity, so pinned memory,
+// which is slow to allocate, is allocated a few times per run rather than
+// per step. Resize does not keep the contents.
+template <typename T>
+class HostBuffer {
+ public:
+  explicit HostBuffer(HostAllocator* allocator = nullptr)
+      : allocator_(allocator) {}
+
+  // Makes span() `count` elements long.
+  void Resize(int64_t count) {
+    if (count > array_.size()) {
+      array_ = HostArray<T>(allocator_, std::max(count, 2 * array_.size()));
+    }
+    size_ = count;
+  }
+  T* data() const { return array_.data(); }
+  int64_t size() const { return size_; }
+  int64_t capacity() const { return array_.size(); }
+  absl::Span<T> span() const { return absl::MakeSpan(array_.data(), size_); }
+
+ private:
+  HostAllocator* allocator_;
+  HostArray<T> array_;
+  int64_t size_ = 0;
 };
 
 }  // namespace tessera

@@ -11,7 +11,7 @@ void CollectTableIds(const Graph& graph, const HostBatch& batch, int t,
 }
 
 GraphBatch ViewOf(const HostBatch& batch,
-                  const std::vector<std::vector<float>>& rows,
+                  absl::Span<const absl::Span<const float>> rows,
                   const std::vector<std::vector<int64_t>>& positions) {
   GraphBatch view;
   view.size = batch.size;
@@ -26,6 +26,13 @@ GraphBatch ViewOf(const HostBatch& batch,
   view.class_labels = batch.class_labels;
   view.labels = batch.labels;
   return view;
+}
+
+GraphBatch ViewOf(const HostBatch& batch,
+                  const std::vector<std::vector<float>>& rows,
+                  const std::vector<std::vector<int64_t>>& positions) {
+  std::vector<absl::Span<const float>> spans(rows.begin(), rows.end());
+  return ViewOf(batch, spans, positions);
 }
 
 }  // namespace tessera

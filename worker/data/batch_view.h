@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/types/span.h"
 #include "worker/data/example_set.h"
 #include "worker/nn/graph.h"
 
@@ -22,6 +23,9 @@ void CollectTableIds(const Graph& graph, const HostBatch& batch, int t,
 // The graph's view of `batch`, with rows[t] and positions[t] the pulled
 // rows of table t and each collected id's index among them. The view
 // points into its arguments, which must outlive it.
+GraphBatch ViewOf(const HostBatch& batch,
+                  absl::Span<const absl::Span<const float>> rows,
+                  const std::vector<std::vector<int64_t>>& positions);
 GraphBatch ViewOf(const HostBatch& batch,
                   const std::vector<std::vector<float>>& rows,
                   const std::vector<std::vector<int64_t>>& positions);

@@ -137,8 +137,21 @@ absl::Status SparseParameters::ForEachServer(
                     [&](int k) { return call(clients_[k], requests_[k]); });
 }
 
-absl::Status SparseParameters::Pull(absl::Span<const std::vector<int64_t>> rows,
-                                    std::vector<std::vector<float>>* values) {
+absl::Status SparseParameters::Pull(
+    absl::Span<const std::vector<int64_t>> rows,
+    absl::Span<const absl::Span<float>> values) {
+  if (values.size() != tables_.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("row buffers for ", values.size(),
+                     " tables given, the model has ", tables_.size()));
+  }
+  for (size_t t = 0; t < tables_.size() && t < rows.size(); ++t) {
+    if (values[t].size() != rows[t].size() * tables_[t].dim) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "table ", tables_[t].name, ": buffer of ", values[t].size(),
+          " floats for ", rows[t].size(), " rows of ", tables_[t].dim));
+    }
+  }
   if (absl::Status s = Route(rows); !s.ok()) return s;
   absl::Status s =
       ForEachServer([this](PsClient* client, std::vector<Request>& requests) {
@@ -155,14 +168,10 @@ absl::Status SparseParameters::Pull(absl::Span<const std::vector<int64_t>> rows,
         return absl::OkStatus();
       });
   if (!s.ok()) return s;
-  values->resize(tables_.size());
-  for (size_t t = 0; t < tables_.size(); ++t) {
-    (*values)[t].resize(rows[t].size() * tables_[t].dim);
-  }
   for (const std::vector<Request>& on_ps : requests_) {
     for (const Request& r : on_ps) {
       const int64_t dim = tables_[r.table].dim;
-      float* out = (*values)[r.table].data();
+      float* out = values[r.table].data();
       for (size_t i = 0; i < r.ids.size(); ++i) {
         std::copy_n(r.buffer.data() + i * dim, dim, out + r.positions[i] * dim);
       }

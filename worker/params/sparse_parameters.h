@@ -58,11 +58,14 @@ class SparseParameters {
                 std::vector<int64_t>* positions) const;
 
   // Pulls rows[t] (distinct row ids of table t, as Localize makes them) of
-  // every table into (*values)[t], [rows[t].size(), dim], all parameter
-  // servers in parallel. OutOfRange names a row id outside a fixed table;
-  // a parameter server's refusal is returned as it is.
+  // every table into values[t], which must hold [rows[t].size(), dim]
+  // floats (the caller's buffer: pinned host memory on a GPU worker, so the
+  // copy to the device runs asynchronously), all parameter servers in
+  // parallel. OutOfRange names a row id outside a fixed table;
+  // InvalidArgument a buffer of the wrong size; a parameter server's
+  // refusal is returned as it is.
   absl::Status Pull(absl::Span<const std::vector<int64_t>> rows,
-                    std::vector<std::vector<float>>* values);
+                    absl::Span<const absl::Span<float>> values);
 
   // Pushes grads[t] ([rows[t].size(), dim]: one summed gradient per
   // distinct row) of every table, all parameter servers in parallel. Errors

@@ -20,6 +20,7 @@ namespace tessera {
 namespace {
 
 using ps_test::TestPsServer;
+using ::testing::Each;
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
@@ -116,6 +117,21 @@ class SparseParametersTest : public ::testing::Test {
   google::protobuf::RepeatedPtrField<VariablePlacement> placements_;
 };
 
+// Sizes *values for `rows` and pulls them: the buffers a worker keeps.
+absl::Status PullInto(SparseParameters& p,
+                      const std::vector<std::vector<int64_t>>& rows,
+                      std::vector<std::vector<float>>* values) {
+  values->assign(rows.size(), {});
+  std::vector<absl::Span<float>> spans;
+  for (size_t t = 0; t < rows.size(); ++t) {
+    (*values)[t].resize(
+        rows[t].size() *
+        (t < static_cast<size_t>(p.num_tables()) ? p.dim(t) : 0));
+    spans.push_back(absl::MakeSpan((*values)[t]));
+  }
+  return p.Pull(rows, spans);
+}
+
 TEST_F(SparseParametersTest, LocalizeMapsFixedIdsModVocabAndDeduplicates) {
   std::unique_ptr<SparseParameters> p = Make();
   ASSERT_NE(p, nullptr);
@@ -135,7 +151,7 @@ TEST_F(SparseParametersTest, PullsFixedRowsFromTheirShardsAndPushesThere) {
   ASSERT_NE(p, nullptr);
   const std::vector<std::vector<int64_t>> rows = {{1, 7, 9}, {}};
   std::vector<std::vector<float>> values;
-  ASSERT_TRUE(p->Pull(rows, &values).ok());
+  ASSERT_TRUE(PullInto(*p, rows, &values).ok());
   ASSERT_EQ(values[0].size(), 3 * kDim);
   for (int i = 0; i < 3; ++i) {
     std::vector<float> got(values[0].begin() + i * kDim,
@@ -179,7 +195,7 @@ TEST_F(SparseParametersTest, RoutesHashIdsWithHashShardOf) {
   std::vector<std::vector<float>> values;
   // A shard refuses an id HashShardOf routes elsewhere, so this succeeding
   // means every id went to its own shard.
-  ASSERT_TRUE(p->Pull({{}, unique}, &values).ok());
+  ASSERT_TRUE(PullInto(*p, {{}, unique}, &values).ok());
   for (size_t i = 0; i < unique.size(); ++i) {
     std::vector<float> expected(kDim);
     HashRowInitialValues(UniformInit(9), unique[i], absl::MakeSpan(expected));
@@ -205,7 +221,7 @@ TEST_F(SparseParametersTest, RoutesHashIdsWithHashShardOf) {
       {}, std::vector<float>(unique.size() * kDim, 0.25f)};
   ASSERT_TRUE(p->Push({{}, unique}, grads).ok());
   std::vector<std::vector<float>> after;
-  ASSERT_TRUE(p->Pull({{}, unique}, &after).ok());
+  ASSERT_TRUE(PullInto(*p, {{}, unique}, &after).ok());
   for (size_t i = 0; i < values[1].size(); ++i) {
     EXPECT_FLOAT_EQ(after[1][i], values[1][i] - 0.25f);
   }
@@ -215,15 +231,28 @@ TEST_F(SparseParametersTest, RowOutsideAFixedTableIsOutOfRange) {
   std::unique_ptr<SparseParameters> p = Make();
   ASSERT_NE(p, nullptr);
   std::vector<std::vector<float>> values;
-  absl::Status s = p->Pull({{2, kVocab}, {}}, &values);
+  absl::Status s = PullInto(*p, {{2, kVocab}, {}}, &values);
   EXPECT_EQ(s.code(), absl::StatusCode::kOutOfRange) << s;
   EXPECT_THAT(s.message(), HasSubstr("fixed"));
   EXPECT_THAT(s.message(), HasSubstr(absl::StrCat(kVocab)));
   s = p->Push({{-1}, {}}, {std::vector<float>(kDim), {}});
   EXPECT_EQ(s.code(), absl::StatusCode::kOutOfRange) << s;
   // Nothing was pushed: row 2 still holds its initial value.
-  ASSERT_TRUE(p->Pull({{2}, {}}, &values).ok());
+  ASSERT_TRUE(PullInto(*p, {{2}, {}}, &values).ok());
   EXPECT_THAT(values[0], ElementsAreArray(FixedInitialRow(2)));
+}
+
+TEST_F(SparseParametersTest, RefusesARowBufferOfTheWrongSize) {
+  std::unique_ptr<SparseParameters> p = Make();
+  ASSERT_NE(p, nullptr);
+  std::vector<float> short_buffer(2 * kDim - 1, 7.0f);
+  absl::Status s = p->Pull({{1, 2}, {}},
+                           {absl::MakeSpan(short_buffer), absl::Span<float>()});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("fixed"));
+  EXPECT_THAT(short_buffer, Each(7.0f));
+  s = p->Pull({{1}, {}}, {absl::MakeSpan(short_buffer)});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
 }
 
 TEST_F(SparseParametersTest, RefusesBadGradientsAndPlacements) {
