@@ -129,7 +129,8 @@ bool ClusterCoordinator::HasWork(int worker) const {
   return false;
 }
 
-bool ClusterCoordinator::Take(int worker, Pending* out) {
+bool ClusterCoordinator::Take(int worker, std::vector<Pending>* out) {
+  out->clear();
   absl::MutexLock lock(&mu_);
   struct Args {
     ClusterCoordinator* self;
@@ -153,65 +154,124 @@ bool ClusterCoordinator::Take(int worker, Pending* out) {
              backlog[p.preferred] >= options_.steal_threshold;
     });
   }
-  *out = std::move(*it);
-  queue_.erase(it);
+  const bool own = it->preferred == worker || it->preferred < 0;
+  out->push_back(std::move(*it));
+  it = queue_.erase(it);
   ++inflight_;
   max_lead_ = std::max(max_lead_, Lead(worker));
+  // More of its own steps, in queue order, in the same call: only without
+  // a staleness bound, which counts steps one at a time.
+  if (own && options_.max_staleness < 0) {
+    while (static_cast<int>(out->size()) < options_.steps_per_call) {
+      it = std::find_if(it, queue_.end(), [&](const Pending& p) {
+        return p.preferred == worker || p.preferred < 0;
+      });
+      if (it == queue_.end()) break;
+      out->push_back(std::move(*it));
+      it = queue_.erase(it);
+      ++inflight_;
+    }
+  }
   busy_[worker] = true;
   return true;
 }
 
 void ClusterCoordinator::WorkerLoop(int worker) {
-  Pending p;
-  while (Take(worker, &p)) {
-    StepResponse response;
-    absl::Status status = workers_[worker]->RunStep(p.request, &response);
-    {
-      absl::MutexLock lock(&mu_);
-      busy_[worker] = false;
-      if (status.ok()) {
+  std::vector<Pending> taken;
+  std::vector<StepRequest> requests;
+  while (Take(worker, &taken)) {
+    size_t finished = 0;
+    // Counts a finished step at once, so progress and a later failure see
+    // it as done.
+    auto done = [&](size_t i, StepResponse response) {
+      {
+        absl::MutexLock lock(&mu_);
         ++finished_[worker];
         std::deque<absl::Time>& times = finish_times_[worker];
         times.push_back(absl::Now());
         if (times.size() > kRateSamples) times.pop_front();
       }
-    }
-    if (status.ok()) {
-      p.future.Set(std::move(response));
+      taken[i].future.Set(std::move(response));
+      finished = i + 1;
       absl::MutexLock lock(&mu_);
       --inflight_;
       ++done_;
-      continue;
+    };
+    absl::Status status;
+    if (taken.size() == 1) {
+      StepResponse response;
+      status = workers_[worker]->RunStep(taken[0].request, &response);
+      if (status.ok()) done(0, std::move(response));
+    } else {
+      requests.clear();
+      for (const Pending& p : taken) requests.push_back(p.request);
+      status = workers_[worker]->RunSteps(
+          requests, [&](int i, StepResponse response) {
+            // Only in order, and only each step once.
+            if (static_cast<size_t>(i) == finished && finished < taken.size()) {
+              done(finished, std::move(response));
+            }
+          });
+      if (status.ok() && finished != taken.size()) {
+        status = absl::InternalError(
+            absl::StrCat("worker ", worker, " finished ", finished, " of ",
+                         taken.size(), " steps and reported no error"));
+      }
     }
-    if (workers_[worker]->Probe() != WorkerHealth::kReady) {
-      {
-        absl::MutexLock lock(&mu_);
-        down_[worker] = true;
+    {
+      absl::MutexLock lock(&mu_);
+      busy_[worker] = false;
+    }
+    if (finished == taken.size()) continue;
+    {
+      // The steps after the failed one did not run: back to the front of
+      // the queue, in order, as if never taken.
+      absl::MutexLock lock(&mu_);
+      for (size_t i = taken.size(); i-- > finished + 1;) {
         --inflight_;
-        const bool again = error_.ok() && !stopping_;
-        LOG(WARNING) << "worker " << worker << " failed during step "
-                     << p.request.step() << " (" << status << "); the step "
-                     << (again ? "will run again" : "is cancelled");
-        if (again) {
-          ++rerun_;
-          queue_.push_front(std::move(p));
+        if (error_.ok() && !stopping_) {
+          queue_.push_front(std::move(taken[i]));
         } else {
-          // The queue was cancelled meanwhile (an abort, or another step's
-          // error): a step queued again now would outlive the Join that
-          // recovery waits for, and push an old gradient after a restore.
-          p.future.Set(absl::CancelledError(absl::StrCat(
-              "step ", p.request.step(), " cancelled after an earlier error")));
+          taken[i].future.Set(absl::CancelledError(
+              absl::StrCat("step ", taken[i].request.step(),
+                           " cancelled after an earlier error")));
         }
       }
-      RecoverWorker(worker);
-      continue;
     }
-    if (RetryLater(worker, status, &p)) continue;
-    p.future.Set(status);
-    absl::MutexLock lock(&mu_);
-    --inflight_;
-    RecordError(status);
+    HandleFailure(worker, status, std::move(taken[finished]));
   }
+}
+
+void ClusterCoordinator::HandleFailure(int worker, const absl::Status& status,
+                                       Pending p) {
+  if (workers_[worker]->Probe() != WorkerHealth::kReady) {
+    {
+      absl::MutexLock lock(&mu_);
+      down_[worker] = true;
+      --inflight_;
+      const bool again = error_.ok() && !stopping_;
+      LOG(WARNING) << "worker " << worker << " failed during step "
+                   << p.request.step() << " (" << status << "); the step "
+                   << (again ? "will run again" : "is cancelled");
+      if (again) {
+        ++rerun_;
+        queue_.push_front(std::move(p));
+      } else {
+        // The queue was cancelled meanwhile (an abort, or another step's
+        // error): a step queued again now would outlive the Join that
+        // recovery waits for, and push an old gradient after a restore.
+        p.future.Set(absl::CancelledError(absl::StrCat(
+            "step ", p.request.step(), " cancelled after an earlier error")));
+      }
+    }
+    RecoverWorker(worker);
+    return;
+  }
+  if (RetryLater(worker, status, &p)) return;
+  p.future.Set(status);
+  absl::MutexLock lock(&mu_);
+  --inflight_;
+  RecordError(status);
 }
 
 bool ClusterCoordinator::RetryLater(int worker, const absl::Status& status,

@@ -40,6 +40,13 @@ struct CoordinatorOptions {
   // hold the others back, so uneven shards cannot deadlock an epoch's end.
   // -1: no bound (async).
   int64_t max_staleness = -1;
+  // Asynchronous mode (no staleness bound): a worker takes up to this many
+  // of its queued steps at once and runs them in one call
+  // (WorkerStub::RunSteps), as Keras' steps_per_execution. Small steps are
+  // bound by the call's round trip and wake-ups, not by their work. Each
+  // step still has its own result; a failure re-runs only the step that
+  // failed and the ones after it.
+  int steps_per_call = 1;
 };
 
 // Runs scheduled steps on workers, as TF's ClusterCoordinator: one thread
@@ -104,8 +111,12 @@ class ClusterCoordinator {
   };
 
   void WorkerLoop(int worker);
-  // Takes the next step for `worker`; false when stopping.
-  bool Take(int worker, Pending* out);
+  // Takes the next steps for `worker` into *out (one, or in asynchronous
+  // mode up to steps_per_call of its own); false when stopping.
+  bool Take(int worker, std::vector<Pending>* out);
+  // A step that failed on `worker` with `status`: re-run it (the worker
+  // died, or it could not reach a server for a while) or fail the job.
+  void HandleFailure(int worker, const absl::Status& status, Pending p);
   bool HasWork(int worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // How far `worker` is ahead of the slowest worker that still has work.
   int64_t Lead(int worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

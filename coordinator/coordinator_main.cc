@@ -50,6 +50,11 @@ DEFINE_double(step_retry_timeout_s, 60,
               "because it could not reach a parameter server (UNAVAILABLE, "
               "DEADLINE_EXCEEDED: a network partition, a lost connection), "
               "is run again before the job fails (0: never).");
+DEFINE_int32(steps_per_call, 8,
+             "Asynchronous mode: steps a worker runs per call from the "
+             "coordinator (as Keras' steps_per_execution): fewer round trips "
+             "for small steps; a failure re-runs only the failed step and "
+             "those after it.");
 DEFINE_bool(prefetch_parameters, false,
             "Workers pull the next step's parameters while the current step "
             "computes (asynchronous mode: one more step of staleness).");
@@ -170,6 +175,12 @@ int main(int argc, char** argv) {
   options.cluster_wait = absl::Seconds(FLAGS_cluster_wait_s);
   options.shutdown_cluster = FLAGS_shutdown_cluster;
   options.prefetch_parameters = FLAGS_prefetch_parameters;
+  if (FLAGS_steps_per_call < 1 || FLAGS_steps_per_call > 1024) {
+    LOG(ERROR) << "--steps_per_call must be between 1 and 1024, got "
+               << FLAGS_steps_per_call;
+    return 2;
+  }
+  options.coordinator.steps_per_call = FLAGS_steps_per_call;
   options.coordinator.worker_recovery_timeout =
       absl::Seconds(FLAGS_worker_recovery_timeout_s);
   options.coordinator.step_retry_timeout =

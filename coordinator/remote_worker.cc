@@ -1,5 +1,7 @@
 #include "coordinator/remote_worker.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "common/backoff.h"
 #include "common/grpc_channel.h"
@@ -64,6 +66,40 @@ absl::Status RemoteWorker::RunStep(const StepRequest& request,
   SetDeadline(&context, timeout_s_);
   return FromGrpcStatus(stub_->RunStep(&context, request, response),
                         Peer("RunStep"));
+}
+
+absl::Status RemoteWorker::RunSteps(
+    const std::vector<StepRequest>& requests,
+    const std::function<void(int, StepResponse)>& done) {
+  grpc::ClientContext context;
+  SetDeadline(&context, timeout_s_ * static_cast<double>(
+                                         std::max<size_t>(1, requests.size())));
+  StepsRequest request;
+  request.mutable_steps()->Reserve(static_cast<int>(requests.size()));
+  for (const StepRequest& step : requests) *request.add_steps() = step;
+  std::unique_ptr<grpc::ClientReader<StepResponse>> reader =
+      stub_->RunSteps(&context, request);
+  const int asked = static_cast<int>(requests.size());
+  int finished = 0;
+  bool too_many = false;
+  StepResponse response;
+  while (reader->Read(&response)) {
+    if (finished == asked) {
+      too_many = true;
+      context.TryCancel();
+      break;
+    }
+    done(finished++, std::move(response));
+    response.Clear();
+  }
+  // Worded as a RunStep call's error, so both read alike in the logs.
+  absl::Status s = FromGrpcStatus(reader->Finish(), Peer("RunStep"));
+  if (too_many || (s.ok() && finished != asked)) {
+    return absl::InternalError(absl::StrCat(Peer("RunSteps"), ": answered ",
+                                            too_many ? "more than " : "",
+                                            finished, " of ", asked, " steps"));
+  }
+  return s;
 }
 
 WorkerHealth RemoteWorker::Probe() {

@@ -35,6 +35,10 @@ class RemoteWorker final : public WorkerTask {
 
   absl::Status RunStep(const StepRequest& request,
                        StepResponse* response) override;
+  // One RunSteps call; the deadline is the per-call timeout for each step.
+  absl::Status RunSteps(
+      const std::vector<StepRequest>& requests,
+      const std::function<void(int, StepResponse)>& done) override;
   WorkerHealth Probe() override;
   absl::Status Restore() override;
 

@@ -59,6 +59,11 @@ TrainingJob::TrainingJob(JobCluster cluster, JobConfig job, VariablePlan plan,
     // Every replica takes part in every all-reduce with its own data.
     coordinator_options.steal_threshold = std::numeric_limits<int>::max();
   }
+  // Only asynchronous steps may share a call: a lockstep round has one step
+  // per worker, and a staleness bound counts steps one at a time.
+  if (mode_.kind != TrainingMode::Kind::kAsync) {
+    coordinator_options.steps_per_call = 1;
+  }
   std::vector<std::unique_ptr<WorkerStub>> stubs;
   for (std::unique_ptr<WorkerTask>& w : cluster.workers) {
     workers_.push_back(w.get());

@@ -1,6 +1,10 @@
 #ifndef TESSERA_COORDINATOR_WORKER_STUB_H_
 #define TESSERA_COORDINATOR_WORKER_STUB_H_
 
+#include <functional>
+#include <utility>
+#include <vector>
+
 #include "absl/status/status.h"
 #include "proto/worker_service.pb.h"
 
@@ -17,6 +21,22 @@ class WorkerStub {
 
   virtual absl::Status RunStep(const StepRequest& request,
                                StepResponse* response) = 0;
+
+  // Runs `requests` in order, stopping at the first that fails, and calls
+  // done(i, response) as step i finishes (before the next one's result is
+  // known, so a caller can count it even if the worker dies later). Returns
+  // that failure, OK when every step ran. This default makes one RunStep
+  // call per step; RemoteWorker makes one call in all.
+  virtual absl::Status RunSteps(
+      const std::vector<StepRequest>& requests,
+      const std::function<void(int, StepResponse)>& done) {
+    for (size_t i = 0; i < requests.size(); ++i) {
+      StepResponse response;
+      if (absl::Status s = RunStep(requests[i], &response); !s.ok()) return s;
+      done(static_cast<int>(i), std::move(response));
+    }
+    return absl::OkStatus();
+  }
 
   // What one health check (one RPC) tells of the worker: it does not
   // answer (a failed step is then re-run elsewhere), it answers but has

@@ -45,6 +45,86 @@ grpc::ServerUnaryReactor* WorkerService::RunStep(
   return reactor;
 }
 
+namespace {
+
+// Runs a RunSteps call's steps in order on the service's executor, and
+// writes each step's response before starting the next, so the
+// coordinator has it even if this process dies during a later step. The
+// executor's thread blocks on each write (it may; gRPC's threads may not).
+class StepsWriter final : public grpc::ServerWriteReactor<StepResponse> {
+ public:
+  StepsWriter(TrainingWorker* worker, const StepsRequest* request,
+              SerialExecutor* executor)
+      : worker_(worker), request_(request) {
+    executor->Post([this] { Run(); });
+  }
+
+  void OnWriteDone(bool ok) override {
+    absl::MutexLock lock(&mu_);
+    write_ok_ = ok;
+    writing_ = false;
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  void Run() {
+    for (const StepRequest& step : request_->steps()) {
+      response_.Clear();
+      absl::Status status = worker_->RunStep(step, &response_);
+      if (!status.ok()) {
+        LOG(WARNING) << "step " << step.step() << " failed: " << status;
+        Finish(ToGrpcStatus(status));  // may delete this
+        return;
+      }
+      {
+        absl::MutexLock lock(&mu_);
+        writing_ = true;
+      }
+      StartWrite(&response_);
+      if (!WriteSucceeded()) {
+        // The coordinator is gone or gave up on the call: the steps not
+        // run yet are its to schedule again.
+        Finish(grpc::Status(grpc::StatusCode::CANCELLED,
+                            "the caller went away; the later steps did not "
+                            "run"));
+        return;
+      }
+    }
+    Finish(grpc::Status::OK);
+  }
+
+  // Waits for the write in flight to end; whether it reached the stream.
+  bool WriteSucceeded() {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(
+        +[](bool* writing) { return !*writing; }, &writing_));
+    return write_ok_;
+  }
+
+  TrainingWorker* const worker_;
+  const StepsRequest* const request_;
+  StepResponse response_;
+  absl::Mutex mu_;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool write_ok_ ABSL_GUARDED_BY(mu_) = true;
+};
+
+}  // namespace
+
+grpc::ServerWriteReactor<StepResponse>* WorkerService::RunSteps(
+    grpc::CallbackServerContext* context, const StepsRequest* request) {
+  if (grpc::Status s = auth_.Check(*context, "Worker.RunSteps"); !s.ok()) {
+    // A reactor that refuses at once.
+    class Refused final : public grpc::ServerWriteReactor<StepResponse> {
+     public:
+      explicit Refused(grpc::Status s) { Finish(std::move(s)); }
+      void OnDone() override { delete this; }
+    };
+    return new Refused(std::move(s));
+  }
+  return new StepsWriter(worker_, request, &executor_);
+}
+
 grpc::ServerUnaryReactor* WorkerService::Evaluate(
     grpc::CallbackServerContext* context, const EvaluateRequest* request,
     EvaluateResponse* response) {

@@ -13,7 +13,7 @@
 
 namespace tessera {
 
-// The Worker gRPC service. Configure, RunStep and Evaluate run one at a
+// The Worker gRPC service. Configure, RunStep(s) and Evaluate run one at a
 // time on the service's own thread (they block on pulls and pushes);
 // Health and Shutdown answer at once. Shutdown only signals
 // shutdown_requested(); the owner stops the server. Every method first
@@ -31,6 +31,9 @@ class WorkerService final : public Worker::CallbackService {
   grpc::ServerUnaryReactor* RunStep(grpc::CallbackServerContext* context,
                                     const StepRequest* request,
                                     StepResponse* response) override;
+  grpc::ServerWriteReactor<StepResponse>* RunSteps(
+      grpc::CallbackServerContext* context,
+      const StepsRequest* request) override;
   grpc::ServerUnaryReactor* Evaluate(grpc::CallbackServerContext* context,
                                      const EvaluateRequest* request,
                                      EvaluateResponse* response) override;

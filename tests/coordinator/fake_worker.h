@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -112,6 +113,24 @@ class FakeWorker : public WorkerStub {
     return absl::OkStatus();
   }
 
+  // Records each call's steps, then runs them as the default does.
+  absl::Status RunSteps(
+      const std::vector<StepRequest>& requests,
+      const std::function<void(int, StepResponse)>& done) override {
+    {
+      absl::MutexLock lock(&mu_);
+      std::vector<int64_t> steps;
+      for (const StepRequest& r : requests) steps.push_back(r.step());
+      calls_.push_back(std::move(steps));
+    }
+    return WorkerStub::RunSteps(requests, done);
+  }
+  // The steps of each RunSteps call (not single RunStep calls), in order.
+  std::vector<std::vector<int64_t>> calls() const {
+    absl::MutexLock lock(&mu_);
+    return calls_;
+  }
+
   WorkerHealth Probe() override {
     absl::MutexLock lock(&mu_);
     if (!alive_ && dead_checks_ >= 0 && dead_checks_-- == 0) alive_ = true;
@@ -174,6 +193,7 @@ class FakeWorker : public WorkerStub {
   int dead_checks_ ABSL_GUARDED_BY(mu_) = -1;
   int restores_ ABSL_GUARDED_BY(mu_) = 0;
   bool lost_state_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::vector<int64_t>> calls_ ABSL_GUARDED_BY(mu_);
 };
 
 inline StepRequest Request(int64_t step) {
@@ -218,6 +238,8 @@ class CoordinatorFixture : public ::testing::Test {
     options.worker_recovery_timeout = absl::Seconds(2);
     options.steal_threshold = steal_threshold;
     options.step_retry_timeout = step_retry_timeout;
+    options.steps_per_call = steps_per_call_;
+    options.max_staleness = max_staleness_;
     coord_ = std::make_unique<ClusterCoordinator>(std::move(stubs), options);
   }
 
@@ -243,6 +265,9 @@ class CoordinatorFixture : public ::testing::Test {
     return status;
   }
 
+  // Set before Start.
+  int steps_per_call_ = 1;
+  int64_t max_staleness_ = -1;
   Log log_;
   std::vector<FakeWorker*> workers_;  // owned by coord_
   std::unique_ptr<ClusterCoordinator> coord_;

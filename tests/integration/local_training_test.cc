@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -156,6 +157,27 @@ TEST_F(LocalTrainingTest, PrefetchingWorkersStillLearn) {
                    " --prefetch_parameters"));
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_GT(LastTestAccuracy(run_dir), 0.7) << run.output;
+}
+
+// Several steps per call (RunSteps, a server stream): every step is
+// recorded once and the workers learn as with one step per call.
+TEST_F(LocalTrainingTest, StepsPerCallRecordsEveryStepOnceAndLearns) {
+  const fs::path run_dir = dir_ / "run";
+  ShellResult run = Shell(
+      absl::StrCat(Launcher(), " --run_dir=", run_dir.string(),
+                   " -- --epochs=2 --train_examples=12000 --test_examples=2000",
+                   " --steps_per_call=8"));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_GT(LastTestAccuracy(run_dir), 0.7) << run.output;
+  std::ifstream steps(run_dir / "steps.jsonl");
+  std::set<int64_t> seen;
+  int64_t examples = 0;
+  for (std::string line; std::getline(steps, line);) {
+    const nlohmann::json record = nlohmann::json::parse(line);
+    EXPECT_TRUE(seen.insert(record["step"].get<int64_t>()).second) << line;
+    examples += record["examples"].get<int64_t>();
+  }
+  EXPECT_EQ(examples, 2 * 12000);
 }
 
 // The CNN job file trains through the cluster (2 ps, 2 async workers).

@@ -176,6 +176,36 @@ TEST_F(WorkerAuthTest, TheRightTokenFromTheEnvironmentGetsThrough) {
   EXPECT_TRUE(service_->shutdown_requested().HasBeenNotified());
 }
 
+// RunSteps, a server stream, checks the token as the unary calls do, and
+// ends with the first step's refusal, having streamed no response.
+TEST_F(WorkerAuthTest, RunStepsChecksTheTokenAndReportsTheFirstFailure) {
+  StepsRequest request;
+  request.add_steps()->set_step(7);
+  request.add_steps()->set_step(8);
+  {
+    grpc::ClientContext context;
+    SetDeadline(&context, 10);
+    std::unique_ptr<grpc::ClientReader<StepResponse>> reader =
+        Worker::NewStub(BareChannel(address_))->RunSteps(&context, request);
+    StepResponse response;
+    EXPECT_FALSE(reader->Read(&response));
+    grpc::Status s = reader->Finish();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+    EXPECT_THAT(s.error_message(), HasSubstr("Worker.RunSteps"));
+  }
+  grpc::ClientContext context;
+  SetDeadline(&context, 10);
+  std::unique_ptr<grpc::ClientReader<StepResponse>> reader =
+      Worker::NewStub(ChannelWithToken(address_, kToken))
+          ->RunSteps(&context, request);
+  StepResponse response;
+  EXPECT_FALSE(reader->Read(&response));  // step 7 did not run
+  grpc::Status s = reader->Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION)
+      << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr("not configured"));
+}
+
 TEST_F(WorkerAuthTest, OversizeStepRequestIsRefusedWithResourceExhausted) {
   grpc::ChannelArguments unlimited;
   unlimited.SetMaxSendMessageSize(-1);
