@@ -56,6 +56,14 @@ std::vector<X509Ptr> ReadCertificates(const std::string& pem) {
 absl::Status Configure(SSL_CTX* ctx, const TlsFiles& files,
                        DataPlaneTls::Role role) {
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  // AES-128-GCM first (OpenSSL's default puts AES-256 first): the fastest
+  // with AES-NI, what gRPC's BoringSSL prefers, and one the kernel's TLS
+  // takes. The list of TLS 1.2 ciphers stays OpenSSL's.
+  SSL_CTX_set_ciphersuites(ctx,
+                           "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:"
+                           "TLS_CHACHA20_POLY1305_SHA256");
+  // No read-ahead (fewer system calls in user space): it may keep OpenSSL
+  // from handing reception to the kernel.
 #ifdef SSL_OP_ENABLE_KTLS
   SSL_CTX_set_options(ctx, SSL_OP_ENABLE_KTLS);
 #endif
