@@ -20,6 +20,12 @@
 // the bytes (bench/grpc_floor.h): gRPC's own ceiling on this machine, so
 // the table separates what gRPC costs from what Tessera costs.
 //
+// With --tls (the default), the data plane is timed over TLS too
+// ("tcp-plane TLS": a second data plane server on the same shards, with
+// the --tls_* files or, without them, a throwaway CA and certificate made
+// by the openssl command), to show what encryption costs; the line before
+// the table says whether the kernel (kTLS) or OpenSSL encrypts.
+//
 // A third table times, without any transport, a plain memcpy (this
 // machine's memory bandwidth), the server's per-chunk copy + finiteness
 // check, and the SGD update a push ends with. "tcp then sgd" is the most a
@@ -38,10 +44,12 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -61,9 +69,11 @@
 #include "bench/grpc_floor.h"
 #include "bench/tcp_reference.h"
 #include "common/data_plane/data_plane_kind.h"
+#include "common/data_plane/tls.h"
 #include "common/grpc_channel.h"
 #include "common/optimizer/optimizers.h"
 #include "common/process_start.h"
+#include "common/security_flags.h"
 #include "common/transport_limits.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
@@ -73,6 +83,7 @@
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "grpcpp/support/channel_arguments.h"
+#include "ps_server/data_plane/dense_plane_client.h"
 #include "ps_server/data_plane/dense_plane_server.h"
 #include "ps_server/gradient_check.h"
 #include "ps_server/ps_client.h"
@@ -95,6 +106,10 @@ DEFINE_string(only, "",
               "Profiling: run only the measurements whose name contains this "
               "text (\"tessera push\", \"tcp\", \"local\", ...); the "
               "others read 0 in the tables.");
+DEFINE_bool(tls, true,
+            "Also time the data plane over TLS (\"tcp-plane TLS\"), with "
+            "the --tls_* files or else a throwaway CA and certificate made "
+            "by the openssl command.");
 DEFINE_int32(tcp_socket_buffer_bytes, 0,
              "SO_SNDBUF/SO_RCVBUF of the TCP reference's sockets; 0 keeps "
              "the system defaults (autotuned).");
@@ -118,7 +133,8 @@ struct Size {
 struct Row {
   double push = 0, tcp_push = 0, pull = 0, tcp_pull = 0;
   double plane_push = 0, plane_pull = 0, plane_pp = 0, tcp_pp = 0;
-  double grpc_push = 0, grpc_pull = 0;  // gRPC with nothing done
+  double tls_push = 0, tls_pull = 0, tls_pp = 0;  // the plane over TLS
+  double grpc_push = 0, grpc_pull = 0;            // gRPC with nothing done
   // No transport: one memcpy of the payload between two large buffers, and
   // the server's own work on a push: copy + finiteness check per chunk as
   // it arrives, then the SGD update of the whole shard.
@@ -214,6 +230,41 @@ struct Measurement {
 };
 
 // Runs `op` `warmup` times untimed, then `reps` times timed.
+// The TLS files of the "tcp-plane TLS" columns: --tls_*, or a CA and a
+// certificate for 127.0.0.1 made for this run; nullopt without --tls.
+absl::StatusOr<std::optional<TlsFiles>> BenchTlsFiles() {
+  if (!FLAGS_tls) return std::optional<TlsFiles>();
+  absl::StatusOr<std::optional<TlsFiles>> given = TlsFilesFromFlags();
+  if (!given.ok() || given->has_value()) return given;
+  char dir[] = "/tmp/bench_transport_tls_XXXXXX";
+  if (mkdtemp(dir) == nullptr) {
+    return absl::InternalError("no temporary folder for the certificates");
+  }
+  const std::string d = dir;
+  const std::string ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1";
+  const std::string script = absl::StrCat(
+      "(openssl req -x509 ", ec, " -nodes -days 1 -keyout ", d, "/ca.key -out ",
+      d, "/ca.pem -subj /CN=bench-ca",
+      " -addext basicConstraints=critical,CA:TRUE",
+      " -addext keyUsage=critical,keyCertSign,cRLSign && printf "
+      "'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,"
+      "clientAuth\n' > ",
+      d, "/node.ext && openssl req ", ec, " -nodes -keyout ", d,
+      "/node.key -out ", d, "/node.csr -subj /CN=node && openssl x509 -req ",
+      "-days 1 -in ", d, "/node.csr -CA ", d, "/ca.pem -CAkey ", d,
+      "/ca.key -CAcreateserial -out ", d, "/node.pem -extfile ", d,
+      "/node.ext) >/dev/null 2>&1");
+  const int rc = std::system(script.c_str());
+  absl::StatusOr<std::optional<TlsFiles>> made =
+      rc == 0 ? LoadTlsFiles(
+                    TlsPaths{d + "/node.pem", d + "/node.key", d + "/ca.pem"})
+              : absl::UnavailableError(
+                    "the openssl command could not make certificates (give "
+                    "--tls_* files, or --notls)");
+  std::system(absl::StrCat("rm -rf ", d).c_str());
+  return made;
+}
+
 template <typename Op>
 absl::StatusOr<Measurement> Measure(int64_t bytes, int reps, Op&& op) {
   for (int i = 0; i < FLAGS_warmup; ++i) {
@@ -299,6 +350,40 @@ absl::Status Run() {
   const std::string address = absl::StrCat("127.0.0.1:", port);
   DensePlaneServerOptions plane_options;
   plane_options.host = "127.0.0.1";
+  // The TLS plane first: the service announces the plain one, started
+  // last, and the TLS client is told its port directly.
+  absl::StatusOr<std::optional<TlsFiles>> tls_files = BenchTlsFiles();
+  if (!tls_files.ok()) return tls_files.status();
+  std::unique_ptr<DensePlaneServer> tls_plane;
+  std::unique_ptr<DensePlaneClient> tls_client;
+  if (tls_files->has_value()) {
+    DensePlaneServerOptions tls_options = plane_options;
+    tls_options.tls = *tls_files;
+    absl::StatusOr<std::unique_ptr<DensePlaneServer>> started =
+        DensePlaneServer::Start(&store, &service, tls_options);
+    if (!started.ok()) return started.status();
+    tls_plane = *std::move(started);
+    absl::StatusOr<std::shared_ptr<const DataPlaneTls>> tls =
+        DataPlaneTls::Create(**tls_files, DataPlaneTls::Role::kClient);
+    if (!tls.ok()) return tls.status();
+    DensePlaneClientOptions options;
+    options.host = "127.0.0.1";
+    const int tls_port = tls_plane->port();
+    options.resolve_port = [tls_port]() -> absl::StatusOr<int> {
+      return tls_port;
+    };
+    // One connection to say how its records are encrypted.
+    absl::StatusOr<Socket> probe = Socket::Connect("127.0.0.1", tls_port, 30);
+    if (!probe.ok()) return probe.status();
+    if (absl::Status s = (*tls)->Connect(*probe, "127.0.0.1"); !s.ok()) {
+      return s;
+    }
+    std::printf("  tcp-plane TLS: %s\n", DescribeTls(*probe).c_str());
+    std::fflush(stdout);
+    options.tls = *std::move(tls);
+    options.peer = "ps 0 (TLS plane)";
+    tls_client = std::make_unique<DensePlaneClient>(std::move(options));
+  }
   absl::StatusOr<std::unique_ptr<DensePlaneServer>> plane =
       DensePlaneServer::Start(&store, &service, plane_options);
   if (!plane.ok()) return plane.status();
@@ -391,6 +476,33 @@ absl::Status Run() {
       absl::Status s = plane_push();
       return s.ok() ? plane_pull() : s;
     };
+    // The TLS plane's client is a DensePlaneClient of its own (PsClient
+    // reaches the announced plane only); the same calls PsClient makes.
+    auto tls_push = [&]() -> absl::Status {
+      if (tls_client == nullptr) return absl::OkStatus();
+      response.Clear();
+      absl::Status s = tls_client->PushDense(
+          names, absl::MakeConstSpan(&grad, 1), {}, &response, nullptr);
+      if (!s.ok()) return s;
+      ++pushes;
+      if (response.applied_size() != 1 ||
+          response.applied(0).version() != pushes) {
+        return absl::InternalError(absl::StrCat(
+            "TLS PushDense of ", size.shard, ": expected version ", pushes,
+            " applied, got ", response.ShortDebugString()));
+      }
+      last_version = response.applied(0).version();
+      return absl::OkStatus();
+    };
+    auto tls_pull = [&]() -> absl::Status {
+      if (tls_client == nullptr) return absl::OkStatus();
+      return tls_client->PullDense(names, absl::MakeConstSpan(&out, 1),
+                                   nullptr);
+    };
+    auto tls_pp = [&] {
+      absl::Status s = tls_push();
+      return s.ok() ? tls_pull() : s;
+    };
     // The work a push costs the server beyond receiving the bytes, done
     // locally on the same number of floats: the context for the push ratio.
     auto local_memcpy = [&]() {
@@ -440,10 +552,14 @@ absl::Status Run() {
                     {"tcp-plane push", plane_push, {}},
                     {"tcp-plane pull", plane_pull, {}},
                     {"tcp-plane pp", plane_pp, {}},
-                    {"tcp pp", tcp_pp, {}}};
+                    {"tcp pp", tcp_pp, {}},
+                    {"tls-plane push", tls_push, {}},
+                    {"tls-plane pull", tls_pull, {}},
+                    {"tls-plane pp", tls_pp, {}}};
     for (int round = 1; round <= FLAGS_rounds; ++round) {
       for (Kind& kind : kinds) {
-        if (!absl::StrContains(kind.name, FLAGS_only)) {
+        if (!absl::StrContains(kind.name, FLAGS_only) ||
+            (tls_client == nullptr && absl::StartsWith(kind.name, "tls"))) {
           kind.gbps.push_back(0);
           continue;
         }
@@ -488,24 +604,29 @@ absl::Status Run() {
     row.plane_pull = Median(kinds[10].gbps);
     row.plane_pp = Median(kinds[11].gbps);
     row.tcp_pp = Median(kinds[12].gbps);
+    row.tls_push = Median(kinds[13].gbps);
+    row.tls_pull = Median(kinds[14].gbps);
+    row.tls_pp = Median(kinds[15].gbps);
     rows.push_back(row);
   }
   tcp->reset();
   plane->reset();
+  tls_client.reset();
+  tls_plane.reset();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
 
   auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
   // "ratio" is tcp-plane / tcp (the target); "grpc" is Tessera's gRPC
   // path and "floor" the same gRPC calls with nothing done with the bytes
   // (the most any gRPC service reaches here).
-  std::printf("\n%-8s %4s | %-21s %6s | %-15s | %-11s | %-17s | %s\n", "", "",
-              "tessera tcp-plane", "", "tessera grpc", "grpc floor", "tcp",
-              "ratio tcp-plane/tcp");
+  std::printf("\n%-8s %4s | %-21s %6s | %-20s | %-15s | %-11s | %-17s | %s\n",
+              "", "", "tessera tcp-plane", "", "tessera tcp-plane TLS",
+              "tessera grpc", "grpc floor", "tcp", "ratio tcp-plane/tcp");
   std::printf(
-      "%-8s %4s | %6s %6s %6s %6s | %7s %7s | %5s %5s | %5s %5s %5s | %5s "
-      "%5s %5s\n",
-      "size", "reps", "push", "pull", "PP", "", "push", "pull", "push", "pull",
-      "push", "pull", "PP", "push", "pull", "PP");
+      "%-8s %4s | %6s %6s %6s %6s | %6s %6s %6s | %7s %7s | %5s %5s | %5s "
+      "%5s %5s | %5s %5s %5s\n",
+      "size", "reps", "push", "pull", "PP", "", "push", "pull", "PP", "push",
+      "pull", "push", "pull", "push", "pull", "PP", "push", "pull", "PP");
   std::vector<std::string> missed, evaluated;
   bool has16 = false, has64 = false;
   for (size_t i = 0; i < sizes.size(); ++i) {
@@ -515,11 +636,12 @@ absl::Status Run() {
     const double pull_ratio = ratio(r.plane_pull, r.tcp_pull);
     const double pp_ratio = ratio(r.plane_pp, r.tcp_pp);
     std::printf(
-        "%-8s %4d | %6.2f %6.2f %6.2f %6s | %7.2f %7.2f | %5.2f %5.2f | "
-        "%5.2f %5.2f %5.2f | %5.2f %5.2f %5.2f\n",
+        "%-8s %4d | %6.2f %6.2f %6.2f %6s | %6.2f %6.2f %6.2f | %7.2f %7.2f | "
+        "%5.2f %5.2f | %5.2f %5.2f %5.2f | %5.2f %5.2f %5.2f\n",
         s.label.c_str(), s.reps, r.plane_push, r.plane_pull, r.plane_pp, "",
-        r.push, r.pull, r.grpc_push, r.grpc_pull, r.tcp_push, r.tcp_pull,
-        r.tcp_pp, push_ratio, pull_ratio, pp_ratio);
+        r.tls_push, r.tls_pull, r.tls_pp, r.push, r.pull, r.grpc_push,
+        r.grpc_pull, r.tcp_push, r.tcp_pull, r.tcp_pp, push_ratio, pull_ratio,
+        pp_ratio);
     if (s.bytes == 16 * kMiB || s.bytes == 64 * kMiB) {
       (s.bytes == 16 * kMiB ? has16 : has64) = true;
       evaluated.push_back(s.label);

@@ -15,18 +15,11 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/tls_files.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/security/server_credentials.h"
 
 namespace tessera {
-
-// The PEM text of this process's certificate (chain), its private key and
-// the CA that signs every certificate of the job.
-struct TlsFiles {
-  std::string cert_chain;
-  std::string private_key;
-  std::string ca;
-};
 
 // Where the three files are (the --tls_cert, --tls_key and --tls_ca flags
 // of the binaries, common/security_flags.h); errors name them by those

@@ -48,16 +48,25 @@ absl::StatusOr<DensePlaneClient*> PsClient::Plane() {
   if (plane_known_) return plane_.get();
   absl::StatusOr<int> port = DataPlanePort();
   if (!port.ok()) return port.status();
+  std::shared_ptr<const DataPlaneTls> tls;
+  if (options_.tls.has_value()) {
+    absl::StatusOr<std::shared_ptr<const DataPlaneTls>> made =
+        DataPlaneTls::Create(*options_.tls, DataPlaneTls::Role::kClient);
+    if (!made.ok()) return made.status();
+    tls = *std::move(made);
+  }
   plane_known_ = true;
   std::string host;
   int grpc_port = 0;
   if (*port <= 0 || !SplitHostPort(address_, &host, &grpc_port).ok()) {
     LOG(WARNING) << "ps " << task_index_ << " (" << address_
-                 << ") announces no TCP data plane (TLS, or an older server); "
-                    "its dense tensors travel over gRPC";
+                 << ") announces no TCP data plane (an older server); its "
+                    "dense tensors travel over gRPC";
     return nullptr;
   }
   DensePlaneClientOptions options;
+  options.tls = std::move(tls);
+  options.tls_server_name = options_.tls_target_name_override;
   options.host = host;
   options.resolve_port = [this] { return DataPlanePort(); };
   options.job_token = options_.job_token;

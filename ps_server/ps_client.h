@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,12 @@ struct PsClientOptions {
   // The job's token, proven on the data plane's connections (the channel
   // carries it for gRPC calls); empty: none.
   std::string job_token;
+  // The data plane's connections run TLS with the job's files, checking
+  // the server's certificate against the name the channel checks: the
+  // address's host, or `tls_target_name_override` (the channel's
+  // ChannelSecurity holds the same two); nullopt: plain TCP.
+  std::optional<TlsFiles> tls;
+  std::string tls_target_name_override;
 };
 
 // A blocking client of one parameter server, used by workers, the

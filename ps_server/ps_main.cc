@@ -5,7 +5,6 @@
 #include <memory>
 #include <string>
 
-#include "absl/strings/str_cat.h"
 #include "common/data_plane/socket.h"
 #include "common/grpc_channel.h"
 #include "common/process_start.h"
@@ -42,41 +41,38 @@ int main(int argc, char** argv) {
   tessera::ParameterServerService service(&store, options);
 
   const std::string address = cluster.own_address();
-  // Tensor bytes may also travel on a plain TCP data plane, on a port of
-  // the kernel's choosing that Health announces; workers use it with
-  // --data_plane=tcp. It has no TLS: a TLS job keeps every byte on gRPC.
-  std::unique_ptr<tessera::DensePlaneServer> data_plane;
-  if (!start.server.tls.has_value()) {
-    std::string host;
-    int port = 0;
-    tessera::DensePlaneServerOptions plane_options;
-    if (tessera::SplitHostPort(
-            tessera::ListenAddress(address, start.server.listen_host), &host,
-            &port)
-            .ok()) {
-      plane_options.host = host;
-    }
-    plane_options.job_token = options.auth.token();
-    plane_options.timeout_s = FLAGS_rpc_timeout_s;
-    absl::StatusOr<std::unique_ptr<tessera::DensePlaneServer>> started =
-        tessera::DensePlaneServer::Start(&store, &service, plane_options);
-    if (!started.ok()) {
-      LOG(ERROR) << started.status().message();
-      return 1;
-    }
-    data_plane = *std::move(started);
+  // Tensor bytes may also travel on a TCP data plane, on a port of the
+  // kernel's choosing that Health announces; workers use it with
+  // --data_plane=tcp. With --tls_* it runs TLS with the same files and
+  // trust as the gRPC server.
+  std::string host;
+  int port = 0;
+  tessera::DensePlaneServerOptions plane_options;
+  if (tessera::SplitHostPort(
+          tessera::ListenAddress(address, start.server.listen_host), &host,
+          &port)
+          .ok()) {
+    plane_options.host = host;
+  }
+  plane_options.job_token = options.auth.token();
+  plane_options.timeout_s = FLAGS_rpc_timeout_s;
+  plane_options.tls = start.server.tls;
+  absl::StatusOr<std::unique_ptr<tessera::DensePlaneServer>> data_plane =
+      tessera::DensePlaneServer::Start(&store, &service, plane_options);
+  if (!data_plane.ok()) {
+    LOG(ERROR) << data_plane.status().message();
+    return 1;
   }
   std::unique_ptr<grpc::Server> server =
       tessera::StartServer(address, &service, start.server);
   if (server == nullptr) return 1;
   LOG(INFO) << "ps " << options.task_index << " serving at " << address
-            << (data_plane != nullptr
-                    ? absl::StrCat(", data plane on port ", data_plane->port())
-                    : std::string(", no data plane (TLS)"));
+            << ", data plane on port " << (*data_plane)->port()
+            << (start.server.tls.has_value() ? " (TLS)" : "");
   const std::string why =
       tessera::WaitForShutdown(&service.shutdown_requested(), "request");
   LOG(INFO) << "ps " << options.task_index << " stopping (" << why << ")";
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  data_plane.reset();
+  data_plane->reset();
   return 0;
 }

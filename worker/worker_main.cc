@@ -31,10 +31,9 @@ DEFINE_string(device, "auto",
 DEFINE_string(data_plane, "grpc",
               "How dense tensors travel between this worker and the "
               "parameter servers: grpc (the ParameterServer calls) or tcp "
-              "(the plain TCP data plane each server announces, "
-              "authenticated with the job token; DESIGN.md, \"Bytes and "
-              "control travel apart\"). The data plane has no TLS: with "
-              "--tls_* set, tcp falls back to grpc.");
+              "(the TCP data plane each server announces, authenticated "
+              "with the job token, and TLS with --tls_*; DESIGN.md, "
+              "\"Bytes and control travel apart\").");
 
 int main(int argc, char** argv) {
   tessera::ProcessStart start = tessera::StartProcess(
@@ -77,19 +76,18 @@ int main(int argc, char** argv) {
     LOG(ERROR) << data_plane.status().message();
     return 2;
   }
-  if (*data_plane == tessera::DataPlaneKind::kTcp &&
-      start.security.tls.has_value()) {
-    // Parameter servers of a TLS job announce no data plane either.
-    LOG(WARNING) << "--data_plane=tcp: the TCP data plane has no TLS; with "
-                    "--tls_* set, tensors travel over gRPC (TLS) instead";
-    *data_plane = tessera::DataPlaneKind::kGrpc;
-  }
-  LOG(INFO) << "data plane: " << tessera::DataPlaneName(*data_plane);
+  LOG(INFO) << "data plane: " << tessera::DataPlaneName(*data_plane)
+            << (*data_plane == tessera::DataPlaneKind::kTcp &&
+                        start.security.tls.has_value()
+                    ? " (TLS)"
+                    : "");
   tessera::PsClientOptions ps_options;
   ps_options.chunk_bytes = FLAGS_chunk_bytes;
   ps_options.timeout_s = FLAGS_rpc_timeout_s;
   ps_options.data_plane = *data_plane;
   ps_options.job_token = start.security.job_token;
+  ps_options.tls = start.security.tls;
+  ps_options.tls_target_name_override = start.security.tls_target_name_override;
   tessera::RingAllReduceOptions ring_options;
   ring_options.chunk_bytes = FLAGS_chunk_bytes;
   ring_options.timeout_s = FLAGS_rpc_timeout_s;

@@ -19,6 +19,8 @@ constexpr uint8_t kVersion = 1;
 constexpr size_t kNonceBytes = 32;
 constexpr size_t kMacBytes = 32;
 constexpr size_t kHelloBytes = 8 + kNonceBytes;
+// hello[6]: TLS comes next (the clear greeting of a TLS server).
+constexpr uint8_t kHelloTls = 1;
 constexpr uint32_t kMaxReasonBytes = 4096;
 
 // HMAC-SHA256(token, role | server nonce | client nonce).
@@ -99,6 +101,11 @@ absl::Status OfferDataPlaneHandshake(Socket& socket, const std::string& token) {
         "data plane: the server's greeting is not a Tessera data plane's "
         "(version 1)");
   }
+  if (hello[6] == kHelloTls) {
+    return absl::UnavailableError(
+        "data plane: the server requires TLS, and this process has no TLS "
+        "files (--tls_cert, --tls_key, --tls_ca)");
+  }
   const bool server_checks = hello[5] != 0;
   const uint8_t* server_nonce = hello + 8;
   uint8_t answer[kNonceBytes + kMacBytes] = {};
@@ -145,6 +152,33 @@ absl::Status OfferDataPlaneHandshake(Socket& socket, const std::string& token) {
       return absl::UnauthenticatedError(
           "data plane: the server did not prove it holds the job token");
     }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SendTlsGreeting(Socket& socket) {
+  uint8_t hello[kHelloBytes] = {};
+  std::memcpy(hello, kHelloMagic, sizeof(kHelloMagic));
+  hello[4] = kVersion;
+  hello[6] = kHelloTls;
+  return socket.WriteFull(hello, sizeof(hello));
+}
+
+absl::Status ReadTlsGreeting(Socket& socket) {
+  uint8_t hello[kHelloBytes];
+  if (absl::Status s = socket.ReadFull(hello, sizeof(hello)); !s.ok()) {
+    return s;
+  }
+  if (std::memcmp(hello, kHelloMagic, sizeof(kHelloMagic)) != 0 ||
+      hello[4] != kVersion) {
+    return absl::UnavailableError(
+        "data plane: the server's greeting is not a Tessera data plane's "
+        "(version 1)");
+  }
+  if (hello[6] != kHelloTls) {
+    return absl::UnavailableError(
+        "data plane: the server speaks no TLS (its parameter server runs "
+        "without --tls_*), and this process requires it");
   }
   return absl::OkStatus();
 }

@@ -4,7 +4,7 @@
 // libcrypto) over fresh random nonces from both ends:
 //
 //   server -> client  "TSDH" | version (1) | auth (1: token required) |
-//                     2 zero bytes | server nonce (32)
+//                     tls (0) | zero byte | server nonce (32)
 //   client -> server  client nonce (32) |
 //                     HMAC(token, "tessera-dp-client" | nonces) (32)
 //   server -> client  code (4; absl::StatusCode) |
@@ -17,6 +17,13 @@
 // answer too, so a process that does not hold the token cannot pose as a
 // parameter server. Replayed answers are useless: both nonces are new per
 // connection.
+//
+// A server with TLS (common/data_plane/tls.h) first sends, in the clear, a
+// greeting of the same 40 bytes with tls = 1 and no nonce, then runs TLS,
+// and the exchange above inside it. A client without TLS reads that
+// greeting as its hello and stops with a clear error, rather than both
+// ends waiting for the other to speak first; a client with TLS that finds
+// tls = 0 stops likewise.
 #ifndef TESSERA_COMMON_DATA_PLANE_HANDSHAKE_H_
 #define TESSERA_COMMON_DATA_PLANE_HANDSHAKE_H_
 
@@ -36,6 +43,15 @@ absl::Status AcceptDataPlaneHandshake(Socket& socket, const std::string& token);
 // the server refused `token` or failed to prove it holds it; UNAVAILABLE
 // when the connection broke.
 absl::Status OfferDataPlaneHandshake(Socket& socket, const std::string& token);
+
+// The clear greeting of a TLS server, sent on a freshly accepted
+// connection before TLS starts.
+absl::Status SendTlsGreeting(Socket& socket);
+
+// Reads the server's clear greeting on a freshly made connection: OK when
+// it announces TLS; UNAVAILABLE saying so when the server speaks none, or
+// is no data plane.
+absl::Status ReadTlsGreeting(Socket& socket);
 
 }  // namespace tessera
 

@@ -17,7 +17,8 @@
 namespace tessera {
 
 absl::StatusOr<std::unique_ptr<Listener>> Listener::Start(
-    const std::string& host, int port, Serve serve) {
+    const std::string& host, int port, Serve serve,
+    std::shared_ptr<const DataPlaneTls> tls, double tls_timeout_s) {
   const std::string where = absl::StrCat(host, ":", port);
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -64,8 +65,8 @@ absl::StatusOr<std::unique_ptr<Listener>> Listener::Start(
       bound.ss_family == AF_INET6
           ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
           : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  std::unique_ptr<Listener> listener(
-      new Listener(fd, chosen_port, std::move(serve)));
+  std::unique_ptr<Listener> listener(new Listener(
+      fd, chosen_port, std::move(serve), std::move(tls), tls_timeout_s));
   if (pipe2(listener->wake_, O_CLOEXEC) != 0) {
     return absl::InternalError("data plane: no pipe for the listener");
   }
@@ -73,8 +74,14 @@ absl::StatusOr<std::unique_ptr<Listener>> Listener::Start(
   return listener;
 }
 
-Listener::Listener(int fd, int port, Serve serve)
-    : fd_(fd), port_(port), serve_(std::move(serve)) {}
+Listener::Listener(int fd, int port, Serve serve,
+                   std::shared_ptr<const DataPlaneTls> tls,
+                   double tls_timeout_s)
+    : fd_(fd),
+      port_(port),
+      serve_(std::move(serve)),
+      tls_(std::move(tls)),
+      tls_timeout_s_(tls_timeout_s) {}
 
 Listener::~Listener() {
   if (wake_[1] >= 0) {
@@ -138,7 +145,13 @@ void Listener::AcceptLoop() {
     Connection* c = &connections_.back();
     c->socket = Socket(client);
     c->thread = std::thread([this, c] {
-      serve_(c->socket);
+      absl::Status tls =
+          tls_ ? tls_->Accept(c->socket, tls_timeout_s_) : absl::OkStatus();
+      if (tls.ok()) {
+        serve_(c->socket);
+      } else {
+        LOG(WARNING) << "data plane: TLS refused a connection: " << tls;
+      }
       absl::MutexLock done_lock(&mu_);
       c->socket.Close();
       c->done = true;

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/data_plane/socket.h"
+#include "common/data_plane/tls.h"
 
 namespace tessera {
 
@@ -29,9 +30,14 @@ class Listener {
 
   // Listens on host:port ("::" or "" every interface, dual-stack; port 0:
   // one the kernel picks, see port()). UNAVAILABLE naming the address when
-  // it cannot.
+  // it cannot. With `tls` (a server's), every connection is TLS: its
+  // handshake runs on the connection's thread (bounded by
+  // `tls_timeout_s`) before `serve` gets the socket, and a connection it
+  // refuses is logged and closed.
   static absl::StatusOr<std::unique_ptr<Listener>> Start(
-      const std::string& host, int port, Serve serve);
+      const std::string& host, int port, Serve serve,
+      std::shared_ptr<const DataPlaneTls> tls = nullptr,
+      double tls_timeout_s = 30);
 
   Listener(const Listener&) = delete;
   Listener& operator=(const Listener&) = delete;
@@ -48,7 +54,8 @@ class Listener {
     bool done = false;
   };
 
-  Listener(int fd, int port, Serve serve);
+  Listener(int fd, int port, Serve serve,
+           std::shared_ptr<const DataPlaneTls> tls, double tls_timeout_s);
   void AcceptLoop();
   // Joins the threads of connections that ended.
   void Reap() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -56,6 +63,8 @@ class Listener {
   const int fd_;
   const int port_;
   const Serve serve_;
+  const std::shared_ptr<const DataPlaneTls> tls_;
+  const double tls_timeout_s_;
   int wake_[2] = {-1, -1};  // a pipe that ends the accept loop
   absl::Mutex mu_;
   std::list<Connection> connections_ ABSL_GUARDED_BY(mu_);

@@ -5,6 +5,8 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -12,13 +14,22 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/data_plane/tls_io.h"
 
 namespace tessera {
 namespace {
+
+// The most one SSL_read or SSL_write is asked for (its length is an int).
+constexpr size_t kMaxTlsCall = size_t{1} << 30;
+// The largest payload of one TLS record: small parts of a message are
+// gathered up to this, so a frame header does not travel in a record (and
+// a TCP segment) of its own.
+constexpr size_t kTlsRecordBytes = 16384;
 
 absl::Status IoError(const char* what, int err) {
   if (err == EAGAIN || err == EWOULDBLOCK) {
@@ -45,9 +56,16 @@ Socket& Socket::operator=(Socket&& other) noexcept {
   if (this != &other) {
     Close();
     fd_ = other.fd_;
+    ssl_ = other.ssl_;
     other.fd_ = -1;
+    other.ssl_ = nullptr;
   }
   return *this;
+}
+
+void Socket::AttachTls(ssl_st* ssl) {
+  if (ssl_ != nullptr) SSL_free(ssl_);
+  ssl_ = ssl;
 }
 
 absl::Status SplitHostPort(const std::string& address, std::string* host,
@@ -138,6 +156,7 @@ absl::Status Socket::SetTimeout(double seconds) {
 }
 
 absl::Status Socket::ReadFull(void* dst, size_t n) {
+  if (ssl_ != nullptr) return TlsRead(dst, n);
   char* out = static_cast<char*>(dst);
   while (n > 0) {
     const ssize_t got = recv(fd_, out, n, 0);
@@ -156,6 +175,16 @@ absl::Status Socket::ReadFull(void* dst, size_t n) {
 
 absl::Status Socket::ReadFullAfterIdle(void* dst, size_t n) {
   if (n == 0) return absl::OkStatus();
+  if (ssl_ != nullptr) {
+    // A record arrives whole or not at all for SSL_read, so wait for the
+    // first byte on the descriptor instead (unless OpenSSL holds some).
+    while (SSL_has_pending(ssl_) == 0) {
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, -1) >= 0) break;
+      if (errno != EINTR) return IoError("read", errno);
+    }
+    return TlsRead(dst, n);
+  }
   while (true) {
     const ssize_t got = recv(fd_, dst, n, 0);
     if (got > 0) {
@@ -172,6 +201,7 @@ absl::Status Socket::ReadFullAfterIdle(void* dst, size_t n) {
 }
 
 absl::Status Socket::WriteAll(absl::Span<const iovec> parts, bool more) {
+  if (ssl_ != nullptr) return TlsWriteAll(parts);
   // sendmsg advances through a copy of the vector; the bytes stay put.
   std::vector<iovec> left(parts.begin(), parts.end());
   size_t first = 0;
@@ -208,6 +238,7 @@ absl::Status Socket::WriteFull(const void* src, size_t n) {
 
 bool Socket::IdleAndOpen() const {
   if (fd_ < 0) return false;
+  if (ssl_ != nullptr && SSL_has_pending(ssl_) != 0) return false;
   char byte;
   const ssize_t got = recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
   return got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
@@ -217,7 +248,86 @@ void Socket::Shutdown() {
   if (fd_ >= 0) shutdown(fd_, SHUT_RDWR);
 }
 
+absl::Status Socket::TlsRead(void* dst, size_t n) {
+  // A read writes too: an alert when the session fails, even on a peer
+  // that is gone.
+  ScopedNoSigpipe no_sigpipe;
+  char* out = static_cast<char*>(dst);
+  while (n > 0) {
+    ERR_clear_error();
+    const int got =
+        SSL_read(ssl_, out, static_cast<int>(std::min(n, kMaxTlsCall)));
+    const int err = errno;
+    if (got > 0) {
+      out += got;
+      n -= static_cast<size_t>(got);
+      continue;
+    }
+    const int why = SSL_get_error(ssl_, got);
+    if ((why == SSL_ERROR_WANT_READ || why == SSL_ERROR_WANT_WRITE) &&
+        err == EINTR) {
+      continue;
+    }
+    return TlsCallStatus("read", ssl_, got, err);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Socket::TlsWrite(const char* src, size_t n) {
+  while (n > 0) {
+    const int len = static_cast<int>(std::min(n, kMaxTlsCall));
+    ERR_clear_error();
+    const int sent = SSL_write(ssl_, src, len);
+    const int err = errno;
+    if (sent > 0) {
+      src += sent;
+      n -= static_cast<size_t>(sent);
+      continue;
+    }
+    const int why = SSL_get_error(ssl_, sent);
+    // OpenSSL wants the interrupted call repeated as it was.
+    if ((why == SSL_ERROR_WANT_READ || why == SSL_ERROR_WANT_WRITE) &&
+        err == EINTR) {
+      continue;
+    }
+    return TlsCallStatus("write", ssl_, sent, err);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Socket::TlsWriteAll(absl::Span<const iovec> parts) {
+  ScopedNoSigpipe no_sigpipe;
+  std::string gathered;
+  for (const iovec& part : parts) {
+    const char* p = static_cast<const char*>(part.iov_base);
+    size_t len = part.iov_len;
+    while (len > 0) {
+      if (gathered.empty() && len >= kTlsRecordBytes) {
+        // Encrypted straight from the caller's buffer.
+        if (absl::Status s = TlsWrite(p, len); !s.ok()) return s;
+        break;
+      }
+      const size_t take = std::min(len, kTlsRecordBytes - gathered.size());
+      gathered.append(p, take);
+      p += take;
+      len -= take;
+      if (gathered.size() == kTlsRecordBytes) {
+        if (absl::Status s = TlsWrite(gathered.data(), gathered.size());
+            !s.ok()) {
+          return s;
+        }
+        gathered.clear();
+      }
+    }
+  }
+  return TlsWrite(gathered.data(), gathered.size());
+}
+
 void Socket::Close() {
+  if (ssl_ != nullptr) {
+    SSL_free(ssl_);
+    ssl_ = nullptr;
+  }
   if (fd_ >= 0) {
     close(fd_);
     fd_ = -1;

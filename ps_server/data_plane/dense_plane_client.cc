@@ -29,12 +29,20 @@ absl::StatusOr<Socket> DensePlaneClient::Acquire() {
   absl::StatusOr<int> port = options_.resolve_port();
   if (!port.ok()) return port.status();
   if (*port <= 0) {
-    return absl::UnavailableError(
-        "the server announces no data plane (restarted with TLS?)");
+    return absl::UnavailableError("the server announces no data plane");
   }
   absl::StatusOr<Socket> socket =
       Socket::Connect(options_.host, *port, options_.timeout_s);
   if (!socket.ok()) return socket.status();
+  if (options_.tls != nullptr) {
+    if (absl::Status s =
+            options_.tls->Connect(*socket, options_.tls_server_name.empty()
+                                               ? options_.host
+                                               : options_.tls_server_name);
+        !s.ok()) {
+      return s;
+    }
+  }
   if (absl::Status s = OfferDataPlaneHandshake(*socket, options_.job_token);
       !s.ok()) {
     return s;

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "common/data_plane/socket.h"
+#include "common/data_plane/tls.h"
 #include "proto/ps_service.pb.h"
 #include "ps_server/sync_push.h"
 
@@ -26,6 +28,11 @@ struct DensePlaneClientOptions {
   double timeout_s = 120;  // connect, and no progress for this long
   // Prefixes every error, e.g. "ps 1 (10.0.0.2:2222)".
   std::string peer;
+  // Every connection runs TLS with it (common/data_plane/tls.h), checking
+  // that the server's certificate names `tls_server_name` (empty: `host`);
+  // null: plain TCP.
+  std::shared_ptr<const DataPlaneTls> tls;
+  std::string tls_server_name;
 };
 
 // A worker's end of one parameter server's TCP data plane

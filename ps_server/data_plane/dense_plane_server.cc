@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 #include "common/data_plane/handshake.h"
+#include "common/data_plane/tls.h"
 #include "glog/logging.h"
 #include "ps_server/data_plane/dense_wire.h"
 #include "ps_server/dense_push_apply.h"
@@ -50,9 +51,17 @@ absl::StatusOr<std::unique_ptr<DensePlaneServer>> DensePlaneServer::Start(
   std::unique_ptr<DensePlaneServer> server(
       new DensePlaneServer(store, service, std::move(options)));
   DensePlaneServer* self = server.get();
-  absl::StatusOr<std::unique_ptr<Listener>> listener =
-      Listener::Start(self->options_.host, self->options_.port,
-                      [self](Socket& socket) { self->Serve(socket); });
+  std::shared_ptr<const DataPlaneTls> tls;
+  if (self->options_.tls.has_value()) {
+    absl::StatusOr<std::shared_ptr<const DataPlaneTls>> made =
+        DataPlaneTls::Create(*self->options_.tls, DataPlaneTls::Role::kServer);
+    if (!made.ok()) return made.status();
+    tls = *std::move(made);
+  }
+  absl::StatusOr<std::unique_ptr<Listener>> listener = Listener::Start(
+      self->options_.host, self->options_.port,
+      [self](Socket& socket) { self->Serve(socket); }, std::move(tls),
+      std::min(self->options_.timeout_s, 30.0));
   if (!listener.ok()) return listener.status();
   server->listener_ = *std::move(listener);
   service->set_data_plane_port(server->port());

@@ -2,6 +2,7 @@
 #define TESSERA_PS_SERVER_DATA_PLANE_DENSE_PLANE_SERVER_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -10,6 +11,7 @@
 #include "common/data_plane/listener.h"
 #include "common/data_plane/socket.h"
 #include "common/serial_executor.h"
+#include "common/tls_files.h"
 #include "ps_server/ps_service.h"
 #include "ps_server/shard_store.h"
 
@@ -25,6 +27,9 @@ struct DensePlaneServerOptions {
   std::string job_token;
   // A connection that makes no progress for this long is dropped.
   double timeout_s = 120;
+  // TLS with the job's files (common/data_plane/tls.h), as its gRPC
+  // server; nullopt: plain TCP.
+  std::optional<TlsFiles> tls;
 };
 
 // A parameter server's TCP data plane (DESIGN.md, "Bytes and control

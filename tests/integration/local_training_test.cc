@@ -149,6 +149,31 @@ TEST_F(LocalTrainingTest, TlsFlagsOfTheLauncherReachEveryProcess) {
   EXPECT_THAT(mismatch.output, Not(HasSubstr("empty address list")));
 }
 
+// Issue #18: with --tls_* the TCP data plane runs TLS too (no fallback
+// to gRPC), and dense tensors still reach the servers.
+TEST_F(LocalTrainingTest, TlsJobMovesTensorsOnTheTcpDataPlaneOverTls) {
+  if (!MakeCertificates(dir_)) GTEST_SKIP() << "openssl is not installed";
+  const fs::path run_dir = dir_ / "run";
+  ShellResult run = Shell(absl::StrCat(
+      Launcher(), " --num_ps=1 --num_workers=1 --data_plane=tcp --run_dir=",
+      run_dir.string(), " --tls_cert=", (dir_ / "node.pem").string(),
+      " --tls_key=", (dir_ / "node.key").string(),
+      " --tls_ca=", (dir_ / "ca.pem").string(),
+      " -- --epochs=1 --train_examples=2000 --test_examples=500"));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("final test accuracy"));
+  const std::string ps = ReadFile(run_dir / "ps-0.log");
+  const std::string worker = ReadFile(run_dir / "worker-0.log");
+  EXPECT_THAT(ps, HasSubstr("data plane on port"));
+  EXPECT_THAT(worker, HasSubstr("data plane: tcp (TLS)"));
+  // Both ends made TLS sessions on the plane, and no connection was
+  // refused.
+  EXPECT_THAT(ps, HasSubstr("data plane TLS: TLSv1.3"));
+  EXPECT_THAT(worker, HasSubstr("data plane TLS: TLSv1.3"));
+  EXPECT_THAT(ps, Not(HasSubstr("TLS refused a connection")));
+  EXPECT_THAT(worker, Not(HasSubstr("travel over gRPC")));
+}
+
 TEST_F(LocalTrainingTest, PrefetchingWorkersStillLearn) {
   const fs::path run_dir = dir_ / "run";
   ShellResult run = Shell(

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "common/grpc_channel.h"
 #include "common/initializer.h"
 #include "common/rpc_auth.h"
+#include "common/tls_files.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/security/server_credentials.h"
@@ -109,13 +111,16 @@ using optimizer_test::SgdConfig;
 // PsClients talking to it over either.
 class TestPsServer {
  public:
-  // `auth` (default: none) is the token calls must carry.
-  explicit TestPsServer(RpcAuth auth = RpcAuth())
+  // `auth` (default: none) is the token calls must carry; with
+  // `plane_tls` the data plane runs TLS (gRPC stays plaintext).
+  explicit TestPsServer(RpcAuth auth = RpcAuth(),
+                        std::optional<TlsFiles> plane_tls = std::nullopt)
       : service_(&store_, ServiceOptions(auth)) {
     DensePlaneServerOptions plane;
     plane.host = "127.0.0.1";
     plane.job_token = auth.token();
     plane.timeout_s = 60;
+    plane.tls = std::move(plane_tls);
     absl::StatusOr<std::unique_ptr<DensePlaneServer>> started =
         DensePlaneServer::Start(&store_, &service_, plane);
     if (started.ok()) plane_ = *std::move(started);
@@ -160,6 +165,25 @@ class TestPsServer {
     options.timeout_s = 60;
     options.data_plane = plane;
     options.job_token = token;
+    ChannelSecurity security;
+    security.job_token = token;
+    return std::make_unique<PsClient>(address_, 0,
+                                      MakeChannel(address_, security), options);
+  }
+
+  // A client on the data plane with TLS `tls` (the server's certificate
+  // must name `tls_name`, empty: 127.0.0.1), proving `token`.
+  std::unique_ptr<PsClient> NewTlsClient(const std::string& token,
+                                         std::optional<TlsFiles> tls,
+                                         const std::string& tls_name = "",
+                                         double timeout_s = 60) const {
+    PsClientOptions options;
+    options.chunk_bytes = kTestChunkBytes;
+    options.timeout_s = timeout_s;
+    options.data_plane = DataPlaneKind::kTcp;
+    options.job_token = token;
+    options.tls = std::move(tls);
+    options.tls_target_name_override = tls_name;
     ChannelSecurity security;
     security.job_token = token;
     return std::make_unique<PsClient>(address_, 0,

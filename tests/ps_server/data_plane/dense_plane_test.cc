@@ -203,7 +203,7 @@ TEST(DensePlaneTest, JobTokenIsProvenOnThePlane) {
 TEST(DensePlaneTest, ServerWithoutDataPlaneIsReachedOverGrpc) {
   ps_test::TestPsServer server;
   ASSERT_TRUE(server.started());
-  server.service().set_data_plane_port(0);  // as a TLS server announces
+  server.service().set_data_plane_port(0);  // as an older server announces
   std::unique_ptr<PsClient> client = server.NewClient(DataPlaneKind::kTcp);
   Create(*client, BigShard());
   std::vector<float> grad(10000, 2.0f);
