@@ -21,7 +21,11 @@ constexpr uint32_t kSurvivedBit = 1u << 30;  // lived through a sweep
 constexpr uint32_t kCountMask = kSurvivedBit - 1;
 constexpr int kMaxSlots = 8;
 constexpr int64_t kBlockBytes = 256 << 10;
-constexpr int kStripeShift = 58;  // top 6 bits of the hash pick the stripe
+constexpr int kStripeShift = 58;
+// Lookups whose index entries and records are fetched together
+// (PrefetchWindow): enough to keep the memory system busy, few enough
+// that the first is still in cache when the last arrives.
+constexpr int kPrefetchWindow = 32;  // top 6 bits of the hash pick the stripe
 static_assert(HashTable::kStripes == 1 << (64 - kStripeShift),
               "stripe bits and stripe count disagree");
 
@@ -332,32 +336,40 @@ HashTable::Batch& HashTable::GroupByStripe(absl::Span<const int64_t> ids) {
   return batch;
 }
 
-void HashTable::Prefetch(const Stripe& s, const Batch& batch, int j, int end,
-                         int64_t record_bytes) const {
-  // Lookups are two dependent cache misses (index entry, then record).
-  // Fetch the index entry kAhead ids ahead, and the record of an entry
-  // fetched earlier kAhead / 2 ahead, so both are in cache when needed. A
-  // record spans several lines (a dim-64 Adagrad row is 9): all that the
-  // caller will touch are fetched, not just the first.
-  constexpr int kAhead = 8;
+void HashTable::PrefetchWindow(const Stripe& s, const Batch& batch, int begin,
+                               int end, int64_t record_bytes) const {
+  // A lookup is two dependent cache misses, its index entry and then its
+  // record. Taken one id at a time they cost two memory latencies each;
+  // here a window's index entries are all requested first, then (once
+  // they arrive, in parallel) every record each names, all its lines the
+  // caller touches (a dim-64 Adagrad row spans 9), so the lookups that
+  // follow find them in cache.
   constexpr int64_t kLine = 64;
   constexpr int64_t kMaxLines = 32;
+  constexpr int kMaxProbe = 4;
   const size_t mask = s.index.size() - 1;
+  const uint32_t* index = s.index.data();
   const uint64_t* hashes = batch.hashes.data();
   const int* order = batch.order.data();
-  if (j + kAhead < end) {
-    __builtin_prefetch(&s.index[hashes[order[j + kAhead]] & mask]);
+  for (int j = begin; j < end; ++j) {
+    __builtin_prefetch(&index[hashes[order[j]] & mask]);
   }
-  if (j + kAhead / 2 < end) {
-    const uint64_t hash = hashes[order[j + kAhead / 2]];
-    const uint32_t e = s.index[hash & mask];
-    if (e != kEmpty && (e & 0xFF) == TagOf(hash)) {
+  const int64_t lines = std::min(kMaxLines, (record_bytes + kLine - 1) / kLine);
+  for (int j = begin; j < end; ++j) {
+    const uint64_t hash = hashes[order[j]];
+    const uint32_t tag = TagOf(hash);
+    size_t i = hash & mask;
+    // The first entry of the probe run with the row's tag: almost always
+    // the row itself, and on the same index line as the home slot.
+    for (int probe = 0; probe < kMaxProbe; ++probe, i = (i + 1) & mask) {
+      const uint32_t e = index[i];
+      if (e == kEmpty) break;
+      if ((e & 0xFF) != tag) continue;
       const char* record = Record(s, e >> 8);
-      const int64_t lines =
-          std::min(kMaxLines, (record_bytes + kLine - 1) / kLine);
       for (int64_t l = 0; l < lines; ++l) {
         __builtin_prefetch(record + l * kLine);
       }
+      break;
     }
   }
 }
@@ -399,7 +411,10 @@ int64_t HashTable::Read(absl::Span<const int64_t> ids, float* dst) {
     Stripe& s = stripes_[k];
     absl::MutexLock lock(&s.mu);
     for (int j = starts[k]; j < starts[k + 1]; ++j) {
-      Prefetch(s, batch, j, starts[k + 1], touched);
+      if ((j - starts[k]) % kPrefetchWindow == 0) {
+        PrefetchWindow(s, batch, j,
+                       std::min(j + kPrefetchWindow, starts[k + 1]), touched);
+      }
       const int i = order[j];
       float* out = dst + static_cast<int64_t>(i) * dim_;
       char* record = FindOrCreate(s, ids[i], hashes[i]);
@@ -431,7 +446,11 @@ int64_t HashTable::Apply(absl::Span<const int64_t> ids,
     Stripe& s = stripes_[k];
     absl::MutexLock lock(&s.mu);
     for (int j = starts[k]; j < starts[k + 1]; ++j) {
-      Prefetch(s, batch, j, starts[k + 1], record_bytes_);
+      if ((j - starts[k]) % kPrefetchWindow == 0) {
+        PrefetchWindow(s, batch, j,
+                       std::min(j + kPrefetchWindow, starts[k + 1]),
+                       record_bytes_);
+      }
       const int i = order[j];
       char* record = FindOrCreate(s, ids[i], hashes[i]);
       if (record == nullptr) {

@@ -196,10 +196,11 @@ class HashTable final : public RowTable {
   // Locks (unlocks) every stripe, in stripe order.
   void LockAllStripes() const ABSL_NO_THREAD_SAFETY_ANALYSIS;
   void UnlockAllStripes() const ABSL_NO_THREAD_SAFETY_ANALYSIS;
-  // Prefetches what the lookups of order[j + a few] will touch: the index
-  // entry, then the first `record_bytes` of the record it names.
-  void Prefetch(const Stripe& s, const Batch& batch, int j, int end,
-                int64_t record_bytes) const ABSL_SHARED_LOCKS_REQUIRED(s.mu);
+  // Prefetches what the lookups of order[begin, end) will touch: their
+  // index entries, then the first `record_bytes` of the records they name.
+  void PrefetchWindow(const Stripe& s, const Batch& batch, int begin, int end,
+                      int64_t record_bytes) const
+      ABSL_SHARED_LOCKS_REQUIRED(s.mu);
   float* Values(char* record) const {
     return reinterpret_cast<float*>(record + header_bytes_);
   }
