@@ -6,13 +6,15 @@
 //               them) and reports its resident bytes by the table's own
 //               accounting and by VmRSS (after - before), against
 //               rows * dim * 4 * (1 + slots) and the 1.25 x bound.
-//   throughput  One in-process parameter server on loopback. --clients
+//   throughput  One in-process parameter server on loopback, its gRPC
+//               service and its TCP data plane side by side. --clients
 //               threads each loop: draw --batch ids from a Zipf(--zipf_s)
 //               law over --vocab ids, deduplicate them (as a worker does),
 //               PullRows the unique ids, PushRows one gradient row per id
 //               (Adagrad). Reports unique rows pulled and pushed per second,
 //               for hash tables and for fixed tables (--fixed_rows rows,
-//               one lock per shard) at each of --dims.
+//               one lock per shard) at each of --dims, on each of --planes
+//               (grpc, tcp) in the same run.
 //   scale       --scale_servers parameter servers, each its own forked
 //               process on loopback, hold one shard each of a dim-16
 //               Adagrad hash table. --scale_workers client threads first
@@ -52,6 +54,7 @@
 #include "absl/strings/str_split.h"
 #include "bench/embedding_dlrm.h"
 #include "bench/embedding_servers.h"
+#include "common/data_plane/data_plane_kind.h"
 #include "common/grpc_channel.h"
 #include "common/optimizer/optimizer.h"
 #include "gflags/gflags.h"
@@ -60,6 +63,7 @@
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "partitioners/hash_routing.h"
+#include "ps_server/data_plane/dense_plane_server.h"
 #include "ps_server/hash_table.h"
 #include "ps_server/ps_client.h"
 #include "ps_server/ps_service.h"
@@ -73,6 +77,8 @@ DEFINE_int64(vocab, 10000000, "Distinct ids the Zipf law draws from.");
 DEFINE_double(zipf_s, 1.05, "Zipf exponent.");
 DEFINE_int32(batch, 4096, "Ids per batch, before deduplication.");
 DEFINE_string(clients, "1,4", "Client threads for the throughput runs.");
+DEFINE_string(planes, "grpc,tcp",
+              "Planes the throughput runs' row calls travel on: grpc, tcp.");
 DEFINE_double(seconds, 5, "Timed seconds per throughput measurement.");
 DEFINE_int64(fixed_rows, 1000000,
              "Rows of the fixed table in the throughput runs (Zipf ranks "
@@ -194,6 +200,7 @@ struct ThroughputResult {
 // Clients pull and push deduplicated batches of `table` until the time is
 // up; the first second is a warm-up.
 absl::StatusOr<ThroughputResult> RunClients(const std::string& address,
+                                            DataPlaneKind plane,
                                             const std::string& table, bool hash,
                                             int64_t dim, int clients,
                                             const Batches& batches) {
@@ -203,7 +210,10 @@ absl::StatusOr<ThroughputResult> RunClients(const std::string& address,
   std::vector<std::thread> threads;
   for (int c = 0; c < clients; ++c) {
     threads.emplace_back([&, c] {
-      PsClient client(address, 0, MakeChannel(address, ChannelSecurity()));
+      PsClientOptions options;
+      options.data_plane = plane;
+      PsClient client(address, 0, MakeChannel(address, ChannelSecurity()),
+                      options);
       std::vector<int64_t> ids;
       std::vector<float> values, grads;
       absl::flat_hash_set<int64_t> seen;
@@ -268,6 +278,23 @@ int RunThroughput(const std::vector<int64_t>& dims) {
     LOG(ERROR) << "could not start the server";
     return 1;
   }
+  DensePlaneServerOptions plane_options;
+  plane_options.host = "127.0.0.1";
+  absl::StatusOr<std::unique_ptr<DensePlaneServer>> plane =
+      DensePlaneServer::Start(&store, &service, plane_options);
+  if (!plane.ok()) {
+    LOG(ERROR) << "could not start the data plane: " << plane.status();
+    return 1;
+  }
+  std::vector<DataPlaneKind> planes;
+  for (absl::string_view name : absl::StrSplit(FLAGS_planes, ',')) {
+    absl::StatusOr<DataPlaneKind> kind = ParseDataPlaneKind(std::string(name));
+    if (!kind.ok()) {
+      LOG(ERROR) << kind.status();
+      return 1;
+    }
+    planes.push_back(*kind);
+  }
   const std::string address = absl::StrCat("127.0.0.1:", port);
   const Batches batches = MakeBatches(256);
   std::printf(
@@ -276,9 +303,9 @@ int RunThroughput(const std::vector<int64_t>& dims) {
       "unique rows pulled and pushed per second (%u cores here)\n",
       FLAGS_batch, FLAGS_zipf_s, FLAGS_vocab,
       std::thread::hardware_concurrency());
-  std::printf("%-6s %4s %7s %10s %10s %12s %12s %10s\n", "table", "dim",
-              "clients", "uniq/batch", "batches/s", "rows/s", "table_rows",
-              "resid_MB");
+  std::printf("%-6s %4s %7s %5s %10s %10s %12s %12s %10s\n", "table", "dim",
+              "clients", "plane", "uniq/batch", "batches/s", "rows/s",
+              "table_rows", "resid_MB");
   std::fflush(stdout);
   PsClient admin(address, 0, MakeChannel(address, ChannelSecurity()));
   for (const char* kind : {"hash", "fixed"}) {
@@ -307,23 +334,27 @@ int RunThroughput(const std::vector<int64_t>& dims) {
       }
       const std::string shard = request.shards(0).name();
       for (int64_t clients : ParseList(FLAGS_clients)) {
-        absl::StatusOr<ThroughputResult> r =
-            RunClients(address, shard, hash, dim, clients, batches);
-        if (!r.ok()) {
-          LOG(ERROR) << r.status();
-          return 1;
+        for (DataPlaneKind plane_kind : planes) {
+          absl::StatusOr<ThroughputResult> r = RunClients(
+              address, plane_kind, shard, hash, dim, clients, batches);
+          if (!r.ok()) {
+            LOG(ERROR) << r.status();
+            return 1;
+          }
+          absl::StatusOr<std::shared_ptr<RowTable>> table =
+              store.FindRows(shard);
+          const int64_t table_rows =
+              hash ? static_cast<HashTable&>(**table).rows() : FLAGS_fixed_rows;
+          std::printf("%-6s %4ld %7ld %5s %10.0f %10.1f %12.0f %12ld %10.1f\n",
+                      kind, dim, clients, DataPlaneName(plane_kind),
+                      r->unique_per_batch, r->batches_per_s, r->rows_per_s,
+                      table_rows, (*table)->resident_bytes() / 1e6);
+          std::fflush(stdout);
         }
-        absl::StatusOr<std::shared_ptr<RowTable>> table = store.FindRows(shard);
-        const int64_t table_rows =
-            hash ? static_cast<HashTable&>(**table).rows() : FLAGS_fixed_rows;
-        std::printf("%-6s %4ld %7ld %10.0f %10.1f %12.0f %12ld %10.1f\n", kind,
-                    dim, clients, r->unique_per_batch, r->batches_per_s,
-                    r->rows_per_s, table_rows,
-                    (*table)->resident_bytes() / 1e6);
-        std::fflush(stdout);
       }
     }
   }
+  plane->reset();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   return 0;
 }

@@ -21,7 +21,11 @@ constexpr uint32_t kSurvivedBit = 1u << 30;  // lived through a sweep
 constexpr uint32_t kCountMask = kSurvivedBit - 1;
 constexpr int kMaxSlots = 8;
 constexpr int64_t kBlockBytes = 256 << 10;
-constexpr int kStripeShift = 58;  // top 6 bits of the hash pick the stripe
+constexpr int kStripeShift = 58;
+// Lookups whose index entries and records are fetched together
+// (PrefetchWindow): enough to keep the memory system busy, few enough
+// that the first is still in cache when the last arrives.
+constexpr int kPrefetchWindow = 32;  // top 6 bits of the hash pick the stripe
 static_assert(HashTable::kStripes == 1 << (64 - kStripeShift),
               "stripe bits and stripe count disagree");
 
@@ -309,41 +313,63 @@ void HashTable::Remove(Stripe& s, uint32_t row) {
   rows_.fetch_sub(1, std::memory_order_relaxed);
 }
 
-void HashTable::GroupByStripe(absl::Span<const int64_t> ids,
-                              std::vector<uint64_t>* hashes,
-                              std::vector<int>* order,
-                              std::vector<int>* starts) const {
+HashTable::Batch& HashTable::GroupByStripe(absl::Span<const int64_t> ids) {
+  thread_local Batch batch;
   const size_t n = ids.size();
-  hashes->resize(n);
-  order->resize(n);
-  starts->assign(kStripes + 1, 0);
+  batch.hashes.resize(n);
+  batch.order.resize(n);
+  batch.starts.assign(kStripes + 1, 0);
+  int* starts = batch.starts.data();
+  uint64_t* hashes = batch.hashes.data();
   for (size_t i = 0; i < n; ++i) {
     const uint64_t h = TableHash(ids[i]);
-    (*hashes)[i] = h;
-    ++(*starts)[StripeOf(h) + 1];
+    hashes[i] = h;
+    ++starts[StripeOf(h) + 1];
   }
-  for (int k = 0; k < kStripes; ++k) (*starts)[k + 1] += (*starts)[k];
-  std::vector<int> next(starts->begin(), starts->end() - 1);
+  for (int k = 0; k < kStripes; ++k) starts[k + 1] += starts[k];
+  batch.next.assign(starts, starts + kStripes);
+  int* next = batch.next.data();
+  int* order = batch.order.data();
   for (size_t i = 0; i < n; ++i) {
-    (*order)[next[StripeOf((*hashes)[i])]++] = static_cast<int>(i);
+    order[next[StripeOf(hashes[i])]++] = static_cast<int>(i);
   }
+  return batch;
 }
 
-void HashTable::Prefetch(const Stripe& s, const std::vector<uint64_t>& hashes,
-                         const std::vector<int>& order, int j, int end) const {
-  // Lookups are two dependent cache misses (index entry, then record).
-  // Fetch the index entry kAhead ids ahead, and the record of an entry
-  // fetched earlier kAhead / 2 ahead, so both are in cache when needed.
-  constexpr int kAhead = 8;
+void HashTable::PrefetchWindow(const Stripe& s, const Batch& batch, int begin,
+                               int end, int64_t record_bytes) const {
+  // A lookup is two dependent cache misses, its index entry and then its
+  // record. Taken one id at a time they cost two memory latencies each;
+  // here a window's index entries are all requested first, then (once
+  // they arrive, in parallel) every record each names, all its lines the
+  // caller touches (a dim-64 Adagrad row spans 9), so the lookups that
+  // follow find them in cache.
+  constexpr int64_t kLine = 64;
+  constexpr int64_t kMaxLines = 32;
+  constexpr int kMaxProbe = 4;
   const size_t mask = s.index.size() - 1;
-  if (j + kAhead < end) {
-    __builtin_prefetch(&s.index[hashes[order[j + kAhead]] & mask]);
+  const uint32_t* index = s.index.data();
+  const uint64_t* hashes = batch.hashes.data();
+  const int* order = batch.order.data();
+  for (int j = begin; j < end; ++j) {
+    __builtin_prefetch(&index[hashes[order[j]] & mask]);
   }
-  if (j + kAhead / 2 < end) {
-    const uint64_t hash = hashes[order[j + kAhead / 2]];
-    const uint32_t e = s.index[hash & mask];
-    if (e != kEmpty && (e & 0xFF) == TagOf(hash)) {
-      __builtin_prefetch(Record(s, e >> 8));
+  const int64_t lines = std::min(kMaxLines, (record_bytes + kLine - 1) / kLine);
+  for (int j = begin; j < end; ++j) {
+    const uint64_t hash = hashes[order[j]];
+    const uint32_t tag = TagOf(hash);
+    size_t i = hash & mask;
+    // The first entry of the probe run with the row's tag: almost always
+    // the row itself, and on the same index line as the home slot.
+    for (int probe = 0; probe < kMaxProbe; ++probe, i = (i + 1) & mask) {
+      const uint32_t e = index[i];
+      if (e == kEmpty) break;
+      if ((e & 0xFF) != tag) continue;
+      const char* record = Record(s, e >> 8);
+      for (int64_t l = 0; l < lines; ++l) {
+        __builtin_prefetch(record + l * kLine);
+      }
+      break;
     }
   }
 }
@@ -372,17 +398,23 @@ absl::Status HashTable::CheckIds(absl::Span<const int64_t> ids) const {
 }
 
 int64_t HashTable::Read(absl::Span<const int64_t> ids, float* dst) {
-  std::vector<uint64_t> hashes;
-  std::vector<int> order, starts;
-  GroupByStripe(ids, &hashes, &order, &starts);
+  const Batch& batch = GroupByStripe(ids);
+  const uint64_t* hashes = batch.hashes.data();
+  const int* order = batch.order.data();
+  const int* starts = batch.starts.data();
   const int64_t step = version();
   const size_t row_bytes = dim_ * sizeof(float);
+  // A pull touches the header and the values, not the slots.
+  const int64_t touched = header_bytes_ + static_cast<int64_t>(row_bytes);
   for (int k = 0; k < kStripes; ++k) {
     if (starts[k] == starts[k + 1]) continue;
     Stripe& s = stripes_[k];
     absl::MutexLock lock(&s.mu);
     for (int j = starts[k]; j < starts[k + 1]; ++j) {
-      Prefetch(s, hashes, order, j, starts[k + 1]);
+      if ((j - starts[k]) % kPrefetchWindow == 0) {
+        PrefetchWindow(s, batch, j,
+                       std::min(j + kPrefetchWindow, starts[k + 1]), touched);
+      }
       const int i = order[j];
       float* out = dst + static_cast<int64_t>(i) * dim_;
       char* record = FindOrCreate(s, ids[i], hashes[i]);
@@ -401,9 +433,10 @@ int64_t HashTable::Read(absl::Span<const int64_t> ids, float* dst) {
 
 int64_t HashTable::Apply(absl::Span<const int64_t> ids,
                          absl::Span<const float> grads) {
-  std::vector<uint64_t> hashes;
-  std::vector<int> order, starts;
-  GroupByStripe(ids, &hashes, &order, &starts);
+  const Batch& batch = GroupByStripe(ids);
+  const uint64_t* hashes = batch.hashes.data();
+  const int* order = batch.order.data();
+  const int* starts = batch.starts.data();
   absl::ReaderMutexLock whole_push(&apply_mu_);
   const int64_t t = step_.fetch_add(1, std::memory_order_acq_rel) + 1;
   float* slots[kMaxSlots];
@@ -413,7 +446,11 @@ int64_t HashTable::Apply(absl::Span<const int64_t> ids,
     Stripe& s = stripes_[k];
     absl::MutexLock lock(&s.mu);
     for (int j = starts[k]; j < starts[k + 1]; ++j) {
-      Prefetch(s, hashes, order, j, starts[k + 1]);
+      if ((j - starts[k]) % kPrefetchWindow == 0) {
+        PrefetchWindow(s, batch, j,
+                       std::min(j + kPrefetchWindow, starts[k + 1]),
+                       record_bytes_);
+      }
       const int i = order[j];
       char* record = FindOrCreate(s, ids[i], hashes[i]);
       if (record == nullptr) {

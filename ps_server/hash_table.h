@@ -181,18 +181,25 @@ class HashTable final : public RowTable {
       ABSL_SHARED_LOCKS_REQUIRED(s.mu);
   void InitRecord(Stripe& s, int64_t id, char* record)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
-  // Orders positions 0..ids.size()-1 by stripe; starts[k]..starts[k+1]
-  // are stripe k's positions in `order`. hashes[i] is ids[i]'s hash.
-  void GroupByStripe(absl::Span<const int64_t> ids,
-                     std::vector<uint64_t>* hashes, std::vector<int>* order,
-                     std::vector<int>* starts) const;
+  // One batch's lookups, laid out before any lock is taken: every id's
+  // hash, and positions 0..ids.size()-1 ordered by stripe (starts[k] ..
+  // starts[k+1] are stripe k's positions in `order`). Kept per thread, so
+  // a steady stream of batches allocates nothing.
+  struct Batch {
+    std::vector<uint64_t> hashes;
+    std::vector<int> order;
+    std::vector<int> starts;
+    std::vector<int> next;
+  };
+  static Batch& GroupByStripe(absl::Span<const int64_t> ids);
   void MaybeEvict(int64_t step);
   // Locks (unlocks) every stripe, in stripe order.
   void LockAllStripes() const ABSL_NO_THREAD_SAFETY_ANALYSIS;
   void UnlockAllStripes() const ABSL_NO_THREAD_SAFETY_ANALYSIS;
-  // Prefetches what the lookups of order[j + a few] will touch.
-  void Prefetch(const Stripe& s, const std::vector<uint64_t>& hashes,
-                const std::vector<int>& order, int j, int end) const
+  // Prefetches what the lookups of order[begin, end) will touch: their
+  // index entries, then the first `record_bytes` of the records they name.
+  void PrefetchWindow(const Stripe& s, const Batch& batch, int begin, int end,
+                      int64_t record_bytes) const
       ABSL_SHARED_LOCKS_REQUIRED(s.mu);
   float* Values(char* record) const {
     return reinterpret_cast<float*>(record + header_bytes_);

@@ -72,8 +72,19 @@ absl::StatusOr<DensePlaneClient*> PsClient::Plane() {
   options.job_token = options_.job_token;
   options.timeout_s = options_.timeout_s;
   options.peer = absl::StrCat("ps ", task_index_, " (", address_, ")");
+  // Rows get connections of their own: a worker's row and dense calls of
+  // one step run at once.
+  row_plane_ = std::make_unique<RowPlaneClient>(options);
   plane_ = std::make_unique<DensePlaneClient>(std::move(options));
   return plane_.get();
+}
+
+absl::StatusOr<RowPlaneClient*> PsClient::RowPlane() {
+  absl::StatusOr<DensePlaneClient*> dense = Plane();
+  if (!dense.ok()) return dense.status();
+  if (*dense == nullptr) return nullptr;
+  absl::MutexLock lock(&plane_mu_);
+  return row_plane_.get();
 }
 
 absl::Status PsClient::CreateShards(const CreateShardsRequest& request,
@@ -275,6 +286,13 @@ absl::Status PsClient::PullRows(const std::string& shard,
         Peer("PullRows"), ": ", ids.size(), " rows of ", row_elements,
         " floats do not fit a destination of ", out.size()));
   }
+  absl::StatusOr<RowPlaneClient*> plane = RowPlane();
+  if (!plane.ok()) return plane.status();
+  if (*plane != nullptr) {
+    const RowsPart part{shard, row_elements, ids};
+    const absl::Span<float> spans[1] = {out};
+    return (*plane)->PullRows({&part, 1}, spans);
+  }
   PullRowsRequest request;
   request.set_shard(shard);
   AppendRaw(ids, request.mutable_ids());
@@ -325,6 +343,13 @@ absl::Status PsClient::PushRows(const std::string& shard,
                      row_elements, " floats need ", ids.size() * row_elements,
                      " values, got ", grads.size()));
   }
+  absl::StatusOr<RowPlaneClient*> plane = RowPlane();
+  if (!plane.ok()) return plane.status();
+  if (*plane != nullptr) {
+    const RowsPart part{shard, row_elements, ids};
+    const absl::Span<const float> spans[1] = {grads};
+    return (*plane)->PushRows({&part, 1}, spans, response);
+  }
   grpc::ClientContext context;
   SetDeadline(&context, options_.timeout_s);
   DeclarePushSize({static_cast<int64_t>(ids.size()),
@@ -353,6 +378,50 @@ absl::Status PsClient::PushRows(const std::string& shard,
   } while (next < total);
   writer->WritesDone();
   return FromGrpcStatus(writer->Finish(), Peer("PushRows"));
+}
+
+absl::Status PsClient::PullRows(absl::Span<const RowsPart> parts,
+                                absl::Span<const absl::Span<float>> out) {
+  if (parts.size() != out.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Peer("PullRows"), ": ", parts.size(), " shards but ",
+                     out.size(), " destinations"));
+  }
+  absl::StatusOr<RowPlaneClient*> plane = RowPlane();
+  if (!plane.ok()) return plane.status();
+  if (*plane != nullptr) return (*plane)->PullRows(parts, out);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (absl::Status s = PullRows(std::string(parts[i].shard), parts[i].ids,
+                                  parts[i].row_elements, out[i]);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PsClient::PushRows(absl::Span<const RowsPart> parts,
+                                absl::Span<const absl::Span<const float>> grads,
+                                PushResponse* response) {
+  if (parts.size() != grads.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(Peer("PushRows"), ": ",
+                                                   parts.size(), " shards but ",
+                                                   grads.size(), " gradients"));
+  }
+  absl::StatusOr<RowPlaneClient*> plane = RowPlane();
+  if (!plane.ok()) return plane.status();
+  if (*plane != nullptr) return (*plane)->PushRows(parts, grads, response);
+  response->Clear();
+  for (size_t i = 0; i < parts.size(); ++i) {
+    PushResponse one;
+    if (absl::Status s = PushRows(std::string(parts[i].shard), parts[i].ids,
+                                  parts[i].row_elements, grads[i], &one);
+        !s.ok()) {
+      return s;
+    }
+    response->MergeFrom(one);
+  }
+  return absl::OkStatus();
 }
 
 namespace {

@@ -19,6 +19,7 @@
 #include "grpcpp/impl/rpc_method.h"
 #include "proto/ps_service.grpc.pb.h"
 #include "ps_server/data_plane/dense_plane_client.h"
+#include "ps_server/data_plane/row_plane_client.h"
 #include "ps_server/sync_push.h"
 
 namespace tessera {
@@ -26,9 +27,9 @@ namespace tessera {
 struct PsClientOptions {
   int64_t chunk_bytes = kDefaultChunkBytes;  // largest chunk pushed
   double timeout_s = kDefaultRpcTimeoutS;    // of every call
-  // kTcp: dense pulls and pushes travel on the server's TCP data plane
-  // (ps_server/data_plane/), which its Health announces; a server that
-  // announces none is still reached over gRPC. kGrpc: gRPC only.
+  // kTcp: dense and row pulls and pushes travel on the server's TCP data
+  // plane (ps_server/data_plane/), which its Health announces; a server
+  // that announces none is still reached over gRPC. kGrpc: gRPC only.
   DataPlaneKind data_plane = DataPlaneKind::kGrpc;
   // The job's token, proven on the data plane's connections (the channel
   // carries it for gRPC calls); empty: none.
@@ -86,6 +87,15 @@ class PsClient {
                         int64_t row_elements, absl::Span<const float> grads,
                         PushResponse* response);
 
+  // The same for the rows of several shards: one round trip on the data
+  // plane, one call per shard on gRPC (where a push of several shards is
+  // then not all-or-nothing across them: each shard's is).
+  absl::Status PullRows(absl::Span<const RowsPart> parts,
+                        absl::Span<const absl::Span<float>> out);
+  absl::Status PushRows(absl::Span<const RowsPart> parts,
+                        absl::Span<const absl::Span<const float>> grads,
+                        PushResponse* response);
+
   // Checkpoints (ps_server/shard_checkpoint.h). A save or restore moves
   // the server's whole state through the file system, so the deadline is
   // at least kCheckpointTimeoutS whatever the client's timeout.
@@ -105,6 +115,8 @@ class PsClient {
   // for it, or the server announces no data plane). Asks Health once;
   // its error (the server is down) is the call's.
   absl::StatusOr<DensePlaneClient*> Plane();
+  // The same for row calls.
+  absl::StatusOr<RowPlaneClient*> RowPlane();
   absl::StatusOr<int> DataPlanePort();
 
   const std::string address_;
@@ -123,6 +135,7 @@ class PsClient {
   absl::Mutex plane_mu_;
   bool plane_known_ ABSL_GUARDED_BY(plane_mu_) = false;
   std::unique_ptr<DensePlaneClient> plane_ ABSL_GUARDED_BY(plane_mu_);
+  std::unique_ptr<RowPlaneClient> row_plane_ ABSL_GUARDED_BY(plane_mu_);
 };
 
 }  // namespace tessera

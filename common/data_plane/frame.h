@@ -34,6 +34,11 @@ enum class FrameOp : uint16_t {
   kPullDenseReply = 2,
   kPushDense = 3,
   kPushDenseReply = 4,
+  // Sparse rows (ps_server/data_plane/row_wire.h).
+  kPullRows = 5,
+  kPullRowsReply = 6,
+  kPushRows = 7,
+  kPushRowsReply = 8,
 };
 
 struct FrameHeader {

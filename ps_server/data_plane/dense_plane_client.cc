@@ -2,65 +2,19 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/data_plane/frame.h"
-#include "common/data_plane/handshake.h"
 #include "ps_server/data_plane/dense_wire.h"
 
 namespace tessera {
 
 DensePlaneClient::DensePlaneClient(DensePlaneClientOptions options)
-    : options_(std::move(options)) {}
-
-absl::Status DensePlaneClient::Prefixed(const char* call,
-                                        const absl::Status& s) const {
-  return absl::Status(
-      s.code(), absl::StrCat(options_.peer, " ", call, ": ", s.message()));
-}
-
-absl::StatusOr<Socket> DensePlaneClient::Acquire() {
-  {
-    absl::MutexLock lock(&mu_);
-    while (!idle_.empty()) {
-      Socket socket = std::move(idle_.back());
-      idle_.pop_back();
-      // A server that restarted closed it; take the next, or connect.
-      if (socket.IdleAndOpen()) return socket;
-    }
-  }
-  absl::StatusOr<int> port = options_.resolve_port();
-  if (!port.ok()) return port.status();
-  if (*port <= 0) {
-    return absl::UnavailableError("the server announces no data plane");
-  }
-  absl::StatusOr<Socket> socket =
-      Socket::Connect(options_.host, *port, options_.timeout_s);
-  if (!socket.ok()) return socket.status();
-  if (options_.tls != nullptr) {
-    if (absl::Status s =
-            options_.tls->Connect(*socket, options_.tls_server_name.empty()
-                                               ? options_.host
-                                               : options_.tls_server_name);
-        !s.ok()) {
-      return s;
-    }
-  }
-  if (absl::Status s = OfferDataPlaneHandshake(*socket, options_.job_token);
-      !s.ok()) {
-    return s;
-  }
-  return socket;
-}
-
-void DensePlaneClient::Release(Socket socket) {
-  absl::MutexLock lock(&mu_);
-  idle_.push_back(std::move(socket));
-}
+    : connections_(std::move(options)) {}
 
 absl::Status DensePlaneClient::PullDense(
     absl::Span<const std::string> shards,
     absl::Span<const absl::Span<float>> out, std::vector<int64_t>* versions) {
   if (shards.size() != out.size()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(options_.peer, " PullDense: ", shards.size(),
+        absl::StrCat(connections_.peer(), " PullDense: ", shards.size(),
                      " shards but ", out.size(), " destinations"));
   }
   if (versions != nullptr) versions->assign(shards.size(), 0);
@@ -129,8 +83,8 @@ absl::Status DensePlaneClient::PushDense(
   if (shards.size() != grads.size() ||
       (!base_versions.empty() && base_versions.size() != shards.size())) {
     return absl::InvalidArgumentError(absl::StrCat(
-        options_.peer, " PushDense: ", shards.size(), " shards, ", grads.size(),
-        " gradients and ", base_versions.size(), " versions"));
+        connections_.peer(), " PushDense: ", shards.size(), " shards, ",
+        grads.size(), " gradients and ", base_versions.size(), " versions"));
   }
   absl::StatusOr<Socket> socket = Acquire();
   if (!socket.ok()) return Prefixed("PushDense", socket.status());

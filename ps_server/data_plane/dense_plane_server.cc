@@ -71,7 +71,10 @@ absl::StatusOr<std::unique_ptr<DensePlaneServer>> DensePlaneServer::Start(
 DensePlaneServer::DensePlaneServer(ShardStore* store,
                                    ParameterServerService* service,
                                    DensePlaneServerOptions options)
-    : store_(store), service_(service), options_(std::move(options)) {}
+    : store_(store),
+      service_(service),
+      options_(std::move(options)),
+      rows_(store, service) {}
 
 DensePlaneServer::~DensePlaneServer() {
   service_->set_data_plane_port(0);
@@ -91,6 +94,7 @@ void DensePlaneServer::Serve(Socket& socket) {
   // under way must make progress.
   socket.SetTimeout(options_.timeout_s).IgnoreError();
   std::vector<char> scratch;  // drains refused pushes, kept per connection
+  RowPlaneService::Scratch row_scratch;
   // Applies this connection's pushes (ServePush); declared after
   // `scratch`, so it finishes its updates before anything goes.
   std::unique_ptr<SerialExecutor> applier;
@@ -109,6 +113,12 @@ void DensePlaneServer::Serve(Socket& socket) {
         break;
       case FrameOp::kPushDense:
         s = ServePush(socket, request, &scratch, &applier);
+        break;
+      case FrameOp::kPullRows:
+        s = rows_.ServePull(socket, request, &row_scratch);
+        break;
+      case FrameOp::kPushRows:
+        s = rows_.ServePush(socket, request, &row_scratch);
         break;
       default:
         s = absl::InvalidArgumentError(absl::StrCat(

@@ -12,6 +12,7 @@
 #include "common/data_plane/socket.h"
 #include "common/serial_executor.h"
 #include "common/tls_files.h"
+#include "ps_server/data_plane/row_plane_service.h"
 #include "ps_server/ps_service.h"
 #include "ps_server/shard_store.h"
 
@@ -35,7 +36,8 @@ struct DensePlaneServerOptions {
 // A parameter server's TCP data plane (DESIGN.md, "Bytes and control
 // travel apart"): dense pulls and pushes of the same shards the gRPC
 // service holds, framed as ps_server/data_plane/dense_wire.h says, one
-// thread per connection.
+// thread per connection. The same connections carry sparse row pulls and
+// pushes, which RowPlaneService serves (row_wire.h).
 //
 // The guarantees are the gRPC path's: a push applies nothing unless every
 // declared byte arrived, every shard exists with its size, and every
@@ -76,6 +78,7 @@ class DensePlaneServer {
   ShardStore* const store_;
   ParameterServerService* const service_;
   const DensePlaneServerOptions options_;
+  RowPlaneService rows_;
   std::unique_ptr<Listener> listener_;  // last: stops before the rest go
 };
 

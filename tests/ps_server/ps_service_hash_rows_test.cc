@@ -77,7 +77,7 @@ std::vector<float> InitialRows(const std::vector<int64_t>& ids) {
   return rows;
 }
 
-class PsServiceHashRowsTest : public ::testing::Test {
+class PsServiceHashRowsTest : public ::testing::TestWithParam<DataPlaneKind> {
  protected:
   void SetUp() override {
     for (auto* server : {&server_, &other_}) {
@@ -91,7 +91,7 @@ class PsServiceHashRowsTest : public ::testing::Test {
       ASSERT_TRUE(status.ok()) << status;
       ASSERT_EQ(response.created(), 1);
     }
-    client_ = server_.NewClient();
+    client_ = server_.NewClient(GetParam());
   }
 
   std::vector<float> Pull(const std::vector<int64_t>& ids) {
@@ -114,7 +114,7 @@ class PsServiceHashRowsTest : public ::testing::Test {
   std::unique_ptr<PsClient> client_;
 };
 
-TEST_F(PsServiceHashRowsTest, PullCreatesTheSameRowsOnEveryServer) {
+TEST_P(PsServiceHashRowsTest, PullCreatesTheSameRowsOnEveryServer) {
   const std::vector<int64_t> ids = OwnIds(600);  // 600 rows: 5 chunks
   EXPECT_EQ(TableRows(), 0);
   const std::vector<float> here = Pull(ids);
@@ -129,7 +129,7 @@ TEST_F(PsServiceHashRowsTest, PullCreatesTheSameRowsOnEveryServer) {
   EXPECT_THAT(there, ElementsAreArray(InitialRows(reversed)));
 }
 
-TEST_F(PsServiceHashRowsTest, PushAppliesAdagradToThePushedRowsOnly) {
+TEST_P(PsServiceHashRowsTest, PushAppliesAdagradToThePushedRowsOnly) {
   const std::vector<int64_t> ids = OwnIds(3);
   const std::vector<float> before = Pull(ids);
   // Push rows 0 and 2 only, g = 0.5 everywhere in row 0, -1 in row 2:
@@ -157,7 +157,7 @@ TEST_F(PsServiceHashRowsTest, PushAppliesAdagradToThePushedRowsOnly) {
 
 // A push may create rows; a repeated id is summed before the update (Keras'
 // behaviour), which Adagrad tells apart from two updates.
-TEST_F(PsServiceHashRowsTest, RepeatedIdsInOnePushAreSummed) {
+TEST_P(PsServiceHashRowsTest, RepeatedIdsInOnePushAreSummed) {
   const std::vector<int64_t> ids = OwnIds(2, 1000);
   std::vector<float> grads(3 * kDim);
   for (int k = 0; k < kDim; ++k) {
@@ -179,7 +179,7 @@ TEST_F(PsServiceHashRowsTest, RepeatedIdsInOnePushAreSummed) {
   }
 }
 
-TEST_F(PsServiceHashRowsTest, BadPushesChangeAndCreateNothing) {
+TEST_P(PsServiceHashRowsTest, BadPushesChangeAndCreateNothing) {
   const std::vector<int64_t> held = OwnIds(4);
   const std::vector<float> before = Pull(held);
   ASSERT_EQ(TableRows(), 4);
@@ -226,7 +226,7 @@ TEST_F(PsServiceHashRowsTest, BadPushesChangeAndCreateNothing) {
   EXPECT_EQ(static_cast<HashTable&>(**table).version(), 0);
 }
 
-TEST_F(PsServiceHashRowsTest, BadPullsAreRefused) {
+TEST_P(PsServiceHashRowsTest, BadPullsAreRefused) {
   std::vector<float> out(kDim);
   absl::Status status =
       client_->PullRows("cat/part_1", {ForeignId()}, kDim, absl::MakeSpan(out));
@@ -241,7 +241,7 @@ TEST_F(PsServiceHashRowsTest, BadPullsAreRefused) {
   EXPECT_THAT(status.message(), HasSubstr("hash table"));
 }
 
-TEST_F(PsServiceHashRowsTest, CreateValidatesHashDefinitions) {
+TEST_P(PsServiceHashRowsTest, CreateValidatesHashDefinitions) {
   CreateShardsRequest request;
   *request.add_shards() = TableDef();
   *request.mutable_optimizer() = Adagrad(0.1f);
@@ -282,6 +282,15 @@ TEST(PsServiceFixedRowsTest, RepeatedIdsInOnePushAreSummed) {
   EXPECT_NEAR(out[0], 0.9154846, 1e-6);
   EXPECT_NEAR(out[1], 0.9154846, 1e-6);
 }
+
+// Every case runs on both planes: the gRPC calls, and the TCP data plane
+// the same server announces.
+INSTANTIATE_TEST_SUITE_P(
+    Planes, PsServiceHashRowsTest,
+    ::testing::Values(DataPlaneKind::kGrpc, DataPlaneKind::kTcp),
+    [](const ::testing::TestParamInfo<DataPlaneKind>& info) {
+      return std::string(DataPlaneName(info.param));
+    });
 
 }  // namespace
 }  // namespace tessera

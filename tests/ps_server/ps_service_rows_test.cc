@@ -1,6 +1,6 @@
 // PullRows, PushRows, CreateShards, Health and Shutdown of
 // ParameterServerService over real gRPC on a loopback port, through
-// PsClient, with 4 KiB chunks on both sides.
+// PsClient, with 4 KiB chunks on both sides; row calls on both planes.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -27,11 +27,11 @@ using ::testing::HasSubstr;
 constexpr int64_t kRowElements = 4;
 constexpr int64_t kRowOffset = 300;
 
-class PsServiceRowsTest : public ::testing::Test {
+class PsServiceRowsTest : public ::testing::TestWithParam<DataPlaneKind> {
  protected:
   void SetUp() override {
     ASSERT_TRUE(server_.started());
-    client_ = server_.NewClient();
+    client_ = server_.NewClient(GetParam());
     CreateShardsRequest request;
     *request.add_shards() = table_;
     *request.mutable_optimizer() = SgdConfig(0.5f);
@@ -56,7 +56,7 @@ class PsServiceRowsTest : public ::testing::Test {
   const std::vector<float> initial_ = InitialValues(table_);
 };
 
-TEST_F(PsServiceRowsTest, PullRowsReturnsTheRowsOfTheVariableIds) {
+TEST_P(PsServiceRowsTest, PullRowsReturnsTheRowsOfTheVariableIds) {
   const std::vector<int64_t> ids = {699, 300, 450, 450};
   std::vector<float> out(ids.size() * kRowElements, -1.0f);
   absl::Status status =
@@ -71,7 +71,7 @@ TEST_F(PsServiceRowsTest, PullRowsReturnsTheRowsOfTheVariableIds) {
   EXPECT_THAT(out, ElementsAreArray(expected));
 }
 
-TEST_F(PsServiceRowsTest, PullRowsSpanningSeveralChunks) {
+TEST_P(PsServiceRowsTest, PullRowsSpanningSeveralChunks) {
   std::vector<int64_t> ids;
   for (int64_t id = 699; id >= kRowOffset; --id) ids.push_back(id);  // 400
   std::vector<float> out(ids.size() * kRowElements, -1.0f);
@@ -87,7 +87,7 @@ TEST_F(PsServiceRowsTest, PullRowsSpanningSeveralChunks) {
   }
 }
 
-TEST_F(PsServiceRowsTest, PullRowsOutOfRangeIdIsRefused) {
+TEST_P(PsServiceRowsTest, PullRowsOutOfRangeIdIsRefused) {
   for (int64_t bad : {int64_t{299}, int64_t{700}, int64_t{-1}}) {
     const std::vector<int64_t> ids = {300, bad};
     std::vector<float> out(ids.size() * kRowElements);
@@ -103,7 +103,7 @@ TEST_F(PsServiceRowsTest, PullRowsOutOfRangeIdIsRefused) {
   EXPECT_THAT(status.message(), HasSubstr("nope/part_0"));
 }
 
-TEST_F(PsServiceRowsTest, PushRowsAppliesOnlyTheNamedRows) {
+TEST_P(PsServiceRowsTest, PushRowsAppliesOnlyTheNamedRows) {
   const std::vector<int64_t> ids = {302, 305};
   const std::vector<float> grads = {1, 2, 3, 4, -2, -4, -6, -8};
   PushResponse response;
@@ -121,7 +121,7 @@ TEST_F(PsServiceRowsTest, PushRowsAppliesOnlyTheNamedRows) {
   EXPECT_THAT(PullAll(), ElementsAreArray(expected));
 }
 
-TEST_F(PsServiceRowsTest, PushRowsWithABadChunkChangesNothing) {
+TEST_P(PsServiceRowsTest, PushRowsWithABadChunkChangesNothing) {
   // 300 rows: the second chunk (rows 256..299) carries the bad id.
   std::vector<int64_t> ids;
   for (int64_t i = 0; i < 300; ++i) ids.push_back(kRowOffset + i);
@@ -143,7 +143,7 @@ TEST_F(PsServiceRowsTest, PushRowsWithABadChunkChangesNothing) {
   EXPECT_THAT(PullAll(), ElementsAreArray(initial_));
 }
 
-TEST_F(PsServiceRowsTest, PushRowsWrongRowSizeIsRefused) {
+TEST_P(PsServiceRowsTest, PushRowsWrongRowSizeIsRefused) {
   const std::vector<int64_t> ids = {310};
   const std::vector<float> grads = {1, 2, 3};
   PushResponse response;
@@ -154,7 +154,7 @@ TEST_F(PsServiceRowsTest, PushRowsWrongRowSizeIsRefused) {
   EXPECT_THAT(PullAll(), ElementsAreArray(initial_));
 }
 
-TEST_F(PsServiceRowsTest, CreateShardsOverRpc) {
+TEST_P(PsServiceRowsTest, CreateShardsOverRpc) {
   CreateShardsRequest request;
   *request.add_shards() = table_;
   *request.mutable_optimizer() = SgdConfig(0.5f);
@@ -179,7 +179,7 @@ TEST_F(PsServiceRowsTest, CreateShardsOverRpc) {
   EXPECT_EQ(server_.store().num_shards(), 1);
 }
 
-TEST_F(PsServiceRowsTest, HealthReportsShardsAndResidentBytes) {
+TEST_P(PsServiceRowsTest, HealthReportsShardsAndResidentBytes) {
   HealthResponse health;
   absl::Status status = client_->Health(&health);
   ASSERT_TRUE(status.ok()) << status;
@@ -202,7 +202,7 @@ TEST_F(PsServiceRowsTest, HealthReportsShardsAndResidentBytes) {
   EXPECT_EQ(health.resident_bytes(), 400 * kRowElements * 4 + 3 * 100 * 4);
 }
 
-TEST_F(PsServiceRowsTest, ShutdownNotifiesTheOwner) {
+TEST_P(PsServiceRowsTest, ShutdownNotifiesTheOwner) {
   EXPECT_FALSE(server_.service().shutdown_requested().HasBeenNotified());
   absl::Status status = client_->Shutdown("test is done");
   ASSERT_TRUE(status.ok()) << status;
@@ -211,6 +211,15 @@ TEST_F(PsServiceRowsTest, ShutdownNotifiesTheOwner) {
   // would crash absl::Notification).
   EXPECT_TRUE(client_->Shutdown("again").ok());
 }
+
+// Every case runs on both planes: the gRPC calls, and the TCP data plane
+// the same server announces.
+INSTANTIATE_TEST_SUITE_P(
+    Planes, PsServiceRowsTest,
+    ::testing::Values(DataPlaneKind::kGrpc, DataPlaneKind::kTcp),
+    [](const ::testing::TestParamInfo<DataPlaneKind>& info) {
+      return std::string(DataPlaneName(info.param));
+    });
 
 }  // namespace
 }  // namespace tessera

@@ -155,17 +155,19 @@ absl::Status SparseParameters::Pull(
   if (absl::Status s = Route(rows); !s.ok()) return s;
   absl::Status s =
       ForEachServer([this](PsClient* client, std::vector<Request>& requests) {
+        // Every shard of this ps in one call: one round trip on the data
+        // plane.
+        std::vector<RowsPart> parts;
+        std::vector<absl::Span<float>> out;
+        parts.reserve(requests.size());
+        out.reserve(requests.size());
         for (Request& r : requests) {
           const Table& table = tables_[r.table];
           r.buffer.resize(r.ids.size() * table.dim);
-          if (absl::Status s =
-                  client->PullRows(table.shard_names[r.shard], r.ids, table.dim,
-                                   absl::MakeSpan(r.buffer));
-              !s.ok()) {
-            return s;
-          }
+          parts.push_back({table.shard_names[r.shard], table.dim, r.ids});
+          out.push_back(absl::MakeSpan(r.buffer));
         }
-        return absl::OkStatus();
+        return client->PullRows(parts, out);
       });
   if (!s.ok()) return s;
   for (const std::vector<Request>& on_ps : requests_) {
@@ -206,19 +208,20 @@ absl::Status SparseParameters::Push(
       }
     }
   }
-  return ForEachServer([this](PsClient* client,
-                              std::vector<Request>& requests) {
-    for (Request& r : requests) {
-      const Table& table = tables_[r.table];
-      PushResponse response;
-      if (absl::Status s = client->PushRows(table.shard_names[r.shard], r.ids,
-                                            table.dim, r.buffer, &response);
-          !s.ok()) {
-        return s;
-      }
-    }
-    return absl::OkStatus();
-  });
+  return ForEachServer(
+      [this](PsClient* client, std::vector<Request>& requests) {
+        std::vector<RowsPart> parts;
+        std::vector<absl::Span<const float>> grads;
+        parts.reserve(requests.size());
+        grads.reserve(requests.size());
+        for (const Request& r : requests) {
+          const Table& table = tables_[r.table];
+          parts.push_back({table.shard_names[r.shard], table.dim, r.ids});
+          grads.push_back(r.buffer);
+        }
+        PushResponse response;
+        return client->PushRows(parts, grads, &response);
+      });
 }
 
 }  // namespace tessera

@@ -1,0 +1,175 @@
+#include "ps_server/data_plane/row_plane_client.h"
+
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "absl/strings/str_cat.h"
+#include "common/data_plane/frame.h"
+#include "ps_server/data_plane/dense_wire.h"
+
+namespace tessera {
+namespace {
+
+// The request's table (row_wire.h).
+std::string RowsTable(absl::Span<const RowsPart> parts) {
+  std::string table;
+  table.reserve(parts.size() * 32);
+  for (const RowsPart& part : parts) {
+    AppendString16(part.shard, &table);
+    AppendInt64(part.row_elements, &table);
+    AppendInt64(static_cast<int64_t>(part.ids.size()), &table);
+  }
+  return table;
+}
+
+absl::Status CheckSizes(const char* call, absl::Span<const RowsPart> parts,
+                        size_t buffers, absl::FunctionRef<size_t(size_t)> size,
+                        const std::string& peer) {
+  if (parts.size() != buffers) {
+    return absl::InvalidArgumentError(absl::StrCat(peer, " ", call, ": ",
+                                                   parts.size(), " shards but ",
+                                                   buffers, " buffers"));
+  }
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const size_t need = parts[i].ids.size() * parts[i].row_elements;
+    if (size(i) != need || parts[i].row_elements < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          peer, " ", call, ": ", parts[i].ids.size(), " rows of ",
+          parts[i].row_elements, " floats of shard ", parts[i].shard, " need ",
+          need, " floats, the buffer has ", size(i)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+RowPlaneClient::RowPlaneClient(RowPlaneClientOptions options)
+    : connections_(std::move(options)) {}
+
+absl::Status RowPlaneClient::PullRows(absl::Span<const RowsPart> parts,
+                                      absl::Span<const absl::Span<float>> out) {
+  if (absl::Status s = CheckSizes(
+          "PullRows", parts, out.size(),
+          [&](size_t i) { return out[i].size(); }, connections_.peer());
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<Socket> socket = connections_.Acquire();
+  if (!socket.ok()) return connections_.Prefixed("PullRows", socket.status());
+  const std::string table = RowsTable(parts);
+  FrameHeader request;
+  request.op = FrameOp::kPullRows;
+  request.count = static_cast<uint32_t>(parts.size());
+  request.bytes = static_cast<int64_t>(table.size());
+  char head[kFrameHeaderBytes];
+  EncodeFrameHeader(request, head);
+  std::vector<iovec> iov;
+  iov.reserve(2 + parts.size());
+  iov.push_back({head, sizeof(head)});
+  iov.push_back({const_cast<char*>(table.data()), table.size()});
+  for (const RowsPart& part : parts) {
+    iov.push_back({const_cast<int64_t*>(part.ids.data()),
+                   part.ids.size() * sizeof(int64_t)});
+  }
+  if (absl::Status s = socket->WriteAll(iov); !s.ok()) {
+    return connections_.Prefixed("PullRows", s);
+  }
+  FrameHeader reply;
+  if (absl::Status s =
+          ReadReplyHeader(*socket, FrameOp::kPullRowsReply, &reply);
+      !s.ok()) {
+    // An error reply leaves the connection in step; a broken one does not.
+    if (reply.code != 0 && reply.op == FrameOp::kPullRowsReply) {
+      connections_.Release(*std::move(socket));
+    }
+    return connections_.Prefixed("PullRows", s);
+  }
+  if (reply.count != parts.size()) {
+    return connections_.Prefixed(
+        "PullRows",
+        absl::InternalError(absl::StrCat("the reply holds ", reply.count,
+                                         " shards, not ", parts.size())));
+  }
+  for (size_t i = 0; i < parts.size(); ++i) {
+    char part[kDensePartHeaderBytes];
+    if (absl::Status s = socket->ReadFull(part, sizeof(part)); !s.ok()) {
+      return connections_.Prefixed("PullRows", s);
+    }
+    int64_t version, bytes;
+    DecodeDensePartHeader(part, &version, &bytes);
+    const int64_t capacity =
+        static_cast<int64_t>(out[i].size() * sizeof(float));
+    if (bytes != capacity) {
+      // The rest of the reply is not read: the connection is dropped.
+      return connections_.Prefixed(
+          "PullRows", absl::InternalError(absl::StrCat(
+                          "the reply holds ", bytes, " bytes of shard ",
+                          parts[i].shard, ", not ", capacity)));
+    }
+    // The one copy: the kernel's, into the caller's buffer.
+    if (absl::Status s = socket->ReadFull(out[i].data(), bytes); !s.ok()) {
+      return connections_.Prefixed("PullRows", s);
+    }
+  }
+  connections_.Release(*std::move(socket));
+  return absl::OkStatus();
+}
+
+absl::Status RowPlaneClient::PushRows(
+    absl::Span<const RowsPart> parts,
+    absl::Span<const absl::Span<const float>> grads, PushResponse* response) {
+  if (absl::Status s = CheckSizes(
+          "PushRows", parts, grads.size(),
+          [&](size_t i) { return grads[i].size(); }, connections_.peer());
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<Socket> socket = connections_.Acquire();
+  if (!socket.ok()) return connections_.Prefixed("PushRows", socket.status());
+  const std::string table = RowsTable(parts);
+  FrameHeader request;
+  request.op = FrameOp::kPushRows;
+  request.count = static_cast<uint32_t>(parts.size());
+  request.bytes = static_cast<int64_t>(table.size());
+  char head[kFrameHeaderBytes];
+  EncodeFrameHeader(request, head);
+  std::vector<iovec> iov;
+  iov.reserve(2 + 2 * parts.size());
+  iov.push_back({head, sizeof(head)});
+  iov.push_back({const_cast<char*>(table.data()), table.size()});
+  for (size_t i = 0; i < parts.size(); ++i) {
+    iov.push_back({const_cast<int64_t*>(parts[i].ids.data()),
+                   parts[i].ids.size() * sizeof(int64_t)});
+    iov.push_back(
+        {const_cast<float*>(grads[i].data()), grads[i].size() * sizeof(float)});
+  }
+  if (absl::Status s = socket->WriteAll(iov); !s.ok()) {
+    return connections_.Prefixed("PushRows", s);
+  }
+  FrameHeader reply;
+  if (absl::Status s =
+          ReadReplyHeader(*socket, FrameOp::kPushRowsReply, &reply);
+      !s.ok()) {
+    if (reply.code != 0 && reply.op == FrameOp::kPushRowsReply) {
+      connections_.Release(*std::move(socket));
+    }
+    return connections_.Prefixed("PushRows", s);
+  }
+  if (reply.bytes > kMaxFrameTableBytes) {
+    return connections_.Prefixed("PushRows",
+                                 absl::InternalError("the reply is too long"));
+  }
+  std::string bytes(reply.bytes, '\0');
+  if (absl::Status s = socket->ReadFull(bytes.data(), bytes.size()); !s.ok()) {
+    return connections_.Prefixed("PushRows", s);
+  }
+  if (!response->ParseFromString(bytes)) {
+    return connections_.Prefixed(
+        "PushRows", absl::InternalError("the reply is not a PushResponse"));
+  }
+  connections_.Release(*std::move(socket));
+  return absl::OkStatus();
+}
+
+}  // namespace tessera

@@ -1,0 +1,53 @@
+#ifndef TESSERA_PS_SERVER_DATA_PLANE_ROW_PLANE_CLIENT_H_
+#define TESSERA_PS_SERVER_DATA_PLANE_ROW_PLANE_CLIENT_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "proto/ps_service.pb.h"
+#include "ps_server/data_plane/plane_connections.h"
+
+namespace tessera {
+
+using RowPlaneClientOptions = PlaneConnectionOptions;
+
+// The rows of one shard a call is about: ids of the whole variable, each
+// row `row_elements` floats.
+struct RowsPart {
+  absl::string_view shard;
+  int64_t row_elements = 0;
+  absl::Span<const int64_t> ids;
+};
+
+// A worker's end of one parameter server's TCP data plane for sparse rows
+// (row_plane_service.h): the same PullRows and PushRows as PsClient's gRPC
+// ones, with the same contracts and error codes, for any number of shards
+// in one round trip. Ids and gradients are sent straight from the
+// caller's memory, and pulled rows received straight into the caller's
+// buffers. Connections: plane_connections.h.
+//
+// Thread safety: all methods may be called concurrently.
+class RowPlaneClient {
+ public:
+  explicit RowPlaneClient(RowPlaneClientOptions options);
+
+  // Pulls parts[i]'s rows, in order (repeats allowed), into out[i], which
+  // must hold exactly ids.size() * row_elements floats.
+  absl::Status PullRows(absl::Span<const RowsPart> parts,
+                        absl::Span<const absl::Span<float>> out);
+  // Pushes grads[i] (parts[i].ids.size() rows) to parts[i]'s shard; all
+  // applied, or none on error.
+  absl::Status PushRows(absl::Span<const RowsPart> parts,
+                        absl::Span<const absl::Span<const float>> grads,
+                        PushResponse* response);
+
+ private:
+  PlaneConnections connections_;
+};
+
+}  // namespace tessera
+
+#endif  // TESSERA_PS_SERVER_DATA_PLANE_ROW_PLANE_CLIENT_H_
