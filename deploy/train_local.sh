@@ -3,12 +3,12 @@
 # the Fashion-MNIST MLP on this machine with 2 parameter servers and 2
 # asynchronous workers. Extra arguments go to the coordinator, e.g.
 #   deploy/train_local.sh --epochs=3 --optimizer=sgd --learning_rate=0.05
-# TESSERA_DATA_PLANE=tcp moves the workers' dense tensors to the TCP data
-# plane (tessera_local --data_plane; default grpc).
+# TESSERA_DATA_PLANE=grpc moves the workers' tensors from the TCP data
+# plane to gRPC calls (tessera_local --data_plane; default tcp).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash deploy/install.sh
 bash deploy/build.sh
 BUILD_DIR="${TESSERA_BUILD_DIR:-build}"
 exec "$BUILD_DIR/deploy/local/tessera_local" --num_ps=2 --num_workers=2 \
-  --data_plane="${TESSERA_DATA_PLANE:-grpc}" -- --epochs=10 "$@"
+  --data_plane="${TESSERA_DATA_PLANE:-tcp}" -- --epochs=10 "$@"

@@ -28,12 +28,12 @@ DEFINE_string(device, "auto",
               "else the CPU), cpu, cuda (= cuda:0) or cuda:N (the N-th GPU "
               "that CUDA_VISIBLE_DEVICES leaves visible).");
 
-DEFINE_string(data_plane, "grpc",
-              "How dense tensors travel between this worker and the "
-              "parameter servers: grpc (the ParameterServer calls) or tcp "
-              "(the TCP data plane each server announces, authenticated "
-              "with the job token, and TLS with --tls_*; DESIGN.md, "
-              "\"Bytes and control travel apart\").");
+DEFINE_string(data_plane, "tcp",
+              "How dense tensors and embedding rows travel between this "
+              "worker and the parameter servers: tcp (the TCP data plane "
+              "each server announces, authenticated with the job token, and "
+              "TLS with --tls_*; DESIGN.md, \"Bytes and control travel "
+              "apart\") or grpc (the ParameterServer calls, the fallback).");
 
 int main(int argc, char** argv) {
   tessera::ProcessStart start = tessera::StartProcess(
