@@ -23,6 +23,7 @@
 #include "gtest/gtest.h"
 #include "tests/common/rpc_test_service.h"
 #include "tests/shell_command.h"
+#include "tests/tls_test_certs.h"
 
 namespace tessera {
 namespace {
@@ -40,56 +41,18 @@ std::string ReadText(const std::string& path) {
 
 class TlsTest : public ::testing::Test {
  protected:
-  // One set of certificates for the whole suite: EC keys, valid one day.
-  static void SetUpTestSuite() {
-    // One folder per process: ctest runs the cases of this suite in
-    // parallel processes, each making its own certificates.
-    dir_ = new std::string(
-        absl::StrCat(::testing::TempDir(), "/tessera_tls_test_", getpid()));
-    const std::string d = *dir_;
-    const std::string ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1";
-    auto ca = [&](const std::string& name) {
-      return absl::StrCat("openssl req -x509 ", ec, " -nodes -days 1 -keyout ",
-                          d, "/", name, ".key -out ", d, "/", name,
-                          ".pem -subj /CN=", name,
-                          " -addext basicConstraints=critical,CA:TRUE"
-                          " -addext keyUsage=critical,keyCertSign,cRLSign && ");
-    };
-    auto leaf = [&](const std::string& name, const std::string& ca_name,
-                    const std::string& ext) {
-      return absl::StrCat(
-          "printf '", ext, "' > ", d, "/", name, ".ext && openssl req ", ec,
-          " -nodes -keyout ", d, "/", name, ".key -out ", d, "/", name,
-          ".csr -subj /CN=", name, " && openssl x509 -req -days 1 -in ", d, "/",
-          name, ".csr -CA ", d, "/", ca_name, ".pem -CAkey ", d, "/", ca_name,
-          ".key -CAcreateserial -out ", d, "/", name, ".pem -extfile ", d, "/",
-          name, ".ext && ");
-    };
-    const std::string script = absl::StrCat(
-        "rm -rf ", d, " && mkdir -p ", d, " && ", ca("ca"), ca("other_ca"),
-        leaf("server", "ca",
-             "subjectAltName=DNS:localhost,IP:127.0.0.1,DNS:tessera-ps.test\\n"
-             "extendedKeyUsage=serverAuth,clientAuth\\n"),
-        leaf("client", "ca", "extendedKeyUsage=clientAuth\\n"),
-        leaf("rogue", "other_ca", "extendedKeyUsage=clientAuth\\n"), "true");
-    ShellResult run = Shell("(" + script + ")");
-    if (run.exit_code != 0) {
-      openssl_error_ = new std::string(run.output);
-    }
-  }
+  // One set of certificates for the whole suite (tests/tls_test_certs.h).
+  static void SetUpTestSuite() { certs_ = new TestCertificates("tls_test"); }
   static void TearDownTestSuite() {
-    if (dir_ != nullptr) Shell("rm -rf " + *dir_);
-    delete dir_;
-    delete openssl_error_;
-    dir_ = nullptr;
-    openssl_error_ = nullptr;
+    delete certs_;
+    certs_ = nullptr;
   }
 
   void SetUp() override {
-    if (openssl_error_ != nullptr) {
+    if (certs_->error().has_value()) {
       GTEST_SKIP() << "openssl could not make test certificates "
                       "(deploy/install.sh installs it): "
-                   << *openssl_error_;
+                   << *certs_->error();
     }
   }
   void TearDown() override {
@@ -101,11 +64,10 @@ class TlsTest : public ::testing::Test {
   }
 
   static std::string Path(const std::string& file) {
-    return *dir_ + "/" + file;
+    return certs_->Path(file);
   }
   static TlsFiles Files(const std::string& name, const std::string& ca) {
-    return TlsFiles{ReadText(Path(name + ".pem")),
-                    ReadText(Path(name + ".key")), ReadText(Path(ca + ".pem"))};
+    return certs_->Files(name, ca);
   }
   static ChannelSecurity ClientSecurity(std::optional<TlsFiles> tls,
                                         std::string target_override = "") {
@@ -116,12 +78,10 @@ class TlsTest : public ::testing::Test {
     return security;
   }
 
-  static std::string* dir_;
-  static std::string* openssl_error_;
+  static TestCertificates* certs_;
 };
 
-std::string* TlsTest::dir_ = nullptr;
-std::string* TlsTest::openssl_error_ = nullptr;
+TestCertificates* TlsTest::certs_ = nullptr;
 
 TEST(TlsFlagsTest, NoFlagsMeansPlaintext) {
   absl::StatusOr<std::optional<TlsFiles>> tls = TlsFilesFromFlags();
