@@ -49,6 +49,20 @@ absl::Status Refuse(Socket& socket, const absl::Status& why) {
   return why;
 }
 
+// Reads a server's greeting into `hello` and checks that it is one.
+absl::Status ReadGreeting(Socket& socket, uint8_t (&hello)[kHelloBytes]) {
+  if (absl::Status s = socket.ReadFull(hello, sizeof(hello)); !s.ok()) {
+    return s;
+  }
+  if (std::memcmp(hello, kHelloMagic, sizeof(kHelloMagic)) != 0 ||
+      hello[4] != kVersion) {
+    return absl::UnavailableError(
+        "data plane: the server's greeting is not a Tessera data plane's "
+        "(version 1)");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status AcceptDataPlaneHandshake(Socket& socket,
@@ -92,15 +106,7 @@ absl::Status AcceptDataPlaneHandshake(Socket& socket,
 
 absl::Status OfferDataPlaneHandshake(Socket& socket, const std::string& token) {
   uint8_t hello[kHelloBytes];
-  if (absl::Status s = socket.ReadFull(hello, sizeof(hello)); !s.ok()) {
-    return s;
-  }
-  if (std::memcmp(hello, kHelloMagic, sizeof(kHelloMagic)) != 0 ||
-      hello[4] != kVersion) {
-    return absl::UnavailableError(
-        "data plane: the server's greeting is not a Tessera data plane's "
-        "(version 1)");
-  }
+  if (absl::Status s = ReadGreeting(socket, hello); !s.ok()) return s;
   if (hello[6] == kHelloTls) {
     return absl::UnavailableError(
         "data plane: the server requires TLS, and this process has no TLS "
@@ -166,15 +172,7 @@ absl::Status SendTlsGreeting(Socket& socket) {
 
 absl::Status ReadTlsGreeting(Socket& socket) {
   uint8_t hello[kHelloBytes];
-  if (absl::Status s = socket.ReadFull(hello, sizeof(hello)); !s.ok()) {
-    return s;
-  }
-  if (std::memcmp(hello, kHelloMagic, sizeof(kHelloMagic)) != 0 ||
-      hello[4] != kVersion) {
-    return absl::UnavailableError(
-        "data plane: the server's greeting is not a Tessera data plane's "
-        "(version 1)");
-  }
+  if (absl::Status s = ReadGreeting(socket, hello); !s.ok()) return s;
   if (hello[6] != kHelloTls) {
     return absl::UnavailableError(
         "data plane: the server speaks no TLS (its parameter server runs "
