@@ -184,6 +184,19 @@ TEST_F(LocalTrainingTest, PrefetchingWorkersStillLearn) {
   EXPECT_GT(LastTestAccuracy(run_dir), 0.7) << run.output;
 }
 
+// gRPC stays the fallback for the tensors (tcp is the default): a whole
+// job on it still learns, and no worker opens the data plane.
+TEST_F(LocalTrainingTest, GrpcDataPlaneStillTrains) {
+  const fs::path run_dir = dir_ / "run";
+  ShellResult run = Shell(absl::StrCat(
+      Launcher(), " --data_plane=grpc --run_dir=", run_dir.string(),
+      " -- --epochs=1 --train_examples=6000 --test_examples=1000"));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_GT(LastTestAccuracy(run_dir), 0.6) << run.output;
+  EXPECT_THAT(ReadFile(run_dir / "worker-0.log"),
+              HasSubstr("data plane: grpc"));
+}
+
 // Several steps per call (RunSteps, a server stream): every step is
 // recorded once and the workers learn as with one step per call.
 TEST_F(LocalTrainingTest, StepsPerCallRecordsEveryStepOnceAndLearns) {
