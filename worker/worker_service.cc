@@ -1,5 +1,6 @@
 #include "worker/worker_service.h"
 
+#include <deque>
 #include <utility>
 
 #include "common/grpc_status.h"
@@ -47,10 +48,11 @@ grpc::ServerUnaryReactor* WorkerService::RunStep(
 
 namespace {
 
-// Runs a RunSteps call's steps in order on the service's executor, and
-// writes each step's response before starting the next, so the
-// coordinator has it even if this process dies during a later step. The
-// executor's thread blocks on each write (it may; gRPC's threads may not).
+// Runs a RunSteps call's steps in order on the service's executor and
+// streams each step's response as soon as it finishes, so the coordinator
+// has it even if this process dies during a later step. The next step
+// starts without waiting for the write: responses queue while one is in
+// flight (gRPC allows one at a time) and OnWriteDone sends the next.
 class StepsWriter final : public grpc::ServerWriteReactor<StepResponse> {
  public:
   StepsWriter(TrainingWorker* worker, const StepsRequest* request,
@@ -60,53 +62,97 @@ class StepsWriter final : public grpc::ServerWriteReactor<StepResponse> {
   }
 
   void OnWriteDone(bool ok) override {
-    absl::MutexLock lock(&mu_);
-    write_ok_ = ok;
-    writing_ = false;
+    StepResponse* next = nullptr;
+    bool finish = false;
+    grpc::Status status;
+    {
+      absl::MutexLock lock(&mu_);
+      writing_ = false;
+      if (!ok) {
+        // The coordinator is gone or gave up on the call: the steps not
+        // run yet are its to schedule again.
+        broken_ = true;
+        queued_.clear();
+      }
+      next = NextWriteLocked();
+      finish = next == nullptr && FinishNowLocked(&status);
+    }
+    if (next != nullptr) StartWrite(next);
+    if (finish) Finish(status);  // may delete this
   }
   void OnDone() override { delete this; }
 
  private:
   void Run() {
+    grpc::Status result;
     for (const StepRequest& step : request_->steps()) {
-      response_.Clear();
-      absl::Status status = worker_->RunStep(step, &response_);
-      if (!status.ok()) {
-        LOG(WARNING) << "step " << step.step() << " failed: " << status;
-        Finish(ToGrpcStatus(status));  // may delete this
-        return;
-      }
       {
         absl::MutexLock lock(&mu_);
-        writing_ = true;
+        if (broken_) {
+          result = grpc::Status(grpc::StatusCode::CANCELLED,
+                                "the caller went away; the later steps did "
+                                "not run");
+          break;
+        }
       }
-      StartWrite(&response_);
-      if (!WriteSucceeded()) {
-        // The coordinator is gone or gave up on the call: the steps not
-        // run yet are its to schedule again.
-        Finish(grpc::Status(grpc::StatusCode::CANCELLED,
-                            "the caller went away; the later steps did not "
-                            "run"));
-        return;
+      StepResponse response;
+      absl::Status status = worker_->RunStep(step, &response);
+      if (!status.ok()) {
+        LOG(WARNING) << "step " << step.step() << " failed: " << status;
+        result = ToGrpcStatus(status);
+        break;
       }
+      StepResponse* next = nullptr;
+      {
+        absl::MutexLock lock(&mu_);
+        queued_.push_back(std::move(response));
+        next = NextWriteLocked();
+      }
+      if (next != nullptr) StartWrite(next);
     }
-    Finish(grpc::Status::OK);
+    bool finish = false;
+    grpc::Status status;
+    {
+      absl::MutexLock lock(&mu_);
+      ran_all_ = true;
+      result_ = result;
+      finish = !writing_ && FinishNowLocked(&status);
+    }
+    if (finish) Finish(status);  // may delete this
   }
 
-  // Waits for the write in flight to end; whether it reached the stream.
-  bool WriteSucceeded() {
-    absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(
-        +[](bool* writing) { return !*writing; }, &writing_));
-    return write_ok_;
+  // The response to write now, if none is in flight: moved to in_flight_,
+  // which lives until its OnWriteDone.
+  StepResponse* NextWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (writing_ || queued_.empty()) return nullptr;
+    in_flight_ = std::move(queued_.front());
+    queued_.pop_front();
+    writing_ = true;
+    return &in_flight_;
+  }
+  // Whether the call ends now (every step ran or failed, every response
+  // written), and with which status; true at most once.
+  bool FinishNowLocked(grpc::Status* status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!ran_all_ || writing_ || !queued_.empty() || finished_) return false;
+    finished_ = true;
+    *status =
+        broken_ && result_.ok()
+            ? grpc::Status(grpc::StatusCode::CANCELLED, "the caller went away")
+            : result_;
+    return true;
   }
 
   TrainingWorker* const worker_;
   const StepsRequest* const request_;
-  StepResponse response_;
   absl::Mutex mu_;
+  std::deque<StepResponse> queued_ ABSL_GUARDED_BY(mu_);
+  StepResponse in_flight_;  // written by the thread that sets writing_
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  bool write_ok_ ABSL_GUARDED_BY(mu_) = true;
+  bool broken_ ABSL_GUARDED_BY(mu_) = false;
+  bool ran_all_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::Status result_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace
