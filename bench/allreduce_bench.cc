@@ -1,8 +1,8 @@
-// bench_allreduce: the ring all-reduce over gRPC
-// (worker/collective/ring_allreduce.h) of 4 to 256 MiB across 2 and 4 ranks in
-// this process, each rank with its own gRPC server on 127.0.0.1 and its own
-// thread, beside a raw TCP transfer of the same size measured in the same run
-// (bench/tcp_reference.h, one Push of the whole buffer).
+// bench_allreduce: the ring all-reduce over gRPC or the TCP data plane
+// (--data_plane; worker/collective/ring_allreduce.h) of 4 to 256 MiB across 2
+// and 4 ranks in this process, each rank with its own gRPC server on 127.0.0.1
+// and its own thread, beside a raw TCP transfer of the same size measured in
+// the same run (bench/tcp_reference.h, one Push of the whole buffer).
 //
 // For every (ranks, size): --warmup untimed calls, then --reps timed
 // calls; a call's time runs from starting every rank to the last one
@@ -35,6 +35,7 @@
 #include "absl/types/span.h"
 #include "bench/bench_main.h"
 #include "bench/tcp_reference.h"
+#include "common/data_plane/data_plane_kind.h"
 #include "common/grpc_channel.h"
 #include "common/process_start.h"
 #include "gflags/gflags.h"
@@ -48,6 +49,9 @@ DEFINE_string(sizes_mb, "4,16,64,256", "Buffer sizes in MiB, comma-separated.");
 DEFINE_string(ranks, "2,4", "Numbers of ranks, comma-separated.");
 DEFINE_int32(reps, 3, "Timed calls per (ranks, size); the median is shown.");
 DEFINE_int32(warmup, 1, "Untimed calls before the timed ones.");
+DEFINE_string(data_plane, "tcp",
+              "What carries the ring's chunks: grpc (Collective.Exchange "
+              "streams) or tcp (data plane connections).");
 
 namespace tessera {
 namespace {
@@ -86,15 +90,22 @@ absl::StatusOr<std::vector<int64_t>> ParseList(const std::string& flag,
   return out;
 }
 
+RingAllReduceOptions Options(DataPlaneKind data_plane) {
+  RingAllReduceOptions options;
+  options.data_plane = data_plane;
+  return options;
+}
+
 // n ranks, each with its own server on 127.0.0.1 (an ephemeral port).
 class LoopbackRing {
  public:
-  static absl::StatusOr<std::unique_ptr<LoopbackRing>> Start(int n) {
+  static absl::StatusOr<std::unique_ptr<LoopbackRing>> Start(
+      int n, DataPlaneKind data_plane) {
     auto ring = std::unique_ptr<LoopbackRing>(new LoopbackRing);
     std::vector<std::string> peers;
     for (int r = 0; r < n; ++r) {
       absl::StatusOr<std::unique_ptr<RingAllReduce>> rank =
-          RingAllReduce::Create(r, n);
+          RingAllReduce::Create(r, n, Options(data_plane));
       if (!rank.ok()) return rank.status();
       int port = 0;
       grpc::ServerBuilder builder;
@@ -163,6 +174,9 @@ absl::Status Run() {
   absl::StatusOr<std::vector<int64_t>> ranks =
       ParseList(FLAGS_ranks, "ranks", 2, 16);
   if (!ranks.ok()) return ranks.status();
+  absl::StatusOr<DataPlaneKind> data_plane =
+      ParseDataPlaneKind(FLAGS_data_plane);
+  if (!data_plane.ok()) return data_plane.status();
   if (FLAGS_reps < 1 || FLAGS_warmup < 0) {
     return absl::InvalidArgumentError("--reps must be >= 1, --warmup >= 0");
   }
@@ -176,7 +190,7 @@ absl::Status Run() {
   const Clock::time_point bench_start = Clock::now();
   for (int64_t n : *ranks) {
     absl::StatusOr<std::unique_ptr<LoopbackRing>> ring =
-        LoopbackRing::Start(static_cast<int>(n));
+        LoopbackRing::Start(static_cast<int>(n), *data_plane);
     if (!ring.ok()) return ring.status();
     for (int64_t mb : *sizes_mb) {
       const int64_t bytes = mb * kMiB;
@@ -226,9 +240,10 @@ absl::Status Run() {
   }
 
   std::printf(
-      "\nring all-reduce over gRPC on loopback (chunks of %lld bytes), "
+      "\nring all-reduce over %s on loopback (chunks of %lld bytes), "
       "median of %d; GB/s = 1e9 bytes/s\n\n",
-      static_cast<long long>(FLAGS_chunk_bytes), FLAGS_reps);
+      DataPlaneName(*data_plane), static_cast<long long>(FLAGS_chunk_bytes),
+      FLAGS_reps);
   std::printf("%5s %8s %10s %8s %8s %10s %8s %8s\n", "ranks", "MiB", "time ms",
               "algbw", "busbw", "tcp ms", "tcp", "bus/tcp");
   for (const Row& row : rows) {

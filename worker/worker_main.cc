@@ -92,6 +92,7 @@ int main(int argc, char** argv) {
   ring_options.chunk_bytes = FLAGS_chunk_bytes;
   ring_options.timeout_s = FLAGS_rpc_timeout_s;
   ring_options.security = start.security;
+  ring_options.data_plane = *data_plane;
   // This worker's rank in the all-reduce group of mirrored training. It
   // serves on the worker's own port; only mirrored jobs use it.
   const std::vector<std::string>& peers = cluster.tasks("worker");

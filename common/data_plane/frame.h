@@ -39,6 +39,11 @@ enum class FrameOp : uint16_t {
   kPullRowsReply = 6,
   kPushRows = 7,
   kPushRowsReply = 8,
+  // Ring all-reduce chunks (worker/collective/ring_tcp.h), one call per
+  // connection: a header, the chunks in order, and the receiver's reply.
+  kRingHeader = 9,
+  kRingChunk = 10,
+  kRingReply = 11,
 };
 
 struct FrameHeader {

@@ -11,6 +11,7 @@
 #include "common/transport_limits.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/support/client_callback.h"
+#include "worker/collective/ring_wire.h"
 
 namespace tessera {
 namespace {
@@ -110,23 +111,39 @@ absl::StatusOr<std::unique_ptr<RingAllReduce>> RingAllReduce::Create(
     return absl::InvalidArgumentError(absl::StrCat(
         "ring all-reduce: timeout_s must be > 0, got ", options.timeout_s));
   }
-  return std::unique_ptr<RingAllReduce>(
+  if (options.data_plane == DataPlaneKind::kTcp &&
+      num_ranks > kMaxRingTcpRanks) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ring all-reduce: the TCP data plane takes at most ",
+                     kMaxRingTcpRanks, " ranks, not ", num_ranks));
+  }
+  std::unique_ptr<RingAllReduce> ring(
       new RingAllReduce(rank, num_ranks, options));
+  if (options.data_plane == DataPlaneKind::kTcp && num_ranks > 1) {
+    if (absl::Status s = ring->StartDataPlane(); !s.ok()) return s;
+  }
+  return ring;
 }
 
 RingAllReduce::RingAllReduce(int rank, int num_ranks,
                              RingAllReduceOptions options)
-    : rank_(rank), num_ranks_(num_ranks), options_(options) {}
+    : rank_(rank),
+      num_ranks_(num_ranks),
+      options_(options),
+      // The receiver names the left neighbour in its errors; SetPeers adds
+      // its address.
+      receiver_(std::make_unique<RingReceiver>(
+          rank, num_ranks,
+          absl::StrCat("rank ", (rank + num_ranks - 1) % num_ranks,
+                       " (left neighbour)"),
+          RpcAuth(options.security.job_token))) {}
+
+RingAllReduce::~RingAllReduce() {
+  receiver_->Stop();
+  listener_.reset();
+}
 
 void RingAllReduce::RegisterService(grpc::ServerBuilder* builder) {
-  // The receiver names the left neighbour in its errors; SetPeers adds
-  // its address.
-  const int left = (rank_ + num_ranks_ - 1) % num_ranks_;
-  receiver_ = std::make_unique<RingReceiver>(
-      rank_, num_ranks_,
-      peers_.empty() ? absl::StrCat("rank ", left, " (left neighbour)")
-                     : PeerName(left),
-      RpcAuth(options_.security.job_token));
   builder->RegisterService(receiver_.get());
 }
 
@@ -137,9 +154,8 @@ absl::Status RingAllReduce::SetPeers(std::vector<std::string> peers) {
                      num_ranks_, " ranks"));
   }
   peers_ = std::move(peers);
-  if (receiver_ != nullptr) {
-    receiver_->SetLeftName(PeerName((rank_ + num_ranks_ - 1) % num_ranks_));
-  }
+  receiver_->SetLeftName(PeerName((rank_ + num_ranks_ - 1) % num_ranks_));
+  right_port_ = 0;
   if (num_ranks_ > 1) {
     right_ = Collective::NewStub(
         MakeChannel(peers_[(rank_ + 1) % num_ranks_], options_.security));
@@ -153,7 +169,7 @@ std::string RingAllReduce::PeerName(int rank) const {
 
 absl::Status RingAllReduce::AllReduce(absl::Span<float> data) {
   if (num_ranks_ == 1) return absl::OkStatus();
-  if (right_ == nullptr || receiver_ == nullptr) {
+  if (right_ == nullptr) {
     return absl::FailedPreconditionError(
         "ring all-reduce: RegisterService and SetPeers come before AllReduce");
   }
@@ -162,13 +178,21 @@ absl::Status RingAllReduce::AllReduce(absl::Span<float> data) {
                               static_cast<int64_t>(data.size()));
   RingCall call(++generation_, &schedule, data.data());
   receiver_->Begin(&call);
-  absl::Status status = Send(&call, data, deadline);
+  absl::Status status = options_.data_plane == DataPlaneKind::kTcp
+                            ? SendTcp(&call, data, deadline)
+                            : Send(&call, data, deadline);
   if (status.ok()) {
     status = receiver_->WaitReceived(&call, -1, 0, deadline,
                                      /*stop_when_send_ends=*/false);
   }
   receiver_->End(&call, status);
   return status;
+}
+
+int64_t RingAllReduce::ChunkElements() const {
+  return std::clamp<int64_t>(
+      options_.chunk_bytes / static_cast<int64_t>(sizeof(float)), 1,
+      kMaxChunkBytes / sizeof(float));
 }
 
 absl::Status RingAllReduce::Send(RingCall* call, absl::Span<const float> data,
@@ -178,9 +202,7 @@ absl::Status RingAllReduce::Send(RingCall* call, absl::Span<const float> data,
       absl::StrCat("ring all-reduce call ", call->generation, ": ",
                    PeerName(right), " Exchange");
   const RingSchedule& s = *call->schedule;
-  const int64_t chunk_elements = std::clamp<int64_t>(
-      options_.chunk_bytes / static_cast<int64_t>(sizeof(float)), 1,
-      kMaxChunkBytes / sizeof(float));
+  const int64_t chunk_elements = ChunkElements();
 
   ExchangeStream stream(right_.get(), deadline, receiver_.get(), call);
   // Two messages in turn: one is filled while the other is on the wire.

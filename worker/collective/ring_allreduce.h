@@ -9,6 +9,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "common/data_plane/data_plane_kind.h"
+#include "common/data_plane/listener.h"
+#include "common/data_plane/tls.h"
 #include "common/grpc_channel.h"
 #include "common/transport_limits.h"
 #include "grpcpp/server_builder.h"
@@ -26,6 +29,10 @@ struct RingAllReduceOptions {
   // The job's token and TLS: the channel to the right neighbour carries
   // them, and the receiver accepts only streams with the same token.
   ChannelSecurity security;
+  // What carries the chunks: Collective.Exchange streams, or data plane
+  // connections (worker/collective/ring_wire.h) whose port each rank
+  // announces through Collective.DataPlane. Every rank must use the same.
+  DataPlaneKind data_plane = DataPlaneKind::kGrpc;
 };
 
 // Rank `rank` of a ring all-reduce over gRPC between `num_ranks` peers
@@ -40,6 +47,11 @@ struct RingAllReduceOptions {
 // The sum of every element is computed in one documented order (the ring
 // order starting at the segment's own rank) by one rank and copied to the
 // others, so every rank ends with the same bits. n == 1 is a no-op.
+//
+// With DataPlaneKind::kTcp the same chunks travel as frames on one TCP
+// connection per call (the job token proved by the data plane handshake,
+// TLS when `security` has it), with the same errors: a cut connection is
+// UNAVAILABLE, a stall past the deadline DEADLINE_EXCEEDED.
 //
 // Use: construct, RegisterService on the rank's ServerBuilder (it can be
 // the worker's own server), start the server, SetPeers with every rank's
@@ -65,6 +77,13 @@ class RingAllReduce final : public AllReducer {
   // num_ranks of them.
   absl::Status SetPeers(std::vector<std::string> peers);
 
+  // The port of the data plane listener (kTcp); 0 with kGrpc.
+  int data_plane_port() const {
+    return listener_ == nullptr ? 0 : listener_->port();
+  }
+
+  ~RingAllReduce() override;
+
   int rank() const override { return rank_; }
   int num_ranks() const override { return num_ranks_; }
   Memory memory() const override { return Memory::kHost; }
@@ -81,6 +100,17 @@ class RingAllReduce final : public AllReducer {
   // Streams this rank's chunks of `call` to the right neighbour.
   absl::Status Send(RingCall* call, absl::Span<const float> data,
                     absl::Time deadline);
+  // The same on the data plane (ring_allreduce_tcp.cc): returns the
+  // call's first error, as Send does.
+  absl::Status SendTcp(RingCall* call, absl::Span<const float> data,
+                       absl::Time deadline);
+  // The connection to the right neighbour for one call, handshake done.
+  absl::StatusOr<Socket> ConnectRight(absl::Time deadline);
+  // Starts the listener (kTcp) and the TLS contexts it and the sender use.
+  absl::Status StartDataPlane();
+  // A connection from the left neighbour, on its listener thread.
+  void ServeLeft(Socket& socket);
+  int64_t ChunkElements() const;
   std::string PeerName(int rank) const;
 
   const int rank_;
@@ -90,6 +120,10 @@ class RingAllReduce final : public AllReducer {
   std::unique_ptr<Collective::Stub> right_;
   std::unique_ptr<RingReceiver> receiver_;
   uint64_t generation_ = 0;
+  std::shared_ptr<const DataPlaneTls> tls_client_;
+  int right_port_ = 0;  // the right neighbour's data plane; 0: not asked
+  // Last: its threads use the receiver, and go first.
+  std::unique_ptr<Listener> listener_;
 };
 
 }  // namespace tessera

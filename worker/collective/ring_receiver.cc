@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/data_plane/socket.h"
 #include "common/grpc_status.h"
 
 namespace tessera {
@@ -299,6 +300,7 @@ void RingReceiver::Begin(RingCall* call) {
     absl::MutexLock lock(&mu_);
     active_ = call;
     begun_generation_ = call->generation;
+    cv_.SignalAll();  // data plane connections parked in AttachTcp
     for (auto it = parked_.begin(); it != parked_.end();) {
       if (it->first < call->generation) {
         if (it->second->ClaimFinish()) {
@@ -408,7 +410,8 @@ void RingReceiver::End(RingCall* call, const absl::Status& outcome) {
     if (active_ == call) active_ = nullptr;
     // No reaction may be using the buffer, or be about to read, once the
     // call is detached.
-    while (call->reactor != nullptr && call->reactor->busy_ > 0) {
+    while ((call->reactor != nullptr && call->reactor->busy_ > 0) ||
+           call->tcp_busy > 0) {
       cv_.Wait(&mu_);
     }
     if (!outcome.ok()) {
@@ -417,6 +420,12 @@ void RingReceiver::End(RingCall* call, const absl::Status& outcome) {
           absl::StrCat("ring all-reduce: rank ", rank_, " gave up call ",
                        call->generation, ": ", outcome.message()));
       failure = failure_;
+    }
+    if (call->tcp != nullptr) {
+      // The connection's thread returns at its next read; on success it
+      // has nothing left to read but its reply to send.
+      if (!outcome.ok()) call->tcp->Shutdown();
+      call->tcp = nullptr;
     }
     RingExchangeReactor* r = call->reactor;
     if (r != nullptr) {

@@ -7,6 +7,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/rpc_auth.h"
@@ -16,6 +17,7 @@
 namespace tessera {
 
 class RingExchangeReactor;
+class Socket;
 
 // One AllReduce call as the receiving side sees it: where the data goes
 // and how far the stream from the left neighbour has got. Owned by the
@@ -38,6 +40,10 @@ struct RingCall {
   // The stream to the right neighbour has ended (its receiver finished it).
   bool send_ended = false;
   RingExchangeReactor* reactor = nullptr;  // the stream from the left
+  // Or the data plane connection from the left (ServeTcp), and how many of
+  // its chunks are being applied outside the mutex.
+  Socket* tcp = nullptr;
+  int tcp_busy = 0;
 };
 
 // The receiving half of a ring all-reduce: the Collective service. It
@@ -90,9 +96,24 @@ class RingReceiver final : public Collective::CallbackService {
   // When `outcome` is an error the stream from the left is ended with it.
   void End(RingCall* call, const absl::Status& outcome);
 
+  // The same stream as a data plane connection (--data_plane=tcp;
+  // worker/collective/ring_wire.h), whose token handshake is done: runs on
+  // the connection's own thread until the call it carries is received,
+  // refused or ended. Same checks, same errors, and the same answer to the
+  // sender (its reply frame) as Exchange.
+  void ServeTcp(Socket& socket);
+  // The port DataPlane announces; 0 (the default): none.
+  void SetDataPlanePort(int port);
+  // Ends the ServeTcp connections that wait for a call; call before the
+  // listener that serves them goes.
+  void Stop();
+
   // Collective::CallbackService.
   grpc::ServerBidiReactor<CollectiveChunk, ExchangeResponse>* Exchange(
       grpc::CallbackServerContext* context) override;
+  grpc::ServerUnaryReactor* DataPlane(grpc::CallbackServerContext* context,
+                                      const DataPlaneRequest* request,
+                                      DataPlaneReply* reply) override;
 
  private:
   friend class RingExchangeReactor;
@@ -101,6 +122,17 @@ class RingReceiver final : public Collective::CallbackService {
   // InvalidArgument naming the left neighbour.
   absl::Status CheckHeader(const CollectiveChunk& header,
                            const RingCall& call) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // ServeTcp's parts: waits for the call of `header` and attaches
+  // `socket` to it (its generation, or an error for the sender); then
+  // applies chunks until the call is received (OK) or fails. Generation
+  // 0: the call has nothing to receive (attached and complete at once).
+  absl::StatusOr<uint64_t> AttachTcp(const CollectiveChunk& header,
+                                     Socket* socket);
+  absl::Status ReceiveTcp(Socket& socket, uint64_t generation);
+  // The active call, when it is `generation` and `socket` is attached to
+  // it.
+  RingCall* TcpCallLocked(uint64_t generation, const Socket* socket) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sets call->error unless already set, and wakes every waiter.
   void FailLocked(RingCall* call, const absl::Status& status)
@@ -125,6 +157,8 @@ class RingReceiver final : public Collective::CallbackService {
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
   // Streams of generations not begun yet, header read, nothing else.
   std::map<uint64_t, RingExchangeReactor*> parked_ ABSL_GUARDED_BY(mu_);
+  int data_plane_port_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace tessera

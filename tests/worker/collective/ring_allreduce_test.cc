@@ -12,12 +12,17 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/data_plane/data_plane_kind.h"
+#include "common/data_plane/handshake.h"
+#include "common/data_plane/socket.h"
 #include "common/grpc_channel.h"
+#include "common/tls_credentials.h"
 #include "gmock/gmock.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
+#include "tests/tls_test_certs.h"
 #include "worker/collective/ring_schedule.h"
 
 namespace tessera {
@@ -37,8 +42,8 @@ class Ring {
       ranks_.push_back(*std::move(ring));
       int port = 0;
       grpc::ServerBuilder builder;
-      builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                               &port);
+      builder.AddListeningPort(
+          "127.0.0.1:0", MakeServerCredentials(options.security.tls), &port);
       ConfigureServerBuilder(&builder);
       ranks_.back()->RegisterService(&builder);
       servers_.push_back(builder.BuildAndStart());
@@ -160,12 +165,29 @@ TEST(RingScheduleTest, SegmentsTileTheBufferAndStepsChain) {
   }
 }
 
-TEST(RingAllReduceTest, SumsBitIdenticallyForTwoThreeAndFourRanks) {
+// The ring's behaviour on each transport: Collective.Exchange streams and
+// data plane connections must be indistinguishable to the caller.
+class RingTransportTest : public ::testing::TestWithParam<DataPlaneKind> {
+ protected:
+  RingAllReduceOptions Options(RingAllReduceOptions options) const {
+    options.data_plane = GetParam();
+    return options;
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(
+    Transports, RingTransportTest,
+    ::testing::Values(DataPlaneKind::kGrpc, DataPlaneKind::kTcp),
+    [](const ::testing::TestParamInfo<DataPlaneKind>& info) {
+      return std::string(DataPlaneName(info.param));
+    });
+
+TEST_P(RingTransportTest, SumsBitIdenticallyForTwoThreeAndFourRanks) {
   for (int n : {2, 3, 4}) {
     SCOPED_TRACE(absl::StrCat(n, " ranks"));
     // 64-byte chunks: many chunks per segment, so pipelining across
     // steps is exercised.
-    Ring ring(n, {.chunk_bytes = 64, .timeout_s = 30});
+    Ring ring(n, Options({.chunk_bytes = 64, .timeout_s = 30}));
     for (int64_t size : {0, 1, n - 1, n, n + 1, 1000, 4099}) {
       SCOPED_TRACE(absl::StrCat(size, " elements"));
       ExpectAllReduceSums(ring, RandomInputs(n, size, 17 * n + size));
@@ -173,9 +195,9 @@ TEST(RingAllReduceTest, SumsBitIdenticallyForTwoThreeAndFourRanks) {
   }
 }
 
-TEST(RingAllReduceTest, LargeBufferWithDefaultChunksIsNearTheExactSum) {
+TEST_P(RingTransportTest, LargeBufferWithDefaultChunksIsNearTheExactSum) {
   const int n = 3;
-  Ring ring(n, {.timeout_s = 60});
+  Ring ring(n, Options({.timeout_s = 60}));
   const int64_t size = (int64_t{3} << 20) + 7;  // 12 MiB, several chunks
   std::vector<std::vector<float>> x = RandomInputs(n, size, 5);
   std::vector<double> exact(size, 0.0);
@@ -194,9 +216,9 @@ TEST(RingAllReduceTest, LargeBufferWithDefaultChunksIsNearTheExactSum) {
   EXPECT_LT(worst, 1e-6);
 }
 
-TEST(RingAllReduceTest, RepeatedCallsDoNotMixData) {
+TEST_P(RingTransportTest, RepeatedCallsDoNotMixData) {
   const int n = 4;
-  Ring ring(n, {.chunk_bytes = 256, .timeout_s = 30});
+  Ring ring(n, Options({.chunk_bytes = 256, .timeout_s = 30}));
   for (int call = 0; call < 8; ++call) {
     SCOPED_TRACE(absl::StrCat("call ", call));
     // Sizes change between calls too.
@@ -204,11 +226,11 @@ TEST(RingAllReduceTest, RepeatedCallsDoNotMixData) {
   }
 }
 
-TEST(RingAllReduceTest, BackToBackCallsWithoutABarrier) {
+TEST_P(RingTransportTest, BackToBackCallsWithoutABarrier) {
   // Each rank runs its calls in its own thread with no synchronisation in
   // between, so a fast rank's next call overlaps a slow rank's current one.
   const int n = 3, calls = 20;
-  Ring ring(n, {.chunk_bytes = 128, .timeout_s = 30});
+  Ring ring(n, Options({.chunk_bytes = 128, .timeout_s = 30}));
   std::vector<std::vector<std::vector<float>>> x;  // [call][rank]
   for (int c = 0; c < calls; ++c) x.push_back(RandomInputs(n, 300 + c, 99 + c));
   std::vector<std::vector<float>> want;
@@ -247,9 +269,9 @@ TEST(RingAllReduceTest, BadConfigurationIsAnError) {
   EXPECT_TRUE(absl::IsInvalidArgument((*ring)->SetPeers({"127.0.0.1:1"})));
 }
 
-TEST(RingAllReduceTest, SizeMismatchFailsEveryRankAndNamesThePeer) {
+TEST_P(RingTransportTest, SizeMismatchFailsEveryRankAndNamesThePeer) {
   const int n = 3;
-  Ring ring(n, {.chunk_bytes = 64, .timeout_s = 10});
+  Ring ring(n, Options({.chunk_bytes = 64, .timeout_s = 10}));
   std::vector<std::vector<float>> x = {std::vector<float>(100, 1.0f),
                                        std::vector<float>(101, 1.0f),
                                        std::vector<float>(100, 1.0f)};
@@ -276,10 +298,10 @@ TEST(RingAllReduceTest, SizeMismatchFailsEveryRankAndNamesThePeer) {
       << status[1] << " / " << status[2];
 }
 
-TEST(RingAllReduceTest, DeadPeerGivesAnErrorWithinTheDeadline) {
+TEST_P(RingTransportTest, DeadPeerGivesAnErrorWithinTheDeadline) {
   const int n = 3;
   const double timeout_s = 3;
-  Ring ring(n, {.chunk_bytes = 64, .timeout_s = timeout_s},
+  Ring ring(n, Options({.chunk_bytes = 64, .timeout_s = timeout_s}),
             /*without_server=*/2);
   std::vector<std::vector<float>> x = RandomInputs(n, 1000, 3);
   const auto start = std::chrono::steady_clock::now();
@@ -297,8 +319,8 @@ TEST(RingAllReduceTest, DeadPeerGivesAnErrorWithinTheDeadline) {
               HasSubstr("rank 2 (" + ring.address(2) + ")"));
 }
 
-TEST(RingAllReduceTest, PeerThatNeverCallsTimesOut) {
-  Ring ring(2, {.chunk_bytes = 64, .timeout_s = 1});
+TEST_P(RingTransportTest, PeerThatNeverCallsTimesOut) {
+  Ring ring(2, Options({.chunk_bytes = 64, .timeout_s = 1}));
   std::vector<float> x(1000, 1.0f);
   const auto start = std::chrono::steady_clock::now();
   absl::Status s = ring.rank(0).AllReduce(absl::MakeSpan(x));
@@ -307,9 +329,9 @@ TEST(RingAllReduceTest, PeerThatNeverCallsTimesOut) {
   EXPECT_THAT(std::string(s.message()), HasSubstr(ring.address(1)));
 }
 
-TEST(RingAllReduceTest, WorksAgainAfterAFailedCall) {
+TEST_P(RingTransportTest, WorksAgainAfterAFailedCall) {
   const int n = 2;
-  Ring ring(n, {.chunk_bytes = 64, .timeout_s = 2});
+  Ring ring(n, Options({.chunk_bytes = 64, .timeout_s = 2}));
   // Call 1 fails: the ranks disagree on the size.
   std::vector<std::vector<float>> bad = {std::vector<float>(10),
                                          std::vector<float>(11)};
@@ -319,6 +341,56 @@ TEST(RingAllReduceTest, WorksAgainAfterAFailedCall) {
   ASSERT_FALSE(status[1].ok());
   // Call 2, with agreeing sizes, succeeds: nothing of call 1 leaks in.
   ExpectAllReduceSums(ring, RandomInputs(n, 333, 8));
+}
+
+TEST(RingAllReduceTcpTest, ChecksTheJobTokenOnTheDataPlane) {
+  RingAllReduceOptions options{.chunk_bytes = 64, .timeout_s = 10};
+  options.data_plane = DataPlaneKind::kTcp;
+  options.security.job_token = "the-job-token";
+  Ring ring(2, options);
+  // The ranks, holding the token, sum over the data plane.
+  ExpectAllReduceSums(ring, RandomInputs(2, 1000, 21));
+  const int port = ring.rank(1).data_plane_port();
+  ASSERT_GT(port, 0);
+  // A process with another token is refused before any chunk moves...
+  absl::StatusOr<Socket> wrong = Socket::Connect("127.0.0.1", port, 5);
+  ASSERT_TRUE(wrong.ok()) << wrong.status();
+  absl::Status s = OfferDataPlaneHandshake(*wrong, "another-token");
+  EXPECT_TRUE(absl::IsUnauthenticated(s)) << s;
+  // ... and so is one with none.
+  absl::StatusOr<Socket> none = Socket::Connect("127.0.0.1", port, 5);
+  ASSERT_TRUE(none.ok()) << none.status();
+  s = OfferDataPlaneHandshake(*none, "");
+  EXPECT_TRUE(absl::IsUnauthenticated(s)) << s;
+  // The ring still works afterwards.
+  ExpectAllReduceSums(ring, RandomInputs(2, 333, 22));
+}
+
+TEST(RingAllReduceTcpTest, SumsOverTlsAndRefusesPlainConnections) {
+  TestCertificates certs("ring_tls");
+  if (certs.error()) {
+    GTEST_SKIP() << "openssl could not make test certificates: "
+                 << *certs.error();
+  }
+  RingAllReduceOptions options{.chunk_bytes = 256, .timeout_s = 10};
+  options.data_plane = DataPlaneKind::kTcp;
+  options.security.job_token = "the-job-token";
+  // Valid for 127.0.0.1, as a server's and as a client's certificate.
+  options.security.tls = certs.Files("server", "ca");
+  Ring ring(3, options);
+  ExpectAllReduceSums(ring, RandomInputs(3, 5000, 31));
+  // A connection without TLS hears that the rank speaks TLS, and stops.
+  absl::StatusOr<Socket> plain =
+      Socket::Connect("127.0.0.1", ring.rank(0).data_plane_port(), 5);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE(OfferDataPlaneHandshake(*plain, "the-job-token").ok());
+  ExpectAllReduceSums(ring, RandomInputs(3, 77, 32));
+}
+
+TEST(RingAllReduceTcpTest, GrpcOnlyRankHasNoDataPlanePort) {
+  auto ring = RingAllReduce::Create(0, 2);
+  ASSERT_TRUE(ring.ok());
+  EXPECT_EQ((*ring)->data_plane_port(), 0);
 }
 
 }  // namespace

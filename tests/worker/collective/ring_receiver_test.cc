@@ -1,12 +1,19 @@
-// RingReceiver behind a real gRPC server on 127.0.0.1, fed by hand-made
-// Exchange streams.
+// RingReceiver behind a real gRPC server (or a data plane listener) on
+// 127.0.0.1, fed by hand-made Exchange streams (or data plane
+// connections: the same checks must give the same answers).
 #include "worker/collective/ring_receiver.h"
+
+#include <sys/uio.h>
 
 #include <chrono>
 #include <memory>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/data_plane/data_plane_kind.h"
+#include "common/data_plane/frame.h"
+#include "common/data_plane/listener.h"
+#include "common/data_plane/socket.h"
 #include "common/grpc_channel.h"
 #include "common/rpc_auth.h"
 #include "gmock/gmock.h"
@@ -16,15 +23,20 @@
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
+#include "worker/collective/ring_wire.h"
 
 namespace tessera {
 namespace {
 
 using ::testing::HasSubstr;
 
-class RingReceiverTest : public ::testing::Test {
+class RingReceiverTest : public ::testing::TestWithParam<DataPlaneKind> {
  protected:
   void SetUp() override {
+    absl::StatusOr<std::unique_ptr<Listener>> listener = Listener::Start(
+        "127.0.0.1", 0, [this](Socket& socket) { receiver_.ServeTcp(socket); });
+    ASSERT_TRUE(listener.ok()) << listener.status();
+    listener_ = *std::move(listener);
     grpc::ServerBuilder builder;
     ConfigureServerBuilder(&builder);
     int port = 0;
@@ -39,11 +51,38 @@ class RingReceiverTest : public ::testing::Test {
   void TearDown() override {
     server_->Shutdown(std::chrono::system_clock::now() +
                       std::chrono::milliseconds(200));
+    receiver_.Stop();
+    listener_.reset();
   }
 
-  // Opens a stream from rank 0 with a header for call `generation` and
-  // returns how the receiver ended it.
-  grpc::Status SendHeader(uint64_t generation) {
+  // Opens a stream (or connection) from rank 0 with a header for call
+  // `generation` and returns how the receiver ended it.
+  absl::Status SendHeader(uint64_t generation) {
+    return GetParam() == DataPlaneKind::kTcp ? SendTcpHeader(generation)
+                                             : SendGrpcHeader(generation);
+  }
+
+  absl::Status SendTcpHeader(uint64_t generation) {
+    absl::StatusOr<Socket> socket =
+        Socket::Connect("127.0.0.1", listener_->port(), 10);
+    if (!socket.ok()) return socket.status();
+    FrameHeader header;
+    header.op = FrameOp::kRingHeader;
+    header.a = static_cast<int64_t>(generation);
+    header.b = 4;      // elements
+    header.count = 2;  // ranks
+    header.bytes = kRingHeaderPayloadBytes;
+    char raw[kFrameHeaderBytes];
+    EncodeFrameHeader(header, raw);
+    int64_t sender_rank = 0;
+    const iovec parts[2] = {{raw, sizeof(raw)},
+                            {&sender_rank, sizeof(sender_rank)}};
+    if (absl::Status s = socket->WriteAll(parts); !s.ok()) return s;
+    FrameHeader reply;
+    return ReadReplyHeader(*socket, FrameOp::kRingReply, &reply);
+  }
+
+  absl::Status SendGrpcHeader(uint64_t generation) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() +
                          std::chrono::seconds(10));
@@ -56,37 +95,46 @@ class RingReceiverTest : public ::testing::Test {
     header.set_num_elements(4);
     stream->Write(header);
     stream->WritesDone();
-    return stream->Finish();
+    grpc::Status s = stream->Finish();
+    return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                        s.error_message());
   }
 
   // Rank 1 of 2; an empty token accepts every stream.
   RingReceiver receiver_{1, 2, "rank 0 (left)", RpcAuth()};
   std::unique_ptr<grpc::Server> server_;
   std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<Listener> listener_;  // before the receiver goes
 };
+
+INSTANTIATE_TEST_SUITE_P(
+    Transports, RingReceiverTest,
+    ::testing::Values(DataPlaneKind::kGrpc, DataPlaneKind::kTcp),
+    [](const ::testing::TestParamInfo<DataPlaneKind>& info) {
+      return std::string(DataPlaneName(info.param));
+    });
 
 // Calls count from 1; a stream of call 0 before any call has begun (or
 // failed) once matched the "latest failed call" and was ended with OK.
-TEST_F(RingReceiverTest, StreamOfGenerationZeroIsRefused) {
-  grpc::Status s = SendHeader(0);
-  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
-      << s.error_message();
-  EXPECT_THAT(s.error_message(), HasSubstr("call 0"));
-  EXPECT_THAT(s.error_message(), HasSubstr("rank 0 (left)"));
+TEST_P(RingReceiverTest, StreamOfGenerationZeroIsRefused) {
+  absl::Status s = SendHeader(0);
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("call 0"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("rank 0 (left)"));
 }
 
 // A stream of a call that ended with an error gets that error.
-TEST_F(RingReceiverTest, LateStreamOfAFailedCallGetsItsError) {
+TEST_P(RingReceiverTest, LateStreamOfAFailedCallGetsItsError) {
   RingSchedule schedule(2, 1, 4);
   float data[4] = {0, 0, 0, 0};
   RingCall call(1, &schedule, data);
   receiver_.Begin(&call);
   receiver_.End(&call, absl::UnavailableError("right neighbour is gone"));
-  grpc::Status s = SendHeader(1);
-  EXPECT_EQ(s.error_code(), grpc::StatusCode::ABORTED) << s.error_message();
-  EXPECT_THAT(s.error_message(), HasSubstr("right neighbour is gone"));
+  absl::Status s = SendHeader(1);
+  EXPECT_TRUE(absl::IsAborted(s)) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("right neighbour is gone"));
   // Call 0 still never existed.
-  EXPECT_EQ(SendHeader(0).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(absl::IsInvalidArgument(SendHeader(0)));
 }
 
 }  // namespace

@@ -1,0 +1,200 @@
+// RingAllReduce's data plane side (--data_plane=tcp): the listener that
+// takes the left neighbour's connections, and the sender that streams one
+// call's chunks to the right neighbour as frames (ring_wire.h).
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/data_plane/frame.h"
+#include "common/data_plane/handshake.h"
+#include "common/data_plane/socket.h"
+#include "common/grpc_status.h"
+#include "glog/logging.h"
+#include "grpcpp/client_context.h"
+#include "worker/collective/ring_allreduce.h"
+#include "worker/collective/ring_wire.h"
+
+namespace tessera {
+namespace {
+
+// The handshake and TLS must not wait on a silent peer for longer.
+constexpr double kMaxHandshakeS = 30;
+
+double SecondsLeft(absl::Time deadline) {
+  // A socket timeout of 0 means none: keep at least a millisecond.
+  return std::max(absl::ToDoubleSeconds(deadline - absl::Now()), 1e-3);
+}
+
+}  // namespace
+
+absl::Status RingAllReduce::StartDataPlane() {
+  std::shared_ptr<const DataPlaneTls> tls_server;
+  if (options_.security.tls.has_value()) {
+    absl::StatusOr<std::shared_ptr<const DataPlaneTls>> server =
+        DataPlaneTls::Create(*options_.security.tls,
+                             DataPlaneTls::Role::kServer);
+    if (!server.ok()) return server.status();
+    absl::StatusOr<std::shared_ptr<const DataPlaneTls>> client =
+        DataPlaneTls::Create(*options_.security.tls,
+                             DataPlaneTls::Role::kClient);
+    if (!client.ok()) return client.status();
+    tls_server = *std::move(server);
+    tls_client_ = *std::move(client);
+  }
+  // Every interface: the left neighbour dials the host of this rank's
+  // gRPC address.
+  absl::StatusOr<std::unique_ptr<Listener>> listener = Listener::Start(
+      "::", 0, [this](Socket& socket) { ServeLeft(socket); },
+      std::move(tls_server), std::min(options_.timeout_s, kMaxHandshakeS));
+  if (!listener.ok()) return listener.status();
+  listener_ = *std::move(listener);
+  receiver_->SetDataPlanePort(listener_->port());
+  return absl::OkStatus();
+}
+
+void RingAllReduce::ServeLeft(Socket& socket) {
+  socket.SetTimeout(std::min(options_.timeout_s, kMaxHandshakeS)).IgnoreError();
+  if (absl::Status s =
+          AcceptDataPlaneHandshake(socket, options_.security.job_token);
+      !s.ok()) {
+    LOG(WARNING) << "ring all-reduce data plane: connection refused: " << s;
+    return;
+  }
+  // A call under way must make progress; a stall past the caller's
+  // deadline ends it from the calling thread (RingReceiver::End).
+  socket.SetTimeout(options_.timeout_s).IgnoreError();
+  receiver_->ServeTcp(socket);
+}
+
+absl::StatusOr<Socket> RingAllReduce::ConnectRight(absl::Time deadline) {
+  const int right = (rank_ + 1) % num_ranks_;
+  if (right_port_ == 0) {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(deadline));
+    DataPlaneRequest request;
+    DataPlaneReply reply;
+    grpc::Status status = right_->DataPlane(&context, request, &reply);
+    if (!status.ok()) return FromGrpcStatus(status, "Collective.DataPlane");
+    if (reply.port() <= 0) {
+      return absl::FailedPreconditionError(
+          "it has no TCP data plane (all ranks must use one --data_plane)");
+    }
+    right_port_ = reply.port();
+  }
+  std::string host;
+  int grpc_port = 0;
+  if (absl::Status s = SplitHostPort(peers_[right], &host, &grpc_port);
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<Socket> socket =
+      Socket::Connect(host, right_port_, SecondsLeft(deadline));
+  if (!socket.ok()) {
+    right_port_ = 0;  // it may have restarted elsewhere: ask again next time
+    return socket.status();
+  }
+  if (tls_client_ != nullptr) {
+    socket->SetTimeout(std::min(SecondsLeft(deadline), kMaxHandshakeS))
+        .IgnoreError();
+    const std::string& name = options_.security.tls_target_name_override;
+    if (absl::Status s =
+            tls_client_->Connect(*socket, name.empty() ? host : name);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (absl::Status s =
+          OfferDataPlaneHandshake(*socket, options_.security.job_token);
+      !s.ok()) {
+    return s;
+  }
+  // Writes may wait on the receiver (it reads a call only once it has
+  // begun it), but not past the deadline.
+  socket->SetTimeout(SecondsLeft(deadline)).IgnoreError();
+  return socket;
+}
+
+absl::Status RingAllReduce::SendTcp(RingCall* call,
+                                    absl::Span<const float> data,
+                                    absl::Time deadline) {
+  const int right = (rank_ + 1) % num_ranks_;
+  const std::string peer = absl::StrCat(
+      "ring all-reduce call ", call->generation, ": ", PeerName(right));
+  // Errors of the connection name the peer, as the gRPC path does.
+  auto named = [&](const absl::Status& s) {
+    return absl::Status(s.code(),
+                        absl::StrCat(peer, " data plane: ", s.message()));
+  };
+  absl::StatusOr<Socket> connected = ConnectRight(deadline);
+  if (!connected.ok()) return receiver_->Fail(call, named(connected.status()));
+  Socket socket = *std::move(connected);
+
+  const RingSchedule& s = *call->schedule;
+  const int64_t chunk_elements = ChunkElements();
+  char raw[kFrameHeaderBytes];
+  FrameHeader header;
+  header.op = FrameOp::kRingHeader;
+  header.a = static_cast<int64_t>(call->generation);
+  header.b = s.num_elements();
+  header.count = static_cast<uint32_t>(num_ranks_);
+  header.bytes = kRingHeaderPayloadBytes;
+  int64_t sender_rank = rank_;
+  EncodeFrameHeader(header, raw);
+  iovec parts[2] = {{raw, sizeof(raw)}, {&sender_rank, sizeof(sender_rank)}};
+  absl::Status status = socket.WriteAll(parts, /*more=*/true);
+  for (int step = 0; status.ok() && step < s.num_steps(); ++step) {
+    const int segment = s.SendSegment(step);
+    const int64_t begin = s.SegmentBegin(segment);
+    const int64_t size = s.SegmentSize(segment);
+    for (int64_t done = 0; status.ok() && done < size;) {
+      const int64_t n = std::min(chunk_elements, size - done);
+      // From step 1 on, the segment sent is the one received a step
+      // before: forward each piece once it is reduced (or copied) here.
+      if (step > 0) {
+        if (absl::Status w =
+                receiver_->WaitReceived(call, step - 1, done + n, deadline,
+                                        /*stop_when_send_ends=*/false);
+            !w.ok()) {
+          return w;  // the call's first error; the socket's close tells
+                     // the right neighbour
+        }
+      }
+      FrameHeader chunk;
+      chunk.op = FrameOp::kRingChunk;
+      chunk.flags = static_cast<uint16_t>(segment);
+      chunk.count = static_cast<uint32_t>(step);
+      chunk.a = static_cast<int64_t>(call->generation);
+      chunk.b = begin + done;
+      chunk.bytes = n * static_cast<int64_t>(sizeof(float));
+      EncodeFrameHeader(chunk, raw);
+      // The values go from the buffer to the socket without a copy.
+      const iovec chunk_parts[2] = {
+          {raw, sizeof(raw)},
+          {const_cast<float*>(data.data() + begin + done),
+           static_cast<size_t>(chunk.bytes)}};
+      status = socket.WriteAll(chunk_parts);
+      done += n;
+    }
+  }
+  FrameHeader reply;
+  if (status.ok()) {
+    // The receiver answers once it has everything, or says why not.
+    status = ReadReplyHeader(socket, FrameOp::kRingReply, &reply);
+  } else if (absl::IsUnavailable(status)) {
+    // A receiver that refused the call wrote why before it hung up.
+    socket.SetTimeout(0.2).IgnoreError();
+    absl::Status why = ReadReplyHeader(socket, FrameOp::kRingReply, &reply);
+    if (!why.ok() && !absl::IsUnavailable(why) &&
+        !absl::IsDeadlineExceeded(why) && !absl::IsInternal(why)) {
+      status = why;
+    }
+  }
+  // The first error of the call wins: a local one or the right
+  // neighbour's.
+  return receiver_->Fail(call, status.ok() ? status : named(status));
+}
+
+}  // namespace tessera
