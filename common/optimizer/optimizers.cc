@@ -5,7 +5,6 @@
 
 #include "Eigen/Core"
 #include "absl/strings/str_cat.h"
-#include "common/optimizer/optimizer_avx2.h"
 
 namespace tessera {
 namespace {
@@ -14,19 +13,6 @@ using ArrayMap = Eigen::Map<Eigen::ArrayXf>;
 using ConstArrayMap = Eigen::Map<const Eigen::ArrayXf>;
 
 }  // namespace
-
-namespace optimizer_internal {
-
-bool UseOptimizerAvx2() {
-#if defined(TESSERA_OPTIMIZER_AVX2)
-  static const bool kAvx2 = __builtin_cpu_supports("avx2");
-  return kAvx2;
-#else
-  return false;
-#endif
-}
-
-}  // namespace optimizer_internal
 
 void SgdOptimizer::Apply(float* values, const float* grad, float* const* slots,
                          int64_t n, int64_t t) const {
@@ -53,11 +39,6 @@ void AdamOptimizer::Apply(float* values, const float* grad, float* const* slots,
   const float lr_t =
       static_cast<float>(lr_ * std::sqrt(1.0 - std::pow(beta2_, td)) /
                          (1.0 - std::pow(beta1_, td)));
-  if (optimizer_internal::UseOptimizerAvx2()) {
-    optimizer_internal::AdamAvx2(values, grad, slots[0], slots[1], n, beta1_,
-                                 beta2_, lr_t, epsilon_);
-    return;
-  }
   m = beta1_ * m + (1.0f - beta1_) * g;
   v = beta2_ * v + (1.0f - beta2_) * g.square();
   w -= lr_t * m / (v.sqrt() + epsilon_);
@@ -65,10 +46,6 @@ void AdamOptimizer::Apply(float* values, const float* grad, float* const* slots,
 
 void AdagradOptimizer::Apply(float* values, const float* grad,
                              float* const* slots, int64_t n, int64_t t) const {
-  if (optimizer_internal::UseOptimizerAvx2()) {
-    optimizer_internal::AdagradAvx2(values, grad, slots[0], n, lr_, epsilon_);
-    return;
-  }
   ArrayMap w(values, n), acc(slots[0], n);
   ConstArrayMap g(grad, n);
   acc += g.square();

@@ -3,13 +3,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "Eigen/Core"
 #include "common/optimizer/optimizer.h"
 #include "tests/common/optimizer/optimizer_configs.h"
 
@@ -199,68 +197,6 @@ TEST(MovingAverageOptimizerTest, MovesTowardsThePushedValue) {
   EXPECT_FLOAT_EQ(values[1], -0.1f);
   config.mutable_moving_average()->set_momentum(1.0f);
   EXPECT_FALSE(CreateOptimizer(config).ok());
-}
-
-}  // namespace
-}  // namespace tessera
-
-namespace tessera {
-namespace {
-
-// Adam and Adagrad run in AVX2 where the CPU has it (optimizer_avx2.h):
-// every element must still get the bits the baseline build's Eigen gives,
-// over a length that leaves a tail past the last full vector.
-TEST(OptimizersTest, AdamAndAdagradInAvx2GiveTheBaselineBuildsBits) {
-  const int64_t n = 1003;
-  std::vector<float> w(n), g(n);
-  for (int64_t i = 0; i < n; ++i) {
-    w[i] = 0.01f * static_cast<float>((i * 37) % 101 - 50);
-    g[i] = 0.003f * static_cast<float>((i * 53) % 97 - 48);
-  }
-  const float lr = 0.01f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-7f;
-  std::unique_ptr<Optimizer> adam = Create(AdamConfig(lr, beta1, beta2, eps));
-  ASSERT_NE(adam, nullptr);
-  std::vector<float> wa = w, m(n, 0.0f), v(n, 0.0f);
-  std::vector<float> ws = w, ms(n, 0.0f), vs(n, 0.0f);
-  for (int64_t t = 1; t <= 3; ++t) {
-    float* slots[] = {m.data(), v.data()};
-    adam->Apply(wa.data(), g.data(), slots, n, t);
-    const float lr_t = static_cast<float>(
-        lr * std::sqrt(1.0 - std::pow(double{beta2}, double(t))) /
-        (1.0 - std::pow(double{beta1}, double(t))));
-    // The baseline build's Eigen expressions (this file is built for
-    // baseline x86-64).
-    Eigen::Map<Eigen::ArrayXf> wm(ws.data(), n), mm(ms.data(), n),
-        vm(vs.data(), n);
-    Eigen::Map<const Eigen::ArrayXf> gm(g.data(), n);
-    mm = beta1 * mm + (1.0f - beta1) * gm;
-    vm = beta2 * vm + (1.0f - beta2) * gm.square();
-    wm -= lr_t * mm / (vm.sqrt() + eps);
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    ASSERT_EQ(wa[i], ws[i]) << "Adam, element " << i;
-    ASSERT_EQ(m[i], ms[i]) << "Adam m, element " << i;
-    ASSERT_EQ(v[i], vs[i]) << "Adam v, element " << i;
-  }
-
-  OptimizerConfig config;
-  config.set_learning_rate(0.1f);
-  config.mutable_adagrad()->set_epsilon(1e-7f);
-  std::unique_ptr<Optimizer> adagrad = Create(config);
-  ASSERT_NE(adagrad, nullptr);
-  std::vector<float> wg = w, acc(n, 0.1f), wr = w, accr(n, 0.1f);
-  float* slots[] = {acc.data()};
-  adagrad->Apply(wg.data(), g.data(), slots, n, 1);
-  {
-    Eigen::Map<Eigen::ArrayXf> wm(wr.data(), n), am(accr.data(), n);
-    Eigen::Map<const Eigen::ArrayXf> gm(g.data(), n);
-    am += gm.square();
-    wm -= 0.1f * gm / (am.sqrt() + 1e-7f);
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    ASSERT_EQ(wg[i], wr[i]) << "Adagrad, element " << i;
-    ASSERT_EQ(acc[i], accr[i]) << "Adagrad accumulator, element " << i;
-  }
 }
 
 }  // namespace
