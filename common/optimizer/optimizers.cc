@@ -3,6 +3,10 @@
 #include <cmath>
 #include <utility>
 
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
+
 #include "Eigen/Core"
 #include "absl/strings/str_cat.h"
 
@@ -12,7 +16,52 @@ namespace {
 using ArrayMap = Eigen::Map<Eigen::ArrayXf>;
 using ConstArrayMap = Eigen::Map<const Eigen::ArrayXf>;
 
+// The correctly rounded square root in every lane. Eigen's own sqrt() is,
+// under its default EIGEN_FAST_MATH, rsqrt plus one Newton step in packets
+// but std::sqrt in the scalar tail, so an element's bits depended on where
+// a shard's boundaries put it: a checkpoint restored onto other shard
+// sizes (another partitioner, more servers) drifted from its twin.
+struct ExactSqrt {
+  float operator()(float x) const { return std::sqrt(x); }
+  template <typename Packet>
+  Packet packetOp(const Packet& x) const {
+    return SqrtPacket(x);
+  }
+
+ private:
+#if defined(__SSE2__)
+  static __m128 SqrtPacket(__m128 x) { return _mm_sqrt_ps(x); }
+#endif
+#if defined(__AVX__)
+  static __m256 SqrtPacket(__m256 x) { return _mm256_sqrt_ps(x); }
+#endif
+};
+
+template <typename Expr>
+auto Sqrt(const Expr& x) {
+  return x.unaryExpr(ExactSqrt());
+}
+
 }  // namespace
+}  // namespace tessera
+
+namespace Eigen {
+namespace internal {
+template <>
+struct functor_traits<tessera::ExactSqrt> {
+  enum {
+    Cost = 4 * NumTraits<float>::MulCost,
+#if defined(__SSE2__)
+    PacketAccess = true
+#else
+    PacketAccess = false
+#endif
+  };
+};
+}  // namespace internal
+}  // namespace Eigen
+
+namespace tessera {
 
 void SgdOptimizer::Apply(float* values, const float* grad, float* const* slots,
                          int64_t n, int64_t t) const {
@@ -41,7 +90,7 @@ void AdamOptimizer::Apply(float* values, const float* grad, float* const* slots,
                          (1.0 - std::pow(beta1_, td)));
   m = beta1_ * m + (1.0f - beta1_) * g;
   v = beta2_ * v + (1.0f - beta2_) * g.square();
-  w -= lr_t * m / (v.sqrt() + epsilon_);
+  w -= lr_t * m / (Sqrt(v) + epsilon_);
 }
 
 void AdagradOptimizer::Apply(float* values, const float* grad,
@@ -49,7 +98,7 @@ void AdagradOptimizer::Apply(float* values, const float* grad,
   ArrayMap w(values, n), acc(slots[0], n);
   ConstArrayMap g(grad, n);
   acc += g.square();
-  w -= lr_ * g / (acc.sqrt() + epsilon_);
+  w -= lr_ * g / (Sqrt(acc) + epsilon_);
 }
 
 void FtrlOptimizer::Apply(float* values, const float* grad, float* const* slots,
