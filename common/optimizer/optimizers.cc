@@ -9,6 +9,7 @@
 
 #include "Eigen/Core"
 #include "absl/strings/str_cat.h"
+#include "common/optimizer/optimizer_avx2.h"
 
 namespace tessera {
 namespace {
@@ -62,6 +63,18 @@ struct functor_traits<tessera::ExactSqrt> {
 }  // namespace Eigen
 
 namespace tessera {
+namespace optimizer_internal {
+
+bool UseOptimizerAvx2() {
+#if defined(TESSERA_OPTIMIZER_AVX2)
+  static const bool kAvx2 = __builtin_cpu_supports("avx2");
+  return kAvx2;
+#else
+  return false;
+#endif
+}
+
+}  // namespace optimizer_internal
 
 void SgdOptimizer::Apply(float* values, const float* grad, float* const* slots,
                          int64_t n, int64_t t) const {
@@ -88,6 +101,11 @@ void AdamOptimizer::Apply(float* values, const float* grad, float* const* slots,
   const float lr_t =
       static_cast<float>(lr_ * std::sqrt(1.0 - std::pow(beta2_, td)) /
                          (1.0 - std::pow(beta1_, td)));
+  if (optimizer_internal::UseOptimizerAvx2()) {
+    optimizer_internal::AdamAvx2(values, grad, slots[0], slots[1], n, beta1_,
+                                 beta2_, lr_t, epsilon_);
+    return;
+  }
   m = beta1_ * m + (1.0f - beta1_) * g;
   v = beta2_ * v + (1.0f - beta2_) * g.square();
   w -= lr_t * m / (Sqrt(v) + epsilon_);
@@ -95,6 +113,10 @@ void AdamOptimizer::Apply(float* values, const float* grad, float* const* slots,
 
 void AdagradOptimizer::Apply(float* values, const float* grad,
                              float* const* slots, int64_t n, int64_t t) const {
+  if (optimizer_internal::UseOptimizerAvx2()) {
+    optimizer_internal::AdagradAvx2(values, grad, slots[0], n, lr_, epsilon_);
+    return;
+  }
   ArrayMap w(values, n), acc(slots[0], n);
   ConstArrayMap g(grad, n);
   acc += g.square();
