@@ -178,7 +178,7 @@ bool ClusterCoordinator::Take(int worker, std::vector<Pending>* out) {
 
 void ClusterCoordinator::WorkerLoop(int worker) {
   std::vector<Pending> taken;
-  std::vector<StepRequest> requests;
+  StepsRequest request;  // reused: one copy of each step's request
   while (Take(worker, &taken)) {
     size_t finished = 0;
     // Counts a finished step at once, so progress and a later failure see
@@ -203,10 +203,10 @@ void ClusterCoordinator::WorkerLoop(int worker) {
       status = workers_[worker]->RunStep(taken[0].request, &response);
       if (status.ok()) done(0, std::move(response));
     } else {
-      requests.clear();
-      for (const Pending& p : taken) requests.push_back(p.request);
+      request.clear_steps();
+      for (const Pending& p : taken) *request.add_steps() = p.request;
       status = workers_[worker]->RunSteps(
-          requests, [&](int i, StepResponse response) {
+          request, [&](int i, StepResponse response) {
             // Only in order, and only each step once.
             if (static_cast<size_t>(i) == finished && finished < taken.size()) {
               done(finished, std::move(response));

@@ -69,17 +69,14 @@ absl::Status RemoteWorker::RunStep(const StepRequest& request,
 }
 
 absl::Status RemoteWorker::RunSteps(
-    const std::vector<StepRequest>& requests,
+    const StepsRequest& request,
     const std::function<void(int, StepResponse)>& done) {
   grpc::ClientContext context;
   SetDeadline(&context, timeout_s_ * static_cast<double>(
-                                         std::max<size_t>(1, requests.size())));
-  StepsRequest request;
-  request.mutable_steps()->Reserve(static_cast<int>(requests.size()));
-  for (const StepRequest& step : requests) *request.add_steps() = step;
+                                         std::max(1, request.steps_size())));
   std::unique_ptr<grpc::ClientReader<StepResponse>> reader =
       stub_->RunSteps(&context, request);
-  const int asked = static_cast<int>(requests.size());
+  const int asked = request.steps_size();
   int finished = 0;
   bool too_many = false;
   StepResponse response;

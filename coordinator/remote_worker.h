@@ -37,7 +37,7 @@ class RemoteWorker final : public WorkerTask {
                        StepResponse* response) override;
   // One RunSteps call; the deadline is the per-call timeout for each step.
   absl::Status RunSteps(
-      const std::vector<StepRequest>& requests,
+      const StepsRequest& request,
       const std::function<void(int, StepResponse)>& done) override;
   WorkerHealth Probe() override;
   absl::Status Restore() override;

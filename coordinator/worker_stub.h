@@ -22,18 +22,20 @@ class WorkerStub {
   virtual absl::Status RunStep(const StepRequest& request,
                                StepResponse* response) = 0;
 
-  // Runs `requests` in order, stopping at the first that fails, and calls
-  // done(i, response) as step i finishes (before the next one's result is
+  // Runs `request`'s steps in order, stopping at the first that fails, and
+  // calls done(i, response) as step i finishes (before the next one's result is
   // known, so a caller can count it even if the worker dies later). Returns
   // that failure, OK when every step ran. This default makes one RunStep
   // call per step; RemoteWorker makes one call in all.
   virtual absl::Status RunSteps(
-      const std::vector<StepRequest>& requests,
+      const StepsRequest& request,
       const std::function<void(int, StepResponse)>& done) {
-    for (size_t i = 0; i < requests.size(); ++i) {
+    for (int i = 0; i < request.steps_size(); ++i) {
       StepResponse response;
-      if (absl::Status s = RunStep(requests[i], &response); !s.ok()) return s;
-      done(static_cast<int>(i), std::move(response));
+      if (absl::Status s = RunStep(request.steps(i), &response); !s.ok()) {
+        return s;
+      }
+      done(i, std::move(response));
     }
     return absl::OkStatus();
   }

@@ -115,15 +115,15 @@ class FakeWorker : public WorkerStub {
 
   // Records each call's steps, then runs them as the default does.
   absl::Status RunSteps(
-      const std::vector<StepRequest>& requests,
+      const StepsRequest& request,
       const std::function<void(int, StepResponse)>& done) override {
     {
       absl::MutexLock lock(&mu_);
       std::vector<int64_t> steps;
-      for (const StepRequest& r : requests) steps.push_back(r.step());
+      for (const StepRequest& r : request.steps()) steps.push_back(r.step());
       calls_.push_back(std::move(steps));
     }
-    return WorkerStub::RunSteps(requests, done);
+    return WorkerStub::RunSteps(request, done);
   }
   // The steps of each RunSteps call (not single RunStep calls), in order.
   std::vector<std::vector<int64_t>> calls() const {

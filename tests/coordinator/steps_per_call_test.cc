@@ -19,16 +19,23 @@ using ::tessera::coordinator_testing::GetWithin;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-class StepsPerCallTest : public CoordinatorFixture {};
+class StepsPerCallTest : public CoordinatorFixture {
+ protected:
+  // Schedules step 0 on worker 0 and waits until it runs, gated, so the
+  // steps scheduled next queue up behind it; Open() lets it go.
+  void HoldWorkerZeroInStepZero(std::vector<StepFuture>* futures) {
+    workers_[0]->Gate(0);
+    futures->push_back(MustSchedule(0, 0));
+    ASSERT_TRUE(workers_[0]->WaitEntered());
+  }
+};
 
 TEST_F(StepsPerCallTest, GroupsAWorkersOwnStepsInQueueOrder) {
   steps_per_call_ = 4;
   Start(1);
   // Worker 0 is held in step 0 while the rest is queued.
-  workers_[0]->Gate(0);
   std::vector<StepFuture> futures;
-  futures.push_back(MustSchedule(0, 0));
-  ASSERT_TRUE(workers_[0]->WaitEntered());
+  ASSERT_NO_FATAL_FAILURE(HoldWorkerZeroInStepZero(&futures));
   for (int64_t s = 1; s < 10; ++s) futures.push_back(MustSchedule(s, 0));
   workers_[0]->Open();
   ASSERT_TRUE(JoinBounded().ok());
@@ -49,10 +56,8 @@ TEST_F(StepsPerCallTest, GroupsAWorkersOwnStepsInQueueOrder) {
 TEST_F(StepsPerCallTest, AWorkerThatDiesMidCallReRunsOnlyTheUnfinishedSteps) {
   steps_per_call_ = 8;
   Start(1);
-  workers_[0]->Gate(0);
   std::vector<StepFuture> futures;
-  futures.push_back(MustSchedule(0, 0));
-  ASSERT_TRUE(workers_[0]->WaitEntered());
+  ASSERT_NO_FATAL_FAILURE(HoldWorkerZeroInStepZero(&futures));
   // Steps 1-8 share a call; the worker dies in step 4 and comes back.
   workers_[0]->Fail(4, absl::UnavailableError("connection reset"),
                     /*die=*/true, /*dead_checks=*/1);
@@ -79,10 +84,8 @@ TEST_F(StepsPerCallTest, AWorkerThatDiesMidCallReRunsOnlyTheUnfinishedSteps) {
 TEST_F(StepsPerCallTest, AnErrorMidCallFailsThatStepAndCancelsTheRest) {
   steps_per_call_ = 4;
   Start(1);
-  workers_[0]->Gate(0);
   std::vector<StepFuture> futures;
-  futures.push_back(MustSchedule(0, 0));
-  ASSERT_TRUE(workers_[0]->WaitEntered());
+  ASSERT_NO_FATAL_FAILURE(HoldWorkerZeroInStepZero(&futures));
   workers_[0]->Fail(2, absl::InvalidArgumentError("wrong shape"),
                     /*die=*/false, /*dead_checks=*/-1);
   for (int64_t s = 1; s < 5; ++s) futures.push_back(MustSchedule(s, 0));

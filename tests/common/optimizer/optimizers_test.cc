@@ -179,12 +179,6 @@ TEST(OptimizersTest, CreateRejectsBadAdamOptions) {
   ExpectRejected(AdamConfig(0.1f, 0.9f, 0.999f, 0.0f), "epsilon");
 }
 
-}  // namespace
-}  // namespace tessera
-
-namespace tessera {
-namespace {
-
 TEST(MovingAverageOptimizerTest, MovesTowardsThePushedValue) {
   OptimizerConfig config;
   config.mutable_moving_average()->set_momentum(0.9f);
@@ -199,11 +193,18 @@ TEST(MovingAverageOptimizerTest, MovesTowardsThePushedValue) {
   EXPECT_FALSE(CreateOptimizer(config).ok());
 }
 
-}  // namespace
-}  // namespace tessera
-
-namespace tessera {
-namespace {
+// n values spread over [-scale * period / 2, scale * period / 2], in an
+// order that strides through them, plus `shift`: inputs whose elements
+// differ enough for a wrong lane or tail to show.
+std::vector<float> SpreadValues(int64_t n, float scale, int64_t stride,
+                                int64_t period, float shift) {
+  std::vector<float> out(n);
+  for (int64_t i = 0; i < n; ++i) {
+    out[i] =
+        scale * static_cast<float>((i * stride) % period - period / 2) + shift;
+  }
+  return out;
+}
 
 // An element's update must not depend on where a shard's boundaries put
 // it (a checkpoint restored onto other shard sizes continues its twin bit
@@ -211,11 +212,8 @@ namespace {
 // sizes, for Adam and Adagrad.
 TEST(OptimizersTest, AdamAndAdagradBitsDoNotDependOnShardBoundaries) {
   const int64_t n = 1003;
-  std::vector<float> w(n), g(n);
-  for (int64_t i = 0; i < n; ++i) {
-    w[i] = 0.01f * static_cast<float>((i * 37) % 101 - 50);
-    g[i] = 0.003f * static_cast<float>((i * 53) % 97 - 48) + 1e-4f;
-  }
+  std::vector<float> w = SpreadValues(n, 0.01f, 37, 101, 0.0f);
+  std::vector<float> g = SpreadValues(n, 0.003f, 53, 97, 1e-4f);
   OptimizerConfig adagrad_config;
   adagrad_config.set_learning_rate(0.1f);
   adagrad_config.mutable_adagrad();
@@ -245,12 +243,6 @@ TEST(OptimizersTest, AdamAndAdagradBitsDoNotDependOnShardBoundaries) {
   }
 }
 
-}  // namespace
-}  // namespace tessera
-
-namespace tessera {
-namespace {
-
 // Adam and Adagrad run in AVX2 where the CPU has it (optimizer_avx2.h) and
 // in the baseline's SIMD elsewhere; either way every element gets exactly
 // the bits of the per-element formula (each operation correctly rounded,
@@ -258,11 +250,8 @@ namespace {
 // full vector.
 TEST(OptimizersTest, AdamAndAdagradGiveThePerElementFormulasBits) {
   const int64_t n = 1003;
-  std::vector<float> w(n), g(n);
-  for (int64_t i = 0; i < n; ++i) {
-    w[i] = 0.01f * static_cast<float>((i * 37) % 101 - 50);
-    g[i] = 0.003f * static_cast<float>((i * 53) % 97 - 48);
-  }
+  std::vector<float> w = SpreadValues(n, 0.01f, 37, 101, 0.0f);
+  std::vector<float> g = SpreadValues(n, 0.003f, 53, 97, 0.0f);
   const float lr = 0.01f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-7f;
   std::unique_ptr<Optimizer> adam = Create(AdamConfig(lr, beta1, beta2, eps));
   ASSERT_NE(adam, nullptr);
