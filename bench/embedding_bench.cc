@@ -42,6 +42,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -78,7 +79,9 @@ DEFINE_double(zipf_s, 1.05, "Zipf exponent.");
 DEFINE_int32(batch, 4096, "Ids per batch, before deduplication.");
 DEFINE_string(clients, "1,4", "Client threads for the throughput runs.");
 DEFINE_string(planes, "grpc,tcp",
-              "Planes the throughput runs' row calls travel on: grpc, tcp.");
+              "Planes the throughput runs' row calls travel on: grpc, tcp, or "
+              "table (no transport: the clients call the server's table "
+              "directly, its own ceiling).");
 DEFINE_double(seconds, 5, "Timed seconds per throughput measurement.");
 DEFINE_int64(fixed_rows, 1000000,
              "Rows of the fixed table in the throughput runs (Zipf ranks "
@@ -199,8 +202,11 @@ struct ThroughputResult {
 
 // Clients pull and push deduplicated batches of `table` until the time is
 // up; the first second is a warm-up.
+// With `direct` set, the clients call its Read and Apply themselves,
+// without any transport: the table's own ceiling on this machine.
 absl::StatusOr<ThroughputResult> RunClients(const std::string& address,
                                             DataPlaneKind plane,
+                                            RowTable* direct,
                                             const std::string& table, bool hash,
                                             int64_t dim, int clients,
                                             const Batches& batches) {
@@ -227,11 +233,17 @@ absl::StatusOr<ThroughputResult> RunClients(const std::string& address,
           if (seen.insert(id).second) ids.push_back(id);
         }
         values.resize(ids.size() * dim);
-        absl::Status s =
-            client.PullRows(table, ids, dim, absl::MakeSpan(values));
-        if (s.ok()) {
+        absl::Status s;
+        if (direct != nullptr) {
+          direct->Read(ids, values.data());
           grads.assign(values.size(), 0.01f);
-          s = client.PushRows(table, ids, dim, grads, &response);
+          direct->Apply(ids, grads);
+        } else {
+          s = client.PullRows(table, ids, dim, absl::MakeSpan(values));
+          if (s.ok()) {
+            grads.assign(values.size(), 0.01f);
+            s = client.PushRows(table, ids, dim, grads, &response);
+          }
         }
         if (!s.ok()) {
           errors[c] = s;
@@ -286,11 +298,17 @@ int RunThroughput(const std::vector<int64_t>& dims) {
     LOG(ERROR) << "could not start the data plane: " << plane.status();
     return 1;
   }
-  std::vector<DataPlaneKind> planes;
+  // nullopt: no transport (the "table" plane).
+  std::vector<std::optional<DataPlaneKind>> planes;
   for (absl::string_view name : absl::StrSplit(FLAGS_planes, ',')) {
+    if (name == "table") {
+      planes.push_back(std::nullopt);
+      continue;
+    }
     absl::StatusOr<DataPlaneKind> kind = ParseDataPlaneKind(std::string(name));
     if (!kind.ok()) {
-      LOG(ERROR) << kind.status();
+      LOG(ERROR) << "--planes: \"" << name
+                 << "\" is not one of grpc, tcp, table";
       return 1;
     }
     planes.push_back(*kind);
@@ -334,21 +352,29 @@ int RunThroughput(const std::vector<int64_t>& dims) {
       }
       const std::string shard = request.shards(0).name();
       for (int64_t clients : ParseList(FLAGS_clients)) {
-        for (DataPlaneKind plane_kind : planes) {
-          absl::StatusOr<ThroughputResult> r = RunClients(
-              address, plane_kind, shard, hash, dim, clients, batches);
+        for (const std::optional<DataPlaneKind>& plane_kind : planes) {
+          absl::StatusOr<std::shared_ptr<RowTable>> table =
+              store.FindRows(shard);
+          if (!table.ok()) {
+            LOG(ERROR) << table.status();
+            return 1;
+          }
+          absl::StatusOr<ThroughputResult> r =
+              RunClients(address, plane_kind.value_or(DataPlaneKind::kGrpc),
+                         plane_kind.has_value() ? nullptr : table->get(), shard,
+                         hash, dim, clients, batches);
           if (!r.ok()) {
             LOG(ERROR) << r.status();
             return 1;
           }
-          absl::StatusOr<std::shared_ptr<RowTable>> table =
-              store.FindRows(shard);
           const int64_t table_rows =
               hash ? static_cast<HashTable&>(**table).rows() : FLAGS_fixed_rows;
-          std::printf("%-6s %4ld %7ld %5s %10.0f %10.1f %12.0f %12ld %10.1f\n",
-                      kind, dim, clients, DataPlaneName(plane_kind),
-                      r->unique_per_batch, r->batches_per_s, r->rows_per_s,
-                      table_rows, (*table)->resident_bytes() / 1e6);
+          std::printf(
+              "%-6s %4ld %7ld %5s %10.0f %10.1f %12.0f %12ld %10.1f\n", kind,
+              dim, clients,
+              plane_kind.has_value() ? DataPlaneName(*plane_kind) : "table",
+              r->unique_per_batch, r->batches_per_s, r->rows_per_s, table_rows,
+              (*table)->resident_bytes() / 1e6);
           std::fflush(stdout);
         }
       }
