@@ -48,6 +48,11 @@ class ProfilingBackend final : public Backend {
   }
   void FreeHost(void* ptr) override { inner_->FreeHost(ptr); }
   void* native_stream() const override { return inner_->native_stream(); }
+  void Upload(const void* host, void* device, int64_t bytes) override {
+    inner_->Upload(host, device, bytes);
+  }
+  void AwaitUploads() override { inner_->AwaitUploads(); }
+  void ReleaseUploads() override { inner_->ReleaseUploads(); }
 
   void* AllocateBytes(int64_t bytes) override;
   void FreeBytes(void* ptr) override;

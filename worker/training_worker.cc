@@ -45,23 +45,41 @@ absl::Status TrainingWorker::DrainPrefetch() {
   return prefetch_.get();
 }
 
+void TrainingWorker::CancelPrefetch() {
+  DrainPrefetch().IgnoreError();
+  if (graph_ != nullptr && spare_ != nullptr) {
+    graph_->DiscardStagedParameters();
+  }
+}
+
 absl::Status TrainingWorker::PrepareParameters() {
   if (prefetch_.valid() && DrainPrefetch().ok()) {
+    // Pulled, and copied to the device, while the last step computed.
     std::swap(params_, spare_);
-  } else if (absl::Status s = params_->PullAll(); !s.ok()) {
-    return s;
+    graph_->UseStagedParameters();
+  } else {
+    if (spare_ != nullptr) graph_->DiscardStagedParameters();
+    if (absl::Status s = params_->PullAll(); !s.ok()) return s;
+    if (absl::Status s = graph_->SetParameters(params_->values()); !s.ok()) {
+      return s;
+    }
   }
   if (spare_ != nullptr) {
     ShardedParameters* next = spare_.get();
-    prefetch_ = prefetcher_.Async([next] { return next->PullAll(); });
+    Graph* graph = graph_.get();
+    prefetch_ = prefetcher_.Async([next, graph] {
+      absl::Status s = next->PullAll();
+      if (s.ok()) s = graph->StageParameters(next->values());
+      return s;
+    });
   }
   return absl::OkStatus();
 }
 
 absl::Status TrainingWorker::Configure(const WorkerConfig& config,
                                        ConfigureResponse* response) {
-  // A prefetch in flight uses the old clients; let it end first.
-  DrainPrefetch().IgnoreError();
+  // A prefetch in flight uses the old clients and graph; let it end first.
+  CancelPrefetch();
   absl::StatusOr<ModelGraph> described =
       BuildModelGraph(config.model_def(), config.seed());
   if (!described.ok()) return described.status();
@@ -168,6 +186,8 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& config,
                                     backend_.get());
       if (!second.ok()) return second.status();
       spare = *std::move(second);
+      // The prefetched set goes to the device while a step computes.
+      if (absl::Status s = (*graph)->PrepareStaging(); !s.ok()) return s;
     }
     if (!(*graph)->tables().empty()) {
       absl::StatusOr<std::unique_ptr<SparseParameters>> tables =
@@ -356,10 +376,11 @@ absl::Status TrainingWorker::TrainBatch(const StepRequest& request,
   response->set_pull_us(MicrosSince(t0));
 
   auto t1 = std::chrono::steady_clock::now();
-  if (absl::Status s = graph_->SetParameters(mirrored_ ? mirrored_->values()
-                                                       : params_->values());
-      !s.ok()) {
-    return s;
+  // (PrepareParameters has put the sharded parameters on the device.)
+  if (mirrored_ != nullptr) {
+    if (absl::Status s = graph_->SetParameters(mirrored_->values()); !s.ok()) {
+      return s;
+    }
   }
   const uint64_t seed = DeriveSeed(config_.seed(), request.step());
   // Mirrored on GPUs with NCCL: the gradients stay where the backward pass
@@ -495,7 +516,7 @@ absl::Status TrainingWorker::Evaluate(const EvaluateRequest& request,
     }
   } else {
     // Evaluate the freshest parameters, not a prefetched set.
-    DrainPrefetch().IgnoreError();
+    CancelPrefetch();
     if (absl::Status s = params_->PullAll(); !s.ok()) return s;
     if (absl::Status s = graph_->SetParameters(params_->values()); !s.ok()) {
       return s;

@@ -66,8 +66,12 @@ class TrainingWorker {
  private:
   // Waits for a prefetch in flight, if any, and returns its status.
   absl::Status DrainPrefetch();
-  // Makes params_ hold parameters for this step: the prefetched set when
-  // there is one, else a fresh pull; starts the next prefetch if enabled.
+  // Waits for a prefetch in flight and drops what it staged.
+  void CancelPrefetch();
+  // Makes params_ and the graph's parameters this step's: the prefetched
+  // set (already uploaded to the device) when there is one, else a fresh
+  // pull; starts the next prefetch if enabled, which pulls and uploads
+  // while this step computes.
   absl::Status PrepareParameters();
   // Maps batch_'s ids of every table to distinct rows and pulls them into
   // rows_.

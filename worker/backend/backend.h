@@ -24,7 +24,8 @@ namespace tessera {
 // the device copies best: pinned on the CUDA backend, where CopyToDevice
 // from it only queues the copy (see CopyToDevice).
 //
-// Thread safety: a backend is used by one thread at a time.
+// Thread safety: a backend is used by one thread at a time, except that
+// one other thread may call Upload (see Uploads below).
 class Backend : public HostAllocator {
  public:
   ~Backend() override = default;
@@ -59,6 +60,31 @@ class Backend : public HostAllocator {
     return AllocatePlainHost(bytes);
   }
   void FreeHost(void* ptr) override { FreePlainHost(ptr); }
+
+  // ---- Uploads beside the ops. One other thread (the worker's prefetching
+  // thread) may copy host memory to the device with Upload while this
+  // backend's thread queues ops. The CUDA backend runs those copies on a
+  // stream of their own, so the copy of the next step's parameters
+  // overlaps this step's kernels; the CPU copies at once. The ops' thread
+  // orders the two queues: AwaitUploads makes the ops queued after it wait
+  // for the uploads made before it; ReleaseUploads makes the uploads made
+  // after it wait for the ops queued before it, so an upload may overwrite
+  // device memory those ops read. The caller orders the two threads' calls
+  // (the worker starts a prefetch after ReleaseUploads and joins it before
+  // AwaitUploads).
+
+  // Copies `bytes` of `host` to `device` and returns at once. `host` (best
+  // from AllocateHost: pinned, so the copy is a DMA) must not change until
+  // an op queued after the next AwaitUploads has been waited for
+  // (Synchronize, CopyToHost). A failure becomes a device error at the
+  // next AwaitUploads, naming the upload. Nothing is copied after a device
+  // error. The default copies at once with CopyToDevice, for backends
+  // whose CopyToDevice is a memcpy safe on any thread (the CPU).
+  virtual void Upload(const void* host, void* device, int64_t bytes) {
+    CopyToDevice(host, device, bytes);
+  }
+  virtual void AwaitUploads() {}
+  virtual void ReleaseUploads() {}
 
   // The queue the ops run on, for work outside the backend that must be
   // ordered after them without the host waiting (the NCCL all-reduce of

@@ -133,8 +133,8 @@ absl::StatusOr<std::unique_ptr<Graph>> Graph::Create(const ModelGraph& model,
   return graph;
 }
 
-absl::Status Graph::SetParameters(
-    absl::Span<const absl::Span<const float>> values) {
+absl::Status Graph::CheckParameters(
+    absl::Span<const absl::Span<const float>> values) const {
   if (values.size() != variables_.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "model has ", variables_.size(), " variables, got ", values.size()));
@@ -146,11 +146,59 @@ absl::Status Graph::SetParameters(
                        values_[i].size(), " elements, got ", values[i].size()));
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status Graph::SetParameters(
+    absl::Span<const absl::Span<const float>> values) {
+  if (absl::Status s = CheckParameters(values); !s.ok()) return s;
   for (size_t i = 0; i < values.size(); ++i) {
     backend_->CopyToDevice(values[i].data(), values_[i].data(),
                            values[i].size() * sizeof(float));
   }
   return absl::OkStatus();
+}
+
+absl::Status Graph::PrepareStaging() {
+  if (staged_.empty()) {
+    for (const DeviceArray<float>& v : values_) {
+      staged_.emplace_back(backend_, v.size());
+    }
+  }
+  return backend_->status();
+}
+
+absl::Status Graph::StageParameters(
+    absl::Span<const absl::Span<const float>> values) {
+  if (staged_.size() != values_.size()) {
+    return absl::FailedPreconditionError(
+        "StageParameters before PrepareStaging");
+  }
+  if (absl::Status s = CheckParameters(values); !s.ok()) return s;
+  for (size_t i = 0; i < values.size(); ++i) {
+    backend_->Upload(values[i].data(), staged_[i].data(),
+                     values[i].size() * sizeof(float));
+  }
+  return absl::OkStatus();
+}
+
+void Graph::UseStagedParameters() {
+  backend_->AwaitUploads();
+  // A device-side copy, not a swap of buffers: the layers hold the
+  // parameters' addresses.
+  for (size_t i = 0; i < staged_.size(); ++i) {
+    backend_->CopyOnDevice(staged_[i].data(), values_[i].data(),
+                           values_[i].size() * sizeof(float));
+  }
+  backend_->ReleaseUploads();
+}
+
+void Graph::DiscardStagedParameters() {
+  // Ordering the uploads before the ops that follow is enough: the next
+  // step waits for those ops, and so for the uploads, before the host
+  // buffers they read are written again.
+  backend_->AwaitUploads();
+  backend_->ReleaseUploads();
 }
 
 absl::Status Graph::CheckBatch(const GraphBatch& batch) const {

@@ -77,6 +77,24 @@ class Graph {
   // size and copies nothing.
   absl::Status SetParameters(absl::Span<const absl::Span<const float>> values);
 
+  // Parameters copied to the device while a step computes (Backend's
+  // uploads: on a GPU, a copy stream beside the kernels). PrepareStaging
+  // makes a second set of device buffers. StageParameters, the one call
+  // another thread may make while this graph runs steps (the prefetching
+  // thread, between UseStagedParameters or DiscardStagedParameters and
+  // the next of them), uploads `values` (checked as SetParameters does;
+  // memory from the backend's AllocateHost, unchanged until the staged set
+  // is used or discarded and a step has ended) into that set; steps still
+  // run with the current parameters. UseStagedParameters, on this graph's
+  // thread, makes the staged set the parameters of the steps after it,
+  // without the host waiting for the uploads; DiscardStagedParameters
+  // drops a staged set that will not be used.
+  absl::Status PrepareStaging();
+  absl::Status StageParameters(
+      absl::Span<const absl::Span<const float>> values);
+  void UseStagedParameters();
+  void DiscardStagedParameters();
+
   // Forward and backward with dropout drawn from `seed`; writes the
   // gradient of the batch's mean loss of every dense variable into `grads`
   // (host memory, dense_variables() order, exact sizes) and of every
@@ -155,6 +173,10 @@ class Graph {
   };
 
   explicit Graph(Backend* backend) : backend_(backend) {}
+  // InvalidArgument unless `values` has one span of the right size per
+  // dense variable.
+  absl::Status CheckParameters(
+      absl::Span<const absl::Span<const float>> values) const;
   absl::Status CheckBatch(const GraphBatch& batch) const;
   absl::Status CheckSparse(const GraphBatch& batch) const;
   void ForwardEmbeddings(const GraphBatch& batch);
@@ -170,6 +192,7 @@ class Graph {
   ModelDef model_;
   std::vector<VariableDef> variables_;
   std::vector<DeviceArray<float>> values_, grads_;
+  std::vector<DeviceArray<float>> staged_;  // PrepareStaging; else empty
   std::vector<Tensor> tensors_;
   std::vector<DeviceArray<float>> slots_;  // per fan-out gradient slot
   std::vector<int64_t> slot_sizes_;

@@ -19,6 +19,7 @@
 #include <thrust/system/cuda/execution_policy.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -321,6 +322,12 @@ class CudaBackend final : public Backend {
       CheckBlas(cublas_->set_math_mode(blas_, CUBLAS_DEFAULT_MATH),
                 "cublasSetMathMode");
     }
+    Check(cudaStreamCreateWithFlags(&upload_stream_, cudaStreamNonBlocking),
+          "cudaStreamCreate (uploads)");
+    Check(cudaEventCreateWithFlags(&uploaded_, cudaEventDisableTiming),
+          "cudaEventCreate (uploads)");
+    Check(cudaEventCreateWithFlags(&released_, cudaEventDisableTiming),
+          "cudaEventCreate (uploads)");
     for (Staging* s :
          {&upload_[0], &upload_[1], &download_[0], &download_[1]}) {
       if (!status_.ok()) break;
@@ -335,6 +342,7 @@ class CudaBackend final : public Backend {
   ~CudaBackend() override {
     cudaSetDevice(ordinal_);
     if (stream_ != nullptr) cudaStreamSynchronize(stream_);
+    if (upload_stream_ != nullptr) cudaStreamSynchronize(upload_stream_);
     for (Staging* s :
          {&upload_[0], &upload_[1], &download_[0], &download_[1]}) {
       if (s->host != nullptr) cudaFreeHost(s->host);
@@ -344,6 +352,9 @@ class CudaBackend final : public Backend {
       if (s.ptr != nullptr) cudaFree(s.ptr);
     }
     if (blas_ != nullptr) cublas_->destroy(blas_);
+    if (uploaded_ != nullptr) cudaEventDestroy(uploaded_);
+    if (released_ != nullptr) cudaEventDestroy(released_);
+    if (upload_stream_ != nullptr) cudaStreamDestroy(upload_stream_);
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
 
@@ -425,6 +436,56 @@ class CudaBackend final : public Backend {
       Check(cudaEventRecord(s.done, stream_), "cudaEventRecord");
       done += chunk;
     }
+  }
+
+  // On the prefetching thread: the copy goes on upload_stream_, which only
+  // this method queues copies on, so it runs beside the ops' kernels. The
+  // CUDA runtime's current device is per thread, hence the cudaSetDevice.
+  // Errors stay in upload_status_ (its own lock: status_ belongs to the
+  // ops' thread) until AwaitUploads reports them.
+  void Upload(const void* host, void* device, int64_t bytes) override {
+    if (bytes <= 0 || device_failed_.load(std::memory_order_acquire)) return;
+    std::lock_guard<std::mutex> lock(upload_mu_);
+    if (!upload_status_.ok()) return;
+    const char* what = "cudaSetDevice (upload)";
+    cudaError_t err = cudaSetDevice(ordinal_);
+    if (err == cudaSuccess) {
+      what = Pinned(host, bytes) ? "cudaMemcpyAsync (upload from pinned memory)"
+                                 : "cudaMemcpyAsync (upload)";
+      err = cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice,
+                            upload_stream_);
+    }
+    if (err != cudaSuccess) {
+      cudaGetLastError();  // reported below, not blamed on a later call
+      upload_status_ = absl::InternalError(
+          absl::StrCat(name_, ": ", what, " of ", bytes, " bytes failed: ",
+                       cudaGetErrorName(err), " (", cudaGetErrorString(err),
+                       ")"));
+    }
+  }
+
+  void AwaitUploads() override {
+    {
+      std::lock_guard<std::mutex> lock(upload_mu_);
+      if (!upload_status_.ok() && status_.ok()) status_ = upload_status_;
+    }
+    if (Ready()) {
+      Check(cudaEventRecord(uploaded_, upload_stream_),
+            "cudaEventRecord (uploads done)");
+      Check(cudaStreamWaitEvent(stream_, uploaded_, 0),
+            "cudaStreamWaitEvent (uploads done)");
+    }
+    device_failed_.store(!status_.ok(), std::memory_order_release);
+  }
+
+  void ReleaseUploads() override {
+    if (Ready()) {
+      Check(cudaEventRecord(released_, stream_),
+            "cudaEventRecord (upload targets read)");
+      Check(cudaStreamWaitEvent(upload_stream_, released_, 0),
+            "cudaStreamWaitEvent (upload targets read)");
+    }
+    device_failed_.store(!status_.ok(), std::memory_order_release);
   }
 
   void CopyToHost(const void* device, void* host, int64_t bytes) override {
@@ -990,6 +1051,16 @@ class CudaBackend final : public Backend {
   // freed by their owners' threads, so this has a lock of its own.
   std::mutex pinned_mu_;
   std::map<const char*, int64_t> pinned_;
+  // Uploads (Upload, AwaitUploads, ReleaseUploads): their stream, the
+  // events that order it against stream_ both ways, the first failed
+  // upload, and whether the ops' thread had seen a device error when it
+  // last ordered the queues (then nothing more is uploaded).
+  cudaStream_t upload_stream_ = nullptr;
+  cudaEvent_t uploaded_ = nullptr;
+  cudaEvent_t released_ = nullptr;
+  std::mutex upload_mu_;
+  absl::Status upload_status_;
+  std::atomic<bool> device_failed_{false};
 };
 
 }  // namespace

@@ -20,7 +20,8 @@ bool CudaBackendBuilt();
 // (native_stream()); host memory from AllocateHost is pinned and copied
 // directly, any other host memory goes through pinned staging buffers (two
 // per direction, so a copy of a large tensor overlaps the memcpy on the
-// host with the DMA). FP32
+// host with the DMA). Upload copies on a second stream, ordered against the
+// ops' by events (AwaitUploads, ReleaseUploads). FP32
 // throughout (no TF32), so results stay within the tolerances of
 // tests/worker/backend/cuda/cuda_backend_test.cc of the CPU backend's; dropout
 // masks, embedding bags and sparse-gradient reduction are bit-identical to it.

@@ -35,6 +35,8 @@
 #include <limits>
 #include <memory>
 #include <random>
+#include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -762,6 +764,55 @@ TEST_F(CudaVsCpuTest, AnErrorStopsEverythingAfterIt) {
   absl::StatusOr<std::unique_ptr<Backend>> fresh = NewCudaBackend(0);
   ASSERT_TRUE(fresh.ok());
   ok = DeviceArray<float>();
+  gpu_ = *std::move(fresh);
+}
+
+// Uploads from another thread land on the device, and AwaitUploads orders
+// them before later ops: a large pinned upload queued just before, read by
+// a device-side copy right after, is read whole. ReleaseUploads orders a
+// later upload after the ops that read its target: the copy still sees
+// the first values although the second upload overwrites them.
+TEST_F(CudaVsCpuTest, UploadsFromAnotherThreadAreOrderedBothWays) {
+  const int64_t n = (32 << 20) / 4;
+  HostArray<float> first(gpu_.get(), n), second(gpu_.get(), n),
+      out(gpu_.get(), n);
+  for (int64_t i = 0; i < n; ++i) {
+    first[i] = static_cast<float>(i % 1013);
+    second[i] = -1.0f;
+  }
+  DeviceArray<float> staged(gpu_.get(), n), params(gpu_.get(), n);
+  std::thread([&] {
+    gpu_->Upload(first.data(), staged.data(), n * sizeof(float));
+  }).join();
+  gpu_->AwaitUploads();
+  gpu_->CopyOnDevice(staged.data(), params.data(), n * sizeof(float));
+  gpu_->ReleaseUploads();
+  std::thread([&] {
+    gpu_->Upload(second.data(), staged.data(), n * sizeof(float));
+  }).join();
+  gpu_->CopyToHost(params.data(), out.data(), n * sizeof(float));
+  EXPECT_TRUE(std::equal(first.begin(), first.end(), out.begin()));
+  gpu_->AwaitUploads();
+  gpu_->CopyToHost(staged.data(), out.data(), n * sizeof(float));
+  EXPECT_TRUE(std::equal(second.begin(), second.end(), out.begin()));
+}
+
+// A failed upload is a device error at the next AwaitUploads, naming the
+// upload.
+TEST_F(CudaVsCpuTest, AFailedUploadIsReportedAtAwaitUploads) {
+  HostArray<float> host(gpu_.get(), 16);
+  std::thread([&] {
+    gpu_->Upload(host.data(), reinterpret_cast<void*>(uintptr_t{0x10}),
+                 16 * sizeof(float));
+  }).join();
+  ASSERT_TRUE(gpu_->status().ok()) << "reported before AwaitUploads";
+  gpu_->AwaitUploads();
+  absl::Status s = gpu_->Synchronize();
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("upload"));
+  absl::StatusOr<std::unique_ptr<Backend>> fresh = NewCudaBackend(0);
+  ASSERT_TRUE(fresh.ok());
+  host = HostArray<float>();
   gpu_ = *std::move(fresh);
 }
 
