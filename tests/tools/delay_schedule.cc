@@ -30,22 +30,30 @@ std::optional<int64_t> DelaySchedule::NextRelease() const {
   return heap_.top().release_us;
 }
 
+std::optional<int64_t> DelaySchedule::PopOne(int64_t now_us, int64_t early_us,
+                                             uint32_t* id) {
+  if (heap_.empty() || heap_.top().release_us > now_us + early_us) {
+    return std::nullopt;
+  }
+  const Held h = heap_.top();
+  heap_.pop();
+  const int64_t got = now_us - h.arrival_us;
+  if (stats_.packets == 0) {
+    stats_.min_us = stats_.max_us = got;
+  } else {
+    stats_.min_us = std::min(stats_.min_us, got);
+    stats_.max_us = std::max(stats_.max_us, got);
+  }
+  ++stats_.packets;
+  stats_.sum_us += static_cast<double>(got);
+  *id = h.id;
+  return now_us - h.release_us;
+}
+
 void DelaySchedule::PopDue(int64_t now_us, std::vector<uint32_t>* ids,
                            int64_t early_us) {
-  while (!heap_.empty() && heap_.top().release_us <= now_us + early_us) {
-    const Held& h = heap_.top();
-    const int64_t got = now_us - h.arrival_us;
-    if (stats_.packets == 0) {
-      stats_.min_us = stats_.max_us = got;
-    } else {
-      stats_.min_us = std::min(stats_.min_us, got);
-      stats_.max_us = std::max(stats_.max_us, got);
-    }
-    ++stats_.packets;
-    stats_.sum_us += static_cast<double>(got);
-    ids->push_back(h.id);
-    heap_.pop();
-  }
+  uint32_t id = 0;
+  while (PopOne(now_us, early_us, &id).has_value()) ids->push_back(id);
 }
 
 void DelaySchedule::ReleaseAll(std::vector<uint32_t>* ids) {

@@ -44,11 +44,16 @@ class DelaySchedule {
   // The earliest release time of a held packet; nullopt when none is held.
   std::optional<int64_t> NextRelease() const;
 
-  // Appends to `ids` (in release order) every packet whose release time is
-  // <= now_us + early_us, counting now_us - arrival as the delay it got.
-  // early_us > 0 lets a caller that wakes up late on average (timer and
+  // Takes the next packet to go if its release time is <= now_us +
+  // early_us: sets *id and returns how late it goes against its release
+  // time (now_us - release time; negative when early), counting now_us -
+  // arrival as the delay it got. nullopt when none is due. early_us > 0
+  // lets a caller that lets packets go late on average (timer and
   // scheduler latency) aim early by that much, so that the mean delay is
   // the one asked for.
+  std::optional<int64_t> PopOne(int64_t now_us, int64_t early_us, uint32_t* id);
+
+  // PopOne until none is due, appending the ids in release order.
   void PopDue(int64_t now_us, std::vector<uint32_t>* ids, int64_t early_us = 0);
 
   // Appends every held packet to `ids`, due or not (at exit); counted as
