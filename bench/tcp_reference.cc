@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -97,63 +98,59 @@ absl::Status SetOptions(int fd, int socket_buffer_bytes) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<struct sockaddr_in> Ipv4Address(const std::string& host,
+                                               int port) {
+  struct sockaddr_in addr = {};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (port < 0 || port > 65535 ||
+      inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tcp reference: expected an IPv4 address and a port, got ",
+                     host, ":", port));
+  }
+  return addr;
+}
+
 }  // namespace
 
 TcpReference::TcpReference(int64_t max_bytes)
     : max_bytes_(max_bytes),
       client_send_(max_bytes, 'x'),
-      client_recv_(max_bytes, 0),
-      server_buffer_(max_bytes, 'y') {}
+      client_recv_(max_bytes, 0) {}
 
 absl::StatusOr<std::unique_ptr<TcpReference>> TcpReference::Start(
     int64_t max_bytes, int socket_buffer_bytes) {
+  absl::StatusOr<std::unique_ptr<TcpReferenceServer>> server =
+      TcpReferenceServer::Listen("127.0.0.1", 0, max_bytes,
+                                 socket_buffer_bytes);
+  if (!server.ok()) return server.status();
+  absl::StatusOr<std::unique_ptr<TcpReference>> client =
+      Connect("127.0.0.1", (*server)->port(), max_bytes, socket_buffer_bytes);
+  if (!client.ok()) return client.status();
+  (*client)->server_ = *std::move(server);
+  return client;
+}
+
+absl::StatusOr<std::unique_ptr<TcpReference>> TcpReference::Connect(
+    const std::string& host, int port, int64_t max_bytes,
+    int socket_buffer_bytes) {
   if (max_bytes <= 0) {
     return absl::InvalidArgumentError("tcp reference: max_bytes must be > 0");
   }
+  absl::StatusOr<struct sockaddr_in> addr = Ipv4Address(host, port);
+  if (!addr.ok()) return addr.status();
   std::unique_ptr<TcpReference> ref(new TcpReference(max_bytes));
-
-  ref->listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (ref->listen_fd_ < 0) return Errno("socket");
-  // Set before listen() so the accepted socket inherits them.
-  if (absl::Status s = SetOptions(ref->listen_fd_, socket_buffer_bytes);
-      !s.ok()) {
-    return s;
-  }
-  struct sockaddr_in addr = {};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  if (bind(ref->listen_fd_, reinterpret_cast<struct sockaddr*>(&addr),
-           sizeof(addr)) != 0) {
-    return Errno("bind 127.0.0.1:0");
-  }
-  if (listen(ref->listen_fd_, 1) != 0) return Errno("listen");
-  socklen_t len = sizeof(addr);
-  if (getsockname(ref->listen_fd_, reinterpret_cast<struct sockaddr*>(&addr),
-                  &len) != 0) {
-    return Errno("getsockname");
-  }
-  ref->port_ = ntohs(addr.sin_port);
-
   ref->client_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (ref->client_fd_ < 0) return Errno("socket");
   if (absl::Status s = SetOptions(ref->client_fd_, socket_buffer_bytes);
       !s.ok()) {
     return s;
   }
-  // The listen backlog completes the handshake, so connecting before
-  // accepting in the same thread is fine.
-  if (connect(ref->client_fd_, reinterpret_cast<struct sockaddr*>(&addr),
-              sizeof(addr)) != 0) {
-    return Errno("connect");
+  if (connect(ref->client_fd_, reinterpret_cast<const struct sockaddr*>(&*addr),
+              sizeof(*addr)) != 0) {
+    return Errno(absl::StrCat("connect to ", host, ":", port).c_str());
   }
-  ref->server_fd_ = accept4(ref->listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-  if (ref->server_fd_ < 0) return Errno("accept");
-  if (absl::Status s = SetOptions(ref->server_fd_, socket_buffer_bytes);
-      !s.ok()) {
-    return s;
-  }
-  ref->server_ = std::thread([r = ref.get()] { r->Serve(); });
   return ref;
 }
 
@@ -165,47 +162,7 @@ TcpReference::~TcpReference() {
     // Closing also unblocks a server stuck in a send after a failed call.
     close(client_fd_);
   }
-  if (server_.joinable()) {
-    server_.join();
-  } else if (server_fd_ >= 0) {
-    close(server_fd_);
-  }
-  if (listen_fd_ >= 0) close(listen_fd_);
-}
-
-void TcpReference::Serve() {
-  absl::Status status;
-  for (;;) {
-    char header[kHeaderBytes];
-    status = RecvAll(server_fd_, header, sizeof(header));
-    if (!status.ok()) break;
-    uint64_t n = 0;
-    std::memcpy(&n, header + 1, sizeof(n));
-    if (header[0] == kQuit) break;
-    if (n == 0 || n > static_cast<uint64_t>(max_bytes_)) {
-      status = absl::InvalidArgumentError(
-          absl::StrCat("tcp reference server: request of ", n, " bytes"));
-      break;
-    }
-    if (header[0] == kPush) {
-      status = RecvAll(server_fd_, server_buffer_.data(), n);
-      if (!status.ok()) break;
-      const char ack = 'a';
-      status = SendAll(server_fd_, &ack, 1);
-    } else if (header[0] == kPull) {
-      status = SendAll(server_fd_, server_buffer_.data(), n);
-    } else {
-      status = absl::InvalidArgumentError(
-          absl::StrCat("tcp reference server: unknown request ",
-                       static_cast<int>(header[0])));
-    }
-    if (!status.ok()) break;
-  }
-  if (!status.ok()) {
-    std::fprintf(stderr, "%s\n", status.ToString().c_str());
-  }
-  // The client sees EOF (or a reset) on its next call and reports it.
-  close(server_fd_);
+  server_.reset();
 }
 
 absl::Status TcpReference::Push(int64_t bytes) {
@@ -233,6 +190,115 @@ absl::Status TcpReference::Pull(int64_t bytes) {
     return s;
   }
   return RecvAll(client_fd_, client_recv_.data(), bytes);
+}
+
+TcpReferenceServer::TcpReferenceServer(int64_t max_bytes,
+                                       int socket_buffer_bytes)
+    : max_bytes_(max_bytes),
+      socket_buffer_bytes_(socket_buffer_bytes),
+      buffer_(max_bytes, 'y') {}
+
+absl::StatusOr<std::unique_ptr<TcpReferenceServer>> TcpReferenceServer::Listen(
+    const std::string& host, int port, int64_t max_bytes,
+    int socket_buffer_bytes) {
+  if (max_bytes <= 0) {
+    return absl::InvalidArgumentError("tcp reference: max_bytes must be > 0");
+  }
+  absl::StatusOr<struct sockaddr_in> addr = Ipv4Address(host, port);
+  if (!addr.ok()) return addr.status();
+  std::unique_ptr<TcpReferenceServer> server(
+      new TcpReferenceServer(max_bytes, socket_buffer_bytes));
+  server->listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (server->listen_fd_ < 0) return Errno("socket");
+  const int one = 1;
+  setsockopt(server->listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  // Set before listen() so the accepted socket inherits them.
+  if (absl::Status s = SetOptions(server->listen_fd_, socket_buffer_bytes);
+      !s.ok()) {
+    return s;
+  }
+  if (bind(server->listen_fd_, reinterpret_cast<const struct sockaddr*>(&*addr),
+           sizeof(*addr)) != 0) {
+    return Errno(absl::StrCat("bind ", host, ":", port).c_str());
+  }
+  if (listen(server->listen_fd_, 1) != 0) return Errno("listen");
+  struct sockaddr_in bound = {};
+  socklen_t len = sizeof(bound);
+  if (getsockname(server->listen_fd_,
+                  reinterpret_cast<struct sockaddr*>(&bound), &len) != 0) {
+    return Errno("getsockname");
+  }
+  server->port_ = ntohs(bound.sin_port);
+  server->thread_ =
+      std::thread([s = server.get()] { s->result_ = s->Serve(); });
+  return server;
+}
+
+TcpReferenceServer::~TcpReferenceServer() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    // Unblocks accept() or a recv()/send() on the connection.
+    if (listen_fd_ >= 0) shutdown(listen_fd_, SHUT_RDWR);
+    if (connection_fd_ >= 0) shutdown(connection_fd_, SHUT_RDWR);
+  }
+  if (thread_.joinable()) thread_.join();
+  if (listen_fd_ >= 0) close(listen_fd_);
+}
+
+absl::Status TcpReferenceServer::Wait() {
+  if (thread_.joinable()) thread_.join();
+  return result_;
+}
+
+absl::Status TcpReferenceServer::Serve() {
+  int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+  if (fd < 0) return Errno("accept");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) {
+      close(fd);
+      return absl::CancelledError("tcp reference server: stopped");
+    }
+    connection_fd_ = fd;
+  }
+  absl::Status status = SetOptions(fd, socket_buffer_bytes_);
+  while (status.ok()) {
+    char header[kHeaderBytes];
+    status = RecvAll(fd, header, sizeof(header));
+    if (!status.ok()) break;
+    uint64_t n = 0;
+    std::memcpy(&n, header + 1, sizeof(n));
+    if (header[0] == kQuit) break;
+    if (n == 0 || n > static_cast<uint64_t>(max_bytes_)) {
+      status = absl::InvalidArgumentError(
+          absl::StrCat("tcp reference server: request of ", n,
+                       " bytes (at most ", max_bytes_, ")"));
+      break;
+    }
+    if (header[0] == kPush) {
+      status = RecvAll(fd, buffer_.data(), n);
+      if (!status.ok()) break;
+      const char ack = 'a';
+      status = SendAll(fd, &ack, 1);
+    } else if (header[0] == kPull) {
+      status = SendAll(fd, buffer_.data(), n);
+    } else {
+      status = absl::InvalidArgumentError(
+          absl::StrCat("tcp reference server: unknown request ",
+                       static_cast<int>(header[0])));
+    }
+  }
+  if (!status.ok()) {
+    std::fprintf(stderr, "%s\n", status.ToString().c_str());
+  }
+  // The client sees EOF (or a reset) on its next call and reports it.
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    connection_fd_ = -1;
+  }
+  close(fd);
+  return status;
 }
 
 }  // namespace bench

@@ -35,6 +35,14 @@
 // Progress (one line per measurement, with the process's CPU use in cores)
 // goes to stderr, the tables to stdout. --grpc_args adds channel arguments
 // on both ends for tuning experiments.
+//
+// Across two hosts or network namespaces (bench/transport_netns.sh): one
+// process runs the server half with --serve=ADDR:PORT (gRPC on PORT, the
+// raw TCP reference on PORT+1, the data plane on PORT+2, its TLS twin on
+// PORT+3) until one client has come and gone, the other the same table
+// with --connect=ADDR:PORT, so every column, raw TCP included, crosses the
+// same link. Give both the same --sizes_mb, --chunk_bytes and --grpc_args,
+// and for TLS the same --tls_* files (a certificate for ADDR).
 
 #include <sys/resource.h>
 #include <sys/time.h>
@@ -68,7 +76,9 @@
 #include "bench/bench_main.h"
 #include "bench/grpc_floor.h"
 #include "bench/tcp_reference.h"
+#include "bench/transport_server.h"
 #include "common/data_plane/data_plane_kind.h"
+#include "common/data_plane/socket.h"
 #include "common/data_plane/tls.h"
 #include "common/grpc_channel.h"
 #include "common/optimizer/optimizers.h"
@@ -79,16 +89,10 @@
 #include "glog/logging.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
-#include "grpcpp/security/server_credentials.h"
-#include "grpcpp/server.h"
-#include "grpcpp/server_builder.h"
 #include "grpcpp/support/channel_arguments.h"
 #include "ps_server/data_plane/dense_plane_client.h"
-#include "ps_server/data_plane/dense_plane_server.h"
 #include "ps_server/gradient_check.h"
 #include "ps_server/ps_client.h"
-#include "ps_server/ps_service.h"
-#include "ps_server/shard_store.h"
 
 DEFINE_string(sizes_mb, "1,16,64",
               "Comma-separated payload sizes in MiB (fractions allowed).");
@@ -110,6 +114,13 @@ DEFINE_bool(tls, true,
             "Also time the data plane over TLS (\"tcp-plane TLS\"), with "
             "the --tls_* files or else a throwaway CA and certificate made "
             "by the openssl command.");
+DEFINE_string(serve, "",
+              "ADDR:PORT (IPv4): run only the server half, listening on "
+              "ports PORT to PORT+3 of ADDR, until one --connect client has "
+              "come and gone.");
+DEFINE_string(connect, "",
+              "ADDR:PORT: run only the client half, against a --serve "
+              "process there (e.g. in another network namespace).");
 DEFINE_int32(tcp_socket_buffer_bytes, 0,
              "SO_SNDBUF/SO_RCVBUF of the TCP reference's sockets; 0 keeps "
              "the system defaults (autotuned).");
@@ -236,6 +247,12 @@ absl::StatusOr<std::optional<TlsFiles>> BenchTlsFiles() {
   if (!FLAGS_tls) return std::optional<TlsFiles>();
   absl::StatusOr<std::optional<TlsFiles>> given = TlsFilesFromFlags();
   if (!given.ok() || given->has_value()) return given;
+  if (!FLAGS_serve.empty() || !FLAGS_connect.empty()) {
+    return absl::InvalidArgumentError(
+        "--serve and --connect time TLS only with --tls_cert, --tls_key and "
+        "--tls_ca (a certificate for the serving address that both ends "
+        "trust; bench/transport_netns.sh makes one), or --notls");
+  }
   char dir[] = "/tmp/bench_transport_tls_XXXXXX";
   if (mkdtemp(dir) == nullptr) {
     return absl::InternalError("no temporary folder for the certificates");
@@ -265,6 +282,21 @@ absl::StatusOr<std::optional<TlsFiles>> BenchTlsFiles() {
   return made;
 }
 
+// --serve's or --connect's ADDR:PORT: an IPv4 address and a base port
+// with room for the three ports after it.
+absl::StatusOr<std::pair<std::string, int>> ParseEndpoint(
+    const char* flag, const std::string& value) {
+  std::string host;
+  int port = 0;
+  absl::Status s = SplitHostPort(value, &host, &port);
+  if (!s.ok() || host.empty() || port < 1 || port > 65535 - 3) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, ": expected IPV4ADDR:PORT with PORT in [1, ",
+                     65535 - 3, "], got \"", value, "\""));
+  }
+  return std::make_pair(host, port);
+}
+
 template <typename Op>
 absl::StatusOr<Measurement> Measure(int64_t bytes, int reps, Op&& op) {
   for (int i = 0; i < FLAGS_warmup; ++i) {
@@ -282,6 +314,47 @@ absl::StatusOr<Measurement> Measure(int64_t bytes, int reps, Op&& op) {
   m.gbps = static_cast<double>(bytes) * reps / m.seconds / 1e9;
   m.cpu_cores = (ProcessCpuSeconds() - cpu_start) / m.seconds;
   return m;
+}
+
+bench::TransportServerOptions ServerOptions(
+    int64_t max_bytes,
+    const std::vector<std::pair<std::string, int>>& grpc_args,
+    const std::optional<TlsFiles>& tls) {
+  bench::TransportServerOptions options;
+  options.max_bytes = max_bytes;
+  options.chunk_bytes = FLAGS_chunk_bytes;
+  options.grpc_args = grpc_args;
+  options.tls = tls;
+  options.tcp_socket_buffer_bytes = FLAGS_tcp_socket_buffer_bytes;
+  return options;
+}
+
+// --serve: the server half alone, until one client has come and gone.
+absl::Status Serve(int64_t max_bytes,
+                   const std::vector<std::pair<std::string, int>>& grpc_args) {
+  absl::StatusOr<std::pair<std::string, int>> at =
+      ParseEndpoint("serve", FLAGS_serve);
+  if (!at.ok()) return at.status();
+  absl::StatusOr<std::optional<TlsFiles>> tls_files = BenchTlsFiles();
+  if (!tls_files.ok()) return tls_files.status();
+  bench::TransportServerOptions options =
+      ServerOptions(max_bytes, grpc_args, *tls_files);
+  options.host = at->first;
+  options.base_port = at->second;
+  absl::StatusOr<std::unique_ptr<bench::TransportServer>> server =
+      bench::TransportServer::Start(options);
+  if (!server.ok()) return server.status();
+  const bench::TransportEndpoints& e = (*server)->endpoints();
+  std::printf(
+      "bench_transport: serving on %s: parameter server and grpc floor %d, "
+      "raw TCP %d, data plane %d, TLS data plane %s; until one client has "
+      "come and gone\n",
+      e.host.c_str(), e.grpc_port, e.tcp_port, at->second + 2,
+      e.tls_plane_port > 0 ? absl::StrCat(e.tls_plane_port).c_str() : "none");
+  std::fflush(stdout);
+  absl::Status status = (*server)->WaitForClient();
+  std::printf("bench_transport: the client has gone; stopping\n");
+  return status;
 }
 
 absl::Status Run() {
@@ -304,6 +377,16 @@ absl::Status Run() {
   if (!grpc_args.ok()) return grpc_args.status();
   int64_t max_bytes = 0;
   for (const Size& s : sizes) max_bytes = std::max(max_bytes, s.bytes);
+  if (!FLAGS_serve.empty() && !FLAGS_connect.empty()) {
+    return absl::InvalidArgumentError(
+        "--serve and --connect are the two ends of a run; give one");
+  }
+  if (!FLAGS_serve.empty()) return Serve(max_bytes, *grpc_args);
+  if (!FLAGS_connect.empty()) {
+    absl::StatusOr<std::pair<std::string, int>> at =
+        ParseEndpoint("connect", FLAGS_connect);
+    if (!at.ok()) return at.status();
+  }
 
   const std::string socket_buffers =
       FLAGS_tcp_socket_buffer_bytes > 0
@@ -313,69 +396,74 @@ absl::Status Run() {
       grpc_args->empty()
           ? "tessera::MakeChannel / ConfigureServerBuilder"
           : absl::StrCat("tessera's arguments plus ", FLAGS_grpc_args);
+  const std::string where =
+      FLAGS_connect.empty()
+          ? std::string("in-process parameter server over loopback")
+          : absl::StrCat(
+                "the parameter server of a bench_transport --serve "
+                "at ",
+                FLAGS_connect, " (another process)");
   std::printf(
-      "bench_transport: PsClient <-> in-process parameter server over "
-      "loopback vs. raw TCP\n"
+      "bench_transport: PsClient <-> %s vs. raw TCP on the same path\n"
       "  chunk_bytes %lld (server and client), rounds %d (median reported), "
       "warm-up %d, reps_scale %g\n"
       "  tcp socket buffers: %s; allocator: tcmalloc; %u hardware threads; "
       "load average at start: %s\n"
       "  grpc channel: %s\n",
-      static_cast<long long>(FLAGS_chunk_bytes), FLAGS_rounds, FLAGS_warmup,
-      FLAGS_reps_scale, socket_buffers.c_str(),
+      where.c_str(), static_cast<long long>(FLAGS_chunk_bytes), FLAGS_rounds,
+      FLAGS_warmup, FLAGS_reps_scale, socket_buffers.c_str(),
       std::thread::hardware_concurrency(), LoadAverage().c_str(),
       channel.c_str());
   std::fflush(stdout);
 
-  // The parameter server, in-process.
-  ShardStore store;
-  PsServiceOptions service_options;
-  service_options.chunk_bytes = FLAGS_chunk_bytes;
-  ParameterServerService service(&store, service_options);
-  grpc::ServerBuilder builder;
-  ConfigureServerBuilder(&builder);
-  for (const auto& [name, value] : *grpc_args) {
-    builder.AddChannelArgument(name, value);
-  }
-  int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
-                           &port);
-  builder.RegisterService(&service);
-  bench::GrpcFloorService floor_service(max_bytes, FLAGS_chunk_bytes);
-  builder.RegisterCallbackGenericService(&floor_service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || port == 0) {
-    return absl::UnavailableError("cannot start the parameter server");
-  }
-  const std::string address = absl::StrCat("127.0.0.1:", port);
-  DensePlaneServerOptions plane_options;
-  plane_options.host = "127.0.0.1";
-  // The TLS plane first: the service announces the plain one, started
-  // last, and the TLS client is told its port directly.
   absl::StatusOr<std::optional<TlsFiles>> tls_files = BenchTlsFiles();
   if (!tls_files.ok()) return tls_files.status();
-  std::unique_ptr<DensePlaneServer> tls_plane;
-  std::unique_ptr<DensePlaneClient> tls_client;
-  if (tls_files->has_value()) {
-    DensePlaneServerOptions tls_options = plane_options;
-    tls_options.tls = *tls_files;
-    absl::StatusOr<std::unique_ptr<DensePlaneServer>> started =
-        DensePlaneServer::Start(&store, &service, tls_options);
+  const bench::TransportServerOptions server_options =
+      ServerOptions(max_bytes, *grpc_args, *tls_files);
+
+  // The server half: in this process on loopback, or another process's
+  // (--connect), e.g. across a veth pair between network namespaces.
+  std::unique_ptr<bench::TransportServer> local_server;
+  bench::TransportEndpoints endpoints;
+  if (FLAGS_connect.empty()) {
+    absl::StatusOr<std::unique_ptr<bench::TransportServer>> started =
+        bench::TransportServer::Start(server_options);
     if (!started.ok()) return started.status();
-    tls_plane = *std::move(started);
+    local_server = *std::move(started);
+    endpoints = local_server->endpoints();
+  } else {
+    absl::StatusOr<std::pair<std::string, int>> at =
+        ParseEndpoint("connect", FLAGS_connect);
+    if (!at.ok()) return at.status();
+    endpoints.host = at->first;
+    endpoints.grpc_port = at->second;
+    endpoints.tcp_port = at->second + 1;
+    endpoints.tls_plane_port = tls_files->has_value() ? at->second + 3 : 0;
+  }
+  const std::string address =
+      absl::StrCat(endpoints.host, ":", endpoints.grpc_port);
+  // The raw TCP reference first: a --serve process ends once its client
+  // has come and gone.
+  absl::StatusOr<std::unique_ptr<bench::TcpReference>> tcp =
+      bench::TcpReference::Connect(endpoints.host, endpoints.tcp_port,
+                                   max_bytes, FLAGS_tcp_socket_buffer_bytes);
+  if (!tcp.ok()) return tcp.status();
+  std::unique_ptr<DensePlaneClient> tls_client;
+  if (endpoints.tls_plane_port > 0) {
     absl::StatusOr<std::shared_ptr<const DataPlaneTls>> tls =
         DataPlaneTls::Create(**tls_files, DataPlaneTls::Role::kClient);
     if (!tls.ok()) return tls.status();
     DensePlaneClientOptions options;
-    options.host = "127.0.0.1";
-    const int tls_port = tls_plane->port();
+    options.host = endpoints.host;
+    const int tls_port = endpoints.tls_plane_port;
     options.resolve_port = [tls_port]() -> absl::StatusOr<int> {
       return tls_port;
     };
     // One connection to say how its records are encrypted.
-    absl::StatusOr<Socket> probe = Socket::Connect("127.0.0.1", tls_port, 30);
+    absl::StatusOr<Socket> probe =
+        Socket::Connect(endpoints.host, tls_port, 30);
     if (!probe.ok()) return probe.status();
-    if (absl::Status s = (*tls)->Connect(*probe, "127.0.0.1"); !s.ok()) {
+    if (absl::Status s = (*tls)->Connect(*probe, endpoints.host); !s.ok()) {
       return s;
     }
     std::printf("  tcp-plane TLS: %s\n", DescribeTls(*probe).c_str());
@@ -384,9 +472,6 @@ absl::Status Run() {
     options.peer = "ps 0 (TLS plane)";
     tls_client = std::make_unique<DensePlaneClient>(std::move(options));
   }
-  absl::StatusOr<std::unique_ptr<DensePlaneServer>> plane =
-      DensePlaneServer::Start(&store, &service, plane_options);
-  if (!plane.ok()) return plane.status();
 
   PsClientOptions client_options;
   client_options.chunk_bytes = FLAGS_chunk_bytes;
@@ -435,10 +520,6 @@ absl::Status Run() {
   std::vector<float> scratch(max_floats, 0.0f);
   std::vector<float> values(max_floats, 0.0f);
   const SgdOptimizer sgd(kLearningRate);
-
-  absl::StatusOr<std::unique_ptr<bench::TcpReference>> tcp =
-      bench::TcpReference::Start(max_bytes, FLAGS_tcp_socket_buffer_bytes);
-  if (!tcp.ok()) return tcp.status();
 
   std::vector<Row> rows;
   for (const Size& size : sizes) {
@@ -610,10 +691,8 @@ absl::Status Run() {
     rows.push_back(row);
   }
   tcp->reset();
-  plane->reset();
   tls_client.reset();
-  tls_plane.reset();
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  local_server.reset();
 
   auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
   // "ratio" is tcp-plane / tcp (the target); "grpc" is Tessera's gRPC

@@ -14,7 +14,7 @@ PACKAGES=(
   python3-venv
   dataset-fashion-mnist
   openssl libssl-dev
-  iproute2 nftables
+  iproute2 nftables iptables iputils-ping libnetfilter-queue-dev
 )
 
 missing=()

@@ -6,20 +6,29 @@
 # same synchronous job (Fashion-MNIST MLP, EPOCHS epochs of TRAIN examples)
 # go through that topology:
 #   1. undisturbed: a clean network;
-#   2. disturbed: every switch port delays frames 1 ms with jitter and drops
-#      1% of them (tc netem; where the kernel has no netem, the loss is made
-#      by nftables in the switch and the output says that there is no delay),
-#      and in the middle of epoch 2 parameter server 1 is cut off from both
-#      workers for PARTITION_S seconds (nftables drops every IPv4 packet
-#      between them in the switch; the chief still reaches everything), then
-#      healed.
+#   2. disturbed: every packet is delayed 1 ms with a uniform jitter of
+#      +-250 us once on its way and 1% of them are dropped, and in the
+#      middle of epoch 2 parameter server 1 is cut off from both workers for
+#      PARTITION_S seconds (nftables drops every IPv4 packet between them in
+#      the switch; the chief still reaches everything), then healed.
+#      Delay and loss come from tc netem on every switch port where the
+#      kernel has sch_netem. Where it has not (no module, as on kernels
+#      built without it), each role namespace sends what leaves its eth0 to
+#      an NFQUEUE queue (iptables mangle POSTROUTING) that a
+#      tessera_packet_delay of its own (tests/tools/) holds 1 ms +- 250 us,
+#      and nftables in the switch drops 1% of the frames it forwards. The
+#      tools print how many packets they delayed and by how much on average.
 # Checks: both jobs exit 0; every epoch of both trained each of the TRAIN
 # examples exactly once (metrics.jsonl's count, and the step records of
 # steps.jsonl summed per epoch); the partition began mid-epoch and really
 # cut the workers off from ps 1 but not the chief; the disturbed run's final
 # test accuracy is within TOLERANCE of the undisturbed one (synchronous
 # training is reproducible: each step's examples and dropout follow from its
-# step number); no namespace is left behind. No timing is asserted.
+# step number); no namespace is left behind. No timing of the job is
+# asserted; the emulation is: with the disturbance on, ping from w0 to ps0
+# must average at least 1.8 ms (two one-way delays of 1 ms, less jitter),
+# and where tessera_packet_delay delays, each of the 5 must have delayed
+# packets by a mean in [900, 1100] us.
 #
 #   bash tests/integration/netns_fault_test.sh [build dir, default build]
 #
@@ -32,10 +41,13 @@
 # that retry, a 10 s partition failed the job in 2 of 15 runs here and one
 # of 12 s or more in every run; with it, 15 s passed with 3 steps re-run.
 #
-# Needs root and a kernel that lets it make network namespaces; exits 77
-# (skipped) with the reason otherwise. Needs ip and tc (iproute2) and nft
-# (nftables), which deploy/install.sh installs. KEEP_TEST_FILES=1 keeps the
-# run folders (they are kept anyway when a check fails).
+# Needs root and a kernel that lets it make network namespaces, and either
+# sch_netem or NFQUEUE (iptables) with tessera_packet_delay built (it is
+# where libnetfilter-queue-dev is installed; PACKET_DELAY=path names
+# another); exits 77 (skipped) with the reason otherwise. Needs ip and tc
+# (iproute2), nft (nftables), iptables and ping, which deploy/install.sh
+# installs. KEEP_TEST_FILES=1 keeps the run folders (they are kept anyway
+# when a check fails).
 set -euo pipefail
 
 BUILD_ARG=${1:-build}
@@ -70,9 +82,9 @@ check() { # check <description> <command...>
 # ---- Preconditions ----------------------------------------------------------
 [ "$(id -u)" -eq 0 ] || skip "needs root to make network namespaces, veth pairs and nftables rules (run as root, as CI does)"
 [ -d "$DATA" ] || skip "$DATA is not installed (deploy/install.sh installs dataset-fashion-mnist)"
-for tool in ip tc nft python3; do
+for tool in ip tc nft ping python3; do
   command -v "$tool" >/dev/null ||
-    skip "$tool is not installed (deploy/install.sh installs iproute2 and nftables)"
+    skip "$tool is not installed (deploy/install.sh installs iproute2, nftables and iputils-ping)"
 done
 [ -d "$BUILD_ARG" ] || {
   say "build folder $BUILD_ARG not found"
@@ -88,6 +100,10 @@ for bin in "$COORDINATOR" "$PS" "$WORKER"; do
     exit 1
   }
 done
+# Only where the kernel has no netem.
+PACKET_DELAY=${PACKET_DELAY:-$BUILD/tests/tessera_packet_delay}
+DELAY_US=1000
+JITTER_US=250
 
 # Names carry this shell's pid, so runs side by side never meet; the
 # addresses live only inside this run's namespaces, so they may repeat.
@@ -127,7 +143,7 @@ teardown() {
 on_exit() {
   local rc=$?
   teardown
-  if [ "$rc" -ne 0 ] || [ "${KEEP_TEST_FILES:-0}" = 1 ]; then
+  if { [ "$rc" -ne 0 ] && [ "$rc" -ne "$SKIP" ]; } || [ "${KEEP_TEST_FILES:-0}" = 1 ]; then
     say "run folders kept in $WORK"
   else
     rm -rf "$WORK"
@@ -181,22 +197,114 @@ reaches() { # reaches <from role> <to role>
     2>/dev/null
 }
 
-# 1 ms delay with jitter and 1% loss on every switch port (each frame passes
-# two ports, but is delayed and dropped on the way out of the switch only).
+# How run 2 delays and drops packets, decided before run 1 so that a
+# machine that can do neither skips at once: "netem" (tc netem on every
+# switch port) or "nfqueue" (tessera_packet_delay in every role namespace,
+# loss by nftables in the switch). Sets EMULATION_KIND, and IPTABLES and
+# NETEM_MISSING for the second.
+EMULATION_KIND=""
+IPTABLES=""
+NETEM_MISSING=""
+choose_emulation() {
+  local err
+  if err=$(tc -n "$SW" qdisc add dev chief root netem delay 1ms 2>&1); then
+    tc -n "$SW" qdisc del dev chief root
+    EMULATION_KIND=netem
+    return
+  fi
+  NETEM_MISSING=${err//$'\n'/ }
+  [ -x "$PACKET_DELAY" ] ||
+    skip "the kernel has no netem (tc: $NETEM_MISSING) and $PACKET_DELAY is not built (it is where libnetfilter-queue-dev is installed: deploy/install.sh)"
+  local ipt probe="$P-chief"
+  for ipt in iptables iptables-legacy; do
+    command -v "$ipt" >/dev/null || continue
+    if ip netns exec "$probe" "$ipt" -t mangle -A POSTROUTING -o eth0 \
+      -j NFQUEUE --queue-num 0 2>/dev/null; then
+      ip netns exec "$probe" "$ipt" -t mangle -D POSTROUTING -o eth0 \
+        -j NFQUEUE --queue-num 0
+      IPTABLES=$ipt
+      break
+    fi
+  done
+  [ -n "$IPTABLES" ] ||
+    skip "the kernel has no netem (tc: $NETEM_MISSING) and iptables cannot add an NFQUEUE rule here (deploy/install.sh installs iptables; the kernel needs the NFQUEUE target)"
+  # The tool binds the queue once here, so a kernel without nfnetlink_queue
+  # skips now rather than failing in run 2.
+  if ! err=$(ip netns exec "$probe" timeout 0.5 "$PACKET_DELAY" --queue_num=0 2>&1) &&
+    ! grep -q " bound:" <<<"$err"; then
+    skip "the kernel has no netem (tc: $NETEM_MISSING) and $PACKET_DELAY cannot bind a queue: ${err//$'\n'/ }"
+  fi
+  EMULATION_KIND=nfqueue
+}
+
+# Starts tessera_packet_delay in role namespace `role` on queue 0 and, once
+# it has bound the queue, sends every packet leaving eth0 there: without a
+# process on the queue the kernel would drop them (the rule has no
+# --queue-bypass), so the tool comes first.
+declare -A DELAY_PID=()
+start_packet_delay() { # start_packet_delay <role>
+  local role=$1 log=$WORK/delay-$1.log waited=0
+  ip netns exec "$P-$role" "$PACKET_DELAY" --queue_num=0 \
+    --delay_us="$DELAY_US" --jitter_us="$JITTER_US" >"$log" 2>&1 &
+  DELAY_PID[$role]=$!
+  until grep -q " bound:" "$log"; do
+    if ! kill -0 "${DELAY_PID[$role]}" 2>/dev/null || [ "$waited" -ge 100 ]; then
+      say "tessera_packet_delay in $role did not bind its queue: $(tr '\n' ' ' <"$log")"
+      exit 1
+    fi
+    sleep 0.05
+    waited=$((waited + 1))
+  done
+  ip netns exec "$P-$role" "$IPTABLES" -t mangle -A POSTROUTING -o eth0 \
+    -j NFQUEUE --queue-num 0
+}
+
+# Stops every tessera_packet_delay (SIGTERM: each lets its held packets go
+# and prints what it did), reports them and checks that each delayed
+# packets by the mean asked for.
+stop_packet_delays() {
+  local role line n mean
+  for role in "${ROLES[@]}"; do
+    [ -n "${DELAY_PID[$role]:-}" ] || continue
+    ip netns exec "$P-$role" "$IPTABLES" -t mangle -F POSTROUTING
+    kill -TERM "${DELAY_PID[$role]}" 2>/dev/null || true
+    wait "${DELAY_PID[$role]}" 2>/dev/null || true
+    line=$(grep -m1 "delayed" "$WORK/delay-$role.log" || true)
+    n=$(sed -n 's/.*delayed \([0-9]*\) packets.*/\1/p' <<<"$line")
+    mean=$(sed -n 's/.*mean \([0-9.]*\) us.*/\1/p' <<<"$line")
+    say "delay: $role: ${line#*: queue 0: }"
+    check "delay: tessera_packet_delay in $role delayed packets, by a mean in [900, 1100] us" \
+      awk -v n="${n:-0}" -v m="${mean:-0}" 'BEGIN {exit !(n > 0 && m >= 900 && m <= 1100)}'
+  done
+  DELAY_PID=()
+}
+
+# Average ping RTT from `from` to `to`, ms ("" when no reply came back).
+ping_rtt() { # ping_rtt <from role> <to role>
+  ip netns exec "$P-$1" ping -q -c 20 -i 0.05 "${ADDR[$2]}" 2>/dev/null |
+    sed -n 's|.*= [0-9.]*/\([0-9.]*\)/.*|\1|p' || true
+}
+
+# 1 ms delay with jitter on every packet once, and 1% loss.
 EMULATION=""
 disturb_links() {
-  local role err
+  local role
   FORWARDED_BEFORE=$(counter_of forward "jump partition")
-  if err=$(tc -n "$SW" qdisc add dev chief root netem delay 1ms 250us loss 1% 2>&1); then
-    for role in "${ROLES[@]:1}"; do
+  if [ "$EMULATION_KIND" = netem ]; then
+    for role in "${ROLES[@]}"; do
       tc -n "$SW" qdisc add dev "$role" root netem delay 1ms 250us loss 1%
     done
     EMULATION="tc netem on every switch port: delay 1 ms, jitter 250 us (uniform), 1% loss"
   else
+    for role in "${ROLES[@]}"; do start_packet_delay "$role"; done
     sw_nft add rule bridge tessera loss numgen random mod 100 '<' 1 counter drop
-    EMULATION="netem missing in this kernel (tc: ${err//$'\n'/ }): no delay or jitter; 1% loss by nftables in the switch (numgen random mod 100 < 1 drop on every frame it forwards)"
+    EMULATION="netem missing in this kernel (tc: $NETEM_MISSING): delay $DELAY_US us, jitter +-$JITTER_US us (uniform) by tessera_packet_delay on the way out of every role namespace ($IPTABLES -t mangle -A POSTROUTING -o eth0 -j NFQUEUE); 1% loss by nftables in the switch (numgen random mod 100 < 1 drop on every frame it forwards)"
   fi
   say "emulation: $EMULATION"
+  DISTURBED_RTT=$(ping_rtt w0 ps0)
+  say "ping w0 -> ps0 (${ADDR[ps0]}), 20 packets: rtt avg ${DISTURBED_RTT:-none} ms with the disturbance (undisturbed ${UNDISTURBED_RTT:-none} ms)"
+  check "ping w0 -> ps0 averages at least 1.8 ms (two one-way delays of 1 ms)" \
+    awk -v r="${DISTURBED_RTT:-0}" 'BEGIN {exit !(r >= 1.8)}'
 }
 
 partition() { # partition <role> <roles it is cut off from...>
@@ -368,6 +476,8 @@ print(json.loads(lines[-1])['test_accuracy'] if lines else -1)" 2>/dev/null || e
 # ---- The test -----------------------------------------------------------------
 START=$SECONDS
 make_topology
+choose_emulation
+UNDISTURBED_RTT=$(ping_rtt w0 ps0)
 say "topology: namespaces $SW (bridge br0) and $P-{${ROLES[*]// /,}}, one" \
   "veth pair each (eth0 <-> switch port); chief ${ADDR[chief]}, ps0" \
   "${ADDR[ps0]}, ps1 ${ADDR[ps1]}, w0 ${ADDR[w0]}, w1 ${ADDR[w1]} (/24), port $PORT"
@@ -384,6 +494,7 @@ disturb_links
 run_job disturbed 1
 report_and_check_run disturbed
 DISTURBED=$FINAL_ACCURACY
+stop_packet_delays
 
 check "the partition began mid-epoch 2 (epoch 1 reported, epoch 2 not)" \
   [ "$PART_EPOCHS_DONE" -eq 1 ]
