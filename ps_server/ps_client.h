@@ -77,6 +77,11 @@ class PsClient {
                          PushResponse* response,
                          const SyncPush* sync = nullptr);
 
+  // This server's data plane for dense calls, for callers that split them
+  // (DensePlaneClient::Begin*/Finish*): null when they go over gRPC. Its
+  // error is the server's (it asks Health once).
+  absl::StatusOr<DensePlaneClient*> DensePlane() { return Plane(); }
+
   // Pulls the rows `ids` (ids of the whole variable) of one shard into
   // `out`, ids.size() * row_elements floats.
   absl::Status PullRows(const std::string& shard, absl::Span<const int64_t> ids,

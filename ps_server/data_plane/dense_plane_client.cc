@@ -9,17 +9,27 @@ namespace tessera {
 DensePlaneClient::DensePlaneClient(DensePlaneClientOptions options)
     : connections_(std::move(options)) {}
 
+absl::Status DensePlaneClient::CheckPullSizes(
+    absl::Span<const std::string> shards,
+    absl::Span<const absl::Span<float>> out) const {
+  if (shards.size() == out.size()) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(connections_.peer(), " PullDense: ", shards.size(),
+                   " shards but ", out.size(), " destinations"));
+}
+
 absl::Status DensePlaneClient::PullDense(
     absl::Span<const std::string> shards,
     absl::Span<const absl::Span<float>> out, std::vector<int64_t>* versions) {
-  if (shards.size() != out.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(connections_.peer(), " PullDense: ", shards.size(),
-                     " shards but ", out.size(), " destinations"));
-  }
-  if (versions != nullptr) versions->assign(shards.size(), 0);
+  // Refused before anything is sent.
+  if (absl::Status s = CheckPullSizes(shards, out); !s.ok()) return s;
+  return FinishPullDense(BeginPullDense(shards), shards, out, versions);
+}
+
+DensePlaneClient::Pending DensePlaneClient::BeginPullDense(
+    absl::Span<const std::string> shards) {
   absl::StatusOr<Socket> socket = Acquire();
-  if (!socket.ok()) return Prefixed("PullDense", socket.status());
+  if (!socket.ok()) return Pending(Prefixed("PullDense", socket.status()));
   std::string table;
   for (const std::string& name : shards) AppendString16(name, &table);
   FrameHeader request;
@@ -30,8 +40,18 @@ absl::Status DensePlaneClient::PullDense(
   EncodeFrameHeader(request, head);
   const iovec parts[2] = {{head, sizeof(head)}, {table.data(), table.size()}};
   if (absl::Status s = socket->WriteAll(parts); !s.ok()) {
-    return Prefixed("PullDense", s);
+    return Pending(Prefixed("PullDense", s));
   }
+  return Pending(std::move(socket));
+}
+
+absl::Status DensePlaneClient::FinishPullDense(
+    Pending call, absl::Span<const std::string> shards,
+    absl::Span<const absl::Span<float>> out, std::vector<int64_t>* versions) {
+  if (absl::Status s = CheckPullSizes(shards, out); !s.ok()) return s;
+  if (versions != nullptr) versions->assign(shards.size(), 0);
+  if (!call.socket_.ok()) return call.socket_.status();
+  absl::StatusOr<Socket>& socket = call.socket_;
   FrameHeader reply;
   if (absl::Status s =
           ReadReplyHeader(*socket, FrameOp::kPullDenseReply, &reply);
@@ -80,14 +100,22 @@ absl::Status DensePlaneClient::PushDense(
     absl::Span<const absl::Span<const float>> grads,
     absl::Span<const int64_t> base_versions, PushResponse* response,
     const SyncPush* sync) {
+  return FinishPushDense(BeginPushDense(shards, grads, base_versions, sync),
+                         response);
+}
+
+DensePlaneClient::Pending DensePlaneClient::BeginPushDense(
+    absl::Span<const std::string> shards,
+    absl::Span<const absl::Span<const float>> grads,
+    absl::Span<const int64_t> base_versions, const SyncPush* sync) {
   if (shards.size() != grads.size() ||
       (!base_versions.empty() && base_versions.size() != shards.size())) {
-    return absl::InvalidArgumentError(absl::StrCat(
+    return Pending(absl::InvalidArgumentError(absl::StrCat(
         connections_.peer(), " PushDense: ", shards.size(), " shards, ",
-        grads.size(), " gradients and ", base_versions.size(), " versions"));
+        grads.size(), " gradients and ", base_versions.size(), " versions")));
   }
   absl::StatusOr<Socket> socket = Acquire();
-  if (!socket.ok()) return Prefixed("PushDense", socket.status());
+  if (!socket.ok()) return Pending(Prefixed("PushDense", socket.status()));
   std::string table;
   for (size_t i = 0; i < shards.size(); ++i) {
     AppendString16(shards[i], &table);
@@ -113,8 +141,15 @@ absl::Status DensePlaneClient::PushDense(
     parts.push_back({const_cast<float*>(g.data()), g.size() * sizeof(float)});
   }
   if (absl::Status s = socket->WriteAll(parts); !s.ok()) {
-    return Prefixed("PushDense", s);
+    return Pending(Prefixed("PushDense", s));
   }
+  return Pending(std::move(socket));
+}
+
+absl::Status DensePlaneClient::FinishPushDense(Pending call,
+                                               PushResponse* response) {
+  if (!call.socket_.ok()) return call.socket_.status();
+  absl::StatusOr<Socket>& socket = call.socket_;
   FrameHeader reply;
   if (absl::Status s =
           ReadReplyHeader(*socket, FrameOp::kPushDenseReply, &reply);

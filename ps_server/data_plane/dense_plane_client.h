@@ -40,7 +40,38 @@ class DensePlaneClient {
                          absl::Span<const int64_t> base_versions,
                          PushResponse* response, const SyncPush* sync);
 
+  // The same calls in two halves, so that one thread can have a call in
+  // flight at every parameter server at once (a step's pull from each)
+  // instead of a thread per server, which costs a wake-up each way per
+  // call. Begin* sends the request; Finish* reads the reply, with the
+  // arguments and the result of the whole call, and reports an error of
+  // either half. A Pending that is never finished closes its connection.
+  class Pending {
+   public:
+    Pending(Pending&&) = default;
+    Pending& operator=(Pending&&) = default;
+
+   private:
+    friend class DensePlaneClient;
+    explicit Pending(absl::StatusOr<Socket> socket)
+        : socket_(std::move(socket)) {}
+    absl::StatusOr<Socket> socket_;
+  };
+  Pending BeginPullDense(absl::Span<const std::string> shards);
+  absl::Status FinishPullDense(Pending call,
+                               absl::Span<const std::string> shards,
+                               absl::Span<const absl::Span<float>> out,
+                               std::vector<int64_t>* versions);
+  // `grads` must stay unchanged until FinishPushDense returns.
+  Pending BeginPushDense(absl::Span<const std::string> shards,
+                         absl::Span<const absl::Span<const float>> grads,
+                         absl::Span<const int64_t> base_versions,
+                         const SyncPush* sync);
+  absl::Status FinishPushDense(Pending call, PushResponse* response);
+
  private:
+  absl::Status CheckPullSizes(absl::Span<const std::string> shards,
+                              absl::Span<const absl::Span<float>> out) const;
   absl::StatusOr<Socket> Acquire() { return connections_.Acquire(); }
   void Release(Socket socket) { connections_.Release(std::move(socket)); }
   absl::Status Prefixed(const char* call, const absl::Status& s) const {

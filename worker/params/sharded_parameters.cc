@@ -89,19 +89,66 @@ absl::Status ShardedParameters::ForEachServer(
   return calls_->Run(busy, [&](int k) { return call(groups_[k]); });
 }
 
+absl::StatusOr<bool> ShardedParameters::AllOnDataPlane() {
+  for (ServerGroup& g : groups_) {
+    if (g.shards.empty()) continue;
+    absl::StatusOr<DensePlaneClient*> plane = g.client->DensePlane();
+    if (!plane.ok()) return plane.status();
+    if (*plane == nullptr) return false;
+    g.plane = *plane;
+  }
+  return true;
+}
+
 absl::Status ShardedParameters::PullAll() {
-  return ForEachServer([](ServerGroup& g) {
-    return g.client->PullDense(g.shards, g.values, &g.versions);
-  });
+  absl::StatusOr<bool> split = AllOnDataPlane();
+  if (!split.ok()) return split.status();
+  if (!*split) {
+    return ForEachServer([](ServerGroup& g) {
+      return g.client->PullDense(g.shards, g.values, &g.versions);
+    });
+  }
+  // Every request out first, then every reply: the servers work at once,
+  // and no thread is woken to make a call.
+  std::vector<DensePlaneClient::Pending> pending;
+  for (ServerGroup& g : groups_) {
+    if (!g.shards.empty()) pending.push_back(g.plane->BeginPullDense(g.shards));
+  }
+  absl::Status first;
+  size_t i = 0;
+  for (ServerGroup& g : groups_) {
+    if (g.shards.empty()) continue;
+    first.Update(g.plane->FinishPullDense(std::move(pending[i++]), g.shards,
+                                          g.values, &g.versions));
+  }
+  return first;
 }
 
 absl::Status ShardedParameters::PushAll(const SyncPush* sync,
                                         PushOutcome* outcome) {
-  absl::Status s = ForEachServer([sync](ServerGroup& g) {
-    g.response.Clear();
-    return g.client->PushDense(g.shards, g.grads, g.versions, &g.response,
-                               sync);
-  });
+  for (ServerGroup& g : groups_) g.response.Clear();
+  absl::StatusOr<bool> split = AllOnDataPlane();
+  if (!split.ok()) return split.status();
+  absl::Status s;
+  if (*split) {
+    // As PullAll: every push sent, then every reply read.
+    std::vector<DensePlaneClient::Pending> pending;
+    for (ServerGroup& g : groups_) {
+      if (g.shards.empty()) continue;
+      pending.push_back(
+          g.plane->BeginPushDense(g.shards, g.grads, g.versions, sync));
+    }
+    size_t i = 0;
+    for (ServerGroup& g : groups_) {
+      if (g.shards.empty()) continue;
+      s.Update(g.plane->FinishPushDense(std::move(pending[i++]), &g.response));
+    }
+  } else {
+    s = ForEachServer([sync](ServerGroup& g) {
+      return g.client->PushDense(g.shards, g.grads, g.versions, &g.response,
+                                 sync);
+    });
+  }
   if (!s.ok()) return s;
   outcome->staleness.clear();
   outcome->late_shards = 0;

@@ -57,6 +57,7 @@ class ShardedParameters {
   // What one parameter server is asked for in a step.
   struct ServerGroup {
     PsClient* client = nullptr;
+    DensePlaneClient* plane = nullptr;  // set by AllOnDataPlane
     std::vector<std::string> shards;
     std::vector<absl::Span<float>> values;
     std::vector<absl::Span<const float>> grads;
@@ -65,6 +66,10 @@ class ShardedParameters {
   };
 
   ShardedParameters() = default;
+  // Whether every server this object calls takes dense calls on the data
+  // plane (then one thread makes them all, split in halves, instead of
+  // ForEachServer's threads); the error of a server that does not answer.
+  absl::StatusOr<bool> AllOnDataPlane();
   absl::Status ForEachServer(
       const std::function<absl::Status(ServerGroup&)>& call);
 
