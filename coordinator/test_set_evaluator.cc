@@ -65,12 +65,24 @@ absl::Status TestSetEvaluator::Evaluate(int64_t test_examples,
   return absl::OkStatus();
 }
 
+namespace {
+
+// A worker answers Evaluate with FAILED_PRECONDITION only when it has no
+// configuration: it was restarted and not yet restored. Once restored (by
+// the step recovery or below) it can evaluate, so that answer is never a
+// final one, even from a worker that is ready by the time it is probed.
+bool LostState(const absl::Status& s) { return absl::IsFailedPrecondition(s); }
+
+}  // namespace
+
 absl::Status TestSetEvaluator::EvaluateElsewhere(int owner,
                                                  const EvaluateRequest& request,
                                                  absl::Status failure,
                                                  EvaluateResponse* response) {
   const int n = static_cast<int>(workers_.size());
-  if (workers_[owner]->Probe() == WorkerHealth::kReady) return failure;
+  if (!LostState(failure) && workers_[owner]->Probe() == WorkerHealth::kReady) {
+    return failure;
+  }
   LOG(WARNING) << "worker " << owner << " failed evaluating test examples ["
                << request.begin() << ", " << request.end() << ") (" << failure
                << "); trying the other workers";
@@ -92,7 +104,7 @@ absl::Status TestSetEvaluator::EvaluateElsewhere(int owner,
                   << request.end() << ") evaluated by worker " << w;
         return s;
       }
-      if (worker->Probe() == WorkerHealth::kReady) return s;
+      if (!LostState(s) && worker->Probe() == WorkerHealth::kReady) return s;
       failure = s;
     }
     if (absl::Now() >= deadline) {

@@ -65,6 +65,12 @@ class FakeTask : public WorkerTask {
       down_ = true;
       return absl::UnavailableError("worker went away");
     }
+    if (unconfigured_evaluate_) {
+      // Restarted, and restored by the step recovery just after this call
+      // arrived: it answers as a real worker does, and is ready again.
+      unconfigured_evaluate_ = false;
+      return absl::FailedPreconditionError("worker is not configured yet");
+    }
     const int64_t n = request.end() - request.begin();
     response->set_examples(n);
     response->set_correct(n / 2);
@@ -105,12 +111,14 @@ class FakeTask : public WorkerTask {
     on_step_ = std::move(action);
   }
   void FailNextEvaluate() { fail_evaluate_ = true; }
+  void AnswerNextEvaluateUnconfigured() { unconfigured_evaluate_ = true; }
 
  private:
   std::string address_;
   Seen* const seen_;
   std::atomic<bool> down_{false};
   std::atomic<bool> fail_evaluate_{false};
+  std::atomic<bool> unconfigured_evaluate_{false};
   int64_t trigger_step_ = -1;
   std::function<void()> on_step_;
 };
@@ -204,6 +212,18 @@ TEST_F(TrainingJobTest, ASliceAWorkerFailedToEvaluateGoesToAnother) {
   tasks_[1]->FailNextEvaluate();
   ASSERT_TRUE(job->Run().ok()) << Output();
   // The whole test set was evaluated: accuracy over all 12 examples.
+  EXPECT_DOUBLE_EQ(job->results()[0].test_accuracy, 0.5);
+  EXPECT_DOUBLE_EQ(job->results()[0].test_loss, 0.25);
+}
+
+// A restarted worker can receive its evaluation slice before the step
+// recovery has restored it, and be ready by the time the evaluator looks:
+// its "not configured" answer is lost state, not a result, so the slice is
+// evaluated again (it once ended the job).
+TEST_F(TrainingJobTest, ASliceAnsweredUnconfiguredByARestoredWorkerIsRetried) {
+  TrainingJob* job = MakeJob(2);
+  tasks_[1]->AnswerNextEvaluateUnconfigured();
+  ASSERT_TRUE(job->Run().ok()) << Output();
   EXPECT_DOUBLE_EQ(job->results()[0].test_accuracy, 0.5);
   EXPECT_DOUBLE_EQ(job->results()[0].test_loss, 0.25);
 }
