@@ -48,6 +48,7 @@ class ProfilingBackend final : public Backend {
   }
   void FreeHost(void* ptr) override { inner_->FreeHost(ptr); }
   void* native_stream() const override { return inner_->native_stream(); }
+  bool device_is_host() const override { return inner_->device_is_host(); }
   void Upload(const void* host, void* device, int64_t bytes) override {
     inner_->Upload(host, device, bytes);
   }

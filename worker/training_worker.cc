@@ -175,9 +175,16 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& config,
   std::unique_ptr<SparseParameters> sparse;
   if (mirrored == nullptr) {
     const std::vector<VariableDef>& dense = (*graph)->dense_variables();
+    // Where the device is the host, the pulls land in the graph's own
+    // buffers and the pushes go out from them. Not with prefetching: the
+    // next step's pull must not write what this step computes with.
+    const ShardedParameters::Borrowed in_graph{
+        (*graph)->HostVisibleValues(), (*graph)->HostVisibleGradients()};
+    const bool borrow =
+        !config.prefetch_parameters() && !in_graph.values.empty();
     absl::StatusOr<std::unique_ptr<ShardedParameters>> sharded =
         ShardedParameters::Create(dense, config.variables(), raw,
-                                  backend_.get());
+                                  backend_.get(), borrow ? &in_graph : nullptr);
     if (!sharded.ok()) return sharded.status();
     params = *std::move(sharded);
     if (config.prefetch_parameters()) {

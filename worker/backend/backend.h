@@ -33,6 +33,11 @@ class Backend : public HostAllocator {
   // A human-readable name of the device, e.g. "cpu" or "cuda:0 (H100)".
   virtual std::string device_name() const = 0;
 
+  // Whether device memory is host memory the caller may read and write
+  // directly (the CPU), so a buffer can serve as both; a copy between a
+  // buffer and itself is then nothing.
+  virtual bool device_is_host() const { return false; }
+
   virtual void* AllocateBytes(int64_t bytes) = 0;
   virtual void FreeBytes(void* ptr) = 0;
   // Returns once `host` may change again: at once for ordinary memory,

@@ -159,6 +159,28 @@ absl::Status Graph::SetParameters(
   return absl::OkStatus();
 }
 
+namespace {
+
+std::vector<absl::Span<float>> HostSpans(
+    const Backend& backend, const std::vector<DeviceArray<float>>& arrays) {
+  std::vector<absl::Span<float>> spans;
+  if (!backend.device_is_host()) return spans;
+  for (const DeviceArray<float>& a : arrays) {
+    spans.emplace_back(a.data(), a.size());
+  }
+  return spans;
+}
+
+}  // namespace
+
+std::vector<absl::Span<float>> Graph::HostVisibleValues() {
+  return HostSpans(*backend_, values_);
+}
+
+std::vector<absl::Span<float>> Graph::HostVisibleGradients() {
+  return HostSpans(*backend_, grads_);
+}
+
 absl::Status Graph::PrepareStaging() {
   if (staged_.empty()) {
     for (const DeviceArray<float>& v : values_) {

@@ -77,6 +77,14 @@ class Graph {
   // size and copies nothing.
   absl::Status SetParameters(absl::Span<const absl::Span<const float>> values);
 
+  // The dense variables' value and gradient buffers on the device, as
+  // spans, where the device is the host (Backend::device_is_host); empty
+  // otherwise. A caller may pull values straight into them (SetParameters
+  // of these spans copies nothing) and push the gradients TrainStep
+  // leaves there, between steps.
+  std::vector<absl::Span<float>> HostVisibleValues();
+  std::vector<absl::Span<float>> HostVisibleGradients();
+
   // Parameters copied to the device while a step computes (Backend's
   // uploads: on a GPU, a copy stream beside the kernels). PrepareStaging
   // makes a second set of device buffers. StageParameters, the one call

@@ -10,7 +10,14 @@ namespace tessera {
 absl::StatusOr<std::unique_ptr<ShardedParameters>> ShardedParameters::Create(
     const std::vector<VariableDef>& variables,
     const google::protobuf::RepeatedPtrField<VariablePlacement>& placements,
-    std::vector<PsClient*> clients, HostAllocator* host_memory) {
+    std::vector<PsClient*> clients, HostAllocator* host_memory,
+    const Borrowed* borrowed) {
+  if (borrowed != nullptr && (borrowed->values.size() != variables.size() ||
+                              borrowed->grads.size() != variables.size())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        variables.size(), " variables but ", borrowed->values.size(),
+        " borrowed value and ", borrowed->grads.size(), " gradient buffers"));
+  }
   auto params = std::unique_ptr<ShardedParameters>(new ShardedParameters());
   params->groups_.resize(clients.size());
   params->calls_ =
@@ -18,7 +25,8 @@ absl::StatusOr<std::unique_ptr<ShardedParameters>> ShardedParameters::Create(
   for (size_t k = 0; k < clients.size(); ++k) {
     params->groups_[k].client = clients[k];
   }
-  for (const VariableDef& var : variables) {
+  for (size_t v = 0; v < variables.size(); ++v) {
+    const VariableDef& var = variables[v];
     const VariablePlacement* placement = nullptr;
     for (const VariablePlacement& p : placements) {
       if (p.name() == var.name) placement = &p;
@@ -40,10 +48,25 @@ absl::StatusOr<std::unique_ptr<ShardedParameters>> ShardedParameters::Create(
       elements *= shape[d];
       if (d > 0) row_elements *= shape[d];
     }
-    params->values_.emplace_back(host_memory, elements);
-    params->grads_.emplace_back(host_memory, elements);
-    HostArray<float>& values = params->values_.back();
-    HostArray<float>& grads = params->grads_.back();
+    if (borrowed != nullptr) {
+      if (static_cast<int64_t>(borrowed->values[v].size()) != elements ||
+          static_cast<int64_t>(borrowed->grads[v].size()) != elements) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "wrong shape: variable ", var.name, " has ", elements,
+            " elements, the borrowed buffers ", borrowed->values[v].size(),
+            " and ", borrowed->grads[v].size()));
+      }
+      params->values_.push_back(borrowed->values[v]);
+      params->grads_.push_back(borrowed->grads[v]);
+    } else {
+      params->owned_values_.emplace_back(host_memory, elements);
+      params->owned_grads_.emplace_back(host_memory, elements);
+      params->values_.emplace_back(params->owned_values_.back().data(),
+                                   elements);
+      params->grads_.emplace_back(params->owned_grads_.back().data(), elements);
+    }
+    absl::Span<float> values = params->values_.back();
+    absl::Span<float> grads = params->grads_.back();
     const int64_t rows = shape.empty() ? 1 : shape[0];
     int64_t next_row = 0;
     for (const ShardPlacement& shard : placement->shards()) {

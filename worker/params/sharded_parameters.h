@@ -31,10 +31,21 @@ class ShardedParameters {
   // tile its rows. The value and gradient buffers come from `host_memory`
   // (the backend's: pinned on a GPU, so pulled values go to the device
   // without staging; null: plain memory), which must outlive this.
+  //
+  // With `borrowed` (one value and one gradient span per variable, each of
+  // the variable's size, InvalidArgument otherwise) the buffers are those
+  // spans instead, which must outlive this: the graph's own buffers where
+  // the device is the host (Graph::HostVisibleValues), so pulled values
+  // land where the graph reads them and pushed gradients go out from
+  // where it wrote them, with no copy in between.
+  struct Borrowed {
+    std::vector<absl::Span<float>> values, grads;
+  };
   static absl::StatusOr<std::unique_ptr<ShardedParameters>> Create(
       const std::vector<VariableDef>& variables,
       const google::protobuf::RepeatedPtrField<VariablePlacement>& placements,
-      std::vector<PsClient*> clients, HostAllocator* host_memory = nullptr);
+      std::vector<PsClient*> clients, HostAllocator* host_memory = nullptr,
+      const Borrowed* borrowed = nullptr);
 
   // Pulls every shard, all parameter servers in parallel.
   absl::Status PullAll();
@@ -73,8 +84,9 @@ class ShardedParameters {
   absl::Status ForEachServer(
       const std::function<absl::Status(ServerGroup&)>& call);
 
-  std::vector<HostArray<float>> values_;
-  std::vector<HostArray<float>> grads_;
+  // Owned buffers (none when borrowed), and the views every call uses.
+  std::vector<HostArray<float>> owned_values_, owned_grads_;
+  std::vector<absl::Span<float>> values_, grads_;
   std::vector<ServerGroup> groups_;
   std::unique_ptr<ParallelCalls> calls_;  // one call per server at once
 };

@@ -1,5 +1,6 @@
 #include "worker/nn/graph.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -616,6 +617,57 @@ TEST(GraphTest, MlpPresetIsTheHandWrittenDescription) {
               b->variables[i].initializer.SerializeAsString());
   }
   EXPECT_EQ(a->resolved.layers_size(), b->resolved.layers_size());
+}
+
+}  // namespace
+}  // namespace tessera
+
+namespace tessera {
+namespace {
+
+// On the CPU the graph's own parameter and gradient buffers are visible as
+// host memory: values written there are the next step's parameters (and
+// SetParameters of those spans changes nothing), and TrainStep leaves the
+// same gradients there as it copies into buffers of the caller's.
+TEST(GraphTest, HostVisibleBuffersServeAsTheParametersOnTheCpu) {
+  absl::StatusOr<ModelGraph> described = BuildModelGraph(Parse(kMlp), 3);
+  ASSERT_TRUE(described.ok()) << described.status();
+  CpuBackend cpu;
+  absl::StatusOr<std::unique_ptr<Graph>> graph =
+      Graph::Create(*described, &cpu);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  std::vector<absl::Span<float>> in_values = (*graph)->HostVisibleValues();
+  std::vector<absl::Span<float>> in_grads = (*graph)->HostVisibleGradients();
+  std::vector<std::vector<float>> values =
+      InitialValues((*graph)->dense_variables());
+  ASSERT_EQ(in_values.size(), values.size());
+  ASSERT_EQ(in_grads.size(), values.size());
+  RandomGraphBatch random;
+  MakeRandomBatch(*described, **graph, 16, 10, &random);
+
+  std::vector<std::vector<float>> want;
+  for (const auto& v : values) want.emplace_back(v.size());
+  ASSERT_TRUE((*graph)->SetParameters(ConstViews(values)).ok());
+  absl::StatusOr<GraphResult> copied =
+      (*graph)->TrainStep(random.view, 5, Views(want));
+  ASSERT_TRUE(copied.ok()) << copied.status();
+
+  // Scribble over the graph's buffers, then write the values in place.
+  for (absl::Span<float> v : in_values) std::fill(v.begin(), v.end(), 9.0f);
+  for (size_t i = 0; i < values.size(); ++i) {
+    ASSERT_EQ(in_values[i].size(), values[i].size());
+    std::copy(values[i].begin(), values[i].end(), in_values[i].begin());
+  }
+  std::vector<absl::Span<const float>> same(in_values.begin(), in_values.end());
+  ASSERT_TRUE((*graph)->SetParameters(same).ok());
+  absl::StatusOr<GraphResult> in_place =
+      (*graph)->TrainStep(random.view, 5, in_grads);
+  ASSERT_TRUE(in_place.ok()) << in_place.status();
+  EXPECT_EQ(in_place->loss_sum, copied->loss_sum);
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_TRUE(std::equal(want[i].begin(), want[i].end(), in_grads[i].begin()))
+        << "variable " << i;
+  }
 }
 
 }  // namespace

@@ -98,6 +98,43 @@ TEST(ShardedParametersTest, BuffersComeFromTheHostAllocator) {
   EXPECT_EQ(host.live, 0);
 }
 
+// Borrowed buffers (the graph's own, where the device is the host) are
+// used as they are: nothing is allocated, and the views are those spans.
+// Wrong sizes or counts are refused.
+TEST(ShardedParametersTest, BorrowedBuffersAreUsedInPlace) {
+  CountingAllocator host;
+  VariableDef w;
+  w.name = "w";
+  w.shape = {10, 3};
+  std::vector<float> values(30), grads(30);
+  ShardedParameters::Borrowed borrowed{{absl::MakeSpan(values)},
+                                       {absl::MakeSpan(grads)}};
+  absl::StatusOr<std::unique_ptr<ShardedParameters>> p =
+      ShardedParameters::Create({w}, Placement({10, 3}, {{0, 4}, {4, 6}}),
+                                {nullptr}, &host, &borrowed);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(host.live, 0);
+  EXPECT_EQ((*p)->values()[0].data(), values.data());
+  EXPECT_EQ((*p)->values()[0].size(), 30u);
+  EXPECT_EQ((*p)->gradients()[0].data(), grads.data());
+
+  ShardedParameters::Borrowed short_one{{absl::MakeSpan(values).subspan(1)},
+                                        {absl::MakeSpan(grads)}};
+  absl::Status wrong =
+      ShardedParameters::Create({w}, Placement({10, 3}, {{0, 10}}), {nullptr},
+                                &host, &short_one)
+          .status();
+  EXPECT_EQ(wrong.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(wrong.message()),
+              AllOf(HasSubstr("w"), HasSubstr("30"), HasSubstr("29")));
+  ShardedParameters::Borrowed none;
+  EXPECT_EQ(ShardedParameters::Create({w}, Placement({10, 3}, {{0, 10}}),
+                                      {nullptr}, &host, &none)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(ShardedParametersTest, OverflowingShardsAreRejected) {
   const std::vector<std::vector<Shard>> bad = {
       {{0, kMax}, {kMax, kMax}, {-2, 12}},

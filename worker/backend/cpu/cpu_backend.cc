@@ -46,15 +46,15 @@ void* CpuBackend::AllocateBytes(int64_t bytes) {
 void CpuBackend::FreeBytes(void* ptr) { std::free(ptr); }
 
 void CpuBackend::CopyToDevice(const void* host, void* device, int64_t bytes) {
-  if (bytes > 0) std::memcpy(device, host, bytes);
+  if (bytes > 0 && host != device) std::memcpy(device, host, bytes);
 }
 
 void CpuBackend::CopyToHost(const void* device, void* host, int64_t bytes) {
-  if (bytes > 0) std::memcpy(host, device, bytes);
+  if (bytes > 0 && host != device) std::memcpy(host, device, bytes);
 }
 
 void CpuBackend::CopyOnDevice(const void* from, void* to, int64_t bytes) {
-  if (bytes > 0) std::memcpy(to, from, bytes);
+  if (bytes > 0 && from != to) std::memcpy(to, from, bytes);
 }
 
 void CpuBackend::Gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n,

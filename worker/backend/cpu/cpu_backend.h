@@ -11,6 +11,7 @@ namespace tessera {
 class CpuBackend : public Backend {
  public:
   std::string device_name() const override { return "cpu"; }
+  bool device_is_host() const override { return true; }
   void* AllocateBytes(int64_t bytes) override;
   void FreeBytes(void* ptr) override;
   void CopyToDevice(const void* host, void* device, int64_t bytes) override;
