@@ -457,10 +457,9 @@ class CudaBackend final : public Backend {
     }
     if (err != cudaSuccess) {
       cudaGetLastError();  // reported below, not blamed on a later call
-      upload_status_ = absl::InternalError(
-          absl::StrCat(name_, ": ", what, " of ", bytes, " bytes failed: ",
-                       cudaGetErrorName(err), " (", cudaGetErrorString(err),
-                       ")"));
+      upload_status_ = absl::InternalError(absl::StrCat(
+          name_, ": ", what, " of ", bytes, " bytes failed: ",
+          cudaGetErrorName(err), " (", cudaGetErrorString(err), ")"));
     }
   }
 
@@ -469,23 +468,11 @@ class CudaBackend final : public Backend {
       std::lock_guard<std::mutex> lock(upload_mu_);
       if (!upload_status_.ok() && status_.ok()) status_ = upload_status_;
     }
-    if (Ready()) {
-      Check(cudaEventRecord(uploaded_, upload_stream_),
-            "cudaEventRecord (uploads done)");
-      Check(cudaStreamWaitEvent(stream_, uploaded_, 0),
-            "cudaStreamWaitEvent (uploads done)");
-    }
-    device_failed_.store(!status_.ok(), std::memory_order_release);
+    OrderStreams(upload_stream_, stream_, uploaded_, "uploads done");
   }
 
   void ReleaseUploads() override {
-    if (Ready()) {
-      Check(cudaEventRecord(released_, stream_),
-            "cudaEventRecord (upload targets read)");
-      Check(cudaStreamWaitEvent(upload_stream_, released_, 0),
-            "cudaStreamWaitEvent (upload targets read)");
-    }
-    device_failed_.store(!status_.ok(), std::memory_order_release);
+    OrderStreams(stream_, upload_stream_, released_, "upload targets read");
   }
 
   void CopyToHost(const void* device, void* host, int64_t bytes) override {
@@ -948,6 +935,20 @@ class CudaBackend final : public Backend {
     if (it == pinned_.begin()) return false;
     --it;
     return p + bytes <= it->first + it->second;
+  }
+
+  // Work queued on `later` from now on runs after the work queued on
+  // `earlier` so far (an event, the host does not wait); then publishes
+  // the device status to the uploading thread.
+  void OrderStreams(cudaStream_t earlier, cudaStream_t later, cudaEvent_t event,
+                    const char* what) {
+    if (Ready()) {
+      Check(cudaEventRecord(event, earlier),
+            absl::StrCat("cudaEventRecord (", what, ")").c_str());
+      Check(cudaStreamWaitEvent(later, event, 0),
+            absl::StrCat("cudaStreamWaitEvent (", what, ")").c_str());
+    }
+    device_failed_.store(!status_.ok(), std::memory_order_release);
   }
 
   // False once an error happened; makes the GPU current for this thread.
