@@ -357,6 +357,19 @@ TEST(FreePortsTest, ReturnsDistinctNonZeroPorts) {
   }
 }
 
+// Outgoing connections and bind(0) take ports from the ephemeral range, so
+// picked ports stay below it (this machine leaves room there).
+TEST(FreePortsTest, PortsComeFromBelowTheEphemeralRange) {
+  const PortRange ephemeral = EphemeralPortRange();
+  ASSERT_GT(ephemeral.first, kFirstPickedPort + 1000);
+  absl::StatusOr<std::vector<int>> ports = PickFreePorts(8);
+  ASSERT_TRUE(ports.ok()) << ports.status();
+  for (int port : *ports) {
+    EXPECT_GE(port, kFirstPickedPort);
+    EXPECT_LT(port, ephemeral.first);
+  }
+}
+
 TEST(FreePortsTest, ZeroAndNegative) {
   absl::StatusOr<std::vector<int>> none = PickFreePorts(0);
   ASSERT_TRUE(none.ok());
