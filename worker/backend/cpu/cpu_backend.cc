@@ -9,6 +9,7 @@
 
 #include "Eigen/Core"
 #include "common/counter_rng.h"
+#include "worker/backend/cpu/cpu_dropout_avx2.h"
 #include "worker/backend/cpu/cpu_gemm_avx2.h"
 
 namespace tessera {
@@ -25,6 +26,15 @@ namespace cpu_internal {
 
 // Here, in the baseline build: code compiled for AVX2 must not run before
 // the CPU is known to have it.
+bool UseDropoutAvx2() {
+#if defined(TESSERA_DROPOUT_AVX2)
+  static const bool use = __builtin_cpu_supports("avx2");
+  return use;
+#else
+  return false;
+#endif
+}
+
 bool UseGemmAvx2() {
 #if defined(TESSERA_GEMM_AVX2)
   static const bool use =
@@ -112,7 +122,11 @@ void CpuBackend::ReluGrad(const float* y, int64_t n, float* dy) {
 void CpuBackend::Dropout(uint64_t seed, float rate, int64_t n, float* x) {
   if (rate <= 0.0f) return;
   const float scale = 1.0f / (1.0f - rate);
-  for (int64_t i = 0; i < n; ++i) {
+  int64_t i = 0;
+  if (cpu_internal::UseDropoutAvx2()) {
+    i = cpu_internal::DropoutAvx2(seed, rate, scale, n, x);
+  }
+  for (; i < n; ++i) {
     x[i] = CounterUniform(seed, i) >= rate ? x[i] * scale : 0.0f;
   }
 }

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <utility>
 #include <vector>
 
+#include "common/counter_rng.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -150,6 +152,38 @@ TEST(CpuBackendTest, DropoutSameSeedSameMask) {
   backend.Dropout(8, 0.5f, n, c.data());
   EXPECT_EQ(a, b);
   EXPECT_NE(a, c);
+}
+
+// The backend's mask (four elements per instruction where the CPU has
+// AVX2) gives the bits of the per-element formula for every length, tail
+// included, every rate and seed, and for NaN and -0 inputs: the CUDA
+// kernel and a checkpoint's replay depend on it.
+TEST(CpuBackendTest, DropoutGivesTheFormulasBits) {
+  CpuBackend backend;
+  std::vector<float> special = {std::nanf(""), -0.0f, 0.0f, -1e30f, 1e-40f};
+  for (int64_t n : {1, 3, 4, 5, 7, 64, 1001}) {
+    for (float rate : {0.1f, 0.5f, 0.9f}) {
+      for (uint64_t seed : {uint64_t{0}, uint64_t{7}, ~uint64_t{0}}) {
+        std::vector<float> x = RandomVector(n, static_cast<uint32_t>(n));
+        for (size_t i = 0; i < special.size() && i < x.size(); ++i) {
+          x[i * 3 % x.size()] = special[i];
+        }
+        const std::vector<float> x0 = x;
+        backend.Dropout(seed, rate, n, x.data());
+        const float scale = 1.0f / (1.0f - rate);
+        for (int64_t i = 0; i < n; ++i) {
+          const float want =
+              CounterUniform(seed, i) >= rate ? x0[i] * scale : 0.0f;
+          uint32_t got_bits, want_bits;
+          std::memcpy(&got_bits, &x[i], 4);
+          std::memcpy(&want_bits, &want, 4);
+          ASSERT_EQ(got_bits, want_bits)
+              << "n " << n << " rate " << rate << " seed " << seed
+              << " element " << i;
+        }
+      }
+    }
+  }
 }
 
 TEST(CpuBackendTest, DropoutOnGradientUsesForwardMask) {
