@@ -10,6 +10,22 @@
 
 namespace tessera {
 
+namespace ring_internal {
+
+void ApplyChunk(const char* src, int64_t count, bool reduce, float* dst) {
+  if (!reduce) {
+    std::memcpy(dst, src, count * sizeof(float));
+    return;
+  }
+  for (int64_t i = 0; i < count; ++i) {
+    float v;
+    std::memcpy(&v, src + i * sizeof(float), sizeof(float));
+    dst[i] = v + dst[i];
+  }
+}
+
+}  // namespace ring_internal
+
 // The server side of one Exchange stream. Life cycle: reads the header;
 // then either attaches to the active call of that generation, or parks
 // (no read in flight) until Begin() of it, or ends a stale stream. While
@@ -213,16 +229,7 @@ void RingExchangeReactor::OnData() {
   }
   // The arithmetic runs outside the mutex: End() waits for busy_.
   const char* src = chunk_.data().data();
-  if (reduce) {
-    // Received (the partial sum of the ranks before) + own, in this order.
-    for (int64_t i = 0; i < count; ++i) {
-      float v;
-      std::memcpy(&v, src + i * sizeof(float), sizeof(float));
-      dst[i] = v + dst[i];
-    }
-  } else {
-    std::memcpy(dst, src, count * sizeof(float));
-  }
+  ring_internal::ApplyChunk(src, count, reduce, dst);
   bool read_on = false;
   {
     absl::MutexLock lock(&owner_->mu_);

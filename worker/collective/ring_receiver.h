@@ -16,6 +16,16 @@
 
 namespace tessera {
 
+namespace ring_internal {
+
+// What a received chunk does to its slice `dst` of the caller's tensor:
+// on a reduce step dst[i] = received[i] + dst[i] (the partial sum of the
+// ranks before, then this rank's own, in that order on every transport),
+// else a copy. `src` holds count floats, possibly unaligned.
+void ApplyChunk(const char* src, int64_t count, bool reduce, float* dst);
+
+}  // namespace ring_internal
+
 class RingExchangeReactor;
 class Socket;
 

@@ -205,16 +205,7 @@ absl::Status RingReceiver::ReceiveTcp(Socket& socket, uint64_t generation) {
     }
     // The arithmetic runs outside the mutex: End() waits for tcp_busy.
     const char* src = buffer.data();
-    if (reduce) {
-      // Received (the partial sum of the ranks before) + own, in this order.
-      for (int64_t i = 0; i < count; ++i) {
-        float v;
-        std::memcpy(&v, src + i * sizeof(float), sizeof(float));
-        dst[i] = v + dst[i];
-      }
-    } else {
-      std::memcpy(dst, src, count * sizeof(float));
-    }
+    ring_internal::ApplyChunk(src, count, reduce, dst);
     absl::MutexLock lock(&mu_);
     // `call` lives on: End() waits for tcp_busy.
     --call->tcp_busy;

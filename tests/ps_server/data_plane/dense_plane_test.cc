@@ -20,6 +20,7 @@
 #include "common/data_plane/listener.h"
 #include "common/data_plane/socket.h"
 #include "ps_server/data_plane/dense_plane_client.h"
+#include "tests/ps_server/data_plane/dense_plane_test_util.h"
 #include "tests/ps_server/ps_test_util.h"
 
 namespace tessera {
@@ -67,21 +68,9 @@ TEST(DensePlaneTest, CutOffPushAppliesNothing) {
       Socket::Connect("127.0.0.1", server.data_plane_port(), 5);
   ASSERT_TRUE(socket.ok());
   ASSERT_TRUE(OfferDataPlaneHandshake(*socket, "").ok());
-  std::string table;
-  AppendString16(BigShard().name(), &table);
-  AppendInt64(0, &table);
-  AppendInt64(40000, &table);
-  FrameHeader header;
-  header.op = FrameOp::kPushDense;
-  header.count = 1;
-  header.bytes = static_cast<int64_t>(table.size());
-  char head[kFrameHeaderBytes];
-  EncodeFrameHeader(header, head);
-  const std::vector<float> part(1024, 1.0f);
-  const iovec parts[3] = {{head, sizeof(head)},
-                          {table.data(), table.size()},
-                          {const_cast<float*>(part.data()), 4096}};
-  ASSERT_TRUE(socket->WriteAll(parts).ok());
+  ASSERT_TRUE(
+      dense_plane_test::WriteCutOffPush(*socket, BigShard().name(), 40000, 4096)
+          .ok());
   socket->Close();
 
   // The server has seen the hang-up once another push was served after

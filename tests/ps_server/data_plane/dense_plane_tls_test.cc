@@ -23,6 +23,7 @@
 #include "common/data_plane/socket.h"
 #include "common/data_plane/tls.h"
 #include "ps_server/data_plane/dense_plane_client.h"
+#include "tests/ps_server/data_plane/dense_plane_test_util.h"
 #include "tests/ps_server/ps_test_util.h"
 #include "tests/tls_test_certs.h"
 
@@ -257,21 +258,9 @@ TEST_F(DensePlaneTlsTest, CutOffPushAppliesNothing) {
   ASSERT_TRUE(socket.ok()) << socket.status();
   ASSERT_TRUE(OfferDataPlaneHandshake(*socket, kToken).ok());
   const int64_t bytes = ps_test::NumElements(BigShard()) * sizeof(float);
-  std::string table;
-  AppendString16(BigShard().name(), &table);
-  AppendInt64(0, &table);
-  AppendInt64(bytes, &table);
-  FrameHeader header;
-  header.op = FrameOp::kPushDense;
-  header.count = 1;
-  header.bytes = static_cast<int64_t>(table.size());
-  char head[kFrameHeaderBytes];
-  EncodeFrameHeader(header, head);
-  const std::vector<float> part(16384, 1.0f);
-  const iovec parts[3] = {{head, sizeof(head)},
-                          {table.data(), table.size()},
-                          {const_cast<float*>(part.data()), 65536}};
-  ASSERT_TRUE(socket->WriteAll(parts).ok());
+  ASSERT_TRUE(dense_plane_test::WriteCutOffPush(*socket, BigShard().name(),
+                                                bytes, 65536)
+                  .ok());
   socket->Close();
 
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
