@@ -135,34 +135,52 @@ absl::StatusOr<std::vector<int64_t>> CountAll(
 
 }  // namespace
 
-absl::StatusOr<StreamedDataSet> AssignStreamedData(const DataConfig& data,
-                                                   int num_workers) {
+absl::StatusOr<std::vector<FileSlice>> CountStreamedFiles(
+    const DataConfig& data, bool train) {
   absl::StatusOr<CsvOptions> csv = CsvOptionsOf(data.csv());
   if (!csv.ok()) return csv.status();
+  const auto& patterns = train ? data.train_files() : data.test_files();
+  absl::StatusOr<std::vector<std::string>> files = ExpandFileGlobs(
+      std::vector<std::string>(patterns.begin(), patterns.end()));
+  if (!files.ok()) {
+    return absl::Status(files.status().code(),
+                        absl::StrCat(train ? "train_files" : "test_files", ": ",
+                                     files.status().message()));
+  }
+  absl::StatusOr<std::vector<int64_t>> counts =
+      CountAll(data.format(), *files, *csv);
+  if (!counts.ok()) return counts.status();
+  std::vector<FileSlice> slices(files->size());
+  for (size_t i = 0; i < files->size(); ++i) {
+    slices[i].set_path((*files)[i]);
+    slices[i].set_end((*counts)[i]);
+  }
+  return slices;
+}
+
+absl::StatusOr<StreamedDataSet> AssignStreamedData(const DataConfig& data,
+                                                   int num_workers) {
   StreamedDataSet set;
   for (bool train : {true, false}) {
-    const auto& patterns = train ? data.train_files() : data.test_files();
-    absl::StatusOr<std::vector<std::string>> files = ExpandFileGlobs(
-        std::vector<std::string>(patterns.begin(), patterns.end()));
-    if (!files.ok()) {
-      return absl::Status(files.status().code(),
-                          absl::StrCat(train ? "train_files" : "test_files",
-                                       ": ", files.status().message()));
-    }
-    absl::StatusOr<std::vector<int64_t>> counted =
-        CountAll(data.format(), *files, *csv);
-    if (!counted.ok()) return counted.status();
-    const std::vector<int64_t>& counts = *counted;
+    absl::StatusOr<std::vector<FileSlice>> slices =
+        CountStreamedFiles(data, train);
+    if (!slices.ok()) return slices.status();
+    std::vector<std::string> files;
+    std::vector<int64_t> counts;
     int64_t total = 0;
-    for (int64_t n : counts) total += n;
+    for (const FileSlice& slice : *slices) {
+      files.push_back(slice.path());
+      counts.push_back(slice.end());
+      total += slice.end();
+    }
     if (total == 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("the ", train ? "training" : "test", " files (",
-                       files->size(), " of them) hold no records"));
+                       files.size(), " of them) hold no records"));
     }
     if (train) {
       absl::StatusOr<std::vector<StreamShard>> shards =
-          AssignFiles(*files, counts, num_workers);
+          AssignFiles(files, counts, num_workers);
       if (!shards.ok()) return shards.status();
       for (size_t k = 0; k < shards->size(); ++k) {
         if (ShardSize((*shards)[k]) == 0) {
@@ -175,12 +193,7 @@ absl::StatusOr<StreamedDataSet> AssignStreamedData(const DataConfig& data,
       set.train_shards = *std::move(shards);
       set.train_records = total;
     } else {
-      for (size_t i = 0; i < files->size(); ++i) {
-        FileSlice slice;
-        slice.set_path((*files)[i]);
-        slice.set_end(counts[i]);
-        set.test_files.push_back(std::move(slice));
-      }
+      set.test_files = *std::move(slices);
       set.test_records = total;
     }
   }

@@ -54,6 +54,13 @@ struct StreamedDataSet {
   int64_t test_records = 0;
 };
 
+// Globs `data`'s training (`train`) or test files and counts every file's
+// records, as AssignStreamedData does: the files sorted, each whole as
+// [0, its records). The tools that read a streamed set in file order
+// (prediction, evaluation, the one-process trainer) start here.
+absl::StatusOr<std::vector<FileSlice>> CountStreamedFiles(
+    const DataConfig& data, bool train);
+
 // Globs `data`'s train_files and test_files, counts every file's records
 // (reading each through, files in parallel on up to one thread per core:
 // gzip files are decompressed, plain TFRecord files walked by record

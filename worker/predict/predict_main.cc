@@ -32,6 +32,7 @@
 #include "gflags/gflags.h"
 #include "worker/backend/device_choice.h"
 #include "worker/data/example_set.h"
+#include "worker/data/stream_examples.h"
 #include "worker/export/trained_model.h"
 #include "worker/predict/prediction_lines.h"
 #include "worker/predict/predictor.h"
@@ -115,13 +116,17 @@ int Run() {
   }
   if (!FLAGS_examples.empty()) {
     train = false;
-    if (criteo) {
+    if (IsStreamedFormat(data.format())) {
+      data.clear_test_files();
+      data.add_test_files(FLAGS_examples);
+    } else if (criteo) {
       data.set_test_path(FLAGS_examples);
     } else {
       data.set_test_images(FLAGS_examples);
       data.set_test_labels(FLAGS_labels);
     }
-  } else if (!criteo && !FLAGS_data_dir.empty()) {
+  } else if (!criteo && !IsStreamedFormat(data.format()) &&
+             !FLAGS_data_dir.empty()) {
     // A folder of images to predict may hold no labels file.
     std::string* labels =
         train ? data.mutable_train_labels() : data.mutable_test_labels();
