@@ -99,7 +99,11 @@ absl::Status StepRunner::RunQueued(std::vector<PlannedStep> steps, int epoch,
   // pause waits only for those.
   const size_t window = pause == nullptr
                             ? steps.size()
-                            : static_cast<size_t>(4 * options_.num_workers + 4);
+                            : static_cast<size_t>(std::max(
+                                  4 * options_.num_workers + 4,
+                                  2 * std::max(1, options_.steps_per_call) *
+                                          options_.num_workers +
+                                      4));
   struct Scheduled {
     int64_t step;
     StepFuture future;

@@ -24,6 +24,9 @@ struct StepRunnerOptions {
   // Sync: a global step is over once all workers but this many pushed.
   int backup_workers = 0;
   int epochs = 0;  // for the status board's epoch
+  // Steps a worker takes per call (ClusterCoordinatorOptions): a run that
+  // can be paused keeps enough steps queued to fill every call.
+  int steps_per_call = 1;
 };
 
 // Runs planned steps on the cluster and counts what they did: async and

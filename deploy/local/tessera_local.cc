@@ -33,7 +33,9 @@
 // its newest checkpoint; a restarted parameter server is restored by the
 // coordinator. RestartPolicy (deploy/local/restart_policy.h) has the rule.
 //
-// Exit status: 0 when the coordinator succeeds; 1 when it fails, when a
+// Exit status: 0 when the coordinator succeeds; 3 when an operator stopped
+// the job before its epochs were all trained (tessera_ctl stop); 1 when it
+// fails, when a
 // parameter server or worker dies before it finishes and cannot be
 // restarted (no restarts left, or exit code 2), or when the cluster cannot
 // be started; 130 when interrupted by SIGINT, SIGTERM or SIGHUP. In every
@@ -68,6 +70,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/command_line.h"
@@ -388,8 +391,15 @@ class Launcher {
   // Waits up to `settle` for a process to exit cleanly and returns it; other
   // exits seen meanwhile are set aside for NextExit.
   std::optional<ChildExit> AwaitCleanExit(absl::Duration settle);
+  // Runs the coordinator's --dry_run on the cluster about to start. Returns
+  // an exit code when the launcher is done (the user asked for the dry run,
+  // or the coordinator refused the job: refused once, before any process
+  // starts, with the coordinator's own words), nullopt to go on.
+  std::optional<int> Preflight();
   int Supervise();
-  int Succeed();
+  // The coordinator ended with `code`: 0, or kStoppedExitCode for a job an
+  // operator stopped, which the launcher exits with too.
+  int Succeed(int code = 0);
   int Fail(const ChildExit& dead, absl::string_view why);
   int Interrupted();
   void StopEveryone();
@@ -605,6 +615,78 @@ absl::Status Launcher::StartAll() {
   return absl::OkStatus();
 }
 
+// Whether the coordinator's flags ask for --dry_run (gflags spellings:
+// -dry_run, --dry_run, --dry_run=true/1/yes, --nodry_run; the last wins).
+bool AsksForDryRun(const std::vector<std::string>& args) {
+  bool dry_run = false;
+  for (const std::string& arg : args) {
+    if (arg == "--") break;
+    absl::string_view flag = arg;
+    if (!absl::ConsumePrefix(&flag, "--")) absl::ConsumePrefix(&flag, "-");
+    if (flag == "dry_run") {
+      dry_run = true;
+    } else if (flag == "nodry_run") {
+      dry_run = false;
+    } else if (absl::ConsumePrefix(&flag, "dry_run=")) {
+      dry_run = flag == "true" || flag == "1" || flag == "yes" || flag == "t" ||
+                flag == "y";
+    }
+  }
+  return dry_run;
+}
+
+std::optional<int> Launcher::Preflight() {
+  const bool dry_run = AsksForDryRun(coordinator_args_);
+  const Member* chief = MemberNamed(kChiefName);
+  ChildSpec spec;
+  spec.name = "preflight";
+  spec.binary = chief->binary;
+  spec.args = chief->args;
+  spec.args.push_back("--dry_run");
+  spec.env.emplace_back(
+      "TF_CONFIG", nlohmann::json{{"cluster", cluster_},
+                                  {"task", {{"type", "chief"}, {"index", 0}}}}
+                       .dump());
+  spec.env.emplace_back("GLOG_logtostderr", "1");
+  spec.log_path = run_dir_ + "/preflight.log";
+  absl::StatusOr<pid_t> pid = group_.Start(spec);
+  if (!pid.ok()) {
+    Complain("tessera_local: %s\n", pid.status().message());
+    return kExitFailure;
+  }
+  std::optional<ChildExit> exit;
+  while (!(exit = group_.WaitAny(kTick)).has_value()) {
+    if (signals_->count() > 0) return Interrupted();
+  }
+  std::string output;
+  {
+    std::ifstream in(spec.log_path, std::ios::binary);
+    output.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  if (dry_run) {
+    std::fwrite(output.data(), 1, output.size(), stdout);
+    std::fflush(stdout);
+    // A dry run leaves nothing behind but what the user asked to keep.
+    if (FLAGS_run_dir.empty()) {
+      std::error_code error;
+      std::filesystem::remove_all(run_dir_, error);
+    }
+    if (exit->status.success()) return 0;
+    return !exit->status.signaled && exit->status.code == kConfigErrorExitCode
+               ? kConfigErrorExitCode
+               : kExitFailure;
+  }
+  if (exit->status.success()) return std::nullopt;
+  Complain("%s", output);
+  Complain(
+      "tessera_local: the coordinator's check of the job %s; nothing was "
+      "started (its output is in %s)\n",
+      exit->status.ToString(), spec.log_path);
+  return !exit->status.signaled && exit->status.code == kConfigErrorExitCode
+             ? kConfigErrorExitCode
+             : kExitFailure;
+}
+
 int Launcher::Run() {
   if (absl::Status status = Prepare(); !status.ok()) {
     Complain("tessera_local: %s\n", status.message());
@@ -612,6 +694,7 @@ int Launcher::Run() {
     return absl::IsInvalidArgument(status) ? kConfigErrorExitCode
                                            : kExitFailure;
   }
+  if (std::optional<int> done = Preflight(); done.has_value()) return *done;
   if (absl::Status status = StartAll(); !status.ok()) {
     if (signals_->count() > 0) return Interrupted();
     Complain("tessera_local: %s\n", status.ToString());
@@ -665,6 +748,9 @@ int Launcher::Supervise() {
     }
     if (exit->name == kChiefName) {
       if (exit->status.success()) return Succeed();
+      if (!exit->status.signaled && exit->status.code == kStoppedExitCode) {
+        return Succeed(kStoppedExitCode);
+      }
       // The servers' clean exits may trail a coordinator that shut them
       // down and then exited by itself; one killed by a signal did not.
       if (restartable && !exit->status.signaled &&
@@ -753,7 +839,7 @@ bool Launcher::TryRestart(const ChildExit& exit, std::string* why) {
   return false;
 }
 
-int Launcher::Succeed() {
+int Launcher::Succeed(int code) {
   chief_echo_->Stop();
   Say("tessera_local: coordinator finished; waiting up to %ds for the other "
       "processes to exit\n",
@@ -783,6 +869,12 @@ int Launcher::Succeed() {
   }
   StopEveryone();
   if (signals_->count() > 0) return Interrupted();
+  if (code == kStoppedExitCode) {
+    Say("tessera_local: stopped by the operator before the job's end; logs, "
+        "metrics and checkpoints in %s\n",
+        run_dir_);
+    return kStoppedExitCode;
+  }
   Say("tessera_local: done; logs and metrics in %s\n", run_dir_);
   return 0;
 }
