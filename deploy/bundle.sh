@@ -7,8 +7,8 @@
 #
 #   OUT_DIR/tessera-<version>-linux-x86_64/
 #     bin/            every binary a user runs, stripped
-#     lib/            every shared library they need but glibc's own
-#                     (deploy/bundle/system_libs.txt), found through
+#     lib/            every shared library they need but glibc's and
+#                     GCC's runtime (deploy/bundle/system_libs.txt), found through
 #                     RUNPATH $ORIGIN/../lib; no CUDA library: cuBLAS and
 #                     NCCL are the node's, loaded when first used
 #     libexec/tessera/  gpu_check.sh's GPU tests and step benchmark
@@ -180,14 +180,20 @@ cp "$SOURCE/deploy/gpu_check.sh" "$ROOT/gpu_check.sh"
 cp "$SOURCE/deploy/bundle/README.txt" "$ROOT/README.txt"
 chmod +x "$ROOT/gpu_check.sh"
 
-# The newest glibc symbol version any file asks for: the oldest glibc the
-# bundle runs on.
-GLIBC="$(for f in "$ROOT"/bin/* "$ROOT"/libexec/tessera/* "$ROOT"/lib/*; do
-  readelf --dyn-syms -W "$f" | grep -o 'GLIBC_[0-9][0-9.]*' || true
-done | sort -u -V | tail -n 1)"
+# The newest glibc and libstdc++ symbol versions any file asks for: the
+# oldest of each the bundle runs on.
+newest_version() { # <prefix>
+  for f in "$ROOT"/bin/* "$ROOT"/libexec/tessera/* "$ROOT"/lib/*; do
+    readelf --dyn-syms -W "$f" | grep -o "$1[0-9][0-9.]*" || true
+  done | sort -u -V | tail -n 1
+}
+GLIBC="$(newest_version GLIBC_)"
+GLIBCXX="$(newest_version GLIBCXX_)"
 BUILD_TYPE="$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$BUILD/CMakeCache.txt")"
-CUDA_ARCHS="$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' \
-  "$BUILD/CMakeCache.txt")"
+# The GPU code nvcc was asked for (sm_XX: machine code; compute_XX: PTX).
+CUDA_ARCHS="$(grep -o -- '--generate-code=arch=compute_[0-9]*,code=\[[^]]*\]' \
+  "$BUILD/build.ninja" 2> /dev/null | sed 's/.*code=\[\(.*\)\]/\1/' |
+  tr ',' '\n' | sort -u | paste -sd ' ' -)"
 {
   echo "name: $NAME"
   echo "commit: $(git -C "$SOURCE" rev-parse --short HEAD 2> /dev/null ||
@@ -195,8 +201,9 @@ CUDA_ARCHS="$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' \
   echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(sed -n \
     's/^PRETTY_NAME="\(.*\)"/\1/p' /etc/os-release)"
   echo "build type: ${BUILD_TYPE:-?} (stripped)"
-  echo "CUDA architectures: ${CUDA_ARCHS:-none (a CPU-only build)}"
-  echo "needs: x86-64 Linux with glibc >= ${GLIBC#GLIBC_}"
+  echo "CUDA code: ${CUDA_ARCHS:-none (a CPU-only build)}"
+  echo "needs: x86-64 Linux with glibc >= ${GLIBC#GLIBC_} and a libstdc++" \
+    "with ${GLIBCXX:-GLIBCXX_3.4} (GCC 12 or newer's for 3.4.30)"
 } > "$ROOT/BUILD_INFO"
 
 bytes="$(du -sb "$ROOT" | cut -f1)"
@@ -208,5 +215,5 @@ tar -C "$OUT_DIR" -czf "$ROOT.tar.gz" "$NAME"
 echo "bundle.sh: $ROOT ($((bytes / 1024 / 1024)) MiB," \
   "$(find "$ROOT/bin" -type f | wc -l) binaries," \
   "$(find "$ROOT/lib" -type f | wc -l) libraries," \
-  "glibc >= ${GLIBC#GLIBC_})"
+  "glibc >= ${GLIBC#GLIBC_}, ${GLIBCXX:-no GLIBCXX})"
 echo "bundle.sh: $ROOT.tar.gz ($(($(stat -c %s "$ROOT.tar.gz") / 1024 / 1024)) MiB)"

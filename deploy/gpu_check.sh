@@ -137,7 +137,8 @@ TESSERA_REQUIRE_GPU=1 timeout 60 "$GPU_TEST" \
   --gtest_filter='CudaLibrariesGpuTest.*' > "$OUT/cuda_libraries.txt" 2>&1
 status=$?
 cat "$OUT/cuda_libraries.txt"
-found="$(grep -E '^(cuBLAS|NCCL): ' "$OUT/cuda_libraries.txt" | paste -sd ';' -)"
+found="$(grep -E '^(cuBLAS|NCCL): ' "$OUT/cuda_libraries.txt" |
+  sed 's/$/;/' | paste -sd ' ' - | sed 's/;$//')"
 if [ "$status" -eq 0 ]; then
   record "cuda libraries" PASS "$found"
 else
@@ -240,7 +241,7 @@ else
     "$OUT/mlp_run.txt")"
   devices="$(grep -h 'device: ' "$run"/worker-*.log 2> /dev/null |
     sed 's/^.*device: \([^ ]*\).*/\1/' | sort | uniq -c |
-    awk '{printf "%s%s x%s", NR > 1 ? ", " : "", $2, $1}')"
+    awk '{printf "%s%s x%s", (NR > 1 ? ", " : ""), $2, $1}')"
   detail="test accuracy ${accuracy:-?}, workers on ${devices:-?}$DATA_NOTE"
   if [ "$status" -eq 0 ] && [ -n "$accuracy" ] && grep -q cuda <<< "$devices" &&
     ! grep -q cpu <<< "$devices"; then
@@ -258,7 +259,7 @@ timeout 300 "$BENCH" --devices=cuda --batches=1024,8192,65536 \
 status=$?
 cat "$OUT/step_bench.txt"
 targets="$(sed -n 's/^target: \(.*\) on [^ ]* at batch [0-9]*: \(.*\)/\1 \2/p' \
-  "$OUT/step_bench.txt" | paste -sd ';' -)"
+  "$OUT/step_bench.txt" | sed 's/$/;/' | paste -sd ' ' - | sed 's/;$//')"
 if [ "$status" -eq 0 ] && ! grep -q 'skipped' "$OUT/step_bench.txt"; then
   record "step bench" PASS "${targets:-see step_bench.txt}"
 else
