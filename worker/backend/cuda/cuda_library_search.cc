@@ -94,8 +94,19 @@ std::vector<std::string> CudaLibraryFolders(const CudaLibrary& library,
     const fs::path bin(std::string{dir});
     if (Exists(bin / "python3")) prefixes.push_back(bin.parent_path());
   }
+  // Where environments are commonly made but not activated (a batch job's
+  // shell rarely activates one).
   const std::string home = Env(getenv, "HOME");
+  std::error_code error;
+  const fs::path cwd = fs::current_path(error);
+  for (const fs::path& base :
+       {home.empty() ? fs::path() : fs::path(home), error ? fs::path() : cwd}) {
+    if (base.empty()) continue;
+    prefixes.push_back(base / ".venv");
+    prefixes.push_back(base / "venv");
+  }
   if (!home.empty()) prefixes.push_back(fs::path(home) / ".local");
+  prefixes.push_back("/opt/conda");
   prefixes.push_back("/usr/local");
   prefixes.push_back("/usr");
   for (const fs::path& prefix : prefixes) {

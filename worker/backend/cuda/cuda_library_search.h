@@ -51,7 +51,8 @@ using GetEnv = std::function<const char*(const char*)>;
 //   2. NVIDIA's Python packages: <site-packages>/<wheel_dir> for the
 //      site-packages (and dist-packages) of $VIRTUAL_ENV, $CONDA_PREFIX,
 //      every folder of $PATH that holds a python3 (<prefix>/bin/python3:
-//      a venv, conda or the system), ~/.local, /usr/local and /usr.
+//      a venv, conda or the system), the venvs ~/.venv, ~/venv, ./.venv
+//      and ./venv, ~/.local, /opt/conda, /usr/local and /usr.
 std::vector<std::string> CudaLibraryFolders(const CudaLibrary& library,
                                             const GetEnv& getenv);
 

@@ -100,6 +100,19 @@ TEST_F(CudaLibrarySearchTest, TheCudaInstallComesBeforePythonPackages) {
               ::testing::Contains((site_ / "nvidia/fake/lib").string()));
 }
 
+// A batch job's shell rarely activates the environment pip installed
+// NVIDIA's wheels into.
+TEST_F(CudaLibrarySearchTest, AnUnactivatedVenvInHomeCounts) {
+  const fs::path wheel =
+      root_ / "home/.venv/lib/python3.12/site-packages/nvidia/fake/lib";
+  fs::create_directories(wheel);
+  env_["HOME"] = (root_ / "home").string();
+  env_["PATH"] = "/usr/bin:/bin";
+  EXPECT_THAT(
+      CudaLibraryFolders({"libx.so.1", "x", {}, {"nvidia/fake/lib"}}, Env()),
+      ::testing::Contains(wheel.string()));
+}
+
 TEST_F(CudaLibrarySearchTest, AMissingLibraryNamesItAndEveryFolderTried) {
   absl::StatusOr<void*> opened = OpenCudaLibrary(
       {"libtessera_absent.so.3", "the absent library", {}, {"nvidia/fake/lib"}},
