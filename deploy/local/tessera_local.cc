@@ -107,8 +107,10 @@ DEFINE_string(run_dir, "",
               "runs/<YYYYmmdd-HHMMSS> under the current directory.");
 DEFINE_string(bin_dir, "",
               "Build root holding ps_server/tessera_ps, worker/tessera_worker "
-              "and coordinator/tessera_coordinator. Default: the build root "
-              "this binary lives in (<build>/deploy/local/tessera_local).");
+              "and coordinator/tessera_coordinator, or a bundle's bin/ "
+              "folder holding them all. Default: the bin/ folder this binary "
+              "is in, or the build root it lives in "
+              "(<build>/deploy/local/tessera_local).");
 DEFINE_int32(grace_period_s, 15,
              "Seconds processes get to exit by themselves after the "
              "coordinator finishes, and to exit after SIGTERM before they are "
@@ -308,9 +310,10 @@ absl::Status CheckBinaries(const std::vector<std::string>& binaries) {
     }
   }
   if (problems.empty()) return absl::OkStatus();
-  return absl::NotFoundError(
-      absl::StrCat("cannot run ", absl::StrJoin(problems, ", "),
-                   "; build them first or point --bin_dir at the build root"));
+  return absl::NotFoundError(absl::StrCat(
+      "cannot run ", absl::StrJoin(problems, ", "),
+      "; build them first or point --bin_dir at the build root (or a "
+      "bundle's bin/)"));
 }
 
 absl::Status WriteFile(const std::string& path, const std::string& contents) {
@@ -434,9 +437,9 @@ absl::Status Launcher::Prepare() {
     if (!inferred.ok()) return inferred.status();
     bin_dir = *inferred;
   }
-  const std::string ps_bin = bin_dir + "/ps_server/tessera_ps";
-  const std::string worker_bin = bin_dir + "/worker/tessera_worker";
-  const std::string chief_bin = bin_dir + "/coordinator/tessera_coordinator";
+  const std::string ps_bin = BinaryUnder(bin_dir, "tessera_ps");
+  const std::string worker_bin = BinaryUnder(bin_dir, "tessera_worker");
+  const std::string chief_bin = BinaryUnder(bin_dir, "tessera_coordinator");
   if (absl::Status status = CheckBinaries({ps_bin, worker_bin, chief_bin});
       !status.ok()) {
     return status;
@@ -507,8 +510,7 @@ absl::Status Launcher::Prepare() {
   members_.push_back(
       {kChiefName, "chief", 0, address(0), chief_bin, std::move(chief_args)});
   if (FLAGS_evaluator) {
-    const std::string evaluator_bin =
-        bin_dir + "/worker/evaluate/tessera_evaluator";
+    const std::string evaluator_bin = BinaryUnder(bin_dir, "tessera_evaluator");
     if (absl::Status status = CheckBinaries({evaluator_bin}); !status.ok()) {
       return status;
     }
