@@ -16,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/notification.h"
 #include "common/cluster_flags.h"
+#include "common/exit_code.h"
 #include "common/grpc_channel.h"
 #include "common/model/model_graph.h"
 #include "common/model/model_summary.h"
@@ -235,16 +236,16 @@ int main(int argc, char** argv) {
     // Steps in flight block on remote calls; do not wait for them.
     std::fprintf(stderr, "coordinator interrupted (%s)\n", why.c_str());
     std::fflush(nullptr);
-    _exit(130);
+    _exit(tessera::kExitInterrupted);
   }
   runner.join();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   if (!result.ok()) {
     LOG(ERROR) << "training failed: " << result;
-    // Bad input (a data set smaller than asked for, an empty test set, a
-    // wrong shape) fails the same way however often the job is restarted:
-    // the command-line error code, which launchers do not restart.
-    return absl::IsInvalidArgument(result) ? 2 : 1;
+    // Bad input (a data file that is not there, a data set smaller than
+    // asked for, a wrong shape) fails the same way however often the job is
+    // restarted: the user's error code, which launchers do not restart.
+    return tessera::ExitCodeFor(result);
   }
   return 0;
 }

@@ -27,12 +27,13 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "common/exit_code.h"
 #include "deploy/local/process_group.h"
 
 namespace tessera {
 
-// What the binaries return for a bad command line or configuration.
-inline constexpr int kConfigErrorExitCode = 2;
+// What the binaries return for a bad command line, configuration or path.
+inline constexpr int kConfigErrorExitCode = kExitUserError;
 
 // "signal 9" or "exit code 3": how `status` ended, in few words.
 std::string DeathCause(const ExitStatus& status);
