@@ -17,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/notification.h"
 #include "common/cluster_flags.h"
+#include "common/exit_code.h"
 #include "common/grpc_channel.h"
 #include "common/model/model_support.h"
 #include "common/process_start.h"
@@ -248,19 +249,19 @@ int main(int argc, char** argv) {
     // Steps in flight block on remote calls; do not wait for them.
     std::fprintf(stderr, "coordinator interrupted (%s)\n", why.c_str());
     std::fflush(nullptr);
-    _exit(130);
+    _exit(tessera::kExitInterrupted);
   }
   runner.join();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   if (!result.ok()) {
     LOG(ERROR) << "training failed: " << result;
-    // Bad input (a data set smaller than asked for, an empty test set, a
-    // wrong shape) fails the same way however often the job is restarted:
-    // the command-line error code, which launchers do not restart.
-    return absl::IsInvalidArgument(result) ? 2 : 1;
+    // Bad input (a data file that is not there, a data set smaller than
+    // asked for, a wrong shape) fails the same way however often the job is
+    // restarted: the user's error code, which launchers do not restart.
+    return tessera::ExitCodeFor(result);
   }
   // Stopped by an operator before the epochs were all trained: not a
   // failure, but no launcher may take it for a finished job either.
-  if (training.stopped_early()) return 3;
+  if (training.stopped_early()) return tessera::kExitStopped;
   return 0;
 }

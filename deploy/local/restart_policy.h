@@ -28,16 +28,16 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "common/exit_code.h"
 #include "deploy/local/process_group.h"
 
 namespace tessera {
 
-// What the binaries return for a bad command line or configuration.
-inline constexpr int kConfigErrorExitCode = 2;
+// What the binaries return for a bad command line, configuration or path.
+inline constexpr int kConfigErrorExitCode = kExitUserError;
 // What the coordinator returns when an operator stopped the job before its
-// epochs were all trained (tessera_ctl stop): done as asked, not failed,
-// and not to be restarted.
-inline constexpr int kStoppedExitCode = 3;
+// epochs were all trained.
+inline constexpr int kStoppedExitCode = kExitStopped;
 
 // "signal 9" or "exit code 3": how `status` ended, in few words.
 std::string DeathCause(const ExitStatus& status);

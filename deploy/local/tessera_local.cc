@@ -33,13 +33,15 @@
 // its newest checkpoint; a restarted parameter server is restored by the
 // coordinator. RestartPolicy (deploy/local/restart_policy.h) has the rule.
 //
-// Exit status: 0 when the coordinator succeeds; 3 when an operator stopped
-// the job before its epochs were all trained (tessera_ctl stop); 1 when it
-// fails, when a
-// parameter server or worker dies before it finishes and cannot be
-// restarted (no restarts left, or exit code 2), or when the cluster cannot
-// be started; 130 when interrupted by SIGINT, SIGTERM or SIGHUP. In every
-// case all started processes are stopped before the launcher exits.
+// Exit status (common/exit_code.h, docs/exit_codes.md): 0 when the
+// coordinator succeeds; 3 when an operator stopped the job
+// before its epochs were all trained (tessera_ctl stop); 2 for a mistake in the
+// launcher's flags or paths, or when the coordinator or another process exited
+// 2 (a bad job, a data file that is not there); 1 when the coordinator fails
+// otherwise, when a parameter server or worker dies before it finishes and
+// cannot be restarted (no restarts left), or when the cluster cannot be
+// started; 130 when interrupted by SIGINT, SIGTERM or SIGHUP. In every case all
+// started processes are stopped before the launcher exits.
 
 #include <errno.h>
 #include <fcntl.h>
@@ -75,6 +77,7 @@
 #include "absl/time/time.h"
 #include "common/command_line.h"
 #include "common/data_plane/data_plane_kind.h"
+#include "common/exit_code.h"
 #include "common/rpc_auth.h"
 #include "common/security_flags.h"
 #include "common/tls_credentials.h"
@@ -123,8 +126,7 @@ DEFINE_int32(max_restarts, 3,
 namespace tessera {
 namespace {
 
-constexpr int kExitFailure = 1;
-constexpr int kExitInterrupted = 130;
+constexpr int kExitFailure = kExitRetryable;
 constexpr int kTailLines = 20;
 constexpr char kHost[] = "127.0.0.1";
 constexpr char kChiefName[] = "chief";
@@ -293,8 +295,10 @@ absl::StatusOr<std::string> MakeRunDir(const std::string& flag) {
     }
   }
   if (error) {
-    return absl::InternalError(absl::StrCat(
-        "cannot create run folder ", dir.string(), ": ", error.message()));
+    // errno's code: a --run_dir under a file or a folder the user may not
+    // write is their mistake (exit 2), a full disk is not.
+    return absl::ErrnoToStatus(
+        error.value(), absl::StrCat("cannot create run folder ", dir.string()));
   }
   return dir.lexically_normal().string();
 }
@@ -692,9 +696,9 @@ std::optional<int> Launcher::Preflight() {
 int Launcher::Run() {
   if (absl::Status status = Prepare(); !status.ok()) {
     Complain("tessera_local: %s\n", status.message());
-    // A mistake in the launcher's flags, as every binary reports one.
-    return absl::IsInvalidArgument(status) ? kConfigErrorExitCode
-                                           : kExitFailure;
+    // A mistake in the launcher's flags or paths, as every binary reports
+    // one.
+    return ExitCodeFor(status);
   }
   if (std::optional<int> done = Preflight(); done.has_value()) return *done;
   if (absl::Status status = StartAll(); !status.ok()) {
@@ -952,13 +956,13 @@ int main(int argc, char** argv) {
     absl::FPrintF(stderr,
                   "tessera_local: need --num_ps >= 0, --num_workers >= 1, "
                   "--grace_period_s >= 0 and --max_restarts >= 0\n");
-    return tessera::kExitFailure;
+    return tessera::kExitUserError;
   }
   if (!FLAGS_data_plane.empty()) {
     if (absl::Status s = tessera::ParseDataPlaneKind(FLAGS_data_plane).status();
         !s.ok()) {
       absl::FPrintF(stderr, "tessera_local: %s\n", s.message());
-      return tessera::kExitFailure;
+      return tessera::kExitUserError;
     }
   }
   // The first thread of the process, so every later one (the coordinator

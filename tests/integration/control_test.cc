@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "deploy/local/free_ports.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -24,6 +25,13 @@ using ::testing::Not;
 
 constexpr char kData[] = "/usr/share/datasets/fashion-mnist";
 
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
 // Incomplete TLS flags are a command-line error (exit 2) naming what is
 // missing, before any call (tessera_ctl logged them and tried anyway).
 TEST(ControlTest, IncompleteTlsFlagsExitTwo) {
@@ -32,6 +40,45 @@ TEST(ControlTest, IncompleteTlsFlagsExitTwo) {
       " --tls_cert=/dev/null status"));
   EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_THAT(run.output, HasSubstr("missing --tls_key, --tls_ca"));
+}
+
+// "-5" is a count, not a flag: said in the command's words, not as
+// "unknown command line flag '5'".
+TEST(ControlTest, ANegativeCountIsCalledThat) {
+  ShellResult run = Shell(absl::StrCat(
+      BuildDir(), "/coordinator/tessera_ctl --coordinator=127.0.0.1:1",
+      " schedule -5"));
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_THAT(run.output,
+              HasSubstr("the number of steps must be a positive integer, got "
+                        "-5"));
+  EXPECT_THAT(run.output, Not(HasSubstr("flag")));
+}
+
+// Pointed at a parameter server, tessera_ctl says the address is not a
+// coordinator's (gRPC's own answer is an empty UNIMPLEMENTED).
+TEST(ControlTest, AParameterServerIsNotTakenForACoordinator) {
+  absl::StatusOr<std::vector<int>> ports = PickFreePorts(1);
+  ASSERT_TRUE(ports.ok()) << ports.status();
+  const std::string address = absl::StrCat("127.0.0.1:", (*ports)[0]);
+  const fs::path log = fs::path(::testing::TempDir()) /
+                       absl::StrCat("tessera_control_ps_", getpid(), ".log");
+  // The server, then tessera_ctl once it serves, then the server stopped.
+  ShellResult run = Shell(absl::StrCat(
+      "TF_CONFIG='{\"cluster\": {\"ps\": [\"", address,
+      "\"]}, \"task\": {\"type\": \"ps\", \"index\": 0}}' ", BuildDir(),
+      "/ps_server/tessera_ps > ", log.string(), " 2>&1 & ps=$!; ",
+      "for i in $(seq 300); do grep -q 'serving at' ", log.string(),
+      " && break; sleep 0.1; done; ", BuildDir(),
+      "/coordinator/tessera_ctl --coordinator=", address,
+      " status 2>&1; rc=$?; kill $ps; wait $ps; exit $rc"));
+  EXPECT_EQ(run.exit_code, 2) << run.output << ReadFile(log);
+  EXPECT_THAT(run.output,
+              HasSubstr(absl::StrCat(
+                  address,
+                  " does not serve the coordinator's control "
+                  "service (is it a parameter server or a worker?")));
+  fs::remove(log);
 }
 
 TEST(ControlTest, StatusScheduleJoinCheckpointStop) {

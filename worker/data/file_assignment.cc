@@ -1,5 +1,6 @@
 #include "worker/data/file_assignment.h"
 
+#include <errno.h>
 #include <glob.h>
 
 #include <algorithm>
@@ -13,6 +14,21 @@
 
 namespace tessera {
 
+namespace {
+
+// The folder glob(3) could not read, and why: glob's error callback takes
+// no context, so it lands here, per thread.
+thread_local std::string glob_error_path;
+thread_local int glob_error_errno = 0;
+
+int RecordGlobError(const char* path, int error) {
+  glob_error_path = path;
+  glob_error_errno = error;
+  return 1;  // stop: the pattern cannot be expanded as written
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<std::string>> ExpandFileGlobs(
     absl::Span<const std::string> patterns) {
   if (patterns.empty()) {
@@ -21,7 +37,9 @@ absl::StatusOr<std::vector<std::string>> ExpandFileGlobs(
   std::vector<std::string> files;
   for (const std::string& pattern : patterns) {
     glob_t g = {};
-    const int rc = glob(pattern.c_str(), GLOB_ERR, nullptr, &g);
+    glob_error_path.clear();
+    glob_error_errno = 0;
+    const int rc = glob(pattern.c_str(), GLOB_ERR, RecordGlobError, &g);
     if (rc == GLOB_NOMATCH || (rc == 0 && g.gl_pathc == 0)) {
       globfree(&g);
       return absl::InvalidArgumentError(
@@ -29,9 +47,21 @@ absl::StatusOr<std::vector<std::string>> ExpandFileGlobs(
     }
     if (rc != 0) {
       globfree(&g);
-      return absl::UnavailableError(absl::StrCat("cannot expand \"", pattern,
-                                                 "\": a folder could not "
-                                                 "be read"));
+      if (glob_error_errno == ENOENT) {
+        return absl::NotFoundError(absl::StrCat("no file matches \"", pattern,
+                                                "\": folder ", glob_error_path,
+                                                " does not exist"));
+      }
+      if (glob_error_errno != 0) {
+        // A folder the user may not read is theirs to fix (PermissionDenied);
+        // an I/O error may pass (Unavailable, from errno's code).
+        return absl::ErrnoToStatus(
+            glob_error_errno,
+            absl::StrCat("cannot expand \"", pattern, "\": cannot read folder ",
+                         glob_error_path));
+      }
+      return absl::UnavailableError(absl::StrCat(
+          "cannot expand \"", pattern, "\": glob(3) failed (", rc, ")"));
     }
     for (size_t i = 0; i < g.gl_pathc; ++i) files.push_back(g.gl_pathv[i]);
     globfree(&g);

@@ -23,7 +23,9 @@ namespace tessera {
 
 // The files matching `patterns` (glob(3) syntax), sorted and without
 // repeats. InvalidArgument naming the pattern when one matches nothing or
-// when there are no patterns.
+// when there are no patterns; NotFound naming the folder when the pattern
+// is in one that does not exist; errno's code naming the folder when one
+// cannot be read.
 absl::StatusOr<std::vector<std::string>> ExpandFileGlobs(
     absl::Span<const std::string> patterns);
 
