@@ -17,12 +17,14 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/command_line.h"
 #include "common/exit_code.h"
 #include "common/grpc_channel.h"
 #include "common/grpc_status.h"
 #include "common/rpc_auth.h"
 #include "common/security_flags.h"
+#include "coordinator/control/status_text.h"
 #include "gflags/gflags.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/client_context.h"
@@ -45,39 +47,7 @@ void PrintStatus(const JobStatus& s) {
     std::printf("%s\n", json.c_str());
     return;
   }
-  std::printf(
-      "state %s; epoch %d of %d; %lld steps done, %lld scheduled, %lld "
-      "re-run; %lld examples; last loss %.4f; last test accuracy %.4f\n",
-      s.state().c_str(), s.epoch(), s.epochs(),
-      static_cast<long long>(s.steps_done()),
-      static_cast<long long>(s.steps_scheduled()),
-      static_cast<long long>(s.steps_rerun()),
-      static_cast<long long>(s.examples_done()), s.last_loss(),
-      s.last_test_accuracy());
-  std::printf(
-      "extra steps asked for %lld; parameter-server recoveries %d; last "
-      "checkpoint %s\n",
-      static_cast<long long>(s.extra_steps_requested()), s.ps_recoveries(),
-      s.last_checkpoint().empty() ? "none" : s.last_checkpoint().c_str());
-  for (const WorkerState& w : s.workers()) {
-    std::printf("  worker %d %-21s %8lld steps %8.1f steps/s%s\n", w.index(),
-                w.address().c_str(), static_cast<long long>(w.steps_done()),
-                w.steps_per_second(), w.down() ? "  DOWN" : "");
-  }
-  for (const ServerState& p : s.servers()) {
-    if (!p.up()) {
-      std::printf("  ps %d     %-21s DOWN: %s\n", p.index(),
-                  p.address().c_str(), p.error().c_str());
-      continue;
-    }
-    std::printf(
-        "  ps %d     %-21s %8lld shards %10.1f MB  %lld pulls %lld pushes "
-        "(%.0f calls/s)  up %.0f s\n",
-        p.index(), p.address().c_str(), static_cast<long long>(p.num_shards()),
-        p.resident_bytes() / 1e6, static_cast<long long>(p.pulls_served()),
-        static_cast<long long>(p.pushes_served()), p.calls_per_second(),
-        p.uptime_ms() / 1e3);
-  }
+  std::printf("%s", FormatJobStatus(s).c_str());
 }
 
 int Fail(const grpc::Status& status, const char* what) {

@@ -117,7 +117,8 @@ TEST(ControlTest, StatusScheduleJoinCheckpointStop) {
   SCOPED_TRACE(run.output + "\n--- launcher ---\n" + launcher.str());
 
   EXPECT_THAT(run.output, HasSubstr("UNAUTHENTICATED"));
-  EXPECT_THAT(run.output, HasSubstr("no_token_exit=1"));
+  // A missing token is the caller's to fix, not a failure to retry.
+  EXPECT_THAT(run.output, HasSubstr("no_token_exit=2"));
   EXPECT_THAT(run.output, HasSubstr("status_exit=0"));
   EXPECT_THAT(run.output, HasSubstr("schedule_exit=0"));
   EXPECT_THAT(run.output, HasSubstr("bad_schedule_exit=2"));

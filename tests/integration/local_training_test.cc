@@ -299,8 +299,8 @@ TEST_F(LocalTrainingTest, BadDurationsExitTwoNamingTheFlag) {
 }
 
 // A typo in a flag is a command-line error (exit 2, as gflags' exit 1 read
-// as a crash): tessera_local does not restart the coordinator three times
-// but stops at once and exits 2 too; a value of the wrong type likewise.
+// as a crash): tessera_local's check of the job refuses it before any
+// process starts, and exits 2 too; a value of the wrong type likewise.
 TEST_F(LocalTrainingTest, FlagMistakesExitTwoAndAreNotRestarted) {
   const std::string run_dir = ::testing::TempDir() + "/flag_typo_run";
   ShellResult run = Shell(absl::StrCat(
@@ -308,7 +308,7 @@ TEST_F(LocalTrainingTest, FlagMistakesExitTwoAndAreNotRestarted) {
       " --run_dir=", run_dir, " -- --epocs=3"));
   EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_THAT(run.output, HasSubstr("unknown command line flag 'epocs'"));
-  EXPECT_THAT(run.output, HasSubstr("a restart would not fix"));
+  EXPECT_THAT(run.output, HasSubstr("nothing was started"));
   EXPECT_THAT(run.output, Not(HasSubstr("restarting")));
   ShellResult seed = Shell(absl::StrCat(
       BuildDir(), "/coordinator/tessera_coordinator", " --seed=-1"));
@@ -426,14 +426,16 @@ TEST_F(LocalTrainingTest, TruncatedDatasetFileFailsTheJobAndNamesIt) {
   EXPECT_THAT(run.output, HasSubstr("truncated"));
 }
 
-// A bad job stops every process, and the launcher exits 2 as the
-// coordinator did.
-TEST_F(LocalTrainingTest, InvalidJobStopsEveryProcess) {
+// A bad job starts no process (the launcher's check of the job refuses
+// it first), and the launcher exits 2 as the coordinator did.
+TEST_F(LocalTrainingTest, InvalidJobStartsNothing) {
   ShellResult run = Shell(absl::StrCat(
       Launcher(), " --run_dir=", (dir_ / "run").string(), " -- --epochs=0"));
   EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_THAT(run.output, HasSubstr("epochs must be >= 1"));
-  EXPECT_THAT(run.output, HasSubstr("chief"));
+  EXPECT_THAT(run.output, HasSubstr("nothing was started"));
+  EXPECT_FALSE(fs::exists(dir_ / "run" / "worker-0.log"));
+  EXPECT_FALSE(fs::exists(dir_ / "run" / "ps-0.log"));
 }
 
 TEST_F(LocalTrainingTest, KilledWorkerIsNamedAndEverythingStops) {

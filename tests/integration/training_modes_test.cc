@@ -93,7 +93,8 @@ TEST_F(TrainingModesTest, MirroredWithoutParameterServersKeepsReplicasEqual) {
   ASSERT_EQ(epochs.size(), 2u) << out;
   // The coordinator compares every step's replica checksums and fails the
   // job when they differ, so finishing means they stayed bit-identical.
-  EXPECT_THAT(out, HasSubstr("training mirrored"));
+  // The change of mode is said (issue #33, defect 4).
+  EXPECT_THAT(out, HasSubstr("becomes mirrored"));
   EXPECT_EQ(epochs.back()["mode"], "mirrored");
   EXPECT_EQ(epochs.back()["examples"].get<int64_t>(), 12000);
   EXPECT_GT(epochs.back()["test_accuracy"].get<double>(), 0.7) << out;

@@ -1,0 +1,48 @@
+#include "coordinator/control/status_text.h"
+
+#include "absl/strings/str_format.h"
+
+namespace tessera {
+
+std::string FormatJobStatus(const JobStatus& s) {
+  const std::string loss = s.steps_done() > 0
+                               ? absl::StrFormat("%.4f", s.last_loss())
+                               : std::string("none yet");
+  const std::string accuracy =
+      s.evaluations() > 0 ? absl::StrFormat("%.4f", s.last_test_accuracy())
+                          : std::string("none yet (no evaluation)");
+  std::string text = absl::StrFormat(
+      "state %s; epoch %d of %d; %d steps done, %d scheduled, %d re-run; %d "
+      "examples; last loss %s; last test accuracy %s\n",
+      s.state(), s.epoch(), s.epochs(), s.steps_done(), s.steps_scheduled(),
+      s.steps_rerun(), s.examples_done(), loss, accuracy);
+  absl::StrAppendFormat(
+      &text,
+      "extra steps asked for %d; parameter-server recoveries %d; last "
+      "checkpoint %s\n",
+      s.extra_steps_requested(), s.ps_recoveries(),
+      s.last_checkpoint().empty() ? "none" : s.last_checkpoint());
+  for (const WorkerState& w : s.workers()) {
+    absl::StrAppendFormat(&text,
+                          "  worker %d %-21s %8d steps %8.1f steps/s%s\n",
+                          w.index(), w.address(), w.steps_done(),
+                          w.steps_per_second(), w.down() ? "  DOWN" : "");
+  }
+  for (const ServerState& p : s.servers()) {
+    if (!p.up()) {
+      absl::StrAppendFormat(&text, "  ps %d     %-21s DOWN: %s\n", p.index(),
+                            p.address(), p.error());
+      continue;
+    }
+    absl::StrAppendFormat(
+        &text,
+        "  ps %d     %-21s %8d shards %10.1f MB  %d pulls %d pushes "
+        "(%.0f calls/s)  up %.0f s\n",
+        p.index(), p.address(), p.num_shards(), p.resident_bytes() / 1e6,
+        p.pulls_served(), p.pushes_served(), p.calls_per_second(),
+        p.uptime_ms() / 1e3);
+  }
+  return text;
+}
+
+}  // namespace tessera

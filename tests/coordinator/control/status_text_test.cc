@@ -1,0 +1,54 @@
+#include "coordinator/control/status_text.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tessera {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// Issue #33, defect 11: before any evaluation tessera_ctl status showed
+// "last test accuracy 0.0000", a figure nobody measured.
+TEST(StatusTextTest, FiguresNotMeasuredYetReadNoneYet) {
+  JobStatus status;
+  status.set_state("training");
+  status.set_epoch(1);
+  status.set_epochs(3);
+  const std::string before = FormatJobStatus(status);
+  EXPECT_THAT(before, HasSubstr("last loss none yet"));
+  EXPECT_THAT(before, HasSubstr("last test accuracy none yet (no evaluation)"));
+  EXPECT_THAT(before, Not(HasSubstr("0.0000")));
+
+  status.set_steps_done(10);
+  status.set_steps_scheduled(12);
+  status.set_last_loss(0.5f);
+  status.set_evaluations(1);
+  status.set_last_test_accuracy(0.0f);  // measured: a model that is all wrong
+  const std::string after = FormatJobStatus(status);
+  EXPECT_THAT(after, HasSubstr("10 steps done, 12 scheduled"));
+  EXPECT_THAT(after, HasSubstr("last loss 0.5000"));
+  EXPECT_THAT(after, HasSubstr("last test accuracy 0.0000"));
+}
+
+TEST(StatusTextTest, ListsWorkersAndServers) {
+  JobStatus status;
+  WorkerState* w = status.add_workers();
+  w->set_index(1);
+  w->set_address("127.0.0.1:5");
+  w->set_down(true);
+  ServerState* p = status.add_servers();
+  p->set_index(0);
+  p->set_address("127.0.0.1:6");
+  p->set_error("connection refused");
+  const std::string text = FormatJobStatus(status);
+  EXPECT_THAT(text, HasSubstr("worker 1 127.0.0.1:5"));
+  EXPECT_THAT(text, HasSubstr("DOWN"));
+  EXPECT_THAT(
+      text,
+      HasSubstr("ps 0     127.0.0.1:6           DOWN: connection refused"));
+}
+
+}  // namespace
+}  // namespace tessera
