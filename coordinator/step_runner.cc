@@ -67,7 +67,10 @@ absl::Status StepRunner::Run(std::vector<PlannedStep> steps, int epoch,
                              std::vector<PlannedStep>* not_run) {
   int64_t nonempty = 0;
   for (const PlannedStep& p : steps) nonempty += !p.empty();
-  ProgressMeter meter(out_, label, nonempty);
+  // Lockstep modes count global steps, a step per worker each, as the
+  // job's log does.
+  ProgressMeter meter(out_, label, nonempty,
+                      options_.mode.lockstep() ? options_.num_workers : 1);
   result->epoch = epoch;
   int64_t correct = 0;
   absl::Status s = options_.mode.lockstep()

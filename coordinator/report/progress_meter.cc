@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_format.h"
@@ -9,10 +10,11 @@
 namespace tessera {
 
 ProgressMeter::ProgressMeter(std::FILE* out, std::string label,
-                             int64_t total_steps)
+                             int64_t total_steps, int per_shown)
     : out_(out),
       label_(std::move(label)),
       total_(total_steps),
+      per_shown_(std::max(1, per_shown)),
       tty_(isatty(fileno(out)) != 0) {}
 
 void ProgressMeter::Step(int64_t examples, double loss) {
@@ -49,9 +51,13 @@ void ProgressMeter::Draw(bool final) {
   const absl::Duration eta =
       steps_per_s > 0 ? absl::Seconds((total_ - steps_) / steps_per_s)
                       : absl::InfiniteDuration();
+  const int64_t shown_total = (total_ + per_shown_ - 1) / per_shown_;
+  const int64_t shown_steps =
+      final ? (steps_ + per_shown_ - 1) / per_shown_ : steps_ / per_shown_;
   const std::string line = absl::StrFormat(
-      "%s [%s] %d/%d steps  %.0f steps/s  %.0f ex/s  loss %.4f  %s %s", label_,
-      bar, steps_, total_, steps_per_s, examples_ / secs, recent_loss_,
+      "%s [%s] %d/%d %ssteps  %.0f steps/s  %.0f ex/s  loss %.4f  %s %s",
+      label_, bar, shown_steps, shown_total, per_shown_ > 1 ? "global " : "",
+      steps_per_s / per_shown_, examples_ / secs, recent_loss_,
       final ? "took" : "ETA", FormatEta(final ? elapsed() : eta));
   if (tty_) {
     absl::FPrintF(out_, "\r%s\033[K%s", line, final ? "\n" : "");

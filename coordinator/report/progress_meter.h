@@ -18,7 +18,11 @@ namespace tessera {
 // Thread safety: one thread.
 class ProgressMeter {
  public:
-  ProgressMeter(std::FILE* out, std::string label, int64_t total_steps);
+  // `per_shown` workers' steps make one step shown: in sync and mirrored
+  // modes a global step is one step per worker, and the line counts global
+  // steps as the job's log does.
+  ProgressMeter(std::FILE* out, std::string label, int64_t total_steps,
+                int per_shown = 1);
 
   // Records one finished step of `examples` examples and its loss.
   void Step(int64_t examples, double loss);
@@ -39,6 +43,7 @@ class ProgressMeter {
   std::FILE* const out_;
   const std::string label_;
   const int64_t total_;
+  const int per_shown_;
   const bool tty_;
   const absl::Time start_ = absl::Now();
   absl::Time last_draw_ = absl::InfinitePast();

@@ -662,6 +662,27 @@ TEST(ProgressMeterTest, CountsStepsAndWritesFinalLine) {
                           HasSubstr("took")));
 }
 
+// Issue #33, defect 11: in sync and mirrored modes the line counts global
+// steps (a step per worker each), as the job's log does; it showed the
+// workers' steps, twice the global steps of two workers.
+TEST(ProgressMeterTest, LockstepModesCountGlobalSteps) {
+  std::FILE* out = std::tmpfile();
+  ASSERT_NE(out, nullptr);
+  {
+    ProgressMeter meter(out, "epoch 1/1", 6, /*per_shown=*/2);
+    for (int i = 0; i < 6; ++i) meter.Step(32, 1.0);
+    EXPECT_EQ(meter.steps(), 6);  // the epoch's figures still add them all
+    meter.Finish();
+  }
+  std::rewind(out);
+  std::string text;
+  char buf[512];
+  while (std::fgets(buf, sizeof(buf), out) != nullptr) text += buf;
+  std::fclose(out);
+  EXPECT_THAT(text, HasSubstr("3/3 global steps"));
+  EXPECT_THAT(text, Not(HasSubstr("6/6")));
+}
+
 // --job_file was read whole, whatever its size: /dev/zero read until memory
 // ran out.
 TEST_F(JobConfigTest, EndlessJobFileIsRefusedAtTheCap) {
