@@ -166,15 +166,8 @@ class StreamedExampleSetTest : public stream_test::StreamFileTest {
  protected:
   void SetUp() override {
     StreamFileTest::SetUp();
-    InputDef* x = model_.add_inputs();
-    x->set_name("x");
-    x->mutable_dense()->add_shape(3);
-    InputDef* cat = model_.add_inputs();
-    cat->set_name("cat");
-    cat->mutable_sparse()->set_max_hotness(2);
-    model_.mutable_label()->set_kind(LabelDef::BINARY);
-    data_.set_format("tfrecord");
-    data_.set_label_feature("y");
+    model_ = stream_test::TestModel();
+    data_ = stream_test::TestData();
     // Names sort b-before-c: the set is read in sorted file order.
     WriteExamples("train-b", 0, 4);
     WriteExamples("train-c", 4, 3, /*gzip=*/true);

@@ -28,15 +28,8 @@ class StreamExamplesTest : public stream_test::StreamFileTest {
  protected:
   void SetUp() override {
     StreamFileTest::SetUp();
-    InputDef* x = model_.add_inputs();
-    x->set_name("x");
-    x->mutable_dense()->add_shape(3);
-    InputDef* cat = model_.add_inputs();
-    cat->set_name("cat");
-    cat->mutable_sparse()->set_max_hotness(2);
-    model_.mutable_label()->set_kind(LabelDef::BINARY);
-    data_.set_format("tfrecord");
-    data_.set_label_feature("y");
+    model_ = stream_test::TestModel();
+    data_ = stream_test::TestData();
     data_.set_shuffle_buffer(4);
     files_ = {WriteExamples("a", 0, 6), WriteExamples("b", 6, 5, true)};
   }

@@ -15,6 +15,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "proto/job.pb.h"
+#include "proto/model.pb.h"
 #include "proto/tf_example.pb.h"
 #include "worker/data/example_schema.h"
 #include "worker/data/tf_record_file_writer.h"
@@ -48,6 +50,27 @@ inline tf::Example TestExample(int64_t id) {
   cat->add_value(7);
   features["y"].mutable_int64_list()->add_value(id % 2);
   return example;
+}
+
+// A model that reads the test examples: "x" dense [3], "cat" sparse of up
+// to 2 ids, a binary label; and the data section that names the label.
+inline ModelDef TestModel() {
+  ModelDef model;
+  InputDef* x = model.add_inputs();
+  x->set_name("x");
+  x->mutable_dense()->add_shape(3);
+  InputDef* cat = model.add_inputs();
+  cat->set_name("cat");
+  cat->mutable_sparse()->set_max_hotness(2);
+  model.mutable_label()->set_kind(LabelDef::BINARY);
+  return model;
+}
+
+inline DataConfig TestData() {
+  DataConfig data;
+  data.set_format("tfrecord");
+  data.set_label_feature("y");
+  return data;
 }
 
 inline std::string TestRecord(int64_t id) {
