@@ -69,6 +69,11 @@ DEFINE_int32(checkpoint_every_epochs, 1,
 DEFINE_int32(keep_checkpoints, 3, "Complete checkpoints kept (>= 1).");
 DEFINE_bool(restore, true,
             "Resume from the newest valid checkpoint in --checkpoint_dir.");
+DEFINE_string(init_checkpoint, "",
+              "A checkpoint root whose newest valid checkpoint gives the "
+              "variables their first values, when the job has no checkpoint "
+              "of its own to resume: a warm start at step 0 on any number of "
+              "parameter servers (tessera_keras import --checkpoint_out).");
 DEFINE_bool(evaluate_only, false,
             "Evaluate the newest valid checkpoint in --checkpoint_dir on the "
             "whole test set and end, training nothing.");
@@ -194,6 +199,7 @@ int main(int argc, char** argv) {
   options.checkpoint_every_epochs = FLAGS_checkpoint_every_epochs;
   options.keep_checkpoints = FLAGS_keep_checkpoints;
   options.restore = FLAGS_restore;
+  options.init_checkpoint = FLAGS_init_checkpoint;
   if (FLAGS_evaluate_only && FLAGS_checkpoint_dir.empty()) {
     LOG(ERROR) << "--evaluate_only needs --checkpoint_dir (the checkpoint to "
                   "evaluate)";
