@@ -87,9 +87,12 @@ absl::Status WriteFile(const std::string& path, const std::string& text) {
   return absl::OkStatus();
 }
 
+// `m`'s fields, indented as the inside of a block of the job file.
 std::string Text(const google::protobuf::Message& m) {
   std::string text;
-  google::protobuf::TextFormat::PrintToString(m, &text);
+  google::protobuf::TextFormat::Printer printer;
+  printer.SetInitialIndentLevel(1);
+  printer.PrintToString(m, &text);
   return text;
 }
 
