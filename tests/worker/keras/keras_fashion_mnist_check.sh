@@ -14,13 +14,14 @@ LOCAL="$2"
 ROOT="$3"
 HERE="$(cd "$(dirname "$0")" && pwd)"
 PYENV="${TESSERA_PYENV:-$HOME/.cache/tessera/pyenv}"
+# Keras 3 on JAX's CPU backend (TensorFlow is not installed).
+export KERAS_BACKEND=jax JAX_PLATFORMS=cpu
 if [ ! -x "$PYENV/bin/python" ] ||
    ! "$PYENV/bin/python" -c 'import keras, jax, h5py' 2>/dev/null; then
   echo "keras_fashion_mnist_check: no Python environment with keras, jax" \
        "and h5py at $PYENV; run deploy/python_env.sh first" >&2
   exit 1
 fi
-export KERAS_BACKEND=jax JAX_PLATFORMS=cpu
 PY=("$PYENV/bin/python" "$HERE/keras_check.py")
 DIR="$(mktemp -d)"
 trap 'rm -rf "$DIR"' EXIT
