@@ -113,9 +113,8 @@ std::vector<std::string> Members(hid_t group) {
   H5G_info_t info;
   if (H5Gget_info(group, &info) < 0) return names;
   for (hsize_t i = 0; i < info.nlinks; ++i) {
-    const ssize_t size = H5Lget_name_by_idx(group, ".", H5_INDEX_NAME,
-                                            H5_ITER_INC, i, nullptr, 0,
-                                            H5P_DEFAULT);
+    const ssize_t size = H5Lget_name_by_idx(
+        group, ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
     if (size < 0) continue;
     std::string name(static_cast<size_t>(size) + 1, '\0');
     H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(),
