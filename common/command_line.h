@@ -11,11 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "common/exit_code.h"
+
 namespace tessera {
 
 // The exit code of every Tessera binary for a bad command line or
 // configuration.
-inline constexpr int kCommandLineErrorExitCode = 2;
+inline constexpr int kCommandLineErrorExitCode = kExitUserError;
 
 // The first mistake among argv's flags (argv[0] is the program; scanning
 // stops at "--"): an unknown flag, or a value its flag's type cannot take.

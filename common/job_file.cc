@@ -60,6 +60,19 @@ absl::StatusOr<JobConfig> ReadJobFile(const std::string& path) {
 }
 
 void SetDataDir(const std::string& dir, DataConfig* data) {
+  if (data->format() == "tfrecord" || data->format() == "csv") {
+    // The same file patterns, looked up in `dir`.
+    for (auto* files :
+         {data->mutable_train_files(), data->mutable_test_files()}) {
+      for (std::string& pattern : *files) {
+        const size_t slash = pattern.rfind('/');
+        pattern = absl::StrCat(
+            dir, "/",
+            slash == std::string::npos ? pattern : pattern.substr(slash + 1));
+      }
+    }
+    return;
+  }
   if (data->format() == "criteo") {
     data->clear_train_images();
     data->clear_train_labels();

@@ -16,10 +16,11 @@ namespace tessera {
 // when it is larger than 1 MiB (e.g. /dev/zero given by mistake).
 absl::StatusOr<JobConfig> ReadJobFile(const std::string& path);
 
-// Points `data` (of data->format(), "idx" or "criteo") at the files of
-// folder `dir`: the four IDX files of an MNIST-format set (*-ubyte.gz, or
-// *-ubyte when only the gunzipped one exists), or train.tsv and test.tsv
-// (each .tsv.gz when only that one exists). The readers tell gzip from
+// Points `data` at the files of folder `dir`: the four IDX files of an
+// MNIST-format set (*-ubyte.gz, or *-ubyte when only the gunzipped one
+// exists), train.tsv and test.tsv for "criteo" (each .tsv.gz when only
+// that one exists), and for the streamed formats (tfrecord, csv) the
+// same file names and patterns, in `dir`. The readers tell gzip from
 // plain by the file's first bytes, not by its name.
 void SetDataDir(const std::string& dir, DataConfig* data);
 

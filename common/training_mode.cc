@@ -45,4 +45,30 @@ absl::StatusOr<TrainingMode> ParseTrainingMode(absl::string_view text) {
       "mode: \"", text, "\" is not one of async, sync, ssp:S, mirrored"));
 }
 
+absl::StatusOr<TrainingMode> ModeForCluster(absl::string_view text, int num_ps,
+                                            std::string* note) {
+  note->clear();
+  absl::StatusOr<TrainingMode> mode = ParseTrainingMode(text);
+  if (!mode.ok()) return mode.status();
+  if (num_ps == 0 && mode->kind == TrainingMode::Kind::kAsync) {
+    mode->kind = TrainingMode::Kind::kMirrored;
+    *note = absl::StrCat(
+        "mode ", text.empty() ? "async (the default)" : "async",
+        " becomes mirrored: the cluster has no parameter servers, so every "
+        "worker holds every variable and gradients are all-reduced");
+  } else if (num_ps == 0 && mode->uses_parameter_servers()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "mode ", mode->ToString(),
+        " needs parameter servers; the cluster has none (start some, e.g. "
+        "tessera_local --num_ps=2, or use --mode=mirrored)"));
+  } else if (num_ps > 0 && !mode->uses_parameter_servers()) {
+    *note = absl::StrCat(
+        "mode mirrored keeps every variable on the workers: the ", num_ps,
+        " parameter server", num_ps == 1 ? "" : "s",
+        " of the cluster will hold nothing (start none: tessera_local "
+        "--num_ps=0)");
+  }
+  return mode;
+}
+
 }  // namespace tessera

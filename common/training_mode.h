@@ -35,6 +35,16 @@ struct TrainingMode {
 // text and the accepted forms.
 absl::StatusOr<TrainingMode> ParseTrainingMode(absl::string_view text);
 
+// The mode a job's `mode` text means on a cluster of `num_ps` parameter
+// servers. As in TF, a cluster without parameter servers trains mirrored:
+// "async" (the default) becomes mirrored there, and *note says so, since
+// a user who asked for async must not get another mode silently. On a
+// cluster with parameter servers, "mirrored" leaves them idle: *note says
+// that too. InvalidArgument for a mode that needs servers when there are
+// none (sync, ssp:S), naming what to do instead.
+absl::StatusOr<TrainingMode> ModeForCluster(absl::string_view text,
+                                            int num_ps, std::string* note);
+
 }  // namespace tessera
 
 #endif  // TESSERA_COMMON_TRAINING_MODE_H_

@@ -13,17 +13,20 @@
 #include <thread>
 #include <tuple>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/notification.h"
 #include "common/cluster_flags.h"
+#include "common/exit_code.h"
 #include "common/grpc_channel.h"
-#include "common/model/model_graph.h"
-#include "common/model/model_summary.h"
+#include "common/model/model_support.h"
 #include "common/process_start.h"
 #include "common/rpc_auth.h"
 #include "common/security_flags.h"
 #include "common/shutdown_signal.h"
+#include "common/training_mode.h"
 #include "coordinator/control/coordinator_service.h"
+#include "coordinator/dry_run.h"
 #include "coordinator/job_cluster.h"
 #include "coordinator/job_config.h"
 #include "coordinator/training_job.h"
@@ -128,26 +131,37 @@ int main(int argc, char** argv) {
     LOG(ERROR) << "cannot place the variables: " << plan.status().message();
     return 2;
   }
+  // The mode this cluster gives the job (none of its parameter servers:
+  // mirrored), checked against the model before anything starts: a worker
+  // refusing it at configuration would cost the whole start-up.
+  std::string mode_note;
+  absl::StatusOr<tessera::TrainingMode> mode = tessera::ModeForCluster(
+      job->mode(), cluster->num_tasks("ps"), &mode_note);
+  if (mode.ok()) {
+    if (absl::Status s = tessera::CheckModeFits(plan->variables, *mode);
+        !s.ok()) {
+      mode = absl::InvalidArgumentError(absl::StrCat(
+          s.message(),
+          cluster->num_tasks("ps") == 0
+              ? "; the cluster has no parameter servers, so the job would "
+                "train mirrored: start some (tessera_local --num_ps=2)"
+              : ""));
+    }
+  }
+  if (!mode.ok()) {
+    LOG(ERROR) << "bad job: " << mode.status().message();
+    return 2;
+  }
   if (FLAGS_dry_run) {
-    absl::StatusOr<tessera::ModelGraph> graph =
-        tessera::BuildModelGraph(job->model_def(), job->schedule().seed());
-    if (!graph.ok()) {
-      LOG(ERROR) << "bad job: " << graph.status().message();
+    tessera::DryRunOptions dry_run;
+    dry_run.mode_note = mode_note;
+    if (absl::Status s =
+            tessera::DryRun(*job, *cluster, *plan, dry_run, stdout);
+        !s.ok()) {
+      std::fflush(stdout);
+      LOG(ERROR) << "bad job: " << s.message();
       return 2;
     }
-    std::printf("%s\n", tessera::FormatModelSummary(*graph).c_str());
-  }
-  if (FLAGS_dry_run && mirrored_cluster) {
-    std::printf(
-        "no parameter servers: mirrored training, every worker holds "
-        "all %zu variables\n",
-        plan->variables.size());
-    return 0;
-  }
-  if (FLAGS_dry_run) {
-    std::printf(
-        "%s",
-        tessera::FormatShardTable(plan->shards, cluster->tasks("ps")).c_str());
     return 0;
   }
   if (!FLAGS_run_dir.empty()) {
@@ -241,16 +255,19 @@ int main(int argc, char** argv) {
     // Steps in flight block on remote calls; do not wait for them.
     std::fprintf(stderr, "coordinator interrupted (%s)\n", why.c_str());
     std::fflush(nullptr);
-    _exit(130);
+    _exit(tessera::kExitInterrupted);
   }
   runner.join();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   if (!result.ok()) {
     LOG(ERROR) << "training failed: " << result;
-    // Bad input (a data set smaller than asked for, an empty test set, a
-    // wrong shape) fails the same way however often the job is restarted:
-    // the command-line error code, which launchers do not restart.
-    return absl::IsInvalidArgument(result) ? 2 : 1;
+    // Bad input (a data file that is not there, a data set smaller than
+    // asked for, a wrong shape) fails the same way however often the job is
+    // restarted: the user's error code, which launchers do not restart.
+    return tessera::ExitCodeFor(result);
   }
+  // Stopped by an operator before the epochs were all trained: not a
+  // failure, but no launcher may take it for a finished job either.
+  if (training.stopped_early()) return tessera::kExitStopped;
   return 0;
 }

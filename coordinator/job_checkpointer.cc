@@ -37,6 +37,7 @@ JobPosition PositionOf(const CheckpointManifest& manifest) {
   p.epoch = manifest.epoch();
   p.next_step_in_epoch = manifest.next_step_in_epoch();
   p.next_sync_step = manifest.next_sync_step();
+  p.progress = manifest.epoch_progress();
   return p;
 }
 
@@ -128,6 +129,9 @@ absl::StatusOr<std::string> JobCheckpointer::SaveInto(
   manifest.set_epoch(position.epoch);
   manifest.set_next_step_in_epoch(position.next_step_in_epoch);
   manifest.set_next_sync_step(position.next_sync_step);
+  if (position.next_step_in_epoch > 0) {
+    *manifest.mutable_epoch_progress() = position.progress;
+  }
   manifest.set_num_ps(static_cast<int>(ps_.size()));
   *manifest.mutable_optimizer() = job_.optimizer();
   *manifest.mutable_job() = job_;

@@ -24,6 +24,9 @@ struct JobPosition {
   int epoch = 1;
   int64_t next_step_in_epoch = 0;
   int64_t next_sync_step = 0;  // sync mode's next global step
+  // With next_step_in_epoch > 0 (a stop inside the epoch): what the
+  // epoch's steps before it trained.
+  EpochProgress progress;
 };
 
 // Takes and restores a job's checkpoints through its parameter servers,

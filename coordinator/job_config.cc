@@ -150,9 +150,15 @@ absl::Status ApplyFlags(bool only_explicit, JobConfig* job) {
   // test_files globs), not through --data_dir.
   const bool streamed = format == "tfrecord" || format == "csv";
   if (format != "idx" && format != "criteo" && !streamed) {
+    // Name where the format came from: the flag, or the job file's field.
+    const std::string where =
+        FLAGS_data_format.empty()
+            ? absl::StrCat("job file ", FLAGS_job_file, ": data { format }")
+            : "--data_format";
     return absl::InvalidArgumentError(
-        absl::StrCat("--data_format: unknown format \"", format,
-                     "\" (idx, criteo, tfrecord, csv)"));
+        absl::StrCat(where, ": unknown data format \"", format,
+                     "\"; the known formats are idx, criteo, tfrecord and "
+                     "csv"));
   }
   if (streamed) {
     if (Explicit("data_dir")) {

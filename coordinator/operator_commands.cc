@@ -11,34 +11,6 @@
 #include "coordinator/training_job.h"
 
 namespace tessera {
-namespace {
-
-// Adds the figures of `part` (a run of some of the steps) to `total`.
-void Accumulate(const EpochResult& part, EpochResult* total) {
-  const int64_t steps = total->steps + part.steps;
-  const int64_t examples = total->examples + part.examples;
-  if (steps > 0) {
-    total->train_loss =
-        (total->train_loss * total->steps + part.train_loss * part.steps) /
-        steps;
-  }
-  if (examples > 0) {
-    total->train_accuracy = (total->train_accuracy * total->examples +
-                             part.train_accuracy * part.examples) /
-                            examples;
-  }
-  total->steps = steps;
-  total->examples = examples;
-  total->seconds += part.seconds;
-  total->examples_per_second = total->examples / std::max(1e-9, total->seconds);
-  for (const auto& [staleness, count] : part.staleness) {
-    total->staleness[staleness] += count;
-  }
-  total->late_shards += part.late_shards;
-  total->bad_records += part.bad_records;
-}
-
-}  // namespace
 
 absl::Status TrainingJob::ServeCommands(int epoch) {
   while (true) {
@@ -93,7 +65,7 @@ absl::Status TrainingJob::RunExtraSteps(int64_t steps) {
   auto pause = [this] {
     return control_.checkpoint_wanted() || control_.stop_requested();
   };
-  in_extra_steps_ = true;
+  in_steps_ = true;
   EpochResult result;
   result.epoch = epoch;
   int64_t left = steps * per_step;
@@ -116,19 +88,27 @@ absl::Status TrainingJob::RunExtraSteps(int64_t steps) {
       extra_plan_.pop_front();
     }
     const int64_t scheduled = static_cast<int64_t>(taken.size());
+    // The bar counts this part's steps, so its label names this part's
+    // steps too, not the whole request's (an epoch's plan may end inside
+    // it).
+    const int64_t first =
+        extra_steps_run_ + (steps * per_step - left) / per_step;
+    const std::string part_label =
+        absl::StrFormat("steps %d-%d", first + 1,
+                        first + (scheduled + per_step - 1) / per_step);
     EpochResult part;
     std::vector<PlannedStep> not_run;
-    status = runner_->Run(std::move(taken), epoch, *data_, label, &part, pause,
-                          &not_run);
+    status = runner_->Run(std::move(taken), epoch, *data_, part_label, &part,
+                          pause, &not_run);
     if (!status.ok()) break;
     left -= scheduled - static_cast<int64_t>(not_run.size());
     extra_plan_.insert(extra_plan_.begin(),
                        std::make_move_iterator(not_run.begin()),
                        std::make_move_iterator(not_run.end()));
-    Accumulate(part, &result);
+    AddEpochPart(part, &result);
     if (pause()) CheckpointBetweenSteps();
   }
-  in_extra_steps_ = false;
+  in_steps_ = false;
   if (!status.ok())
     return control_.stop_requested() ? absl::OkStatus() : status;
   const int64_t done = steps - (left + per_step - 1) / per_step;

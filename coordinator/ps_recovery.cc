@@ -48,16 +48,15 @@ absl::StatusOr<JobPosition> PsRecovery::Start() {
     std::fprintf(out_, "checkpoint rejected: %s\n", why.c_str());
   }
   if (latest.ok()) {
-    if (latest->manifest.next_step_in_epoch() != 0 &&
-        latest->manifest.epoch() <= options_.epochs) {
-      return absl::UnimplementedError(absl::StrCat(
-          latest->path, " was taken inside epoch ", latest->manifest.epoch(),
-          "; only checkpoints at epoch boundaries can be resumed"));
-    }
     if (absl::Status s = checkpointer_->Restore(*latest); !s.ok()) return s;
-    const std::string line = absl::StrFormat(
-        "resuming from %s: epoch %d, step %lld", latest->path,
-        latest->manifest.epoch(), latest->manifest.global_step());
+    std::string line = absl::StrFormat("resuming from %s: epoch %d, step %lld",
+                                       latest->path, latest->manifest.epoch(),
+                                       latest->manifest.global_step());
+    if (latest->manifest.next_step_in_epoch() > 0) {
+      absl::StrAppendFormat(
+          &line, " (%lld steps of the epoch already done)",
+          static_cast<long long>(latest->manifest.next_step_in_epoch()));
+    }
     LOG(INFO) << line;
     std::fprintf(out_, "%s\n", line.c_str());
     std::fflush(out_);

@@ -99,7 +99,11 @@ absl::Status StepRunner::RunQueued(std::vector<PlannedStep> steps, int epoch,
   // pause waits only for those.
   const size_t window = pause == nullptr
                             ? steps.size()
-                            : static_cast<size_t>(4 * options_.num_workers + 4);
+                            : static_cast<size_t>(std::max(
+                                  4 * options_.num_workers + 4,
+                                  2 * std::max(1, options_.steps_per_call) *
+                                          options_.num_workers +
+                                      4));
   struct Scheduled {
     int64_t step;
     StepFuture future;
@@ -127,11 +131,11 @@ absl::Status StepRunner::RunQueued(std::vector<PlannedStep> steps, int epoch,
         coordinator_->Schedule(std::move(request), steps[next].shard);
     if (!future.ok()) return future.status();
     in_flight.push_back({id, *std::move(future)});
-    if (in_flight.size() == 1 || next + 1 == steps.size()) {
-      ShowScheduled(epoch);
-    }
+    // Every step, or steps done overtake the count shown while a pause
+    // keeps the queue short.
+    ShowScheduled(epoch);
   }
-  ShowScheduled(epoch);
+  ShowScheduled(epoch);  // the epoch, when there was no step
   while (!in_flight.empty() && !failed) finish_oldest();
   if (absl::Status s = coordinator_->Join(); !s.ok()) return s;
   if (not_run != nullptr) {
@@ -225,14 +229,26 @@ void StepRunner::Record(const StepResponse& r, int64_t step,
   for (int64_t s : r.staleness()) ++result->staleness[s];
   result->late_shards += r.late_shards();
   result->bad_records += r.bad_records();
+  // Counted as it was scheduled, data or not.
+  board_->Update([](JobStatus* s) { s->set_steps_done(s->steps_done() + 1); });
   if (r.examples() == 0) return;  // a mirrored replica without data
   meter->Step(r.examples(), r.loss());
   *correct += r.correct();
   if (metrics_ != nullptr) metrics_->RecordStep(step, result->epoch, r);
   board_->Update([&](JobStatus* s) {
-    s->set_steps_done(s->steps_done() + 1);
     s->set_examples_done(s->examples_done() + r.examples());
     s->set_last_loss(r.loss());
+  });
+}
+
+void StepRunner::SetPosition(int64_t step, int64_t global_step) {
+  next_step_ = step;
+  next_global_step_ = global_step;
+  // Resumed or rewound to a checkpoint: its steps are done, and both counts
+  // go on from there.
+  board_->Update([step](JobStatus* s) {
+    s->set_steps_done(step);
+    s->set_steps_scheduled(step);
   });
 }
 

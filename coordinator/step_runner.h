@@ -24,6 +24,9 @@ struct StepRunnerOptions {
   // Sync: a global step is over once all workers but this many pushed.
   int backup_workers = 0;
   int epochs = 0;  // for the status board's epoch
+  // Steps a worker takes per call (ClusterCoordinatorOptions): a run that
+  // can be paused keeps enough steps queued to fill every call.
+  int steps_per_call = 1;
 };
 
 // Runs planned steps on the cluster and counts what they did: async and
@@ -55,10 +58,11 @@ class StepRunner {
   // The id of the next step, and of the next global step (lockstep).
   int64_t next_step() const { return next_step_; }
   int64_t next_global_step() const { return next_global_step_; }
-  void SetPosition(int64_t step, int64_t global_step) {
-    next_step_ = step;
-    next_global_step_ = global_step;
-  }
+  // Also the status board's steps done and scheduled (tessera_ctl status):
+  // both count step ids from the checkpoint a job resumed at on, a step
+  // when it is handed to a worker and when it finishes (once, however often
+  // it was run again), so done never passes scheduled.
+  void SetPosition(int64_t step, int64_t global_step);
 
  private:
   absl::Status RunQueued(std::vector<PlannedStep> steps, int epoch,

@@ -1,6 +1,7 @@
 #include "coordinator/training_job.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <utility>
 
@@ -20,23 +21,15 @@ TrainingJob::TrainingJob(JobCluster cluster, JobConfig job, VariablePlan plan,
       out_(options_.out),
       ps_(std::move(cluster.ps)) {
   const int num_workers = static_cast<int>(cluster.workers.size());
-  absl::StatusOr<TrainingMode> mode = ParseTrainingMode(job_.mode());
-  if (mode.ok())
+  std::string mode_note;
+  absl::StatusOr<TrainingMode> mode =
+      ModeForCluster(job_.mode(), static_cast<int>(ps_.size()), &mode_note);
+  if (mode.ok()) {
     mode_ = *mode;
-  else
+  } else {
     mode_error_ = mode.status();
-  const bool have_ps = !ps_.empty();
-  if (!have_ps && mode_.kind == TrainingMode::Kind::kAsync &&
-      (job_.mode().empty() || job_.mode() == "async")) {
-    // As TF, a cluster without parameter servers trains mirrored.
-    LOG(INFO) << "the cluster has no parameter servers: training mirrored";
-    mode_.kind = TrainingMode::Kind::kMirrored;
-  } else if (!have_ps && mode_.uses_parameter_servers()) {
-    mode_error_ = absl::InvalidArgumentError(
-        absl::StrCat("mode ", mode_.ToString(),
-                     " needs parameter servers; the cluster has none (use "
-                     "--mode=mirrored)"));
   }
+  if (!mode_note.empty()) LOG(WARNING) << mode_note;
   if (mode_.lockstep() && job_.schedule().batch_size() % num_workers != 0) {
     mode_error_ = absl::InvalidArgumentError(
         absl::StrCat("mode ", mode_.ToString(), ": the global batch_size ",
@@ -92,6 +85,7 @@ TrainingJob::TrainingJob(JobCluster cluster, JobConfig job, VariablePlan plan,
   runner.num_workers = num_workers;
   runner.backup_workers = job_.backup_workers();
   runner.epochs = job_.schedule().epochs();
+  runner.steps_per_call = options_.coordinator.steps_per_call;
   runner_ = std::make_unique<StepRunner>(coordinator_.get(), runner, &board_,
                                          metrics_.get(), out_);
   evaluator_ = std::make_unique<TestSetEvaluator>(
@@ -126,9 +120,10 @@ JobStatus TrainingJob::status() const {
 
 void TrainingJob::Stop(const std::string& reason) {
   control_.Stop(reason);
-  // During the epochs the queued steps are dropped at once; extra steps
-  // stop at their next step boundary, where a checkpoint is taken.
-  if (!in_extra_steps_) {
+  // While steps run (the epochs' or extra ones) the stop waits for the
+  // steps in flight and a checkpoint is taken at that step boundary;
+  // otherwise whatever waits is woken.
+  if (!in_steps_) {
     coordinator_->Abort(absl::CancelledError(absl::StrCat(
         "stopped by the operator", reason.empty() ? "" : ": ", reason)));
   }
@@ -143,6 +138,7 @@ absl::StatusOr<std::string> TrainingJob::SaveCheckpoint(
                 "this job writes no checkpoints (no --checkpoint_dir, or "
                 "mirrored training)");
   if (saved.ok()) {
+    last_checkpoint_step_ = position.global_step;
     board_.Update([&](JobStatus* s) { s->set_last_checkpoint(*saved); });
   }
   if (control_.checkpoint_wanted()) control_.CheckpointWritten(saved);
@@ -368,6 +364,7 @@ absl::Status TrainingJob::ConfigureWorkers() {
 
 absl::Status TrainingJob::ResumeAt(const JobPosition& position, int* epoch) {
   *epoch = position.epoch;
+  resume_ = position;
   runner_->SetPosition(position.global_step, runner_->next_global_step());
   absl::StatusOr<std::unique_ptr<StepPlan>> data = PlanData(*epoch);
   if (!data.ok()) return data.status();
@@ -381,15 +378,69 @@ void TrainingJob::Keep(const EpochResult& result) {
   metrics_->WriteCharts(results_);
 }
 
+namespace {
+
+EpochResult ResultOf(const EpochProgress& p) {
+  EpochResult r;
+  r.steps = p.steps();
+  r.examples = p.examples();
+  r.train_loss = p.train_loss();
+  r.train_accuracy = p.train_accuracy();
+  r.seconds = p.seconds();
+  r.bad_records = p.bad_records();
+  return r;
+}
+
+EpochProgress ProgressOf(const EpochResult& r) {
+  EpochProgress p;
+  p.set_steps(r.steps);
+  p.set_examples(r.examples);
+  p.set_train_loss(r.train_loss);
+  p.set_train_accuracy(r.train_accuracy);
+  p.set_seconds(r.seconds);
+  p.set_bad_records(r.bad_records);
+  return p;
+}
+
+}  // namespace
+
 absl::Status TrainingJob::TrainEpochs(JobPosition position) {
   const int epochs = job_.schedule().epochs();
   int epoch = position.epoch;
+  resume_ = position;
   board_.Update([](JobStatus* s) { s->set_state("training"); });
+  // A stop lets the steps in flight finish and schedules no more, so a
+  // checkpoint then holds exactly the steps before it.
+  const std::function<bool()> stop = [this] {
+    return control_.stop_requested();
+  };
   while (epoch <= epochs && !control_.stop_requested()) {
+    std::vector<PlannedStep> steps = data_->NextEpoch();
+    const int64_t planned = static_cast<int64_t>(steps.size());
+    // An epoch resumed from a stop's checkpoint: its first steps were
+    // trained before it, and the epoch's figures include them.
     EpochResult result;
-    absl::Status s =
-        runner_->Run(data_->NextEpoch(), epoch, *data_,
-                     absl::StrFormat("epoch %d/%d", epoch, epochs), &result);
+    int64_t skipped = 0;
+    if (resume_.epoch == epoch && resume_.next_step_in_epoch > 0) {
+      skipped = std::min(resume_.next_step_in_epoch, planned);
+      steps.erase(steps.begin(), steps.begin() + skipped);
+      result = ResultOf(resume_.progress);
+    }
+    const int64_t to_run = static_cast<int64_t>(steps.size());
+    EpochResult part;
+    std::vector<PlannedStep> not_run;
+    in_steps_ = true;
+    absl::Status s = runner_->Run(std::move(steps), epoch, *data_,
+                                  absl::StrFormat("epoch %d/%d", epoch, epochs),
+                                  &part, stop, &not_run);
+    in_steps_ = false;
+    AddEpochPart(part, &result);
+    result.epoch = epoch;
+    if (s.ok() && !not_run.empty()) {
+      int64_t left = 0;  // a mirrored round's padding is no step of the plan
+      for (const PlannedStep& p : not_run) left += !p.empty();
+      return StopInsideEpoch(epoch, planned, skipped + to_run - left, result);
+    }
     if (s.ok()) s = Evaluate(&result);
     if (!s.ok() && control_.stop_requested()) break;
     if (!s.ok()) {
@@ -399,6 +450,7 @@ absl::Status TrainingJob::TrainEpochs(JobPosition position) {
       if (absl::Status r = ResumeAt(*resumed, &epoch); !r.ok()) return r;
       continue;
     }
+    resume_ = JobPosition();
     if (absl::Status check = CheckEpochCoverage(result); !check.ok()) {
       return check;
     }
@@ -439,11 +491,54 @@ absl::Status TrainingJob::TrainEpochs(JobPosition position) {
     if (absl::Status s = ServeCommands(epoch); !s.ok()) return s;
   }
   if (control_.stop_requested()) {
+    stopped_early_ = epoch <= epochs;
+    // A stop at an epoch's boundary keeps the epochs trained since the
+    // last checkpoint too.
+    if (stopped_early_ && checkpointer_ != nullptr &&
+        last_checkpoint_step_ != runner_->next_step()) {
+      if (absl::StatusOr<std::string> saved =
+              SaveCheckpoint(PositionAfter(epoch));
+          !saved.ok()) {
+        metrics_->RecordWriteFailure(absl::StrCat(
+            "checkpoint at the stop failed: ", saved.status().message()));
+      }
+    }
     std::fprintf(out_, "stopped by the operator (%s) after %lld steps\n",
                  control_.stop_reason().c_str(),
                  static_cast<long long>(coordinator_->steps_done()));
     std::fflush(out_);
   }
+  return absl::OkStatus();
+}
+
+absl::Status TrainingJob::StopInsideEpoch(int epoch, int64_t planned,
+                                          int64_t done, EpochResult result) {
+  stopped_early_ = true;
+  result.stopped = true;
+  result.planned_steps = planned;
+  JobPosition at = PositionAfter(epoch);
+  at.next_step_in_epoch = done;
+  at.progress = ProgressOf(result);
+  std::string where = absl::StrFormat("at step %lld of %lld of epoch %d",
+                                      static_cast<long long>(done),
+                                      static_cast<long long>(planned), epoch);
+  if (checkpointer_ != nullptr || control_.checkpoint_wanted()) {
+    absl::StatusOr<std::string> saved = SaveCheckpoint(at);
+    if (saved.ok()) {
+      absl::StrAppend(&where, "; checkpoint ", *saved,
+                      " resumes the epoch there");
+    } else {
+      metrics_->RecordWriteFailure(absl::StrCat(
+          "checkpoint ", where, " failed: ", saved.status().message()));
+    }
+  }
+  std::fprintf(out_, "stopped by the operator (%s) %s (job step %lld)\n",
+               control_.stop_reason().c_str(), where.c_str(),
+               static_cast<long long>(runner_->next_step()));
+  std::fflush(out_);
+  // The summary counts what was trained; the epoch gets its metrics line
+  // once it is finished, by the run that resumes it.
+  results_.push_back(std::move(result));
   return absl::OkStatus();
 }
 
@@ -495,10 +590,21 @@ absl::Status TrainingJob::RunJob() {
                            : [this](absl::Status failure) {
                                coordinator_->Abort(std::move(failure));
                              });
+  // In lockstep modes the plan holds one step per worker and global step;
+  // a user counts global steps of the global batch.
+  const int64_t workers = static_cast<int64_t>(workers_.size());
   LOG(INFO) << "training on " << train_examples_ << " examples, "
-            << data_->steps_per_epoch() << " steps per epoch, batch "
-            << job_.schedule().batch_size() << ", testing on "
-            << test_examples_;
+            << (mode_.lockstep()
+                    ? absl::StrCat(
+                          (data_->steps_per_epoch() + workers - 1) / workers,
+                          " global steps per epoch, global batch ",
+                          job_.schedule().batch_size(), " (",
+                          job_.schedule().batch_size() / workers,
+                          " per worker)")
+                    : absl::StrCat(data_->steps_per_epoch(),
+                                   " steps per epoch, batch ",
+                                   job_.schedule().batch_size()))
+            << ", testing on " << test_examples_;
   return TrainEpochs(position);
 }
 

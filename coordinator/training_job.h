@@ -94,10 +94,18 @@ class TrainingJob {
   JobControl* control() { return &control_; }
   // Stops the job after the steps in flight; any thread.
   void Stop(const std::string& reason);
+  // After Run: whether an operator's stop ended the job before its epochs
+  // were all trained.
+  bool stopped_early() const { return stopped_early_; }
 
  private:
   absl::Status RunJob();
   absl::Status TrainEpochs(JobPosition position);
+  // The end of a job stopped inside epoch `epoch` after `done` of its
+  // `planned` steps, which trained `result`: a checkpoint there (which a
+  // restarted job resumes mid-epoch) and the summary's row.
+  absl::Status StopInsideEpoch(int epoch, int64_t planned, int64_t done,
+                               EpochResult result);
   absl::Status CreateVariables();
   // --evaluate_only: restores the newest checkpoint and evaluates it.
   absl::Status EvaluateCheckpoint();
@@ -171,8 +179,12 @@ class TrainingJob {
   // Steps of a started epoch that extra steps have not used yet.
   std::deque<PlannedStep> extra_plan_;
   int64_t extra_steps_run_ = 0;
-  // While extra steps run, a stop waits for the next step boundary.
-  std::atomic<bool> in_extra_steps_{false};
+  // While steps run, a stop waits for the next step boundary.
+  std::atomic<bool> in_steps_{false};
+  // Where the job resumed (a checkpoint inside an epoch: its steps done).
+  JobPosition resume_;
+  bool stopped_early_ = false;
+  int64_t last_checkpoint_step_ = -1;
   std::vector<EpochResult> results_;
 };
 

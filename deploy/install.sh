@@ -15,6 +15,7 @@ PACKAGES=(
   python3-venv
   dataset-fashion-mnist
   openssl libssl-dev
+  patchelf
   iproute2 nftables iptables iputils-ping libnetfilter-queue-dev
 )
 

@@ -8,7 +8,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash deploy/install.sh
-bash deploy/build.sh
+# Only what the main job runs (the launcher and the three roles), not the
+# tests and tools: deploy/test.sh builds everything.
+bash deploy/build.sh --target tessera_local tessera_ps tessera_worker \
+  tessera_coordinator
 BUILD_DIR="${TESSERA_BUILD_DIR:-build}"
 exec "$BUILD_DIR/deploy/local/tessera_local" --num_ps=2 --num_workers=2 \
   --data_plane="${TESSERA_DATA_PLANE:-tcp}" -- --epochs=10 "$@"

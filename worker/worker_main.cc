@@ -32,8 +32,9 @@ DEFINE_string(data_plane, "tcp",
               "How dense tensors and embedding rows travel between this "
               "worker and the parameter servers: tcp (the TCP data plane "
               "each server announces, authenticated with the job token, and "
-              "TLS with --tls_*; DESIGN.md, \"Bytes and control travel "
-              "apart\") or grpc (the ParameterServer calls, the fallback).");
+              "TLS with --tls_*; docs/design.md, \"Bytes and control "
+              "travel apart\") or grpc (the ParameterServer calls, the "
+              "fallback).");
 
 int main(int argc, char** argv) {
   tessera::ProcessStart start = tessera::StartProcess(

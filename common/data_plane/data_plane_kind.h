@@ -1,6 +1,6 @@
 // Which transport carries a worker's tensor bytes: the gRPC calls of the
 // ParameterServer service, or the plain TCP data plane that service
-// announces (DESIGN.md, "Bytes and control travel apart"). Mains parse
+// announces (docs/design.md, "Bytes and control travel apart"). Mains parse
 // --data_plane with ParseDataPlaneKind and pass the result down.
 #ifndef TESSERA_COMMON_DATA_PLANE_DATA_PLANE_KIND_H_
 #define TESSERA_COMMON_DATA_PLANE_DATA_PLANE_KIND_H_

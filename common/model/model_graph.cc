@@ -64,12 +64,22 @@ absl::Status AddInputs(const ModelDef& model, ModelGraph* graph) {
 // one, else an input nobody writes.
 absl::Status Order(const ModelDef& model, ModelGraph* graph) {
   const int n = model.layers_size();
-  absl::flat_hash_map<std::string, int> writer;
+  // Names first: two layers of one name also write one tensor, and the
+  // name is what the user repeated.
+  absl::flat_hash_set<std::string> names;
   for (int i = 0; i < n; ++i) {
     const LayerDef& layer = model.layers(i);
     if (layer.name().empty()) {
       return Invalid(absl::StrCat("layer ", i, " has no name"));
     }
+    if (!names.insert(layer.name()).second) {
+      return Invalid(absl::StrCat("two layers are named \"", layer.name(),
+                                  "\": give each layer its own name"));
+    }
+  }
+  absl::flat_hash_map<std::string, int> writer;
+  for (int i = 0; i < n; ++i) {
+    const LayerDef& layer = model.layers(i);
     const std::string& out = layer.output();
     if (graph->tensors.contains(out) || !writer.emplace(out, i).second) {
       return Invalid(absl::StrCat(
@@ -79,13 +89,6 @@ absl::Status Order(const ModelDef& model, ModelGraph* graph) {
               ? "an input"
               : absl::StrCat("layer \"", model.layers(writer[out]).name(),
                              "\"")));
-    }
-  }
-  absl::flat_hash_set<std::string> names;
-  for (const LayerDef& layer : model.layers()) {
-    if (!names.insert(layer.name()).second) {
-      return Invalid(
-          absl::StrCat("two layers are named \"", layer.name(), "\""));
     }
   }
   std::vector<int> pending(n, 0);
@@ -155,6 +158,13 @@ absl::Status Order(const ModelDef& model, ModelGraph* graph) {
 
 absl::Status CheckLoss(const ModelDef& model, const ModelGraph& graph) {
   const LossDef& loss = model.loss();
+  if (loss.input().empty()) {
+    return Invalid(absl::StrCat(
+        model.has_loss() ? "the loss names no input tensor"
+                         : "the model has no loss",
+        ": add loss { kind: SOFTMAX_CROSS_ENTROPY (or SIGMOID_CROSS_ENTROPY, "
+        "MEAN_SQUARED_ERROR) input: \"<the logits layer's output>\" }"));
+  }
   auto it = graph.tensors.find(loss.input());
   if (it == graph.tensors.end()) {
     return Invalid(absl::StrCat("loss reads tensor \"", loss.input(),

@@ -3,13 +3,12 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "google/protobuf/text_format.h"
+#include "common/model/every_field_text.h"
 
 namespace tessera {
 
 std::string FormatModelSummary(const ModelGraph& graph) {
-  std::string text;
-  google::protobuf::TextFormat::PrintToString(graph.resolved, &text);
+  const std::string text = EveryFieldText(graph.resolved);
   std::string out =
       absl::StrCat("model, every default written out:\n", text,
                    absl::StrFormat("\n%-20s %-16s %-16s %14s\n", "layer",

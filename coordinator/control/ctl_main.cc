@@ -7,8 +7,10 @@
 //   tessera_ctl --coordinator=HOST:PORT stop [REASON] stop cleanly
 //
 // Calls carry the job's token (--job_token_file or $TESSERA_JOB_TOKEN) like
-// every other process of the job. Exit status: 0, 1 when the coordinator
-// refused or failed the command, 2 for a bad command line.
+// every other process of the job. Exit codes as every tool's
+// (common/exit_code.h): 0, 1 when the coordinator could not be reached or
+// failed the command, 2 for a bad command line, a wrong address (a process
+// that is not a coordinator) or a refused token.
 
 #include <cstdio>
 #include <string>
@@ -16,6 +18,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/command_line.h"
+#include "common/exit_code.h"
 #include "common/grpc_channel.h"
 #include "common/grpc_status.h"
 #include "common/rpc_auth.h"
@@ -78,19 +81,46 @@ void PrintStatus(const JobStatus& s) {
 }
 
 int Fail(const grpc::Status& status, const char* what) {
-  std::fprintf(stderr, "tessera_ctl %s: %s\n", what,
-               FromGrpcStatus(status, FLAGS_coordinator).ToString().c_str());
-  return 1;
+  absl::Status s = FromGrpcStatus(status, FLAGS_coordinator);
+  if (absl::IsUnimplemented(s)) {
+    // gRPC's own answer for a service the server does not have is an empty
+    // UNIMPLEMENTED: the address is another process of the job.
+    s = absl::UnimplementedError(absl::StrCat(
+        FLAGS_coordinator,
+        " does not serve the coordinator's control service (is it a "
+        "parameter server or a worker? --coordinator takes the chief's "
+        "address)",
+        status.error_message().empty() ? "" : ": ", status.error_message()));
+  }
+  std::fprintf(stderr, "tessera_ctl %s: %s\n", what, s.ToString().c_str());
+  return ExitCodeFor(s);
+}
+
+// A count after "schedule" that gflags would take for a flag ("-5"): said
+// in the command's words before flags are parsed. Empty when there is none.
+std::string NegativeCountError(int argc, char** argv) {
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::string(argv[i]) == "--") break;
+    int64_t steps = 0;
+    if (std::string(argv[i]) == "schedule" &&
+        absl::SimpleAtoi(argv[i + 1], &steps) && steps <= 0) {
+      return absl::StrCat(
+          "tessera_ctl schedule: the number of steps must be a positive "
+          "integer, got ",
+          argv[i + 1]);
+    }
+  }
+  return "";
 }
 
 int Run(int argc, char** argv, const ChannelSecurity& security) {
   if (FLAGS_coordinator.empty() || argc < 2) {
     std::fprintf(stderr, "%s\n", gflags::ProgramUsage());
-    return 2;
+    return kExitUserError;
   }
   if (absl::Status s = CheckTimeoutSeconds("--wait_s", FLAGS_wait_s); !s.ok()) {
     std::fprintf(stderr, "tessera_ctl: %s\n", std::string(s.message()).c_str());
-    return 2;
+    return kExitUserError;
   }
   const std::string command = argv[1];
   std::unique_ptr<Coordinator::Stub> stub =
@@ -108,8 +138,10 @@ int Run(int argc, char** argv, const ChannelSecurity& security) {
     int64_t steps = 0;
     if (argc != 3 || !absl::SimpleAtoi(argv[2], &steps) || steps <= 0) {
       std::fprintf(stderr,
-                   "tessera_ctl schedule: give a number of steps > 0\n");
-      return 2;
+                   "tessera_ctl schedule: the number of steps must be a "
+                   "positive integer, got %s\n",
+                   argc < 3 ? "none" : argv[2]);
+      return kExitUserError;
     }
     SetDeadline(&context, 10);
     ScheduleStepsRequest request;
@@ -154,7 +186,7 @@ int Run(int argc, char** argv, const ChannelSecurity& security) {
   }
   std::fprintf(stderr, "tessera_ctl: unknown command '%s'\n%s\n",
                command.c_str(), gflags::ProgramUsage());
-  return 2;
+  return kExitUserError;
 }
 
 }  // namespace
@@ -164,6 +196,11 @@ int main(int argc, char** argv) {
   gflags::SetUsageMessage(
       "tessera_ctl --coordinator=HOST:PORT "
       "status|schedule N|join|checkpoint|stop [REASON]");
+  if (const std::string error = tessera::NegativeCountError(argc, argv);
+      !error.empty()) {
+    std::fprintf(stderr, "%s\n", error.c_str());
+    return tessera::kExitUserError;
+  }
   tessera::ParseCommandLineOrExit(&argc, &argv);
   // The job token and the TLS flags, checked before any call: incomplete
   // TLS flags are a command-line error, not a connection to try anyway.
@@ -172,7 +209,7 @@ int main(int argc, char** argv) {
   if (!security.ok()) {
     std::fprintf(stderr, "tessera_ctl: %s\n",
                  std::string(security.status().message()).c_str());
-    return 2;
+    return tessera::kExitUserError;
   }
   return tessera::Run(argc, argv, *security);
 }

@@ -34,7 +34,16 @@ struct EpochResult {
   int64_t late_shards = 0;
   // Streamed data with skip_bad_records: records skipped, not trained on.
   int64_t bad_records = 0;
+  // An epoch the operator stopped (tessera_ctl stop): its steps so far,
+  // not evaluated; `planned_steps` is the whole epoch's.
+  bool stopped = false;
+  int64_t planned_steps = 0;
 };
+
+// Adds the training figures of `part` (a run of some of an epoch's or
+// extra steps' steps) to `total`: steps, examples, the mean loss and
+// accuracy weighted by them, seconds, staleness, late and bad counts.
+void AddEpochPart(const EpochResult& part, EpochResult* total);
 
 }  // namespace tessera
 

@@ -15,6 +15,7 @@ std::string BestAuc(double best_auc, const char* unknown) {
 }
 
 std::string RowLabel(const EpochResult& r) {
+  if (r.stopped) return absl::StrCat(r.epoch, " (stopped)");
   return r.extra_steps.empty() ? absl::StrCat(r.epoch) : r.extra_steps;
 }
 
@@ -51,14 +52,24 @@ void PrintSummary(std::FILE* out, const JobSummary& s) {
   int64_t examples = 0, bad_records = 0;
   double train_seconds = 0;
   int epochs = 0;
+  const EpochResult* evaluated = nullptr;  // the last row with test metrics
+  const EpochResult* stopped = nullptr;
   for (const EpochResult& r : s.results) {
-    std::fprintf(out, "%-13s %10.4f %11.4f %10.4f %10.4f %10.0f %8.1f\n",
-                 RowLabel(r).c_str(), r.train_loss, r.train_accuracy,
-                 r.test_loss, r.test_accuracy, r.examples_per_second,
-                 r.seconds);
+    if (r.stopped) {
+      std::fprintf(out, "%-13s %10.4f %11.4f %10s %10s %10.0f %8.1f\n",
+                   RowLabel(r).c_str(), r.train_loss, r.train_accuracy, "-",
+                   "-", r.examples_per_second, r.seconds);
+      stopped = &r;
+    } else {
+      std::fprintf(out, "%-13s %10.4f %11.4f %10.4f %10.4f %10.0f %8.1f\n",
+                   RowLabel(r).c_str(), r.train_loss, r.train_accuracy,
+                   r.test_loss, r.test_accuracy, r.examples_per_second,
+                   r.seconds);
+      evaluated = &r;
+    }
     examples += r.examples;
     train_seconds += r.seconds;
-    epochs += r.extra_steps.empty() ? 1 : 0;
+    epochs += r.extra_steps.empty() && !r.stopped ? 1 : 0;
     bad_records += r.bad_records;
   }
   if (s.results.empty()) {
@@ -67,18 +78,31 @@ void PrintSummary(std::FILE* out, const JobSummary& s) {
     std::fflush(out);
     return;
   }
-  const EpochResult& last = s.results.back();
-  const std::string after =
-      last.extra_steps.empty()
+  std::string after =
+      evaluated == nullptr || evaluated->extra_steps.empty()
           ? absl::StrCat(epochs, " epochs")
-          : absl::StrCat(epochs, " epochs and extra ", last.extra_steps);
+          : absl::StrCat(epochs, " epochs and extra ", evaluated->extra_steps);
+  if (stopped != nullptr) {
+    absl::StrAppendFormat(&after,
+                          " and %lld of the %lld steps of epoch %d (stopped "
+                          "by the operator)",
+                          static_cast<long long>(stopped->steps),
+                          static_cast<long long>(stopped->planned_steps),
+                          stopped->epoch);
+  }
+  const std::string accuracy = evaluated == nullptr
+                                   ? std::string("no test accuracy yet")
+                                   : absl::StrFormat("final test accuracy %.4f",
+                                                     evaluated->test_accuracy);
   std::fprintf(
       out,
-      "\nfinal test accuracy %.4f after %s; %lld examples in %.1f s of "
+      "\n%s after %s; %lld examples in %.1f s of "
       "training (%.0f examples/s); wall time %.1f s; %lld steps re-run\n",
-      last.test_accuracy, after.c_str(), static_cast<long long>(examples),
+      accuracy.c_str(), after.c_str(), static_cast<long long>(examples),
       train_seconds, examples / std::max(1e-9, train_seconds),
       absl::ToDoubleSeconds(s.wall), static_cast<long long>(s.steps_rerun));
+  const EpochResult& last =
+      evaluated != nullptr ? *evaluated : s.results.back();
   if (last.auc >= 0) {
     std::fprintf(
         out, "final test AUC %.4f, best achievable %s, log loss %.4f\n",

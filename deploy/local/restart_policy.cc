@@ -30,7 +30,8 @@ std::string DeathCause(const ExitStatus& status) {
 
 bool RestartPolicy::WouldRestart(const ChildExit& exit) const {
   return !exit.status.success() &&
-         (exit.status.signaled || exit.status.code != kConfigErrorExitCode) &&
+         (exit.status.signaled || (exit.status.code != kConfigErrorExitCode &&
+                                   exit.status.code != kStoppedExitCode)) &&
          restarts(exit.name) < max_restarts_;
 }
 
@@ -42,7 +43,8 @@ RestartPolicy::Decision RestartPolicy::OnExit(const ChildExit& exit) {
     decision.outcome = Outcome::kFinished;
     return decision;
   }
-  if (!exit.status.signaled && exit.status.code == kConfigErrorExitCode) {
+  if (!exit.status.signaled && (exit.status.code == kConfigErrorExitCode ||
+                                exit.status.code == kStoppedExitCode)) {
     decision.outcome = Outcome::kNotRestartable;
     return decision;
   }

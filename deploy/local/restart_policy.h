@@ -9,10 +9,11 @@
 //  - exit code 0: the child finished; never restarted (kFinished).
 //  - exit code kConfigErrorExitCode (2, the Tessera binaries' code for a bad
 //    command line or configuration): the same command line would fail the
-//    same way, so it is not restarted (kNotRestartable).
+//    same way, so it is not restarted (kNotRestartable); nor is
+//    kStoppedExitCode (3, a job an operator stopped).
 //  - a signal or any other code: restarted with the spec it was first
 //    started with, its log appended to after a separator line
-//    "=== restart N after signal 9 ===" (or "... after exit code 3 ==="), at
+//    "=== restart N after signal 9 ===" (or "... after exit code 1 ==="), at
 //    most `max_restarts` times per child (kRestarted); after that
 //    kExhausted. kStartFailed, with the status, when the new start fails.
 //
@@ -27,12 +28,16 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "common/exit_code.h"
 #include "deploy/local/process_group.h"
 
 namespace tessera {
 
-// What the binaries return for a bad command line or configuration.
-inline constexpr int kConfigErrorExitCode = 2;
+// What the binaries return for a bad command line, configuration or path.
+inline constexpr int kConfigErrorExitCode = kExitUserError;
+// What the coordinator returns when an operator stopped the job before its
+// epochs were all trained.
+inline constexpr int kStoppedExitCode = kExitStopped;
 
 // "signal 9" or "exit code 3": how `status` ended, in few words.
 std::string DeathCause(const ExitStatus& status);

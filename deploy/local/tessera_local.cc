@@ -33,11 +33,15 @@
 // its newest checkpoint; a restarted parameter server is restored by the
 // coordinator. RestartPolicy (deploy/local/restart_policy.h) has the rule.
 //
-// Exit status: 0 when the coordinator succeeds; 1 when it fails, when a
-// parameter server or worker dies before it finishes and cannot be
-// restarted (no restarts left, or exit code 2), or when the cluster cannot
-// be started; 130 when interrupted by SIGINT, SIGTERM or SIGHUP. In every
-// case all started processes are stopped before the launcher exits.
+// Exit status (common/exit_code.h, docs/exit_codes.md): 0 when the
+// coordinator succeeds; 3 when an operator stopped the job
+// before its epochs were all trained (tessera_ctl stop); 2 for a mistake in the
+// launcher's flags or paths, or when the coordinator or another process exited
+// 2 (a bad job, a data file that is not there); 1 when the coordinator fails
+// otherwise, when a parameter server or worker dies before it finishes and
+// cannot be restarted (no restarts left), or when the cluster cannot be
+// started; 130 when interrupted by SIGINT, SIGTERM or SIGHUP. In every case all
+// started processes are stopped before the launcher exits.
 
 #include <errno.h>
 #include <fcntl.h>
@@ -68,10 +72,12 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/command_line.h"
 #include "common/data_plane/data_plane_kind.h"
+#include "common/exit_code.h"
 #include "common/rpc_auth.h"
 #include "common/security_flags.h"
 #include "common/tls_credentials.h"
@@ -104,8 +110,10 @@ DEFINE_string(run_dir, "",
               "runs/<YYYYmmdd-HHMMSS> under the current directory.");
 DEFINE_string(bin_dir, "",
               "Build root holding ps_server/tessera_ps, worker/tessera_worker "
-              "and coordinator/tessera_coordinator. Default: the build root "
-              "this binary lives in (<build>/deploy/local/tessera_local).");
+              "and coordinator/tessera_coordinator, or a bundle's bin/ "
+              "folder holding them all. Default: the bin/ folder this binary "
+              "is in, or the build root it lives in "
+              "(<build>/deploy/local/tessera_local).");
 DEFINE_int32(grace_period_s, 15,
              "Seconds processes get to exit by themselves after the "
              "coordinator finishes, and to exit after SIGTERM before they are "
@@ -118,8 +126,7 @@ DEFINE_int32(max_restarts, 3,
 namespace tessera {
 namespace {
 
-constexpr int kExitFailure = 1;
-constexpr int kExitInterrupted = 130;
+constexpr int kExitFailure = kExitRetryable;
 constexpr int kTailLines = 20;
 constexpr char kHost[] = "127.0.0.1";
 constexpr char kChiefName[] = "chief";
@@ -288,8 +295,10 @@ absl::StatusOr<std::string> MakeRunDir(const std::string& flag) {
     }
   }
   if (error) {
-    return absl::InternalError(absl::StrCat(
-        "cannot create run folder ", dir.string(), ": ", error.message()));
+    // errno's code: a --run_dir under a file or a folder the user may not
+    // write is their mistake (exit 2), a full disk is not.
+    return absl::ErrnoToStatus(
+        error.value(), absl::StrCat("cannot create run folder ", dir.string()));
   }
   return dir.lexically_normal().string();
 }
@@ -305,9 +314,10 @@ absl::Status CheckBinaries(const std::vector<std::string>& binaries) {
     }
   }
   if (problems.empty()) return absl::OkStatus();
-  return absl::NotFoundError(
-      absl::StrCat("cannot run ", absl::StrJoin(problems, ", "),
-                   "; build them first or point --bin_dir at the build root"));
+  return absl::NotFoundError(absl::StrCat(
+      "cannot run ", absl::StrJoin(problems, ", "),
+      "; build them first or point --bin_dir at the build root (or a "
+      "bundle's bin/)"));
 }
 
 absl::Status WriteFile(const std::string& path, const std::string& contents) {
@@ -388,8 +398,15 @@ class Launcher {
   // Waits up to `settle` for a process to exit cleanly and returns it; other
   // exits seen meanwhile are set aside for NextExit.
   std::optional<ChildExit> AwaitCleanExit(absl::Duration settle);
+  // Runs the coordinator's --dry_run on the cluster about to start. Returns
+  // an exit code when the launcher is done (the user asked for the dry run,
+  // or the coordinator refused the job: refused once, before any process
+  // starts, with the coordinator's own words), nullopt to go on.
+  std::optional<int> Preflight();
   int Supervise();
-  int Succeed();
+  // The coordinator ended with `code`: 0, or kStoppedExitCode for a job an
+  // operator stopped, which the launcher exits with too.
+  int Succeed(int code = 0);
   int Fail(const ChildExit& dead, absl::string_view why);
   int Interrupted();
   void StopEveryone();
@@ -424,9 +441,9 @@ absl::Status Launcher::Prepare() {
     if (!inferred.ok()) return inferred.status();
     bin_dir = *inferred;
   }
-  const std::string ps_bin = bin_dir + "/ps_server/tessera_ps";
-  const std::string worker_bin = bin_dir + "/worker/tessera_worker";
-  const std::string chief_bin = bin_dir + "/coordinator/tessera_coordinator";
+  const std::string ps_bin = BinaryUnder(bin_dir, "tessera_ps");
+  const std::string worker_bin = BinaryUnder(bin_dir, "tessera_worker");
+  const std::string chief_bin = BinaryUnder(bin_dir, "tessera_coordinator");
   if (absl::Status status = CheckBinaries({ps_bin, worker_bin, chief_bin});
       !status.ok()) {
     return status;
@@ -497,8 +514,7 @@ absl::Status Launcher::Prepare() {
   members_.push_back(
       {kChiefName, "chief", 0, address(0), chief_bin, std::move(chief_args)});
   if (FLAGS_evaluator) {
-    const std::string evaluator_bin =
-        bin_dir + "/worker/evaluate/tessera_evaluator";
+    const std::string evaluator_bin = BinaryUnder(bin_dir, "tessera_evaluator");
     if (absl::Status status = CheckBinaries({evaluator_bin}); !status.ok()) {
       return status;
     }
@@ -605,13 +621,86 @@ absl::Status Launcher::StartAll() {
   return absl::OkStatus();
 }
 
+// Whether the coordinator's flags ask for --dry_run (gflags spellings:
+// -dry_run, --dry_run, --dry_run=true/1/yes, --nodry_run; the last wins).
+bool AsksForDryRun(const std::vector<std::string>& args) {
+  bool dry_run = false;
+  for (const std::string& arg : args) {
+    if (arg == "--") break;
+    absl::string_view flag = arg;
+    if (!absl::ConsumePrefix(&flag, "--")) absl::ConsumePrefix(&flag, "-");
+    if (flag == "dry_run") {
+      dry_run = true;
+    } else if (flag == "nodry_run") {
+      dry_run = false;
+    } else if (absl::ConsumePrefix(&flag, "dry_run=")) {
+      dry_run = flag == "true" || flag == "1" || flag == "yes" || flag == "t" ||
+                flag == "y";
+    }
+  }
+  return dry_run;
+}
+
+std::optional<int> Launcher::Preflight() {
+  const bool dry_run = AsksForDryRun(coordinator_args_);
+  const Member* chief = MemberNamed(kChiefName);
+  ChildSpec spec;
+  spec.name = "preflight";
+  spec.binary = chief->binary;
+  spec.args = chief->args;
+  spec.args.push_back("--dry_run");
+  spec.env.emplace_back(
+      "TF_CONFIG", nlohmann::json{{"cluster", cluster_},
+                                  {"task", {{"type", "chief"}, {"index", 0}}}}
+                       .dump());
+  spec.env.emplace_back("GLOG_logtostderr", "1");
+  spec.log_path = run_dir_ + "/preflight.log";
+  absl::StatusOr<pid_t> pid = group_.Start(spec);
+  if (!pid.ok()) {
+    Complain("tessera_local: %s\n", pid.status().message());
+    return kExitFailure;
+  }
+  std::optional<ChildExit> exit;
+  while (!(exit = group_.WaitAny(kTick)).has_value()) {
+    if (signals_->count() > 0) return Interrupted();
+  }
+  std::string output;
+  {
+    std::ifstream in(spec.log_path, std::ios::binary);
+    output.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  if (dry_run) {
+    std::fwrite(output.data(), 1, output.size(), stdout);
+    std::fflush(stdout);
+    // A dry run leaves nothing behind but what the user asked to keep.
+    if (FLAGS_run_dir.empty()) {
+      std::error_code error;
+      std::filesystem::remove_all(run_dir_, error);
+    }
+    if (exit->status.success()) return 0;
+    return !exit->status.signaled && exit->status.code == kConfigErrorExitCode
+               ? kConfigErrorExitCode
+               : kExitFailure;
+  }
+  if (exit->status.success()) return std::nullopt;
+  Complain("%s", output);
+  Complain(
+      "tessera_local: the coordinator's check of the job %s; nothing was "
+      "started (its output is in %s)\n",
+      exit->status.ToString(), spec.log_path);
+  return !exit->status.signaled && exit->status.code == kConfigErrorExitCode
+             ? kConfigErrorExitCode
+             : kExitFailure;
+}
+
 int Launcher::Run() {
   if (absl::Status status = Prepare(); !status.ok()) {
     Complain("tessera_local: %s\n", status.message());
-    // A mistake in the launcher's flags, as every binary reports one.
-    return absl::IsInvalidArgument(status) ? kConfigErrorExitCode
-                                           : kExitFailure;
+    // A mistake in the launcher's flags or paths, as every binary reports
+    // one.
+    return ExitCodeFor(status);
   }
+  if (std::optional<int> done = Preflight(); done.has_value()) return *done;
   if (absl::Status status = StartAll(); !status.ok()) {
     if (signals_->count() > 0) return Interrupted();
     Complain("tessera_local: %s\n", status.ToString());
@@ -665,6 +754,9 @@ int Launcher::Supervise() {
     }
     if (exit->name == kChiefName) {
       if (exit->status.success()) return Succeed();
+      if (!exit->status.signaled && exit->status.code == kStoppedExitCode) {
+        return Succeed(kStoppedExitCode);
+      }
       // The servers' clean exits may trail a coordinator that shut them
       // down and then exited by itself; one killed by a signal did not.
       if (restartable && !exit->status.signaled &&
@@ -753,7 +845,7 @@ bool Launcher::TryRestart(const ChildExit& exit, std::string* why) {
   return false;
 }
 
-int Launcher::Succeed() {
+int Launcher::Succeed(int code) {
   chief_echo_->Stop();
   Say("tessera_local: coordinator finished; waiting up to %ds for the other "
       "processes to exit\n",
@@ -783,6 +875,12 @@ int Launcher::Succeed() {
   }
   StopEveryone();
   if (signals_->count() > 0) return Interrupted();
+  if (code == kStoppedExitCode) {
+    Say("tessera_local: stopped by the operator before the job's end; logs, "
+        "metrics and checkpoints in %s\n",
+        run_dir_);
+    return kStoppedExitCode;
+  }
   Say("tessera_local: done; logs and metrics in %s\n", run_dir_);
   return 0;
 }
@@ -858,13 +956,13 @@ int main(int argc, char** argv) {
     absl::FPrintF(stderr,
                   "tessera_local: need --num_ps >= 0, --num_workers >= 1, "
                   "--grace_period_s >= 0 and --max_restarts >= 0\n");
-    return tessera::kExitFailure;
+    return tessera::kExitUserError;
   }
   if (!FLAGS_data_plane.empty()) {
     if (absl::Status s = tessera::ParseDataPlaneKind(FLAGS_data_plane).status();
         !s.ok()) {
       absl::FPrintF(stderr, "tessera_local: %s\n", s.message());
-      return tessera::kExitFailure;
+      return tessera::kExitUserError;
     }
   }
   // The first thread of the process, so every later one (the coordinator

@@ -7,11 +7,10 @@
 //
 //   srun tessera_slurm_task --slurm_jobs=chief:1,ps:2,worker:4 -- --epochs=10
 //
-//   chief  -> <bin_dir>/coordinator/tessera_coordinator, with the arguments
-//             after "--";
-//   ps     -> <bin_dir>/ps_server/tessera_ps;
-//   worker -> <bin_dir>/worker/tessera_worker;
-//   evaluator -> <bin_dir>/worker/evaluate/tessera_evaluator, watching the
+//   chief  -> tessera_coordinator, with the arguments after "--";
+//   ps     -> tessera_ps;
+//   worker -> tessera_worker;
+//   evaluator -> tessera_evaluator, watching the
 //             --checkpoint_dir (and writing into the --run_dir) of the
 //             arguments after "--", which must name a checkpoint folder
 //             every node shares.
@@ -60,8 +59,9 @@
 
 DEFINE_string(bin_dir, "",
               "Build root holding coordinator/tessera_coordinator, "
-              "ps_server/tessera_ps and worker/tessera_worker. Default: the "
-              "build root this binary lives in "
+              "ps_server/tessera_ps and worker/tessera_worker, or a bundle's "
+              "bin/ folder holding them all. Default: the bin/ folder this "
+              "binary is in, or the build root it lives in "
               "(<build>/deploy/slurm/tessera_slurm_task).");
 
 namespace tessera {
@@ -86,12 +86,12 @@ absl::StatusOr<std::string> BinDir() {
   return BuildRootOfThisLauncher();
 }
 
-// The binary below the build root that runs tasks of `type`.
+// The binary that runs tasks of `type` (found with BinaryUnder).
 absl::StatusOr<std::string> BinaryFor(absl::string_view type) {
-  if (type == "chief") return "coordinator/tessera_coordinator";
-  if (type == "ps") return "ps_server/tessera_ps";
-  if (type == "worker") return "worker/tessera_worker";
-  if (type == "evaluator") return "worker/evaluate/tessera_evaluator";
+  if (type == "chief") return "tessera_coordinator";
+  if (type == "ps") return "tessera_ps";
+  if (type == "worker") return "tessera_worker";
+  if (type == "evaluator") return "tessera_evaluator";
   return absl::InvalidArgumentError(absl::StrCat(
       "no Tessera binary runs tasks of type \"", type,
       "\"; --slurm_jobs may name chief, ps, worker and evaluator"));
@@ -136,11 +136,11 @@ absl::StatusOr<ClusterSpec> ResolveFromSlurm() {
 // The command line (binary first) this task runs.
 absl::StatusOr<std::vector<std::string>> CommandLine(
     const ClusterSpec& cluster, const std::vector<std::string>& chief_args) {
-  absl::StatusOr<std::string> relative = BinaryFor(cluster.task().type);
-  if (!relative.ok()) return relative.status();
+  absl::StatusOr<std::string> name = BinaryFor(cluster.task().type);
+  if (!name.ok()) return name.status();
   absl::StatusOr<std::string> bin_dir = BinDir();
   if (!bin_dir.ok()) return bin_dir.status();
-  std::vector<std::string> line = {absl::StrCat(*bin_dir, "/", *relative)};
+  std::vector<std::string> line = {BinaryUnder(*bin_dir, *name)};
   if (cluster.task().type == "evaluator") {
     // It talks to no task: it reads the checkpoints the coordinator writes.
     const std::string checkpoints =
@@ -195,7 +195,8 @@ absl::Status Exec(const ClusterSpec& cluster,
   execv(argv[0], argv.data());
   return absl::NotFoundError(absl::StrCat(
       "cannot run ", line[0], ": ", std::strerror(errno),
-      "; build it (deploy/build.sh) or point --bin_dir at the build root"));
+      "; build it (deploy/build.sh) or point --bin_dir at the build root (or "
+      "a bundle's bin/)"));
 }
 
 }  // namespace

@@ -33,8 +33,8 @@ struct DensePlaneServerOptions {
   std::optional<TlsFiles> tls;
 };
 
-// A parameter server's TCP data plane (DESIGN.md, "Bytes and control
-// travel apart"): dense pulls and pushes of the same shards the gRPC
+// A parameter server's TCP data plane (docs/design.md, "Bytes and
+// control travel apart"): dense pulls and pushes of the same shards the gRPC
 // service holds, framed as ps_server/data_plane/dense_wire.h says, one
 // thread per connection. The same connections carry sparse row pulls and
 // pushes, which RowPlaneService serves (row_wire.h).

@@ -25,6 +25,7 @@ using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::EndsWith;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // Every test runs with the flags restored afterwards.
 class JobConfigTest : public ::testing::Test {
@@ -166,6 +167,25 @@ TEST_F(JobConfigTest, MalformedJobFileNamesFileAndLine) {
       WriteFile("unknown.txt", "mode: \"async\"\n\nno_such_field: 1\n");
   EXPECT_THAT(ReadJobFile(unknown).status().message(),
               AllOf(HasSubstr(unknown), HasSubstr("line 3")));
+}
+
+TEST_F(JobConfigTest, UnknownDataFormatInAJobFileNamesTheField) {
+  const std::string path =
+      WriteFile("parquet", R"pb(data { format: "parquet" })pb");
+  gflags::SetCommandLineOption("job_file", path.c_str());
+  absl::StatusOr<JobConfig> job = JobConfigFromFlags();
+  EXPECT_EQ(job.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string message(job.status().message());
+  // Not the flag the user never gave: the file and its field.
+  EXPECT_THAT(message, Not(HasSubstr("--data_format")));
+  EXPECT_THAT(message,
+              HasSubstr(absl::StrCat("job file ", path, ": data { format }")));
+  EXPECT_THAT(message, HasSubstr("\"parquet\""));
+  EXPECT_THAT(message, HasSubstr("idx, criteo, tfrecord and csv"));
+
+  gflags::SetCommandLineOption("data_format", "parquet");
+  job = JobConfigFromFlags();
+  EXPECT_THAT(job.status().message(), HasSubstr("--data_format"));
 }
 
 TEST_F(JobConfigTest, MissingJobFileIsNotFound) {

@@ -294,6 +294,22 @@ TEST_F(TrainingJobTest, StopDuringExtraStepsCheckpointsAndReportsThem) {
   EXPECT_EQ(MetricsLines().size(), 3u);
 }
 
+// tessera_ctl status once showed "4294 steps done, 4289 scheduled": while
+// extra steps keep the queue short, the scheduled count stood still.
+TEST_F(TrainingJobTest, StatusNeverShowsMoreStepsDoneThanScheduled) {
+  TrainingJob* job = MakeJob(1);
+  job->control()->AddSteps(30);  // steps 20-49, after 2 epochs of 10
+  JobStatus during;
+  tasks_[0]->OnStep(40, [&] { during = job->status(); });
+  ASSERT_TRUE(job->Run().ok()) << Output();
+  EXPECT_GE(during.steps_done(), 20);
+  EXPECT_LE(during.steps_done(), during.steps_scheduled());
+  EXPECT_GE(during.steps_scheduled(), 40);  // steps 0-39 were handed out
+  const JobStatus after = job->status();
+  EXPECT_EQ(after.steps_done(), 50);
+  EXPECT_EQ(after.steps_scheduled(), 50);
+}
+
 TEST_F(TrainingJobTest, StatusAnswersFromTheLastHealthCheck) {
   TrainingJob* job = MakeJob(2);
   ASSERT_TRUE(job->Run().ok()) << Output();

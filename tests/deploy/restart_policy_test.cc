@@ -74,11 +74,11 @@ TEST(RestartPolicyTest, RestartsAreBoundedPerChild) {
   const std::string log = dir.File("worker.log");
   ProcessGroup group;
   RestartPolicy policy(&group, 2);
-  ASSERT_TRUE(group.Start(Shell("worker-0", "echo run; exit 3", log)).ok());
+  ASSERT_TRUE(group.Start(Shell("worker-0", "echo run; exit 4", log)).ok());
   for (int restart = 1; restart <= 2; ++restart) {
     std::optional<ChildExit> exit = group.WaitAny(absl::Seconds(10));
     ASSERT_TRUE(exit.has_value());
-    EXPECT_EQ(exit->status.code, 3);
+    EXPECT_EQ(exit->status.code, 4);
     EXPECT_TRUE(policy.WouldRestart(*exit));
     RestartPolicy::Decision decision = policy.OnExit(*exit);
     ASSERT_EQ(decision.outcome, Outcome::kRestarted) << restart;
@@ -94,9 +94,25 @@ TEST(RestartPolicyTest, RestartsAreBoundedPerChild) {
   EXPECT_EQ(group.num_running(), 0);
   // Three runs, two separators, and nothing after the last run.
   EXPECT_EQ(ReadFile(log),
-            "run\n=== restart 1 after exit code 3 ===\nrun\n"
-            "=== restart 2 after exit code 3 ===\nrun\n");
+            "run\n=== restart 1 after exit code 4 ===\nrun\n"
+            "=== restart 2 after exit code 4 ===\nrun\n");
   EXPECT_FALSE(group.WaitAny(absl::Milliseconds(200)).has_value());
+}
+
+// Exit code 3 is a coordinator an operator stopped (tessera_ctl stop):
+// done as asked, never restarted.
+TEST(RestartPolicyTest, StoppedByTheOperatorIsNotRestarted) {
+  TempDir dir;
+  ProcessGroup group;
+  RestartPolicy policy(&group, 3);
+  ASSERT_TRUE(
+      group.Start(Shell("chief", "exit 3", dir.File("chief.log"))).ok());
+  std::optional<ChildExit> exit = group.WaitAny(absl::Seconds(10));
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->status.code, kStoppedExitCode);
+  EXPECT_FALSE(policy.WouldRestart(*exit));
+  EXPECT_EQ(policy.OnExit(*exit).outcome, Outcome::kNotRestartable);
+  EXPECT_EQ(group.num_running(), 0);
 }
 
 TEST(RestartPolicyTest, EachChildHasItsOwnBudget) {

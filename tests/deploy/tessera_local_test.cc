@@ -65,12 +65,23 @@ bool Eventually(Predicate predicate, absl::Duration limit = absl::Seconds(20)) {
 // $TESSERA_FAKE_DIR/servers_exit appears; the coordinator prints its own,
 // then exits with the code in $TESSERA_FAKE_DIR/finish once that file
 // appears, first shutting the servers down when
-// $TESSERA_FAKE_DIR/shutdown_cluster exists.
+// $TESSERA_FAKE_DIR/shutdown_cluster exists. With --dry_run (the
+// launcher's check before it starts anything) it prints its command line
+// and exits 0, or 2 when $TESSERA_FAKE_DIR/refuse exists.
 constexpr char kFakeServer[] = R"sh(#!/bin/sh
 echo "started $*"
 while [ ! -e "$TESSERA_FAKE_DIR/servers_exit" ]; do sleep 0.05; done
 )sh";
 constexpr char kFakeCoordinator[] = R"sh(#!/bin/sh
+case " $* " in
+  *" --dry_run "*)
+    echo "dry run $*"
+    if [ -e "$TESSERA_FAKE_DIR/refuse" ]; then
+      echo "bad job: the model has no loss" >&2
+      exit 2
+    fi
+    exit 0;;
+esac
 echo "started $*"
 while [ ! -s "$TESSERA_FAKE_DIR/finish" ]; do sleep 0.05; done
 if [ -e "$TESSERA_FAKE_DIR/shutdown_cluster" ]; then
@@ -166,6 +177,29 @@ class TesseraLocalTest : public ::testing::Test {
   int launches_ = 0;
   ProcessGroup group_;
 };
+
+// Issue #33, defect 5: a dry run through the launcher prints the
+// coordinator's plan and starts nothing.
+TEST_F(TesseraLocalTest, DryRunStartsNothing) {
+  StartLauncher({"--", "--dry_run"});
+  EXPECT_EQ(WaitForLauncher(), 0) << LauncherOutput();
+  EXPECT_THAT(LauncherOutput(), HasSubstr("dry run "));
+  EXPECT_THAT(LauncherOutput(), Not(HasSubstr("started ")));
+  EXPECT_FALSE(std::ifstream(run_dir_ + "/ps-0.log").good());
+  EXPECT_FALSE(std::ifstream(run_dir_ + "/chief.log").good());
+}
+
+// Issue #33, defect 3: a job the coordinator refuses is refused once, in
+// the coordinator's words, before any process starts, with its exit code.
+TEST_F(TesseraLocalTest, RefusedJobStartsNothing) {
+  std::ofstream(dir_ + "/refuse") << "\n";
+  StartLauncher({});
+  EXPECT_EQ(WaitForLauncher(), 2) << LauncherOutput();
+  EXPECT_THAT(LauncherOutput(), HasSubstr("bad job: the model has no loss"));
+  EXPECT_THAT(LauncherOutput(), HasSubstr("nothing was started"));
+  EXPECT_FALSE(std::ifstream(run_dir_ + "/ps-0.log").good());
+  EXPECT_FALSE(std::ifstream(run_dir_ + "/worker-0.log").good());
+}
 
 TEST_F(TesseraLocalTest, GivesEveryProcessThePrivateTokenFile) {
   StartLauncher({});

@@ -9,6 +9,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "deploy/local/free_ports.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -23,6 +25,13 @@ using ::testing::Not;
 
 constexpr char kData[] = "/usr/share/datasets/fashion-mnist";
 
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
 // Incomplete TLS flags are a command-line error (exit 2) naming what is
 // missing, before any call (tessera_ctl logged them and tried anyway).
 TEST(ControlTest, IncompleteTlsFlagsExitTwo) {
@@ -31,6 +40,45 @@ TEST(ControlTest, IncompleteTlsFlagsExitTwo) {
       " --tls_cert=/dev/null status"));
   EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_THAT(run.output, HasSubstr("missing --tls_key, --tls_ca"));
+}
+
+// "-5" is a count, not a flag: said in the command's words, not as
+// "unknown command line flag '5'".
+TEST(ControlTest, ANegativeCountIsCalledThat) {
+  ShellResult run = Shell(absl::StrCat(
+      BuildDir(), "/coordinator/tessera_ctl --coordinator=127.0.0.1:1",
+      " schedule -5"));
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_THAT(run.output,
+              HasSubstr("the number of steps must be a positive integer, got "
+                        "-5"));
+  EXPECT_THAT(run.output, Not(HasSubstr("flag")));
+}
+
+// Pointed at a parameter server, tessera_ctl says the address is not a
+// coordinator's (gRPC's own answer is an empty UNIMPLEMENTED).
+TEST(ControlTest, AParameterServerIsNotTakenForACoordinator) {
+  absl::StatusOr<std::vector<int>> ports = PickFreePorts(1);
+  ASSERT_TRUE(ports.ok()) << ports.status();
+  const std::string address = absl::StrCat("127.0.0.1:", (*ports)[0]);
+  const fs::path log = fs::path(::testing::TempDir()) /
+                       absl::StrCat("tessera_control_ps_", getpid(), ".log");
+  // The server, then tessera_ctl once it serves, then the server stopped.
+  ShellResult run = Shell(absl::StrCat(
+      "TF_CONFIG='{\"cluster\": {\"ps\": [\"", address,
+      "\"]}, \"task\": {\"type\": \"ps\", \"index\": 0}}' ", BuildDir(),
+      "/ps_server/tessera_ps > ", log.string(), " 2>&1 & ps=$!; ",
+      "for i in $(seq 300); do grep -q 'serving at' ", log.string(),
+      " && break; sleep 0.1; done; ", BuildDir(),
+      "/coordinator/tessera_ctl --coordinator=", address,
+      " status 2>&1; rc=$?; kill $ps; wait $ps; exit $rc"));
+  EXPECT_EQ(run.exit_code, 2) << run.output << ReadFile(log);
+  EXPECT_THAT(run.output,
+              HasSubstr(absl::StrCat(
+                  address,
+                  " does not serve the coordinator's control "
+                  "service (is it a parameter server or a worker?")));
+  fs::remove(log);
 }
 
 TEST(ControlTest, StatusScheduleJoinCheckpointStop) {
@@ -112,6 +160,76 @@ TEST(ControlTest, StatusScheduleJoinCheckpointStop) {
   EXPECT_THAT(launcher.str(),
               HasSubstr("stopped by the operator (test over\\x1b[2J)"));
   EXPECT_THAT(launcher.str(), Not(HasSubstr("\x1b[2J")));
+}
+
+// Issue #33, defect 12: a stop inside an epoch waits for the steps in
+// flight, checkpoints at that step, reports what was trained and exits 3;
+// the job started again on that checkpoint resumes the epoch where it
+// stopped, and the epoch covers every example exactly once (the job would
+// fail its coverage check otherwise). Both workers are paused (SIGSTOP)
+// while the stop is asked for, so the stop lands inside epoch 2.
+TEST(ControlTest, StopInsideAnEpochCheckpointsThereAndResumes) {
+  if (!fs::exists(kData)) GTEST_SKIP() << kData << " is not installed";
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / absl::StrCat("tessera_stop_", getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path rd = dir / "run";
+  const fs::path out = dir / "launcher.out";
+  const std::string ck = (dir / "checkpoints").string();
+  const std::string ctl = BuildDir() + "/coordinator/tessera_ctl";
+  const std::string local =
+      BuildDir() + "/deploy/local/tessera_local --num_ps=2 --num_workers=2";
+  // 30000 examples in batches of 32: 938 steps an epoch.
+  const std::string job = absl::StrCat(
+      " -- --epochs=3 --train_examples=30000 --test_examples=1000"
+      " --batch_size=32 --checkpoint_dir=",
+      ck);
+  const std::string script = absl::StrCat(
+      local, " --run_dir=", rd.string(), job, " > ", out.string(),
+      " 2>&1 &\nlauncher=$!\n",
+      "for i in $(seq 1 1200); do grep -q 'epoch 1/3: train loss' ",
+      out.string(), " && break; sleep 0.05; done\n", "kill -STOP $(cat ",
+      rd.string(), "/pids/worker-0) $(cat ", rd.string(), "/pids/worker-1)\n",
+      "addr=$(awk '$1 == \"chief\" {print $2}' ", out.string(), ")\n",
+      "export TESSERA_JOB_TOKEN=$(cat ", rd.string(), "/job.token)\n", ctl,
+      " --coordinator=$addr stop 'mid epoch'; echo stop_exit=$?\n",
+      "kill -CONT $(cat ", rd.string(), "/pids/worker-0) $(cat ", rd.string(),
+      "/pids/worker-1)\n", "wait $launcher; echo launcher_exit=$?\n", "ls ", ck,
+      "\n", local, " --run_dir=", rd.string(), "2", job, " > ", dir.string(),
+      "/resumed.out 2>&1; echo resumed_exit=$?\n");
+  std::ofstream(dir / "run.sh") << script;
+  ShellResult run = Shell("bash " + (dir / "run.sh").string());
+  std::stringstream launcher, resumed;
+  launcher << std::ifstream(out).rdbuf();
+  resumed << std::ifstream(dir / "resumed.out").rdbuf();
+  SCOPED_TRACE(run.output + "\n--- launcher ---\n" + launcher.str() +
+               "\n--- resumed ---\n" + resumed.str());
+
+  EXPECT_THAT(run.output, HasSubstr("stop_exit=0"));
+  EXPECT_THAT(run.output, HasSubstr("launcher_exit=3"));
+  EXPECT_THAT(launcher.str(),
+              HasSubstr("stopped by the operator (mid epoch) at step "));
+  EXPECT_THAT(launcher.str(), HasSubstr(" of 938 of epoch 2; checkpoint "));
+  EXPECT_THAT(launcher.str(), HasSubstr("resumes the epoch there"));
+  EXPECT_THAT(launcher.str(), HasSubstr("2 (stopped)"));
+  EXPECT_THAT(launcher.str(),
+              HasSubstr("of the 938 steps of epoch 2 (stopped by the "
+                        "operator)"));
+  EXPECT_THAT(launcher.str(), HasSubstr("stopped by the operator before"));
+  // The checkpoint is named after the job's step at the stop.
+  const size_t at = launcher.str().find("(job step ");
+  ASSERT_NE(at, std::string::npos);
+  const long long step = std::stoll(launcher.str().substr(at + 10));
+  EXPECT_GT(step, 938);
+  EXPECT_LT(step, 2 * 938);
+  EXPECT_THAT(run.output, HasSubstr(absl::StrFormat("ckpt-%010lld", step)));
+
+  EXPECT_THAT(run.output, HasSubstr("resumed_exit=0"));
+  EXPECT_THAT(resumed.str(), HasSubstr("steps of the epoch already done)"));
+  EXPECT_THAT(resumed.str(), HasSubstr("epoch 2/3: train loss"));
+  EXPECT_THAT(resumed.str(), HasSubstr("epoch 3/3: train loss"));
+  EXPECT_THAT(resumed.str(), Not(HasSubstr("epoch 1/3: train loss")));
 }
 
 }  // namespace

@@ -400,7 +400,8 @@ TEST_F(LocalTrainingTest, MissingDatasetFileFailsTheJobAndNamesIt) {
   ShellResult run =
       Shell(absl::StrCat(Launcher(), " --run_dir=", (dir_ / "run").string(),
                          " -- --epochs=1 --data_dir=", data.string()));
-  EXPECT_EQ(run.exit_code, 1) << run.output;
+  // The user's to fix: exit 2, not restarted (docs/exit_codes.md).
+  EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_THAT(run.output, HasSubstr("train-images-idx3-ubyte.gz"));
   EXPECT_THAT(run.output, HasSubstr("cannot open"));
 }

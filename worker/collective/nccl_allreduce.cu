@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "worker/collective/nccl_allreduce.h"
+#include "worker/collective/nccl_library.h"
 
 namespace tessera {
 namespace {
@@ -20,10 +21,11 @@ Clock::time_point DeadlineAfter(double seconds) {
          std::chrono::microseconds(static_cast<int64_t>(seconds * 1e6));
 }
 
-absl::Status NcclError(const char* what, ncclResult_t result, ncclComm_t comm) {
-  const char* last = comm != nullptr ? ncclGetLastError(comm) : nullptr;
+absl::Status NcclError(const NcclApi& nccl, const char* what,
+                       ncclResult_t result, ncclComm_t comm) {
+  const char* last = comm != nullptr ? nccl.get_last_error(comm) : nullptr;
   return absl::InternalError(absl::StrCat(
-      "NCCL ", what, ": ", ncclGetErrorString(result),
+      "NCCL ", what, ": ", nccl.get_error_string(result),
       last != nullptr && last[0] != '\0' ? absl::StrCat(" (", last, ")") : ""));
 }
 
@@ -35,14 +37,14 @@ absl::Status CudaError(const char* what, cudaError_t error) {
 // The communicator is non-blocking, so that no NCCL call can wait forever
 // for a rank that never comes: this polls until the last operation was
 // taken up, failed, or the deadline passed.
-absl::Status WaitForComm(ncclComm_t comm, Clock::time_point deadline,
-                         const char* what) {
+absl::Status WaitForComm(const NcclApi& nccl, ncclComm_t comm,
+                         Clock::time_point deadline, const char* what) {
   while (true) {
     ncclResult_t state = ncclSuccess;
-    const ncclResult_t r = ncclCommGetAsyncError(comm, &state);
-    if (r != ncclSuccess) return NcclError(what, r, comm);
+    const ncclResult_t r = nccl.comm_get_async_error(comm, &state);
+    if (r != ncclSuccess) return NcclError(nccl, what, r, comm);
     if (state == ncclSuccess) return absl::OkStatus();
-    if (state != ncclInProgress) return NcclError(what, state, comm);
+    if (state != ncclInProgress) return NcclError(nccl, what, state, comm);
     if (Clock::now() > deadline) {
       return absl::DeadlineExceededError(
           absl::StrCat("NCCL ", what, ": a rank did not take part in time"));
@@ -54,6 +56,9 @@ absl::Status WaitForComm(ncclComm_t comm, Clock::time_point deadline,
 }  // namespace
 
 struct NcclAllReduce::Impl {
+  explicit Impl(const NcclApi& api) : nccl(api) {}
+
+  const NcclApi& nccl;
   ncclComm_t comm = nullptr;
   cudaStream_t stream = nullptr;
   int device = 0;
@@ -80,15 +85,15 @@ struct NcclAllReduce::Impl {
           Clock::now() +
           std::chrono::duration_cast<Clock::duration>(
               std::chrono::duration<double>(std::max(timeout_s, 1.0)));
-      const ncclResult_t r = ncclCommFinalize(comm);
+      const ncclResult_t r = nccl.comm_finalize(comm);
       const absl::Status finalized =
           r == ncclSuccess || r == ncclInProgress
-              ? WaitForComm(comm, deadline, "finalize")
-              : NcclError("finalize", r, comm);
+              ? WaitForComm(nccl, comm, deadline, "finalize")
+              : NcclError(nccl, "finalize", r, comm);
       if (finalized.ok()) {
-        ncclCommDestroy(comm);
+        nccl.comm_destroy(comm);
       } else {
-        ncclCommAbort(comm);
+        nccl.comm_abort(comm);
       }
     }
     if (stream != nullptr) cudaStreamDestroy(stream);
@@ -99,7 +104,7 @@ struct NcclAllReduce::Impl {
 
   // Aborts the communicator after an error; every later call fails.
   absl::Status Break(absl::Status status) {
-    if (comm != nullptr) ncclCommAbort(comm);
+    if (comm != nullptr) nccl.comm_abort(comm);
     comm = nullptr;
     broken = status;
     return status;
@@ -108,10 +113,14 @@ struct NcclAllReduce::Impl {
 
 bool NcclBuilt() { return true; }
 
+absl::Status NcclLoadable() { return LoadNccl().status(); }
+
 absl::StatusOr<std::string> NcclAllReduce::NewUniqueId() {
+  absl::StatusOr<const NcclApi*> nccl = LoadNccl();
+  if (!nccl.ok()) return nccl.status();
   ncclUniqueId id;
-  const ncclResult_t r = ncclGetUniqueId(&id);
-  if (r != ncclSuccess) return NcclError("GetUniqueId", r, nullptr);
+  const ncclResult_t r = (*nccl)->get_unique_id(&id);
+  if (r != ncclSuccess) return NcclError(**nccl, "GetUniqueId", r, nullptr);
   return std::string(id.internal, sizeof(id.internal));
 }
 
@@ -129,7 +138,9 @@ absl::StatusOr<std::unique_ptr<NcclAllReduce>> NcclAllReduce::Create(
                      " bytes, NCCL's has ", sizeof(id.internal)));
   }
   std::memcpy(id.internal, unique_id.data(), sizeof(id.internal));
-  auto impl = std::make_unique<Impl>();
+  absl::StatusOr<const NcclApi*> nccl = LoadNccl();
+  if (!nccl.ok()) return nccl.status();
+  auto impl = std::make_unique<Impl>(**nccl);
   impl->device = device;
   impl->timeout_s = timeout_s;
   if (cudaError_t e = cudaSetDevice(device); e != cudaSuccess) {
@@ -147,13 +158,13 @@ absl::StatusOr<std::unique_ptr<NcclAllReduce>> NcclAllReduce::Create(
   }
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
-  ncclResult_t r =
-      ncclCommInitRankConfig(&impl->comm, num_ranks, id, rank, &config);
+  ncclResult_t r = impl->nccl.comm_init_rank_config(&impl->comm, num_ranks, id,
+                                                    rank, &config);
   if (r != ncclSuccess && r != ncclInProgress) {
-    return impl->Break(NcclError("CommInitRank", r, impl->comm));
+    return impl->Break(NcclError(impl->nccl, "CommInitRank", r, impl->comm));
   }
-  if (absl::Status s =
-          WaitForComm(impl->comm, DeadlineAfter(timeout_s), "CommInitRank");
+  if (absl::Status s = WaitForComm(impl->nccl, impl->comm,
+                                   DeadlineAfter(timeout_s), "CommInitRank");
       !s.ok()) {
     return impl->Break(s);
   }
@@ -175,12 +186,13 @@ absl::Status NcclAllReduce::AllReduce(absl::Span<float> data) {
     return CudaError("SetDevice", e);
   }
   const ncclResult_t r =
-      ncclAllReduce(data.data(), data.data(), data.size(), ncclFloat, ncclSum,
-                    impl.comm, impl.stream);
+      impl.nccl.all_reduce(data.data(), data.data(), data.size(), ncclFloat,
+                           ncclSum, impl.comm, impl.stream);
   if (r != ncclSuccess && r != ncclInProgress) {
-    return impl.Break(NcclError("AllReduce", r, impl.comm));
+    return impl.Break(NcclError(impl.nccl, "AllReduce", r, impl.comm));
   }
-  if (absl::Status s = WaitForComm(impl.comm, deadline, "AllReduce"); !s.ok()) {
+  if (absl::Status s = WaitForComm(impl.nccl, impl.comm, deadline, "AllReduce");
+      !s.ok()) {
     return impl.Break(s);
   }
   // Waits for the kernel without blocking in CUDA, so a rank that never
@@ -191,7 +203,8 @@ absl::Status NcclAllReduce::AllReduce(absl::Span<float> data) {
     if (e != cudaErrorNotReady) {
       return impl.Break(CudaError("AllReduce kernel", e));
     }
-    if (absl::Status s = WaitForComm(impl.comm, deadline, "AllReduce");
+    if (absl::Status s =
+            WaitForComm(impl.nccl, impl.comm, deadline, "AllReduce");
         !s.ok()) {
       return impl.Break(s);
     }

@@ -11,10 +11,16 @@
 
 namespace tessera {
 
-// True when this build links NCCL (nvcc and NCCL were found at configure
-// time); false in the CPU-only twin, where every call below is
-// Unavailable.
+// True when this build has the NCCL all-reduce (nvcc and nccl.h were found
+// at configure time); false in the CPU-only twin, where every call below is
+// Unavailable. NCCL itself is no dependency of the binary: it is loaded
+// from the node when first used (nccl_library.h).
 bool NcclBuilt();
+
+// Loads NCCL if it was not yet (nccl_library.h): OK when it could be, else
+// why not (not built in, or no libnccl.so.2 on this node). NewUniqueId and
+// Create fail with the same status.
+absl::Status NcclLoadable();
 
 // The all-reduce between GPUs of a mirrored job when every worker has one:
 // one NCCL communicator of num_ranks ranks, a CUDA stream of its own, and

@@ -6,8 +6,8 @@ namespace {
 
 absl::Status NoNccl() {
   return absl::UnavailableError(
-      "this build has no NCCL (nvcc or nccl.h/libnccl were not found when it "
-      "was configured); use the ring all-reduce");
+      "this build has no NCCL (nvcc or nccl.h were not found when it was "
+      "configured); use the ring all-reduce");
 }
 
 }  // namespace
@@ -15,6 +15,8 @@ absl::Status NoNccl() {
 struct NcclAllReduce::Impl {};
 
 bool NcclBuilt() { return false; }
+
+absl::Status NcclLoadable() { return NoNccl(); }
 
 absl::StatusOr<std::string> NcclAllReduce::NewUniqueId() { return NoNccl(); }
 

@@ -67,6 +67,7 @@ NcclChoice DefaultNcclChoice(int cuda_device, double timeout_s) {
         std::make_unique<HostStagedNccl>(*std::move(nccl)));
   };
   choice.new_id = [] { return NcclAllReduce::NewUniqueId(); };
+  choice.load = [] { return NcclLoadable(); };
   return choice;
 }
 
@@ -75,7 +76,17 @@ NegotiatedAllReducer::NegotiatedAllReducer(AllReducer* ring, NcclChoice nccl)
 
 absl::Status NegotiatedAllReducer::Negotiate() {
   const int n = num_ranks();
-  const bool can = choice_.cuda_device >= 0 && choice_.make != nullptr;
+  bool can = choice_.cuda_device >= 0 && choice_.make != nullptr;
+  if (can && choice_.load != nullptr) {
+    // Loaded only now, by a worker that could use it: a CPU worker, or a
+    // job without mirrored training, never maps NCCL.
+    if (absl::Status loaded = choice_.load(); !loaded.ok()) {
+      LOG(WARNING) << "all-reduce: this worker votes for the ring, NCCL "
+                      "cannot be loaded here: "
+                   << loaded.message();
+      can = false;
+    }
+  }
   std::vector<float> offer(1 + kIdBytes, 0.0f);
   offer[0] = can ? 1.0f : 0.0f;
   if (rank() == 0 && can) {

@@ -25,11 +25,15 @@ struct NcclChoice {
   // Null when this build has no NCCL.
   NcclFactory make;
   NcclIdMaker new_id;
+  // Loads NCCL on this node, called only by a worker with a GPU when the
+  // group negotiates: an error (no libnccl.so.2 here) makes it vote for
+  // the ring, saying why. Null: nothing to load.
+  std::function<absl::Status()> load;
 };
 
 // The NcclChoice of this build for a worker on `cuda_device` (-1: CPU):
-// NCCL (worker/collective/nccl_allreduce.h) when it is built in, waiting at
-// most `timeout_s` for the other ranks.
+// NCCL (worker/collective/nccl_allreduce.h) when it is built in and the
+// node has it, waiting at most `timeout_s` for the other ranks.
 NcclChoice DefaultNcclChoice(int cuda_device, double timeout_s);
 
 // The all-reducer of a mirrored job: NCCL when every worker has a GPU and

@@ -2,15 +2,19 @@
 // format with a known best achievable AUC (worker/data/ctr_generator.h).
 //
 //   tessera_ctr_gen --out_dir=/data/ctr --train_examples=1000000
+//
+// Exit codes as every tool's (common/exit_code.h): 2 for a mistake in the
+// flags or a folder that cannot be made, 1 for a failure a retry might fix.
 
 #include <cstdio>
-#include <filesystem>
 #include <string>
-#include <system_error>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "common/command_line.h"
+#include "common/exit_code.h"
+#include "common/output_folder.h"
 #include "gflags/gflags.h"
 #include "worker/data/ctr_generator.h"
 
@@ -57,16 +61,13 @@ int main(int argc, char** argv) {
       "Writes a synthetic Criteo-format click-through data set whose best "
       "achievable AUC is known (meta.json).");
   tessera::ParseCommandLineOrExit(&argc, &argv);
+  constexpr char kProgram[] = "tessera_ctr_gen";
   if (FLAGS_out_dir.empty()) {
-    std::fprintf(stderr, "--out_dir is required\n");
-    return 2;
+    return tessera::ExitWith(
+        kProgram, absl::InvalidArgumentError("--out_dir is required"));
   }
-  std::error_code error;
-  std::filesystem::create_directories(FLAGS_out_dir, error);
-  if (error) {
-    std::fprintf(stderr, "tessera_ctr_gen: cannot create %s: %s\n",
-                 FLAGS_out_dir.c_str(), error.message().c_str());
-    return 1;
+  if (absl::Status s = tessera::CreateOutputFolder(FLAGS_out_dir); !s.ok()) {
+    return tessera::ExitWith(kProgram, s);
   }
 
   tessera::CtrGeneratorOptions o;
@@ -82,10 +83,9 @@ int main(int argc, char** argv) {
        absl::StrSplit(FLAGS_hotness, ',', absl::SkipEmpty())) {
     int h = 0;
     if (!absl::SimpleAtoi(part, &h)) {
-      std::fprintf(stderr,
-                   "tessera_ctr_gen: --hotness: \"%s\" is not a number\n",
-                   std::string(part).c_str());
-      return 2;
+      return tessera::ExitWith(
+          kProgram, absl::InvalidArgumentError(absl::StrCat(
+                        "--hotness: \"", part, "\" is not a number")));
     }
     o.hotness.push_back(h);
   }
@@ -106,18 +106,13 @@ int main(int argc, char** argv) {
   // A bad option is a command-line error (exit 2), before anything is
   // written.
   if (absl::Status s = tessera::ValidateCtrGeneratorOptions(o); !s.ok()) {
-    std::fprintf(stderr, "tessera_ctr_gen: %s\n", s.ToString().c_str());
-    return 2;
+    return tessera::ExitWith(kProgram, s);
   }
   absl::StatusOr<tessera::CtrGeneratorSummary> summary =
       tessera::GenerateCtrFiles(o, FLAGS_out_dir, [](const std::string& line) {
         std::fprintf(stderr, "%s\n", line.c_str());
       });
-  if (!summary.ok()) {
-    std::fprintf(stderr, "tessera_ctr_gen: %s\n",
-                 summary.status().ToString().c_str());
-    return 1;
-  }
+  if (!summary.ok()) return tessera::ExitWith(kProgram, summary.status());
   std::printf(
       "wrote %s, %s, %s\nbest AUC %.4f, best log loss %.4f (test set)\n",
       summary->train_path.c_str(), summary->test_path.c_str(),

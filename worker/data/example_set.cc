@@ -3,11 +3,15 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/model/model_graph.h"
 #include "common/model/model_support.h"
 #include "worker/data/criteo_reader.h"
+#include "worker/data/data_check.h"
+#include "worker/data/file_assignment.h"
 #include "worker/data/idx_reader.h"
 #include "worker/data/mnist_dataset.h"
+#include "worker/data/stream_examples.h"
 
 namespace tessera {
 namespace {
@@ -102,7 +106,112 @@ class CriteoExamples final : public ExampleSet {
   const CtrDataset data_;
 };
 
+// Examples read whole into one HostBatch: a streamed set's records in file
+// order, for the tools that hold a set in memory as the IDX and Criteo
+// readers do.
+class HeldExamples final : public ExampleSet {
+ public:
+  explicit HeldExamples(HostBatch held) : held_(std::move(held)) {}
+
+  int64_t size() const override { return held_.size; }
+  bool has_labels() const override { return held_.labeled; }
+
+  absl::Status Gather(absl::Span<const int64_t> indices,
+                      HostBatch* batch) const override {
+    const int64_t n = static_cast<int64_t>(indices.size());
+    const bool classes = !held_.class_labels.empty();
+    batch->labeled = held_.labeled;
+    batch->size = n;
+    batch->dense.resize(held_.dense.size());
+    batch->offsets.resize(held_.offsets.size());
+    batch->ids.resize(held_.ids.size());
+    batch->class_labels.resize(classes ? n : 0);
+    batch->labels.resize(classes ? 0 : n);
+    for (size_t k = 0; k < held_.dense.size(); ++k) {
+      batch->dense[k].resize(n * DenseWidth(k));
+    }
+    for (size_t f = 0; f < held_.ids.size(); ++f) {
+      batch->offsets[f].assign(1, 0);
+      batch->ids[f].clear();
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t e = indices[i];
+      if (absl::Status s = CheckIndex(e, held_.size); !s.ok()) return s;
+      for (size_t k = 0; k < held_.dense.size(); ++k) {
+        const int64_t w = DenseWidth(k);
+        std::copy_n(held_.dense[k].data() + e * w, w,
+                    batch->dense[k].data() + i * w);
+      }
+      for (size_t f = 0; f < held_.ids.size(); ++f) {
+        const std::vector<int64_t>& from = held_.offsets[f];
+        batch->ids[f].insert(batch->ids[f].end(),
+                             held_.ids[f].begin() + from[e],
+                             held_.ids[f].begin() + from[e + 1]);
+        batch->offsets[f].push_back(static_cast<int64_t>(batch->ids[f].size()));
+      }
+      if (classes) {
+        batch->class_labels[i] = held_.class_labels[e];
+      } else {
+        batch->labels[i] = held_.labels[e];
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  int64_t DenseWidth(size_t k) const {
+    return held_.size == 0
+               ? 0
+               : static_cast<int64_t>(held_.dense[k].size()) / held_.size;
+  }
+
+  const HostBatch held_;
+};
+
+// Records [first, first + count) of a streamed set's training or test
+// files in file order, unshuffled, parsed by the workers' own reader.
+absl::StatusOr<std::unique_ptr<ExampleSet>> LoadStreamed(const DataConfig& data,
+                                                         const ModelDef& model,
+                                                         bool train,
+                                                         int64_t first,
+                                                         int64_t count) {
+  absl::StatusOr<std::vector<FileSlice>> files =
+      CountStreamedFiles(data, train);
+  if (!files.ok()) return files.status();
+  // StreamExamples reads its test files in order, which is exactly what
+  // is wanted here, whichever files they are; its one training shard is
+  // never read.
+  StreamShard unused;
+  for (const FileSlice& f : *files) *unused.add_slices() = f;
+  absl::StatusOr<std::unique_ptr<StreamExamples>> stream =
+      StreamExamples::Create(data, model, /*seed=*/0, {unused}, *files);
+  if (!stream.ok()) return stream.status();
+  if (first < 0 || count < 0 || first + count > (*stream)->test_size()) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "examples [", first, ", ", first + count, ") are not inside the ",
+        (*stream)->test_size(), " records of the ", train ? "training" : "test",
+        " files"));
+  }
+  HostBatch held;
+  if (count > 0) {
+    if (absl::Status s = (*stream)->TakeTest(first, first + count, &held);
+        !s.ok()) {
+      return s;
+    }
+  }
+  held.size = count;
+  return std::make_unique<HeldExamples>(std::move(held));
+}
+
 absl::StatusOr<int64_t> FileCount(const DataConfig& data, bool train) {
+  if (IsStreamedFormat(data.format())) {
+    absl::StatusOr<std::vector<FileSlice>> files =
+        CountStreamedFiles(data, train);
+    if (!files.ok()) return files.status();
+    int64_t n = 0;
+    for (const FileSlice& f : *files) n += f.end();
+    return n;
+  }
   if (data.format() == "criteo") {
     return CountCriteoExamples(train ? data.train_path() : data.test_path());
   }
@@ -117,7 +226,13 @@ absl::StatusOr<int64_t> CountExamples(const DataConfig& data, bool train) {
   const int64_t cap = train ? data.train_examples() : data.test_examples();
   const std::string what = train ? "train_examples" : "test_examples";
   const std::string path =
-      data.format() == "criteo"
+      IsStreamedFormat(data.format())
+          ? absl::StrCat(
+                train ? "train_files" : "test_files", " (",
+                absl::StrJoin(train ? data.train_files() : data.test_files(),
+                              ", "),
+                ")")
+      : data.format() == "criteo"
           ? (train ? data.train_path() : data.test_path())
           : (train ? data.train_images() : data.test_images());
   // Asking for more examples than the data holds is a mistake to report,
@@ -145,6 +260,9 @@ absl::StatusOr<std::unique_ptr<ExampleSet>> LoadExamples(
     int64_t count, LabelUse labels) {
   const bool optional = labels == LabelUse::kOptional;
   if (absl::Status s = CheckDataFits(model, data.format()); !s.ok()) return s;
+  if (IsStreamedFormat(data.format())) {
+    return LoadStreamed(data, model, train, first, count);
+  }
   if (data.format() == "criteo") {
     const CriteoColumns columns = CriteoColumnsOf(model);
     absl::StatusOr<CtrDataset> loaded =
@@ -172,6 +290,15 @@ absl::StatusOr<std::unique_ptr<ExampleSet>> LoadExamples(
         "wrong shape: images in ", images, " have ", loaded->feature_dim(),
         " pixels (", loaded->rows, "x", loaded->cols, "), the model's input \"",
         model.inputs(0).name(), "\" expects ", elements));
+  }
+  // A label the model cannot take is found here, naming the file, rather
+  // than by a training step that knows only its batch row.
+  if (loaded->has_labels && model.label().kind() == LabelDef::CLASS_INDEX) {
+    if (absl::Status s = CheckClassLabels(
+            loaded->labels, model.label().num_classes(), label_file, first);
+        !s.ok()) {
+      return s;
+    }
   }
   return std::make_unique<IdxExamples>(*std::move(loaded));
 }

@@ -1,5 +1,6 @@
 #include "worker/data/file_assignment.h"
 
+#include <errno.h>
 #include <glob.h>
 
 #include <algorithm>
@@ -13,6 +14,21 @@
 
 namespace tessera {
 
+namespace {
+
+// The folder glob(3) could not read, and why: glob's error callback takes
+// no context, so it lands here, per thread.
+thread_local std::string glob_error_path;
+thread_local int glob_error_errno = 0;
+
+int RecordGlobError(const char* path, int error) {
+  glob_error_path = path;
+  glob_error_errno = error;
+  return 1;  // stop: the pattern cannot be expanded as written
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<std::string>> ExpandFileGlobs(
     absl::Span<const std::string> patterns) {
   if (patterns.empty()) {
@@ -21,7 +37,9 @@ absl::StatusOr<std::vector<std::string>> ExpandFileGlobs(
   std::vector<std::string> files;
   for (const std::string& pattern : patterns) {
     glob_t g = {};
-    const int rc = glob(pattern.c_str(), GLOB_ERR, nullptr, &g);
+    glob_error_path.clear();
+    glob_error_errno = 0;
+    const int rc = glob(pattern.c_str(), GLOB_ERR, RecordGlobError, &g);
     if (rc == GLOB_NOMATCH || (rc == 0 && g.gl_pathc == 0)) {
       globfree(&g);
       return absl::InvalidArgumentError(
@@ -29,9 +47,21 @@ absl::StatusOr<std::vector<std::string>> ExpandFileGlobs(
     }
     if (rc != 0) {
       globfree(&g);
-      return absl::UnavailableError(absl::StrCat("cannot expand \"", pattern,
-                                                 "\": a folder could not "
-                                                 "be read"));
+      if (glob_error_errno == ENOENT) {
+        return absl::NotFoundError(absl::StrCat("no file matches \"", pattern,
+                                                "\": folder ", glob_error_path,
+                                                " does not exist"));
+      }
+      if (glob_error_errno != 0) {
+        // A folder the user may not read is theirs to fix (PermissionDenied);
+        // an I/O error may pass (Unavailable, from errno's code).
+        return absl::ErrnoToStatus(
+            glob_error_errno,
+            absl::StrCat("cannot expand \"", pattern, "\": cannot read folder ",
+                         glob_error_path));
+      }
+      return absl::UnavailableError(absl::StrCat(
+          "cannot expand \"", pattern, "\": glob(3) failed (", rc, ")"));
     }
     for (size_t i = 0; i < g.gl_pathc; ++i) files.push_back(g.gl_pathv[i]);
     globfree(&g);
@@ -135,34 +165,52 @@ absl::StatusOr<std::vector<int64_t>> CountAll(
 
 }  // namespace
 
-absl::StatusOr<StreamedDataSet> AssignStreamedData(const DataConfig& data,
-                                                   int num_workers) {
+absl::StatusOr<std::vector<FileSlice>> CountStreamedFiles(
+    const DataConfig& data, bool train) {
   absl::StatusOr<CsvOptions> csv = CsvOptionsOf(data.csv());
   if (!csv.ok()) return csv.status();
+  const auto& patterns = train ? data.train_files() : data.test_files();
+  absl::StatusOr<std::vector<std::string>> files = ExpandFileGlobs(
+      std::vector<std::string>(patterns.begin(), patterns.end()));
+  if (!files.ok()) {
+    return absl::Status(files.status().code(),
+                        absl::StrCat(train ? "train_files" : "test_files", ": ",
+                                     files.status().message()));
+  }
+  absl::StatusOr<std::vector<int64_t>> counts =
+      CountAll(data.format(), *files, *csv);
+  if (!counts.ok()) return counts.status();
+  std::vector<FileSlice> slices(files->size());
+  for (size_t i = 0; i < files->size(); ++i) {
+    slices[i].set_path((*files)[i]);
+    slices[i].set_end((*counts)[i]);
+  }
+  return slices;
+}
+
+absl::StatusOr<StreamedDataSet> AssignStreamedData(const DataConfig& data,
+                                                   int num_workers) {
   StreamedDataSet set;
   for (bool train : {true, false}) {
-    const auto& patterns = train ? data.train_files() : data.test_files();
-    absl::StatusOr<std::vector<std::string>> files = ExpandFileGlobs(
-        std::vector<std::string>(patterns.begin(), patterns.end()));
-    if (!files.ok()) {
-      return absl::Status(files.status().code(),
-                          absl::StrCat(train ? "train_files" : "test_files",
-                                       ": ", files.status().message()));
-    }
-    absl::StatusOr<std::vector<int64_t>> counted =
-        CountAll(data.format(), *files, *csv);
-    if (!counted.ok()) return counted.status();
-    const std::vector<int64_t>& counts = *counted;
+    absl::StatusOr<std::vector<FileSlice>> slices =
+        CountStreamedFiles(data, train);
+    if (!slices.ok()) return slices.status();
+    std::vector<std::string> files;
+    std::vector<int64_t> counts;
     int64_t total = 0;
-    for (int64_t n : counts) total += n;
+    for (const FileSlice& slice : *slices) {
+      files.push_back(slice.path());
+      counts.push_back(slice.end());
+      total += slice.end();
+    }
     if (total == 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("the ", train ? "training" : "test", " files (",
-                       files->size(), " of them) hold no records"));
+                       files.size(), " of them) hold no records"));
     }
     if (train) {
       absl::StatusOr<std::vector<StreamShard>> shards =
-          AssignFiles(*files, counts, num_workers);
+          AssignFiles(files, counts, num_workers);
       if (!shards.ok()) return shards.status();
       for (size_t k = 0; k < shards->size(); ++k) {
         if (ShardSize((*shards)[k]) == 0) {
@@ -175,12 +223,7 @@ absl::StatusOr<StreamedDataSet> AssignStreamedData(const DataConfig& data,
       set.train_shards = *std::move(shards);
       set.train_records = total;
     } else {
-      for (size_t i = 0; i < files->size(); ++i) {
-        FileSlice slice;
-        slice.set_path((*files)[i]);
-        slice.set_end(counts[i]);
-        set.test_files.push_back(std::move(slice));
-      }
+      set.test_files = *std::move(slices);
       set.test_records = total;
     }
   }

@@ -23,7 +23,9 @@ namespace tessera {
 
 // The files matching `patterns` (glob(3) syntax), sorted and without
 // repeats. InvalidArgument naming the pattern when one matches nothing or
-// when there are no patterns.
+// when there are no patterns; NotFound naming the folder when the pattern
+// is in one that does not exist; errno's code naming the folder when one
+// cannot be read.
 absl::StatusOr<std::vector<std::string>> ExpandFileGlobs(
     absl::Span<const std::string> patterns);
 
@@ -53,6 +55,13 @@ struct StreamedDataSet {
   int64_t train_records = 0;
   int64_t test_records = 0;
 };
+
+// Globs `data`'s training (`train`) or test files and counts every file's
+// records, as AssignStreamedData does: the files sorted, each whole as
+// [0, its records). The tools that read a streamed set in file order
+// (prediction, evaluation, the one-process trainer) start here.
+absl::StatusOr<std::vector<FileSlice>> CountStreamedFiles(
+    const DataConfig& data, bool train);
 
 // Globs `data`'s train_files and test_files, counts every file's records
 // (reading each through, files in parallel on up to one thread per core:

@@ -7,10 +7,16 @@
 //       --shards=8 --gzip
 //   tessera_to_tfrecord --from=criteo --input=/tmp/ctr/train.tsv \
 //       --prefix=/data/ctr/train --shards=16 --format=csv
+//
+// The prefix's folder is created if missing. Exit codes as every tool's
+// (common/exit_code.h): 2 for a mistake in the flags or a file that is not
+// there, 1 for a failure a retry might fix.
 
 #include <cstdio>
 
 #include "common/command_line.h"
+#include "common/exit_code.h"
+#include "common/output_folder.h"
 #include "gflags/gflags.h"
 #include "worker/data/criteo_reader.h"
 #include "worker/data/example_converter.h"
@@ -45,7 +51,11 @@ int main(int argc, char** argv) {
                  "--examples >= 1 (or -1: all) and "
                  "--from=idx with --images and --labels, or --from=criteo "
                  "with --input\n");
-    return tessera::kCommandLineErrorExitCode;
+    return tessera::kExitUserError;
+  }
+  constexpr char kProgram[] = "tessera_to_tfrecord";
+  if (absl::Status s = tessera::CreateParentFolder(FLAGS_prefix); !s.ok()) {
+    return tessera::ExitWith(kProgram, s);
   }
   tessera::ConvertOptions options;
   options.output_format = FLAGS_format;
@@ -56,28 +66,16 @@ int main(int argc, char** argv) {
   if (FLAGS_from == "idx") {
     absl::StatusOr<tessera::MnistDataset> data =
         tessera::LoadMnist(FLAGS_images, FLAGS_labels, 0, FLAGS_examples);
-    if (!data.ok()) {
-      std::fprintf(stderr, "tessera_to_tfrecord: %s\n",
-                   data.status().ToString().c_str());
-      return 1;
-    }
+    if (!data.ok()) return tessera::ExitWith(kProgram, data.status());
     written = tessera::ConvertMnist(*data, options);
   } else {
     absl::StatusOr<tessera::CtrDataset> data = tessera::LoadCriteo(
         FLAGS_input, 0, FLAGS_examples,
         tessera::CriteoFormat{FLAGS_num_dense, FLAGS_num_fields});
-    if (!data.ok()) {
-      std::fprintf(stderr, "tessera_to_tfrecord: %s\n",
-                   data.status().ToString().c_str());
-      return 1;
-    }
+    if (!data.ok()) return tessera::ExitWith(kProgram, data.status());
     written = tessera::ConvertCtr(*data, options);
   }
-  if (!written.ok()) {
-    std::fprintf(stderr, "tessera_to_tfrecord: %s\n",
-                 written.status().ToString().c_str());
-    return 1;
-  }
+  if (!written.ok()) return tessera::ExitWith(kProgram, written.status());
   for (const std::string& path : *written) std::printf("%s\n", path.c_str());
   return 0;
 }

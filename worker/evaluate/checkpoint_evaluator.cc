@@ -33,6 +33,22 @@ absl::Status AppendLine(const std::string& path, const std::string& line) {
   return absl::OkStatus();
 }
 
+// What the evaluator waits for, in the words of someone checking the path.
+std::string WaitingLine(const std::string& root, int64_t last) {
+  std::error_code error;
+  const std::string what = last < 0 ? "a checkpoint"
+                                    : absl::StrCat("a checkpoint newer than ",
+                                                   CheckpointDirName(last));
+  std::string line =
+      absl::StrCat("evaluator: waiting for ", what, " in ", root,
+                   " (a folder ckpt-<step> holding a ", kCheckpointManifestName,
+                   " file, which the training job writes)");
+  if (!std::filesystem::exists(root, error)) {
+    absl::StrAppend(&line, "; ", root, " does not exist yet");
+  }
+  return line;
+}
+
 }  // namespace
 
 CheckpointEvaluator::CheckpointEvaluator(EvaluatorOptions options,
@@ -123,8 +139,24 @@ absl::StatusOr<bool> CheckpointEvaluator::EvaluateOne(
 absl::Status CheckpointEvaluator::Run(
     const std::function<bool()>& stop,
     const std::function<void(const std::string&)>& report) {
-  CheckpointDir dir(options_.checkpoint_root);
+  const std::string& root = options_.checkpoint_root;
+  if (root.empty()) {
+    return absl::InvalidArgumentError(
+        "no checkpoint folder given (the training job's checkpoint root)");
+  }
   std::error_code error;
+  // The root itself may not exist yet (the job has not started), but its
+  // parent must: nothing would ever write into a folder under a missing one.
+  std::filesystem::path folder = std::filesystem::path(root).lexically_normal();
+  if (!folder.has_filename()) folder = folder.parent_path();  // "ck/"
+  const std::filesystem::path parent = folder.parent_path();
+  if (!parent.empty() && !std::filesystem::is_directory(parent, error)) {
+    return absl::NotFoundError(absl::StrCat(
+        "checkpoint folder ", root, ": its parent folder ", parent.string(),
+        " does not exist, so no training job can write checkpoints there "
+        "(a mistyped path?)"));
+  }
+  CheckpointDir dir(root);
   std::filesystem::create_directories(options_.run_dir, error);
   if (error) {
     return absl::PermissionDeniedError(absl::StrCat(
@@ -132,6 +164,8 @@ absl::Status CheckpointEvaluator::Run(
   }
   int64_t last = -1;
   absl::Time last_new = absl::Now();
+  // When the wait for a new checkpoint was last reported; past: not yet.
+  absl::Time wait_reported = absl::InfinitePast();
   while (!stop()) {
     absl::StatusOr<std::vector<CheckpointRef>> refs = dir.List();
     const CheckpointRef* newest = nullptr;
@@ -151,11 +185,16 @@ absl::Status CheckpointEvaluator::Run(
                             "; stopping"));
         return absl::OkStatus();
       }
+      if (absl::Now() - wait_reported >= options_.wait_report_every) {
+        wait_reported = absl::Now();
+        report(WaitingLine(root, last));
+      }
       absl::SleepFor(options_.poll);
       continue;
     }
     last = newest->step;
     last_new = absl::Now();
+    wait_reported = absl::InfinitePast();
     bool final_checkpoint = false;
     absl::StatusOr<bool> done =
         EvaluateOne(newest->path, newest->step, &final_checkpoint, report);

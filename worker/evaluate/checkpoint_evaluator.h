@@ -35,6 +35,9 @@ struct EvaluatorOptions {
   // Give up after this long without a new checkpoint; zero: wait for the
   // job's final checkpoint however long it takes.
   absl::Duration max_idle = absl::ZeroDuration();
+  // While no new checkpoint comes, say what it waits for when the wait
+  // begins and again this often, so a mistyped folder shows.
+  absl::Duration wait_report_every = absl::Minutes(1);
 };
 
 // Thread safety: one Run at a time.
@@ -46,8 +49,12 @@ class CheckpointEvaluator {
   // Evaluates checkpoints until the job's final one (its data position past
   // the last epoch) has been evaluated, `stop()` returns true, or max_idle
   // passes with nothing new; each evaluation, and each checkpoint skipped,
-  // is also passed to `report` as one line. Errors: the test set cannot be
-  // read, or eval.jsonl or the event file cannot be written.
+  // is also passed to `report` as one line, as is what it waits for while
+  // nothing new comes (rate-limited by wait_report_every). Errors:
+  // InvalidArgument for an empty checkpoint root, NotFound when the root's
+  // parent folder does not exist (no job could write there: a mistyped
+  // path), before anything is created; the test set cannot be read, or
+  // eval.jsonl or the event file cannot be written.
   absl::Status Run(const std::function<bool()>& stop,
                    const std::function<void(const std::string&)>& report);
 

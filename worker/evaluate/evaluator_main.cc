@@ -9,16 +9,20 @@
 //   build/worker/evaluate/tessera_evaluator
 //       --checkpoint_dir=RUN/checkpoints --run_dir=RUN
 //
-// Exit code 2 for a bad command line, 1 when the test set cannot be read
-// or the results cannot be written.
+// Exit codes as every tool's (common/exit_code.h): 2 for a mistake in the
+// command line or its paths (an empty --checkpoint_dir, one whose parent
+// folder does not exist, a test set that is not there), 1 for a failure a
+// retry might fix.
 
 #include <sys/resource.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "common/command_line.h"
+#include "common/exit_code.h"
 #include "common/shutdown_signal.h"
 #include "gflags/gflags.h"
 #include "worker/backend/cpu/cpu_backend.h"
@@ -30,7 +34,8 @@ DEFINE_string(run_dir, "",
               "checkpoint root's parent folder).");
 DEFINE_string(data_dir, "",
               "Read the test set from this folder instead of the job's.");
-DEFINE_int64(max_examples, -1, "Evaluate only the first N test examples.");
+DEFINE_int64(max_examples, -1,
+             "Evaluate only the first N test examples (N >= 1; -1: all).");
 DEFINE_int32(batch_size, 1024, "Examples per forward pass.");
 DEFINE_double(poll_seconds, 2, "How often to look for a new checkpoint.");
 DEFINE_double(max_idle_seconds, 0,
@@ -41,21 +46,26 @@ DEFINE_int32(nice, 10, "CPU priority increment, so training comes first.");
 namespace tessera {
 namespace {
 
-int Fail(int code, const absl::Status& status) {
-  std::fprintf(stderr, "tessera_evaluator: %s\n",
-               std::string(status.message()).c_str());
-  return code;
+int Fail(const absl::Status& status) {
+  return ExitWith("tessera_evaluator", status);
 }
 
 int Run() {
   if (FLAGS_checkpoint_dir.empty()) {
-    return Fail(2, absl::InvalidArgumentError("--checkpoint_dir is required"));
+    return Fail(absl::InvalidArgumentError(
+        "--checkpoint_dir is required (the training job's checkpoint root)"));
   }
   if (FLAGS_batch_size < 1 || !(FLAGS_poll_seconds > 0) ||
       !(FLAGS_max_idle_seconds >= 0)) {
-    return Fail(2, absl::InvalidArgumentError(
-                       "--batch_size and --poll_seconds must be positive, "
-                       "--max_idle_seconds not negative"));
+    return Fail(absl::InvalidArgumentError(
+        "--batch_size and --poll_seconds must be positive, "
+        "--max_idle_seconds not negative"));
+  }
+  if (FLAGS_max_examples < 1 && FLAGS_max_examples != -1) {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("--max_examples must be a number of examples >= 1 (or "
+                     "-1: all of them), got ",
+                     FLAGS_max_examples)));
   }
   if (FLAGS_nice > 0) setpriority(PRIO_PROCESS, 0, FLAGS_nice);
   InstallShutdownSignals();
@@ -63,10 +73,13 @@ int Run() {
   options.checkpoint_root = FLAGS_checkpoint_dir;
   options.run_dir = FLAGS_run_dir;
   if (options.run_dir.empty()) {
-    std::string root = FLAGS_checkpoint_dir;
-    while (root.size() > 1 && root.back() == '/') root.pop_back();
-    const size_t slash = root.rfind('/');
-    options.run_dir = slash == std::string::npos ? "." : root.substr(0, slash);
+    const std::filesystem::path root =
+        std::filesystem::path(FLAGS_checkpoint_dir).lexically_normal();
+    // "run/checkpoints/" normalizes to "run/checkpoints/": drop the slash.
+    const std::filesystem::path folder =
+        root.has_filename() ? root : root.parent_path();
+    options.run_dir = folder.has_parent_path() ? folder.parent_path().string()
+                                               : std::string(".");
   }
   options.data_dir = FLAGS_data_dir;
   options.max_examples = FLAGS_max_examples;
@@ -80,7 +93,7 @@ int Run() {
                                    std::printf("%s\n", line.c_str());
                                    std::fflush(stdout);
                                  });
-  if (!s.ok()) return Fail(1, s);
+  if (!s.ok()) return Fail(s);
   std::printf("tessera_evaluator: %lld checkpoints evaluated\n",
               static_cast<long long>(evaluator.evaluated()));
   return 0;

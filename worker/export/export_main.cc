@@ -7,15 +7,17 @@
 // one checkpoint folder (ckpt-0000000120) or a model file. Formats: ONNX
 // (worker/export/onnx_export.h: with the tables, or with pooled embeddings
 // as inputs and the tables as text files, --tables_dir), or the whole model
-// as one file (--format=tessera, worker/export/model_file.h). Exit code 2
-// for a bad command line, 1 when the checkpoint cannot be read or the model
-// not exported.
+// as one file (--format=tessera, worker/export/model_file.h). Exit codes as
+// every tool's (common/exit_code.h): 2 for a mistake in the command line or
+// its paths (no checkpoint there, a file that is not one), 1 for a failure
+// a retry might fix.
 
 #include <cstdio>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "common/command_line.h"
+#include "common/exit_code.h"
 #include "gflags/gflags.h"
 #include "worker/export/model_file.h"
 #include "worker/export/onnx_export.h"
@@ -45,37 +47,34 @@ DEFINE_string(tables_dir, "",
 namespace tessera {
 namespace {
 
-int Fail(int code, const absl::Status& status) {
-  std::fprintf(stderr, "tessera_export: %s\n",
-               std::string(status.message()).c_str());
-  return code;
+int Fail(const absl::Status& status) {
+  return ExitWith("tessera_export", status);
 }
 
 int Run() {
   if (FLAGS_checkpoint.empty() || FLAGS_output.empty()) {
-    return Fail(2, absl::InvalidArgumentError(
-                       "--checkpoint and --output are required"));
+    return Fail(
+        absl::InvalidArgumentError("--checkpoint and --output are required"));
   }
   if (FLAGS_format != "onnx" && FLAGS_format != "tessera") {
-    return Fail(
-        2, absl::InvalidArgumentError(absl::StrCat(
-               "--format: '", FLAGS_format, "' is neither onnx nor tessera")));
+    return Fail(absl::InvalidArgumentError(absl::StrCat(
+        "--format: '", FLAGS_format, "' is neither onnx nor tessera")));
   }
   if (FLAGS_embeddings != "tables" && FLAGS_embeddings != "pooled_inputs") {
-    return Fail(2, absl::InvalidArgumentError(
-                       absl::StrCat("--embeddings: '", FLAGS_embeddings,
-                                    "' is neither tables nor pooled_inputs")));
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("--embeddings: '", FLAGS_embeddings,
+                     "' is neither tables nor pooled_inputs")));
   }
   absl::StatusOr<TrainedModel> model = LoadTrainedModel(FLAGS_checkpoint);
-  if (!model.ok()) return Fail(1, model.status());
+  if (!model.ok()) return Fail(model.status());
   if (!FLAGS_tables_dir.empty()) {
     if (absl::Status s = WriteTableFiles(*model, FLAGS_tables_dir); !s.ok()) {
-      return Fail(1, s);
+      return Fail(s);
     }
   }
   if (FLAGS_format == "tessera") {
     if (absl::Status s = WriteModelFile(*model, FLAGS_output); !s.ok()) {
-      return Fail(1, s);
+      return Fail(s);
     }
     std::printf("tessera_export: wrote %s (checkpoint %s, global step %lld)\n",
                 FLAGS_output.c_str(), model->checkpoint.c_str(),
@@ -85,10 +84,10 @@ int Run() {
   OnnxExportOptions options;
   options.pooled_inputs = FLAGS_embeddings == "pooled_inputs";
   absl::StatusOr<onnx::ModelProto> onnx = ExportOnnx(*model, options);
-  if (!onnx.ok()) return Fail(1, onnx.status());
+  if (!onnx.ok()) return Fail(onnx.status());
   if (absl::Status s = WriteOnnxFile(&*onnx, FLAGS_output, FLAGS_external_data);
       !s.ok()) {
-    return Fail(1, s);
+    return Fail(s);
   }
   std::printf("tessera_export: wrote %s (checkpoint %s, global step %lld)\n",
               FLAGS_output.c_str(), model->checkpoint.c_str(),

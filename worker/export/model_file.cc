@@ -1,5 +1,7 @@
 #include "worker/export/model_file.h"
 
+#include <cstring>
+#include <fstream>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -7,7 +9,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/checkpoint_file.h"
+#include "common/checkpoint_format.h"
 #include "common/model/model_presets.h"
+#include "worker/export/onnx_file_sniff.h"
 
 namespace tessera {
 
@@ -42,7 +46,35 @@ absl::Status WriteModelFile(const TrainedModel& model,
   return done.status();
 }
 
+namespace {
+
+// InvalidArgument when `path` is some other kind of file (its first bytes
+// are not a checkpoint file's), saying what it looks like when it can.
+absl::Status CheckIsCheckpointFile(const std::string& path) {
+  char magic[sizeof(checkpoint_internal::kHeaderMagic)];
+  std::ifstream in(path, std::ios::binary);
+  // A short or unreadable file is the reader's to report.
+  if (!in.read(magic, sizeof(magic))) return absl::OkStatus();
+  if (std::memcmp(magic, checkpoint_internal::kHeaderMagic, sizeof(magic)) ==
+      0) {
+    return absl::OkStatus();
+  }
+  std::string message = absl::StrCat(
+      path,
+      " is not a Tessera checkpoint or model file (give a checkpoint root, a "
+      "ckpt-<step> folder, or a file tessera_export --format=tessera wrote)");
+  if (LooksLikeOnnxModel(path)) {
+    absl::StrAppend(&message,
+                    "; it looks like an ONNX model, which ONNX Runtime runs: "
+                    "give the checkpoint it was exported from instead");
+  }
+  return absl::InvalidArgumentError(message);
+}
+
+}  // namespace
+
 absl::StatusOr<TrainedModel> ReadModelFile(const std::string& path) {
+  if (absl::Status s = CheckIsCheckpointFile(path); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<CheckpointReader>> opened =
       CheckpointReader::Open(path);
   if (!opened.ok()) return opened.status();

@@ -30,8 +30,9 @@ absl::Status WriteModelFile(const TrainedModel& model, const std::string& path);
 
 // Reads a file WriteModelFile wrote. DataLoss for a damaged file (the
 // checkpoint reader's errors), InvalidArgument for a file that is not a
-// model file, NotFound naming a variable the model needs and the file
-// lacks, FailedPrecondition naming one of the wrong shape.
+// model file (saying so when it is an ONNX model), NotFound naming a variable
+// the model needs and the file lacks, FailedPrecondition naming one of the
+// wrong shape.
 absl::StatusOr<TrainedModel> ReadModelFile(const std::string& path);
 
 }  // namespace tessera

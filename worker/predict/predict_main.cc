@@ -11,8 +11,9 @@
 // and, when the examples carry labels, the metrics training prints for its
 // test set. New examples need no labels (--examples, a Criteo file without
 // its label column, IDX images without --labels): their lines are the
-// same, and the metrics line says there were no labels. Exit code 2 for a
-// bad command line, 1 for a failure.
+// same, and the metrics line says there were no labels. Exit codes as every
+// tool's (common/exit_code.h): 2 for a mistake in the command line or its
+// paths, 1 for a failure a retry might fix.
 
 #include <algorithm>
 #include <chrono>
@@ -28,10 +29,12 @@
 #include "absl/strings/str_format.h"
 #include "common/binary_metrics.h"
 #include "common/command_line.h"
+#include "common/exit_code.h"
 #include "common/job_file.h"
 #include "gflags/gflags.h"
 #include "worker/backend/device_choice.h"
 #include "worker/data/example_set.h"
+#include "worker/data/stream_examples.h"
 #include "worker/export/trained_model.h"
 #include "worker/predict/prediction_lines.h"
 #include "worker/predict/predictor.h"
@@ -51,13 +54,15 @@ DEFINE_string(examples, "",
 DEFINE_string(labels, "",
               "The IDX labels file of --examples' images; omitted, the images "
               "have no labels.");
-DEFINE_int64(max_examples, -1, "Predict only the first N examples.");
+DEFINE_int64(max_examples, -1,
+             "Predict only the first N examples (N >= 1; -1: all).");
 DEFINE_int32(batch_size, 1024, "Examples per forward pass.");
 DEFINE_string(output, "-", "Where the predictions go; '-' for stdout.");
 DEFINE_string(output_format, "jsonl", "jsonl or csv.");
 DEFINE_int32(threads, 0,
              "Batches predicted at once on the CPU, each by its own copy of "
-             "the layer graph sharing the model's tables (0: one per core).");
+             "the layer graph sharing the model's tables (0: one per core; "
+             "no more than 1024).");
 DEFINE_string(device, "cpu",
               "cpu, cuda (= cuda:0), cuda:N, or auto (a GPU when one answers "
               "and this build has CUDA).");
@@ -74,32 +79,42 @@ DEFINE_string(write_inputs, "",
 namespace tessera {
 namespace {
 
-int Fail(int code, const absl::Status& status) {
-  std::fprintf(stderr, "tessera_predict: %s\n",
-               std::string(status.message()).c_str());
-  return code;
+int Fail(const absl::Status& status) {
+  return ExitWith("tessera_predict", status);
 }
 
 int Run() {
   if (FLAGS_checkpoint.empty()) {
-    return Fail(2, absl::InvalidArgumentError("--checkpoint is required"));
+    return Fail(absl::InvalidArgumentError("--checkpoint is required"));
   }
   const bool csv = FLAGS_output_format == "csv";
   if (!csv && FLAGS_output_format != "jsonl") {
-    return Fail(2, absl::InvalidArgumentError(
-                       absl::StrCat("--output_format: '", FLAGS_output_format,
-                                    "' is neither jsonl nor csv")));
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("--output_format: '", FLAGS_output_format,
+                     "' is neither jsonl nor csv")));
   }
   if (FLAGS_split != "test" && FLAGS_split != "train") {
-    return Fail(2,
-                absl::InvalidArgumentError(absl::StrCat(
-                    "--split: '", FLAGS_split, "' is neither test nor train")));
+    return Fail(absl::InvalidArgumentError(absl::StrCat(
+        "--split: '", FLAGS_split, "' is neither test nor train")));
   }
   if (FLAGS_batch_size < 1) {
-    return Fail(2, absl::InvalidArgumentError("--batch_size must be >= 1"));
+    return Fail(absl::InvalidArgumentError("--batch_size must be >= 1"));
+  }
+  // 0 would print metrics over no examples, as if the model scored 0.
+  if (FLAGS_max_examples < 1 && FLAGS_max_examples != -1) {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("--max_examples must be a number of examples >= 1 (or "
+                     "-1: all of them), got ",
+                     FLAGS_max_examples)));
+  }
+  if (FLAGS_threads < 0 || FLAGS_threads > 1024) {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("--threads must be between 0 (one per core) and 1024, "
+                     "got ",
+                     FLAGS_threads)));
   }
   absl::StatusOr<TrainedModel> model = LoadTrainedModel(FLAGS_checkpoint);
-  if (!model.ok()) return Fail(1, model.status());
+  if (!model.ok()) return Fail(model.status());
   DataConfig data = model->job.data();
   if (!FLAGS_data_dir.empty()) SetDataDir(FLAGS_data_dir, &data);
   // The whole file: the cap a training run set is no reason to predict
@@ -109,37 +124,41 @@ int Run() {
   bool train = FLAGS_split == "train";
   const bool criteo = data.format() == "criteo";
   if (!FLAGS_labels.empty() && (FLAGS_examples.empty() || criteo)) {
-    return Fail(2, absl::InvalidArgumentError(
-                       "--labels goes with --examples, for IDX images (a "
-                       "Criteo file's label is its first column)"));
+    return Fail(absl::InvalidArgumentError(
+        "--labels goes with --examples, for IDX images (a "
+        "Criteo file's label is its first column)"));
   }
   if (!FLAGS_examples.empty()) {
     train = false;
-    if (criteo) {
+    if (IsStreamedFormat(data.format())) {
+      data.clear_test_files();
+      data.add_test_files(FLAGS_examples);
+    } else if (criteo) {
       data.set_test_path(FLAGS_examples);
     } else {
       data.set_test_images(FLAGS_examples);
       data.set_test_labels(FLAGS_labels);
     }
-  } else if (!criteo && !FLAGS_data_dir.empty()) {
+  } else if (!criteo && !IsStreamedFormat(data.format()) &&
+             !FLAGS_data_dir.empty()) {
     // A folder of images to predict may hold no labels file.
     std::string* labels =
         train ? data.mutable_train_labels() : data.mutable_test_labels();
     if (!std::filesystem::exists(*labels)) labels->clear();
   }
   absl::StatusOr<int64_t> count = CountExamples(data, train);
-  if (!count.ok()) return Fail(1, count.status());
+  if (!count.ok()) return Fail(count.status());
   int64_t n = *count;
   if (FLAGS_max_examples >= 0) n = std::min(n, FLAGS_max_examples);
   absl::StatusOr<std::unique_ptr<ExampleSet>> examples =
       LoadExamples(data, model->model, train, 0, n, LabelUse::kOptional);
-  if (!examples.ok()) return Fail(1, examples.status());
+  if (!examples.ok()) return Fail(examples.status());
   const bool labeled = (*examples)->has_labels();
 
   absl::StatusOr<DeviceChoice> device = ChooseDeviceForFlag(FLAGS_device);
-  if (!device.ok()) return Fail(2, device.status());
+  if (!device.ok()) return Fail(device.status());
   absl::StatusOr<std::unique_ptr<Backend>> backend = MakeBackend(*device);
-  if (!backend.ok()) return Fail(1, backend.status());
+  if (!backend.ok()) return Fail(backend.status());
   std::fprintf(stderr, "tessera_predict: on %s (%s)\n", device->device.c_str(),
                device->reason.c_str());
   // A graph runs one batch at a time: each thread has its own, all of
@@ -157,12 +176,12 @@ int Run() {
   for (int t = 0; t < threads; ++t) {
     if (t > 0) {
       absl::StatusOr<std::unique_ptr<Backend>> more = MakeBackend(*device);
-      if (!more.ok()) return Fail(1, more.status());
+      if (!more.ok()) return Fail(more.status());
       backends.push_back(*std::move(more));
     }
     absl::StatusOr<std::unique_ptr<Predictor>> p =
         Predictor::Create(*model, backends.back().get());
-    if (!p.ok()) return Fail(1, p.status());
+    if (!p.ok()) return Fail(p.status());
     predictors.push_back(*std::move(p));
   }
   const Predictor& first = *predictors[0];
@@ -176,8 +195,8 @@ int Run() {
   if (FLAGS_output != "-") {
     out = std::fopen(FLAGS_output.c_str(), "w");
     if (out == nullptr) {
-      return Fail(1, absl::PermissionDeniedError(
-                         absl::StrCat("cannot write ", FLAGS_output)));
+      return Fail(absl::PermissionDeniedError(
+          absl::StrCat("cannot write ", FLAGS_output)));
     }
   }
   PredictionLayout layout;
@@ -190,8 +209,8 @@ int Run() {
   if (!FLAGS_write_inputs.empty()) {
     inputs_out = std::fopen(FLAGS_write_inputs.c_str(), "w");
     if (inputs_out == nullptr) {
-      return Fail(1, absl::PermissionDeniedError(
-                         absl::StrCat("cannot write ", FLAGS_write_inputs)));
+      return Fail(absl::PermissionDeniedError(
+          absl::StrCat("cannot write ", FLAGS_write_inputs)));
     }
   }
   // One batch per thread, predicted at once, written in order.
@@ -243,7 +262,7 @@ int Run() {
     forward_secs += round_secs;
     for (int i = 0; i < k; ++i) {
       const Slot& slot = slots[i];
-      if (!slot.result.ok()) return Fail(1, slot.result.status());
+      if (!slot.result.ok()) return Fail(slot.result.status());
       const int64_t at = slot.at, size = slot.size;
       const HostBatch& batch = slot.batch;
       const std::vector<float>& outputs = slot.outputs;
@@ -283,12 +302,12 @@ int Run() {
           .count();
   std::fprintf(stderr, "\n");
   if (inputs_out != nullptr && std::fclose(inputs_out) != 0) {
-    return Fail(1, absl::DataLossError(
-                       absl::StrCat("cannot write ", FLAGS_write_inputs)));
+    return Fail(
+        absl::DataLossError(absl::StrCat("cannot write ", FLAGS_write_inputs)));
   }
   if (out != stdout && std::fclose(out) != 0) {
     return Fail(
-        1, absl::DataLossError(absl::StrCat("cannot write ", FLAGS_output)));
+        absl::DataLossError(absl::StrCat("cannot write ", FLAGS_output)));
   }
   // The metrics training prints for its test set, when there are labels.
   const int64_t total = std::max<int64_t>(1, n);

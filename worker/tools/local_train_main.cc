@@ -7,7 +7,9 @@
 //
 // Prints one line per epoch (train and test loss and accuracy, AUC and log
 // loss for a click model, examples/s) and a progress line on stderr. Exit
-// code 2 for a bad job (nothing trained), 1 for a failure while training.
+// codes as every tool's (common/exit_code.h): 2 for a bad job or a data
+// file that is not there (nothing trained), 1 for a failure a retry might
+// fix.
 
 #include <algorithm>
 #include <chrono>
@@ -15,6 +17,7 @@
 #include <string>
 
 #include "common/command_line.h"
+#include "common/exit_code.h"
 #include "common/job_file.h"
 #include "gflags/gflags.h"
 #include "worker/backend/cpu/cpu_backend.h"
@@ -38,18 +41,16 @@ DEFINE_string(checkpoint_dir, "",
 namespace tessera {
 namespace {
 
-int Fail(int code, const absl::Status& status) {
-  std::fprintf(stderr, "tessera_local_train: %s\n",
-               std::string(status.message()).c_str());
-  return code;
+int Fail(const absl::Status& status) {
+  return ExitWith("tessera_local_train", status);
 }
 
 int Run() {
   if (FLAGS_job_file.empty()) {
-    return Fail(2, absl::InvalidArgumentError("--job_file is required"));
+    return Fail(absl::InvalidArgumentError("--job_file is required"));
   }
   absl::StatusOr<JobConfig> job = ReadJobFile(FLAGS_job_file);
-  if (!job.ok()) return Fail(2, job.status());
+  if (!job.ok()) return Fail(job.status());
   if (!FLAGS_data_dir.empty()) SetDataDir(FLAGS_data_dir, job->mutable_data());
   ScheduleConfig* schedule = job->mutable_schedule();
   if (FLAGS_epochs > 0) schedule->set_epochs(FLAGS_epochs);
@@ -65,7 +66,7 @@ int Run() {
   CpuBackend cpu;
   absl::StatusOr<std::unique_ptr<LocalTrainer>> trainer =
       LocalTrainer::Create(*job, &cpu);
-  if (!trainer.ok()) return Fail(2, trainer.status());
+  if (!trainer.ok()) return Fail(trainer.status());
   const int64_t total = (*trainer)->train_size();
   std::printf(
       "epoch  train_loss  train_acc  test_loss  test_acc     auc  log_loss  "
@@ -84,7 +85,7 @@ int Run() {
     };
     absl::StatusOr<LocalEpoch> r = (*trainer)->RunEpoch(epoch, progress);
     std::fprintf(stderr, "\n");
-    if (!r.ok()) return Fail(1, r.status());
+    if (!r.ok()) return Fail(r.status());
     std::printf(
         "%-5d  %10.4f  %9.4f  %9.4f  %8.4f  %6s  %8s  %7.0f\n", epoch,
         r->train_loss, r->train_accuracy, r->test_loss, r->test_accuracy,
@@ -97,7 +98,7 @@ int Run() {
   if (!FLAGS_checkpoint_dir.empty()) {
     absl::StatusOr<std::string> saved =
         (*trainer)->SaveCheckpoint(FLAGS_checkpoint_dir, schedule->epochs());
-    if (!saved.ok()) return Fail(1, saved.status());
+    if (!saved.ok()) return Fail(saved.status());
     std::printf("checkpoint %s\n", saved->c_str());
   }
   return 0;

@@ -11,6 +11,7 @@ namespace tessera {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 ModelDef Parse(const std::string& text) {
   ModelDef model;
@@ -257,6 +258,34 @@ TEST(ModelGraphTest, UnknownTensorNamesTheLayer) {
   EXPECT_EQ(graph.status().message(),
             "model: layer \"drop\" reads tensor \"dense_O\", which no input or "
             "layer writes");
+}
+
+TEST(ModelGraphTest, TwoLayersOfOneNameAreCalledThat) {
+  ModelDef m = Parse(kMlp);
+  m.mutable_layers(1)->set_name("dense_0");  // also writes "dense_0"
+  absl::StatusOr<ModelGraph> graph = BuildModelGraph(m, 1);
+  ASSERT_FALSE(graph.ok());
+  EXPECT_THAT(graph.status().message(),
+              HasSubstr("two layers are named \"dense_0\""));
+  EXPECT_THAT(graph.status().message(),
+              Not(HasSubstr("written by layer \"dense_0\" and by layer")));
+}
+
+TEST(ModelGraphTest, AModelWithoutALossIsToldToAddOne) {
+  ModelDef m = Parse(kMlp);
+  m.clear_loss();
+  absl::StatusOr<ModelGraph> graph = BuildModelGraph(m, 1);
+  ASSERT_FALSE(graph.ok());
+  EXPECT_THAT(graph.status().message(), HasSubstr("the model has no loss"));
+  EXPECT_THAT(graph.status().message(), HasSubstr("add loss {"));
+  EXPECT_THAT(graph.status().message(), Not(HasSubstr("tensor \"\"")));
+
+  m = Parse(kMlp);
+  m.mutable_loss()->clear_input();
+  graph = BuildModelGraph(m, 1);
+  ASSERT_FALSE(graph.ok());
+  EXPECT_THAT(graph.status().message(),
+              HasSubstr("the loss names no input tensor"));
 }
 
 TEST(ModelGraphTest, CycleIsNamed) {

@@ -84,9 +84,11 @@ struct Outcome {
 };
 
 // Every rank all-reduces {rank + 1, 10} twice; `gpu[r]` says whether rank r
-// has a GPU and `join_fails[r]` whether joining NCCL fails there.
+// has a GPU, `join_fails[r]` whether joining NCCL fails there and
+// `no_library[r]` (empty: none) whether NCCL cannot be loaded there.
 Outcome RunGroup(FakeGroup* nccl_group, const std::vector<bool>& gpu,
-                 const std::vector<bool>& join_fails, bool built = true) {
+                 const std::vector<bool>& join_fails, bool built = true,
+                 const std::vector<bool>& no_library = {}) {
   const int n = static_cast<int>(gpu.size());
   FakeGroup ring_group(n);
   Outcome out;
@@ -111,6 +113,11 @@ Outcome RunGroup(FakeGroup* nccl_group, const std::vector<bool>& gpu,
           if (join_fails[r]) return absl::InternalError("no NVLink today");
           return std::unique_ptr<AllReducer>(
               std::make_unique<FakeRank>(nccl_group, rank, num_ranks));
+        };
+        const bool missing = !no_library.empty() && no_library[r];
+        choice.load = [missing] {
+          return missing ? absl::UnavailableError("no libnccl.so.2")
+                         : absl::OkStatus();
         };
       }
       NegotiatedAllReducer reducer(&ring, choice);
@@ -157,6 +164,20 @@ TEST(NegotiatedAllReducerTest, AFailedJoinAnywhereKeepsEveryoneOnTheRing) {
   for (int r = 0; r < 2; ++r) {
     EXPECT_FALSE(out.nccl[r]) << r;
     EXPECT_THAT(out.sums[r], ElementsAre(3.0f, 20.0f));
+  }
+  EXPECT_EQ(nccl.calls(), 0);
+}
+
+// NCCL is the node's, not the binary's: a worker with a GPU where it
+// cannot be loaded votes for the ring, so nobody tries to join.
+TEST(NegotiatedAllReducerTest, ANodeWithoutTheNcclLibraryKeepsAllOnTheRing) {
+  FakeGroup nccl(3);
+  Outcome out = RunGroup(&nccl, {true, true, true}, {false, false, false},
+                         /*built=*/true, /*no_library=*/{false, true, false});
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_FALSE(out.nccl[r]) << r;
+    EXPECT_EQ(out.ids[r], "") << r;
+    EXPECT_THAT(out.sums[r], ElementsAre(6.0f, 30.0f));
   }
   EXPECT_EQ(nccl.calls(), 0);
 }

@@ -11,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
+#include "tests/worker/data/stream_test_files.h"
 
 namespace tessera {
 namespace {
@@ -156,6 +157,78 @@ TEST_F(CountExamplesTest, ImagesWithoutALabelsFileNeedOptionalLabels) {
   EXPECT_FALSE(batch.labeled);
   EXPECT_THAT(batch.class_labels, ElementsAre(0));
   EXPECT_FLOAT_EQ(batch.dense[0][1], 6 / 255.0f);
+}
+
+// The tools that hold a set in memory (prediction, the evaluator, the
+// one-process trainer) read a streamed job's own files, in file order,
+// through the workers' reader; they used to read the IDX defaults.
+class StreamedExampleSetTest : public stream_test::StreamFileTest {
+ protected:
+  void SetUp() override {
+    StreamFileTest::SetUp();
+    InputDef* x = model_.add_inputs();
+    x->set_name("x");
+    x->mutable_dense()->add_shape(3);
+    InputDef* cat = model_.add_inputs();
+    cat->set_name("cat");
+    cat->mutable_sparse()->set_max_hotness(2);
+    model_.mutable_label()->set_kind(LabelDef::BINARY);
+    data_.set_format("tfrecord");
+    data_.set_label_feature("y");
+    // Names sort b-before-c: the set is read in sorted file order.
+    WriteExamples("train-b", 0, 4);
+    WriteExamples("train-c", 4, 3, /*gzip=*/true);
+    WriteExamples("test-a", 100, 5);
+    data_.add_train_files(Path("train-*"));
+    data_.add_test_files(Path("test-*"));
+  }
+
+  ModelDef model_;
+  DataConfig data_;
+};
+
+TEST_F(StreamedExampleSetTest, CountsAndLoadsTheJobsOwnRecords) {
+  EXPECT_EQ(*CountExamples(data_, /*train=*/true), 7);
+  EXPECT_EQ(*CountExamples(data_, /*train=*/false), 5);
+  data_.set_test_examples(3);
+  EXPECT_EQ(*CountExamples(data_, /*train=*/false), 3);
+
+  absl::StatusOr<std::unique_ptr<ExampleSet>> test =
+      LoadExamples(data_, model_, /*train=*/false, 1, 3);
+  ASSERT_TRUE(test.ok()) << test.status();
+  EXPECT_EQ((*test)->size(), 3);
+  EXPECT_TRUE((*test)->has_labels());
+  HostBatch batch;
+  const std::vector<int64_t> indices = {2, 0, 2};
+  ASSERT_TRUE((*test)->Gather(indices, &batch).ok());
+  ASSERT_EQ(batch.size, 3);
+  // Records 101..103 of the test file: x = (id, id + .5, -id), cat =
+  // {id, 7}, y = id % 2.
+  EXPECT_THAT(batch.dense[0], ElementsAre(103, 103.5, -103, 101, 101.5, -101,
+                                          103, 103.5, -103));
+  EXPECT_THAT(batch.ids[0], ElementsAre(103, 7, 101, 7, 103, 7));
+  EXPECT_THAT(batch.offsets[0], ElementsAre(0, 2, 4, 6));
+  EXPECT_THAT(batch.labels, ElementsAre(1, 1, 1));
+
+  absl::StatusOr<std::unique_ptr<ExampleSet>> train =
+      LoadExamples(data_, model_, /*train=*/true, 0, 7);
+  ASSERT_TRUE(train.ok()) << train.status();
+  const std::vector<int64_t> all = {0, 3, 4, 6};
+  ASSERT_TRUE((*train)->Gather(all, &batch).ok());
+  EXPECT_THAT(batch.labels, ElementsAre(0, 1, 0, 0));
+  EXPECT_EQ(batch.dense[0][3 * 3], 6);
+  EXPECT_EQ((*train)->Gather(std::vector<int64_t>{7}, &batch).code(),
+            absl::StatusCode::kOutOfRange);
+}
+
+TEST_F(StreamedExampleSetTest, ErrorsNameTheFiles) {
+  EXPECT_EQ(LoadExamples(data_, model_, false, 3, 5).status().code(),
+            absl::StatusCode::kOutOfRange);
+  data_.clear_test_files();
+  data_.add_test_files(Path("missing-*"));
+  absl::Status s = CountExamples(data_, false).status();
+  EXPECT_THAT(s.message(), HasSubstr("test_files"));
+  EXPECT_THAT(s.message(), HasSubstr("missing-*"));
 }
 
 }  // namespace

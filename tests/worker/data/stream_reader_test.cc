@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/worker/data/stream_test_files.h"
@@ -180,6 +181,17 @@ TEST_F(StreamReaderTest, GlobsAndCounts) {
   EXPECT_EQ(none.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(none.status().message(), HasSubstr("no file matches"));
   EXPECT_THAT(none.status().message(), HasSubstr("nothing-*.tfrecord"));
+}
+
+TEST_F(StreamReaderTest, AGlobInAMissingFolderNamesTheFolder) {
+  absl::StatusOr<std::vector<std::string>> missing =
+      ExpandFileGlobs({Path("no-such-folder/part-*")});
+  // The user's mistake (exit 2), not a failure worth a retry.
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound)
+      << missing.status();
+  EXPECT_THAT(missing.status().message(),
+              HasSubstr(absl::StrCat("folder ", Path("no-such-folder"),
+                                     " does not exist")));
 }
 
 TEST_F(StreamReaderTest, AssignStreamedDataGlobsCountsAndAssigns) {

@@ -129,10 +129,55 @@ TEST_F(CheckpointEvaluatorTest, SkipsACheckpointItCannotReadAndGoesOn) {
                        [&](const std::string& l) { lines.push_back(l); })
                   .ok());
   EXPECT_EQ(evaluator.evaluated(), 0);
-  ASSERT_EQ(lines.size(), 2u);
+  ASSERT_EQ(lines.size(), 3u);
   EXPECT_THAT(lines[0], HasSubstr("skipped"));
   EXPECT_THAT(lines[0], HasSubstr("ps-0.shards"));
-  EXPECT_THAT(lines[1], HasSubstr("no new checkpoint"));
+  EXPECT_THAT(lines[1], HasSubstr("waiting for a checkpoint newer than"));
+  EXPECT_THAT(lines[2], HasSubstr("no new checkpoint"));
+}
+
+TEST_F(CheckpointEvaluatorTest, SaysWhatItWaitsForOnceAPeriod) {
+  EvaluatorOptions options = Options();
+  options.max_idle = absl::ZeroDuration();  // wait for ever
+  options.poll = absl::Milliseconds(1);
+  options.wait_report_every = absl::Hours(1);
+  std::filesystem::create_directories(dir_);
+  CheckpointEvaluator evaluator(options, &cpu_);
+  std::vector<std::string> lines;
+  int polls = 0;
+  ASSERT_TRUE(evaluator
+                  .Run([&] { return ++polls > 50; },
+                       [&](const std::string& l) { lines.push_back(l); })
+                  .ok());
+  // Fifty polls, one line: the folder, what file makes a checkpoint, and
+  // that the folder is not there yet.
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_THAT(lines[0], HasSubstr(absl::StrCat("waiting for a checkpoint in ",
+                                               dir_, "/checkpoints")));
+  EXPECT_THAT(lines[0], HasSubstr("ckpt-<step> holding a manifest file"));
+  EXPECT_THAT(lines[0], HasSubstr("does not exist yet"));
+}
+
+TEST_F(CheckpointEvaluatorTest, RefusesAFolderUnderAMissingOne) {
+  EvaluatorOptions options = Options();
+  options.checkpoint_root = dir_ + "/missing/checkpoints";
+  options.run_dir = dir_ + "/missing";
+  CheckpointEvaluator evaluator(options, &cpu_);
+  const absl::Status s =
+      evaluator.Run([] { return false; }, [](const std::string&) {});
+  EXPECT_TRUE(absl::IsNotFound(s)) << s;
+  // The parent named (TempDir() may end in a slash: the path is normalized).
+  EXPECT_THAT(s.message(), HasSubstr(absl::StrCat("evaluator-", getpid(),
+                                                  "/missing does not exist")));
+  // Refused before anything was made: the mistyped folder is not created.
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/missing"));
+
+  options.checkpoint_root = "";
+  CheckpointEvaluator empty(options, &cpu_);
+  const absl::Status e =
+      empty.Run([] { return false; }, [](const std::string&) {});
+  EXPECT_TRUE(absl::IsInvalidArgument(e)) << e;
+  EXPECT_THAT(e.message(), HasSubstr("no checkpoint folder given"));
 }
 
 }  // namespace

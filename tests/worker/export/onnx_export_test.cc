@@ -1,15 +1,21 @@
 #include "worker/export/onnx_export.h"
 
+#include <unistd.h>
+
+#include <fstream>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
+#include "worker/export/trained_model.h"
 
 namespace tessera {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr char kModel[] = R"pb(
   inputs {
@@ -137,6 +143,34 @@ TEST(OnnxExportTest, PooledInputsLeaveTheTablesOut) {
     inputs.push_back(in.name());
   }
   EXPECT_THAT(inputs, ::testing::ElementsAre("x", "bag"));
+}
+
+// An ONNX file where a checkpoint goes (tessera_predict --checkpoint=
+// model.onnx) is named as what it is, not as a damaged checkpoint.
+TEST(OnnxExportTest, AnOnnxFileGivenAsACheckpointIsCalledOne) {
+  absl::StatusOr<onnx::ModelProto> m = ExportOnnx(Trained(), {});
+  ASSERT_TRUE(m.ok()) << m.status();
+  const std::string onnx_path =
+      absl::StrCat(::testing::TempDir(), "/as_checkpoint_", getpid(), ".onnx");
+  ASSERT_TRUE(WriteOnnxFile(&*m, onnx_path).ok());
+  absl::StatusOr<TrainedModel> loaded = LoadTrainedModel(onnx_path);
+  EXPECT_TRUE(absl::IsInvalidArgument(loaded.status())) << loaded.status();
+  const std::string message(loaded.status().message());
+  EXPECT_THAT(message, HasSubstr(onnx_path));
+  EXPECT_THAT(message, HasSubstr("is not a Tessera checkpoint"));
+  EXPECT_THAT(message, HasSubstr("looks like an ONNX model"));
+  EXPECT_THAT(message, Not(HasSubstr("bad magic")));
+
+  // Another file is not taken for one.
+  const std::string text_path =
+      absl::StrCat(::testing::TempDir(), "/as_checkpoint_", getpid(), ".txt");
+  std::ofstream(text_path) << "predictions, not a model\n";
+  loaded = LoadTrainedModel(text_path);
+  EXPECT_TRUE(absl::IsInvalidArgument(loaded.status())) << loaded.status();
+  EXPECT_THAT(loaded.status().message(), HasSubstr("is not a Tessera"));
+  EXPECT_THAT(loaded.status().message(), Not(HasSubstr("ONNX")));
+  std::remove(onnx_path.c_str());
+  std::remove(text_path.c_str());
 }
 
 TEST(OnnxExportTest, ErrorNamesTheLayer) {

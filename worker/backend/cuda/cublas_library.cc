@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "worker/backend/cuda/cuda_library_search.h"
 
 namespace tessera {
 namespace {
@@ -24,23 +25,18 @@ bool Resolve(void* library, const char* symbol, F* out, std::string* error) {
 }
 
 absl::StatusOr<CublasApi> Load() {
-  const std::string name = absl::StrCat("libcublas.so.", CUBLAS_VER_MAJOR);
-  // Never closed: cuBLAS handles may live until the process ends.
-  void* library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-  std::string why = library == nullptr ? DlError() : "";
-#ifdef TESSERA_CUDA_LIBRARY_DIR
-  // Where the build found the toolkit, as a linked library's RUNPATH would
-  // have said.
-  if (library == nullptr) {
-    library = dlopen(absl::StrCat(TESSERA_CUDA_LIBRARY_DIR, "/", name).c_str(),
-                     RTLD_NOW | RTLD_LOCAL);
-  }
-#endif
-  if (library == nullptr) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot load ", name,
-                     " (cuBLAS, which the CUDA backend needs): ", why));
-  }
+  const std::string major = absl::StrCat(CUBLAS_VER_MAJOR);
+  absl::StatusOr<void*> opened = OpenCudaLibrary(
+      {absl::StrCat("libcublas.so.", major),
+       "cuBLAS, which the CUDA "
+       "backend needs",
+       {absl::StrCat("libcublasLt.so.", major)},
+       // CUDA 13's nvidia-cublas shares one folder with the other CUDA 13
+       // wheels; CUDA 12's nvidia-cublas-cu12 has its own.
+       {absl::StrCat("nvidia/cu", major, "/lib"), "nvidia/cublas/lib"}});
+  if (!opened.ok()) return opened.status();
+  void* library = *opened;
+  const std::string name = absl::StrCat("libcublas.so.", major);
   CublasApi api;
   std::string error;
   Resolve(library, "cublasCreate_v2", &api.create, &error);

@@ -8,9 +8,8 @@
 //
 // Contract:
 //  - LoadCublas loads the cuBLAS the build was compiled against
-//    (libcublas.so.<CUBLAS_VER_MAJOR>, found as the dynamic linker finds
-//    any library: LD_LIBRARY_PATH, the cache, the binary's RUNPATH; else
-//    in the toolkit folder the build used) once per process; later calls
+//    (libcublas.so.<CUBLAS_VER_MAJOR>, found where every CUDA library of
+//    the node is: cuda_library_search.h) once per process; later calls
 //    return the same table, or the same error.
 //  - Unavailable when the library or one of its functions cannot be
 //    found, naming it and saying what dlopen said.

@@ -1,0 +1,85 @@
+#include "coordinator/dry_run.h"
+
+#include <unistd.h>
+
+#include <memory>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/model/model_graph.h"
+#include "common/model/model_summary.h"
+#include "common/optimizer/optimizer.h"
+#include "partitioners/variable_sharding.h"
+#include "worker/data/data_check.h"
+
+namespace tessera {
+namespace {
+
+std::string GiB(int64_t bytes) {
+  return absl::StrFormat("%.1f GiB", bytes / double{1 << 30});
+}
+
+}  // namespace
+
+int64_t MachineMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? int64_t{pages} * page : 0;
+}
+
+absl::Status DryRun(const JobConfig& job, const ClusterSpec& cluster,
+                    const VariablePlan& plan, const DryRunOptions& options,
+                    FILE* out) {
+  absl::StatusOr<ModelGraph> graph =
+      BuildModelGraph(job.model_def(), job.schedule().seed());
+  if (!graph.ok()) return graph.status();
+  std::fprintf(out, "%s\n", FormatModelSummary(*graph).c_str());
+  if (!options.mode_note.empty()) {
+    std::fprintf(out, "note: %s\n", options.mode_note.c_str());
+  }
+  const int num_ps = cluster.num_tasks("ps");
+  if (num_ps == 0) {
+    std::fprintf(out,
+                 "no parameter servers: mirrored training, every worker "
+                 "holds all %zu variables\n",
+                 plan.variables.size());
+  } else {
+    std::fprintf(out, "%s",
+                 FormatShardTable(plan.shards, cluster.tasks("ps")).c_str());
+    // Each value of a shard comes with the optimizer's slots (Adam: two).
+    int slots = 0;
+    if (absl::StatusOr<std::unique_ptr<Optimizer>> optimizer =
+            CreateOptimizer(job.optimizer());
+        optimizer.ok()) {
+      slots = (*optimizer)->num_slots();
+    }
+    const int64_t memory =
+        options.memory_bytes > 0 ? options.memory_bytes : MachineMemoryBytes();
+    std::vector<int64_t> held(num_ps, 0);
+    for (const ShardInfo& s : plan.shards) {
+      if (s.ps_task >= 0 && s.ps_task < num_ps) {
+        held[s.ps_task] += s.bytes * (1 + slots);
+      }
+    }
+    for (int t = 0; t < num_ps; ++t) {
+      if (memory > 0 && held[t] > memory) {
+        std::fprintf(out,
+                     "warning: ps %d (%s) would hold %s with the optimizer's "
+                     "%d slot%s, more than this machine's %s of memory\n",
+                     t, cluster.tasks("ps")[t].c_str(), GiB(held[t]).c_str(),
+                     slots, slots == 1 ? "" : "s", GiB(memory).c_str());
+      }
+    }
+  }
+  if (absl::Status s = CheckDataAgainstModel(job.data(), job.model_def());
+      !s.ok()) {
+    return s;
+  }
+  std::fprintf(out,
+               "data: the first training and test examples fit the model%s\n",
+               job.data().format() == "idx" ? "; every label is in range" : "");
+  return absl::OkStatus();
+}
+
+}  // namespace tessera

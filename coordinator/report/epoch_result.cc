@@ -1,0 +1,31 @@
+#include "coordinator/report/epoch_result.h"
+
+#include <algorithm>
+
+namespace tessera {
+
+void AddEpochPart(const EpochResult& part, EpochResult* total) {
+  const int64_t steps = total->steps + part.steps;
+  const int64_t examples = total->examples + part.examples;
+  if (steps > 0) {
+    total->train_loss =
+        (total->train_loss * total->steps + part.train_loss * part.steps) /
+        steps;
+  }
+  if (examples > 0) {
+    total->train_accuracy = (total->train_accuracy * total->examples +
+                             part.train_accuracy * part.examples) /
+                            examples;
+  }
+  total->steps = steps;
+  total->examples = examples;
+  total->seconds += part.seconds;
+  total->examples_per_second = total->examples / std::max(1e-9, total->seconds);
+  for (const auto& [staleness, count] : part.staleness) {
+    total->staleness[staleness] += count;
+  }
+  total->late_shards += part.late_shards;
+  total->bad_records += part.bad_records;
+}
+
+}  // namespace tessera
