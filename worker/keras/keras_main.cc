@@ -11,7 +11,7 @@
 // trained checkpoint as a .keras archive that keras.saving.load_model
 // loads. Exit code 2 for a bad command line, a model Tessera cannot
 // express (the error names the layer, its class and why) or a file that is
-// not a Keras model; 1 when a checkpoint cannot be read or a file written.
+// not a Keras model; 1 for what a retry might fix (docs/exit_codes.md).
 
 #include <cstdio>
 #include <ctime>
@@ -21,6 +21,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/command_line.h"
+#include "common/exit_code.h"
 #include "common/job_file.h"
 #include "common/model/model_graph.h"
 #include "gflags/gflags.h"
@@ -54,17 +55,10 @@ DEFINE_string(checkpoint, "",
 namespace tessera {
 namespace {
 
-int Fail(int code, const absl::Status& status) {
-  std::fprintf(stderr, "tessera_keras: %s\n",
-               std::string(status.message()).c_str());
-  return code;
-}
-
-int CodeOf(const absl::Status& s) {
-  return absl::IsInvalidArgument(s) || absl::IsNotFound(s) ||
-                 absl::IsFailedPrecondition(s)
-             ? 2
-             : 1;
+// Exit codes as docs/exit_codes.md: 2 for what the user must change (a
+// refused model, a bad file or flag), 1 for what a retry might fix.
+int Fail(const absl::Status& status) {
+  return ExitWith("tessera_keras", status);
 }
 
 absl::Status WriteFile(const std::string& path, const std::string& text) {
@@ -122,31 +116,31 @@ std::string PlaceholderData(const ModelDef& model) {
 
 int Import() {
   if (FLAGS_model.empty() || FLAGS_output.empty()) {
-    return Fail(2, absl::InvalidArgumentError(
-                       "import: --model and --output are required"));
+    return Fail(absl::InvalidArgumentError(
+        "import: --model and --output are required"));
   }
   absl::StatusOr<KerasModelFile> file = ReadKerasModelFile(FLAGS_model);
-  if (!file.ok()) return Fail(CodeOf(file.status()), file.status());
+  if (!file.ok()) return Fail(file.status());
   KerasImportOptions options;
   options.loss = FLAGS_loss;
   absl::StatusOr<KerasImport> imported = ImportKerasModel(*file, options);
   if (!imported.ok()) {
-    return Fail(2, absl::InvalidArgumentError(absl::StrCat(
-                       FLAGS_model, ": ", imported.status().message())));
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat(FLAGS_model, ": ", imported.status().message())));
   }
   if (!FLAGS_checkpoint_out.empty() && !file->has_weights) {
-    return Fail(2, absl::InvalidArgumentError(absl::StrCat(
-                       "--checkpoint_out: ", FLAGS_model,
-                       " holds no weights (a JSON config); save the model as "
-                       "a .keras file")));
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("--checkpoint_out: ", FLAGS_model,
+                     " holds no weights (a JSON config); save the model as "
+                     "a .keras file")));
   }
   JobConfig job = imported->job;
   std::string data;
   if (!FLAGS_data_from.empty()) {
     absl::StatusOr<JobConfig> from = ReadJobFile(FLAGS_data_from);
     if (!from.ok()) {
-      return Fail(2, absl::InvalidArgumentError(absl::StrCat(
-                         "--data_from: ", from.status().message())));
+      return Fail(absl::InvalidArgumentError(
+          absl::StrCat("--data_from: ", from.status().message())));
     }
     data = absl::StrCat("# The data section of ", FLAGS_data_from, ".\n",
                         "data {\n", Text(from->data()), "}\n");
@@ -157,7 +151,7 @@ int Import() {
   if (!FLAGS_checkpoint_out.empty()) {
     absl::StatusOr<std::string> written =
         WriteInitialCheckpoint(job, imported->values, FLAGS_checkpoint_out);
-    if (!written.ok()) return Fail(1, written.status());
+    if (!written.ok()) return Fail(written.status());
     checkpoint = *written;
   }
   std::string text = absl::StrCat(
@@ -173,7 +167,7 @@ int Import() {
       "# Keras' fit() defaults; --epochs and --batch_size override them.\n",
       "schedule {\n", Text(job.schedule()), "}\n");
   if (absl::Status s = WriteFile(FLAGS_output, text); !s.ok()) {
-    return Fail(1, s);
+    return Fail(s);
   }
   for (const std::string& note : imported->notes) {
     std::printf("note: %s\n", note.c_str());
@@ -197,13 +191,13 @@ std::string Now() {
 
 int Export() {
   if (FLAGS_checkpoint.empty() || FLAGS_output.empty()) {
-    return Fail(2, absl::InvalidArgumentError(
-                       "export: --checkpoint and --output are required"));
+    return Fail(absl::InvalidArgumentError(
+        "export: --checkpoint and --output are required"));
   }
   absl::StatusOr<TrainedModel> model = LoadTrainedModel(FLAGS_checkpoint);
-  if (!model.ok()) return Fail(1, model.status());
+  if (!model.ok()) return Fail(model.status());
   absl::StatusOr<KerasExport> keras = ExportKerasModel(*model);
-  if (!keras.ok()) return Fail(2, keras.status());
+  if (!keras.ok()) return Fail(keras.status());
   // The layout of Keras 3.15's files, which this writes.
   nlohmann::json metadata = {{"keras_version", "3.15.1"},
                              {"date_saved", Now()}};
@@ -211,7 +205,7 @@ int Export() {
                                          keras->weights, keras->model_name,
                                          keras->optimizer_name);
       !s.ok()) {
-    return Fail(1, s);
+    return Fail(s);
   }
   std::printf("tessera_keras: wrote %s (checkpoint %s, global step %lld)\n",
               FLAGS_output.c_str(), model->checkpoint.c_str(),
@@ -232,7 +226,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "tessera_keras: give one command, import or export (%s)\n",
                  gflags::ProgramUsage());
-    return 2;
+    return tessera::kExitUserError;
   }
   return command == "import" ? tessera::Import() : tessera::Export();
 }
