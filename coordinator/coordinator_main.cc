@@ -42,6 +42,10 @@ DEFINE_bool(dry_run, false,
             "Print the model with every default written out, each layer's "
             "output shape and parameters, and every variable's shards "
             "(rows, bytes, owning parameter server); exit without training.");
+DEFINE_bool(check_data, true,
+            "--dry_run: read the first training and test examples and check "
+            "them against the model; false for a job whose data section is "
+            "still a placeholder (tessera_keras import).");
 DEFINE_bool(print_job, false, "Print the job as a text-format JobConfig.");
 DEFINE_string(run_dir, "", "Folder for metrics.jsonl (created if missing).");
 DEFINE_double(cluster_wait_s, 60,
@@ -155,6 +159,7 @@ int main(int argc, char** argv) {
   if (FLAGS_dry_run) {
     tessera::DryRunOptions dry_run;
     dry_run.mode_note = mode_note;
+    dry_run.check_data = FLAGS_check_data;
     if (absl::Status s =
             tessera::DryRun(*job, *cluster, *plan, dry_run, stdout);
         !s.ok()) {

@@ -106,6 +106,8 @@ std::string PlaceholderData(const ModelDef& model) {
          "# files of tf.train.Example, a feature per model input named as the\n"
          "# input, the label in feature \"label\"; or format \"csv\"), or\n"
          "# import again with --data_from=JOB to copy a job's data section.\n"
+         "# Until then, tessera_coordinator --dry_run --check_data=false\n"
+         "# checks the model alone.\n"
          "data {\n"
          "  format: \"tfrecord\"\n"
          "  train_files: \"REPLACE_ME/train-*.tfrecord\"\n"

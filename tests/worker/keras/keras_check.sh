@@ -36,8 +36,12 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 "${PY[@]}" save "$DIR" 2>/dev/null
 
+# A placeholder of TFRecord globs (the multi-input model's data) cannot be
+# read yet: the dry run checks the model alone.
 dry_run() {
-  "$COORD" --dry_run --job_file="$1" --chief_host=127.0.0.1:1 \
+  local data=()
+  if grep -q REPLACE_ME "$1"; then data=(--check_data=false); fi
+  "$COORD" --dry_run "${data[@]}" --job_file="$1" --chief_host=127.0.0.1:1 \
     --ps_hosts=127.0.0.1:2 --worker_hosts=127.0.0.1:3 --task_type=chief \
     > "$1.dry" 2>&1 || { cat "$1.dry"; fail "dry run of $1"; }
 }
