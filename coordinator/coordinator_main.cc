@@ -42,6 +42,10 @@ DEFINE_bool(dry_run, false,
             "Print the model with every default written out, each layer's "
             "output shape and parameters, and every variable's shards "
             "(rows, bytes, owning parameter server); exit without training.");
+DEFINE_bool(check_data, true,
+            "--dry_run: read the first training and test examples and check "
+            "them against the model; false for a job whose data section is "
+            "still a placeholder (tessera_keras import).");
 DEFINE_bool(print_job, false, "Print the job as a text-format JobConfig.");
 DEFINE_string(run_dir, "", "Folder for metrics.jsonl (created if missing).");
 DEFINE_double(cluster_wait_s, 60,
@@ -72,6 +76,11 @@ DEFINE_int32(checkpoint_every_epochs, 1,
 DEFINE_int32(keep_checkpoints, 3, "Complete checkpoints kept (>= 1).");
 DEFINE_bool(restore, true,
             "Resume from the newest valid checkpoint in --checkpoint_dir.");
+DEFINE_string(init_checkpoint, "",
+              "A checkpoint root whose newest valid checkpoint gives the "
+              "variables their first values, when the job has no checkpoint "
+              "of its own to resume: a warm start at step 0 on any number of "
+              "parameter servers (tessera_keras import --checkpoint_out).");
 DEFINE_bool(evaluate_only, false,
             "Evaluate the newest valid checkpoint in --checkpoint_dir on the "
             "whole test set and end, training nothing.");
@@ -150,6 +159,7 @@ int main(int argc, char** argv) {
   if (FLAGS_dry_run) {
     tessera::DryRunOptions dry_run;
     dry_run.mode_note = mode_note;
+    dry_run.check_data = FLAGS_check_data;
     if (absl::Status s =
             tessera::DryRun(*job, *cluster, *plan, dry_run, stdout);
         !s.ok()) {
@@ -208,6 +218,7 @@ int main(int argc, char** argv) {
   options.checkpoint_every_epochs = FLAGS_checkpoint_every_epochs;
   options.keep_checkpoints = FLAGS_keep_checkpoints;
   options.restore = FLAGS_restore;
+  options.init_checkpoint = FLAGS_init_checkpoint;
   if (FLAGS_evaluate_only && FLAGS_checkpoint_dir.empty()) {
     LOG(ERROR) << "--evaluate_only needs --checkpoint_dir (the checkpoint to "
                   "evaluate)";

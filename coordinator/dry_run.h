@@ -21,6 +21,10 @@ struct DryRunOptions {
   // Bytes of memory a parameter server may use: a server whose shards
   // and optimizer slots need more gets a warning. 0: this machine's.
   int64_t memory_bytes = 0;
+  // Read the first examples and check them against the model; off for a
+  // job whose data section is still to be written (tessera_keras import's
+  // placeholder), whose model and shards are checked alone.
+  bool check_data = true;
 };
 
 // Prints to `out` the model's summary, where each shard goes (or, without

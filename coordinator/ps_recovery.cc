@@ -66,11 +66,45 @@ absl::StatusOr<JobPosition> PsRecovery::Start() {
   if (latest.status().code() != absl::StatusCode::kNotFound) {
     return latest.status();
   }
+  if (!options_.init_checkpoint.empty()) {
+    if (absl::Status s =
+            WarmStart(options_.init_checkpoint, *checkpointer_, out_);
+        !s.ok()) {
+      return s;
+    }
+  }
   JobPosition start;
   absl::StatusOr<std::string> first = checkpointer_->Save(start);
   if (!first.ok()) return first.status();
   board_->Update([&](JobStatus* s) { s->set_last_checkpoint(*first); });
   return start;
+}
+
+absl::Status WarmStart(const std::string& root, JobCheckpointer& checkpointer,
+                       std::FILE* out) {
+  std::vector<std::string> rejected;
+  absl::StatusOr<ValidCheckpoint> init =
+      CheckpointDir(root).LatestValid(&rejected);
+  for (const std::string& why : rejected) {
+    std::fprintf(out, "checkpoint rejected: %s\n", why.c_str());
+  }
+  if (!init.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--init_checkpoint=", root, ": ", init.status().message()));
+  }
+  // The restore re-shards onto this job's servers and checks every
+  // variable's shape; the position stays at step 0.
+  if (absl::Status s = checkpointer.Restore(*init); !s.ok()) {
+    return absl::Status(
+        s.code(), absl::StrCat("--init_checkpoint=", root, ": ", s.message()));
+  }
+  const std::string line = absl::StrFormat(
+      "warm start from %s (saved by %d parameter servers): step 0", init->path,
+      init->manifest.num_ps());
+  LOG(INFO) << line;
+  std::fprintf(out, "%s\n", line.c_str());
+  std::fflush(out);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<JobPosition> PsRecovery::Recover(const absl::Status& error) {

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <functional>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -23,7 +24,19 @@ struct PsRecoveryOptions {
   int epochs = 0;
   // How long a failed parameter server may take to come back.
   absl::Duration timeout = absl::Minutes(5);
+  // A checkpoint root whose newest valid checkpoint gives the variables'
+  // first values when the job has no checkpoint of its own to resume (a
+  // warm start at step 0: an imported Keras model's weights, another
+  // job's result). Empty: the initializers'.
+  std::string init_checkpoint;
 };
+
+// Restores the newest valid checkpoint under `root` through `checkpointer`
+// (any root: only its servers are used), for a job starting at step 0;
+// prints a line to `out`. InvalidArgument naming --init_checkpoint when
+// there is none or a variable does not match.
+absl::Status WarmStart(const std::string& root, JobCheckpointer& checkpointer,
+                       std::FILE* out);
 
 // Where a job starts and how it comes back when a parameter server fails:
 // both restore every server from one checkpoint, so that all shards agree

@@ -75,6 +75,7 @@ TrainingJob::TrainingJob(JobCluster cluster, JobConfig job, VariablePlan plan,
     recovery.restore = options_.restore;
     recovery.epochs = job_.schedule().epochs();
     recovery.timeout = options_.ps_recovery_timeout;
+    recovery.init_checkpoint = options_.init_checkpoint;
     recovery_ = std::make_unique<PsRecovery>(
         checkpointer_.get(), health_.get(), coordinator_.get(), &board_,
         [this] { return CreateVariables(); }, out_, recovery);
@@ -567,6 +568,19 @@ absl::Status TrainingJob::RunJob() {
     if (!resumed_data.ok()) return resumed_data.status();
     data_ = *std::move(resumed_data);
     runner_->SetPosition(position.global_step, position.next_sync_step);
+  } else if (!options_.init_checkpoint.empty()) {
+    if (ps_.empty() || !mode_.uses_parameter_servers()) {
+      return absl::InvalidArgumentError(
+          "--init_checkpoint needs parameter servers (mirrored training "
+          "starts from the initializers)");
+    }
+    std::vector<PsClient*> clients;
+    for (auto& p : ps_) clients.push_back(p.get());
+    JobCheckpointer init(options_.init_checkpoint, 1, clients, job_);
+    if (absl::Status s = WarmStart(options_.init_checkpoint, init, out_);
+        !s.ok()) {
+      return s;
+    }
   }
   // The heartbeat keeps the servers' states for status queries; with
   // checkpoints it also stops the steps at once when a server fails, so

@@ -54,6 +54,9 @@ struct TrainingJobOptions {
   int checkpoint_every_epochs = 1;
   int keep_checkpoints = 3;
   bool restore = true;
+  // A checkpoint root to take the variables' first values from when the
+  // job does not resume one of its own (ps_recovery.h WarmStart).
+  std::string init_checkpoint;
   // Restore the newest valid checkpoint in checkpoint_dir, evaluate it on
   // the whole test set and end: nothing is trained or written to the
   // checkpoints. The figures do not depend on how many workers evaluate.

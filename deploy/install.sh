@@ -10,6 +10,7 @@ PACKAGES=(
   libeigen3-dev nlohmann-json3-dev libgoogle-perftools-dev zlib1g-dev
   libboost-dev
   libonnx-dev
+  libhdf5-dev libzip-dev
   clang libclang-rt-14-dev
   python3-venv
   dataset-fashion-mnist

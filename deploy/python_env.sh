@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Creates the Python environment the checks need (TensorBoard's own event
 # file reader, matplotlib for charts, onnx's checker and ONNX Runtime for
-# exported models) at ${TESSERA_PYENV:-~/.cache/tessera/
-# pyenv}, from PyPI, with pinned versions. Safe to run any number of times:
-# it does nothing when the environment already holds exactly these pins.
+# exported models, Keras 3 on JAX's CPU backend for tessera_keras' checks)
+# at ${TESSERA_PYENV:-~/.cache/tessera/pyenv}, from PyPI, with pinned
+# versions. Safe to run any number of times: it does nothing when the
+# environment already holds exactly these pins.
 # Needs python3-venv (deploy/install.sh installs it).
 set -euo pipefail
 
@@ -20,6 +21,10 @@ REQUIREMENTS=(
   setuptools==80.9.0
   onnx==1.19.1
   onnxruntime==1.23.2
+  keras==3.15.1
+  jax==0.10.2
+  jaxlib==0.10.2
+  h5py==3.16.0
 )
 
 STAMP="$PYENV/.tessera-requirements"
@@ -46,6 +51,8 @@ python3 -m venv "$PYENV"
 from tensorboard.backend.event_processing import event_accumulator
 import matplotlib
 import onnx, onnxruntime
+import os; os.environ["KERAS_BACKEND"] = "jax"
+import keras, h5py
 '
 echo "$WANTED" > "$STAMP"
 echo "python_env.sh: done"

@@ -1,0 +1,35 @@
+// A trained Tessera model as a Keras 3 model: a Functional config with the
+// description's names, the job's loss, metrics and optimizer as the
+// compile config, and the trained values as Keras' weights.
+#ifndef TESSERA_WORKER_KERAS_KERAS_EXPORT_H_
+#define TESSERA_WORKER_KERAS_KERAS_EXPORT_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+#include "worker/export/trained_model.h"
+#include "worker/keras/keras_archive.h"
+
+namespace tessera {
+
+struct KerasExport {
+  nlohmann::json config;                   // config.json
+  std::vector<KerasLayerWeights> weights;  // model.weights.h5, in order
+  std::string model_name;
+  std::string optimizer_name;
+};
+
+// Converts `model`. The fused loss's activation (softmax, sigmoid) is put
+// back on the layer that feeds it, so Keras' predict returns what
+// tessera_predict does, and the compile config's loss reads probabilities
+// (from_logits=False). FailedPrecondition names a layer Keras cannot
+// express without custom objects (DotInteraction, Cross, FmOrder2, an
+// embedding bag of several fields, a shared or growing table, a sum over a
+// bag of several ids).
+absl::StatusOr<KerasExport> ExportKerasModel(const TrainedModel& model);
+
+}  // namespace tessera
+
+#endif  // TESSERA_WORKER_KERAS_KERAS_EXPORT_H_

@@ -1,0 +1,1046 @@
+#include "worker/keras/keras_import.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/model/layer_kinds.h"
+#include "common/model/model_graph.h"
+#include "worker/keras/keras_graph.h"
+
+namespace tessera {
+namespace {
+
+using json = nlohmann::json;
+
+absl::Status Refuse(const KerasNode& n, absl::string_view why) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("layer \"", n.name, "\" (", n.class_name, "): ", why));
+}
+
+bool IsNull(const json& c, const char* key) {
+  return !c.contains(key) || c[key].is_null();
+}
+
+// A Keras dtype: "float32", or a DTypePolicy object.
+std::string DtypeName(const json& d) {
+  if (d.is_string()) return d.get<std::string>();
+  if (d.is_object() && d.contains("config") && d["config"].is_object()) {
+    return d["config"].value("name", std::string("float32"));
+  }
+  return "float32";
+}
+
+// The name of a serialized Keras object: a string, or {"class_name": ...}
+// (a function such as an activation keeps its name in "config").
+std::string ObjectName(const json& j) {
+  if (j.is_string()) return j.get<std::string>();
+  if (j.is_object()) {
+    if (j.contains("config") && j["config"].is_string()) {
+      return j["config"].get<std::string>();
+    }
+    return j.value("class_name", std::string());
+  }
+  return "";
+}
+
+// One int or a list of ints.
+std::vector<int64_t> Ints(const json& j) {
+  std::vector<int64_t> out;
+  if (j.is_number_integer()) out.push_back(j.get<int64_t>());
+  if (j.is_array()) {
+    for (const json& v : j) {
+      if (v.is_number_integer()) out.push_back(v.get<int64_t>());
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<Activation> ParseActivation(const KerasNode& n, const json& a) {
+  const std::string name = a.is_null() ? "linear" : ObjectName(a);
+  if (name == "linear" || name.empty()) return LINEAR;
+  if (name == "relu") return RELU;
+  if (name == "sigmoid") return SIGMOID;
+  if (name == "tanh") return TANH;
+  if (name == "softmax") return SOFTMAX;
+  return Refuse(n, absl::StrCat("activation \"", name,
+                                "\": Tessera has linear, relu, sigmoid, tanh "
+                                "and softmax"));
+}
+
+bool SameInitializer(const Initializer& a, const Initializer& b) {
+  return a.kind() == b.kind() && a.value() == b.value() &&
+         a.minval() == b.minval() && a.maxval() == b.maxval() &&
+         a.stddev() == b.stddev();
+}
+
+// `field`'s initializer, or nullopt when it is `fallback` (Tessera's
+// default for that slot, which the description then leaves unset).
+absl::StatusOr<std::optional<Initializer>> ParseInitializer(
+    const KerasNode& n, const char* field, const Initializer& fallback) {
+  if (IsNull(n.config, field)) return std::optional<Initializer>();
+  const json& j = n.config[field];
+  const std::string name = KerasSnakeCase(ObjectName(j));
+  const json c =
+      j.is_object() && j.contains("config") && j["config"].is_object()
+          ? j["config"]
+          : json::object();
+  Initializer init;
+  if (name == "glorot_uniform") {
+    init.set_kind(Initializer::GLOROT_UNIFORM);
+  } else if (name == "zeros") {
+    init.set_kind(Initializer::ZEROS);
+  } else if (name == "ones") {
+    init.set_kind(Initializer::ONES);
+  } else if (name == "constant") {
+    init.set_kind(Initializer::CONSTANT);
+    init.set_value(c.value("value", 0.0f));
+  } else if (name == "random_uniform") {
+    init.set_kind(Initializer::UNIFORM);
+    init.set_minval(c.value("minval", -0.05f));
+    init.set_maxval(c.value("maxval", 0.05f));
+  } else if (name == "random_normal" && c.value("mean", 0.0) == 0.0) {
+    init.set_kind(Initializer::NORMAL);
+    init.set_stddev(c.value("stddev", 0.05f));
+  } else {
+    return Refuse(n, absl::StrCat(field, " \"", ObjectName(j),
+                                  "\": Tessera has glorot_uniform, zeros, "
+                                  "ones, constant, random_uniform and "
+                                  "random_normal (mean 0)"));
+  }
+  if (SameInitializer(init, fallback)) return std::optional<Initializer>();
+  return std::optional<Initializer>(init);
+}
+
+Initializer Kind(Initializer::Kind kind) {
+  Initializer init;
+  init.set_kind(kind);
+  return init;
+}
+
+absl::Status RequireNull(const KerasNode& n,
+                         std::initializer_list<const char*> fields) {
+  for (const char* f : fields) {
+    if (!IsNull(n.config, f) &&
+        !(n.config[f].is_number() && n.config[f].get<double>() == 0)) {
+      return Refuse(n, absl::StrCat(f, " is set: Tessera's ", n.class_name,
+                                    " has no ", f));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RequireChannelsLast(const KerasNode& n) {
+  const std::string format = n.config.value("data_format", std::string());
+  if (!format.empty() && format != "channels_last") {
+    return Refuse(n, absl::StrCat("data_format ", format,
+                                  ": Tessera's images are channels_last "
+                                  "(NHWC)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Padding> ParsePadding(const KerasNode& n) {
+  const std::string p = n.config.value("padding", std::string("valid"));
+  if (p == "valid") return VALID;
+  if (p == "same") return SAME;
+  return Refuse(n, absl::StrCat("padding \"", p,
+                                "\": Tessera has valid and "
+                                "same"));
+}
+
+// Keras' last-axis options: -1 or [-1] (or the last axis by number, which
+// needs the rank: `rank` counts the batch axis).
+bool IsLastAxis(const json& axis, size_t rank) {
+  std::vector<int64_t> a = Ints(axis);
+  if (a.size() != 1) return false;
+  return a[0] == -1 || a[0] == static_cast<int64_t>(rank) - 1;
+}
+
+struct LossSpec {
+  std::string name;  // Keras' function name, e.g. "binary_crossentropy"
+  bool from_logits = false;
+};
+
+absl::StatusOr<LossSpec> ParseLoss(const json& j, const std::string& output) {
+  LossSpec spec;
+  const std::string what = absl::StrCat("loss of output \"", output, "\"");
+  std::string name = KerasSnakeCase(ObjectName(j));
+  const json c =
+      j.is_object() && j.contains("config") && j["config"].is_object()
+          ? j["config"]
+          : json::object();
+  if (name == "mse" || name == "mean_squared_error")
+    name = "mean_squared_error";
+  if (name != "sparse_categorical_crossentropy" &&
+      name != "categorical_crossentropy" && name != "binary_crossentropy" &&
+      name != "mean_squared_error") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " \"", ObjectName(j),
+                     "\": Tessera has sparse_categorical_crossentropy, "
+                     "categorical_crossentropy, binary_crossentropy and "
+                     "mean_squared_error"));
+  }
+  spec.name = name;
+  spec.from_logits = c.value("from_logits", false);
+  const std::string reduction =
+      c.value("reduction", std::string("sum_over_batch_size"));
+  if (reduction != "sum_over_batch_size" && reduction != "auto") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": reduction \"", reduction,
+                     "\": Tessera averages over the batch "
+                     "(sum_over_batch_size)"));
+  }
+  if (c.value("label_smoothing", 0.0) != 0.0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": label_smoothing: Tessera has none"));
+  }
+  if (!IsNull(c, "ignore_class")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": ignore_class: Tessera has none"));
+  }
+  return spec;
+}
+
+float Float(const json& c, const char* key, float fallback) {
+  if (!c.contains(key) || c[key].is_null()) return fallback;
+  if (!c[key].is_number()) return std::nanf("");
+  return c[key].get<float>();
+}
+
+absl::StatusOr<OptimizerConfig> ParseOptimizer(const json& j) {
+  const std::string cls = ObjectName(j);
+  const std::string name = KerasSnakeCase(cls);
+  const json c =
+      j.is_object() && j.contains("config") && j["config"].is_object()
+          ? j["config"]
+          : json::object();
+  const std::string what = absl::StrCat("optimizer ", cls);
+  for (const char* f :
+       {"weight_decay", "clipnorm", "global_clipnorm", "clipvalue",
+        "loss_scale_factor", "gradient_accumulation_steps"}) {
+    if (!IsNull(c, f) && !(c[f].is_number() && c[f].get<double>() == 0)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": ", f, " is set; Tessera's optimizers have no ", f));
+    }
+  }
+  if (c.value("use_ema", false)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what,
+                     ": use_ema: Tessera keeps no moving average of the "
+                     "weights"));
+  }
+  OptimizerConfig opt;
+  if (c.contains("learning_rate") && !c["learning_rate"].is_number()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": learning_rate is a schedule (", ObjectName(c["learning_rate"]),
+        "); Tessera's learning rate is constant"));
+  }
+  const float default_lr = name == "sgd" ? 0.01f : 0.001f;
+  opt.set_learning_rate(Float(c, "learning_rate", default_lr));
+  if (name == "adam") {
+    if (c.value("amsgrad", false)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": amsgrad: Tessera's Adam has no amsgrad"));
+    }
+    AdamOptions* a = opt.mutable_adam();
+    a->set_beta1(Float(c, "beta_1", 0.9f));
+    a->set_beta2(Float(c, "beta_2", 0.999f));
+    a->set_epsilon(Float(c, "epsilon", 1e-7f));
+  } else if (name == "sgd") {
+    const float momentum = Float(c, "momentum", 0.0f);
+    const bool nesterov = c.value("nesterov", false);
+    if (momentum == 0 && !nesterov) {
+      opt.mutable_sgd();
+    } else {
+      opt.mutable_momentum()->set_momentum(momentum);
+      opt.mutable_momentum()->set_nesterov(nesterov);
+    }
+  } else if (name == "adagrad") {
+    AdagradOptions* a = opt.mutable_adagrad();
+    a->set_initial_accumulator_value(
+        Float(c, "initial_accumulator_value", 0.1f));
+    a->set_epsilon(Float(c, "epsilon", 1e-7f));
+  } else if (name == "ftrl") {
+    FtrlOptions* f = opt.mutable_ftrl();
+    f->set_learning_rate_power(Float(c, "learning_rate_power", -0.5f));
+    f->set_initial_accumulator_value(
+        Float(c, "initial_accumulator_value", 0.1f));
+    f->set_l1(Float(c, "l1_regularization_strength", 0));
+    f->set_l2(Float(c, "l2_regularization_strength", 0));
+    f->set_l2_shrinkage(Float(c, "l2_shrinkage_regularization_strength", 0));
+    f->set_beta(Float(c, "beta", 0));
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": Tessera has no ", cls.empty() ? "such" : cls,
+        " optimizer (it has SGD, SGD with momentum and Nesterov, Adam, "
+        "Adagrad and Ftrl)"));
+  }
+  if (!std::isfinite(opt.learning_rate()) || opt.learning_rate() <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": learning_rate must be a number > 0"));
+  }
+  return opt;
+}
+
+// Where a Keras weight goes: vars[index] of Keras layer `layer` is
+// Tessera variable `variable`.
+struct WeightRef {
+  std::string layer;
+  int index = 0;
+  std::string variable;
+};
+
+class Converter {
+ public:
+  Converter(const KerasGraph& g, const KerasImportOptions& options,
+            const json& compile)
+      : g_(g), options_(options), compile_(compile) {
+    for (const KerasNode& n : g_.layers) {
+      for (const std::string& in : n.inputs) consumers_[in].push_back(&n);
+    }
+  }
+
+  absl::Status Run(KerasImport* out) {
+    out_ = out;
+    model_ = out->job.mutable_model_def();
+    for (const std::string& name : g_.inputs) {
+      if (absl::Status s = AddInput(*g_.Find(name)); !s.ok()) return s;
+    }
+    for (const KerasNode& n : g_.layers) {
+      if (n.class_name == "InputLayer") {
+        if (!tensor_.contains(n.name)) {
+          return Refuse(n, "an input the model does not list as an input");
+        }
+        continue;
+      }
+      if (absl::Status s = AddLayer(n); !s.ok()) return s;
+    }
+    return AddLoss();
+  }
+
+  const std::vector<WeightRef>& weights() const { return weights_; }
+
+ private:
+  absl::Status AddInput(const KerasNode& n) {
+    const json& c = n.config;
+    const json& batch = c.contains("batch_shape") ? c["batch_shape"]
+                        : c.contains("batch_input_shape")
+                            ? c["batch_input_shape"]
+                            : json();
+    if (!batch.is_array() || batch.empty()) {
+      return Refuse(n, "no batch_shape: the input's shape is unknown");
+    }
+    Shape shape;
+    for (size_t i = 1; i < batch.size(); ++i) {
+      if (!batch[i].is_number_integer() || batch[i].get<int64_t>() < 1) {
+        return Refuse(
+            n, absl::StrCat("dimension ", i, " of the input is not fixed (",
+                            batch[i].dump(),
+                            "): Tessera's inputs have fixed shapes"));
+      }
+      shape.push_back(batch[i].get<int64_t>());
+    }
+    if (c.value("sparse", false) || c.value("ragged", false)) {
+      return Refuse(n,
+                    "a sparse or ragged input: Tessera's inputs are dense "
+                    "tensors (ids for Embedding)");
+    }
+    const std::string dtype = DtypeName(c.value("dtype", json("float32")));
+    InputDef* in = model_->add_inputs();
+    in->set_name(n.name);
+    TensorFacts facts;
+    facts.shape = shape;
+    if (absl::StartsWith(dtype, "int") || absl::StartsWith(dtype, "uint")) {
+      int64_t vocab = -1;
+      for (const KerasNode* user : consumers_[n.name]) {
+        if (user->class_name != "Embedding") {
+          return Refuse(n, absl::StrCat("an integer input read by layer \"",
+                                        user->name, "\" (", user->class_name,
+                                        "): Tessera reads ids with Embedding "
+                                        "only"));
+        }
+        const int64_t v = user->config.value("input_dim", int64_t{0});
+        if (vocab >= 0 && v != vocab) {
+          return Refuse(n, "read by Embedding layers of different input_dim");
+        }
+        vocab = v;
+      }
+      if (shape.size() != 1) {
+        return Refuse(n, absl::StrCat("ids of shape ", ShapeString(shape),
+                                      ": Tessera's id inputs are [n] (a bag "
+                                      "of n ids)"));
+      }
+      SparseFeature* sparse = in->mutable_sparse();
+      sparse->set_max_hotness(static_cast<int32_t>(shape[0]));
+      sparse->set_vocab_size(std::max<int64_t>(vocab, 0));
+      facts.sparse = true;
+      facts.vocab_size = sparse->vocab_size();
+    } else if (dtype == "float32" || dtype == "float64" || dtype == "float16" ||
+               dtype == "bfloat16") {
+      for (int64_t d : shape) in->mutable_dense()->add_shape(d);
+    } else {
+      return Refuse(n, absl::StrCat("dtype ", dtype,
+                                    ": Tessera's inputs are floats or "
+                                    "integer ids"));
+    }
+    tensor_[n.name] = n.name;
+    facts_[n.name] = facts;
+    return absl::OkStatus();
+  }
+
+  // The Tessera tensors `n` reads.
+  absl::StatusOr<std::vector<std::string>> Inputs(const KerasNode& n) {
+    std::vector<std::string> ins;
+    for (const std::string& k : n.inputs) {
+      auto it = tensor_.find(k);
+      if (it == tensor_.end()) {
+        const KerasNode* src = g_.Find(k);
+        if (src != nullptr && src->class_name == "Embedding") {
+          return Refuse(
+              n, absl::StrCat("reads Embedding \"", k,
+                              "\": Tessera pools an embedding's ids right "
+                              "away (GlobalAveragePooling1D: mean; Flatten "
+                              "of one id)"));
+        }
+        return Refuse(n, absl::StrCat("reads layer \"", k,
+                                      "\", which comes later in the config"));
+      }
+      ins.push_back(it->second);
+    }
+    return ins;
+  }
+
+  absl::Status Emit(const KerasNode& n, LayerDef layer) {
+    LayerDef resolved = layer;
+    ResolveLayerDefaults(&resolved);
+    std::vector<TensorFacts> facts;
+    for (const std::string& in : layer.inputs()) facts.push_back(facts_[in]);
+    absl::StatusOr<Shape> shape = InferLayerShape(resolved, facts);
+    if (!shape.ok()) return Refuse(n, shape.status().message());
+    const std::string out =
+        layer.output().empty() ? layer.name() : layer.output();
+    facts_[out].shape = *shape;
+    tensor_[n.name] = out;
+    producer_[out] = model_->layers_size();
+    *model_->add_layers() = std::move(layer);
+    return absl::OkStatus();
+  }
+
+  absl::Status AddLayer(const KerasNode& n) {
+    const json& c = n.config;
+    if (n.class_name == "Embedding") return CheckEmbedding(n);
+    absl::StatusOr<std::vector<std::string>> ins = Inputs(n);
+    if (!ins.ok()) {
+      if (n.class_name == "GlobalAveragePooling1D" ||
+          n.class_name == "Flatten") {
+        if (n.inputs.size() == 1 && g_.Find(n.inputs[0]) != nullptr &&
+            g_.Find(n.inputs[0])->class_name == "Embedding") {
+          return AddEmbeddingBag(*g_.Find(n.inputs[0]), n);
+        }
+      }
+      return ins.status();
+    }
+    LayerDef layer;
+    layer.set_name(n.name);
+    for (const std::string& in : *ins) layer.add_inputs(in);
+    const std::string& cls = n.class_name;
+    auto one_input = [&]() -> absl::Status {
+      if (ins->size() != 1) {
+        return Refuse(
+            n, absl::StrCat("reads ", ins->size(), " tensors; it takes one"));
+      }
+      return absl::OkStatus();
+    };
+    if (cls == "Dense") {
+      if (absl::Status s = one_input(); !s.ok()) return s;
+      if (absl::Status s = RequireNull(
+              n, {"kernel_regularizer", "bias_regularizer",
+                  "activity_regularizer", "kernel_constraint",
+                  "bias_constraint", "lora_rank", "quantization_config"});
+          !s.ok()) {
+        return s;
+      }
+      DenseLayer* d = layer.mutable_dense();
+      d->set_units(c.value("units", int64_t{0}));
+      absl::StatusOr<Activation> a =
+          ParseActivation(n, c.value("activation", json()));
+      if (!a.ok()) return a.status();
+      d->set_activation(*a);
+      const bool bias = c.value("use_bias", true);
+      if (!bias) d->set_use_bias(false);
+      absl::StatusOr<std::optional<Initializer>> k = ParseInitializer(
+          n, "kernel_initializer", Kind(Initializer::GLOROT_UNIFORM));
+      if (!k.ok()) return k.status();
+      if (k->has_value()) *d->mutable_kernel_initializer() = **k;
+      absl::StatusOr<std::optional<Initializer>> b =
+          ParseInitializer(n, "bias_initializer", Kind(Initializer::ZEROS));
+      if (!b.ok()) return b.status();
+      if (b->has_value()) *d->mutable_bias_initializer() = **b;
+      weights_.push_back({n.name, 0, n.name + "/kernel"});
+      if (bias) weights_.push_back({n.name, 1, n.name + "/bias"});
+    } else if (cls == "Conv2D") {
+      if (absl::Status s = one_input(); !s.ok()) return s;
+      if (absl::Status s = RequireChannelsLast(n); !s.ok()) return s;
+      if (absl::Status s =
+              RequireNull(n, {"kernel_regularizer", "bias_regularizer",
+                              "activity_regularizer", "kernel_constraint",
+                              "bias_constraint", "lora_rank"});
+          !s.ok()) {
+        return s;
+      }
+      for (int64_t r : Ints(c.value("dilation_rate", json(1)))) {
+        if (r != 1)
+          return Refuse(n, "dilation_rate: Tessera's Conv2D has none");
+      }
+      if (c.value("groups", 1) != 1) {
+        return Refuse(n, "groups > 1: Tessera's Conv2D has one group");
+      }
+      Conv2DLayer* p = layer.mutable_conv2d();
+      p->set_filters(c.value("filters", int64_t{0}));
+      for (int64_t k : Ints(c.value("kernel_size", json())))
+        p->add_kernel_size(k);
+      std::vector<int64_t> strides = Ints(c.value("strides", json(1)));
+      if (strides.size() == 1) strides.push_back(strides[0]);
+      if (strides != std::vector<int64_t>{1, 1}) {
+        for (int64_t s : strides) p->add_strides(s);
+      }
+      absl::StatusOr<Padding> pad = ParsePadding(n);
+      if (!pad.ok()) return pad.status();
+      p->set_padding(*pad);
+      absl::StatusOr<Activation> a =
+          ParseActivation(n, c.value("activation", json()));
+      if (!a.ok()) return a.status();
+      p->set_activation(*a);
+      const bool bias = c.value("use_bias", true);
+      if (!bias) p->set_use_bias(false);
+      absl::StatusOr<std::optional<Initializer>> k = ParseInitializer(
+          n, "kernel_initializer", Kind(Initializer::GLOROT_UNIFORM));
+      if (!k.ok()) return k.status();
+      if (k->has_value()) *p->mutable_kernel_initializer() = **k;
+      absl::StatusOr<std::optional<Initializer>> b =
+          ParseInitializer(n, "bias_initializer", Kind(Initializer::ZEROS));
+      if (!b.ok()) return b.status();
+      if (b->has_value()) *p->mutable_bias_initializer() = **b;
+      weights_.push_back({n.name, 0, n.name + "/kernel"});
+      if (bias) weights_.push_back({n.name, 1, n.name + "/bias"});
+    } else if (cls == "MaxPooling2D") {
+      if (absl::Status s = one_input(); !s.ok()) return s;
+      if (absl::Status s = RequireChannelsLast(n); !s.ok()) return s;
+      MaxPool2DLayer* p = layer.mutable_max_pool2d();
+      std::vector<int64_t> pool = Ints(c.value("pool_size", json(2)));
+      if (pool.size() == 1) pool.push_back(pool[0]);
+      std::vector<int64_t> strides =
+          IsNull(c, "strides") ? pool : Ints(c["strides"]);
+      if (strides.size() == 1) strides.push_back(strides[0]);
+      if (pool != std::vector<int64_t>{2, 2}) {
+        for (int64_t v : pool) p->add_pool_size(v);
+      }
+      if (strides != pool) {
+        for (int64_t v : strides) p->add_strides(v);
+      }
+      absl::StatusOr<Padding> pad = ParsePadding(n);
+      if (!pad.ok()) return pad.status();
+      p->set_padding(*pad);
+    } else if (cls == "Activation" || cls == "ReLU" || cls == "Softmax") {
+      if (absl::Status s = one_input(); !s.ok()) return s;
+      Activation a = RELU;
+      if (cls == "Activation") {
+        absl::StatusOr<Activation> parsed =
+            ParseActivation(n, c.value("activation", json()));
+        if (!parsed.ok()) return parsed.status();
+        a = *parsed;
+      } else if (cls == "ReLU") {
+        if (!IsNull(c, "max_value") || c.value("negative_slope", 0.0) != 0 ||
+            c.value("threshold", 0.0) != 0) {
+          return Refuse(n,
+                        "max_value, negative_slope or threshold: Tessera's "
+                        "relu is max(x, 0)");
+        }
+      } else {
+        if (!IsLastAxis(c.value("axis", json(-1)),
+                        facts_[(*ins)[0]].shape.size() + 1)) {
+          return Refuse(n, "axis: Tessera's softmax is over the last axis");
+        }
+        a = SOFTMAX;
+      }
+      layer.mutable_activation()->set_activation(a);
+    } else if (cls == "Dropout") {
+      if (absl::Status s = one_input(); !s.ok()) return s;
+      if (!IsNull(c, "noise_shape")) {
+        return Refuse(n, "noise_shape: Tessera drops elements independently");
+      }
+      layer.mutable_dropout()->set_rate(Float(c, "rate", 0));
+    } else if (cls == "BatchNormalization") {
+      if (absl::Status s = one_input(); !s.ok()) return s;
+      if (!IsLastAxis(c.value("axis", json(-1)),
+                      facts_[(*ins)[0]].shape.size() + 1)) {
+        return Refuse(n, absl::StrCat("axis ", c.value("axis", json(-1)).dump(),
+                                      ": Tessera normalises the last axis "
+                                      "(-1)"));
+      }
+      if (!c.value("center", true) || !c.value("scale", true) ||
+          c.value("renorm", false)) {
+        return Refuse(n,
+                      "center, scale or renorm off the defaults: Tessera's "
+                      "BatchNormalization has beta and gamma, no renorm");
+      }
+      if (absl::Status s = RequireDefaultInitializers(n); !s.ok()) return s;
+      BatchNormLayer* p = layer.mutable_batch_norm();
+      p->set_momentum(Float(c, "momentum", 0.99f));
+      p->set_epsilon(Float(c, "epsilon", 1e-3f));
+      for (const char* v :
+           {"gamma", "beta", "moving_mean", "moving_variance"}) {
+        weights_.push_back({n.name, static_cast<int>(weights_of_layer(n.name)),
+                            absl::StrCat(n.name, "/", v)});
+      }
+    } else if (cls == "LayerNormalization") {
+      if (absl::Status s = one_input(); !s.ok()) return s;
+      if (!IsLastAxis(c.value("axis", json(-1)),
+                      facts_[(*ins)[0]].shape.size() + 1)) {
+        return Refuse(n, "axis: Tessera normalises the last axis (-1)");
+      }
+      if (!c.value("center", true) || !c.value("scale", true) ||
+          c.value("rms_scaling", false)) {
+        return Refuse(n,
+                      "center, scale or rms_scaling off the defaults: "
+                      "Tessera's LayerNormalization has beta and gamma");
+      }
+      if (absl::Status s = RequireDefaultInitializers(n); !s.ok()) return s;
+      layer.mutable_layer_norm()->set_epsilon(Float(c, "epsilon", 1e-3f));
+      weights_.push_back({n.name, 0, n.name + "/gamma"});
+      weights_.push_back({n.name, 1, n.name + "/beta"});
+    } else if (cls == "Flatten") {
+      if (absl::Status s = one_input(); !s.ok()) return s;
+      if (absl::Status s = RequireChannelsLast(n); !s.ok()) return s;
+      layer.mutable_flatten();
+    } else if (cls == "Reshape") {
+      if (absl::Status s = one_input(); !s.ok()) return s;
+      for (int64_t d : Ints(c.value("target_shape", json()))) {
+        layer.mutable_reshape()->add_shape(d);
+      }
+    } else if (cls == "Concatenate") {
+      int axis = c.value("axis", -1);
+      // Keras counts the batch axis; Tessera's shapes are per example.
+      if (axis == 0) return Refuse(n, "axis 0 is the batch");
+      ConcatLayer* p = layer.mutable_concat();
+      if (axis > 0) axis -= 1;
+      if (axis != -1) p->set_axis(axis);
+    } else if (cls == "Add") {
+      layer.mutable_add();
+    } else if (cls == "Multiply") {
+      layer.mutable_multiply();
+    } else if (cls == "GlobalAveragePooling1D") {
+      return Refuse(n,
+                    "pools a tensor that is not an Embedding's: Tessera "
+                    "averages embeddings of ids only");
+    } else {
+      return Refuse(n, WhyNot(cls));
+    }
+    return Emit(n, std::move(layer));
+  }
+
+  size_t weights_of_layer(const std::string& layer) const {
+    size_t count = 0;
+    for (const WeightRef& w : weights_) count += w.layer == layer;
+    return count;
+  }
+
+  static std::string WhyNot(const std::string& cls) {
+    static const std::set<std::string> kRecurrent = {
+        "LSTM",          "GRU",        "SimpleRNN", "RNN",
+        "Bidirectional", "ConvLSTM2D", "LSTMCell",  "GRUCell"};
+    if (kRecurrent.count(cls) != 0) {
+      return "Tessera has no recurrent layers";
+    }
+    if (absl::StrContains(cls, "Attention")) {
+      return "Tessera has no attention layers";
+    }
+    if (cls == "Lambda") {
+      return "a Lambda layer is Python code, which the config does not hold";
+    }
+    return "not a layer Tessera has (it has InputLayer, Dense, Activation, "
+           "ReLU, Softmax, Dropout, BatchNormalization, LayerNormalization, "
+           "Conv2D, MaxPooling2D, Flatten, Reshape, Concatenate, Add, "
+           "Multiply, and Embedding pooled by GlobalAveragePooling1D or "
+           "Flatten)";
+  }
+
+  absl::Status RequireDefaultInitializers(const KerasNode& n) {
+    const std::pair<const char*, Initializer::Kind> defaults[] = {
+        {"beta_initializer", Initializer::ZEROS},
+        {"gamma_initializer", Initializer::ONES},
+        {"moving_mean_initializer", Initializer::ZEROS},
+        {"moving_variance_initializer", Initializer::ONES}};
+    for (const auto& [field, kind] : defaults) {
+      absl::StatusOr<std::optional<Initializer>> init =
+          ParseInitializer(n, field, Kind(kind));
+      if (!init.ok()) return init.status();
+      if (init->has_value()) {
+        return Refuse(
+            n, absl::StrCat(field, ": Tessera's is ",
+                            kind == Initializer::ZEROS ? "zeros" : "ones"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status CheckEmbedding(const KerasNode& n) {
+    const std::vector<const KerasNode*>& users = consumers_[n.name];
+    if (n.inputs.size() != 1 || !facts_.contains(n.inputs[0]) ||
+        !facts_[n.inputs[0]].sparse) {
+      return Refuse(n,
+                    "reads something other than an integer model input: "
+                    "Tessera looks up ids of its inputs only");
+    }
+    if (users.size() != 1 ||
+        (users[0]->class_name != "GlobalAveragePooling1D" &&
+         users[0]->class_name != "Flatten")) {
+      return Refuse(n,
+                    "is not followed by one GlobalAveragePooling1D or "
+                    "Flatten: Tessera pools an embedding's ids right away "
+                    "(a bag)");
+    }
+    if (n.config.value("mask_zero", false)) {
+      return Refuse(n, "mask_zero: Tessera's bags have no masked id");
+    }
+    return RequireNull(n, {"embeddings_regularizer", "activity_regularizer",
+                           "embeddings_constraint", "lora_rank"});
+  }
+
+  absl::Status AddEmbeddingBag(const KerasNode& emb, const KerasNode& pool) {
+    const std::string input = emb.inputs[0];
+    const int64_t hotness = facts_[input].shape[0];
+    LayerDef layer;
+    layer.set_name(emb.name);
+    layer.add_inputs(input);
+    layer.set_output(pool.name);
+    EmbeddingBagLayer* p = layer.mutable_embedding_bag();
+    p->set_dim(emb.config.value("output_dim", int64_t{0}));
+    if (pool.class_name == "Flatten") {
+      if (hotness != 1) {
+        return Refuse(pool, absl::StrCat("flattens ", hotness,
+                                         " embeddings of \"", emb.name,
+                                         "\": Tessera pools a bag of ids (use "
+                                         "GlobalAveragePooling1D, or one id)"));
+      }
+      p->set_combiner(SUM);
+    } else {
+      if (pool.config.value("keepdims", false)) {
+        return Refuse(pool, "keepdims: Tessera's bag is [dim]");
+      }
+      if (absl::Status s = RequireChannelsLast(pool); !s.ok()) return s;
+      p->set_combiner(MEAN);
+    }
+    Initializer keras_default;
+    keras_default.set_kind(Initializer::UNIFORM);
+    keras_default.set_minval(-0.05f);
+    keras_default.set_maxval(0.05f);
+    absl::StatusOr<std::optional<Initializer>> init =
+        ParseInitializer(emb, "embeddings_initializer", keras_default);
+    if (!init.ok()) return init.status();
+    if (init->has_value()) *p->mutable_initializer() = **init;
+    weights_.push_back({emb.name, 0, emb.name});
+    if (absl::Status s = Emit(pool, std::move(layer)); !s.ok()) return s;
+    tensor_[emb.name] = pool.name;
+    return absl::OkStatus();
+  }
+
+  // The loss's entry for each model output (null: not trained).
+  absl::StatusOr<std::vector<json>> LossPerOutput() {
+    json loss = compile_.is_object() ? compile_.value("loss", json()) : json();
+    if (!options_.loss.empty()) loss = options_.loss;
+    std::vector<json> per(g_.outputs.size());
+    if (loss.is_null()) return per;
+    const bool single =
+        loss.is_string() || (loss.is_object() && loss.contains("class_name"));
+    if (single) {
+      if (g_.outputs.size() > 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the compile config applies one loss to all ", g_.outputs.size(),
+            " outputs: Tessera trains one loss (give the others None, e.g. "
+            "loss={\"",
+            g_.outputs[0], "\": ...})"));
+      }
+      per[0] = loss;
+    } else if (loss.is_array()) {
+      for (size_t i = 0; i < loss.size() && i < per.size(); ++i)
+        per[i] = loss[i];
+    } else if (loss.is_object()) {
+      for (size_t i = 0; i < per.size(); ++i) {
+        per[i] = loss.value(g_.outputs[i], json());
+      }
+    }
+    return per;
+  }
+
+  absl::Status AddLoss() {
+    absl::StatusOr<std::vector<json>> per = LossPerOutput();
+    if (!per.ok()) return per.status();
+    int trained = -1;
+    for (size_t i = 0; i < per->size(); ++i) {
+      if ((*per)[i].is_null()) continue;
+      if (trained >= 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "outputs \"", g_.outputs[trained], "\" and \"", g_.outputs[i],
+            "\" both have a loss: Tessera trains one loss"));
+      }
+      trained = static_cast<int>(i);
+    }
+    LossSpec spec;
+    std::string output;
+    if (trained < 0) {
+      // to_json() holds no compile config: the output layer suggests one.
+      trained = 0;
+      output = g_.outputs[0];
+      const KerasNode& n = *g_.Find(output);
+      const std::string act =
+          ObjectName(n.config.value("activation", json("linear")));
+      if (act == "softmax" || n.class_name == "Softmax") {
+        spec.name = "sparse_categorical_crossentropy";
+      } else if (act == "sigmoid" && n.config.value("units", 0) == 1) {
+        spec.name = "binary_crossentropy";
+      } else {
+        spec.name = "mean_squared_error";
+      }
+      out_->notes.push_back(absl::StrCat("no compile config: loss ", spec.name,
+                                         " assumed from output \"", output,
+                                         "\" (--loss=NAME chooses another)"));
+    } else {
+      output = g_.outputs[trained];
+      absl::StatusOr<LossSpec> parsed = ParseLoss((*per)[trained], output);
+      if (!parsed.ok()) return parsed.status();
+      spec = *parsed;
+    }
+    std::string input = tensor_[output];
+    LossDef* loss = model_->mutable_loss();
+    const bool softmax_ce = spec.name == "sparse_categorical_crossentropy" ||
+                            spec.name == "categorical_crossentropy";
+    if (spec.name == "categorical_crossentropy") {
+      out_->notes.push_back(
+          "categorical_crossentropy: Tessera's labels are class indices (as "
+          "sparse_categorical_crossentropy), not one-hot vectors");
+    }
+    if (softmax_ce || spec.name == "binary_crossentropy") {
+      loss->set_kind(softmax_ce ? LossDef::SOFTMAX_CROSS_ENTROPY
+                                : LossDef::SIGMOID_CROSS_ENTROPY);
+      if (!spec.from_logits) {
+        absl::StatusOr<std::string> logits =
+            TakeActivation(input, softmax_ce ? SOFTMAX : SIGMOID, spec.name);
+        if (!logits.ok()) return logits.status();
+        input = *logits;
+      }
+    } else {
+      loss->set_kind(LossDef::MEAN_SQUARED_ERROR);
+    }
+    loss->set_input(input);
+    const Shape& shape = facts_[input].shape;
+    LabelDef* label = model_->mutable_label();
+    if (softmax_ce) {
+      label->set_kind(LabelDef::CLASS_INDEX);
+      label->set_num_classes(shape.size() == 1 ? shape[0] : 0);
+    } else if (spec.name == "binary_crossentropy") {
+      label->set_kind(LabelDef::BINARY);
+    } else {
+      label->set_kind(LabelDef::REAL);
+    }
+    if (g_.outputs.size() > 1) {
+      model_->add_outputs(input);
+      for (size_t i = 0; i < g_.outputs.size(); ++i) {
+        if (static_cast<int>(i) != trained) {
+          model_->add_outputs(tensor_[g_.outputs[i]]);
+        }
+      }
+    }
+    AddMetrics(label->kind());
+    return absl::OkStatus();
+  }
+
+  // The logits behind output tensor `t`, which must end in `activation`:
+  // the activation comes off its layer (Tessera's loss is fused with it).
+  absl::StatusOr<std::string> TakeActivation(const std::string& t,
+                                             Activation activation,
+                                             const std::string& loss) {
+    auto it = producer_.find(t);
+    const std::string want = activation == SOFTMAX ? "softmax" : "sigmoid";
+    if (it != producer_.end()) {
+      LayerDef* layer = model_->mutable_layers(it->second);
+      if (layer->has_dense() && layer->dense().activation() == activation) {
+        layer->mutable_dense()->set_activation(LINEAR);
+        return t;
+      }
+      if (layer->has_conv2d() && layer->conv2d().activation() == activation) {
+        layer->mutable_conv2d()->set_activation(LINEAR);
+        return t;
+      }
+      if (layer->has_activation() &&
+          layer->activation().activation() == activation) {
+        const std::string logits = layer->inputs(0);
+        model_->mutable_layers()->erase(model_->mutable_layers()->begin() +
+                                        it->second);
+        producer_.clear();
+        for (int i = 0; i < model_->layers_size(); ++i) {
+          const LayerDef& l = model_->layers(i);
+          producer_[l.output().empty() ? l.name() : l.output()] = i;
+        }
+        return logits;
+      }
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat("loss ", loss, " (from_logits=False) reads output \"", t,
+                     "\", which does not end in ", want,
+                     ": Tessera's loss reads logits and applies ", want,
+                     " itself (end the model in ", want,
+                     ", or compile with "
+                     "from_logits=True)"));
+  }
+
+  void AddMetrics(LabelDef::Kind label) {
+    if (!compile_.is_object() || !compile_.contains("metrics")) return;
+    std::vector<std::string> names;
+    std::function<void(const json&)> collect = [&](const json& m) {
+      if (m.is_array()) {
+        for (const json& x : m) collect(x);
+      } else if (m.is_object() && !m.contains("class_name")) {
+        for (const auto& [k, v] : m.items()) collect(v);
+      } else if (!m.is_null()) {
+        names.push_back(KerasSnakeCase(ObjectName(m)));
+      }
+    };
+    collect(compile_["metrics"]);
+    for (const std::string& name : names) {
+      Metric metric = METRIC_UNSET;
+      if (name == "accuracy" || name == "acc" ||
+          name == "sparse_categorical_accuracy" ||
+          name == "categorical_accuracy" || name == "binary_accuracy") {
+        metric = ACCURACY;
+      } else if (name == "auc") {
+        metric = AUC;
+      }
+      if (metric == METRIC_UNSET ||
+          (metric == AUC && label != LabelDef::BINARY)) {
+        out_->notes.push_back(
+            absl::StrCat("metric ", name,
+                         " left out: Tessera reports accuracy, and AUC "
+                         "and log loss for a binary label"));
+        continue;
+      }
+      bool have = false;
+      for (int m : model_->metrics()) have |= m == metric;
+      if (!have) model_->add_metrics(metric);
+    }
+  }
+
+  const KerasGraph& g_;
+  const KerasImportOptions& options_;
+  const json& compile_;
+  KerasImport* out_ = nullptr;
+  ModelDef* model_ = nullptr;
+  std::map<std::string, std::vector<const KerasNode*>> consumers_;
+  absl::flat_hash_map<std::string, std::string>
+      tensor_;  // Keras layer -> tensor
+  absl::flat_hash_map<std::string, TensorFacts> facts_;  // by tensor
+  absl::flat_hash_map<std::string, int> producer_;       // tensor -> layer
+  std::vector<WeightRef> weights_;
+};
+
+// The saved weights of each layer, by layer name: from the vars groups'
+// name attributes, or (files that lack them) by the group Keras gives
+// each layer.
+absl::StatusOr<absl::flat_hash_map<std::string, const KerasLayerWeights*>>
+WeightsByLayer(const KerasModelFile& file, const KerasGraph& g) {
+  absl::flat_hash_map<std::string, const KerasLayerWeights*> by_layer;
+  bool named = true;
+  for (const KerasLayerWeights& w : file.weights) named &= !w.layer.empty();
+  if (named) {
+    for (const KerasLayerWeights& w : file.weights) by_layer[w.layer] = &w;
+    return by_layer;
+  }
+  const std::vector<std::string> order = KerasLayerOrder(g);
+  const std::vector<std::string> groups = KerasWeightGroups(g, order);
+  for (size_t i = 0; i < order.size(); ++i) {
+    for (const KerasLayerWeights& w : file.weights) {
+      if (w.group == groups[i]) by_layer[order[i]] = &w;
+    }
+  }
+  return by_layer;
+}
+
+}  // namespace
+
+absl::StatusOr<KerasImport> ImportKerasModel(
+    const KerasModelFile& file, const KerasImportOptions& options) {
+  absl::StatusOr<KerasGraph> graph = ParseKerasGraph(file.config);
+  if (!graph.ok()) return graph.status();
+  KerasImport out;
+  const json compile = file.config.is_object()
+                           ? file.config.value("compile_config", json())
+                           : json();
+  Converter converter(*graph, options, compile);
+  if (absl::Status s = converter.Run(&out); !s.ok()) return s;
+
+  if (compile.is_object() && compile.contains("optimizer") &&
+      !compile["optimizer"].is_null()) {
+    absl::StatusOr<OptimizerConfig> opt = ParseOptimizer(compile["optimizer"]);
+    if (!opt.ok()) return opt.status();
+    *out.job.mutable_optimizer() = *opt;
+  } else {
+    OptimizerConfig* opt = out.job.mutable_optimizer();
+    opt->set_learning_rate(0.001f);
+    opt->mutable_adam()->set_beta1(0.9f);
+    opt->mutable_adam()->set_beta2(0.999f);
+    opt->mutable_adam()->set_epsilon(1e-7f);
+    out.notes.push_back(
+        "no compile config: optimizer Adam(learning_rate=0.001) assumed");
+  }
+  // Keras' fit() defaults: one epoch of batches of 32.
+  out.job.mutable_schedule()->set_epochs(1);
+  out.job.mutable_schedule()->set_batch_size(32);
+  out.job.mutable_schedule()->set_seed(42);
+
+  absl::StatusOr<ModelGraph> model =
+      BuildModelGraph(out.job.model_def(), out.job.schedule().seed());
+  if (!model.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the converted model: ", model.status().message()));
+  }
+  if (!file.has_weights) return out;
+  absl::StatusOr<absl::flat_hash_map<std::string, const KerasLayerWeights*>>
+      by_layer = WeightsByLayer(file, *graph);
+  if (!by_layer.ok()) return by_layer.status();
+  absl::flat_hash_map<std::string, KerasArray> values;
+  for (const WeightRef& ref : converter.weights()) {
+    auto it = by_layer->find(ref.layer);
+    if (it == by_layer->end() ||
+        static_cast<int>(it->second->vars.size()) <= ref.index) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("model.weights.h5 has no variable ", ref.index,
+                       " of layer \"", ref.layer, "\" (", ref.variable, ")"));
+    }
+    values[ref.variable] = it->second->vars[ref.index];
+  }
+  for (const VariableDef& v : model->variables) {
+    auto it = values.find(v.name);
+    if (it == values.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("no saved value for variable ", v.name));
+    }
+    if (it->second.shape != v.shape) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "variable ", v.name, ": saved shape ", ShapeString(it->second.shape),
+          ", the model's ", ShapeString(v.shape)));
+    }
+    out.values.emplace_back(v.name, std::move(it->second));
+  }
+  return out;
+}
+
+}  // namespace tessera
