@@ -75,6 +75,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/atomic_file.h"
 #include "common/command_line.h"
 #include "common/data_plane/data_plane_kind.h"
 #include "common/exit_code.h"
@@ -328,36 +329,15 @@ absl::Status WriteFile(const std::string& path, const std::string& contents) {
   return absl::OkStatus();
 }
 
-// Writes `contents` to `path` through a fresh file of mode `mode` renamed
-// into place, so a reader never sees a partial file and an older file's
-// looser mode never carries over.
-absl::Status WriteFileAtomically(const std::string& path,
-                                 const std::string& contents, mode_t mode) {
-  const std::string tmp = path + ".tmp";
-  unlink(tmp.c_str());
-  const int fd = open(
-      tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
-  if (fd < 0) {
-    return absl::InternalError(
-        absl::StrCat("cannot create ", tmp, ": ", strerror(errno)));
-  }
-  // open() applies the umask; the mode must be exact either way.
-  bool ok = fchmod(fd, mode) == 0;
-  size_t done = 0;
-  while (ok && done < contents.size()) {
-    const ssize_t n = write(fd, contents.data() + done, contents.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    ok = n > 0;
-    if (ok) done += n;
-  }
-  const int err = errno;
-  ok = close(fd) == 0 && ok;
-  if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
-    unlink(tmp.c_str());
-    return absl::InternalError(
-        absl::StrCat("cannot write ", path, ": ", strerror(ok ? errno : err)));
-  }
-  return absl::OkStatus();
+// The launcher's files (the job token, pid files, cluster.json) are
+// written whole (common/atomic_file.h), with an exact mode, so a reader
+// never sees a partial file and an older file's looser mode never
+// carries over.
+absl::Status WriteWithMode(const std::string& path, const std::string& contents,
+                           mode_t mode) {
+  AtomicWriteOptions options;
+  options.mode = mode;
+  return WriteFileAtomically(path, contents, options);
 }
 
 struct Member {
@@ -559,11 +539,11 @@ absl::Status Launcher::PrepareToken() {
   absl::StatusOr<std::string> token = GenerateJobToken();
   if (!token.ok()) return token.status();
   token_file_ = run_dir_ + "/job.token";
-  return WriteFileAtomically(token_file_, *token + "\n", 0600);
+  return WriteWithMode(token_file_, *token + "\n", 0600);
 }
 
 absl::Status Launcher::WritePidFile(const Member& member, pid_t pid) const {
-  return WriteFileAtomically(
+  return WriteWithMode(
       absl::StrCat(run_dir_, "/pids/", member.type, "-", member.index),
       absl::StrCat(pid, "\n"), 0644);
 }

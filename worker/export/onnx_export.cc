@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/atomic_file.h"
 #include "worker/export/onnx_exporter.h"
 
 namespace tessera {
@@ -52,24 +53,10 @@ absl::StatusOr<onnx::ModelProto> ExportOnnx(const TrainedModel& model,
 
 namespace {
 
-// Writes `bytes` to `path` under a temporary name, then renames it.
+// An exported model is written whole or not at all, and survives a crash
+// of the machine once written (common/atomic_file.h).
 absl::Status WriteWhole(const std::string& path, absl::string_view bytes) {
-  const std::string tmp = absl::StrCat(path, ".tmp");
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("cannot write ", tmp, ": ", std::strerror(errno)));
-  }
-  const bool written =
-      std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  const bool closed = std::fclose(f) == 0;
-  if (!written || !closed || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int error = errno;
-    std::remove(tmp.c_str());
-    return absl::DataLossError(
-        absl::StrCat("cannot write ", path, ": ", std::strerror(error)));
-  }
-  return absl::OkStatus();
+  return WriteFileAtomically(path, bytes);
 }
 
 void AddEntry(onnx::TensorProto* t, const std::string& key,
