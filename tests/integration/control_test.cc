@@ -233,5 +233,42 @@ TEST(ControlTest, StopInsideAnEpochCheckpointsThereAndResumes) {
   EXPECT_THAT(resumed.str(), Not(HasSubstr("epoch 1/3: train loss")));
 }
 
+// Issue #33, defect 11: extra steps that run past the end of an epoch's
+// plan are run in parts, and each part's progress line names its own steps
+// (it read "steps 1-100 ... 36/36 steps").
+TEST(ControlTest, ExtraStepsProgressNamesEachPartsSteps) {
+  if (!fs::exists(kData)) GTEST_SKIP() << kData << " is not installed";
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / absl::StrCat("tessera_extra_", getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path rd = dir / "run";
+  const fs::path out = dir / "launcher.out";
+  const std::string ctl = BuildDir() + "/coordinator/tessera_ctl";
+  // 6000 examples in batches of 64: 94 steps an epoch, so 100 extra steps
+  // are the 94 of the next epoch's plan, then 6 of the one after.
+  const std::string script = absl::StrCat(
+      BuildDir(), "/deploy/local/tessera_local --num_ps=1 --num_workers=2",
+      " --run_dir=", rd.string(),
+      " -- --epochs=1 --train_examples=6000 --test_examples=1000",
+      " --wait_for_commands > ", out.string(), " 2>&1 &\nlauncher=$!\n",
+      "for i in $(seq 1 1200); do grep -q 'waiting for commands' ",
+      out.string(), " && break; sleep 0.1; done\n",
+      "addr=$(awk '$1 == \"chief\" {print $2}' ", out.string(), ")\n",
+      "export TESSERA_JOB_TOKEN=$(cat ", rd.string(), "/job.token)\n", ctl,
+      " --coordinator=$addr schedule 100\n", ctl, " --coordinator=$addr join\n",
+      ctl, " --coordinator=$addr stop\n", "wait $launcher\n");
+  std::ofstream(dir / "run.sh") << script;
+  ShellResult run = Shell("bash " + (dir / "run.sh").string());
+  std::stringstream launcher;
+  launcher << std::ifstream(out).rdbuf();
+  SCOPED_TRACE(run.output + "\n--- launcher ---\n" + launcher.str());
+  EXPECT_THAT(launcher.str(), HasSubstr("steps 1-94 ["));
+  EXPECT_THAT(launcher.str(), HasSubstr("94/94 steps"));
+  EXPECT_THAT(launcher.str(), HasSubstr("steps 95-100 ["));
+  EXPECT_THAT(launcher.str(), HasSubstr("6/6 steps"));
+  EXPECT_THAT(launcher.str(), Not(HasSubstr("steps 1-100 [")));
+}
+
 }  // namespace
 }  // namespace tessera
