@@ -42,8 +42,8 @@ absl::StatusOr<TrainingMode> ParseTrainingMode(absl::string_view text);
 // cluster with parameter servers, "mirrored" leaves them idle: *note says
 // that too. InvalidArgument for a mode that needs servers when there are
 // none (sync, ssp:S), naming what to do instead.
-absl::StatusOr<TrainingMode> ModeForCluster(absl::string_view text,
-                                            int num_ps, std::string* note);
+absl::StatusOr<TrainingMode> ModeForCluster(absl::string_view text, int num_ps,
+                                            std::string* note);
 
 }  // namespace tessera
 
