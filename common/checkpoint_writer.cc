@@ -7,6 +7,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "common/atomic_file.h"
 #include "common/checkpoint_file.h"
 #include "common/checkpoint_format.h"
 #include "common/crc32c.h"
@@ -22,13 +23,6 @@ using checkpoint_internal::kHeaderMagic;
 using checkpoint_internal::LabelOf;
 using checkpoint_internal::NameProblem;
 using checkpoint_internal::PutFixed;
-
-std::string DirOf(absl::string_view path) {
-  const size_t last = path.rfind('/');
-  if (last == absl::string_view::npos) return ".";
-  if (last == 0) return "/";
-  return std::string(path.substr(0, last));
-}
 
 std::string EncodeMeta(absl::string_view name,
                        const std::vector<CheckpointArrayInfo>& arrays) {
@@ -46,15 +40,6 @@ std::string EncodeMeta(absl::string_view name,
   return meta;
 }
 
-absl::Status SyncDir(const std::string& dir) {
-  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return absl::ErrnoToStatus(errno, "open");
-  const int rc = fsync(fd);
-  const int error = errno;
-  close(fd);
-  if (rc != 0) return absl::ErrnoToStatus(error, "fsync");
-  return absl::OkStatus();
-}
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CheckpointWriter>> CheckpointWriter::Create(
@@ -264,11 +249,9 @@ absl::StatusOr<CheckpointFileSummary> CheckpointWriter::Finish() {
   }
   finished_ = true;
   // The rename is durable only once the directory is synced.
-  if (absl::Status s = SyncDir(DirOf(path_)); !s.ok()) {
+  if (absl::Status s = SyncParentFolder(path_); !s.ok()) {
     return error_ = absl::Status(
-               s.code(),
-               absl::StrCat("checkpoint ", label, ": cannot ", s.message(),
-                            " directory ", DirOf(path_)));
+               s.code(), absl::StrCat("checkpoint ", label, ": ", s.message()));
   }
   CheckpointFileSummary summary;
   summary.size_bytes = offset_;

@@ -15,11 +15,10 @@
 
 #include <cstdio>
 #include <ctime>
-#include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/atomic_file.h"
 #include "common/command_line.h"
 #include "common/exit_code.h"
 #include "common/job_file.h"
@@ -62,23 +61,10 @@ int Fail(const absl::Status& status) {
 }
 
 absl::Status WriteFile(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--output=", path, ": cannot write ", tmp));
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--output=", path, ": ", ec.message()));
-  }
-  return absl::OkStatus();
+  absl::Status s = WriteFileAtomically(path, text);
+  if (s.ok()) return s;
+  return absl::Status(s.code(),
+                      absl::StrCat("--output=", path, ": ", s.message()));
 }
 
 // `m`'s fields, indented as the inside of a block of the job file.
