@@ -34,6 +34,11 @@ struct PlannedStep {
   PlannedStreamStep stream;  // count 0: not streamed
   // A step without examples (a mirrored replica's padding in a round).
   bool empty() const { return example_ids.empty() && stream.count == 0; }
+  // The examples it reads.
+  int64_t size() const {
+    return stream.count > 0 ? stream.count
+                            : static_cast<int64_t>(example_ids.size());
+  }
 };
 
 // Decides which examples each step reads. The training set is split into

@@ -169,11 +169,20 @@ absl::Status StepRunner::RunLockstep(std::vector<PlannedStep> steps, int epoch,
         mirrored ? size : std::max(1, size - options_.backup_workers);
     std::vector<int64_t> ids;
     std::vector<StepFuture> futures;
+    // With backup workers the parts that count are the first to arrive,
+    // so only an average over all of them can weigh each example alike.
+    int64_t examples = 0;
+    for (const PlannedStep& planned : round) examples += planned.size();
+    const bool weigh = !mirrored && required == size && examples > 0;
     for (const PlannedStep& planned : round) {
       StepRequest request = MakeRequest(epoch, planned, data);
       request.set_sync_step(global_step);
       request.set_sync_required(required);
       request.set_sync_part(static_cast<int>(ids.size()));
+      if (weigh && planned.size() * size != examples) {
+        request.set_sync_scale(static_cast<float>(
+            static_cast<double>(planned.size()) * size / examples));
+      }
       ids.push_back(request.step());
       absl::StatusOr<StepFuture> future =
           coordinator_->Schedule(std::move(request), planned.shard);

@@ -39,9 +39,10 @@ namespace tessera {
 // and counted. A newer step overtaking an incomplete one (its missing parts
 // never came: their workers were backups) drops it.
 //
-// Averaging: each part's gradient is its worker's mean over its batch, so
-// the applied sum over parts / required is the mean over the global batch
-// when the parts' batches are equal (every step but maybe an epoch's last).
+// Averaging: each part's gradient is its worker's mean over its batch
+// (scaled by the coordinator's StepRequest.sync_scale where the parts'
+// batches differ), so the applied sum over parts / required is the mean
+// over the global batch.
 // A table row no part touched gets no update; every complete step still
 // counts as one update of every table shard, as one process training the
 // global batch would count it (Adam's step).

@@ -417,6 +417,8 @@ absl::Status TrainingWorker::TrainBatch(const StepRequest& request,
 
   if (mirrored_ != nullptr) return MirroredUpdate(batch, on_device, response);
   auto t2 = std::chrono::steady_clock::now();
+  const float scale = request.sync_scale();
+  if (scale != 0 && scale != 1) ScaleGradients(scale);
   // The graph's table gradients index this batch's distinct rows; push
   // them under their row ids.
   for (size_t t = 0; t < table_grads_.size(); ++t) {
@@ -452,6 +454,15 @@ absl::Status TrainingWorker::TrainBatch(const StepRequest& request,
   for (int64_t st : outcome.staleness) response->add_staleness(st);
   response->set_late_shards(outcome.late_shards);
   return absl::OkStatus();
+}
+
+void TrainingWorker::ScaleGradients(float scale) {
+  for (absl::Span<float> g : params_->gradients()) {
+    for (float& x : g) x *= scale;
+  }
+  for (TableGradient& g : table_grads_) {
+    for (float& x : g.values) x *= scale;
+  }
 }
 
 bool TrainingWorker::ReduceOnDevice() {

@@ -77,6 +77,9 @@ class TrainingWorker {
   // Maps batch_'s ids of every table to distinct rows and pulls them into
   // rows_.
   absl::Status PullRows(std::optional<int64_t> sync_step = std::nullopt);
+  // Sync: multiplies this step's dense and table gradients by
+  // StepRequest.sync_scale before they are pushed.
+  void ScaleGradients(float scale);
   // The graph's view of batch_ and the pulled rows.
   GraphBatch View() const;
 

@@ -89,6 +89,7 @@ TEST_F(CtrTrainingTest, FixedTablesSplitByThePartitionerLearnToo) {
 TEST_F(CtrTrainingTest, SyncModeTrainsGrowingAndFixedTables) {
   for (const char* tables : {"--vocab_size=0", "--vocab_size=2000"}) {
     SCOPED_TRACE(tables);
+    fs::remove_all(dir_ / "run");  // a new job, not a resumed one
     nlohmann::json m = Train(absl::StrCat("--mode=sync ", tables));
     ASSERT_TRUE(m.contains("auc")) << output_;
     EXPECT_EQ(m["mode"], "sync");

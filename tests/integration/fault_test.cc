@@ -297,6 +297,69 @@ TEST_F(FaultTest, StreamedTfRecordKeepsExactlyOnceWhenTheCoordinatorDies) {
   EXPECT_GT(FinalAccuracy(run), 0.78);
 }
 
+// Generated click data (kTrain examples) and the DLRM job file: a model
+// with growing embedding tables, Adagrad on the rows and Adam on the dense
+// layers. The flags that make Train use it, with global steps of 64.
+std::string ClickTableFlags() {
+  static const std::string flags = [] {
+    const fs::path dir = FaultTest::Dir("click_data");
+    ShellResult gen = Shell(absl::StrCat(
+        BuildDir(), "/worker/tessera_ctr_gen --out_dir=", dir.string(),
+        " --train_examples=", kTrain, " --test_examples=2000",
+        " --vocab_size=500 --interaction_fields=8 --interaction_scale=2",
+        " --zipf_s=1.2 --weight_decay_rank=5 --threads=1"));
+    EXPECT_EQ(gen.exit_code, 0) << gen.output;
+    return absl::StrCat(" --job_file=", TESSERA_SOURCE_DIR,
+                        "/deploy/jobs/dlrm.textproto --data_dir=", dir.string(),
+                        " --batch_size=64");
+  }();
+  return flags;
+}
+
+// Sync mode with embedding tables (#30, #31): a worker, a parameter server
+// or the chief killed mid-epoch, and every epoch's metrics line equals the
+// undisturbed run's bit for bit (train loss, test loss, AUC, log loss), with
+// every example once per epoch: a step is applied exactly once on every
+// server whatever dies when (ps_server/sync_steps.h).
+class SyncTableFaultTest : public FaultTest,
+                           public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(SyncTableFaultTest, EveryEpochEqualsTheUndisturbedRunBitForBit) {
+  static const JobRun* baseline = new JobRun(
+      Train("sync_table_baseline", "sync", "", 0, ClickTableFlags()));
+  ExpectCompleteAndExact(*baseline);
+  JobRun run = Train(absl::StrCat("sync_table_", GetParam()), "sync",
+                     GetParam(), kMidSecondEpoch, ClickTableFlags());
+  ExpectCompleteAndExact(run);
+  EXPECT_THAT(run.output, HasSubstr("(signal 9); restarting"));
+  ASSERT_EQ(run.metrics.size(), baseline->metrics.size());
+  for (size_t e = 0; e < run.metrics.size(); ++e) {
+    for (const char* key : {"train_loss", "test_loss", "auc", "log_loss"}) {
+      ASSERT_TRUE(run.metrics[e].contains(key)) << run.metrics[e].dump();
+      EXPECT_EQ(run.metrics[e][key].get<double>(),
+                baseline->metrics[e][key].get<double>())
+          << GetParam() << " killed: epoch " << e + 1 << " " << key;
+    }
+  }
+  std::printf("[fault] sync with tables, %s killed: epoch AUCs", GetParam());
+  for (const nlohmann::json& m : run.metrics) {
+    std::printf(" %.6f", m["auc"].get<double>());
+  }
+  std::printf("; undisturbed");
+  for (const nlohmann::json& m : baseline->metrics) {
+    std::printf(" %.6f", m["auc"].get<double>());
+  }
+  std::printf("\n");
+}
+
+INSTANTIATE_TEST_SUITE_P(Victims, SyncTableFaultTest,
+                         ::testing::Values("worker-1", "ps-1", "chief-0"),
+                         [](const ::testing::TestParamInfo<const char*>& i) {
+                           std::string name = i.param;
+                           name.erase(name.find('-'), 1);
+                           return name;
+                         });
+
 // Evaluation is not a step: a worker killed while it evaluates its slice
 // of the test set used to fail the job. Epochs of 2 steps and 10,000 test
 // images make evaluation most of each epoch, and worker-1 is killed three

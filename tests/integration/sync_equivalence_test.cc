@@ -1,0 +1,170 @@
+// The golden test of synchronous training with tables (#30): N workers of
+// batch b in sync mode train exactly what one process training the global
+// batch N * b trains. Two parameter servers and two workers run through
+// tessera_local (real processes, real gRPC and TCP data plane on loopback)
+// on generated click data; the one-process trainer (worker/tools/
+// local_trainer.h, the parameter servers' own shards and optimizers) is fed
+// the same global batches, which the coordinator's data plan rebuilt here
+// gives. Every global step's loss must agree: dense layers (Adam) and table
+// rows (Adagrad) are both updated before the next step's loss is taken, so a
+// row or dense update that differs shows in the losses that follow.
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/job_file.h"
+#include "common/model/model_presets.h"
+#include "coordinator/data_plan.h"
+#include "coordinator/global_steps.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/shell_command.h"
+#include "worker/backend/cpu/cpu_backend.h"
+#include "worker/data/example_set.h"
+#include "worker/tools/local_trainer.h"
+
+namespace tessera {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kWorkers = 2;
+constexpr int64_t kBatch = 128;  // global: 64 per worker
+constexpr int kEpochs = 2;
+// 12 full global steps and a last one of 41 + 40 examples per epoch: the
+// parts of that one differ, and the coordinator's sync_scale must weigh
+// every example alike for the next epoch's losses to agree.
+constexpr int64_t kExamples = kBatch * 12 + 81;
+constexpr int64_t kStepsPerEpoch = 13;
+// Float tolerance of a step's mean loss, relative. The cluster computes
+// each worker's part of the batch apart and the servers average the parts
+// in double; one process sums the global batch at once. Measured: at most
+// 5e-8 (float rounding of the loss) over 26 steps of DLRM and DeepFM.
+constexpr double kTolerance = 1e-6;
+
+class SyncEquivalenceTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) /
+           absl::StrCat("tessera_sync_eq_", getpid(), "_", GetParam());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    ShellResult gen = Shell(absl::StrCat(
+        BuildDir(), "/worker/tessera_ctr_gen --out_dir=", Data().string(),
+        " --train_examples=", kExamples, " --test_examples=512",
+        " --vocab_size=500 --interaction_fields=8 --interaction_scale=2",
+        " --zipf_s=1.2 --weight_decay_rank=5 --threads=1"));
+    ASSERT_EQ(gen.exit_code, 0) << gen.output;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path Data() const { return dir_ / "data"; }
+  std::string JobFile() const {
+    return absl::StrCat(TESSERA_SOURCE_DIR, "/deploy/jobs/", GetParam(),
+                        ".textproto");
+  }
+
+  fs::path dir_;
+};
+
+TEST_P(SyncEquivalenceTest, SyncStepsEqualOneProcessOnTheGlobalBatch) {
+  // The cluster: sync mode, two epochs.
+  const fs::path run_dir = dir_ / "run";
+  ShellResult run = Shell(absl::StrCat(
+      BuildDir(), "/deploy/local/tessera_local --num_ps=2 --num_workers=",
+      kWorkers, " --run_dir=", run_dir.string(), " -- --job_file=", JobFile(),
+      " --data_dir=", Data().string(), " --mode=sync --epochs=", kEpochs,
+      " --batch_size=", kBatch, " --train_examples=", kExamples,
+      " --test_examples=512"));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  // Step id -> the part's mean loss and examples.
+  std::map<int64_t, std::pair<double, int64_t>> parts;
+  std::ifstream steps(run_dir / "steps.jsonl");
+  for (std::string line; std::getline(steps, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    parts[j["step"].get<int64_t>()] = {j["loss"].get<double>(),
+                                       j["examples"].get<int64_t>()};
+  }
+  ASSERT_EQ(parts.size(),
+            static_cast<size_t>(kEpochs * kStepsPerEpoch * kWorkers))
+      << run.output;
+
+  // One process on the same global batches.
+  absl::StatusOr<JobConfig> job = ReadJobFile(JobFile());
+  ASSERT_TRUE(job.ok()) << job.status();
+  SetDataDir(Data().string(), job->mutable_data());
+  job->mutable_data()->set_train_examples(kExamples);
+  job->mutable_data()->set_test_examples(512);
+  job->mutable_schedule()->set_batch_size(kBatch);
+  CpuBackend cpu;
+  absl::StatusOr<std::unique_ptr<LocalTrainer>> trainer =
+      LocalTrainer::Create(*job, &cpu);
+  ASSERT_TRUE(trainer.ok()) << trainer.status();
+  absl::StatusOr<ModelDef> model = JobModel(*job);
+  ASSERT_TRUE(model.ok()) << model.status();
+  absl::StatusOr<std::unique_ptr<ExampleSet>> examples =
+      LoadExamples(job->data(), *model, /*train=*/true, 0, kExamples);
+  ASSERT_TRUE(examples.ok()) << examples.status();
+  // The coordinator's plan: each worker's shard, batches of kBatch / N.
+  absl::StatusOr<DataPlan> plan = DataPlan::Create(
+      kExamples, kWorkers, kBatch / kWorkers, 0, job->schedule().seed());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  std::vector<std::vector<PlannedStep>> rounds;
+  for (int e = 0; e < kEpochs; ++e) {
+    std::vector<std::vector<PlannedStep>> epoch =
+        GroupIntoGlobalSteps(plan->NextEpoch(), kWorkers, false);
+    ASSERT_EQ(epoch.size(), static_cast<size_t>(kStepsPerEpoch));
+    for (auto& round : epoch) rounds.push_back(std::move(round));
+  }
+
+  double worst = 0;
+  int64_t id = 0;  // step ids run through the rounds in order
+  const int64_t total = static_cast<int64_t>(rounds.size());
+  for (int64_t g = 0; g < total; ++g) {
+    std::vector<int64_t> ids;
+    double loss_sum = 0;
+    for (const PlannedStep& part : rounds[g]) {
+      ids.insert(ids.end(), part.example_ids.begin(), part.example_ids.end());
+      const auto& [loss, n] = parts[id++];
+      ASSERT_EQ(n, static_cast<int64_t>(part.example_ids.size()));
+      loss_sum += loss * n;
+    }
+    const double cluster = loss_sum / static_cast<double>(ids.size());
+    HostBatch batch;
+    ASSERT_TRUE((*examples)->Gather(ids, &batch).ok());
+    absl::StatusOr<GraphResult> r = (*trainer)->TrainBatch(batch);
+    ASSERT_TRUE(r.ok()) << r.status();
+    const double one = r->loss_sum / static_cast<double>(ids.size());
+    const double diff = std::abs(cluster - one) / std::max(1e-3, std::abs(one));
+    worst = std::max(worst, diff);
+    if (g < 2 || g % kStepsPerEpoch >= kStepsPerEpoch - 1 ||
+        g % kStepsPerEpoch == 0) {
+      std::printf(
+          "%s step %2lld (%zu examples): sync %.7f  one process "
+          "%.7f  rel %.2e\n",
+          GetParam().c_str(), static_cast<long long>(g), ids.size(), cluster,
+          one, diff);
+    }
+    EXPECT_LE(diff, kTolerance) << "global step " << g << ": sync " << cluster
+                                << ", one process " << one;
+  }
+  std::printf("%s: %lld global steps, largest relative difference %.2e\n",
+              GetParam().c_str(), static_cast<long long>(total), worst);
+}
+
+INSTANTIATE_TEST_SUITE_P(JobFiles, SyncEquivalenceTest,
+                         ::testing::Values("dlrm", "deepfm"));
+
+}  // namespace
+}  // namespace tessera
