@@ -6,6 +6,10 @@
 # markdown table (bench/compare_modes_report.py).
 #
 #   bash bench/compare_modes.sh [out_dir] [-- extra coordinator flags]
+#   bash bench/compare_modes.sh JOB DATA [out_dir] [-- flags]
+#
+# The second form compares the modes on any job file and its data
+# (bench/compare_modes_job.sh: DLRM, DeepFM, ... with AUC).
 #
 # EPOCHS, WORKERS and MODES (environment) narrow the grid;
 # TESSERA_BUILD_DIR picks the build folder; TESSERA_NO_BUILD=1 uses the
@@ -16,6 +20,9 @@
 # worker" and "sync, 2 workers" train on the same global batches.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+case "${1:-}" in
+  *.textproto) exec bash bench/compare_modes_job.sh "$@" ;;
+esac
 OUT="${1:-bench/results/compare_modes}"
 shift || true
 [ "${1:-}" = "--" ] && shift
