@@ -76,6 +76,11 @@ for mode in $MODES; do
   wait "$launcher" || { echo "  failed; see $run/launcher.out"; tail -5 "$run/launcher.out"; exit 1; }
   t1=$(date +%s.%N)
   echo "{\"wall_seconds\": $(awk "BEGIN {print $t1 - $t0}"), \"ps_peak_kib\": $peak}" >"$run/run.json"
+  # What the report needs, kept beside it (runs/ holds logs and
+  # checkpoints, and is not committed).
+  mkdir -p "$OUT/metrics"
+  cp "$run/metrics.jsonl" "$OUT/metrics/${mode//:/}.jsonl"
+  cp "$run/run.json" "$OUT/metrics/${mode//:/}.json"
   grep -E "final test" "$run/launcher.out" | sed 's/^/  /' || true
 done
 PY="${TESSERA_PYENV:-$HOME/.cache/tessera/pyenv}/bin/python"
