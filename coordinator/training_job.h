@@ -107,6 +107,18 @@ class TrainingJob {
   absl::Status StopInsideEpoch(int epoch, int64_t planned, int64_t done,
                                EpochResult result);
   absl::Status CreateVariables();
+  // CreateVariables, waiting for a parameter server that died meanwhile.
+  absl::Status CreateServerVariables();
+  // PsRecovery::Start (restore the newest checkpoint, or write the first),
+  // again from the start while a parameter server that died comes back.
+  absl::StatusOr<JobPosition> StartFromCheckpoint();
+  // Whether failure `s` came from a parameter server that died or lost
+  // its shards, and may come back.
+  bool ServerMayComeBack(const absl::Status& s);
+  // Configures worker w, waiting (with the backoff of common/backoff.h,
+  // for up to worker_recovery_timeout) while it does not answer.
+  absl::Status ConfigureWorker(int w, const WorkerConfig& config,
+                               ConfigureResponse* response);
   // --evaluate_only: restores the newest checkpoint and evaluates it.
   absl::Status EvaluateCheckpoint();
   // The step plan as it is at the start of epoch `epoch`.
