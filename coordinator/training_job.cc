@@ -10,6 +10,7 @@
 #include "common/backoff.h"
 #include "common/model/model_presets.h"
 #include "coordinator/report/job_summary.h"
+#include "coordinator/report/metrics_history.h"
 #include "glog/logging.h"
 
 namespace tessera {
@@ -445,6 +446,16 @@ absl::Status TrainingJob::ConfigureWorkers() {
 absl::Status TrainingJob::ResumeAt(const JobPosition& position, int* epoch) {
   *epoch = position.epoch;
   resume_ = position;
+  // Epochs after the checkpoint are trained again and kept again: the
+  // summary counts each epoch of the job once.
+  results_.erase(std::remove_if(results_.begin(), results_.end(),
+                                [&](const EpochResult& r) {
+                                  return r.extra_steps.empty() &&
+                                         r.epoch >= position.epoch;
+                                }),
+                 results_.end());
+  resumed_epochs_ =
+      std::min(resumed_epochs_, static_cast<int>(results_.size()));
   runner_->SetPosition(position.global_step, runner_->next_global_step());
   absl::StatusOr<std::unique_ptr<StepPlan>> data = PlanData(*epoch);
   if (!data.ok()) return data.status();
@@ -452,7 +463,10 @@ absl::Status TrainingJob::ResumeAt(const JobPosition& position, int* epoch) {
   return absl::OkStatus();
 }
 
-void TrainingJob::Keep(const EpochResult& result) {
+void TrainingJob::Keep(EpochResult result) {
+  const int64_t rerun = coordinator_->steps_rerun();
+  result.steps_rerun = rerun - rerun_counted_;
+  rerun_counted_ = rerun;
   results_.push_back(result);
   metrics_->WriteEpoch(result, best_auc_);
   metrics_->WriteCharts(results_);
@@ -642,6 +656,15 @@ absl::Status TrainingJob::RunJob() {
     absl::StatusOr<JobPosition> resumed = StartFromCheckpoint();
     if (!resumed.ok()) return resumed.status();
     position = *resumed;
+    // The job's totals count what earlier coordinators of the job trained.
+    if (!options_.run_dir.empty()) {
+      results_ =
+          EpochsBefore(ReadEpochHistory(options_.run_dir + "/metrics.jsonl"),
+                       position.epoch);
+      resumed_epochs_ = static_cast<int>(results_.size());
+      for (const EpochResult& r : results_)
+        earlier_steps_rerun_ += r.steps_rerun;
+    }
     absl::StatusOr<std::unique_ptr<StepPlan>> resumed_data =
         PlanData(position.epoch);
     if (!resumed_data.ok()) return resumed_data.status();
@@ -727,7 +750,8 @@ absl::Status TrainingJob::Run() {
     JobSummary summary;
     summary.results = results_;
     summary.wall = absl::Now() - start;
-    summary.steps_rerun = coordinator_->steps_rerun();
+    summary.steps_rerun = coordinator_->steps_rerun() + earlier_steps_rerun_;
+    summary.resumed_epochs = resumed_epochs_;
     summary.best_auc = best_auc_;
     // What the parameter servers hold by their own accounting, as sizing
     // a cluster needs; asked now.

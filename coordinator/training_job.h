@@ -142,7 +142,7 @@ class TrainingJob {
   // Resumes at `position` after a recovery.
   absl::Status ResumeAt(const JobPosition& position, int* epoch);
   // Keeps a finished epoch or extra steps: summary, metrics, charts.
-  void Keep(const EpochResult& result);
+  void Keep(EpochResult result);
 
   // Operator commands (operator_commands.cc).
   // Serves tessera_ctl after the epochs: checkpoints, extra steps, stop.
@@ -198,6 +198,12 @@ class TrainingJob {
   bool stopped_early_ = false;
   int64_t last_checkpoint_step_ = -1;
   std::vector<EpochResult> results_;
+  // Of results_, the epochs that earlier coordinators of the job trained,
+  // and the steps they re-ran.
+  int resumed_epochs_ = 0;
+  int64_t earlier_steps_rerun_ = 0;
+  // coordinator_->steps_rerun() when the last epoch was kept.
+  int64_t rerun_counted_ = 0;
 };
 
 }  // namespace tessera

@@ -98,6 +98,7 @@ void MetricsWriter::WriteEpoch(const EpochResult& r, double best_auc) {
                          {"late_shards", r.late_shards}};
   if (!r.extra_steps.empty()) line["extra_steps"] = r.extra_steps;
   if (r.bad_records > 0) line["bad_records"] = r.bad_records;
+  if (r.steps_rerun > 0) line["steps_rerun"] = r.steps_rerun;
   if (r.auc >= 0) {
     line["auc"] = r.auc;
     line["log_loss"] = r.log_loss;
