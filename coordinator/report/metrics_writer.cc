@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/atomic_file.h"
 #include "common/summary_histogram.h"
 #include "coordinator/report/svg_chart.h"
 #include "glog/logging.h"
@@ -121,6 +122,18 @@ void MetricsWriter::WriteEpoch(const EpochResult& r, double best_auc) {
   out << line.dump() << "\n";
   CheckWritten(out, "metrics.jsonl");
   if (step_log_.is_open()) CheckWritten(step_log_, "steps.jsonl");
+  // An epoch's record is work done: on the disk before the next epoch,
+  // so that a crash of the machine cannot lose it (a restarted
+  // coordinator's summary counts the epochs in metrics.jsonl).
+  for (const char* file : {"metrics.jsonl", "steps.jsonl"}) {
+    if (file == std::string("steps.jsonl") && !step_log_.is_open()) continue;
+    if (absl::Status s = SyncFileAndFolder(absl::StrCat(run_dir_, "/", file));
+        !s.ok()) {
+      RecordWriteFailure(absl::StrCat("writing ", run_dir_, "/", file,
+                                      " failed: ", s.message()),
+                         file);
+    }
+  }
 }
 
 void MetricsWriter::WriteCharts(const std::vector<EpochResult>& results) {

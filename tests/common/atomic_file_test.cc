@@ -91,5 +91,30 @@ TEST_F(AtomicFileTest, AMissingFolderIsNamed) {
   EXPECT_THAT(s.message(), HasSubstr(dir_ + "/no/such/model.onnx.tmp"));
 }
 
+// A file another library wrote (libzip's .keras archive) is put in place
+// the same way; one that is not there leaves the target as it was.
+TEST_F(AtomicFileTest, CommitPutsAWrittenFileInPlace) {
+  ASSERT_TRUE(WriteFileAtomically(path_, "old contents").ok());
+  const std::string written = path_ + ".tmp";
+  std::ofstream(written) << "new contents";
+  ASSERT_TRUE(CommitFileAtomically(written, path_).ok());
+  EXPECT_EQ(Read(), "new contents");
+  EXPECT_FALSE(fs::exists(written));
+
+  absl::Status s = CommitFileAtomically(dir_ + "/gone.tmp", path_);
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(s.message(), HasSubstr("cannot open " + dir_ + "/gone.tmp"));
+  EXPECT_THAT(s.message(), HasSubstr("model.onnx is unchanged"));
+  EXPECT_EQ(Read(), "new contents");
+}
+
+TEST_F(AtomicFileTest, SyncFileAndFolderNamesAMissingLog) {
+  std::ofstream(dir_ + "/metrics.jsonl") << "{}\n";
+  EXPECT_TRUE(SyncFileAndFolder(dir_ + "/metrics.jsonl").ok());
+  absl::Status s = SyncFileAndFolder(dir_ + "/steps.jsonl");
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(s.message(), HasSubstr("steps.jsonl"));
+}
+
 }  // namespace
 }  // namespace tessera
