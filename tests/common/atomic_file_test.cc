@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -76,6 +77,10 @@ TEST_F(AtomicFileTest, EachStepFailingLeavesTheOldFileAndNamesTheStep) {
     EXPECT_THAT(s.message(), HasSubstr("Input/output error"));
     EXPECT_EQ(Read(), "old contents") << c.named;
     EXPECT_FALSE(fs::exists(path_ + ".tmp")) << c.named;
+    // What the closing note shows: each step's error, and the file.
+    std::printf("[atomic] %s\n[atomic]   the file holds \"%s\"%s\n",
+                s.ToString().c_str(), Read().c_str(),
+                fs::exists(path_ + ".tmp") ? ", a .tmp is left" : "");
   }
   AtomicWriteOptions options;
   options.TEST_fail_at = AtomicWriteStep::kSyncFolder;
@@ -83,6 +88,8 @@ TEST_F(AtomicFileTest, EachStepFailingLeavesTheOldFileAndNamesTheStep) {
   EXPECT_THAT(s.message(), HasSubstr("cannot fsync folder"));
   EXPECT_THAT(s.message(), HasSubstr("may not survive a power cut"));
   EXPECT_EQ(Read(), "new contents");
+  std::printf("[atomic] %s\n[atomic]   the file holds \"%s\"\n",
+              s.ToString().c_str(), Read().c_str());
 }
 
 TEST_F(AtomicFileTest, AMissingFolderIsNamed) {
