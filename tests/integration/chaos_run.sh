@@ -210,7 +210,9 @@ one_kill() {
     training)
       wait_more "$CHIEF" "training on" 0 || return 0
       pause_ms 900
-      pick "${ROLES[@]}"
+      # Workers twice as often: a step cut short is the subtle case (its
+      # pushes may have reached some servers and not others).
+      pick "${ROLES[@]}" worker-0 worker-1
       hit "$PICKED" KILL training ;;
     evaluation)
       pick worker-0 worker-1
