@@ -555,6 +555,12 @@ absl::Status TrainingJob::TrainEpochs(JobPosition position) {
          (epoch % std::max(1, options_.checkpoint_every_epochs) == 0 ||
           epoch == epochs)) ||
         control_.checkpoint_wanted()) {
+      // The epoch's line, kept whole before the checkpoint that makes the
+      // epoch done (MetricsWriter::StagePendingEpoch).
+      if (absl::Status s = metrics_->StagePendingEpoch(result, best_auc_);
+          !s.ok()) {
+        LOG(WARNING) << "epoch " << epoch << "'s pending metrics line: " << s;
+      }
       absl::StatusOr<std::string> saved =
           SaveCheckpoint(PositionAfter(epoch + 1));
       if (!saved.ok() && recovery_ != nullptr &&
@@ -656,6 +662,14 @@ absl::Status TrainingJob::RunJob() {
     absl::StatusOr<JobPosition> resumed = StartFromCheckpoint();
     if (!resumed.ok()) return resumed.status();
     position = *resumed;
+    if (const int lost = metrics_->RecoverPendingEpoch(position.epoch);
+        lost > 0) {
+      std::fprintf(out_,
+                   "epoch %d's metrics line, lost with the previous "
+                   "coordinator after its checkpoint, written from "
+                   "metrics.pending\n",
+                   lost);
+    }
     // The job's totals count what earlier coordinators of the job trained.
     if (!options_.run_dir.empty()) {
       results_ =
