@@ -173,6 +173,7 @@ absl::Status StepRunner::RunLockstep(std::vector<PlannedStep> steps, int epoch,
       StepRequest request = MakeRequest(epoch, planned, data);
       request.set_sync_step(global_step);
       request.set_sync_required(required);
+      request.set_sync_part(static_cast<int>(ids.size()));
       ids.push_back(request.step());
       absl::StatusOr<StepFuture> future =
           coordinator_->Schedule(std::move(request), planned.shard);

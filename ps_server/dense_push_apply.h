@@ -1,6 +1,7 @@
 #ifndef TESSERA_PS_SERVER_DENSE_PUSH_APPLY_H_
 #define TESSERA_PS_SERVER_DENSE_PUSH_APPLY_H_
 
+#include <memory>
 #include <optional>
 
 #include "absl/functional/function_ref.h"
@@ -8,15 +9,15 @@
 #include "absl/types/span.h"
 #include "proto/ps_service.pb.h"
 #include "ps_server/shard.h"
-#include "ps_server/sync_aggregator.h"
 #include "ps_server/sync_push.h"
+#include "ps_server/sync_steps.h"
 
 namespace tessera {
 
 // One shard's whole gradient in a dense push, already received in full,
 // checked against the shard's size and found finite.
 struct DenseGradient {
-  Shard* shard = nullptr;
+  std::shared_ptr<Shard> shard;
   absl::Span<const float> grad;
 };
 
@@ -25,21 +26,21 @@ struct DenseGradient {
 // so every mode means the same on both planes.
 //
 // Asynchronous (`sync` empty): every shard is updated by its optimizer and
-// the reply lists each with the version its update produced. Sync: each
-// gradient goes to its step's aggregator (sync_aggregator.h); the shards
-// whose step this push completed are updated with the step's average and
-// listed as applied, the others as pending or late.
+// the reply lists each with the version its update produced; `answer` is
+// called once the shards to update are locked (in name order, so
+// concurrent pushes cannot deadlock) and before the arithmetic: the reply
+// travels, and the client starts its next transfer, while the optimizer
+// runs; readers wait for the update, so nobody sees an old value once the
+// reply is out.
 //
-// `answer` is called exactly once, with the reply or with the error of a
-// sync push that disagrees on `required` (a step this push completed is
-// still applied). It is called once the shards to update are locked (in
-// name order, so concurrent pushes cannot deadlock) and before the
-// arithmetic: the reply travels, and the client starts its next transfer,
-// while the optimizer runs; readers wait for the update, so nobody sees an
-// old value once the reply is out.
+// Sync: the complete steps before this one are applied first, then each
+// gradient is added to its shard's pending step (sync_steps.h), applied
+// later; the reply lists the shards as pending or late. `answer` is
+// called with the error of a push that disagrees on `required` (shards
+// handed over before it keep their part).
 void ApplyDensePush(
     absl::Span<const DenseGradient> grads, const std::optional<SyncPush>& sync,
-    SyncAggregators* aggregators,
+    SyncSteps* sync_steps,
     absl::FunctionRef<void(const absl::Status&, const PushResponse&)> answer);
 
 }  // namespace tessera

@@ -60,13 +60,12 @@ absl::Status CopyChunkAndCheckFinite(const TensorChunkView& chunk, float* dst,
 
 }  // namespace internal
 
-DensePushReactor::DensePushReactor(ShardStore* store,
-                                   SyncAggregators* aggregators,
+DensePushReactor::DensePushReactor(ShardStore* store, SyncSteps* sync_steps,
                                    absl::StatusOr<std::optional<SyncPush>> sync,
                                    absl::StatusOr<PushSize> declared,
                                    grpc::ByteBuffer* response)
     : store_(store),
-      aggregators_(aggregators),
+      sync_steps_(sync_steps),
       sync_(std::move(sync)),
       declared_(std::move(declared)),
       response_(response) {
@@ -183,13 +182,12 @@ void DensePushReactor::FinishAndApply() {
   std::vector<DenseGradient> grads;
   for (Pending& p : pending_) {
     grads.push_back(
-        {p.shard.get(),
-         absl::MakeConstSpan(p.grad.get(), p.shard->num_elements())});
+        {p.shard, absl::MakeConstSpan(p.grad.get(), p.shard->num_elements())});
   }
   // OnDone (which deletes this reactor) waits for this reaction to return,
   // so the buffers stay valid while the update runs after Finish.
   ApplyDensePush(
-      grads, *sync_, aggregators_,
+      grads, *sync_, sync_steps_,
       [this](const absl::Status& status, const PushResponse& response) {
         if (!status.ok()) {
           Finish(ToGrpcStatus(status));

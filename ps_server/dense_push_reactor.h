@@ -13,8 +13,8 @@
 #include "ps_server/push_size.h"
 #include "ps_server/shard.h"
 #include "ps_server/shard_store.h"
-#include "ps_server/sync_aggregator.h"
 #include "ps_server/sync_push.h"
+#include "ps_server/sync_steps.h"
 
 namespace tessera {
 
@@ -35,10 +35,10 @@ class DensePushReactor final
  public:
   // A sync push (`sync` set, from the call's metadata) adds each shard's
   // gradient to its step in `aggregators`; a shard is updated only when
-  // its step completes (ps_server/sync_aggregator.h). A malformed tag
+  // its step completes (ps_server/sync_steps.h). A malformed tag
   // (`sync` not ok) refuses the push, as does a missing or malformed
   // declaration (`declared` not ok).
-  DensePushReactor(ShardStore* store, SyncAggregators* aggregators,
+  DensePushReactor(ShardStore* store, SyncSteps* sync_steps,
                    absl::StatusOr<std::optional<SyncPush>> sync,
                    absl::StatusOr<PushSize> declared,
                    grpc::ByteBuffer* response);
@@ -60,7 +60,7 @@ class DensePushReactor final
   void FinishAndApply();
 
   ShardStore* const store_;
-  SyncAggregators* const aggregators_;
+  SyncSteps* const sync_steps_;
   const absl::StatusOr<std::optional<SyncPush>> sync_;
   const absl::StatusOr<PushSize> declared_;
   int64_t received_bytes_ = 0;  // over all shards

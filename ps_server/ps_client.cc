@@ -97,7 +97,8 @@ absl::Status PsClient::CreateShards(const CreateShardsRequest& request,
 
 absl::Status PsClient::PullDense(absl::Span<const std::string> shards,
                                  absl::Span<const absl::Span<float>> out,
-                                 std::vector<int64_t>* versions) {
+                                 std::vector<int64_t>* versions,
+                                 std::optional<int64_t> sync_step) {
   if (shards.size() != out.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat(Peer("PullDense"), ": ", shards.size(), " shards but ",
@@ -105,13 +106,16 @@ absl::Status PsClient::PullDense(absl::Span<const std::string> shards,
   }
   absl::StatusOr<DensePlaneClient*> plane = Plane();
   if (!plane.ok()) return plane.status();
-  if (*plane != nullptr) return (*plane)->PullDense(shards, out, versions);
+  if (*plane != nullptr) {
+    return (*plane)->PullDense(shards, out, versions, sync_step);
+  }
   PullRequest request;
   for (const std::string& s : shards) request.add_shards(s);
   if (versions != nullptr) versions->assign(shards.size(), 0);
 
   grpc::ClientContext context;
   SetDeadline(&context, options_.timeout_s);
+  if (sync_step.has_value()) AttachSyncPull(*sync_step, &context);
   std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> reader(
       grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(
           channel_.get(), pull_dense_method_, &context, request));
@@ -280,7 +284,8 @@ absl::Status PsClient::PushDense(
 
 absl::Status PsClient::PullRows(const std::string& shard,
                                 absl::Span<const int64_t> ids,
-                                int64_t row_elements, absl::Span<float> out) {
+                                int64_t row_elements, absl::Span<float> out,
+                                std::optional<int64_t> sync_step) {
   if (out.size() != ids.size() * row_elements) {
     return absl::InvalidArgumentError(absl::StrCat(
         Peer("PullRows"), ": ", ids.size(), " rows of ", row_elements,
@@ -291,13 +296,14 @@ absl::Status PsClient::PullRows(const std::string& shard,
   if (*plane != nullptr) {
     const RowsPart part{shard, row_elements, ids};
     const absl::Span<float> spans[1] = {out};
-    return (*plane)->PullRows({&part, 1}, spans);
+    return (*plane)->PullRows({&part, 1}, spans, sync_step);
   }
   PullRowsRequest request;
   request.set_shard(shard);
   AppendRaw(ids, request.mutable_ids());
   grpc::ClientContext context;
   SetDeadline(&context, options_.timeout_s);
+  if (sync_step.has_value()) AttachSyncPull(*sync_step, &context);
   std::unique_ptr<grpc::ClientReader<RowsChunk>> reader =
       stub_->PullRows(&context, request);
   RowsChunk chunk;
@@ -336,7 +342,7 @@ absl::Status PsClient::PushRows(const std::string& shard,
                                 absl::Span<const int64_t> ids,
                                 int64_t row_elements,
                                 absl::Span<const float> grads,
-                                PushResponse* response) {
+                                PushResponse* response, const SyncPush* sync) {
   if (grads.size() != ids.size() * row_elements) {
     return absl::InvalidArgumentError(
         absl::StrCat(Peer("PushRows"), ": ", ids.size(), " ids of ",
@@ -348,10 +354,11 @@ absl::Status PsClient::PushRows(const std::string& shard,
   if (*plane != nullptr) {
     const RowsPart part{shard, row_elements, ids};
     const absl::Span<const float> spans[1] = {grads};
-    return (*plane)->PushRows({&part, 1}, spans, response);
+    return (*plane)->PushRows({&part, 1}, spans, response, sync);
   }
   grpc::ClientContext context;
   SetDeadline(&context, options_.timeout_s);
+  if (sync != nullptr) AttachSyncPush(*sync, &context);
   DeclarePushSize({static_cast<int64_t>(ids.size()),
                    static_cast<int64_t>(grads.size() * sizeof(float))},
                   &context);
@@ -381,7 +388,8 @@ absl::Status PsClient::PushRows(const std::string& shard,
 }
 
 absl::Status PsClient::PullRows(absl::Span<const RowsPart> parts,
-                                absl::Span<const absl::Span<float>> out) {
+                                absl::Span<const absl::Span<float>> out,
+                                std::optional<int64_t> sync_step) {
   if (parts.size() != out.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat(Peer("PullRows"), ": ", parts.size(), " shards but ",
@@ -389,10 +397,10 @@ absl::Status PsClient::PullRows(absl::Span<const RowsPart> parts,
   }
   absl::StatusOr<RowPlaneClient*> plane = RowPlane();
   if (!plane.ok()) return plane.status();
-  if (*plane != nullptr) return (*plane)->PullRows(parts, out);
+  if (*plane != nullptr) return (*plane)->PullRows(parts, out, sync_step);
   for (size_t i = 0; i < parts.size(); ++i) {
     if (absl::Status s = PullRows(std::string(parts[i].shard), parts[i].ids,
-                                  parts[i].row_elements, out[i]);
+                                  parts[i].row_elements, out[i], sync_step);
         !s.ok()) {
       return s;
     }
@@ -402,7 +410,7 @@ absl::Status PsClient::PullRows(absl::Span<const RowsPart> parts,
 
 absl::Status PsClient::PushRows(absl::Span<const RowsPart> parts,
                                 absl::Span<const absl::Span<const float>> grads,
-                                PushResponse* response) {
+                                PushResponse* response, const SyncPush* sync) {
   if (parts.size() != grads.size()) {
     return absl::InvalidArgumentError(absl::StrCat(Peer("PushRows"), ": ",
                                                    parts.size(), " shards but ",
@@ -410,12 +418,14 @@ absl::Status PsClient::PushRows(absl::Span<const RowsPart> parts,
   }
   absl::StatusOr<RowPlaneClient*> plane = RowPlane();
   if (!plane.ok()) return plane.status();
-  if (*plane != nullptr) return (*plane)->PushRows(parts, grads, response);
+  if (*plane != nullptr) {
+    return (*plane)->PushRows(parts, grads, response, sync);
+  }
   response->Clear();
   for (size_t i = 0; i < parts.size(); ++i) {
     PushResponse one;
     if (absl::Status s = PushRows(std::string(parts[i].shard), parts[i].ids,
-                                  parts[i].row_elements, grads[i], &one);
+                                  parts[i].row_elements, grads[i], &one, sync);
         !s.ok()) {
       return s;
     }

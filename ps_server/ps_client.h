@@ -62,10 +62,12 @@ class PsClient {
   // Pulls shards[i] into out[i]. Each destination must be exactly the
   // shard's size, so values land in the caller's buffer with one copy
   // (none in user space on the data plane).
-  // `versions` (optional) receives each shard's version.
+  // `versions` (optional) receives each shard's version. `sync_step`: sync
+  // mode's step the pull reads for (sync_push.h).
   absl::Status PullDense(absl::Span<const std::string> shards,
                          absl::Span<const absl::Span<float>> out,
-                         std::vector<int64_t>* versions);
+                         std::vector<int64_t>* versions,
+                         std::optional<int64_t> sync_step = std::nullopt);
 
   // Pushes the gradient of shards[i] from grads[i], computed from version
   // base_versions[i] (empty: 0). All are applied, or none on error. The
@@ -85,21 +87,24 @@ class PsClient {
   // Pulls the rows `ids` (ids of the whole variable) of one shard into
   // `out`, ids.size() * row_elements floats.
   absl::Status PullRows(const std::string& shard, absl::Span<const int64_t> ids,
-                        int64_t row_elements, absl::Span<float> out);
+                        int64_t row_elements, absl::Span<float> out,
+                        std::optional<int64_t> sync_step = std::nullopt);
 
-  // Pushes row gradients (ids.size() rows of row_elements) of one shard.
+  // Pushes row gradients (ids.size() rows of row_elements) of one shard;
+  // with `sync`, as a part of a sync step (no rows is a part too).
   absl::Status PushRows(const std::string& shard, absl::Span<const int64_t> ids,
                         int64_t row_elements, absl::Span<const float> grads,
-                        PushResponse* response);
+                        PushResponse* response, const SyncPush* sync = nullptr);
 
   // The same for the rows of several shards: one round trip on the data
   // plane, one call per shard on gRPC (where a push of several shards is
   // then not all-or-nothing across them: each shard's is).
   absl::Status PullRows(absl::Span<const RowsPart> parts,
-                        absl::Span<const absl::Span<float>> out);
+                        absl::Span<const absl::Span<float>> out,
+                        std::optional<int64_t> sync_step = std::nullopt);
   absl::Status PushRows(absl::Span<const RowsPart> parts,
                         absl::Span<const absl::Span<const float>> grads,
-                        PushResponse* response);
+                        PushResponse* response, const SyncPush* sync = nullptr);
 
   // Checkpoints (ps_server/shard_checkpoint.h). A save or restore moves
   // the server's whole state through the file system, so the deadline is

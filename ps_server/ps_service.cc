@@ -24,6 +24,14 @@ bool ParameterServerService::Refused(grpc::CallbackServerContext* context,
   return true;
 }
 
+absl::Status ParameterServerService::ApplySyncStepsFor(
+    const grpc::CallbackServerContext& context) {
+  absl::StatusOr<std::optional<int64_t>> step = ReadSyncPull(context);
+  if (!step.ok()) return step.status();
+  sync_steps_.ApplyBefore(*step);
+  return absl::OkStatus();
+}
+
 grpc::ServerUnaryReactor* ParameterServerService::CreateShards(
     grpc::CallbackServerContext* context, const CreateShardsRequest* request,
     CreateShardsResponse* response) {
@@ -52,6 +60,9 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* ParameterServerService::PullDense(
     return new RefusedWriteReactor<grpc::ByteBuffer>(s);
   }
   pulls_.fetch_add(1, std::memory_order_relaxed);
+  if (absl::Status s = ApplySyncStepsFor(*context); !s.ok()) {
+    return new RefusedWriteReactor<grpc::ByteBuffer>(ToGrpcStatus(s));
+  }
   return new DensePullReactor(store_, *request, options_.chunk_bytes);
 }
 
@@ -63,8 +74,7 @@ grpc::ServerReadReactor<grpc::ByteBuffer>* ParameterServerService::PushDense(
     return new RefusedReadReactor<grpc::ByteBuffer>(s);
   }
   pushes_.fetch_add(1, std::memory_order_relaxed);
-  return new DensePushReactor(store_, &sync_aggregators_,
-                              ReadSyncPush(*context),
+  return new DensePushReactor(store_, &sync_steps_, ReadSyncPush(*context),
                               ReadPushSize(*context, "PushDense"), response);
 }
 
@@ -76,6 +86,9 @@ grpc::ServerWriteReactor<RowsChunk>* ParameterServerService::PullRows(
     return new RefusedWriteReactor<RowsChunk>(s);
   }
   pulls_.fetch_add(1, std::memory_order_relaxed);
+  if (absl::Status s = ApplySyncStepsFor(*context); !s.ok()) {
+    return new RefusedWriteReactor<RowsChunk>(ToGrpcStatus(s));
+  }
   return new RowPullReactor(store_, *request, options_.chunk_bytes);
 }
 
@@ -87,8 +100,8 @@ grpc::ServerReadReactor<RowsChunk>* ParameterServerService::PushRows(
     return new RefusedReadReactor<RowsChunk>(s);
   }
   pushes_.fetch_add(1, std::memory_order_relaxed);
-  return new RowPushReactor(store_, ReadPushSize(*context, "PushRows"),
-                            response);
+  return new RowPushReactor(store_, &sync_steps_, ReadSyncPush(*context),
+                            ReadPushSize(*context, "PushRows"), response);
 }
 
 grpc::ServerUnaryReactor* ParameterServerService::Health(
@@ -129,6 +142,9 @@ grpc::ServerUnaryReactor* ParameterServerService::SaveShards(
   // before the service goes away.
   checkpoint_io_.Post([this, request, response, reactor] {
     const absl::Time start = absl::Now();
+    // The coordinator saves between steps: a sync step complete on every
+    // server is part of the state saved.
+    sync_steps_.ApplyBefore(std::nullopt);
     absl::Status status =
         request->directory().empty()
             ? absl::InvalidArgumentError("SaveShards: no directory given")
@@ -165,7 +181,7 @@ grpc::ServerUnaryReactor* ParameterServerService::RestoreShards(
                                      store_, response);
     if (status.ok()) {
       // Sync steps restart from the checkpoint's; none of them is late.
-      sync_aggregators_.ResetAll();
+      sync_steps_.ResetAll();
       LOG(INFO) << "RestoreShards: " << response->shards_restored()
                 << " shards, " << response->rows_restored() << " rows from "
                 << request->directory() << " (step "

@@ -13,7 +13,7 @@
 #include "grpcpp/support/byte_buffer.h"
 #include "proto/ps_service.grpc.pb.h"
 #include "ps_server/shard_store.h"
-#include "ps_server/sync_aggregator.h"
+#include "ps_server/sync_steps.h"
 
 namespace tessera {
 
@@ -49,7 +49,7 @@ class ParameterServerService final : public DenseRawCallbackService {
   // The TCP data plane (ps_server/data_plane/) serves the same shards: it
   // shares sync mode's pending steps and counts its calls into Health's
   // load. Its port is announced in Health (0: none, e.g. a TLS job).
-  SyncAggregators* sync_aggregators() { return &sync_aggregators_; }
+  SyncSteps* sync_steps() { return &sync_steps_; }
   void CountPull() { pulls_.fetch_add(1, std::memory_order_relaxed); }
   void CountPush() { pushes_.fetch_add(1, std::memory_order_relaxed); }
   void set_data_plane_port(int port) {
@@ -98,9 +98,14 @@ class ParameterServerService final : public DenseRawCallbackService {
   bool Refused(grpc::CallbackServerContext* context, const char* method,
                grpc::ServerUnaryReactor* reactor) const;
 
+  // A pull reads the values after every sync step before the one it is
+  // tagged with (every complete step when untagged); InvalidArgument for
+  // a malformed tag.
+  absl::Status ApplySyncStepsFor(const grpc::CallbackServerContext& context);
+
   ShardStore* const store_;
   const PsServiceOptions options_;
-  SyncAggregators sync_aggregators_;  // sync mode's pending steps
+  SyncSteps sync_steps_;  // sync mode's pending steps
   // Calls taken, dense and row ones together, for Health (load).
   std::atomic<int64_t> pulls_{0};
   std::atomic<int64_t> pushes_{0};

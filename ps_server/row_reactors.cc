@@ -7,6 +7,7 @@
 #include "common/byte_codec.h"
 #include "common/grpc_status.h"
 #include "ps_server/gradient_check.h"
+#include "ps_server/row_push_apply.h"
 
 namespace tessera {
 
@@ -70,12 +71,17 @@ void RowPullReactor::OnWriteDone(bool ok) {
 
 void RowPullReactor::OnDone() { delete this; }
 
-RowPushReactor::RowPushReactor(ShardStore* store,
+RowPushReactor::RowPushReactor(ShardStore* store, SyncSteps* sync_steps,
+                               absl::StatusOr<std::optional<SyncPush>> sync,
                                absl::StatusOr<PushSize> declared,
                                PushResponse* response)
-    : store_(store), declared_(std::move(declared)), response_(response) {
-  if (!declared_.ok()) {
-    Finish(ToGrpcStatus(declared_.status()));
+    : store_(store),
+      sync_steps_(sync_steps),
+      sync_(std::move(sync)),
+      declared_(std::move(declared)),
+      response_(response) {
+  if (!sync_.ok() || !declared_.ok()) {
+    Finish(ToGrpcStatus(!sync_.ok() ? sync_.status() : declared_.status()));
     return;
   }
   StartRead(&chunk_);
@@ -94,8 +100,7 @@ void RowPushReactor::OnReadDone(bool ok) {
           " bytes (cut off midway?); nothing was applied"))));
       return;
     }
-    ApplyAll();
-    Finish(grpc::Status::OK);
+    Finish(ToGrpcStatus(ApplyAll()));
     return;
   }
   if (absl::Status s = Accept(chunk_); !s.ok()) {
@@ -155,13 +160,11 @@ absl::Status RowPushReactor::Accept(const RowsChunk& chunk) {
   return absl::OkStatus();
 }
 
-void RowPushReactor::ApplyAll() {
-  for (Pending& p : pending_) {
-    SumDuplicateIds(&p.ids, &p.grads, p.table->row_elements());
-    ShardVersion* applied = response_->add_applied();
-    applied->set_name(p.table->def().name());
-    applied->set_version(p.table->Apply(p.ids, p.grads));
-  }
+absl::Status RowPushReactor::ApplyAll() {
+  std::vector<RowGradient> parts;
+  parts.reserve(pending_.size());
+  for (Pending& p : pending_) parts.push_back({p.table, &p.ids, &p.grads});
+  return ApplyRowPush(parts, *sync_, sync_steps_, response_);
 }
 
 void RowPushReactor::OnDone() { delete this; }

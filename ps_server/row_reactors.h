@@ -2,6 +2,7 @@
 #define TESSERA_PS_SERVER_ROW_REACTORS_H_
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -11,6 +12,8 @@
 #include "ps_server/push_size.h"
 #include "ps_server/row_table.h"
 #include "ps_server/shard_store.h"
+#include "ps_server/sync_push.h"
+#include "ps_server/sync_steps.h"
 
 namespace tessera {
 
@@ -42,16 +45,20 @@ class RowPullReactor final : public grpc::ServerWriteReactor<RowsChunk> {
 };
 
 // Receives a PushRows stream, validates all of it (shard, ids, sizes,
-// finiteness), then applies the row gradients; nothing is applied when any
-// chunk is bad. Chunks of one shard may come in any order and an id may
-// repeat: repeats are summed first (SumDuplicateIds), as Keras does. Each
-// shard named is updated once and reported once. Deletes itself when done.
+// finiteness), then applies the row gradients (ApplyRowPush,
+// row_push_apply.h: at once, or as a part of a sync step); nothing is
+// applied when any chunk is bad. Chunks of one shard may come in any order
+// and an id may repeat: repeats are summed first, as Keras does. Each shard
+// named is updated once and reported once; a chunk with no rows names a
+// shard all the same (a sync part that touched none of its rows). Deletes
+// itself when done.
 class RowPushReactor final : public grpc::ServerReadReactor<RowsChunk> {
  public:
-  // A missing or malformed declaration (`declared` not ok) refuses the
-  // push; a stream that ends short of it applies nothing.
-  RowPushReactor(ShardStore* store, absl::StatusOr<PushSize> declared,
-                 PushResponse* response);
+  // A missing or malformed declaration (`declared` not ok) or sync tag
+  // refuses the push; a stream that ends short of it applies nothing.
+  RowPushReactor(ShardStore* store, SyncSteps* sync_steps,
+                 absl::StatusOr<std::optional<SyncPush>> sync,
+                 absl::StatusOr<PushSize> declared, PushResponse* response);
   void OnReadDone(bool ok) override;
   void OnDone() override;
 
@@ -62,9 +69,11 @@ class RowPushReactor final : public grpc::ServerReadReactor<RowsChunk> {
     std::vector<float> grads;
   };
   absl::Status Accept(const RowsChunk& chunk);
-  void ApplyAll();
+  absl::Status ApplyAll();
 
   ShardStore* const store_;
+  SyncSteps* const sync_steps_;
+  const absl::StatusOr<std::optional<SyncPush>> sync_;
   const absl::StatusOr<PushSize> declared_;
   PushResponse* const response_;
   RowsChunk chunk_;

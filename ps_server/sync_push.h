@@ -14,44 +14,112 @@
 
 namespace tessera {
 
-// Sync mode's tag on a dense push: the global step the gradients belong to
-// and how many workers' gradients complete it. It travels as call
-// metadata, so the tensor wire format is the same in every mode.
+// Sync mode's tag on a push (dense or rows): the global step the gradients
+// belong to, how many parts complete it, and which part this is (the
+// position of the worker's step in the global step). A part pushed twice
+// (a step run again after its worker died) counts once. It travels as
+// call metadata (or in the data plane's frame header), so the tensor wire
+// format is the same in every mode.
 struct SyncPush {
   int64_t step = 0;
   int required = 0;
+  int part = 0;
 };
 
+// Sync mode's tag on a pull: the global step it reads for. Before
+// answering, the server applies every complete step before it
+// (ps_server/sync_steps.h), so the pull sees them all.
 inline constexpr char kSyncStepKey[] = "tessera-sync-step";
 inline constexpr char kSyncRequiredKey[] = "tessera-sync-required";
+inline constexpr char kSyncPartKey[] = "tessera-sync-part";
+// The most parts a step may have (the frame header packs required and
+// part into one int64).
+inline constexpr int kMaxSyncParts = 1 << 30;
 
 inline void AttachSyncPush(const SyncPush& sync, grpc::ClientContext* ctx) {
   ctx->AddMetadata(kSyncStepKey, std::to_string(sync.step));
   ctx->AddMetadata(kSyncRequiredKey, std::to_string(sync.required));
+  ctx->AddMetadata(kSyncPartKey, std::to_string(sync.part));
 }
 
+inline void AttachSyncPull(int64_t step, grpc::ClientContext* ctx) {
+  ctx->AddMetadata(kSyncStepKey, std::to_string(step));
+}
+
+// The data plane's frame carries required and part in one field.
+inline int64_t PackRequiredAndPart(const SyncPush& sync) {
+  return static_cast<int64_t>(sync.required) |
+         (static_cast<int64_t>(sync.part) << 32);
+}
+
+// The tag of a data-plane push whose header says a = step, b = packed;
+// InvalidArgument naming the bad field.
+inline absl::StatusOr<SyncPush> UnpackSyncPush(int64_t step, int64_t packed) {
+  SyncPush sync;
+  sync.step = step;
+  sync.required = static_cast<int>(packed & 0xffffffff);
+  sync.part = static_cast<int>(packed >> 32);
+  if (step < 0 || sync.required < 1 || sync.required > kMaxSyncParts ||
+      sync.part < 0 || sync.part >= kMaxSyncParts) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sync push: step ", step, ", required ", sync.required, ", part ",
+        sync.part, ": the step must be >= 0, required in [1, ", kMaxSyncParts,
+        "] and the part in [0, ", kMaxSyncParts, ")"));
+  }
+  return sync;
+}
+
+namespace internal {
+
+inline bool ReadMetadataInt(const grpc::CallbackServerContext& ctx,
+                            const char* key, int64_t* value, bool* present) {
+  const auto& md = ctx.client_metadata();
+  auto it = md.find(key);
+  *present = it != md.end();
+  if (!*present) return true;
+  return absl::SimpleAtoi(
+      absl::string_view(it->second.data(), it->second.size()), value);
+}
+
+}  // namespace internal
+
 // The tag of a push, nullopt for an asynchronous one; InvalidArgument
-// when the metadata is malformed.
+// when the metadata is malformed or incomplete.
 inline absl::StatusOr<std::optional<SyncPush>> ReadSyncPush(
     const grpc::CallbackServerContext& ctx) {
-  const auto& md = ctx.client_metadata();
-  auto step = md.find(kSyncStepKey);
-  auto required = md.find(kSyncRequiredKey);
-  if (step == md.end() && required == md.end()) return std::nullopt;
-  SyncPush sync;
-  if (step == md.end() || required == md.end() ||
-      !absl::SimpleAtoi(
-          absl::string_view(step->second.data(), step->second.size()),
-          &sync.step) ||
-      !absl::SimpleAtoi(
-          absl::string_view(required->second.data(), required->second.size()),
-          &sync.required) ||
-      sync.step < 0 || sync.required < 1) {
+  int64_t step = 0, required = 0, part = 0;
+  bool has_step, has_required, has_part;
+  const bool parsed =
+      internal::ReadMetadataInt(ctx, kSyncStepKey, &step, &has_step) &&
+      internal::ReadMetadataInt(ctx, kSyncRequiredKey, &required,
+                                &has_required) &&
+      internal::ReadMetadataInt(ctx, kSyncPartKey, &part, &has_part);
+  if (parsed && !has_step && !has_required && !has_part) return std::nullopt;
+  if (!parsed || !has_step || !has_required || !has_part || step < 0 ||
+      required < 1 || required > kMaxSyncParts || part < 0 ||
+      part >= kMaxSyncParts) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "sync push: metadata ", kSyncStepKey, " and ", kSyncRequiredKey,
-        " must both be given, step >= 0 and required >= 1"));
+        "sync push: metadata ", kSyncStepKey, ", ", kSyncRequiredKey, " and ",
+        kSyncPartKey, " must all be given, step >= 0, required >= 1 and ",
+        "part >= 0"));
   }
-  return std::optional<SyncPush>(sync);
+  return std::optional<SyncPush>(
+      SyncPush{step, static_cast<int>(required), static_cast<int>(part)});
+}
+
+// The step a pull reads for, nullopt for an untagged pull; InvalidArgument
+// when the metadata is malformed.
+inline absl::StatusOr<std::optional<int64_t>> ReadSyncPull(
+    const grpc::CallbackServerContext& ctx) {
+  int64_t step = 0;
+  bool present;
+  if (!internal::ReadMetadataInt(ctx, kSyncStepKey, &step, &present) ||
+      (present && step < 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sync pull: metadata ", kSyncStepKey, " must be a step >= 0"));
+  }
+  if (!present) return std::nullopt;
+  return std::optional<int64_t>(step);
 }
 
 }  // namespace tessera

@@ -52,14 +52,15 @@ void TrainingWorker::CancelPrefetch() {
   }
 }
 
-absl::Status TrainingWorker::PrepareParameters() {
+absl::Status TrainingWorker::PrepareParameters(
+    std::optional<int64_t> sync_step) {
   if (prefetch_.valid() && DrainPrefetch().ok()) {
     // Pulled, and copied to the device, while the last step computed.
     std::swap(params_, spare_);
     graph_->UseStagedParameters();
   } else {
     if (spare_ != nullptr) graph_->DiscardStagedParameters();
-    if (absl::Status s = params_->PullAll(); !s.ok()) return s;
+    if (absl::Status s = params_->PullAll(sync_step); !s.ok()) return s;
     if (absl::Status s = graph_->SetParameters(params_->values()); !s.ok()) {
       return s;
     }
@@ -273,7 +274,7 @@ absl::StatusOr<const ExampleSet*> TrainingWorker::TrainShard(int64_t begin,
   return shards_.emplace(key, *std::move(data)).first->second.get();
 }
 
-absl::Status TrainingWorker::PullRows() {
+absl::Status TrainingWorker::PullRows(std::optional<int64_t> sync_step) {
   for (size_t t = 0; t < unique_.size(); ++t) {
     CollectTableIds(*graph_, batch_, static_cast<int>(t), &table_ids_);
     sparse_->Localize(static_cast<int>(t), table_ids_, &unique_[t],
@@ -285,7 +286,7 @@ absl::Status TrainingWorker::PullRows() {
                     sparse_->dim(static_cast<int>(t)));
     into[t] = rows_[t].span();
   }
-  return sparse_->Pull(unique_, into);
+  return sparse_->Pull(unique_, into, sync_step);
 }
 
 GraphBatch TrainingWorker::View() const {
@@ -371,12 +372,17 @@ absl::Status TrainingWorker::TrainBatch(const StepRequest& request,
   const int64_t batch = batch_.size;
 
   auto t0 = std::chrono::steady_clock::now();
+  // Sync: the values after every global step before this one.
+  const std::optional<int64_t> sync_step =
+      request.sync_required() > 0 && mirrored_ == nullptr
+          ? std::optional<int64_t>(request.sync_step())
+          : std::nullopt;
   std::future<absl::Status> rows;
   if (sparse_ != nullptr) {
-    rows = row_calls_.Async([this] { return PullRows(); });
+    rows = row_calls_.Async([this, sync_step] { return PullRows(sync_step); });
   }
   absl::Status dense =
-      mirrored_ == nullptr ? PrepareParameters() : absl::OkStatus();
+      mirrored_ == nullptr ? PrepareParameters(sync_step) : absl::OkStatus();
   absl::Status pulled = rows.valid() ? rows.get() : absl::OkStatus();
   if (!dense.ok()) return dense;
   if (!pulled.ok()) return pulled;
@@ -421,14 +427,17 @@ absl::Status TrainingWorker::TrainBatch(const StepRequest& request,
     }
     push_grads_[t].swap(table_grads_[t].values);
   }
-  std::future<absl::Status> row_push;
-  if (sparse_ != nullptr) {
-    row_push = row_calls_.Async(
-        [this] { return sparse_->Push(push_ids_, push_grads_); });
-  }
   SyncPush sync;
   sync.step = request.sync_step();
   sync.required = request.sync_required();
+  sync.part = request.sync_part();
+  std::future<absl::Status> row_push;
+  if (sparse_ != nullptr) {
+    row_push = row_calls_.Async([this, &sync] {
+      return sparse_->Push(push_ids_, push_grads_,
+                           sync.required > 0 ? &sync : nullptr);
+    });
+  }
   ShardedParameters::PushOutcome outcome;
   absl::Status pushed =
       params_->PushAll(sync.required > 0 ? &sync : nullptr, &outcome);

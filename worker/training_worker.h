@@ -72,10 +72,11 @@ class TrainingWorker {
   // set (already uploaded to the device) when there is one, else a fresh
   // pull; starts the next prefetch if enabled, which pulls and uploads
   // while this step computes.
-  absl::Status PrepareParameters();
+  // `sync_step`: sync mode's global step the values are pulled for.
+  absl::Status PrepareParameters(std::optional<int64_t> sync_step);
   // Maps batch_'s ids of every table to distinct rows and pulls them into
   // rows_.
-  absl::Status PullRows();
+  absl::Status PullRows(std::optional<int64_t> sync_step = std::nullopt);
   // The graph's view of batch_ and the pulled rows.
   GraphBatch View() const;
 

@@ -10,8 +10,8 @@
 //        6     2  flags (op-specific)
 //        8     4  code: absl::StatusCode of a reply (0 in requests)
 //       12     4  count: shards (or rows) the frame is about
-//       16     8  a: op-specific (a sync push: its step)
-//       24     8  b: op-specific (a sync push: the workers it needs)
+//       16     8  a: op-specific (a sync push or pull: its step)
+//       24     8  b: op-specific (a sync push: its parts and part)
 //       32     8  bytes: payload bytes that follow
 //
 // A reply with code != 0 carries the error message as its payload, and
@@ -57,8 +57,11 @@ struct FrameHeader {
 };
 
 inline constexpr size_t kFrameHeaderBytes = 40;
-// Flags of kPushDense: a and b hold the sync step and the workers it needs.
+// Flags of kPushDense and kPushRows: a holds the sync step, b the parts it
+// needs and this push's part (ps_server/sync_push.h packs them).
 inline constexpr uint16_t kFrameSyncPush = 1;
+// Flags of kPullDense and kPullRows: a holds the sync step pulled for.
+inline constexpr uint16_t kFrameSyncPull = 2;
 // The most bytes of request metadata (shard names and sizes) a server
 // reads before the tensor bytes: a peer claiming more is not speaking this
 // protocol, and is hung up on.

@@ -6,17 +6,14 @@ namespace tessera {
 
 absl::Status CheckModeFits(const std::vector<VariableDef>& variables,
                            const TrainingMode& mode) {
-  if (mode.kind == TrainingMode::Kind::kAsync ||
-      mode.kind == TrainingMode::Kind::kSsp) {
-    return absl::OkStatus();
-  }
+  if (mode.kind != TrainingMode::Kind::kMirrored) return absl::OkStatus();
   for (const VariableDef& v : variables) {
     if (!v.sparse) continue;
     return absl::UnimplementedError(absl::StrCat(
-        "the model has embedding table \"", v.name, "\": models with tables ",
-        "train in modes async and ssp only, not ", mode.ToString(),
-        " (row pushes carry no sync step, and mirrored replicas cannot hold ",
-        "tables that grow with the data)"));
+        "the model has embedding table \"", v.name, "\": mirrored replicas ",
+        "cannot hold tables, which live on the parameter servers; train it ",
+        "in mode sync (the same synchronous steps, the tables sharded), ",
+        "async or ssp"));
   }
   return absl::OkStatus();
 }

@@ -18,8 +18,8 @@
 namespace tessera {
 
 // Unimplemented, naming a table, when `variables` hold embedding tables and
-// `mode` is sync or mirrored: row pushes carry no sync step, and a mirrored
-// replica cannot hold tables that grow with the data.
+// `mode` is mirrored: tables live on the parameter servers, which mirrored
+// replicas do without.
 absl::Status CheckModeFits(const std::vector<VariableDef>& variables,
                            const TrainingMode& mode);
 

@@ -20,14 +20,16 @@ absl::Status DensePlaneClient::CheckPullSizes(
 
 absl::Status DensePlaneClient::PullDense(
     absl::Span<const std::string> shards,
-    absl::Span<const absl::Span<float>> out, std::vector<int64_t>* versions) {
+    absl::Span<const absl::Span<float>> out, std::vector<int64_t>* versions,
+    std::optional<int64_t> sync_step) {
   // Refused before anything is sent.
   if (absl::Status s = CheckPullSizes(shards, out); !s.ok()) return s;
-  return FinishPullDense(BeginPullDense(shards), shards, out, versions);
+  return FinishPullDense(BeginPullDense(shards, sync_step), shards, out,
+                         versions);
 }
 
 DensePlaneClient::Pending DensePlaneClient::BeginPullDense(
-    absl::Span<const std::string> shards) {
+    absl::Span<const std::string> shards, std::optional<int64_t> sync_step) {
   absl::StatusOr<Socket> socket = Acquire();
   if (!socket.ok()) return Pending(Prefixed("PullDense", socket.status()));
   std::string table;
@@ -36,6 +38,10 @@ DensePlaneClient::Pending DensePlaneClient::BeginPullDense(
   request.op = FrameOp::kPullDense;
   request.count = static_cast<uint32_t>(shards.size());
   request.bytes = static_cast<int64_t>(table.size());
+  if (sync_step.has_value()) {
+    request.flags = kFrameSyncPull;
+    request.a = *sync_step;
+  }
   char head[kFrameHeaderBytes];
   EncodeFrameHeader(request, head);
   const iovec parts[2] = {{head, sizeof(head)}, {table.data(), table.size()}};
@@ -129,7 +135,7 @@ DensePlaneClient::Pending DensePlaneClient::BeginPushDense(
   if (sync != nullptr) {
     request.flags = kFrameSyncPush;
     request.a = sync->step;
-    request.b = sync->required;
+    request.b = PackRequiredAndPart(*sync);
   }
   char head[kFrameHeaderBytes];
   EncodeFrameHeader(request, head);

@@ -2,6 +2,7 @@
 #define TESSERA_PS_SERVER_DATA_PLANE_DENSE_PLANE_CLIENT_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,9 +33,11 @@ class DensePlaneClient {
  public:
   explicit DensePlaneClient(DensePlaneClientOptions options);
 
+  // `sync_step`: sync mode's step the pull reads for (sync_push.h).
   absl::Status PullDense(absl::Span<const std::string> shards,
                          absl::Span<const absl::Span<float>> out,
-                         std::vector<int64_t>* versions);
+                         std::vector<int64_t>* versions,
+                         std::optional<int64_t> sync_step = std::nullopt);
   absl::Status PushDense(absl::Span<const std::string> shards,
                          absl::Span<const absl::Span<const float>> grads,
                          absl::Span<const int64_t> base_versions,
@@ -57,7 +60,8 @@ class DensePlaneClient {
         : socket_(std::move(socket)) {}
     absl::StatusOr<Socket> socket_;
   };
-  Pending BeginPullDense(absl::Span<const std::string> shards);
+  Pending BeginPullDense(absl::Span<const std::string> shards,
+                         std::optional<int64_t> sync_step = std::nullopt);
   absl::Status FinishPullDense(Pending call,
                                absl::Span<const std::string> shards,
                                absl::Span<const absl::Span<float>> out,

@@ -161,6 +161,15 @@ absl::Status DensePlaneServer::ServePull(Socket& socket,
   if (!refused.ok()) {
     return WriteErrorReply(socket, FrameOp::kPullDenseReply, refused);
   }
+  // A sync pull reads the values after every step before its own.
+  if ((request.flags & kFrameSyncPull) != 0 && request.a < 0) {
+    return WriteErrorReply(
+        socket, FrameOp::kPullDenseReply,
+        absl::InvalidArgumentError("sync pull: the step must be >= 0"));
+  }
+  service_->sync_steps()->ApplyBefore((request.flags & kFrameSyncPull) != 0
+                                          ? std::optional<int64_t>(request.a)
+                                          : std::nullopt);
   FrameHeader reply;
   reply.op = FrameOp::kPullDenseReply;
   reply.count = request.count;
@@ -232,11 +241,12 @@ absl::Status DensePlaneServer::ServePush(
   std::optional<SyncPush> sync;
   absl::Status refused;
   if ((request.flags & kFrameSyncPush) != 0) {
-    if (request.a < 0 || request.b < 1 || request.b > (int64_t{1} << 30)) {
-      refused = absl::InvalidArgumentError(
-          "sync push: the step must be >= 0 and the workers required >= 1");
+    absl::StatusOr<SyncPush> tag = UnpackSyncPush(request.a, request.b);
+    if (tag.ok()) {
+      sync = *tag;
+    } else {
+      refused = tag.status();
     }
-    sync = SyncPush{request.a, static_cast<int>(request.b)};
   }
   std::vector<Incoming> incoming;
   incoming.reserve(request.count);
@@ -317,12 +327,11 @@ absl::Status DensePlaneServer::ServePush(
     std::vector<DenseGradient> grads;
     grads.reserve(job->size());
     for (Incoming& in : *job) {
-      grads.push_back(
-          {in.shard.get(),
-           absl::MakeConstSpan(in.grad.get(), in.shard->num_elements())});
+      grads.push_back({in.shard, absl::MakeConstSpan(
+                                     in.grad.get(), in.shard->num_elements())});
     }
     ApplyDensePush(
-        grads, sync, service_->sync_aggregators(),
+        grads, sync, service_->sync_steps(),
         [&](const absl::Status& status, const PushResponse& response) {
           if (!status.ok()) {
             written = WriteErrorReply(socket, FrameOp::kPushDenseReply, status);

@@ -48,7 +48,8 @@ RowPlaneClient::RowPlaneClient(RowPlaneClientOptions options)
     : connections_(std::move(options)) {}
 
 absl::Status RowPlaneClient::PullRows(absl::Span<const RowsPart> parts,
-                                      absl::Span<const absl::Span<float>> out) {
+                                      absl::Span<const absl::Span<float>> out,
+                                      std::optional<int64_t> sync_step) {
   if (absl::Status s = CheckSizes(
           "PullRows", parts, out.size(),
           [&](size_t i) { return out[i].size(); }, connections_.peer());
@@ -62,6 +63,10 @@ absl::Status RowPlaneClient::PullRows(absl::Span<const RowsPart> parts,
   request.op = FrameOp::kPullRows;
   request.count = static_cast<uint32_t>(parts.size());
   request.bytes = static_cast<int64_t>(table.size());
+  if (sync_step.has_value()) {
+    request.flags = kFrameSyncPull;
+    request.a = *sync_step;
+  }
   char head[kFrameHeaderBytes];
   EncodeFrameHeader(request, head);
   std::vector<iovec> iov;
@@ -118,7 +123,8 @@ absl::Status RowPlaneClient::PullRows(absl::Span<const RowsPart> parts,
 
 absl::Status RowPlaneClient::PushRows(
     absl::Span<const RowsPart> parts,
-    absl::Span<const absl::Span<const float>> grads, PushResponse* response) {
+    absl::Span<const absl::Span<const float>> grads, PushResponse* response,
+    const SyncPush* sync) {
   if (absl::Status s = CheckSizes(
           "PushRows", parts, grads.size(),
           [&](size_t i) { return grads[i].size(); }, connections_.peer());
@@ -132,6 +138,11 @@ absl::Status RowPlaneClient::PushRows(
   request.op = FrameOp::kPushRows;
   request.count = static_cast<uint32_t>(parts.size());
   request.bytes = static_cast<int64_t>(table.size());
+  if (sync != nullptr) {
+    request.flags = kFrameSyncPush;
+    request.a = sync->step;
+    request.b = PackRequiredAndPart(*sync);
+  }
   char head[kFrameHeaderBytes];
   EncodeFrameHeader(request, head);
   std::vector<iovec> iov;

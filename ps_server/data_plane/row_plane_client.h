@@ -2,6 +2,7 @@
 #define TESSERA_PS_SERVER_DATA_PLANE_ROW_PLANE_CLIENT_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -9,6 +10,7 @@
 #include "absl/types/span.h"
 #include "proto/ps_service.pb.h"
 #include "ps_server/data_plane/plane_connections.h"
+#include "ps_server/sync_push.h"
 
 namespace tessera {
 
@@ -36,13 +38,16 @@ class RowPlaneClient {
 
   // Pulls parts[i]'s rows, in order (repeats allowed), into out[i], which
   // must hold exactly ids.size() * row_elements floats.
+  // `sync_step`: sync mode's step the pull reads for (sync_push.h).
   absl::Status PullRows(absl::Span<const RowsPart> parts,
-                        absl::Span<const absl::Span<float>> out);
+                        absl::Span<const absl::Span<float>> out,
+                        std::optional<int64_t> sync_step = std::nullopt);
   // Pushes grads[i] (parts[i].ids.size() rows) to parts[i]'s shard; all
   // applied, or none on error.
+  // With `sync`, a part of a sync step (a shard with no rows counts too).
   absl::Status PushRows(absl::Span<const RowsPart> parts,
                         absl::Span<const absl::Span<const float>> grads,
-                        PushResponse* response);
+                        PushResponse* response, const SyncPush* sync = nullptr);
 
  private:
   PlaneConnections connections_;

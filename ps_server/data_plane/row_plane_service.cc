@@ -7,6 +7,8 @@
 #include "ps_server/data_plane/dense_wire.h"
 #include "ps_server/data_plane/row_wire.h"
 #include "ps_server/gradient_check.h"
+#include "ps_server/row_push_apply.h"
+#include "ps_server/sync_push.h"
 
 namespace tessera {
 namespace {
@@ -96,6 +98,11 @@ absl::Status RowPlaneService::ServePull(Socket& socket,
                                         Scratch* scratch) {
   if (absl::Status s = ReadParts(socket, request, scratch); !s.ok()) return s;
   service_->CountPull();
+  // A sync pull reads the rows after every step before its own.
+  service_->sync_steps()->ApplyBefore((request.flags & kFrameSyncPull) != 0 &&
+                                              request.a >= 0
+                                          ? std::optional<int64_t>(request.a)
+                                          : std::nullopt);
   int64_t total = 0;
   for (const Scratch::Part& part : scratch->parts) total += part.rows;
   scratch->ids.resize(total);
@@ -166,6 +173,16 @@ absl::Status RowPlaneService::ServePush(Socket& socket,
                                         Scratch* scratch) {
   if (absl::Status s = ReadParts(socket, request, scratch); !s.ok()) return s;
   service_->CountPush();
+  std::optional<SyncPush> sync;
+  absl::Status bad_tag;
+  if ((request.flags & kFrameSyncPush) != 0) {
+    absl::StatusOr<SyncPush> tag = UnpackSyncPush(request.a, request.b);
+    if (tag.ok()) {
+      sync = *tag;
+    } else {
+      bad_tag = tag.status();
+    }
+  }
   // Receive every declared byte first, so the connection stays in step
   // whatever is refused; each piece of gradient is checked for NaN/Inf
   // while it is in cache, and named only if it failed.
@@ -191,7 +208,7 @@ absl::Status RowPlaneService::ServePush(Socket& socket,
       done += piece;
     }
   }
-  absl::Status refused;
+  absl::Status refused = bad_tag;
   for (size_t k = 0; k < scratch->parts.size() && refused.ok(); ++k) {
     Scratch::Part& part = scratch->parts[k];
     refused = Resolve(*store_, part.ids, &part);
@@ -216,15 +233,19 @@ absl::Status RowPlaneService::ServePush(Socket& socket,
       break;
     }
   }
-  PushResponse response;
+  std::vector<RowGradient> grads;
   for (Scratch::Part& part : scratch->parts) {
-    if (part.table == nullptr) continue;
-    SumDuplicateIds(&part.ids, &part.grads, part.row_elements);
-    ShardVersion* applied = response.add_applied();
-    applied->set_name(part.table->def().name());
-    applied->set_version(part.table->Apply(part.ids, part.grads));
+    if (part.table != nullptr) {
+      grads.push_back({part.table, &part.ids, &part.grads});
+    }
   }
+  PushResponse response;
+  absl::Status applied =
+      ApplyRowPush(grads, sync, service_->sync_steps(), &response);
   ForgetTables(scratch);
+  if (!applied.ok()) {
+    return WriteErrorReply(socket, FrameOp::kPushRowsReply, applied);
+  }
   const std::string bytes = response.SerializeAsString();
   FrameHeader reply;
   reply.op = FrameOp::kPushRowsReply;

@@ -1,8 +1,9 @@
 // The distributed click-through model through the real binaries on
 // loopback: tessera_ctr_gen writes a small data set, tessera_local trains it
-// with two parameter servers and two asynchronous workers, growing and
-// fixed-vocabulary tables, Adagrad on the tables and Adam on the MLP; and a
-// job the click-through path cannot run is refused with the reason.
+// with two parameter servers and two workers, asynchronous and synchronous,
+// growing and fixed-vocabulary tables, Adagrad on the tables and Adam on the
+// MLP; and a job the click-through path cannot run is refused with the
+// reason.
 
 #include <unistd.h>
 
@@ -83,13 +84,31 @@ TEST_F(CtrTrainingTest, FixedTablesSplitByThePartitionerLearnToo) {
   EXPECT_GT(m["auc"].get<double>(), 0.6) << output_;
 }
 
-TEST_F(CtrTrainingTest, SyncModeIsRefusedWithTheReason) {
+// Sync mode with tables (#30): growing and fixed tables, every example
+// once per epoch, no part late, and a model as good as async's.
+TEST_F(CtrTrainingTest, SyncModeTrainsGrowingAndFixedTables) {
+  for (const char* tables : {"--vocab_size=0", "--vocab_size=2000"}) {
+    SCOPED_TRACE(tables);
+    nlohmann::json m = Train(absl::StrCat("--mode=sync ", tables));
+    ASSERT_TRUE(m.contains("auc")) << output_;
+    EXPECT_EQ(m["mode"], "sync");
+    EXPECT_EQ(m["examples"].get<int64_t>(), 8000);
+    EXPECT_EQ(m["late_shards"].get<int64_t>(), 0);
+    EXPECT_GT(m["auc"].get<double>(), 0.6) << output_;
+  }
+}
+
+// Mirrored replicas hold no tables: refused before anything starts, with
+// the mode that does what the user wants.
+TEST_F(CtrTrainingTest, MirroredModeIsRefusedNamingSync) {
   ShellResult run = Shell(absl::StrCat(
-      BuildDir(), "/deploy/local/tessera_local --num_ps=1 --num_workers=1",
-      " --run_dir=", (dir_ / "sync").string(), " -- --model=ctr --data_dir=",
-      data_.string(), " --num_fields=8 --num_dense=4 --mode=sync"));
-  EXPECT_NE(run.exit_code, 0) << run.output;
-  EXPECT_THAT(run.output, HasSubstr("async and ssp"));
+      BuildDir(), "/deploy/local/tessera_local --num_ps=0 --num_workers=2",
+      " --run_dir=", (dir_ / "mirrored").string(),
+      " -- --model=ctr --data_dir=", data_.string(),
+      " --num_fields=8 --num_dense=4"));
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_THAT(run.output, HasSubstr("mirrored replicas cannot hold tables"));
+  EXPECT_THAT(run.output, HasSubstr("mode sync"));
 }
 
 }  // namespace

@@ -123,19 +123,21 @@ absl::StatusOr<bool> ShardedParameters::AllOnDataPlane() {
   return true;
 }
 
-absl::Status ShardedParameters::PullAll() {
+absl::Status ShardedParameters::PullAll(std::optional<int64_t> sync_step) {
   absl::StatusOr<bool> split = AllOnDataPlane();
   if (!split.ok()) return split.status();
   if (!*split) {
-    return ForEachServer([](ServerGroup& g) {
-      return g.client->PullDense(g.shards, g.values, &g.versions);
+    return ForEachServer([sync_step](ServerGroup& g) {
+      return g.client->PullDense(g.shards, g.values, &g.versions, sync_step);
     });
   }
   // Every request out first, then every reply: the servers work at once,
   // and no thread is woken to make a call.
   std::vector<DensePlaneClient::Pending> pending;
   for (ServerGroup& g : groups_) {
-    if (!g.shards.empty()) pending.push_back(g.plane->BeginPullDense(g.shards));
+    if (!g.shards.empty()) {
+      pending.push_back(g.plane->BeginPullDense(g.shards, sync_step));
+    }
   }
   absl::Status first;
   size_t i = 0;

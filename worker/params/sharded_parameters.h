@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,8 +48,9 @@ class ShardedParameters {
       std::vector<PsClient*> clients, HostAllocator* host_memory = nullptr,
       const Borrowed* borrowed = nullptr);
 
-  // Pulls every shard, all parameter servers in parallel.
-  absl::Status PullAll();
+  // Pulls every shard, all parameter servers in parallel; in sync mode
+  // (`sync_step` set) the values after every step before `sync_step`.
+  absl::Status PullAll(std::optional<int64_t> sync_step = std::nullopt);
   // What the parameter servers said about a push.
   struct PushOutcome {
     // Async: per shard, updates by others between this worker's pull and

@@ -88,7 +88,7 @@ void SparseParameters::Localize(int table, absl::Span<const int64_t> ids,
 }
 
 absl::Status SparseParameters::Route(
-    absl::Span<const std::vector<int64_t>> rows) {
+    absl::Span<const std::vector<int64_t>> rows, bool every_shard) {
   if (rows.size() != tables_.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("rows of ", rows.size(), " tables given, the model has ",
@@ -99,6 +99,21 @@ absl::Status SparseParameters::Route(
     const Table& table = tables_[t];
     // Index in requests_[ps] of each shard's request, made on first use.
     std::vector<int> request_of(table.shard_names.size(), -1);
+    auto request_for = [&](int shard) -> Request& {
+      std::vector<Request>& on_ps = requests_[table.shard_ps[shard]];
+      if (request_of[shard] < 0) {
+        request_of[shard] = static_cast<int>(on_ps.size());
+        on_ps.emplace_back();
+        on_ps.back().table = static_cast<int>(t);
+        on_ps.back().shard = shard;
+      }
+      return on_ps[request_of[shard]];
+    };
+    if (every_shard) {
+      for (size_t s = 0; s < table.shard_names.size(); ++s) {
+        request_for(static_cast<int>(s));
+      }
+    }
     for (size_t i = 0; i < rows[t].size(); ++i) {
       const int64_t id = rows[t][i];
       int shard;
@@ -112,14 +127,7 @@ absl::Status SparseParameters::Route(
         }
         shard = located->shard;
       }
-      std::vector<Request>& on_ps = requests_[table.shard_ps[shard]];
-      if (request_of[shard] < 0) {
-        request_of[shard] = static_cast<int>(on_ps.size());
-        on_ps.emplace_back();
-        on_ps.back().table = static_cast<int>(t);
-        on_ps.back().shard = shard;
-      }
-      Request& request = on_ps[request_of[shard]];
+      Request& request = request_for(shard);
       request.ids.push_back(id);
       request.positions.push_back(static_cast<int64_t>(i));
     }
@@ -137,9 +145,9 @@ absl::Status SparseParameters::ForEachServer(
                     [&](int k) { return call(clients_[k], requests_[k]); });
 }
 
-absl::Status SparseParameters::Pull(
-    absl::Span<const std::vector<int64_t>> rows,
-    absl::Span<const absl::Span<float>> values) {
+absl::Status SparseParameters::Pull(absl::Span<const std::vector<int64_t>> rows,
+                                    absl::Span<const absl::Span<float>> values,
+                                    std::optional<int64_t> sync_step) {
   if (values.size() != tables_.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("row buffers for ", values.size(),
@@ -153,8 +161,8 @@ absl::Status SparseParameters::Pull(
     }
   }
   if (absl::Status s = Route(rows); !s.ok()) return s;
-  absl::Status s =
-      ForEachServer([this](PsClient* client, std::vector<Request>& requests) {
+  absl::Status s = ForEachServer(
+      [this, sync_step](PsClient* client, std::vector<Request>& requests) {
         // Every shard of this ps in one call: one round trip on the data
         // plane.
         std::vector<RowsPart> parts;
@@ -167,7 +175,7 @@ absl::Status SparseParameters::Pull(
           parts.push_back({table.shard_names[r.shard], table.dim, r.ids});
           out.push_back(absl::MakeSpan(r.buffer));
         }
-        return client->PullRows(parts, out);
+        return client->PullRows(parts, out, sync_step);
       });
   if (!s.ok()) return s;
   for (const std::vector<Request>& on_ps : requests_) {
@@ -182,9 +190,9 @@ absl::Status SparseParameters::Pull(
   return absl::OkStatus();
 }
 
-absl::Status SparseParameters::Push(
-    absl::Span<const std::vector<int64_t>> rows,
-    absl::Span<const std::vector<float>> grads) {
+absl::Status SparseParameters::Push(absl::Span<const std::vector<int64_t>> rows,
+                                    absl::Span<const std::vector<float>> grads,
+                                    const SyncPush* sync) {
   if (grads.size() != tables_.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("gradients of ", grads.size(),
@@ -197,7 +205,9 @@ absl::Status SparseParameters::Push(
           " floats for ", rows[t].size(), " rows of ", tables_[t].dim));
     }
   }
-  if (absl::Status s = Route(rows); !s.ok()) return s;
+  if (absl::Status s = Route(rows, /*every_shard=*/sync != nullptr); !s.ok()) {
+    return s;
+  }
   for (std::vector<Request>& on_ps : requests_) {
     for (Request& r : on_ps) {
       const int64_t dim = tables_[r.table].dim;
@@ -209,7 +219,7 @@ absl::Status SparseParameters::Push(
     }
   }
   return ForEachServer(
-      [this](PsClient* client, std::vector<Request>& requests) {
+      [this, sync](PsClient* client, std::vector<Request>& requests) {
         std::vector<RowsPart> parts;
         std::vector<absl::Span<const float>> grads;
         parts.reserve(requests.size());
@@ -220,7 +230,7 @@ absl::Status SparseParameters::Push(
           grads.push_back(r.buffer);
         }
         PushResponse response;
-        return client->PushRows(parts, grads, &response);
+        return client->PushRows(parts, grads, &response, sync);
       });
 }
 

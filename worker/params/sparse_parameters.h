@@ -63,15 +63,20 @@ class SparseParameters {
   // copy to the device runs asynchronously), all parameter servers in
   // parallel. OutOfRange names a row id outside a fixed table;
   // InvalidArgument a buffer of the wrong size; a parameter server's
-  // refusal is returned as it is.
+  // refusal is returned as it is. In sync mode (`sync_step` set) the rows
+  // after every step before `sync_step`.
   absl::Status Pull(absl::Span<const std::vector<int64_t>> rows,
-                    absl::Span<const absl::Span<float>> values);
+                    absl::Span<const absl::Span<float>> values,
+                    std::optional<int64_t> sync_step = std::nullopt);
 
   // Pushes grads[t] ([rows[t].size(), dim]: one summed gradient per
   // distinct row) of every table, all parameter servers in parallel. Errors
-  // as Pull's; InvalidArgument for a gradient of the wrong size.
+  // as Pull's; InvalidArgument for a gradient of the wrong size. With
+  // `sync`, as a part of a sync step, which every shard of every table
+  // must hear of: a shard none of the rows are on gets a push with none.
   absl::Status Push(absl::Span<const std::vector<int64_t>> rows,
-                    absl::Span<const std::vector<float>> grads);
+                    absl::Span<const std::vector<float>> grads,
+                    const SyncPush* sync = nullptr);
 
  private:
   struct Table {
@@ -96,8 +101,10 @@ class SparseParameters {
         clients_(std::move(clients)),
         calls_(static_cast<int>(clients_.size())) {}
 
-  // Groups the rows by parameter server into requests_ (per ps, per shard).
-  absl::Status Route(absl::Span<const std::vector<int64_t>> rows);
+  // Groups the rows by parameter server into requests_ (per ps, per shard);
+  // with `every_shard`, shards without rows get an empty request.
+  absl::Status Route(absl::Span<const std::vector<int64_t>> rows,
+                     bool every_shard = false);
   // Runs call(k, requests of ps k) for every ps with requests, in parallel.
   absl::Status ForEachServer(
       const std::function<absl::Status(PsClient*, std::vector<Request>&)>&
