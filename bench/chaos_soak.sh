@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The chaos test's long schedule (issue #31): jobs of tests/integration/
 # chaos_run.sh, synchronous and asynchronous in turn (IDX files, streamed
-# TFRecord files, growing embedding tables), each with a seeded schedule of
+# TFRecord files, growing embedding tables, async and sync), each with a seeded schedule of
 # KILLS_PER_RUN kills, until KILLS kills in all; then a markdown table of
 # the kills by role and moment against the outcome of their job, and one
 # line per job with its seed, for replaying a failure with
@@ -12,7 +12,7 @@
 # OUT: the report (default bench/results/chaos_soak.md); the runs are kept
 # in $TESSERA_CHAOS_WORK (default /tmp/tessera_chaos_soak.SEED), the
 # binaries come from $TESSERA_BUILD_DIR (default build).
-# TESSERA_CHAOS_SYNC_TABLES=1 adds synchronous jobs with embedding tables.
+# TESSERA_CHAOS_SYNC_TABLES=0 leaves synchronous jobs with tables out.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 KILLS=${1:?usage: chaos_soak.sh KILLS SEED [OUT]}
@@ -27,7 +27,7 @@ mkdir -p "$WORK"
 : > "$WORK/kills.tsv"
 : > "$WORK/runs.tsv"
 SCENARIOS=(sync_idx async_idx sync_tfrecord async_table)
-[ "${TESSERA_CHAOS_SYNC_TABLES:-0}" = 1 ] && SCENARIOS+=(sync_table)
+[ "${TESSERA_CHAOS_SYNC_TABLES:-1}" = 1 ] && SCENARIOS+=(sync_table)
 
 total=0
 run=0

@@ -12,7 +12,8 @@
 #
 # SCENARIO: sync_idx, async_idx (Fashion-MNIST IDX files), sync_tfrecord
 # (streamed gzipped TFRecord files), async_table (the click model with
-# growing embedding tables), sync_table (the same, synchronous).
+# growing embedding tables), sync_table (the same, synchronous; the
+# coordinator refused it before synchronous row pushes existed).
 # The schedule follows from SEED alone, so a run is replayed by giving the
 # same SEED (the moments are found again by what the job logs, so the
 # replay hits the same phases, not the same microsecond). BIN_DIR: where
