@@ -14,10 +14,11 @@ import sys
 # What a synchronous epoch must repeat exactly: the model's figures.
 EXACT = ("steps", "examples", "train_loss", "train_accuracy", "test_loss",
          "test_accuracy", "auc", "log_loss")
-# An asynchronous run's final accuracy (or AUC) may differ from the
-# undisturbed one's by update order; a lost or doubled update of a killed
-# step moves it far less than this, a lost or corrupted shard far more.
-ASYNC_NOISE = 0.03
+# An asynchronous run's final accuracy (or AUC) differs from the
+# undisturbed one's by update order: on the CI test's small jobs two
+# undisturbed runs differ by up to about 0.04, either way. A lost or
+# corrupted shard leaves the model near chance, far below this.
+ASYNC_NOISE = 0.05
 
 
 def epochs_of(path):
@@ -51,7 +52,7 @@ def outcome(mode, base, run, epochs):
         return f"ok {epochs} epochs equal the undisturbed run's bit for bit"
     key = "auc" if "auc" in base[epochs] else "test_accuracy"
     got, want = run[epochs][key], base[epochs][key]
-    if abs(got - want) > ASYNC_NOISE:
+    if want - got > ASYNC_NOISE:
         return f"accuracy_off final {key} {got:.4f} against {want:.4f}"
     return (f"ok every example once per epoch; final {key} {got:.4f} "
             f"(undisturbed {want:.4f})")

@@ -6,7 +6,8 @@
 # restart; some kills are SIGSTOP/SIGCONT pauses instead. Then checks the
 # job: it completed; every epoch trained every example exactly once; a
 # synchronous job's epochs equal its undisturbed run's bit for bit, an
-# asynchronous job's accuracy is within noise of its undisturbed run's.
+# asynchronous job's accuracy is within noise (0.05) of its undisturbed
+# run's or better.
 #
 #   chaos_run.sh BUILD_DIR WORK_DIR SCENARIO KILLS SEED [BIN_DIR]
 #
