@@ -42,6 +42,45 @@ absl::Status SyncParentFolder(const std::string& path) {
   return absl::OkStatus();
 }
 
+absl::Status SyncFileAndFolder(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return StepError(absl::StrCat("cannot open ", path), errno);
+  const int rc = fsync(fd);
+  const int error = errno;
+  close(fd);
+  if (rc != 0) return StepError(absl::StrCat("cannot fsync ", path), error);
+  return SyncParentFolder(path);
+}
+
+absl::Status CommitFileAtomically(const std::string& written,
+                                  const std::string& path) {
+  auto give_up = [&](const std::string& what, int error) {
+    unlink(written.c_str());
+    return StepError(absl::StrCat(what, " (", path, " is unchanged)"), error);
+  };
+  const int fd = open(written.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return give_up(absl::StrCat("cannot open ", written), errno);
+  if (fsync(fd) != 0) {
+    const int error = errno;
+    close(fd);
+    return give_up(absl::StrCat("cannot fsync ", written), error);
+  }
+  if (close(fd) != 0) {
+    return give_up(absl::StrCat("cannot close ", written), errno);
+  }
+  if (rename(written.c_str(), path.c_str()) != 0) {
+    return give_up(absl::StrCat("cannot rename ", written, " to ", path),
+                   errno);
+  }
+  if (absl::Status s = SyncParentFolder(path); !s.ok()) {
+    return absl::Status(s.code(),
+                        absl::StrCat(s.message(), " after writing ", path,
+                                     " (the new file may not survive a "
+                                     "power cut)"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status WriteFileAtomically(const std::string& path,
                                  absl::string_view contents,
                                  const AtomicWriteOptions& options) {

@@ -44,6 +44,20 @@ absl::Status WriteFileAtomically(const std::string& path,
                                  absl::string_view contents,
                                  const AtomicWriteOptions& options = {});
 
+// Puts `written`, a file that another writer (a library that writes its
+// own file, such as libzip) has written and closed beside `path`, in place
+// of `path` as WriteFileAtomically does from its fsync on: fsync of
+// `written`, rename, fsync of the folder, with the same errors. On any
+// error before the rename `written` is removed and `path` is intact.
+absl::Status CommitFileAtomically(const std::string& written,
+                                  const std::string& path);
+
+// Flushes `path`'s data to the disk, and the folder holding it (so that a
+// file just created survives a power cut too): for append-only logs that a
+// stream writes, at the points (an epoch's end) where losing them would
+// lose a record of work done. Errors as SyncParentFolder's.
+absl::Status SyncFileAndFolder(const std::string& path);
+
 // Flushes the folder holding `path` to the disk, so that a file created or
 // renamed there survives a power cut (for writers that stream their file
 // and rename it themselves, as the checkpoint writer does).

@@ -23,4 +23,19 @@ absl::Status RetryUntil(absl::Time deadline,
   }
 }
 
+bool IsTransient(const absl::Status& status) {
+  return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status);
+}
+
+absl::Status RetryTransientUntil(absl::Time deadline,
+                                 const std::function<absl::Status()>& attempt) {
+  Backoff backoff;
+  while (true) {
+    absl::Status s = attempt();
+    const absl::Time now = absl::Now();
+    if (!IsTransient(s) || now >= deadline) return s;
+    absl::SleepFor(std::min(backoff.Next(), deadline - now));
+  }
+}
+
 }  // namespace tessera

@@ -41,6 +41,15 @@ class Backoff {
 absl::Status RetryUntil(absl::Time deadline,
                         const std::function<absl::Status()>& attempt);
 
+// Whether a call failed because its peer died, restarted or did not answer
+// in time (UNAVAILABLE, DEADLINE_EXCEEDED): a restarted task answers again,
+// so the call is worth repeating. Any other failure is the peer's answer.
+bool IsTransient(const absl::Status& status);
+
+// As RetryUntil, but ends at the first failure that is not transient.
+absl::Status RetryTransientUntil(absl::Time deadline,
+                                 const std::function<absl::Status()>& attempt);
+
 }  // namespace tessera
 
 #endif  // TESSERA_COMMON_BACKOFF_H_

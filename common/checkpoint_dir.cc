@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "common/atomic_file.h"
 #include "glog/logging.h"
 
 namespace tessera {
@@ -176,8 +177,15 @@ absl::Status CheckpointDir::Commit(const CheckpointManifest& manifest) const {
                        file.ps(), " reported ", file.size_bytes()));
     }
   }
-  return WriteManifestFile(absl::StrCat(path, "/", kCheckpointManifestName),
-                           manifest);
+  if (absl::Status s = WriteManifestFile(
+          absl::StrCat(path, "/", kCheckpointManifestName), manifest);
+      !s.ok()) {
+    return s;
+  }
+  // The manifest's folder is synced by its writer; the checkpoint's own
+  // entry in the root must survive a power cut too, or the committed
+  // checkpoint is lost with it.
+  return SyncParentFolder(path);
 }
 
 absl::StatusOr<CheckpointManifest> CheckpointDir::Validate(
@@ -244,6 +252,10 @@ absl::StatusOr<std::string> CheckpointDir::SetAside(
   fs::rename(ref.path, target, ec);
   if (ec) {
     return FsError(ec, absl::StrCat("cannot set ", ref.path, " aside"));
+  }
+  if (absl::Status s = SyncParentFolder(target); !s.ok()) {
+    LOG(WARNING) << "setting " << ref.path << " aside may not survive a "
+                 << "power cut: " << s;
   }
   LOG(WARNING) << "Set checkpoint " << ref.path << " aside as " << target;
   return target;

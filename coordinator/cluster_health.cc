@@ -170,9 +170,17 @@ void ClusterHealth::HeartbeatLoop(
     absl::MutexLock lock(&mu_);
     if (paused_ || stopping_) continue;
     const std::string why = absl::StrJoin(failed, "; ");
+    heartbeat_failed_ = true;
     LOG(WARNING) << "heartbeat: " << why;
     on_failure(absl::UnavailableError(absl::StrCat("heartbeat: ", why)));
   }
+}
+
+bool ClusterHealth::TakeHeartbeatFailure() {
+  absl::MutexLock lock(&mu_);
+  const bool failed = heartbeat_failed_;
+  heartbeat_failed_ = false;
+  return failed;
 }
 
 std::vector<ServerState> ClusterHealth::ServerStates() const {

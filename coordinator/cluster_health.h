@@ -62,6 +62,11 @@ class ClusterHealth {
                       std::function<void(absl::Status)> on_failure);
   // Recovery holds the heartbeat off while it restores the servers.
   void Pause(bool paused);
+  // Whether the heartbeat reported a failed server since the last call. A
+  // server that stopped answering for a while (paused, overloaded) may
+  // answer again, shards and all, by the time a recovery asks, yet the
+  // steps it failed were cut short: the recovery must still restore.
+  bool TakeHeartbeatFailure();
 
   // Asks every server now, keeping the answers (for status queries that
   // follow at once, such as after an epoch).
@@ -85,6 +90,7 @@ class ClusterHealth {
   std::vector<ServerState> states_ ABSL_GUARDED_BY(mu_);
   bool paused_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool heartbeat_failed_ ABSL_GUARDED_BY(mu_) = false;
   std::thread heartbeat_;
 };
 

@@ -108,7 +108,18 @@ absl::Status WarmStart(const std::string& root, JobCheckpointer& checkpointer,
 }
 
 absl::StatusOr<JobPosition> PsRecovery::Recover(const absl::Status& error) {
+  // Taken first, so that a failure an earlier recovery dealt with is not
+  // seen again here.
+  const bool missed_heartbeat = health_->TakeHeartbeatFailure();
   std::vector<std::string> failed = health_->FailedServers();
+  if (failed.empty() && missed_heartbeat) {
+    // It answers again (it was paused, or too busy to answer in time), but
+    // the steps it cut short may have reached some servers and not others:
+    // every server goes back to the newest checkpoint, as for a restart.
+    failed.push_back(absl::StrCat(
+        "a parameter server missed its heartbeat and answers again (",
+        error.message(), ")"));
+  }
   if (failed.empty()) return error;
   const absl::Time start = absl::Now();
   health_->Pause(true);

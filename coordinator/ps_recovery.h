@@ -58,10 +58,11 @@ class PsRecovery {
   absl::StatusOr<JobPosition> Start();
 
   // Called with the error that ended an epoch (or a checkpoint). When a
-  // parameter server failed (it does not answer, or answers without its
-  // shards): waits for it to come back, re-creates its shards, restores
-  // every server from the newest valid checkpoint and returns the position
-  // to resume at. Otherwise returns `error`.
+  // parameter server failed (it does not answer, answers without its
+  // shards, or missed a heartbeat since the last recovery): waits for it to
+  // come back, re-creates its shards, restores every server from the newest
+  // valid checkpoint and returns the position to resume at. Otherwise returns
+  // `error`.
   absl::StatusOr<JobPosition> Recover(const absl::Status& error);
 
  private:

@@ -73,6 +73,12 @@ namespace {
 // final one, even from a worker that is ready by the time it is probed.
 bool LostState(const absl::Status& s) { return absl::IsFailedPrecondition(s); }
 
+// A slice whose worker died (or did not answer in time) is evaluated
+// elsewhere even when that worker is back and ready by the time it is
+// probed: the launcher restarts it within moments, and the step recovery
+// restores it.
+bool MayPass(const absl::Status& s) { return LostState(s) || IsTransient(s); }
+
 }  // namespace
 
 absl::Status TestSetEvaluator::EvaluateElsewhere(int owner,
@@ -80,7 +86,7 @@ absl::Status TestSetEvaluator::EvaluateElsewhere(int owner,
                                                  absl::Status failure,
                                                  EvaluateResponse* response) {
   const int n = static_cast<int>(workers_.size());
-  if (!LostState(failure) && workers_[owner]->Probe() == WorkerHealth::kReady) {
+  if (!MayPass(failure) && workers_[owner]->Probe() == WorkerHealth::kReady) {
     return failure;
   }
   LOG(WARNING) << "worker " << owner << " failed evaluating test examples ["
@@ -104,7 +110,7 @@ absl::Status TestSetEvaluator::EvaluateElsewhere(int owner,
                   << request.end() << ") evaluated by worker " << w;
         return s;
       }
-      if (!LostState(s) && worker->Probe() == WorkerHealth::kReady) return s;
+      if (!MayPass(s) && worker->Probe() == WorkerHealth::kReady) return s;
       failure = s;
     }
     if (absl::Now() >= deadline) {

@@ -7,8 +7,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/backoff.h"
 #include "common/model/model_presets.h"
 #include "coordinator/report/job_summary.h"
+#include "coordinator/report/metrics_history.h"
 #include "glog/logging.h"
 
 namespace tessera {
@@ -177,6 +179,58 @@ absl::Status TrainingJob::CreateVariables() {
   return absl::OkStatus();
 }
 
+bool TrainingJob::ServerMayComeBack(const absl::Status& s) {
+  return IsTransient(s) || !health_->FailedServers().empty();
+}
+
+absl::Status TrainingJob::CreateServerVariables() {
+  // A parameter server that dies before training starts is restarted by
+  // its launcher and then holds nothing: wait for it and create again
+  // (creating is idempotent: a server keeps the shards it has).
+  const absl::Time deadline = absl::Now() + options_.ps_recovery_timeout;
+  Backoff backoff;
+  while (true) {
+    absl::Status s = CreateVariables();
+    if (s.ok() || absl::Now() >= deadline || !ServerMayComeBack(s)) return s;
+    std::fprintf(out_,
+                 "creating the variables failed (%s); waiting for the "
+                 "parameter servers\n",
+                 std::string(s.message()).c_str());
+    std::fflush(out_);
+    absl::SleepFor(backoff.Next());
+    if (absl::Status w = health_->WaitForServers(deadline - absl::Now());
+        !w.ok()) {
+      return w;
+    }
+  }
+}
+
+absl::StatusOr<JobPosition> TrainingJob::StartFromCheckpoint() {
+  // A server that dies while the checkpoint is restored (or the first one
+  // written) lost what it had been given: wait for it, create its shards
+  // and restore again, from the same checkpoint.
+  const absl::Time deadline = absl::Now() + options_.ps_recovery_timeout;
+  Backoff backoff;
+  while (true) {
+    absl::StatusOr<JobPosition> position = recovery_->Start();
+    if (position.ok() || absl::Now() >= deadline ||
+        !ServerMayComeBack(position.status())) {
+      return position;
+    }
+    std::fprintf(out_,
+                 "starting from the checkpoints failed (%s); waiting for the "
+                 "parameter servers and trying again\n",
+                 std::string(position.status().message()).c_str());
+    std::fflush(out_);
+    absl::SleepFor(backoff.Next());
+    if (absl::Status w = health_->WaitForServers(deadline - absl::Now());
+        !w.ok()) {
+      return w;
+    }
+    if (absl::Status c = CreateServerVariables(); !c.ok()) return c;
+  }
+}
+
 absl::Status TrainingJob::Evaluate(EpochResult* result) {
   if (absl::Status s = evaluator_->Evaluate(test_examples_, result); !s.ok()) {
     return s;
@@ -279,7 +333,7 @@ absl::Status TrainingJob::ProbeDataSizes() {
   absl::StatusOr<WorkerConfig> config = MakeWorkerConfig(0, 0, 0);
   if (!config.ok()) return config.status();
   ConfigureResponse response;
-  if (absl::Status s = workers_[0]->Configure(*config, &response); !s.ok()) {
+  if (absl::Status s = ConfigureWorker(0, *config, &response); !s.ok()) {
     return s;
   }
   train_examples_ = response.train_total();
@@ -338,6 +392,30 @@ absl::StatusOr<std::unique_ptr<StepPlan>> TrainingJob::PlanData(
   return plan;
 }
 
+absl::Status TrainingJob::ConfigureWorker(int w, const WorkerConfig& config,
+                                          ConfigureResponse* response) {
+  // A worker that dies now is restarted by its launcher and answers again:
+  // it is waited for as a step's worker is, not the end of the job.
+  const absl::Duration wait = options_.coordinator.worker_recovery_timeout;
+  bool told = false;
+  absl::Status s = RetryTransientUntil(absl::Now() + wait, [&] {
+    response->Clear();
+    absl::Status attempt = workers_[w]->Configure(config, response);
+    if (IsTransient(attempt) && !told) {
+      told = true;
+      std::fprintf(out_,
+                   "worker %d could not be configured (%s); waiting up to %s "
+                   "for it to come back\n",
+                   w, std::string(attempt.message()).c_str(),
+                   absl::FormatDuration(wait).c_str());
+      std::fflush(out_);
+    }
+    return attempt;
+  });
+  if (s.ok() && told) LOG(INFO) << "worker " << w << " is back and configured";
+  return s;
+}
+
 absl::Status TrainingJob::ConfigureWorkers() {
   // In-memory data: each worker holds its contiguous shard, as DataPlan
   // splits the examples. Streamed data: every worker is sent the shards.
@@ -353,7 +431,9 @@ absl::Status TrainingJob::ConfigureWorkers() {
         MakeWorkerConfig(static_cast<int>(w), shards[w].begin, shards[w].end);
     if (!config.ok()) return config.status();
     ConfigureResponse response;
-    if (absl::Status s = workers_[w]->Configure(*config, &response); !s.ok()) {
+    if (absl::Status s =
+            ConfigureWorker(static_cast<int>(w), *config, &response);
+        !s.ok()) {
       return s;
     }
     LOG(INFO) << "worker " << w << " on " << response.device() << ": "
@@ -366,6 +446,16 @@ absl::Status TrainingJob::ConfigureWorkers() {
 absl::Status TrainingJob::ResumeAt(const JobPosition& position, int* epoch) {
   *epoch = position.epoch;
   resume_ = position;
+  // Epochs after the checkpoint are trained again and kept again: the
+  // summary counts each epoch of the job once.
+  results_.erase(std::remove_if(results_.begin(), results_.end(),
+                                [&](const EpochResult& r) {
+                                  return r.extra_steps.empty() &&
+                                         r.epoch >= position.epoch;
+                                }),
+                 results_.end());
+  resumed_epochs_ =
+      std::min(resumed_epochs_, static_cast<int>(results_.size()));
   runner_->SetPosition(position.global_step, runner_->next_global_step());
   absl::StatusOr<std::unique_ptr<StepPlan>> data = PlanData(*epoch);
   if (!data.ok()) return data.status();
@@ -373,7 +463,10 @@ absl::Status TrainingJob::ResumeAt(const JobPosition& position, int* epoch) {
   return absl::OkStatus();
 }
 
-void TrainingJob::Keep(const EpochResult& result) {
+void TrainingJob::Keep(EpochResult result) {
+  const int64_t rerun = coordinator_->steps_rerun();
+  result.steps_rerun = rerun - rerun_counted_;
+  rerun_counted_ = rerun;
   results_.push_back(result);
   metrics_->WriteEpoch(result, best_auc_);
   metrics_->WriteCharts(results_);
@@ -462,6 +555,12 @@ absl::Status TrainingJob::TrainEpochs(JobPosition position) {
          (epoch % std::max(1, options_.checkpoint_every_epochs) == 0 ||
           epoch == epochs)) ||
         control_.checkpoint_wanted()) {
+      // The epoch's line, kept whole before the checkpoint that makes the
+      // epoch done (MetricsWriter::StagePendingEpoch).
+      if (absl::Status s = metrics_->StagePendingEpoch(result, best_auc_);
+          !s.ok()) {
+        LOG(WARNING) << "epoch " << epoch << "'s pending metrics line: " << s;
+      }
       absl::StatusOr<std::string> saved =
           SaveCheckpoint(PositionAfter(epoch + 1));
       if (!saved.ok() && recovery_ != nullptr &&
@@ -555,14 +654,31 @@ absl::Status TrainingJob::RunJob() {
   absl::StatusOr<std::unique_ptr<StepPlan>> data = PlanData(1);
   if (!data.ok()) return data.status();
   data_ = *std::move(data);
-  if (absl::Status s = CreateVariables(); !s.ok()) return s;
+  if (absl::Status s = CreateServerVariables(); !s.ok()) return s;
   if (absl::Status s = ConfigureWorkers(); !s.ok()) return s;
   if (options_.evaluate_only) return EvaluateCheckpoint();
   JobPosition position;
   if (recovery_ != nullptr) {
-    absl::StatusOr<JobPosition> resumed = recovery_->Start();
+    absl::StatusOr<JobPosition> resumed = StartFromCheckpoint();
     if (!resumed.ok()) return resumed.status();
     position = *resumed;
+    if (const int lost = metrics_->RecoverPendingEpoch(position.epoch);
+        lost > 0) {
+      std::fprintf(out_,
+                   "epoch %d's metrics line, lost with the previous "
+                   "coordinator after its checkpoint, written from "
+                   "metrics.pending\n",
+                   lost);
+    }
+    // The job's totals count what earlier coordinators of the job trained.
+    if (!options_.run_dir.empty()) {
+      results_ =
+          EpochsBefore(ReadEpochHistory(options_.run_dir + "/metrics.jsonl"),
+                       position.epoch);
+      resumed_epochs_ = static_cast<int>(results_.size());
+      for (const EpochResult& r : results_)
+        earlier_steps_rerun_ += r.steps_rerun;
+    }
     absl::StatusOr<std::unique_ptr<StepPlan>> resumed_data =
         PlanData(position.epoch);
     if (!resumed_data.ok()) return resumed_data.status();
@@ -648,7 +764,8 @@ absl::Status TrainingJob::Run() {
     JobSummary summary;
     summary.results = results_;
     summary.wall = absl::Now() - start;
-    summary.steps_rerun = coordinator_->steps_rerun();
+    summary.steps_rerun = coordinator_->steps_rerun() + earlier_steps_rerun_;
+    summary.resumed_epochs = resumed_epochs_;
     summary.best_auc = best_auc_;
     // What the parameter servers hold by their own accounting, as sizing
     // a cluster needs; asked now.

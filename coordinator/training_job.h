@@ -107,6 +107,18 @@ class TrainingJob {
   absl::Status StopInsideEpoch(int epoch, int64_t planned, int64_t done,
                                EpochResult result);
   absl::Status CreateVariables();
+  // CreateVariables, waiting for a parameter server that died meanwhile.
+  absl::Status CreateServerVariables();
+  // PsRecovery::Start (restore the newest checkpoint, or write the first),
+  // again from the start while a parameter server that died comes back.
+  absl::StatusOr<JobPosition> StartFromCheckpoint();
+  // Whether failure `s` came from a parameter server that died or lost
+  // its shards, and may come back.
+  bool ServerMayComeBack(const absl::Status& s);
+  // Configures worker w, waiting (with the backoff of common/backoff.h,
+  // for up to worker_recovery_timeout) while it does not answer.
+  absl::Status ConfigureWorker(int w, const WorkerConfig& config,
+                               ConfigureResponse* response);
   // --evaluate_only: restores the newest checkpoint and evaluates it.
   absl::Status EvaluateCheckpoint();
   // The step plan as it is at the start of epoch `epoch`.
@@ -130,7 +142,7 @@ class TrainingJob {
   // Resumes at `position` after a recovery.
   absl::Status ResumeAt(const JobPosition& position, int* epoch);
   // Keeps a finished epoch or extra steps: summary, metrics, charts.
-  void Keep(const EpochResult& result);
+  void Keep(EpochResult result);
 
   // Operator commands (operator_commands.cc).
   // Serves tessera_ctl after the epochs: checkpoints, extra steps, stop.
@@ -186,6 +198,12 @@ class TrainingJob {
   bool stopped_early_ = false;
   int64_t last_checkpoint_step_ = -1;
   std::vector<EpochResult> results_;
+  // Of results_, the epochs that earlier coordinators of the job trained,
+  // and the steps they re-ran.
+  int resumed_epochs_ = 0;
+  int64_t earlier_steps_rerun_ = 0;
+  // coordinator_->steps_rerun() when the last epoch was kept.
+  int64_t rerun_counted_ = 0;
 };
 
 }  // namespace tessera

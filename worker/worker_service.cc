@@ -179,6 +179,10 @@ grpc::ServerUnaryReactor* WorkerService::Evaluate(
     reactor->Finish(s);
     return reactor;
   }
+  // One line per epoch: where an operator (or the chaos test) sees that
+  // evaluation, not training, is under way.
+  LOG(INFO) << "evaluating test examples [" << request->begin() << ", "
+            << request->end() << ")";
   executor_.Post([this, request, response, reactor] {
     reactor->Finish(ToGrpcStatus(worker_->Evaluate(*request, response)));
   });

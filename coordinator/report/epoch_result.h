@@ -34,6 +34,8 @@ struct EpochResult {
   int64_t late_shards = 0;
   // Streamed data with skip_bad_records: records skipped, not trained on.
   int64_t bad_records = 0;
+  // Steps run again after their worker failed while this epoch trained.
+  int64_t steps_rerun = 0;
   // An epoch the operator stopped (tessera_ctl stop): its steps so far,
   // not evaluated; `planned_steps` is the whole epoch's.
   bool stopped = false;

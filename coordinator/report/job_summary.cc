@@ -94,13 +94,21 @@ void PrintSummary(std::FILE* out, const JobSummary& s) {
                                    ? std::string("no test accuracy yet")
                                    : absl::StrFormat("final test accuracy %.4f",
                                                      evaluated->test_accuracy);
+  if (s.resumed_epochs > 0) {
+    absl::StrAppendFormat(&after, " (%s before the coordinator restarted)",
+                          s.resumed_epochs == 1
+                              ? std::string("epoch 1")
+                              : absl::StrCat("epochs 1-", s.resumed_epochs));
+  }
   std::fprintf(
       out,
       "\n%s after %s; %lld examples in %.1f s of "
-      "training (%.0f examples/s); wall time %.1f s; %lld steps re-run\n",
+      "training (%.0f examples/s); wall time %.1f s%s; %lld steps re-run\n",
       accuracy.c_str(), after.c_str(), static_cast<long long>(examples),
       train_seconds, examples / std::max(1e-9, train_seconds),
-      absl::ToDoubleSeconds(s.wall), static_cast<long long>(s.steps_rerun));
+      absl::ToDoubleSeconds(s.wall),
+      s.resumed_epochs > 0 ? " (this coordinator)" : "",
+      static_cast<long long>(s.steps_rerun));
   const EpochResult& last =
       evaluated != nullptr ? *evaluated : s.results.back();
   if (last.auc >= 0) {

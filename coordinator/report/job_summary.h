@@ -22,6 +22,10 @@ struct JobSummary {
   std::vector<EpochResult> results;  // epochs and extra steps, in order
   absl::Duration wall;
   int64_t steps_rerun = 0;
+  // The first `resumed_epochs` results were trained by an earlier
+  // coordinator of the job (it restarted and resumed from a checkpoint);
+  // `wall` is this coordinator's.
+  int resumed_epochs = 0;
   double best_auc = -1;  // < 0: unknown
   // Bytes each parameter server holds by its own accounting (values,
   // optimizer slots, table overhead); -1 for a server that did not answer.

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/atomic_file.h"
 #include "common/summary_histogram.h"
 #include "coordinator/report/svg_chart.h"
 #include "glog/logging.h"
@@ -85,6 +87,12 @@ void MetricsWriter::WriteEpoch(const EpochResult& r, double best_auc) {
     events_->Flush().IgnoreError();
   }
   if (run_dir_.empty()) return;
+  AppendEpochLine(EpochLine(r, best_auc));
+  std::remove((run_dir_ + "/metrics.pending").c_str());
+}
+
+std::string MetricsWriter::EpochLine(const EpochResult& r,
+                                     double best_auc) const {
   nlohmann::json line = {{"epoch", r.epoch},
                          {"steps", r.steps},
                          {"examples", r.examples},
@@ -98,6 +106,7 @@ void MetricsWriter::WriteEpoch(const EpochResult& r, double best_auc) {
                          {"late_shards", r.late_shards}};
   if (!r.extra_steps.empty()) line["extra_steps"] = r.extra_steps;
   if (r.bad_records > 0) line["bad_records"] = r.bad_records;
+  if (r.steps_rerun > 0) line["steps_rerun"] = r.steps_rerun;
   if (r.auc >= 0) {
     line["auc"] = r.auc;
     line["log_loss"] = r.log_loss;
@@ -116,10 +125,60 @@ void MetricsWriter::WriteEpoch(const EpochResult& r, double best_auc) {
                          {"mean", double(sum) / std::max<int64_t>(1, pushes)},
                          {"max", max}};
   }
+  return line.dump();
+}
+
+void MetricsWriter::AppendEpochLine(const std::string& line) {
   std::ofstream out(run_dir_ + "/metrics.jsonl", std::ios::app);
-  out << line.dump() << "\n";
+  out << line << "\n";
   CheckWritten(out, "metrics.jsonl");
   if (step_log_.is_open()) CheckWritten(step_log_, "steps.jsonl");
+  // An epoch's record is work done: on the disk before the next epoch,
+  // so that a crash of the machine cannot lose it (a restarted
+  // coordinator's summary counts the epochs in metrics.jsonl).
+  for (const char* file : {"metrics.jsonl", "steps.jsonl"}) {
+    if (file == std::string("steps.jsonl") && !step_log_.is_open()) continue;
+    if (absl::Status s = SyncFileAndFolder(absl::StrCat(run_dir_, "/", file));
+        !s.ok()) {
+      RecordWriteFailure(absl::StrCat("writing ", run_dir_, "/", file,
+                                      " failed: ", s.message()),
+                         file);
+    }
+  }
+}
+
+absl::Status MetricsWriter::StagePendingEpoch(const EpochResult& r,
+                                              double best_auc) {
+  if (run_dir_.empty()) return absl::OkStatus();
+  return WriteFileAtomically(run_dir_ + "/metrics.pending",
+                             EpochLine(r, best_auc) + "\n");
+}
+
+int MetricsWriter::RecoverPendingEpoch(int resumed_epoch) {
+  if (run_dir_.empty()) return 0;
+  const std::string pending_path = run_dir_ + "/metrics.pending";
+  std::ifstream pending(pending_path);
+  std::string text;
+  if (!std::getline(pending, text)) return 0;
+  pending.close();
+  nlohmann::json line = nlohmann::json::parse(text, nullptr, false);
+  int recovered = 0;
+  if (!line.is_discarded() && line.is_object() && line.contains("epoch") &&
+      line["epoch"].is_number_integer()) {
+    const int epoch = line["epoch"].get<int>();
+    // Written already when the coordinator died after the line.
+    bool written = false;
+    std::ifstream metrics(run_dir_ + "/metrics.jsonl");
+    for (std::string l; std::getline(metrics, l);) written |= l == text;
+    // Resuming after the epoch: its checkpoint was committed, so the
+    // epoch is done and will not be trained again.
+    if (epoch < resumed_epoch && !written) {
+      AppendEpochLine(text);
+      recovered = epoch;
+    }
+  }
+  std::remove(pending_path.c_str());
+  return recovered;
 }
 
 void MetricsWriter::WriteCharts(const std::vector<EpochResult>& results) {

@@ -37,8 +37,20 @@ class MetricsWriter {
   absl::Status Open();
 
   void RecordStep(int64_t step, int epoch, const StepResponse& response);
-  // metrics.jsonl and TensorBoard; `best_auc` < 0 is unknown.
+  // metrics.jsonl and TensorBoard; `best_auc` < 0 is unknown. Removes
+  // the pending record (StagePendingEpoch).
   void WriteEpoch(const EpochResult& result, double best_auc);
+
+  // An epoch's line is written once its checkpoint is safe, but a
+  // coordinator killed between the checkpoint and the line would lose the
+  // record of an epoch that the next coordinator does not train again.
+  // So the line is first kept whole in metrics.pending, before the
+  // checkpoint; a restarted coordinator resuming after that epoch
+  // (RecoverPendingEpoch) appends it to metrics.jsonl if it is not there,
+  // and drops it otherwise (the epoch is trained again).
+  absl::Status StagePendingEpoch(const EpochResult& result, double best_auc);
+  // Returns the epoch recovered, or 0.
+  int RecoverPendingEpoch(int resumed_epoch);
   // accuracy.svg and loss.svg over the epochs so far.
   void WriteCharts(const std::vector<EpochResult>& results);
 
@@ -51,6 +63,10 @@ class MetricsWriter {
   int64_t failed_writes() const;
 
  private:
+  // The JSON line of metrics.jsonl for `result`.
+  std::string EpochLine(const EpochResult& result, double best_auc) const;
+  // Appends `line` to metrics.jsonl and makes it durable.
+  void AppendEpochLine(const std::string& line);
   // Flushes `out` after a write of `file` and records a failure with
   // errno's reason.
   void CheckWritten(std::ostream& out, const std::string& file);

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -76,6 +77,10 @@ TEST_F(AtomicFileTest, EachStepFailingLeavesTheOldFileAndNamesTheStep) {
     EXPECT_THAT(s.message(), HasSubstr("Input/output error"));
     EXPECT_EQ(Read(), "old contents") << c.named;
     EXPECT_FALSE(fs::exists(path_ + ".tmp")) << c.named;
+    // What the closing note shows: each step's error, and the file.
+    std::printf("[atomic] %s\n[atomic]   the file holds \"%s\"%s\n",
+                s.ToString().c_str(), Read().c_str(),
+                fs::exists(path_ + ".tmp") ? ", a .tmp is left" : "");
   }
   AtomicWriteOptions options;
   options.TEST_fail_at = AtomicWriteStep::kSyncFolder;
@@ -83,12 +88,39 @@ TEST_F(AtomicFileTest, EachStepFailingLeavesTheOldFileAndNamesTheStep) {
   EXPECT_THAT(s.message(), HasSubstr("cannot fsync folder"));
   EXPECT_THAT(s.message(), HasSubstr("may not survive a power cut"));
   EXPECT_EQ(Read(), "new contents");
+  std::printf("[atomic] %s\n[atomic]   the file holds \"%s\"\n",
+              s.ToString().c_str(), Read().c_str());
 }
 
 TEST_F(AtomicFileTest, AMissingFolderIsNamed) {
   absl::Status s = WriteFileAtomically(dir_ + "/no/such/model.onnx", "x");
   EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(s.message(), HasSubstr(dir_ + "/no/such/model.onnx.tmp"));
+}
+
+// A file another library wrote (libzip's .keras archive) is put in place
+// the same way; one that is not there leaves the target as it was.
+TEST_F(AtomicFileTest, CommitPutsAWrittenFileInPlace) {
+  ASSERT_TRUE(WriteFileAtomically(path_, "old contents").ok());
+  const std::string written = path_ + ".tmp";
+  std::ofstream(written) << "new contents";
+  ASSERT_TRUE(CommitFileAtomically(written, path_).ok());
+  EXPECT_EQ(Read(), "new contents");
+  EXPECT_FALSE(fs::exists(written));
+
+  absl::Status s = CommitFileAtomically(dir_ + "/gone.tmp", path_);
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(s.message(), HasSubstr("cannot open " + dir_ + "/gone.tmp"));
+  EXPECT_THAT(s.message(), HasSubstr("model.onnx is unchanged"));
+  EXPECT_EQ(Read(), "new contents");
+}
+
+TEST_F(AtomicFileTest, SyncFileAndFolderNamesAMissingLog) {
+  std::ofstream(dir_ + "/metrics.jsonl") << "{}\n";
+  EXPECT_TRUE(SyncFileAndFolder(dir_ + "/metrics.jsonl").ok());
+  absl::Status s = SyncFileAndFolder(dir_ + "/steps.jsonl");
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(s.message(), HasSubstr("steps.jsonl"));
 }
 
 }  // namespace

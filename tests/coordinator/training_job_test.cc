@@ -52,6 +52,10 @@ class FakeTask : public WorkerTask {
   const std::string& address() const override { return address_; }
   absl::Status Configure(const WorkerConfig& config,
                          ConfigureResponse* response) override {
+    if (configure_failures_ > 0) {
+      --configure_failures_;
+      return configure_error_;
+    }
     response->set_train_total(kTrain);
     response->set_test_examples(kTest);
     response->set_train_examples(config.train_end() - config.train_begin());
@@ -64,6 +68,11 @@ class FakeTask : public WorkerTask {
       fail_evaluate_ = false;
       down_ = true;
       return absl::UnavailableError("worker went away");
+    }
+    if (died_evaluating_) {
+      // Killed, restarted and restored before the evaluator probes it.
+      died_evaluating_ = false;
+      return absl::UnavailableError("Socket closed");
     }
     if (unconfigured_evaluate_) {
       // Restarted, and restored by the step recovery just after this call
@@ -112,6 +121,12 @@ class FakeTask : public WorkerTask {
   }
   void FailNextEvaluate() { fail_evaluate_ = true; }
   void AnswerNextEvaluateUnconfigured() { unconfigured_evaluate_ = true; }
+  void DieWhileEvaluatingAndComeBack() { died_evaluating_ = true; }
+  // The next `times` Configure calls fail with `error`.
+  void FailConfigure(int times, absl::Status error) {
+    configure_failures_ = times;
+    configure_error_ = std::move(error);
+  }
 
  private:
   std::string address_;
@@ -119,6 +134,9 @@ class FakeTask : public WorkerTask {
   std::atomic<bool> down_{false};
   std::atomic<bool> fail_evaluate_{false};
   std::atomic<bool> unconfigured_evaluate_{false};
+  std::atomic<bool> died_evaluating_{false};
+  int configure_failures_ = 0;
+  absl::Status configure_error_;
   int64_t trigger_step_ = -1;
   std::function<void()> on_step_;
 };
@@ -226,6 +244,40 @@ TEST_F(TrainingJobTest, ASliceAnsweredUnconfiguredByARestoredWorkerIsRetried) {
   ASSERT_TRUE(job->Run().ok()) << Output();
   EXPECT_DOUBLE_EQ(job->results()[0].test_accuracy, 0.5);
   EXPECT_DOUBLE_EQ(job->results()[0].test_loss, 0.25);
+}
+
+// A worker killed while it evaluates is restarted and restored within
+// moments: its "Socket closed" is no result, even though it is ready when
+// the evaluator probes it (it once ended the job).
+TEST_F(TrainingJobTest, ASliceLostToAWorkerThatIsBackAlreadyIsEvaluatedAgain) {
+  TrainingJob* job = MakeJob(2);
+  tasks_[1]->DieWhileEvaluatingAndComeBack();
+  ASSERT_TRUE(job->Run().ok()) << Output();
+  EXPECT_DOUBLE_EQ(job->results()[0].test_accuracy, 0.5);
+  EXPECT_DOUBLE_EQ(job->results()[0].test_loss, 0.25);
+}
+
+// Issue #31: a worker that dies while the chief configures it (a restarted
+// chief, a busy cluster) is waited for with the backoff, not the end of
+// the job; worker 0 also answers the data sizes, so it is tried too.
+TEST_F(TrainingJobTest, AWorkerThatDiesWhileItIsConfiguredIsWaitedFor) {
+  TrainingJob* job = MakeJob(2);
+  tasks_[0]->FailConfigure(1, absl::UnavailableError("Socket closed"));
+  tasks_[1]->FailConfigure(2, absl::UnavailableError("Socket closed"));
+  ASSERT_TRUE(job->Run().ok()) << Output();
+  EXPECT_THAT(Output(), HasSubstr("worker 0 could not be configured"));
+  EXPECT_THAT(Output(), HasSubstr("worker 1 could not be configured"));
+  EXPECT_EQ(job->results().size(), 2u);
+}
+
+// ... but a worker's own answer (a bad model, data it cannot read) ends the
+// job at once, as before.
+TEST_F(TrainingJobTest, AWorkerRefusingItsConfigurationEndsTheJob) {
+  TrainingJob* job = MakeJob(2);
+  tasks_[1]->FailConfigure(1, absl::InvalidArgumentError("bad model"));
+  absl::Status s = job->Run();
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(Output(), ::testing::Not(HasSubstr("could not be configured")));
 }
 
 TEST_F(TrainingJobTest, ExtraStepsAreEvaluatedAndKept) {

@@ -11,6 +11,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/atomic_file.h"
 #include "common/bounded_file_read.h"
 
 namespace tessera {
@@ -405,11 +406,10 @@ absl::Status WriteKerasArchive(const std::string& path,
     return absl::InvalidArgumentError(
         absl::StrCat("--output=", path, ": cannot write: ", why));
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--output=", path, ": cannot rename ", tmp, ": ", ec.message()));
+  // Whole on the disk before it replaces an earlier archive.
+  if (absl::Status s = CommitFileAtomically(tmp, path); !s.ok()) {
+    return absl::Status(s.code(),
+                        absl::StrCat("--output=", path, ": ", s.message()));
   }
   return absl::OkStatus();
 }

@@ -1,0 +1,51 @@
+#include "coordinator/report/metrics_history.h"
+
+#include <fstream>
+#include <map>
+
+#include "nlohmann/json.hpp"
+
+namespace tessera {
+
+std::vector<EpochResult> ReadEpochHistory(const std::string& path) {
+  std::vector<EpochResult> epochs;
+  std::ifstream in(path);
+  std::string text;
+  while (std::getline(in, text)) {
+    nlohmann::json line = nlohmann::json::parse(text, nullptr, false);
+    if (line.is_discarded() || !line.is_object() || !line.contains("epoch") ||
+        line.contains("extra_steps")) {
+      continue;
+    }
+    EpochResult r;
+    r.epoch = line.value("epoch", 0);
+    r.steps = line.value("steps", int64_t{0});
+    r.examples = line.value("examples", int64_t{0});
+    r.train_loss = line.value("train_loss", 0.0);
+    r.train_accuracy = line.value("train_accuracy", 0.0);
+    r.test_loss = line.value("test_loss", 0.0);
+    r.test_accuracy = line.value("test_accuracy", 0.0);
+    r.auc = line.value("auc", -1.0);
+    r.log_loss = line.value("log_loss", -1.0);
+    r.seconds = line.value("seconds", 0.0);
+    r.examples_per_second = line.value("examples_per_second", 0.0);
+    r.late_shards = line.value("late_shards", int64_t{0});
+    r.bad_records = line.value("bad_records", int64_t{0});
+    r.steps_rerun = line.value("steps_rerun", int64_t{0});
+    epochs.push_back(r);
+  }
+  return epochs;
+}
+
+std::vector<EpochResult> EpochsBefore(const std::vector<EpochResult>& lines,
+                                      int epoch) {
+  std::map<int, EpochResult> last;
+  for (const EpochResult& r : lines) {
+    if (r.epoch >= 1 && r.epoch < epoch) last[r.epoch] = r;
+  }
+  std::vector<EpochResult> epochs;
+  for (auto& [number, r] : last) epochs.push_back(r);
+  return epochs;
+}
+
+}  // namespace tessera

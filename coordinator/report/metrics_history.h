@@ -1,0 +1,29 @@
+// The epochs a job trained before this coordinator started: a restarted
+// coordinator resumes from a checkpoint, and the job's totals (the summary,
+// the charts) count the epochs an earlier coordinator of the job trained
+// too. metrics.jsonl already holds them, one line per finished epoch.
+
+#ifndef TESSERA_COORDINATOR_REPORT_METRICS_HISTORY_H_
+#define TESSERA_COORDINATOR_REPORT_METRICS_HISTORY_H_
+
+#include <string>
+#include <vector>
+
+#include "coordinator/report/epoch_result.h"
+
+namespace tessera {
+
+// The epoch lines of the metrics file at `path`, in file order (lines of
+// extra steps left out). A missing file has none; a line that does not
+// parse (the last one, cut short by a kill) is skipped.
+std::vector<EpochResult> ReadEpochHistory(const std::string& path);
+
+// The job's epochs before `epoch` (where a coordinator resumes), one per
+// epoch number in order: the last line of each, since an epoch trained
+// again after a failure was written again.
+std::vector<EpochResult> EpochsBefore(const std::vector<EpochResult>& lines,
+                                      int epoch);
+
+}  // namespace tessera
+
+#endif  // TESSERA_COORDINATOR_REPORT_METRICS_HISTORY_H_

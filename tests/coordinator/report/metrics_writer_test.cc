@@ -1,0 +1,83 @@
+#include "coordinator/report/metrics_writer.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+
+namespace tessera {
+namespace {
+
+namespace fs = std::filesystem;
+
+class PendingEpochTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = absl::StrCat(
+        ::testing::TempDir(), "/pending_epoch_", getpid(), "_",
+        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    null_ = std::fopen("/dev/null", "w");
+    writer_ = std::make_unique<MetricsWriter>(dir_, "sync", null_);
+    epoch_.epoch = 3;
+    epoch_.steps = 94;
+    epoch_.examples = 3000;
+    epoch_.test_accuracy = 0.8;
+  }
+  void TearDown() override {
+    writer_.reset();
+    std::fclose(null_);
+    fs::remove_all(dir_);
+  }
+  std::vector<std::string> Lines() const {
+    std::ifstream in(dir_ + "/metrics.jsonl");
+    std::vector<std::string> lines;
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+    return lines;
+  }
+
+  std::string dir_;
+  std::FILE* null_ = nullptr;
+  std::unique_ptr<MetricsWriter> writer_;
+  EpochResult epoch_;
+};
+
+// The chaos test's lost line: the coordinator committed the checkpoint
+// after epoch 3 and was killed before writing epoch 3's line; the next
+// one resumes at epoch 4 and never trains epoch 3 again.
+TEST_F(PendingEpochTest, ALineLostAfterItsCheckpointIsWrittenOnResume) {
+  ASSERT_TRUE(writer_->StagePendingEpoch(epoch_, -1).ok());
+  EXPECT_EQ(writer_->RecoverPendingEpoch(4), 3);
+  ASSERT_EQ(Lines().size(), 1u);
+  EXPECT_NE(Lines()[0].find("\"epoch\":3"), std::string::npos);
+  EXPECT_FALSE(fs::exists(dir_ + "/metrics.pending"));
+}
+
+// The checkpoint was not committed: the epoch is trained again and gets
+// its line then.
+TEST_F(PendingEpochTest, AnEpochTrainedAgainIsNotWrittenFromThePendingLine) {
+  ASSERT_TRUE(writer_->StagePendingEpoch(epoch_, -1).ok());
+  EXPECT_EQ(writer_->RecoverPendingEpoch(3), 0);
+  EXPECT_TRUE(Lines().empty());
+  EXPECT_FALSE(fs::exists(dir_ + "/metrics.pending"));
+}
+
+TEST_F(PendingEpochTest, ALineWrittenBeforeTheKillIsNotWrittenTwice) {
+  ASSERT_TRUE(writer_->StagePendingEpoch(epoch_, -1).ok());
+  writer_->WriteEpoch(epoch_, -1);
+  EXPECT_FALSE(fs::exists(dir_ + "/metrics.pending"));
+  // Killed after the line, before the pending file went.
+  ASSERT_TRUE(writer_->StagePendingEpoch(epoch_, -1).ok());
+  EXPECT_EQ(writer_->RecoverPendingEpoch(4), 0);
+  EXPECT_EQ(Lines().size(), 1u);
+}
+
+}  // namespace
+}  // namespace tessera
