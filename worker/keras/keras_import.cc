@@ -1,303 +1,35 @@
 #include "worker/keras/keras_import.h"
 
 #include <algorithm>
-#include <cmath>
 #include <functional>
 #include <map>
 #include <optional>
-#include <set>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "common/model/layer_kinds.h"
 #include "common/model/model_graph.h"
+#include "worker/keras/keras_compile.h"
+#include "worker/keras/keras_config.h"
 #include "worker/keras/keras_graph.h"
+#include "worker/keras/keras_layers.h"
 
 namespace tessera {
 namespace {
 
 using json = nlohmann::json;
-
-absl::Status Refuse(const KerasNode& n, absl::string_view why) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("layer \"", n.name, "\" (", n.class_name, "): ", why));
-}
-
-bool IsNull(const json& c, const char* key) {
-  return !c.contains(key) || c[key].is_null();
-}
-
-// A Keras dtype: "float32", or a DTypePolicy object.
-std::string DtypeName(const json& d) {
-  if (d.is_string()) return d.get<std::string>();
-  if (d.is_object() && d.contains("config") && d["config"].is_object()) {
-    return d["config"].value("name", std::string("float32"));
-  }
-  return "float32";
-}
-
-// The name of a serialized Keras object: a string, or {"class_name": ...}
-// (a function such as an activation keeps its name in "config").
-std::string ObjectName(const json& j) {
-  if (j.is_string()) return j.get<std::string>();
-  if (j.is_object()) {
-    if (j.contains("config") && j["config"].is_string()) {
-      return j["config"].get<std::string>();
-    }
-    return j.value("class_name", std::string());
-  }
-  return "";
-}
-
-// One int or a list of ints.
-std::vector<int64_t> Ints(const json& j) {
-  std::vector<int64_t> out;
-  if (j.is_number_integer()) out.push_back(j.get<int64_t>());
-  if (j.is_array()) {
-    for (const json& v : j) {
-      if (v.is_number_integer()) out.push_back(v.get<int64_t>());
-    }
-  }
-  return out;
-}
-
-absl::StatusOr<Activation> ParseActivation(const KerasNode& n, const json& a) {
-  const std::string name = a.is_null() ? "linear" : ObjectName(a);
-  if (name == "linear" || name.empty()) return LINEAR;
-  if (name == "relu") return RELU;
-  if (name == "sigmoid") return SIGMOID;
-  if (name == "tanh") return TANH;
-  if (name == "softmax") return SOFTMAX;
-  return Refuse(n, absl::StrCat("activation \"", name,
-                                "\": Tessera has linear, relu, sigmoid, tanh "
-                                "and softmax"));
-}
-
-bool SameInitializer(const Initializer& a, const Initializer& b) {
-  return a.kind() == b.kind() && a.value() == b.value() &&
-         a.minval() == b.minval() && a.maxval() == b.maxval() &&
-         a.stddev() == b.stddev();
-}
-
-// `field`'s initializer, or nullopt when it is `fallback` (Tessera's
-// default for that slot, which the description then leaves unset).
-absl::StatusOr<std::optional<Initializer>> ParseInitializer(
-    const KerasNode& n, const char* field, const Initializer& fallback) {
-  if (IsNull(n.config, field)) return std::optional<Initializer>();
-  const json& j = n.config[field];
-  const std::string name = KerasSnakeCase(ObjectName(j));
-  const json c =
-      j.is_object() && j.contains("config") && j["config"].is_object()
-          ? j["config"]
-          : json::object();
-  Initializer init;
-  if (name == "glorot_uniform") {
-    init.set_kind(Initializer::GLOROT_UNIFORM);
-  } else if (name == "zeros") {
-    init.set_kind(Initializer::ZEROS);
-  } else if (name == "ones") {
-    init.set_kind(Initializer::ONES);
-  } else if (name == "constant") {
-    init.set_kind(Initializer::CONSTANT);
-    init.set_value(c.value("value", 0.0f));
-  } else if (name == "random_uniform") {
-    init.set_kind(Initializer::UNIFORM);
-    init.set_minval(c.value("minval", -0.05f));
-    init.set_maxval(c.value("maxval", 0.05f));
-  } else if (name == "random_normal" && c.value("mean", 0.0) == 0.0) {
-    init.set_kind(Initializer::NORMAL);
-    init.set_stddev(c.value("stddev", 0.05f));
-  } else {
-    return Refuse(n, absl::StrCat(field, " \"", ObjectName(j),
-                                  "\": Tessera has glorot_uniform, zeros, "
-                                  "ones, constant, random_uniform and "
-                                  "random_normal (mean 0)"));
-  }
-  if (SameInitializer(init, fallback)) return std::optional<Initializer>();
-  return std::optional<Initializer>(init);
-}
-
-Initializer Kind(Initializer::Kind kind) {
-  Initializer init;
-  init.set_kind(kind);
-  return init;
-}
-
-absl::Status RequireNull(const KerasNode& n,
-                         std::initializer_list<const char*> fields) {
-  for (const char* f : fields) {
-    if (!IsNull(n.config, f) &&
-        !(n.config[f].is_number() && n.config[f].get<double>() == 0)) {
-      return Refuse(n, absl::StrCat(f, " is set: Tessera's ", n.class_name,
-                                    " has no ", f));
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status RequireChannelsLast(const KerasNode& n) {
-  const std::string format = n.config.value("data_format", std::string());
-  if (!format.empty() && format != "channels_last") {
-    return Refuse(n, absl::StrCat("data_format ", format,
-                                  ": Tessera's images are channels_last "
-                                  "(NHWC)"));
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<Padding> ParsePadding(const KerasNode& n) {
-  const std::string p = n.config.value("padding", std::string("valid"));
-  if (p == "valid") return VALID;
-  if (p == "same") return SAME;
-  return Refuse(n, absl::StrCat("padding \"", p,
-                                "\": Tessera has valid and "
-                                "same"));
-}
-
-// Keras' last-axis options: -1 or [-1] (or the last axis by number, which
-// needs the rank: `rank` counts the batch axis).
-bool IsLastAxis(const json& axis, size_t rank) {
-  std::vector<int64_t> a = Ints(axis);
-  if (a.size() != 1) return false;
-  return a[0] == -1 || a[0] == static_cast<int64_t>(rank) - 1;
-}
-
-struct LossSpec {
-  std::string name;  // Keras' function name, e.g. "binary_crossentropy"
-  bool from_logits = false;
-};
-
-absl::StatusOr<LossSpec> ParseLoss(const json& j, const std::string& output) {
-  LossSpec spec;
-  const std::string what = absl::StrCat("loss of output \"", output, "\"");
-  std::string name = KerasSnakeCase(ObjectName(j));
-  const json c =
-      j.is_object() && j.contains("config") && j["config"].is_object()
-          ? j["config"]
-          : json::object();
-  if (name == "mse" || name == "mean_squared_error")
-    name = "mean_squared_error";
-  if (name != "sparse_categorical_crossentropy" &&
-      name != "categorical_crossentropy" && name != "binary_crossentropy" &&
-      name != "mean_squared_error") {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " \"", ObjectName(j),
-                     "\": Tessera has sparse_categorical_crossentropy, "
-                     "categorical_crossentropy, binary_crossentropy and "
-                     "mean_squared_error"));
-  }
-  spec.name = name;
-  spec.from_logits = c.value("from_logits", false);
-  const std::string reduction =
-      c.value("reduction", std::string("sum_over_batch_size"));
-  if (reduction != "sum_over_batch_size" && reduction != "auto") {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": reduction \"", reduction,
-                     "\": Tessera averages over the batch "
-                     "(sum_over_batch_size)"));
-  }
-  if (c.value("label_smoothing", 0.0) != 0.0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": label_smoothing: Tessera has none"));
-  }
-  if (!IsNull(c, "ignore_class")) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": ignore_class: Tessera has none"));
-  }
-  return spec;
-}
-
-float Float(const json& c, const char* key, float fallback) {
-  if (!c.contains(key) || c[key].is_null()) return fallback;
-  if (!c[key].is_number()) return std::nanf("");
-  return c[key].get<float>();
-}
-
-absl::StatusOr<OptimizerConfig> ParseOptimizer(const json& j) {
-  const std::string cls = ObjectName(j);
-  const std::string name = KerasSnakeCase(cls);
-  const json c =
-      j.is_object() && j.contains("config") && j["config"].is_object()
-          ? j["config"]
-          : json::object();
-  const std::string what = absl::StrCat("optimizer ", cls);
-  for (const char* f :
-       {"weight_decay", "clipnorm", "global_clipnorm", "clipvalue",
-        "loss_scale_factor", "gradient_accumulation_steps"}) {
-    if (!IsNull(c, f) && !(c[f].is_number() && c[f].get<double>() == 0)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, ": ", f, " is set; Tessera's optimizers have no ", f));
-    }
-  }
-  if (c.value("use_ema", false)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what,
-                     ": use_ema: Tessera keeps no moving average of the "
-                     "weights"));
-  }
-  OptimizerConfig opt;
-  if (c.contains("learning_rate") && !c["learning_rate"].is_number()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, ": learning_rate is a schedule (", ObjectName(c["learning_rate"]),
-        "); Tessera's learning rate is constant"));
-  }
-  const float default_lr = name == "sgd" ? 0.01f : 0.001f;
-  opt.set_learning_rate(Float(c, "learning_rate", default_lr));
-  if (name == "adam") {
-    if (c.value("amsgrad", false)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, ": amsgrad: Tessera's Adam has no amsgrad"));
-    }
-    AdamOptions* a = opt.mutable_adam();
-    a->set_beta1(Float(c, "beta_1", 0.9f));
-    a->set_beta2(Float(c, "beta_2", 0.999f));
-    a->set_epsilon(Float(c, "epsilon", 1e-7f));
-  } else if (name == "sgd") {
-    const float momentum = Float(c, "momentum", 0.0f);
-    const bool nesterov = c.value("nesterov", false);
-    if (momentum == 0 && !nesterov) {
-      opt.mutable_sgd();
-    } else {
-      opt.mutable_momentum()->set_momentum(momentum);
-      opt.mutable_momentum()->set_nesterov(nesterov);
-    }
-  } else if (name == "adagrad") {
-    AdagradOptions* a = opt.mutable_adagrad();
-    a->set_initial_accumulator_value(
-        Float(c, "initial_accumulator_value", 0.1f));
-    a->set_epsilon(Float(c, "epsilon", 1e-7f));
-  } else if (name == "ftrl") {
-    FtrlOptions* f = opt.mutable_ftrl();
-    f->set_learning_rate_power(Float(c, "learning_rate_power", -0.5f));
-    f->set_initial_accumulator_value(
-        Float(c, "initial_accumulator_value", 0.1f));
-    f->set_l1(Float(c, "l1_regularization_strength", 0));
-    f->set_l2(Float(c, "l2_regularization_strength", 0));
-    f->set_l2_shrinkage(Float(c, "l2_shrinkage_regularization_strength", 0));
-    f->set_beta(Float(c, "beta", 0));
-  } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, ": Tessera has no ", cls.empty() ? "such" : cls,
-        " optimizer (it has SGD, SGD with momentum and Nesterov, Adam, "
-        "Adagrad and Ftrl)"));
-  }
-  if (!std::isfinite(opt.learning_rate()) || opt.learning_rate() <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": learning_rate must be a number > 0"));
-  }
-  return opt;
-}
-
-// Where a Keras weight goes: vars[index] of Keras layer `layer` is
-// Tessera variable `variable`.
-struct WeightRef {
-  std::string layer;
-  int index = 0;
-  std::string variable;
-};
+using keras::DtypeName;
+using keras::LossSpec;
+using keras::ObjectName;
+using keras::ParseInitializer;
+using keras::ParseLoss;
+using keras::ParseOptimizer;
+using keras::Refuse;
+using keras::RequireChannelsLast;
+using keras::RequireNull;
+using keras::WeightRef;
 
 class Converter {
  public:
@@ -436,7 +168,6 @@ class Converter {
   }
 
   absl::Status AddLayer(const KerasNode& n) {
-    const json& c = n.config;
     if (n.class_name == "Embedding") return CheckEmbedding(n);
     absl::StatusOr<std::vector<std::string>> ins = Inputs(n);
     if (!ins.ok()) {
@@ -451,246 +182,17 @@ class Converter {
     }
     LayerDef layer;
     layer.set_name(n.name);
-    for (const std::string& in : *ins) layer.add_inputs(in);
-    const std::string& cls = n.class_name;
-    auto one_input = [&]() -> absl::Status {
-      if (ins->size() != 1) {
-        return Refuse(
-            n, absl::StrCat("reads ", ins->size(), " tensors; it takes one"));
-      }
-      return absl::OkStatus();
-    };
-    if (cls == "Dense") {
-      if (absl::Status s = one_input(); !s.ok()) return s;
-      if (absl::Status s = RequireNull(
-              n, {"kernel_regularizer", "bias_regularizer",
-                  "activity_regularizer", "kernel_constraint",
-                  "bias_constraint", "lora_rank", "quantization_config"});
-          !s.ok()) {
-        return s;
-      }
-      DenseLayer* d = layer.mutable_dense();
-      d->set_units(c.value("units", int64_t{0}));
-      absl::StatusOr<Activation> a =
-          ParseActivation(n, c.value("activation", json()));
-      if (!a.ok()) return a.status();
-      d->set_activation(*a);
-      const bool bias = c.value("use_bias", true);
-      if (!bias) d->set_use_bias(false);
-      absl::StatusOr<std::optional<Initializer>> k = ParseInitializer(
-          n, "kernel_initializer", Kind(Initializer::GLOROT_UNIFORM));
-      if (!k.ok()) return k.status();
-      if (k->has_value()) *d->mutable_kernel_initializer() = **k;
-      absl::StatusOr<std::optional<Initializer>> b =
-          ParseInitializer(n, "bias_initializer", Kind(Initializer::ZEROS));
-      if (!b.ok()) return b.status();
-      if (b->has_value()) *d->mutable_bias_initializer() = **b;
-      weights_.push_back({n.name, 0, n.name + "/kernel"});
-      if (bias) weights_.push_back({n.name, 1, n.name + "/bias"});
-    } else if (cls == "Conv2D") {
-      if (absl::Status s = one_input(); !s.ok()) return s;
-      if (absl::Status s = RequireChannelsLast(n); !s.ok()) return s;
-      if (absl::Status s =
-              RequireNull(n, {"kernel_regularizer", "bias_regularizer",
-                              "activity_regularizer", "kernel_constraint",
-                              "bias_constraint", "lora_rank"});
-          !s.ok()) {
-        return s;
-      }
-      for (int64_t r : Ints(c.value("dilation_rate", json(1)))) {
-        if (r != 1)
-          return Refuse(n, "dilation_rate: Tessera's Conv2D has none");
-      }
-      if (c.value("groups", 1) != 1) {
-        return Refuse(n, "groups > 1: Tessera's Conv2D has one group");
-      }
-      Conv2DLayer* p = layer.mutable_conv2d();
-      p->set_filters(c.value("filters", int64_t{0}));
-      for (int64_t k : Ints(c.value("kernel_size", json())))
-        p->add_kernel_size(k);
-      std::vector<int64_t> strides = Ints(c.value("strides", json(1)));
-      if (strides.size() == 1) strides.push_back(strides[0]);
-      if (strides != std::vector<int64_t>{1, 1}) {
-        for (int64_t s : strides) p->add_strides(s);
-      }
-      absl::StatusOr<Padding> pad = ParsePadding(n);
-      if (!pad.ok()) return pad.status();
-      p->set_padding(*pad);
-      absl::StatusOr<Activation> a =
-          ParseActivation(n, c.value("activation", json()));
-      if (!a.ok()) return a.status();
-      p->set_activation(*a);
-      const bool bias = c.value("use_bias", true);
-      if (!bias) p->set_use_bias(false);
-      absl::StatusOr<std::optional<Initializer>> k = ParseInitializer(
-          n, "kernel_initializer", Kind(Initializer::GLOROT_UNIFORM));
-      if (!k.ok()) return k.status();
-      if (k->has_value()) *p->mutable_kernel_initializer() = **k;
-      absl::StatusOr<std::optional<Initializer>> b =
-          ParseInitializer(n, "bias_initializer", Kind(Initializer::ZEROS));
-      if (!b.ok()) return b.status();
-      if (b->has_value()) *p->mutable_bias_initializer() = **b;
-      weights_.push_back({n.name, 0, n.name + "/kernel"});
-      if (bias) weights_.push_back({n.name, 1, n.name + "/bias"});
-    } else if (cls == "MaxPooling2D") {
-      if (absl::Status s = one_input(); !s.ok()) return s;
-      if (absl::Status s = RequireChannelsLast(n); !s.ok()) return s;
-      MaxPool2DLayer* p = layer.mutable_max_pool2d();
-      std::vector<int64_t> pool = Ints(c.value("pool_size", json(2)));
-      if (pool.size() == 1) pool.push_back(pool[0]);
-      std::vector<int64_t> strides =
-          IsNull(c, "strides") ? pool : Ints(c["strides"]);
-      if (strides.size() == 1) strides.push_back(strides[0]);
-      if (pool != std::vector<int64_t>{2, 2}) {
-        for (int64_t v : pool) p->add_pool_size(v);
-      }
-      if (strides != pool) {
-        for (int64_t v : strides) p->add_strides(v);
-      }
-      absl::StatusOr<Padding> pad = ParsePadding(n);
-      if (!pad.ok()) return pad.status();
-      p->set_padding(*pad);
-    } else if (cls == "Activation" || cls == "ReLU" || cls == "Softmax") {
-      if (absl::Status s = one_input(); !s.ok()) return s;
-      Activation a = RELU;
-      if (cls == "Activation") {
-        absl::StatusOr<Activation> parsed =
-            ParseActivation(n, c.value("activation", json()));
-        if (!parsed.ok()) return parsed.status();
-        a = *parsed;
-      } else if (cls == "ReLU") {
-        if (!IsNull(c, "max_value") || c.value("negative_slope", 0.0) != 0 ||
-            c.value("threshold", 0.0) != 0) {
-          return Refuse(n,
-                        "max_value, negative_slope or threshold: Tessera's "
-                        "relu is max(x, 0)");
-        }
-      } else {
-        if (!IsLastAxis(c.value("axis", json(-1)),
-                        facts_[(*ins)[0]].shape.size() + 1)) {
-          return Refuse(n, "axis: Tessera's softmax is over the last axis");
-        }
-        a = SOFTMAX;
-      }
-      layer.mutable_activation()->set_activation(a);
-    } else if (cls == "Dropout") {
-      if (absl::Status s = one_input(); !s.ok()) return s;
-      if (!IsNull(c, "noise_shape")) {
-        return Refuse(n, "noise_shape: Tessera drops elements independently");
-      }
-      layer.mutable_dropout()->set_rate(Float(c, "rate", 0));
-    } else if (cls == "BatchNormalization") {
-      if (absl::Status s = one_input(); !s.ok()) return s;
-      if (!IsLastAxis(c.value("axis", json(-1)),
-                      facts_[(*ins)[0]].shape.size() + 1)) {
-        return Refuse(n, absl::StrCat("axis ", c.value("axis", json(-1)).dump(),
-                                      ": Tessera normalises the last axis "
-                                      "(-1)"));
-      }
-      if (!c.value("center", true) || !c.value("scale", true) ||
-          c.value("renorm", false)) {
-        return Refuse(n,
-                      "center, scale or renorm off the defaults: Tessera's "
-                      "BatchNormalization has beta and gamma, no renorm");
-      }
-      if (absl::Status s = RequireDefaultInitializers(n); !s.ok()) return s;
-      BatchNormLayer* p = layer.mutable_batch_norm();
-      p->set_momentum(Float(c, "momentum", 0.99f));
-      p->set_epsilon(Float(c, "epsilon", 1e-3f));
-      for (const char* v :
-           {"gamma", "beta", "moving_mean", "moving_variance"}) {
-        weights_.push_back({n.name, static_cast<int>(weights_of_layer(n.name)),
-                            absl::StrCat(n.name, "/", v)});
-      }
-    } else if (cls == "LayerNormalization") {
-      if (absl::Status s = one_input(); !s.ok()) return s;
-      if (!IsLastAxis(c.value("axis", json(-1)),
-                      facts_[(*ins)[0]].shape.size() + 1)) {
-        return Refuse(n, "axis: Tessera normalises the last axis (-1)");
-      }
-      if (!c.value("center", true) || !c.value("scale", true) ||
-          c.value("rms_scaling", false)) {
-        return Refuse(n,
-                      "center, scale or rms_scaling off the defaults: "
-                      "Tessera's LayerNormalization has beta and gamma");
-      }
-      if (absl::Status s = RequireDefaultInitializers(n); !s.ok()) return s;
-      layer.mutable_layer_norm()->set_epsilon(Float(c, "epsilon", 1e-3f));
-      weights_.push_back({n.name, 0, n.name + "/gamma"});
-      weights_.push_back({n.name, 1, n.name + "/beta"});
-    } else if (cls == "Flatten") {
-      if (absl::Status s = one_input(); !s.ok()) return s;
-      if (absl::Status s = RequireChannelsLast(n); !s.ok()) return s;
-      layer.mutable_flatten();
-    } else if (cls == "Reshape") {
-      if (absl::Status s = one_input(); !s.ok()) return s;
-      for (int64_t d : Ints(c.value("target_shape", json()))) {
-        layer.mutable_reshape()->add_shape(d);
-      }
-    } else if (cls == "Concatenate") {
-      int axis = c.value("axis", -1);
-      // Keras counts the batch axis; Tessera's shapes are per example.
-      if (axis == 0) return Refuse(n, "axis 0 is the batch");
-      ConcatLayer* p = layer.mutable_concat();
-      if (axis > 0) axis -= 1;
-      if (axis != -1) p->set_axis(axis);
-    } else if (cls == "Add") {
-      layer.mutable_add();
-    } else if (cls == "Multiply") {
-      layer.mutable_multiply();
-    } else if (cls == "GlobalAveragePooling1D") {
-      return Refuse(n,
-                    "pools a tensor that is not an Embedding's: Tessera "
-                    "averages embeddings of ids only");
-    } else {
-      return Refuse(n, WhyNot(cls));
+    std::vector<TensorFacts> facts;
+    for (const std::string& in : *ins) {
+      layer.add_inputs(in);
+      facts.push_back(facts_[in]);
+    }
+    if (absl::Status s =
+            keras::TranslateKerasLayer(n, facts, &layer, &weights_);
+        !s.ok()) {
+      return s;
     }
     return Emit(n, std::move(layer));
-  }
-
-  size_t weights_of_layer(const std::string& layer) const {
-    size_t count = 0;
-    for (const WeightRef& w : weights_) count += w.layer == layer;
-    return count;
-  }
-
-  static std::string WhyNot(const std::string& cls) {
-    static const std::set<std::string> kRecurrent = {
-        "LSTM",          "GRU",        "SimpleRNN", "RNN",
-        "Bidirectional", "ConvLSTM2D", "LSTMCell",  "GRUCell"};
-    if (kRecurrent.count(cls) != 0) {
-      return "Tessera has no recurrent layers";
-    }
-    if (absl::StrContains(cls, "Attention")) {
-      return "Tessera has no attention layers";
-    }
-    if (cls == "Lambda") {
-      return "a Lambda layer is Python code, which the config does not hold";
-    }
-    return "not a layer Tessera has (it has InputLayer, Dense, Activation, "
-           "ReLU, Softmax, Dropout, BatchNormalization, LayerNormalization, "
-           "Conv2D, MaxPooling2D, Flatten, Reshape, Concatenate, Add, "
-           "Multiply, and Embedding pooled by GlobalAveragePooling1D or "
-           "Flatten)";
-  }
-
-  absl::Status RequireDefaultInitializers(const KerasNode& n) {
-    const std::pair<const char*, Initializer::Kind> defaults[] = {
-        {"beta_initializer", Initializer::ZEROS},
-        {"gamma_initializer", Initializer::ONES},
-        {"moving_mean_initializer", Initializer::ZEROS},
-        {"moving_variance_initializer", Initializer::ONES}};
-    for (const auto& [field, kind] : defaults) {
-      absl::StatusOr<std::optional<Initializer>> init =
-          ParseInitializer(n, field, Kind(kind));
-      if (!init.ok()) return init.status();
-      if (init->has_value()) {
-        return Refuse(
-            n, absl::StrCat(field, ": Tessera's is ",
-                            kind == Initializer::ZEROS ? "zeros" : "ones"));
-      }
-    }
-    return absl::OkStatus();
   }
 
   absl::Status CheckEmbedding(const KerasNode& n) {

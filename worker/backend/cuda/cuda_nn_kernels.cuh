@@ -3,7 +3,7 @@
 
 // The kernels of the CUDA backend's layer-library ops (the second half of
 // Backend, worker/backend.h, whose comments are their contracts), behind
-// host-side launch functions, so that cuda_backend.cu keeps the backend's
+// host-side launch functions, so that the backend's files keep its
 // bookkeeping (stream, errors, cuBLAS, scratch) and not every kernel.
 //
 // Each function queues its work on `stream` and returns the error of the

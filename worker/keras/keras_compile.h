@@ -1,0 +1,34 @@
+// Reading a Keras model's compile config: its loss and its optimizer.
+// Errors are InvalidArgument naming the loss or optimizer and what
+// Tessera lacks.
+#ifndef TESSERA_WORKER_KERAS_KERAS_COMPILE_H_
+#define TESSERA_WORKER_KERAS_KERAS_COMPILE_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+#include "proto/job.pb.h"
+
+namespace tessera {
+namespace keras {
+
+struct LossSpec {
+  std::string name;  // Keras' function name, e.g. "binary_crossentropy"
+  bool from_logits = false;
+};
+
+// The loss `j` of output `output`: one of the four Tessera trains, averaged
+// over the batch, without label smoothing or an ignored class.
+absl::StatusOr<LossSpec> ParseLoss(const nlohmann::json& j,
+                                   const std::string& output);
+
+// The optimizer `j` with Keras' defaults for what it leaves unset: SGD
+// (with momentum and Nesterov), Adam, Adagrad or Ftrl at a constant
+// learning rate, without weight decay, clipping or a moving average.
+absl::StatusOr<OptimizerConfig> ParseOptimizer(const nlohmann::json& j);
+
+}  // namespace keras
+}  // namespace tessera
+
+#endif  // TESSERA_WORKER_KERAS_KERAS_COMPILE_H_
