@@ -493,7 +493,8 @@ TEST_F(JobConfigTest, BadDescriptionsAreNamed) {
     EXPECT_THAT(std::string(s.message()), HasSubstr(c.expected));
   }
 
-  // Tables in sync mode; sparse inputs from IDX files.
+  // Tables in mirrored mode (sync takes them, #30); sparse inputs from IDX
+  // files.
   gflags::SetCommandLineOption("job_file", "");
   gflags::SetCommandLineOption("model", "ctr");
   gflags::SetCommandLineOption("data_dir", "/tmp/ctr");
@@ -501,9 +502,14 @@ TEST_F(JobConfigTest, BadDescriptionsAreNamed) {
   job = JobConfigFromFlags();
   ASSERT_TRUE(job.ok()) << job.status();
   absl::Status s = ValidateJobConfig(*job);
+  EXPECT_TRUE(s.ok()) << s;
+  gflags::SetCommandLineOption("mode", "mirrored");
+  job = JobConfigFromFlags();
+  ASSERT_TRUE(job.ok()) << job.status();
+  s = ValidateJobConfig(*job);
   EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
   EXPECT_THAT(std::string(s.message()),
-              AllOf(HasSubstr("embedding_0"), HasSubstr("sync")));
+              AllOf(HasSubstr("embedding_0"), HasSubstr("mode sync")));
   gflags::SetCommandLineOption("mode", "async");
   gflags::SetCommandLineOption("data_format", "idx");
   job = JobConfigFromFlags();
