@@ -395,6 +395,15 @@ int Launcher::Supervise() {
     }
     if (!exit->status.success()) {
       if (restartable && TryRestart(*exit, &why)) continue;
+      if (early_exit.has_value()) {
+        // A process had already exited cleanly: the coordinator is shutting
+        // the cluster down, and a task lost now costs the job nothing if
+        // the coordinator finishes; its exit decides.
+        Say("tessera_local: %s %s while the cluster shut down; waiting for "
+            "the coordinator\n",
+            exit->name, exit->status.ToString());
+        continue;
+      }
       return Fail(*exit, absl::StrCat(exit->status.ToString(),
                                       " before the coordinator finished", why));
     }
