@@ -5,6 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/data_format.h"
 #include "common/job_file.h"
 #include "common/model/model_graph.h"
 #include "common/model/model_presets.h"
@@ -142,14 +143,14 @@ absl::Status ApplyFlags(bool only_explicit, JobConfig* job) {
   DataConfig* data = job->mutable_data();
   std::string format = FLAGS_data_format;
   if (format.empty()) {
-    format = !data->format().empty() && !use("model") ? data->format()
-             : ctr                                    ? "criteo"
-                                                      : "idx";
+    format = !data->format().empty() && !use("model")
+                 ? data->format()
+                 : DataFormatName(ctr ? DataFormat::kCriteo : DataFormat::kIdx);
   }
   // Streamed formats name their files in the job file (train_files and
   // test_files globs), not through --data_dir.
-  const bool streamed = format == "tfrecord" || format == "csv";
-  if (format != "idx" && format != "criteo" && !streamed) {
+  const bool streamed = IsStreamedFormat(format);
+  if (!DataFormatNamed(format).has_value()) {
     // Name where the format came from: the flag, or the job file's field.
     const std::string where =
         FLAGS_data_format.empty()
@@ -168,8 +169,9 @@ absl::Status ApplyFlags(bool only_explicit, JobConfig* job) {
     }
     data->set_format(format);
   } else {
-    const bool have_paths = format == "criteo" ? !data->train_path().empty()
-                                               : !data->train_images().empty();
+    const bool have_paths = DataFormatNamed(format) == DataFormat::kCriteo
+                                ? !data->train_path().empty()
+                                : !data->train_images().empty();
     if (use("data_dir") || use("data_format") || !have_paths) {
       data->set_format(format);
       SetDataDir(FLAGS_data_dir, data);
@@ -340,8 +342,7 @@ absl::Status ValidateJobConfig(const JobConfig& job) {
   if (absl::Status s = CheckDataFits(*model, job.data().format()); !s.ok()) {
     return s;
   }
-  const bool streamed =
-      job.data().format() == "tfrecord" || job.data().format() == "csv";
+  const bool streamed = IsStreamedFormat(job.data().format());
   if (streamed &&
       (job.data().train_files().empty() || job.data().test_files().empty())) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -354,7 +355,8 @@ absl::Status ValidateJobConfig(const JobConfig& job) {
         "train_examples and test_examples do not apply to data format ",
         job.data().format(), ": name fewer files instead"));
   }
-  const bool criteo = job.data().format() == "criteo";
+  const bool criteo =
+      DataFormatNamed(job.data().format()) == DataFormat::kCriteo;
   if (criteo &&
       (job.data().train_path().empty() || job.data().test_path().empty())) {
     return absl::InvalidArgumentError(
