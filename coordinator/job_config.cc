@@ -12,6 +12,7 @@
 #include "common/model/model_support.h"
 #include "common/model/variable_optimizer.h"
 #include "common/model_spec.h"
+#include "common/optimizer/keras_defaults.h"
 #include "common/optimizer/optimizer.h"
 #include "common/training_mode.h"
 
@@ -92,11 +93,7 @@ absl::Status SetOptimizerKind(const char* flag, const std::string& kind,
   } else if (kind == "momentum") {
     opt->mutable_momentum()->set_momentum(FLAGS_momentum);
   } else if (kind == "adam") {
-    AdamOptions* adam = opt->mutable_adam();
-    // Keras' defaults.
-    adam->set_beta1(0.9f);
-    adam->set_beta2(0.999f);
-    adam->set_epsilon(1e-7f);
+    *opt->mutable_adam() = KerasAdamOptions();
   } else if (kind == "adagrad") {
     opt->mutable_adagrad();  // Keras' defaults when unset
   } else if (kind == "ftrl") {

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "common/data_format.h"
 #include "proto/tf_example.pb.h"
+#include "worker/data/gz_file.h"
 #include "worker/data/tf_record_file_writer.h"
 
 namespace tessera {
@@ -28,12 +29,10 @@ class ShardFile {
       file->records_ = *std::move(writer);
       return file;
     }
-    errno = 0;
-    file->text_ = gzopen(path.c_str(), options.gzip ? "wb6" : "wbT");
-    if (file->text_ == nullptr) {
-      return absl::ErrnoToStatus(errno, absl::StrCat(path, ": cannot create"));
-    }
-    gzbuffer(file->text_, 1 << 20);
+    absl::StatusOr<gzFile> text =
+        OpenGzFile(path, options.gzip ? "wb6" : "wbT");
+    if (!text.ok()) return text.status();
+    file->text_ = *text;
     file->path_ = path;
     return file;
   }

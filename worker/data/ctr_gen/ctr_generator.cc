@@ -20,6 +20,7 @@
 #include "nlohmann/json.hpp"
 #include "worker/data/criteo_reader.h"
 #include "worker/data/ctr_gen/hidden_ctr_model.h"
+#include "worker/data/hex_id.h"
 
 namespace tessera {
 namespace {
@@ -88,7 +89,6 @@ class OutputFile {
 
 void AppendLine(const HiddenModel& model, const Example& e, int num_fields,
                 std::string* out) {
-  static constexpr char kHex[] = "0123456789abcdef";
   out->push_back(e.label == 1.0f ? '1' : '0');
   char digits[24];
   for (size_t j = 0; j < e.counts.size(); ++j) {
@@ -101,9 +101,7 @@ void AppendLine(const HiddenModel& model, const Example& e, int num_fields,
     out->push_back('\t');
     for (int32_t i = e.rank_offsets[f]; i < e.rank_offsets[f + 1]; ++i) {
       if (i > e.rank_offsets[f]) out->push_back(',');
-      const uint64_t id = static_cast<uint64_t>(model.Id(f, e.ranks[i]));
-      for (int k = 15; k >= 0; --k) digits[15 - k] = kHex[(id >> (4 * k)) & 15];
-      out->append(digits, 16);
+      AppendHexId(static_cast<uint64_t>(model.Id(f, e.ranks[i])), out);
     }
   }
   out->push_back('\n');
