@@ -16,7 +16,7 @@
 #include "common/model/model_presets.h"
 #include "worker/backend/cpu/cpu_backend.h"
 #include "worker/data/criteo_reader.h"
-#include "worker/data/ctr_generator.h"
+#include "worker/data/ctr_gen/ctr_generator.h"
 #include "worker/data/example_converter.h"
 #include "worker/data/example_layout.h"
 #include "worker/data/file_assignment.h"

@@ -38,7 +38,6 @@ class ProfilingBackend final : public Backend {
   // The GEMMs (batched ones expanded) since the last ClearGemms.
   const std::vector<GemmCall>& gemms() const { return gemms_; }
   void ClearGemms() { gemms_.clear(); }
-  bool events_on_device() const { return timer_.on_device(); }
 
   std::string device_name() const override { return inner_->device_name(); }
   absl::Status Synchronize() override { return inner_->Synchronize(); }

@@ -26,8 +26,6 @@ StreamTimer::~StreamTimer() {
   for (cudaEvent_t e : impl_->events) cudaEventDestroy(e);
 }
 
-bool StreamTimer::on_device() const { return impl_->stream != nullptr; }
-
 void StreamTimer::Mark() {
   Impl& impl = *impl_;
   if (impl.stream == nullptr) {

@@ -24,9 +24,6 @@ class StreamTimer {
   StreamTimer(const StreamTimer&) = delete;
   StreamTimer& operator=(const StreamTimer&) = delete;
 
-  // Whether the marks are CUDA events (else host clock readings).
-  bool on_device() const;
-
   // Records a point after every op queued so far.
   void Mark();
 

@@ -18,8 +18,6 @@ StreamTimer::StreamTimer(Backend* backend) : impl_(std::make_unique<Impl>()) {
 
 StreamTimer::~StreamTimer() = default;
 
-bool StreamTimer::on_device() const { return false; }
-
 void StreamTimer::Mark() {
   impl_->backend->Synchronize().IgnoreError();
   impl_->clock.push_back(std::chrono::steady_clock::now());

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/bounded_file_read.h"
+#include "common/data_format.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 
@@ -60,7 +61,7 @@ absl::StatusOr<JobConfig> ReadJobFile(const std::string& path) {
 }
 
 void SetDataDir(const std::string& dir, DataConfig* data) {
-  if (data->format() == "tfrecord" || data->format() == "csv") {
+  if (IsStreamedFormat(data->format())) {
     // The same file patterns, looked up in `dir`.
     for (auto* files :
          {data->mutable_train_files(), data->mutable_test_files()}) {
@@ -73,7 +74,7 @@ void SetDataDir(const std::string& dir, DataConfig* data) {
     }
     return;
   }
-  if (data->format() == "criteo") {
+  if (DataFormatNamed(data->format()) == DataFormat::kCriteo) {
     data->clear_train_images();
     data->clear_train_labels();
     data->clear_test_images();

@@ -29,6 +29,7 @@
 #include "coordinator/dry_run.h"
 #include "coordinator/job_cluster.h"
 #include "coordinator/job_config.h"
+#include "coordinator/job_flags.h"
 #include "coordinator/training_job.h"
 #include "coordinator/variable_plan.h"
 #include "gflags/gflags.h"

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/counter_rng.h"
+#include "partitioners/shard_layout.h"
 
 namespace tessera {
 
@@ -34,14 +35,14 @@ absl::StatusOr<DataPlan> DataPlan::Create(int64_t num_examples, int num_shards,
   plan.batch_size_ = batch_size;
   plan.fixed_steps_ = steps_per_epoch;
   plan.seed_ = seed;
-  // Same split as the variables' rows: the first n % k shards get one more.
-  const int64_t base = num_examples / num_shards;
-  const int64_t extra = num_examples % num_shards;
-  int64_t at = 0;
+  // The variables' rows' split (the first n % k shards get one more), from
+  // its one owner.
+  absl::StatusOr<ShardLayout> layout =
+      ShardLayout::Div(num_examples, num_shards);
+  if (!layout.ok()) return layout.status();
   for (int s = 0; s < num_shards; ++s) {
-    const int64_t size = base + (s < extra ? 1 : 0);
-    plan.shards_.push_back({at, at + size});
-    at += size;
+    const int64_t begin = layout->shard_offset(s);
+    plan.shards_.push_back({begin, begin + layout->shard_rows(s)});
   }
   plan.order_.resize(num_shards);
   plan.cursor_.assign(num_shards, 0);

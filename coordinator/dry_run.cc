@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/data_format.h"
 #include "common/model/model_graph.h"
 #include "common/model/model_summary.h"
 #include "common/optimizer/optimizer.h"
@@ -82,7 +83,9 @@ absl::Status DryRun(const JobConfig& job, const ClusterSpec& cluster,
   }
   std::fprintf(out,
                "data: the first training and test examples fit the model%s\n",
-               job.data().format() == "idx" ? "; every label is in range" : "");
+               DataFormatNamed(job.data().format()) == DataFormat::kIdx
+                   ? "; every label is in range"
+                   : "");
   return absl::OkStatus();
 }
 

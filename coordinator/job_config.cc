@@ -1,11 +1,7 @@
 #include "coordinator/job_config.h"
 
-#include <cmath>
-
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
-#include "common/job_file.h"
+#include "common/data_format.h"
 #include "common/model/model_graph.h"
 #include "common/model/model_presets.h"
 #include "common/model/model_support.h"
@@ -14,277 +10,7 @@
 #include "common/optimizer/optimizer.h"
 #include "common/training_mode.h"
 
-DEFINE_string(job_file, "",
-              "A text-format JobConfig describing the whole job; flags given "
-              "on the command line override its fields.");
-DEFINE_int32(epochs, 10, "Epochs to train.");
-DEFINE_int64(steps_per_epoch, 0,
-             "Steps per epoch; 0 means one pass over the training data.");
-DEFINE_int32(batch_size, 64, "Examples per step (per worker).");
-DEFINE_double(learning_rate, 0.001, "Learning rate of the optimizer.");
-DEFINE_string(optimizer, "adam",
-              "Server-side optimizer: sgd, momentum, adam, adagrad, ftrl.");
-DEFINE_double(momentum, 0.9, "Momentum (optimizer momentum).");
-DEFINE_string(partitioner, "fixed",
-              "How variables are split over parameter servers: none, fixed, "
-              "min_size, max_size.");
-DEFINE_int64(num_shards, 2, "Shards per variable (partitioner fixed).");
-DEFINE_int64(min_shard_bytes, 256 << 10,
-             "Smallest shard (partitioner min_size).");
-DEFINE_int64(max_shard_bytes, 1 << 20, "Largest shard (partitioner max_size).");
-DEFINE_int64(max_shards, 0,
-             "Cap on shards per variable (min_size: 0 means 1, as in TF; "
-             "max_size: 0 means no cap).");
-DEFINE_string(model, "mlp",
-              "Preset model: mlp, ctr (click-through); a job file's model_def "
-              "describes any other.");
-DEFINE_string(hidden_units, "128", "Hidden layer widths, comma-separated.");
-DEFINE_double(dropout, 0.2, "Dropout rate after each hidden layer.");
-DEFINE_string(data_dir, "/usr/share/datasets/fashion-mnist",
-              "Folder with the four IDX files (gzipped or not) of an "
-              "MNIST-format data set.");
-DEFINE_int64(train_examples, 0,
-             "Use only the first N training examples (0: all).");
-DEFINE_int64(test_examples, 0, "Use only the first N test examples (0: all).");
-DEFINE_string(mode, "async",
-              "Training mode: async, sync, ssp:S (a worker may run at most S "
-              "steps ahead of the slowest) or mirrored (no parameter "
-              "servers; gradients all-reduced between workers).");
-DEFINE_int32(backup_workers, 0,
-             "Sync mode: apply a step once all but this many workers have "
-             "pushed; later gradients are dropped and counted.");
-DEFINE_uint64(seed, 42, "Seed of initial values, shuffling and dropout.");
-DEFINE_string(data_format, "",
-              "idx (MNIST-format files) or criteo (train.tsv[.gz] and "
-              "test.tsv[.gz] in --data_dir); empty: criteo for --model=ctr, "
-              "else idx.");
-DEFINE_int32(embedding_dim, 8, "Model ctr: floats per embedding row.");
-DEFINE_int32(num_fields, 26, "Model ctr: categorical fields (tables).");
-DEFINE_int32(num_dense, 13, "Model ctr: dense (integer) features.");
-DEFINE_int64(vocab_size, 0,
-             "Model ctr: rows per embedding table (a feature id maps to id "
-             "mod vocab_size); 0: growing hash tables.");
-DEFINE_string(combiner, "sum",
-              "Model ctr: how a bag's rows combine: sum, mean.");
-DEFINE_string(embedding_optimizer, "",
-              "Optimizer of the embedding tables (sgd, momentum, adam, "
-              "adagrad, ftrl); empty: --optimizer.");
-DEFINE_double(embedding_learning_rate, 0,
-              "Learning rate of --embedding_optimizer; 0: --learning_rate.");
-DEFINE_int64(expected_rows_per_shard, 0,
-             "Growing tables: rows each parameter server's shard of a table "
-             "expects (capacity hint; 0: default).");
-
 namespace tessera {
-namespace {
-
-bool Explicit(const char* flag) {
-  gflags::CommandLineFlagInfo info;
-  return gflags::GetCommandLineFlagInfo(flag, &info) && !info.is_default;
-}
-
-// `flag`'s optimizer `kind` with Keras' defaults, learning rate kept.
-absl::Status SetOptimizerKind(const char* flag, const std::string& kind,
-                              OptimizerConfig* opt) {
-  if (kind == "sgd") {
-    opt->mutable_sgd();
-  } else if (kind == "momentum") {
-    opt->mutable_momentum()->set_momentum(FLAGS_momentum);
-  } else if (kind == "adam") {
-    AdamOptions* adam = opt->mutable_adam();
-    // Keras' defaults.
-    adam->set_beta1(0.9f);
-    adam->set_beta2(0.999f);
-    adam->set_epsilon(1e-7f);
-  } else if (kind == "adagrad") {
-    opt->mutable_adagrad();  // Keras' defaults when unset
-  } else if (kind == "ftrl") {
-    opt->mutable_ftrl();
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag, ": unknown optimizer \"", kind,
-                     "\" (sgd, momentum, adam, adagrad, ftrl)"));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ApplyFlags(bool only_explicit, JobConfig* job) {
-  auto use = [&](const char* flag) { return !only_explicit || Explicit(flag); };
-  ModelConfig* model = job->mutable_model();
-  if (use("model")) model->set_kind(FLAGS_model);
-  if (model->input_dim() == 0) model->set_input_dim(784);
-  if (model->num_classes() == 0) model->set_num_classes(10);
-  if (use("hidden_units")) {
-    model->clear_hidden_units();
-    for (absl::string_view part :
-         absl::StrSplit(FLAGS_hidden_units, ',', absl::SkipWhitespace())) {
-      int units = 0;
-      if (!absl::SimpleAtoi(part, &units)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--hidden_units: \"", part, "\" is not a whole number"));
-      }
-      model->add_hidden_units(units);
-    }
-  }
-  const bool ctr = model->kind() == "ctr";
-  if (use("dropout")) {
-    // The click-through model trains without dropout unless asked.
-    model->set_dropout(ctr && !Explicit("dropout") ? 0.0f : FLAGS_dropout);
-  }
-  if (ctr) {
-    if (use("embedding_dim")) model->set_embedding_dim(FLAGS_embedding_dim);
-    if (use("num_fields")) model->set_num_fields(FLAGS_num_fields);
-    if (use("num_dense")) model->set_num_dense(FLAGS_num_dense);
-    if (use("vocab_size")) model->set_vocab_size(FLAGS_vocab_size);
-    if (use("combiner")) model->set_combiner(FLAGS_combiner);
-  }
-
-  DataConfig* data = job->mutable_data();
-  std::string format = FLAGS_data_format;
-  if (format.empty()) {
-    format = !data->format().empty() && !use("model") ? data->format()
-             : ctr                                    ? "criteo"
-                                                      : "idx";
-  }
-  // Streamed formats name their files in the job file (train_files and
-  // test_files globs), not through --data_dir.
-  const bool streamed = format == "tfrecord" || format == "csv";
-  if (format != "idx" && format != "criteo" && !streamed) {
-    // Name where the format came from: the flag, or the job file's field.
-    const std::string where =
-        FLAGS_data_format.empty()
-            ? absl::StrCat("job file ", FLAGS_job_file, ": data { format }")
-            : "--data_format";
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": unknown data format \"", format,
-                     "\"; the known formats are idx, criteo, tfrecord and "
-                     "csv"));
-  }
-  if (streamed) {
-    if (Explicit("data_dir")) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--data_dir does not apply to data format ", format,
-          ": the job file's data { train_files test_files } name the files"));
-    }
-    data->set_format(format);
-  } else {
-    const bool have_paths = format == "criteo" ? !data->train_path().empty()
-                                               : !data->train_images().empty();
-    if (use("data_dir") || use("data_format") || !have_paths) {
-      data->set_format(format);
-      SetDataDir(FLAGS_data_dir, data);
-    }
-  }
-  if (use("train_examples")) data->set_train_examples(FLAGS_train_examples);
-  if (use("test_examples")) data->set_test_examples(FLAGS_test_examples);
-
-  OptimizerConfig* opt = job->mutable_optimizer();
-  if (use("learning_rate")) opt->set_learning_rate(FLAGS_learning_rate);
-  if (use("optimizer") || opt->kind_case() == OptimizerConfig::KIND_NOT_SET) {
-    if (absl::Status s = SetOptimizerKind("--optimizer", FLAGS_optimizer, opt);
-        !s.ok()) {
-      return s;
-    }
-  }
-  if (use("momentum") && opt->has_momentum()) {
-    opt->mutable_momentum()->set_momentum(FLAGS_momentum);
-  }
-  if (use("embedding_learning_rate") &&
-      !(std::isfinite(FLAGS_embedding_learning_rate) &&
-        FLAGS_embedding_learning_rate >= 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--embedding_learning_rate must be a finite number >= 0 (0: "
-        "--learning_rate), got ",
-        FLAGS_embedding_learning_rate));
-  }
-  if ((use("embedding_optimizer") || use("embedding_learning_rate")) &&
-      (!FLAGS_embedding_optimizer.empty() ||
-       FLAGS_embedding_learning_rate > 0)) {
-    OptimizerConfig* emb = job->mutable_embedding_optimizer();
-    emb->set_learning_rate(FLAGS_embedding_learning_rate > 0
-                               ? FLAGS_embedding_learning_rate
-                               : opt->learning_rate());
-    if (absl::Status s = SetOptimizerKind("--embedding_optimizer",
-                                          FLAGS_embedding_optimizer.empty()
-                                              ? FLAGS_optimizer
-                                              : FLAGS_embedding_optimizer,
-                                          emb);
-        !s.ok()) {
-      return s;
-    }
-  }
-  if (use("expected_rows_per_shard")) {
-    job->set_expected_rows_per_shard(FLAGS_expected_rows_per_shard);
-  }
-
-  PartitionerConfig* part = job->mutable_partitioner();
-  if (use("partitioner")) part->set_kind(FLAGS_partitioner);
-  if (use("num_shards")) part->set_num_shards(FLAGS_num_shards);
-  if (use("min_shard_bytes")) part->set_min_shard_bytes(FLAGS_min_shard_bytes);
-  if (use("max_shard_bytes")) part->set_max_shard_bytes(FLAGS_max_shard_bytes);
-  if (use("max_shards")) part->set_max_shards(FLAGS_max_shards);
-
-  if (use("mode")) job->set_mode(FLAGS_mode);
-  if (use("backup_workers")) job->set_backup_workers(FLAGS_backup_workers);
-  ScheduleConfig* schedule = job->mutable_schedule();
-  if (use("epochs")) schedule->set_epochs(FLAGS_epochs);
-  if (use("steps_per_epoch"))
-    schedule->set_steps_per_epoch(FLAGS_steps_per_epoch);
-  if (use("batch_size")) schedule->set_batch_size(FLAGS_batch_size);
-  if (use("seed")) schedule->set_seed(FLAGS_seed);
-  return absl::OkStatus();
-}
-
-// Writes the preset's description into model_def, unless the job describes
-// its model already; then the preset's flags would be silently ignored, so
-// giving one is an error.
-absl::Status ResolveModel(JobConfig* job) {
-  if (job->has_model_def()) {
-    for (const char* flag :
-         {"model", "hidden_units", "dropout", "embedding_dim", "num_fields",
-          "num_dense", "vocab_size", "combiner"}) {
-      if (Explicit(flag)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--", flag, " shapes a preset model, but the job file describes ",
-            "its model (model_def): change the description instead"));
-      }
-    }
-    job->clear_model();
-    return absl::OkStatus();
-  }
-  absl::StatusOr<ModelDef> model = PresetModel(job->model());
-  if (!model.ok()) return model.status();
-  *job->mutable_model_def() = *std::move(model);
-  return absl::OkStatus();
-}
-
-}  // namespace
-
-absl::StatusOr<JobConfig> JobConfigFromFlags() {
-  // Start from every flag's value (defaults included), lay the file over
-  // it (fields the file leaves unset keep the flag default), then the
-  // flags given explicitly on the command line.
-  JobConfig job;
-  if (absl::Status s = ApplyFlags(/*only_explicit=*/false, &job); !s.ok()) {
-    return s;
-  }
-  if (FLAGS_job_file.empty()) {
-    if (absl::Status s = ResolveModel(&job); !s.ok()) return s;
-    return job;
-  }
-  absl::StatusOr<JobConfig> file = ReadJobFile(FLAGS_job_file);
-  if (!file.ok()) return file.status();
-  // Repeated fields append when merged; the file's list replaces ours.
-  if (file->model().hidden_units_size() > 0) {
-    job.mutable_model()->clear_hidden_units();
-  }
-  job.MergeFrom(*file);
-  if (absl::Status s = ApplyFlags(/*only_explicit=*/true, &job); !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = ResolveModel(&job); !s.ok()) return s;
-  return job;
-}
 
 absl::Status ValidateJobConfig(const JobConfig& job) {
   // Checked whichever partitioner is chosen: a bad value is a mistake even
@@ -340,8 +66,7 @@ absl::Status ValidateJobConfig(const JobConfig& job) {
   if (absl::Status s = CheckDataFits(*model, job.data().format()); !s.ok()) {
     return s;
   }
-  const bool streamed =
-      job.data().format() == "tfrecord" || job.data().format() == "csv";
+  const bool streamed = IsStreamedFormat(job.data().format());
   if (streamed &&
       (job.data().train_files().empty() || job.data().test_files().empty())) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -354,7 +79,8 @@ absl::Status ValidateJobConfig(const JobConfig& job) {
         "train_examples and test_examples do not apply to data format ",
         job.data().format(), ": name fewer files instead"));
   }
-  const bool criteo = job.data().format() == "criteo";
+  const bool criteo =
+      DataFormatNamed(job.data().format()) == DataFormat::kCriteo;
   if (criteo &&
       (job.data().train_path().empty() || job.data().test_path().empty())) {
     return absl::InvalidArgumentError(

@@ -6,6 +6,7 @@
 #include "common/backoff.h"
 #include "common/grpc_channel.h"
 #include "common/grpc_status.h"
+#include "common/short_call_deadline.h"
 
 namespace tessera {
 
@@ -52,7 +53,7 @@ absl::Status RemoteWorker::Health(HealthResponse* response, double timeout_s) {
 
 absl::Status RemoteWorker::Shutdown(const std::string& reason) {
   grpc::ClientContext context;
-  SetDeadline(&context, 10);
+  SetDeadline(&context, kShortCallDeadlineS);
   ShutdownRequest request;
   request.set_reason(reason);
   ShutdownResponse response;

@@ -74,13 +74,6 @@ bool VariablePlan::IsHashTable(const std::string& variable) const {
          hash_tables.end();
 }
 
-bool VariablePlan::IsSparse(const std::string& variable) const {
-  for (const VariableDef& v : variables) {
-    if (v.name == variable) return v.sparse;
-  }
-  return false;
-}
-
 namespace {
 
 void AddShardDef(const VariablePlan& plan, const ShardInfo& shard,

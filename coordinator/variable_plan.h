@@ -29,7 +29,6 @@ struct VariablePlan {
   int64_t expected_rows_per_shard = 0;  // the hash shards' capacity hint
 
   bool IsHashTable(const std::string& variable) const;
-  bool IsSparse(const std::string& variable) const;
 };
 
 absl::StatusOr<VariablePlan> PlanVariables(const JobConfig& job, int num_ps);

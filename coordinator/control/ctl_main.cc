@@ -24,6 +24,7 @@
 #include "common/grpc_status.h"
 #include "common/rpc_auth.h"
 #include "common/security_flags.h"
+#include "common/short_call_deadline.h"
 #include "coordinator/control/status_text.h"
 #include "gflags/gflags.h"
 #include "google/protobuf/util/json_util.h"
@@ -97,7 +98,7 @@ int Run(int argc, char** argv, const ChannelSecurity& security) {
       Coordinator::NewStub(MakeChannel(FLAGS_coordinator, security));
   grpc::ClientContext context;
   if (command == "status") {
-    SetDeadline(&context, 10);
+    SetDeadline(&context, kShortCallDeadlineS);
     JobStatus status;
     grpc::Status s = stub->GetJobStatus(&context, JobStatusRequest(), &status);
     if (!s.ok()) return Fail(s, "status");
@@ -113,7 +114,7 @@ int Run(int argc, char** argv, const ChannelSecurity& security) {
                    argc < 3 ? "none" : argv[2]);
       return kExitUserError;
     }
-    SetDeadline(&context, 10);
+    SetDeadline(&context, kShortCallDeadlineS);
     ScheduleStepsRequest request;
     request.set_steps(steps);
     ScheduleStepsResponse response;
@@ -125,7 +126,7 @@ int Run(int argc, char** argv, const ChannelSecurity& security) {
     return 0;
   }
   if (command == "join") {
-    SetDeadline(&context, FLAGS_wait_s + 10);
+    SetDeadline(&context, FLAGS_wait_s + kShortCallDeadlineS);
     JoinRequest request;
     request.set_timeout_s(FLAGS_wait_s);
     JobStatus status;
@@ -135,7 +136,7 @@ int Run(int argc, char** argv, const ChannelSecurity& security) {
     return 0;
   }
   if (command == "checkpoint") {
-    SetDeadline(&context, FLAGS_wait_s + 10);
+    SetDeadline(&context, FLAGS_wait_s + kShortCallDeadlineS);
     CheckpointRequest request;
     request.set_timeout_s(FLAGS_wait_s);
     CheckpointResponse response;
@@ -145,7 +146,7 @@ int Run(int argc, char** argv, const ChannelSecurity& security) {
     return 0;
   }
   if (command == "stop") {
-    SetDeadline(&context, 10);
+    SetDeadline(&context, kShortCallDeadlineS);
     StopRequest request;
     if (argc >= 3) request.set_reason(argv[2]);
     StopResponse response;

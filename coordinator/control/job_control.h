@@ -119,13 +119,6 @@ class JobControl {
     mu_.Await(absl::Condition(&work));
     idle_ = false;
   }
-  // Marks the loop idle (between its epochs and waiting for work) so Join
-  // can return, or busy again.
-  void SetIdle(bool idle) {
-    absl::MutexLock lock(&mu_);
-    idle_ = idle;
-  }
-
   // The job is over: every waiter returns.
   void End(absl::Status status) {
     absl::MutexLock lock(&mu_);

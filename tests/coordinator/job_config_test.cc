@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/counter_rng.h"
+#include "coordinator/job_flags.h"
 #include "coordinator/report/progress_meter.h"
 #include "coordinator/variable_plan.h"
 #include "gflags/gflags.h"

@@ -12,11 +12,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "worker/data/gz_line_reader.h"
+#include "worker/data/hex_id.h"
 
 namespace tessera {
 namespace {
 
-constexpr int kMaxHexDigits = 16;
 // Quoted bad text is cut to this many bytes, so one bad line of a binary
 // file does not flood the log.
 constexpr size_t kMaxQuotedBytes = 40;
@@ -114,7 +114,7 @@ class LineParser {
         const size_t comma = text.find(',');
         absl::string_view hex = text.substr(0, comma);
         uint64_t id = 0;
-        if (!ParseHex(hex, &id)) {
+        if (!ParseHexId(hex, &id)) {
           return Error(column,
                        absl::StrCat("bad hexadecimal id ", Quote(hex),
                                     " (1 to 16 hex digits, ',' between ids)"));
@@ -172,26 +172,6 @@ class LineParser {
     if (value > limit) return false;
     *out = negative ? static_cast<int64_t>(0 - value)
                     : static_cast<int64_t>(value);
-    return true;
-  }
-
-  static bool ParseHex(absl::string_view text, uint64_t* out) {
-    if (text.empty() || text.size() > kMaxHexDigits) return false;
-    uint64_t value = 0;
-    for (char c : text) {
-      int digit;
-      if (c >= '0' && c <= '9') {
-        digit = c - '0';
-      } else if (c >= 'a' && c <= 'f') {
-        digit = c - 'a' + 10;
-      } else if (c >= 'A' && c <= 'F') {
-        digit = c - 'A' + 10;
-      } else {
-        return false;
-      }
-      value = (value << 4) | static_cast<uint64_t>(digit);
-    }
-    *out = value;
     return true;
   }
 

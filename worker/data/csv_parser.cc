@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "worker/data/feature_hash.h"
+#include "worker/data/hex_id.h"
 
 namespace tessera {
 namespace {
@@ -23,22 +24,10 @@ std::string Quote(absl::string_view text) {
                       "\"... (", text.size(), " bytes)");
 }
 
+// A "hex" column's value: Criteo's hexadecimal ids (hex_id.h), as int64.
 bool ParseHex(absl::string_view text, int64_t* out) {
-  if (text.empty() || text.size() > 16) return false;
-  uint64_t value = 0;
-  for (char c : text) {
-    int digit;
-    if (c >= '0' && c <= '9') {
-      digit = c - '0';
-    } else if (c >= 'a' && c <= 'f') {
-      digit = c - 'a' + 10;
-    } else if (c >= 'A' && c <= 'F') {
-      digit = c - 'A' + 10;
-    } else {
-      return false;
-    }
-    value = (value << 4) | static_cast<uint64_t>(digit);
-  }
+  uint64_t value;
+  if (!ParseHexId(text, &value)) return false;
   *out = static_cast<int64_t>(value);
   return true;
 }

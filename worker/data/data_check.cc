@@ -6,6 +6,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/data_format.h"
 #include "worker/data/idx_reader.h"
 #include "worker/data/stream_examples.h"
 
@@ -19,7 +20,7 @@ std::string SourceOf(const DataConfig& data, bool train) {
         absl::StrJoin(train ? data.train_files() : data.test_files(), ", "),
         ")");
   }
-  if (data.format() == "criteo") {
+  if (DataFormatNamed(data.format()) == DataFormat::kCriteo) {
     return train ? data.train_path() : data.test_path();
   }
   return train ? data.train_labels() : data.test_labels();
@@ -84,7 +85,7 @@ absl::Status CheckDataAgainstModel(const DataConfig& data,
     }
     const std::string& labels =
         train ? data.train_labels() : data.test_labels();
-    if (data.format() == "idx" && !labels.empty()) {
+    if (DataFormatNamed(data.format()) == DataFormat::kIdx && !labels.empty()) {
       // One byte a label: the whole file costs less than one image batch.
       absl::StatusOr<IdxArray> all = ReadIdx(labels);
       if (!all.ok()) return all.status();

@@ -8,7 +8,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/data_format.h"
 #include "proto/tf_example.pb.h"
+#include "worker/data/gz_file.h"
 #include "worker/data/tf_record_file_writer.h"
 
 namespace tessera {
@@ -20,19 +22,17 @@ class ShardFile {
   static absl::StatusOr<std::unique_ptr<ShardFile>> Open(
       const std::string& path, const ConvertOptions& options) {
     auto file = std::unique_ptr<ShardFile>(new ShardFile);
-    if (options.output_format == "tfrecord") {
+    if (DataFormatNamed(options.output_format) == DataFormat::kTfRecord) {
       absl::StatusOr<std::unique_ptr<TfRecordFileWriter>> writer =
           TfRecordFileWriter::Open(path, options.gzip);
       if (!writer.ok()) return writer.status();
       file->records_ = *std::move(writer);
       return file;
     }
-    errno = 0;
-    file->text_ = gzopen(path.c_str(), options.gzip ? "wb6" : "wbT");
-    if (file->text_ == nullptr) {
-      return absl::ErrnoToStatus(errno, absl::StrCat(path, ": cannot create"));
-    }
-    gzbuffer(file->text_, 1 << 20);
+    absl::StatusOr<gzFile> text =
+        OpenGzFile(path, options.gzip ? "wb6" : "wbT");
+    if (!text.ok()) return text.status();
+    file->text_ = *text;
     file->path_ = path;
     return file;
   }
@@ -76,7 +76,7 @@ void AppendFloat(float v, std::string* out) {
 absl::StatusOr<std::vector<std::string>> WriteShards(
     int64_t size, const ConvertOptions& options, const std::string& header,
     const std::function<void(int64_t, std::string*)>& encode) {
-  if (options.output_format != "tfrecord" && options.output_format != "csv") {
+  if (!IsStreamedFormat(options.output_format)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "output format \"", options.output_format, "\" (tfrecord, csv)"));
   }
@@ -92,7 +92,7 @@ absl::StatusOr<std::vector<std::string>> WriteShards(
     absl::StatusOr<std::unique_ptr<ShardFile>> file =
         ShardFile::Open(path, options);
     if (!file.ok()) return file.status();
-    if (options.output_format == "csv") {
+    if (DataFormatNamed(options.output_format) == DataFormat::kCsv) {
       if (absl::Status s = (*file)->Write(header + "\n"); !s.ok()) return s;
     }
     for (int64_t i = size * k / options.shards;
@@ -114,7 +114,7 @@ absl::StatusOr<std::vector<std::string>> ConvertMnist(
   const int dim = data.feature_dim();
   std::string header = "label";
   for (int j = 0; j < dim; ++j) absl::StrAppend(&header, ",image_", j);
-  const bool csv = options.output_format == "csv";
+  const bool csv = DataFormatNamed(options.output_format) == DataFormat::kCsv;
   tf::Example example;
   auto& features = *example.mutable_features()->mutable_feature();
   return WriteShards(
@@ -146,7 +146,7 @@ absl::StatusOr<std::vector<std::string>> ConvertCtr(
     absl::StrAppend(&header, ",dense_", j);
   for (int f = 0; f < data.num_fields; ++f)
     absl::StrAppend(&header, ",C", f + 1);
-  const bool csv = options.output_format == "csv";
+  const bool csv = DataFormatNamed(options.output_format) == DataFormat::kCsv;
   tf::Example example;
   auto& features = *example.mutable_features()->mutable_feature();
   std::vector<std::string> names;

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/data_format.h"
 #include "common/model/model_graph.h"
 #include "common/model/model_support.h"
 #include "worker/data/criteo_reader.h"
@@ -212,7 +213,7 @@ absl::StatusOr<int64_t> FileCount(const DataConfig& data, bool train) {
     for (const FileSlice& f : *files) n += f.end();
     return n;
   }
-  if (data.format() == "criteo") {
+  if (DataFormatNamed(data.format()) == DataFormat::kCriteo) {
     return CountCriteoExamples(train ? data.train_path() : data.test_path());
   }
   return CountIdxItems(train ? data.train_images() : data.test_images());
@@ -232,7 +233,7 @@ absl::StatusOr<int64_t> CountExamples(const DataConfig& data, bool train) {
                 absl::StrJoin(train ? data.train_files() : data.test_files(),
                               ", "),
                 ")")
-      : data.format() == "criteo"
+      : DataFormatNamed(data.format()) == DataFormat::kCriteo
           ? (train ? data.train_path() : data.test_path())
           : (train ? data.train_images() : data.test_images());
   // Asking for more examples than the data holds is a mistake to report,
@@ -263,7 +264,7 @@ absl::StatusOr<std::unique_ptr<ExampleSet>> LoadExamples(
   if (IsStreamedFormat(data.format())) {
     return LoadStreamed(data, model, train, first, count);
   }
-  if (data.format() == "criteo") {
+  if (DataFormatNamed(data.format()) == DataFormat::kCriteo) {
     const CriteoColumns columns = CriteoColumnsOf(model);
     absl::StatusOr<CtrDataset> loaded =
         LoadCriteo(train ? data.train_path() : data.test_path(), first, count,

@@ -7,27 +7,21 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "worker/data/gz_file.h"
 
 namespace tessera {
 namespace {
 
 // zlib's default 8 KiB buffer makes decompression syscall-bound.
-constexpr unsigned kGzBufferBytes = 1 << 20;
 constexpr int64_t kReadBytes = 1 << 20;
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<GzLineReader>> GzLineReader::Open(
     const std::string& path) {
-  errno = 0;
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    // errno is 0 when zlib itself failed (out of memory) rather than open().
-    if (errno == 0) return absl::InternalError(absl::StrCat(path, ": gzopen"));
-    return absl::ErrnoToStatus(errno, absl::StrCat(path, ": cannot open"));
-  }
-  gzbuffer(f, kGzBufferBytes);
-  return std::unique_ptr<GzLineReader>(new GzLineReader(path, f));
+  absl::StatusOr<gzFile> f = OpenGzFile(path, "rb");
+  if (!f.ok()) return f.status();
+  return std::unique_ptr<GzLineReader>(new GzLineReader(path, *f));
 }
 
 GzLineReader::GzLineReader(std::string path, gzFile file)

@@ -17,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
+#include "worker/data/gz_file.h"
 
 namespace tessera {
 namespace {
@@ -25,7 +26,6 @@ constexpr uint8_t kUnsignedByteType = 0x08;
 constexpr int kMaxDims = 4;
 // zlib's default 8 KiB buffer makes decompression syscall-bound; 1 MiB keeps
 // reads of the 47 MB training set cheap.
-constexpr unsigned kGzBufferBytes = 1 << 20;
 // gzread takes an unsigned and returns an int, so reads are chunked.
 constexpr int64_t kReadChunkBytes = int64_t{1} << 24;
 // Cap on the reservation: a corrupt header may declare far more data than
@@ -49,15 +49,9 @@ struct IdxHeader {
 };
 
 absl::StatusOr<GzFilePtr> OpenIdx(const std::string& path) {
-  errno = 0;
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    // errno is 0 when zlib itself failed (out of memory) rather than open().
-    if (errno == 0) return absl::InternalError(absl::StrCat(path, ": gzopen"));
-    return absl::ErrnoToStatus(errno, absl::StrCat(path, ": cannot open"));
-  }
-  gzbuffer(f, kGzBufferBytes);
-  return GzFilePtr(f);
+  absl::StatusOr<gzFile> f = OpenGzFile(path, "rb");
+  if (!f.ok()) return f.status();
+  return GzFilePtr(*f);
 }
 
 // Converts zlib's error state after a failed call.  I/O failures keep their

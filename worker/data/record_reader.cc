@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/data_format.h"
 #include "worker/data/csv_parser.h"
 #include "worker/data/gz_line_reader.h"
 #include "worker/data/tf_record_file_reader.h"
@@ -85,13 +86,15 @@ class CsvRecordReader final : public RecordReader {
 
 absl::StatusOr<std::unique_ptr<RecordReader>> OpenRecordReader(
     const std::string& format, const std::string& path, const CsvOptions& csv) {
-  if (format == "tfrecord") {
+  if (DataFormatNamed(format) == DataFormat::kTfRecord) {
     absl::StatusOr<std::unique_ptr<TfRecordFileReader>> reader =
         TfRecordFileReader::Open(path);
     if (!reader.ok()) return reader.status();
     return std::unique_ptr<RecordReader>(*std::move(reader));
   }
-  if (format == "csv") return CsvRecordReader::Open(path, csv);
+  if (DataFormatNamed(format) == DataFormat::kCsv) {
+    return CsvRecordReader::Open(path, csv);
+  }
   return absl::InvalidArgumentError(
       absl::StrCat("format \"", format, "\" is not streamed (tfrecord, csv)"));
 }

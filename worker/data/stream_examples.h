@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/data_format.h"
 #include "proto/job.pb.h"
 #include "proto/model.pb.h"
 #include "worker/data/example_schema.h"
@@ -31,12 +32,6 @@
 #include "worker/data/stream_reader.h"
 
 namespace tessera {
-
-// Whether `format` is read by streaming (tfrecord, csv) rather than loaded
-// (idx, criteo).
-inline bool IsStreamedFormat(const std::string& format) {
-  return format == "tfrecord" || format == "csv";
-}
 
 class StreamExamples {
  public:

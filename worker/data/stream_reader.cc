@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/counter_rng.h"
+#include "common/data_format.h"
 #include "worker/data/csv_parser.h"
 #include "worker/data/example_layout.h"
 #include "worker/data/example_parser.h"
@@ -123,7 +124,7 @@ std::vector<int64_t> StreamOrder(int64_t num_records,
 absl::StatusOr<std::unique_ptr<StreamReader>> StreamReader::Open(
     const ExampleSchema& schema, const StreamShard& shard,
     const StreamOptions& options, int64_t position) {
-  if (options.format != "tfrecord" && options.format != "csv") {
+  if (!IsStreamedFormat(options.format)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "format \"", options.format, "\" is not streamed (tfrecord, csv)"));
   }
@@ -293,7 +294,7 @@ absl::Status StreamReader::ProduceSlice(const FileSlice& slice, int64_t base,
   RecordReader& reader = **opened;
   std::unique_ptr<CsvParser> csv;
   std::unique_ptr<ExampleParser> example;
-  if (options_.format == "csv") {
+  if (DataFormatNamed(options_.format) == DataFormat::kCsv) {
     absl::StatusOr<std::unique_ptr<CsvParser>> created = CsvParser::Create(
         schema_, options_.csv,
         options_.csv.header ? reader.header() : options_.csv.columns);

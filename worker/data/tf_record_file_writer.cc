@@ -5,20 +5,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/tf_record.h"
+#include "worker/data/gz_file.h"
 
 namespace tessera {
 
 absl::StatusOr<std::unique_ptr<TfRecordFileWriter>> TfRecordFileWriter::Open(
     const std::string& path, bool gzip) {
-  errno = 0;
   // "T": zlib writes the bytes through uncompressed.
-  gzFile f = gzopen(path.c_str(), gzip ? "wb6" : "wbT");
-  if (f == nullptr) {
-    if (errno == 0) return absl::InternalError(absl::StrCat(path, ": gzopen"));
-    return absl::ErrnoToStatus(errno, absl::StrCat(path, ": cannot create"));
-  }
-  gzbuffer(f, 1 << 20);
-  return std::unique_ptr<TfRecordFileWriter>(new TfRecordFileWriter(path, f));
+  absl::StatusOr<gzFile> f = OpenGzFile(path, gzip ? "wb6" : "wbT");
+  if (!f.ok()) return f.status();
+  return std::unique_ptr<TfRecordFileWriter>(new TfRecordFileWriter(path, *f));
 }
 
 TfRecordFileWriter::~TfRecordFileWriter() {

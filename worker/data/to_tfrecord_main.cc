@@ -13,8 +13,10 @@
 // there, 1 for a failure a retry might fix.
 
 #include <cstdio>
+#include <optional>
 
 #include "common/command_line.h"
+#include "common/data_format.h"
 #include "common/exit_code.h"
 #include "common/output_folder.h"
 #include "gflags/gflags.h"
@@ -41,11 +43,15 @@ int main(int argc, char** argv) {
       "Converts IDX or Criteo TSV data to TFRecord (tf.train.Example) or "
       "CSV shards.");
   tessera::ParseCommandLineOrExit(&argc, &argv);
+  const std::optional<tessera::DataFormat> from =
+      tessera::DataFormatNamed(FLAGS_from);
   if (FLAGS_prefix.empty() || FLAGS_shards < 1 ||
       (FLAGS_examples < 1 && FLAGS_examples != -1) ||
-      (FLAGS_from != "idx" && FLAGS_from != "criteo") ||
-      (FLAGS_from == "idx" && (FLAGS_images.empty() || FLAGS_labels.empty())) ||
-      (FLAGS_from == "criteo" && FLAGS_input.empty())) {
+      (from != tessera::DataFormat::kIdx &&
+       from != tessera::DataFormat::kCriteo) ||
+      (from == tessera::DataFormat::kIdx &&
+       (FLAGS_images.empty() || FLAGS_labels.empty())) ||
+      (from == tessera::DataFormat::kCriteo && FLAGS_input.empty())) {
     std::fprintf(stderr,
                  "tessera_to_tfrecord: need --prefix, --shards >= 1, "
                  "--examples >= 1 (or -1: all) and "
@@ -63,7 +69,7 @@ int main(int argc, char** argv) {
   options.shards = FLAGS_shards;
   options.gzip = FLAGS_gzip;
   absl::StatusOr<std::vector<std::string>> written;
-  if (FLAGS_from == "idx") {
+  if (from == tessera::DataFormat::kIdx) {
     absl::StatusOr<tessera::MnistDataset> data =
         tessera::LoadMnist(FLAGS_images, FLAGS_labels, 0, FLAGS_examples);
     if (!data.ok()) return tessera::ExitWith(kProgram, data.status());

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "common/optimizer/keras_defaults.h"
 #include "worker/keras/keras_config.h"
 #include "worker/keras/keras_graph.h"
 
@@ -77,7 +78,7 @@ absl::StatusOr<OptimizerConfig> ParseOptimizer(const json& j) {
         what, ": learning_rate is a schedule (", ObjectName(c["learning_rate"]),
         "); Tessera's learning rate is constant"));
   }
-  const float default_lr = name == "sgd" ? 0.01f : 0.001f;
+  const float default_lr = name == "sgd" ? 0.01f : kKerasLearningRate;
   opt.set_learning_rate(Float(c, "learning_rate", default_lr));
   if (name == "adam") {
     if (c.value("amsgrad", false)) {
@@ -85,9 +86,9 @@ absl::StatusOr<OptimizerConfig> ParseOptimizer(const json& j) {
           absl::StrCat(what, ": amsgrad: Tessera's Adam has no amsgrad"));
     }
     AdamOptions* a = opt.mutable_adam();
-    a->set_beta1(Float(c, "beta_1", 0.9f));
-    a->set_beta2(Float(c, "beta_2", 0.999f));
-    a->set_epsilon(Float(c, "epsilon", 1e-7f));
+    a->set_beta1(Float(c, "beta_1", kKerasAdamBeta1));
+    a->set_beta2(Float(c, "beta_2", kKerasAdamBeta2));
+    a->set_epsilon(Float(c, "epsilon", kKerasAdamEpsilon));
   } else if (name == "sgd") {
     const float momentum = Float(c, "momentum", 0.0f);
     const bool nesterov = c.value("nesterov", false);

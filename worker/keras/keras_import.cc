@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/model/layer_kinds.h"
 #include "common/model/model_graph.h"
+#include "common/optimizer/keras_defaults.h"
 #include "worker/keras/keras_compile.h"
 #include "worker/keras/keras_config.h"
 #include "worker/keras/keras_graph.h"
@@ -496,10 +497,8 @@ absl::StatusOr<KerasImport> ImportKerasModel(
     *out.job.mutable_optimizer() = *opt;
   } else {
     OptimizerConfig* opt = out.job.mutable_optimizer();
-    opt->set_learning_rate(0.001f);
-    opt->mutable_adam()->set_beta1(0.9f);
-    opt->mutable_adam()->set_beta2(0.999f);
-    opt->mutable_adam()->set_epsilon(1e-7f);
+    opt->set_learning_rate(kKerasLearningRate);
+    *opt->mutable_adam() = KerasAdamOptions();
     out.notes.push_back(
         "no compile config: optimizer Adam(learning_rate=0.001) assumed");
   }

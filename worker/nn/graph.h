@@ -70,7 +70,6 @@ class Graph {
   // The sparse inputs (indices among the description's sparse inputs) that
   // table t reads, one entry per embedding_bag layer reading it.
   const std::vector<int>& table_reads(int t) const { return table_reads_[t]; }
-  int num_sparse_inputs() const { return static_cast<int>(sparse_.size()); }
 
   // Copies every dense variable's value (dense_variables() order, exact
   // sizes) to the device; InvalidArgument names a variable of the wrong

@@ -29,6 +29,7 @@
 #include "absl/strings/str_format.h"
 #include "common/binary_metrics.h"
 #include "common/command_line.h"
+#include "common/data_format.h"
 #include "common/exit_code.h"
 #include "common/job_file.h"
 #include "gflags/gflags.h"
@@ -122,7 +123,7 @@ int Run() {
   data.set_train_examples(0);
   data.set_test_examples(0);
   bool train = FLAGS_split == "train";
-  const bool criteo = data.format() == "criteo";
+  const bool criteo = DataFormatNamed(data.format()) == DataFormat::kCriteo;
   if (!FLAGS_labels.empty() && (FLAGS_examples.empty() || criteo)) {
     return Fail(absl::InvalidArgumentError(
         "--labels goes with --examples, for IDX images (a "

@@ -11,7 +11,7 @@
 #include "gtest/gtest.h"
 #include "tests/worker/data/stream_test_files.h"
 #include "worker/data/criteo_reader.h"
-#include "worker/data/ctr_generator.h"
+#include "worker/data/ctr_gen/ctr_generator.h"
 #include "worker/data/example_layout.h"
 #include "worker/data/file_assignment.h"
 #include "worker/data/mnist_dataset.h"

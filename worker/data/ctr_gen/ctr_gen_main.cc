@@ -1,5 +1,6 @@
 // tessera_ctr_gen: writes a synthetic click-through data set in the Criteo
-// format with a known best achievable AUC (worker/data/ctr_generator.h).
+// format with a known best achievable AUC
+// (worker/data/ctr_gen/ctr_generator.h).
 //
 //   tessera_ctr_gen --out_dir=/data/ctr --train_examples=1000000
 //
@@ -16,7 +17,7 @@
 #include "common/exit_code.h"
 #include "common/output_folder.h"
 #include "gflags/gflags.h"
-#include "worker/data/ctr_generator.h"
+#include "worker/data/ctr_gen/ctr_generator.h"
 
 DEFINE_string(out_dir, "",
               "Folder to write train.tsv, test.tsv and meta.json into "

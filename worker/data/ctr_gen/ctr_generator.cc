@@ -1,4 +1,4 @@
-#include "worker/data/ctr_generator.h"
+#include "worker/data/ctr_gen/ctr_generator.h"
 
 #include <zlib.h>
 
@@ -19,330 +19,24 @@
 #include "common/counter_rng.h"
 #include "nlohmann/json.hpp"
 #include "worker/data/criteo_reader.h"
+#include "worker/data/ctr_gen/hidden_ctr_model.h"
+#include "worker/data/hex_id.h"
 
 namespace tessera {
 namespace {
 
-// Salts of the independent streams drawn from the seed.
-constexpr uint64_t kTrainStream = 1;
-constexpr uint64_t kTestStream = 2;
-constexpr uint64_t kCalibrationStream = 3;
-constexpr uint64_t kFieldScaleStream = 4;
-constexpr uint64_t kDenseStream = 5;
-constexpr uint64_t kCrossStream = 6;
-constexpr uint64_t kWeightStream = 1000;     // + field
-constexpr uint64_t kIdHashStream = 1000000;  // + field
-constexpr uint64_t kLatentStream = 2000000;  // + field
-constexpr int64_t kCalibrationExamples = 20000;
+using ctr_gen::Example;
+using ctr_gen::FieldHotness;
+using ctr_gen::HiddenModel;
+using ctr_gen::kMaxDense;
+using ctr_gen::kMaxInteractionDim;
+using ctr_gen::kTestStream;
+using ctr_gen::kTrainStream;
+
 constexpr int64_t kProgressEvery = 200000;
-constexpr double kNegativeCount = 0.005;  // share of integers written as -1
-constexpr int kMaxInteractionDim = 64;
-constexpr int kMaxDense = 1024;
 // Examples per chunk of text made by one thread (about 4 MB with the
 // defaults).
 constexpr int64_t kChunkExamples = 8192;
-
-// Draws from a (seed, counter) stream: each example gets its own, so any
-// example can be made alone and the output does not depend on chunking.
-class Stream {
- public:
-  explicit Stream(uint64_t seed) : seed_(seed) {}
-  uint64_t Next() { return CounterHash(seed_, counter_++); }
-  // Uniform in [0, 1) with 53 bits.
-  double Uniform() { return (Next() >> 11) * (1.0 / 9007199254740992.0); }
-  double Normal() {
-    // Box-Muller; 1 - u keeps the logarithm finite.
-    const double u = 1.0 - Uniform(), v = Uniform();
-    return std::sqrt(-2.0 * std::log(u)) * std::cos(6.283185307179586 * v);
-  }
-  // Uniform in [0, n).
-  uint64_t Below(uint64_t n) {
-    return static_cast<uint64_t>((static_cast<unsigned __int128>(Next()) * n) >>
-                                 64);
-  }
-
- private:
-  const uint64_t seed_;
-  uint64_t counter_ = 0;
-};
-
-// Vose's alias method: O(1) draws from a fixed discrete distribution. An
-// entry's threshold and alias share a cache line, so a draw from a large
-// vocabulary costs one cache miss.
-class AliasTable {
- public:
-  explicit AliasTable(const std::vector<double>& weights) {
-    const int64_t n = static_cast<int64_t>(weights.size());
-    double total = 0;
-    for (double w : weights) total += w;
-    std::vector<double> scaled(n);
-    std::vector<int64_t> small, large;
-    for (int64_t i = 0; i < n; ++i) {
-      scaled[i] = weights[i] * n / total;
-      (scaled[i] < 1 ? small : large).push_back(i);
-    }
-    entries_.resize(n);
-    for (int64_t i = 0; i < n; ++i) {
-      entries_[i] = {1.0f, static_cast<int32_t>(i)};
-    }
-    while (!small.empty() && !large.empty()) {
-      const int64_t s = small.back(), l = large.back();
-      small.pop_back();
-      entries_[s] = {static_cast<float>(scaled[s]), static_cast<int32_t>(l)};
-      scaled[l] -= 1 - scaled[s];
-      if (scaled[l] < 1) {
-        large.pop_back();
-        small.push_back(l);
-      }
-    }
-  }
-
-  int32_t Sample(Stream* stream) const {
-    const uint64_t bits = stream->Next();
-    // High bits pick the entry, the low 24 the coin.
-    const uint64_t i = static_cast<uint64_t>(
-        (static_cast<unsigned __int128>(bits) * entries_.size()) >> 64);
-    const float coin =
-        static_cast<float>(bits & 0xFFFFFF) * (1.0f / 16777216.0f);
-    const Entry& e = entries_[i];
-    return coin < e.keep ? static_cast<int32_t>(i) : e.alias;
-  }
-
- private:
-  struct Entry {
-    float keep;
-    int32_t alias;
-  };
-  std::vector<Entry> entries_;
-};
-
-int FieldHotness(const CtrGeneratorOptions& o, int field) {
-  if (o.hotness.empty()) return field < o.multi_hot_fields ? o.multi_hot : 1;
-  return field < static_cast<int>(o.hotness.size()) ? o.hotness[field] : 1;
-}
-
-// One example before it is written: ranks, not ids.
-struct Example {
-  float label = 0;
-  double logit = 0;                   // without the bias
-  float probability = 0;              // of a click, with the label noise
-  std::vector<int64_t> counts;        // per integer column
-  std::vector<bool> count_missing;    // per integer column
-  std::vector<int32_t> rank_offsets;  // num_fields + 1
-  std::vector<int32_t> ranks;
-};
-
-// The hidden model and the example distribution.
-class HiddenModel {
- public:
-  explicit HiddenModel(const CtrGeneratorOptions& o)
-      : o_(o),
-        zipf_(ZipfWeights(o.vocab_size, o.zipf_s)),
-        mean_(o.combiner == "mean") {
-    Stream scales(DeriveSeed(o.seed, kFieldScaleStream));
-    weights_.resize(o.num_fields);
-    id_seeds_.resize(o.num_fields);
-    for (int f = 0; f < o.num_fields; ++f) {
-      const double s = o.weight_scale * (0.25 + 0.75 * scales.Uniform());
-      Stream w(DeriveSeed(o.seed, kWeightStream + f));
-      weights_[f].resize(o.vocab_size);
-      for (int64_t r = 0; r < o.vocab_size; ++r) {
-        weights_[f][r] = static_cast<float>(s * w.Normal() /
-                                            (1.0 + r / o.weight_decay_rank));
-      }
-      id_seeds_[f] = DeriveSeed(o.seed, kIdHashStream + f);
-    }
-    for (int f = 0; f < o.num_fields; ++f) {
-      const bool listed = !o.hotness.empty();
-      hotness_.push_back(listed                   ? FieldHotness(o, f)
-                         : f < o.multi_hot_fields ? o.multi_hot
-                                                  : 1);
-      multi_hot_.push_back(listed ? hotness_.back() > 1
-                                  : f < o.multi_hot_fields);
-    }
-    Stream dense(DeriveSeed(o.seed, kDenseStream));
-    for (int j = 0; j < o.num_dense; ++j) {
-      log_mean_.push_back(0.5 + 2.5 * dense.Uniform());
-      log_sd_.push_back(0.5 + dense.Uniform());
-      slope_.push_back(o.dense_scale * dense.Normal());
-    }
-    const int k = o.interaction_dim;
-    // A dot product of two vectors with components of spread sigma has
-    // variance k sigma^4; over P pairs, P k sigma^4 = interaction_scale^2.
-    const double pairs =
-        0.5 * o.interaction_fields * (o.interaction_fields - 1);
-    latent_.resize(o.interaction_fields);
-    for (int f = 0; f < o.interaction_fields; ++f) {
-      Stream u(DeriveSeed(o.seed, kLatentStream + f));
-      const double scale = std::sqrt(o.interaction_scale) /
-                           std::pow(std::max(1.0, pairs) * k, 0.25);
-      latent_[f].resize(o.vocab_size * k);
-      for (int64_t r = 0; r < o.vocab_size; ++r) {
-        const double decay = 1.0 / (1.0 + r / o.weight_decay_rank);
-        for (int c = 0; c < k; ++c) {
-          latent_[f][r * k + c] =
-              static_cast<float>(scale * decay * u.Normal());
-        }
-      }
-    }
-    if (o.dense_cross > 0) {
-      Stream cross(DeriveSeed(o.seed, kCrossStream));
-      cross_.resize(o.num_dense * o.num_dense, 0.0);
-      for (int j = 0; j < o.num_dense; ++j) {
-        for (int l = j + 1; l < o.num_dense; ++l) {
-          cross_[j * o.num_dense + l] =
-              o.dense_cross * cross.Normal() / o.num_dense;
-        }
-      }
-    }
-    bias_ = CalibrateBias();
-  }
-
-  double bias() const { return bias_; }
-  int64_t Id(int field, int32_t rank) const {
-    return static_cast<int64_t>(CounterHash(id_seeds_[field], rank));
-  }
-
-  // The logit without the bias. field_ranks(f, visit) calls visit(rank)
-  // for each id of field f in order; dense_value(j) is the reader's feature
-  // of integer column j. The generator and TrueCtrProbabilities share this
-  // code, so they compute the same doubles.
-  template <typename FieldRanks, typename DenseValue>
-  double Logit(FieldRanks field_ranks, DenseValue dense_value) const {
-    const int k = o_.interaction_dim;
-    // The factorization machine's pair sum as 0.5 * (|sum u|^2 - sum |u|^2).
-    double fm_total[kMaxInteractionDim] = {};
-    double fm_squares = 0;
-    double logit = 0;
-    for (int f = 0; f < o_.num_fields; ++f) {
-      const bool interacts = f < o_.interaction_fields;
-      double sum = 0;
-      double u[kMaxInteractionDim] = {};
-      int n = 0;
-      field_ranks(f, [&](int32_t rank) {
-        sum += weights_[f][rank];
-        if (interacts) {
-          const float* v = &latent_[f][int64_t{rank} * k];
-          for (int c = 0; c < k; ++c) u[c] += v[c];
-        }
-        ++n;
-      });
-      if (mean_ && n > 0) {
-        sum /= n;
-        for (int c = 0; c < k; ++c) u[c] /= n;
-      }
-      logit += sum;
-      if (interacts) {
-        for (int c = 0; c < k; ++c) {
-          fm_total[c] += u[c];
-          fm_squares += u[c] * u[c];
-        }
-      }
-    }
-    if (o_.interaction_fields > 0) {
-      double total_square = 0;
-      for (int c = 0; c < k; ++c) total_square += fm_total[c] * fm_total[c];
-      logit += 0.5 * (total_square - fm_squares);
-    }
-    double centred[kMaxDense];
-    for (int j = 0; j < o_.num_dense; ++j) {
-      centred[j] = static_cast<double>(dense_value(j)) - log_mean_[j];
-      logit += slope_[j] * centred[j];
-    }
-    if (!cross_.empty()) {
-      for (int j = 0; j < o_.num_dense; ++j) {
-        for (int l = j + 1; l < o_.num_dense; ++l) {
-          logit += cross_[j * o_.num_dense + l] * centred[j] * centred[l];
-        }
-      }
-    }
-    return logit;
-  }
-
-  // The click probability, with the label noise, for a logit without bias.
-  double Probability(double logit) const {
-    const double p = 1.0 / (1.0 + std::exp(-(logit + bias_)));
-    return o_.noise + (1 - 2 * o_.noise) * p;
-  }
-
-  // Draws example `index` of the stream `salt` into *e.
-  void Draw(uint64_t salt, int64_t index, Example* e) const {
-    Stream s(DeriveSeed(DeriveSeed(o_.seed, salt), index));
-    e->counts.assign(o_.num_dense, 0);
-    e->count_missing.assign(o_.num_dense, false);
-    for (int j = 0; j < o_.num_dense; ++j) {
-      if (s.Uniform() < o_.missing) {
-        e->count_missing[j] = true;
-      } else if (s.Uniform() < kNegativeCount) {
-        e->counts[j] = -1;
-      } else {
-        const double x = std::exp(log_mean_[j] + log_sd_[j] * s.Normal());
-        e->counts[j] = static_cast<int64_t>(std::max(0.0, std::floor(x - 1)));
-      }
-    }
-    e->rank_offsets.assign(1, 0);
-    e->ranks.clear();
-    for (int f = 0; f < o_.num_fields; ++f) {
-      if (s.Uniform() >= o_.missing) {
-        const int n =
-            multi_hot_[f] ? 1 + static_cast<int>(s.Below(hotness_[f])) : 1;
-        for (int i = 0; i < n; ++i) e->ranks.push_back(zipf_.Sample(&s));
-      }
-      e->rank_offsets.push_back(static_cast<int32_t>(e->ranks.size()));
-    }
-    const double logit = Logit(
-        [&](int f, auto&& visit) {
-          for (int32_t i = e->rank_offsets[f]; i < e->rank_offsets[f + 1]; ++i)
-            visit(e->ranks[i]);
-        },
-        [&](int j) {
-          return e->count_missing[j] ? 0.0f : CriteoDenseValue(e->counts[j]);
-        });
-    e->logit = logit;
-    const double p = Probability(logit);
-    e->probability = static_cast<float>(p);
-    e->label = s.Uniform() < p ? 1.0f : 0.0f;
-  }
-
- private:
-  static AliasTable ZipfWeights(int64_t vocab, double s) {
-    std::vector<double> w(vocab);
-    for (int64_t r = 0; r < vocab; ++r) w[r] = std::pow(r + 1.0, -s);
-    return AliasTable(w);
-  }
-
-  // The bias that makes the mean click probability base_ctr (before the
-  // label noise), on a sample of its own.
-  double CalibrateBias() {
-    std::vector<double> logits;
-    Example e;
-    for (int64_t i = 0; i < kCalibrationExamples; ++i) {
-      Draw(kCalibrationStream, i, &e);
-      logits.push_back(e.logit);
-    }
-    double lo = -40, hi = 40;
-    for (int it = 0; it < 100; ++it) {
-      const double mid = 0.5 * (lo + hi);
-      double mean = 0;
-      for (double l : logits) mean += 1.0 / (1.0 + std::exp(-(l + mid)));
-      mean /= logits.size();
-      (mean < o_.base_ctr ? lo : hi) = mid;
-    }
-    return 0.5 * (lo + hi);
-  }
-
-  const CtrGeneratorOptions o_;
-  const AliasTable zipf_;
-  const bool mean_;
-  std::vector<std::vector<float>> weights_;  // [field][rank]
-  std::vector<int> hotness_;                 // most ids per field
-  std::vector<bool> multi_hot_;              // draws its bag's size
-  std::vector<std::vector<float>> latent_;   // [field][rank * dim + c]
-  std::vector<double> cross_;                // [j * num_dense + l], j < l
-  std::vector<uint64_t> id_seeds_;
-  std::vector<double> log_mean_, log_sd_, slope_;
-  double bias_ = 0;
-};
 
 // A plain or gzip output file.
 class OutputFile {
@@ -395,7 +89,6 @@ class OutputFile {
 
 void AppendLine(const HiddenModel& model, const Example& e, int num_fields,
                 std::string* out) {
-  static constexpr char kHex[] = "0123456789abcdef";
   out->push_back(e.label == 1.0f ? '1' : '0');
   char digits[24];
   for (size_t j = 0; j < e.counts.size(); ++j) {
@@ -408,9 +101,7 @@ void AppendLine(const HiddenModel& model, const Example& e, int num_fields,
     out->push_back('\t');
     for (int32_t i = e.rank_offsets[f]; i < e.rank_offsets[f + 1]; ++i) {
       if (i > e.rank_offsets[f]) out->push_back(',');
-      const uint64_t id = static_cast<uint64_t>(model.Id(f, e.ranks[i]));
-      for (int k = 15; k >= 0; --k) digits[15 - k] = kHex[(id >> (4 * k)) & 15];
-      out->append(digits, 16);
+      AppendHexId(static_cast<uint64_t>(model.Id(f, e.ranks[i])), out);
     }
   }
   out->push_back('\n');

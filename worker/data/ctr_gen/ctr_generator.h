@@ -44,8 +44,8 @@
 // same bytes, whatever the machine. The training and test sets come from
 // separate streams, so changing one's size does not change the other.
 
-#ifndef TESSERA_WORKER_DATA_CTR_GENERATOR_H_
-#define TESSERA_WORKER_DATA_CTR_GENERATOR_H_
+#ifndef TESSERA_WORKER_DATA_CTR_GEN_CTR_GENERATOR_H_
+#define TESSERA_WORKER_DATA_CTR_GEN_CTR_GENERATOR_H_
 
 #include <cstdint>
 #include <functional>
@@ -118,4 +118,4 @@ absl::StatusOr<std::vector<float>> TrueCtrProbabilities(
 
 }  // namespace tessera
 
-#endif  // TESSERA_WORKER_DATA_CTR_GENERATOR_H_
+#endif  // TESSERA_WORKER_DATA_CTR_GEN_CTR_GENERATOR_H_

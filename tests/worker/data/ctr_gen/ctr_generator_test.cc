@@ -1,4 +1,4 @@
-#include "worker/data/ctr_generator.h"
+#include "worker/data/ctr_gen/ctr_generator.h"
 
 #include <unistd.h>
 
