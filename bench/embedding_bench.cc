@@ -64,9 +64,9 @@
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "partitioners/hash_routing.h"
+#include "ps_server/client/ps_client.h"
 #include "ps_server/data_plane/dense_plane_server.h"
 #include "ps_server/hash_table.h"
-#include "ps_server/ps_client.h"
 #include "ps_server/ps_service.h"
 #include "ps_server/shard_store.h"
 
@@ -278,7 +278,8 @@ absl::StatusOr<ThroughputResult> RunClients(const std::string& address,
 int RunThroughput(const std::vector<int64_t>& dims) {
   ShardStore store;
   PsServiceOptions options;
-  ParameterServerService service(&store, options);
+  PsCore core(&store);
+  ParameterServerService service(&core, options);
   grpc::ServerBuilder builder;
   ConfigureServerBuilder(&builder);
   int port = 0;
@@ -293,7 +294,7 @@ int RunThroughput(const std::vector<int64_t>& dims) {
   DensePlaneServerOptions plane_options;
   plane_options.host = "127.0.0.1";
   absl::StatusOr<std::unique_ptr<DensePlaneServer>> plane =
-      DensePlaneServer::Start(&store, &service, plane_options);
+      DensePlaneServer::Start(&core, plane_options);
   if (!plane.ok()) {
     LOG(ERROR) << "could not start the data plane: " << plane.status();
     return 1;

@@ -16,7 +16,7 @@
 #include "common/grpc_channel.h"
 #include "glog/logging.h"
 #include "partitioners/hash_routing.h"
-#include "ps_server/ps_client.h"
+#include "ps_server/client/ps_client.h"
 
 namespace tessera {
 namespace {

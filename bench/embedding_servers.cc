@@ -127,7 +127,8 @@ ServerProcess ForkServer() {
   if (p.pid == 0) {
     close(fds[0]);
     ShardStore store;
-    ParameterServerService service(&store, PsServiceOptions());
+    PsCore core(&store);
+    ParameterServerService service(&core, PsServiceOptions());
     grpc::ServerBuilder builder;
     ConfigureServerBuilder(&builder);
     int port = 0;

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "proto/ps_service.pb.h"
-#include "ps_server/ps_client.h"
+#include "ps_server/client/ps_client.h"
 
 namespace tessera {
 

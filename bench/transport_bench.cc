@@ -90,9 +90,9 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
-#include "ps_server/data_plane/dense_plane_client.h"
+#include "ps_server/client/dense_plane_client.h"
+#include "ps_server/client/ps_client.h"
 #include "ps_server/gradient_check.h"
-#include "ps_server/ps_client.h"
 
 DEFINE_string(sizes_mb, "1,16,64",
               "Comma-separated payload sizes in MiB (fractions allowed).");

@@ -28,7 +28,7 @@ absl::StatusOr<std::unique_ptr<TransportServer>> TransportServer::Start(
   PsServiceOptions service_options;
   service_options.chunk_bytes = options.chunk_bytes;
   t->service_ =
-      std::make_unique<ParameterServerService>(&t->store_, service_options);
+      std::make_unique<ParameterServerService>(&t->core_, service_options);
   t->floor_ = std::make_unique<GrpcFloorService>(options.max_bytes,
                                                  options.chunk_bytes);
 
@@ -66,14 +66,14 @@ absl::StatusOr<std::unique_ptr<TransportServer>> TransportServer::Start(
     tls_options.port = PortAt(options.base_port, 3);
     tls_options.tls = options.tls;
     absl::StatusOr<std::unique_ptr<DensePlaneServer>> started =
-        DensePlaneServer::Start(&t->store_, t->service_.get(), tls_options);
+        DensePlaneServer::Start(&t->core_, tls_options);
     if (!started.ok()) return started.status();
     t->tls_plane_ = *std::move(started);
     t->endpoints_.tls_plane_port = t->tls_plane_->port();
   }
   plane_options.port = PortAt(options.base_port, 2);
   absl::StatusOr<std::unique_ptr<DensePlaneServer>> plane =
-      DensePlaneServer::Start(&t->store_, t->service_.get(), plane_options);
+      DensePlaneServer::Start(&t->core_, plane_options);
   if (!plane.ok()) return plane.status();
   t->plane_ = *std::move(plane);
   return t;

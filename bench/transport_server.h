@@ -75,6 +75,7 @@ class TransportServer {
 
   TransportEndpoints endpoints_;
   ShardStore store_;
+  PsCore core_{&store_};
   std::unique_ptr<ParameterServerService> service_;
   std::unique_ptr<GrpcFloorService> floor_;
   std::unique_ptr<grpc::Server> server_;

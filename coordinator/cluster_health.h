@@ -14,7 +14,7 @@
 #include "absl/time/time.h"
 #include "coordinator/worker_task.h"
 #include "proto/coordinator_service.pb.h"
-#include "ps_server/ps_client.h"
+#include "ps_server/client/ps_client.h"
 
 namespace tessera {
 

@@ -11,7 +11,7 @@
 #include "common/checkpoint_dir.h"
 #include "proto/checkpoint.pb.h"
 #include "proto/job.pb.h"
-#include "ps_server/ps_client.h"
+#include "ps_server/client/ps_client.h"
 
 namespace tessera {
 

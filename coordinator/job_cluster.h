@@ -8,7 +8,7 @@
 #include "common/grpc_channel.h"
 #include "common/transport_limits.h"
 #include "coordinator/worker_task.h"
-#include "ps_server/ps_client.h"
+#include "ps_server/client/ps_client.h"
 
 namespace tessera {
 

@@ -10,18 +10,18 @@
 #include "common/tensor_chunk_codec.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/server_callback.h"
-#include "ps_server/push_size.h"
 #include "ps_server/shard.h"
 #include "ps_server/shard_store.h"
-#include "ps_server/sync_push.h"
 #include "ps_server/sync_steps.h"
+#include "ps_server/wire/push_size.h"
+#include "ps_server/wire/sync_push.h"
 
 namespace tessera {
 
 // Receives the chunks of one PushDense stream into per-shard buffers and,
 // once the stream has ended with everything the client declared
-// (ps_server/push_size.h) and every shard's gradient is whole, finite and of
-// the right size, applies them. Any bad chunk, and a stream cut off before
+// (ps_server/wire/push_size.h) and every shard's gradient is whole, finite and
+// of the right size, applies them. Any bad chunk, and a stream cut off before
 // the declared size (a cancelled call, a dropped connection), ends the call
 // with an error and nothing is applied. Deletes itself when done.
 //

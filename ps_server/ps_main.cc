@@ -38,7 +38,8 @@ int main(int argc, char** argv) {
   options.auth = *std::move(auth);
   options.task_index = cluster.task().index;
   options.chunk_bytes = FLAGS_chunk_bytes;
-  tessera::ParameterServerService service(&store, options);
+  tessera::PsCore core(&store);
+  tessera::ParameterServerService service(&core, options);
 
   const std::string address = cluster.own_address();
   // Tensor bytes may also travel on a TCP data plane, on a port of the
@@ -58,7 +59,7 @@ int main(int argc, char** argv) {
   plane_options.timeout_s = FLAGS_rpc_timeout_s;
   plane_options.tls = start.server.tls;
   absl::StatusOr<std::unique_ptr<tessera::DensePlaneServer>> data_plane =
-      tessera::DensePlaneServer::Start(&store, &service, plane_options);
+      tessera::DensePlaneServer::Start(&core, plane_options);
   if (!data_plane.ok()) {
     LOG(ERROR) << data_plane.status().message();
     return 1;

@@ -11,9 +11,9 @@
 
 namespace tessera {
 
-ParameterServerService::ParameterServerService(ShardStore* store,
+ParameterServerService::ParameterServerService(PsCore* core,
                                                PsServiceOptions options)
-    : store_(store), options_(std::move(options)) {}
+    : core_(core), store_(core->store()), options_(std::move(options)) {}
 
 bool ParameterServerService::Refused(grpc::CallbackServerContext* context,
                                      const char* method,
@@ -28,7 +28,7 @@ absl::Status ParameterServerService::ApplySyncStepsFor(
     const grpc::CallbackServerContext& context) {
   absl::StatusOr<std::optional<int64_t>> step = ReadSyncPull(context);
   if (!step.ok()) return step.status();
-  sync_steps_.ApplyBefore(*step);
+  core_->sync_steps()->ApplyBefore(*step);
   return absl::OkStatus();
 }
 
@@ -59,7 +59,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* ParameterServerService::PullDense(
       !s.ok()) {
     return new RefusedWriteReactor<grpc::ByteBuffer>(s);
   }
-  pulls_.fetch_add(1, std::memory_order_relaxed);
+  core_->CountPull();
   if (absl::Status s = ApplySyncStepsFor(*context); !s.ok()) {
     return new RefusedWriteReactor<grpc::ByteBuffer>(ToGrpcStatus(s));
   }
@@ -73,8 +73,9 @@ grpc::ServerReadReactor<grpc::ByteBuffer>* ParameterServerService::PushDense(
       !s.ok()) {
     return new RefusedReadReactor<grpc::ByteBuffer>(s);
   }
-  pushes_.fetch_add(1, std::memory_order_relaxed);
-  return new DensePushReactor(store_, &sync_steps_, ReadSyncPush(*context),
+  core_->CountPush();
+  return new DensePushReactor(store_, core_->sync_steps(),
+                              ReadSyncPush(*context),
                               ReadPushSize(*context, "PushDense"), response);
 }
 
@@ -85,7 +86,7 @@ grpc::ServerWriteReactor<RowsChunk>* ParameterServerService::PullRows(
       !s.ok()) {
     return new RefusedWriteReactor<RowsChunk>(s);
   }
-  pulls_.fetch_add(1, std::memory_order_relaxed);
+  core_->CountPull();
   if (absl::Status s = ApplySyncStepsFor(*context); !s.ok()) {
     return new RefusedWriteReactor<RowsChunk>(ToGrpcStatus(s));
   }
@@ -99,8 +100,8 @@ grpc::ServerReadReactor<RowsChunk>* ParameterServerService::PushRows(
       !s.ok()) {
     return new RefusedReadReactor<RowsChunk>(s);
   }
-  pushes_.fetch_add(1, std::memory_order_relaxed);
-  return new RowPushReactor(store_, &sync_steps_, ReadSyncPush(*context),
+  core_->CountPush();
+  return new RowPushReactor(store_, core_->sync_steps(), ReadSyncPush(*context),
                             ReadPushSize(*context, "PushRows"), response);
 }
 
@@ -111,13 +112,12 @@ grpc::ServerUnaryReactor* ParameterServerService::Health(
   if (Refused(context, "ParameterServer.Health", reactor)) return reactor;
   response->set_task_type("ps");
   response->set_task_index(options_.task_index);
-  response->set_uptime_ms(absl::ToInt64Milliseconds(absl::Now() - start_));
+  response->set_uptime_ms(absl::ToInt64Milliseconds(core_->uptime()));
   response->set_num_shards(store_->num_shards());
-  response->set_pulls_served(pulls_.load(std::memory_order_relaxed));
-  response->set_pushes_served(pushes_.load(std::memory_order_relaxed));
+  response->set_pulls_served(core_->pulls());
+  response->set_pushes_served(core_->pushes());
   response->set_resident_bytes(store_->resident_bytes());
-  response->set_data_plane_port(
-      data_plane_port_.load(std::memory_order_relaxed));
+  response->set_data_plane_port(core_->data_plane_port());
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }
@@ -144,7 +144,7 @@ grpc::ServerUnaryReactor* ParameterServerService::SaveShards(
     const absl::Time start = absl::Now();
     // The coordinator saves between steps: a sync step complete on every
     // server is part of the state saved.
-    sync_steps_.ApplyBefore(std::nullopt);
+    core_->sync_steps()->ApplyBefore(std::nullopt);
     absl::Status status =
         request->directory().empty()
             ? absl::InvalidArgumentError("SaveShards: no directory given")
@@ -181,7 +181,7 @@ grpc::ServerUnaryReactor* ParameterServerService::RestoreShards(
                                      store_, response);
     if (status.ok()) {
       // Sync steps restart from the checkpoint's; none of them is late.
-      sync_steps_.ResetAll();
+      core_->sync_steps()->ResetAll();
       LOG(INFO) << "RestoreShards: " << response->shards_restored()
                 << " shards, " << response->rows_restored() << " rows from "
                 << request->directory() << " (step "

@@ -12,8 +12,7 @@
 #include "common/transport_limits.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "proto/ps_service.grpc.pb.h"
-#include "ps_server/shard_store.h"
-#include "ps_server/sync_steps.h"
+#include "ps_server/ps_core.h"
 
 namespace tessera {
 
@@ -34,7 +33,8 @@ using DenseRawCallbackService =
         ParameterServer::WithRawCallbackMethod_PushDense<
             ParameterServer::CallbackService>>;
 
-// The ParameterServer gRPC service over a ShardStore, with the callback
+// The ParameterServer gRPC service over a PsCore (ps_core.h: the shards,
+// sync steps and counters it shares with the data plane), with the callback
 // API: unary calls answer inline, streams run as self-deleting reactors.
 // Every call first checks the job token (options.auth) and is refused with
 // UNAUTHENTICATED, before it touches anything, when it lacks it.
@@ -44,17 +44,8 @@ using DenseRawCallbackService =
 // grpc::Server stops it, after the reply has gone out.
 class ParameterServerService final : public DenseRawCallbackService {
  public:
-  ParameterServerService(ShardStore* store, PsServiceOptions options);
-
-  // The TCP data plane (ps_server/data_plane/) serves the same shards: it
-  // shares sync mode's pending steps and counts its calls into Health's
-  // load. Its port is announced in Health (0: none, e.g. a TLS job).
-  SyncSteps* sync_steps() { return &sync_steps_; }
-  void CountPull() { pulls_.fetch_add(1, std::memory_order_relaxed); }
-  void CountPush() { pushes_.fetch_add(1, std::memory_order_relaxed); }
-  void set_data_plane_port(int port) {
-    data_plane_port_.store(port, std::memory_order_relaxed);
-  }
+  // `core` must outlive the service.
+  ParameterServerService(PsCore* core, PsServiceOptions options);
 
   // Notified when a client asked the server to stop.
   absl::Notification& shutdown_requested() { return shutdown_; }
@@ -103,14 +94,9 @@ class ParameterServerService final : public DenseRawCallbackService {
   // a malformed tag.
   absl::Status ApplySyncStepsFor(const grpc::CallbackServerContext& context);
 
-  ShardStore* const store_;
+  PsCore* const core_;
+  ShardStore* const store_;  // the core's
   const PsServiceOptions options_;
-  SyncSteps sync_steps_;  // sync mode's pending steps
-  // Calls taken, dense and row ones together, for Health (load).
-  std::atomic<int64_t> pulls_{0};
-  std::atomic<int64_t> pushes_{0};
-  std::atomic<int> data_plane_port_{0};
-  const absl::Time start_ = absl::Now();
   std::atomic<bool> shutdown_called_{false};
   absl::Notification shutdown_;
   // Last, so it is destroyed first: it finishes the checkpoint calls

@@ -9,8 +9,8 @@
 #include "absl/types/span.h"
 #include "proto/ps_service.pb.h"
 #include "ps_server/row_table.h"
-#include "ps_server/sync_push.h"
 #include "ps_server/sync_steps.h"
+#include "ps_server/wire/sync_push.h"
 
 namespace tessera {
 

@@ -9,11 +9,11 @@
 #include "grpcpp/support/server_callback.h"
 #include "proto/ps_service.pb.h"
 #include "proto/tensor.pb.h"
-#include "ps_server/push_size.h"
 #include "ps_server/row_table.h"
 #include "ps_server/shard_store.h"
-#include "ps_server/sync_push.h"
 #include "ps_server/sync_steps.h"
+#include "ps_server/wire/push_size.h"
+#include "ps_server/wire/sync_push.h"
 
 namespace tessera {
 

@@ -14,7 +14,7 @@
 #include "absl/types/span.h"
 #include "ps_server/row_table.h"
 #include "ps_server/shard.h"
-#include "ps_server/sync_push.h"
+#include "ps_server/wire/sync_push.h"
 
 namespace tessera {
 

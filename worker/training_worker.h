@@ -14,7 +14,7 @@
 #include "common/serial_executor.h"
 #include "common/training_mode.h"
 #include "proto/worker_service.pb.h"
-#include "ps_server/ps_client.h"
+#include "ps_server/client/ps_client.h"
 #include "worker/backend/backend.h"
 #include "worker/collective/all_reducer.h"
 #include "worker/data/example_set.h"

@@ -34,7 +34,7 @@ enum class FrameOp : uint16_t {
   kPullDenseReply = 2,
   kPushDense = 3,
   kPushDenseReply = 4,
-  // Sparse rows (ps_server/data_plane/row_wire.h).
+  // Sparse rows (ps_server/wire/row_wire.h).
   kPullRows = 5,
   kPullRowsReply = 6,
   kPushRows = 7,
@@ -58,7 +58,7 @@ struct FrameHeader {
 
 inline constexpr size_t kFrameHeaderBytes = 40;
 // Flags of kPushDense and kPushRows: a holds the sync step, b the parts it
-// needs and this push's part (ps_server/sync_push.h packs them).
+// needs and this push's part (ps_server/wire/sync_push.h packs them).
 inline constexpr uint16_t kFrameSyncPush = 1;
 // Flags of kPullDense and kPullRows: a holds the sync step pulled for.
 inline constexpr uint16_t kFrameSyncPull = 2;

@@ -10,9 +10,9 @@
 #include "common/data_plane/handshake.h"
 #include "common/data_plane/tls.h"
 #include "glog/logging.h"
-#include "ps_server/data_plane/dense_wire.h"
 #include "ps_server/dense_push_apply.h"
 #include "ps_server/gradient_check.h"
+#include "ps_server/wire/dense_wire.h"
 
 namespace tessera {
 namespace {
@@ -46,10 +46,9 @@ struct Incoming {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<DensePlaneServer>> DensePlaneServer::Start(
-    ShardStore* store, ParameterServerService* service,
-    DensePlaneServerOptions options) {
+    PsCore* core, DensePlaneServerOptions options) {
   std::unique_ptr<DensePlaneServer> server(
-      new DensePlaneServer(store, service, std::move(options)));
+      new DensePlaneServer(core, std::move(options)));
   DensePlaneServer* self = server.get();
   std::shared_ptr<const DataPlaneTls> tls;
   if (self->options_.tls.has_value()) {
@@ -64,20 +63,19 @@ absl::StatusOr<std::unique_ptr<DensePlaneServer>> DensePlaneServer::Start(
       std::min(self->options_.timeout_s, 30.0));
   if (!listener.ok()) return listener.status();
   server->listener_ = *std::move(listener);
-  service->set_data_plane_port(server->port());
+  core->set_data_plane_port(server->port());
   return server;
 }
 
-DensePlaneServer::DensePlaneServer(ShardStore* store,
-                                   ParameterServerService* service,
+DensePlaneServer::DensePlaneServer(PsCore* core,
                                    DensePlaneServerOptions options)
-    : store_(store),
-      service_(service),
+    : core_(core),
+      store_(core->store()),
       options_(std::move(options)),
-      rows_(store, service) {}
+      rows_(core) {}
 
 DensePlaneServer::~DensePlaneServer() {
-  service_->set_data_plane_port(0);
+  core_->set_data_plane_port(0);
   listener_.reset();
 }
 
@@ -137,7 +135,7 @@ absl::Status DensePlaneServer::ServePull(Socket& socket,
                                          const FrameHeader& request) {
   std::string table;
   if (absl::Status s = ReadTable(socket, request, &table); !s.ok()) return s;
-  service_->CountPull();
+  core_->CountPull();
   WireReader reader(table);
   std::vector<std::shared_ptr<Shard>> shards;
   shards.reserve(request.count);
@@ -167,9 +165,9 @@ absl::Status DensePlaneServer::ServePull(Socket& socket,
         socket, FrameOp::kPullDenseReply,
         absl::InvalidArgumentError("sync pull: the step must be >= 0"));
   }
-  service_->sync_steps()->ApplyBefore((request.flags & kFrameSyncPull) != 0
-                                          ? std::optional<int64_t>(request.a)
-                                          : std::nullopt);
+  core_->sync_steps()->ApplyBefore((request.flags & kFrameSyncPull) != 0
+                                       ? std::optional<int64_t>(request.a)
+                                       : std::nullopt);
   FrameHeader reply;
   reply.op = FrameOp::kPullDenseReply;
   reply.count = request.count;
@@ -219,7 +217,7 @@ absl::Status DensePlaneServer::ServePush(
     std::unique_ptr<SerialExecutor>* applier) {
   std::string table;
   if (absl::Status s = ReadTable(socket, request, &table); !s.ok()) return s;
-  service_->CountPush();
+  core_->CountPush();
   // The declaration first: it says how many bytes follow, whatever else
   // is wrong with the request.
   WireReader reader(table);
@@ -331,7 +329,7 @@ absl::Status DensePlaneServer::ServePush(
                                      in.grad.get(), in.shard->num_elements())});
     }
     ApplyDensePush(
-        grads, sync, service_->sync_steps(),
+        grads, sync, core_->sync_steps(),
         [&](const absl::Status& status, const PushResponse& response) {
           if (!status.ok()) {
             written = WriteErrorReply(socket, FrameOp::kPushDenseReply, status);

@@ -13,14 +13,14 @@
 #include "common/serial_executor.h"
 #include "common/tls_files.h"
 #include "ps_server/data_plane/row_plane_service.h"
-#include "ps_server/ps_service.h"
+#include "ps_server/ps_core.h"
 #include "ps_server/shard_store.h"
 
 namespace tessera {
 
 struct DensePlaneServerOptions {
   // Where to listen: "" or "::" every interface; port 0 lets the kernel
-  // choose (announced through the service's Health).
+  // choose (announced through the core, in Health).
   std::string host;
   int port = 0;
   // Connections must prove they hold it (common/data_plane/handshake.h);
@@ -35,7 +35,7 @@ struct DensePlaneServerOptions {
 
 // A parameter server's TCP data plane (docs/design.md, "Bytes and
 // control travel apart"): dense pulls and pushes of the same shards the gRPC
-// service holds, framed as ps_server/data_plane/dense_wire.h says, one
+// service holds, framed as ps_server/wire/dense_wire.h says, one
 // thread per connection. The same connections carry sparse row pulls and
 // pushes, which RowPlaneService serves (row_wire.h).
 //
@@ -54,18 +54,16 @@ struct DensePlaneServerOptions {
 // closes them all and returns once none is served.
 class DensePlaneServer {
  public:
-  // `store` and `service` must outlive the server. Sets the service's
-  // announced port.
+  // `core` (the shards, sync steps and counters the gRPC service serves
+  // too) must outlive the server. Sets the core's announced port.
   static absl::StatusOr<std::unique_ptr<DensePlaneServer>> Start(
-      ShardStore* store, ParameterServerService* service,
-      DensePlaneServerOptions options);
+      PsCore* core, DensePlaneServerOptions options);
   ~DensePlaneServer();
 
   int port() const { return listener_->port(); }
 
  private:
-  DensePlaneServer(ShardStore* store, ParameterServerService* service,
-                   DensePlaneServerOptions options);
+  DensePlaneServer(PsCore* core, DensePlaneServerOptions options);
   void Serve(Socket& socket);
   // Each returns an error only when the connection must close (it broke,
   // or the peer does not speak the protocol); a refused request gets an
@@ -75,8 +73,8 @@ class DensePlaneServer {
                          std::vector<char>* scratch,
                          std::unique_ptr<SerialExecutor>* applier);
 
-  ShardStore* const store_;
-  ParameterServerService* const service_;
+  PsCore* const core_;
+  ShardStore* const store_;  // the core's
   const DensePlaneServerOptions options_;
   RowPlaneService rows_;
   std::unique_ptr<Listener> listener_;  // last: stops before the rest go

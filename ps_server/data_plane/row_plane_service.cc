@@ -4,11 +4,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
-#include "ps_server/data_plane/dense_wire.h"
-#include "ps_server/data_plane/row_wire.h"
 #include "ps_server/gradient_check.h"
 #include "ps_server/row_push_apply.h"
-#include "ps_server/sync_push.h"
+#include "ps_server/wire/dense_wire.h"
+#include "ps_server/wire/row_wire.h"
+#include "ps_server/wire/sync_push.h"
 
 namespace tessera {
 namespace {
@@ -97,12 +97,12 @@ absl::Status RowPlaneService::ServePull(Socket& socket,
                                         const FrameHeader& request,
                                         Scratch* scratch) {
   if (absl::Status s = ReadParts(socket, request, scratch); !s.ok()) return s;
-  service_->CountPull();
+  core_->CountPull();
   // A sync pull reads the rows after every step before its own.
-  service_->sync_steps()->ApplyBefore((request.flags & kFrameSyncPull) != 0 &&
-                                              request.a >= 0
-                                          ? std::optional<int64_t>(request.a)
-                                          : std::nullopt);
+  core_->sync_steps()->ApplyBefore((request.flags & kFrameSyncPull) != 0 &&
+                                           request.a >= 0
+                                       ? std::optional<int64_t>(request.a)
+                                       : std::nullopt);
   int64_t total = 0;
   for (const Scratch::Part& part : scratch->parts) total += part.rows;
   scratch->ids.resize(total);
@@ -172,7 +172,7 @@ absl::Status RowPlaneService::ServePush(Socket& socket,
                                         const FrameHeader& request,
                                         Scratch* scratch) {
   if (absl::Status s = ReadParts(socket, request, scratch); !s.ok()) return s;
-  service_->CountPush();
+  core_->CountPush();
   std::optional<SyncPush> sync;
   absl::Status bad_tag;
   if ((request.flags & kFrameSyncPush) != 0) {
@@ -241,7 +241,7 @@ absl::Status RowPlaneService::ServePush(Socket& socket,
   }
   PushResponse response;
   absl::Status applied =
-      ApplyRowPush(grads, sync, service_->sync_steps(), &response);
+      ApplyRowPush(grads, sync, core_->sync_steps(), &response);
   ForgetTables(scratch);
   if (!applied.ok()) {
     return WriteErrorReply(socket, FrameOp::kPushRowsReply, applied);

@@ -9,14 +9,14 @@
 #include "absl/status/status.h"
 #include "common/data_plane/frame.h"
 #include "common/data_plane/socket.h"
-#include "ps_server/ps_service.h"
+#include "ps_server/ps_core.h"
 #include "ps_server/row_table.h"
 #include "ps_server/shard_store.h"
 
 namespace tessera {
 
 // The sparse half of a parameter server's TCP data plane: PullRows and
-// PushRows framed as ps_server/data_plane/row_wire.h says, served on the
+// PushRows framed as ps_server/wire/row_wire.h says, served on the
 // connections DensePlaneServer accepted and authenticated.
 //
 // The guarantees are the gRPC path's (ps_server/row_reactors.h), with the
@@ -48,9 +48,8 @@ class RowPlaneService {
     std::string table;          // the request's declaration
   };
 
-  // `store` and `service` must outlive this.
-  RowPlaneService(ShardStore* store, ParameterServerService* service)
-      : store_(store), service_(service) {}
+  // `core` must outlive this.
+  explicit RowPlaneService(PsCore* core) : core_(core), store_(core->store()) {}
 
   // Each returns an error only when the connection must close (it broke,
   // or the peer does not speak the protocol); a refused request gets an
@@ -66,8 +65,8 @@ class RowPlaneService {
   absl::Status ReadParts(Socket& socket, const FrameHeader& request,
                          Scratch* scratch);
 
-  ShardStore* const store_;
-  ParameterServerService* const service_;
+  PsCore* const core_;
+  ShardStore* const store_;  // the core's
 };
 
 }  // namespace tessera

@@ -38,7 +38,7 @@
 #include "partitioners/shard_layout.h"
 #include "proto/job.pb.h"
 #include "proto/ps_service.pb.h"
-#include "ps_server/ps_client.h"
+#include "ps_server/client/ps_client.h"
 #include "tests/shell_command.h"
 
 namespace tessera {

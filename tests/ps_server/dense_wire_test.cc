@@ -25,9 +25,9 @@
 #include "grpcpp/support/slice.h"
 #include "grpcpp/support/sync_stream.h"
 #include "proto/ps_service.grpc.pb.h"
+#include "ps_server/client/ps_client.h"
 #include "ps_server/dense_push_reactor.h"
-#include "ps_server/ps_client.h"
-#include "ps_server/push_size.h"
+#include "ps_server/wire/push_size.h"
 #include "tests/ps_server/ps_test_util.h"
 
 namespace tessera {

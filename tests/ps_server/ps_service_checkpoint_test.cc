@@ -18,7 +18,7 @@
 #include "common/rpc_auth.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
-#include "ps_server/ps_client.h"
+#include "ps_server/client/ps_client.h"
 #include "ps_server/ps_service.h"
 #include "tests/common/checkpoint_test_util.h"
 #include "tests/ps_server/ps_test_util.h"

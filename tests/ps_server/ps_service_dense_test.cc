@@ -15,8 +15,8 @@
 #include "common/data_plane/data_plane_kind.h"
 #include "common/grpc_channel.h"
 #include "proto/ps_service.grpc.pb.h"
-#include "ps_server/ps_client.h"
-#include "ps_server/push_size.h"
+#include "ps_server/client/ps_client.h"
+#include "ps_server/wire/push_size.h"
 #include "tests/ps_server/ps_test_util.h"
 
 namespace tessera {

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "partitioners/hash_routing.h"
+#include "ps_server/client/ps_client.h"
 #include "ps_server/hash_table.h"
-#include "ps_server/ps_client.h"
 #include "tests/ps_server/ps_test_util.h"
 
 namespace tessera {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "ps_server/ps_client.h"
+#include "ps_server/client/ps_client.h"
 #include "tests/ps_server/ps_test_util.h"
 
 namespace tessera {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "common/data_plane/data_plane_kind.h"
-#include "ps_server/ps_client.h"
+#include "ps_server/client/ps_client.h"
 #include "tests/ps_server/ps_test_util.h"
 
 namespace tessera {

@@ -22,8 +22,8 @@
 #include "grpcpp/server_builder.h"
 #include "proto/job.pb.h"
 #include "proto/ps_service.pb.h"
+#include "ps_server/client/ps_client.h"
 #include "ps_server/data_plane/dense_plane_server.h"
-#include "ps_server/ps_client.h"
 #include "ps_server/ps_service.h"
 #include "ps_server/shard_store.h"
 #include "tests/common/optimizer/optimizer_configs.h"
@@ -115,14 +115,14 @@ class TestPsServer {
   // `plane_tls` the data plane runs TLS (gRPC stays plaintext).
   explicit TestPsServer(RpcAuth auth = RpcAuth(),
                         std::optional<TlsFiles> plane_tls = std::nullopt)
-      : service_(&store_, ServiceOptions(auth)) {
+      : service_(&core_, ServiceOptions(auth)) {
     DensePlaneServerOptions plane;
     plane.host = "127.0.0.1";
     plane.job_token = auth.token();
     plane.timeout_s = 60;
     plane.tls = std::move(plane_tls);
     absl::StatusOr<std::unique_ptr<DensePlaneServer>> started =
-        DensePlaneServer::Start(&store_, &service_, plane);
+        DensePlaneServer::Start(&core_, plane);
     if (started.ok()) plane_ = *std::move(started);
     grpc::ServerBuilder builder;
     ConfigureServerBuilder(&builder);
@@ -148,6 +148,7 @@ class TestPsServer {
   const std::string& address() const { return address_; }
   ShardStore& store() { return store_; }
   ParameterServerService& service() { return service_; }
+  PsCore& core() { return core_; }
 
   // A stub whose channel attaches no token of its own.
   std::unique_ptr<ParameterServer::Stub> NewStub() const {
@@ -199,6 +200,7 @@ class TestPsServer {
   }
 
   ShardStore store_;
+  PsCore core_{&store_};
   ParameterServerService service_;
   int port_ = 0;
   std::string address_;

@@ -11,15 +11,12 @@
 #include "common/model/model_presets.h"
 #include "common/model/variable_optimizer.h"
 #include "common/model_spec.h"
-#include "ps_server/shard_checkpoint.h"
-#include "ps_server/shard_store.h"
+#include "ps_server/restore/variable_restore.h"
 #include "worker/export/model_file.h"
 
 namespace tessera {
 namespace {
 
-// The one shard holding all of `v`, as the coordinator defines it for one
-// parameter server: restoring onto it gathers every saved shard.
 // The checkpoint `path` names: itself when it is a checkpoint folder, else
 // the newest valid one under it.
 absl::StatusOr<ValidCheckpoint> FindCheckpoint(std::string path) {
@@ -44,45 +41,6 @@ absl::StatusOr<ValidCheckpoint> FindCheckpoint(std::string path) {
   return CheckpointDir(path).LatestValid();
 }
 
-// Copies the restored shard of `v` out of `store`.
-absl::Status TakeValue(const VariableDef& v, ShardStore& store,
-                       TrainedVariable* out) {
-  const std::string shard = absl::StrCat(v.name, "/part_0");
-  out->name = v.name;
-  out->shape = v.shape;
-  out->table = v.sparse;
-  out->vocab_size = v.sparse ? v.shape[0] : 0;
-  for (const StoredShard& stored : store.List()) {
-    if (stored.def().name() != shard || stored.table == nullptr) continue;
-    const int64_t dim = stored.table->row_elements();
-    std::vector<std::pair<int64_t, const float*>> rows;
-    absl::Status s = stored.table->VisitRows(
-        [&](const HashTable::Rows& view) -> absl::Status {
-          view.ForEach([&](const HashRowRef& row) {
-            rows.emplace_back(row.id, row.values);
-          });
-          // Sorted by id, so an export is the same file however the rows
-          // were laid out in memory.
-          std::sort(rows.begin(), rows.end());
-          out->ids.reserve(rows.size());
-          out->values.resize(rows.size() * dim);
-          for (size_t r = 0; r < rows.size(); ++r) {
-            out->ids.push_back(rows[r].first);
-            std::copy_n(rows[r].second, dim, out->values.data() + r * dim);
-          }
-          return absl::OkStatus();
-        });
-    out->shape = {static_cast<int64_t>(rows.size()), dim};
-    return s;
-  }
-  absl::StatusOr<std::shared_ptr<Shard>> dense = store.Find(shard);
-  if (!dense.ok()) return dense.status();
-  out->values.resize((*dense)->num_elements());
-  (*dense)->ReadBytes(0, (*dense)->byte_size(),
-                      reinterpret_cast<char*>(out->values.data()));
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 absl::StatusOr<TrainedModel> LoadTrainedModel(const std::string& path) {
@@ -105,23 +63,23 @@ absl::StatusOr<TrainedModel> LoadTrainedModel(const std::string& path) {
   if (!graph.ok()) return graph.status();
   m.graph = *std::move(graph);
 
-  ShardStore store;
+  std::vector<VariableToRestore> wanted;
   for (const VariableDef& v : m.graph.variables) {
-    CreateShardsRequest request;
-    *request.add_shards() = WholeShardOf(v);
-    *request.mutable_optimizer() = VariableOptimizer(m.job, v);
-    CreateShardsResponse response;
-    if (absl::Status s = store.Create(request, &response); !s.ok()) return s;
+    wanted.push_back({v, VariableOptimizer(m.job, v)});
   }
-  RestoreShardsResponse restored;
-  if (absl::Status s = RestoreShardCheckpoint(
-          checkpoint->manifest, checkpoint->path, &store, &restored);
-      !s.ok()) {
-    return s;
-  }
-  for (const VariableDef& v : m.graph.variables) {
+  absl::StatusOr<std::vector<RestoredVariable>> restored =
+      RestoreVariables(checkpoint->manifest, checkpoint->path, wanted);
+  if (!restored.ok()) return restored.status();
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    const VariableDef& v = wanted[i].variable;
+    RestoredVariable& r = (*restored)[i];
     TrainedVariable value;
-    if (absl::Status s = TakeValue(v, store, &value); !s.ok()) return s;
+    value.name = std::move(r.name);
+    value.shape = std::move(r.shape);
+    value.values = std::move(r.values);
+    value.ids = std::move(r.ids);
+    value.table = v.sparse;
+    value.vocab_size = v.sparse ? v.shape[0] : 0;
     m.index[v.name] = static_cast<int>(m.variables.size());
     m.variables.push_back(std::move(value));
   }

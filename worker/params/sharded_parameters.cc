@@ -1,6 +1,6 @@
 #include "worker/params/sharded_parameters.h"
 
-#include <functional>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -20,8 +20,6 @@ absl::StatusOr<std::unique_ptr<ShardedParameters>> ShardedParameters::Create(
   }
   auto params = std::unique_ptr<ShardedParameters>(new ShardedParameters());
   params->groups_.resize(clients.size());
-  params->calls_ =
-      std::make_unique<ParallelCalls>(static_cast<int>(clients.size()));
   for (size_t k = 0; k < clients.size(); ++k) {
     params->groups_[k].client = clients[k];
   }
@@ -103,48 +101,18 @@ absl::StatusOr<std::unique_ptr<ShardedParameters>> ShardedParameters::Create(
   return params;
 }
 
-absl::Status ShardedParameters::ForEachServer(
-    const std::function<absl::Status(ServerGroup&)>& call) {
-  std::vector<int> busy;
-  for (size_t k = 0; k < groups_.size(); ++k) {
-    if (!groups_[k].shards.empty()) busy.push_back(static_cast<int>(k));
-  }
-  return calls_->Run(busy, [&](int k) { return call(groups_[k]); });
-}
-
-absl::StatusOr<bool> ShardedParameters::AllOnDataPlane() {
+absl::Status ShardedParameters::PullAll(std::optional<int64_t> sync_step) {
+  // Every request out first, then every reply: the servers work at once,
+  // and on the data plane no thread is woken to make a call.
+  std::vector<std::unique_ptr<PsClient::Pending>> pending;
   for (ServerGroup& g : groups_) {
     if (g.shards.empty()) continue;
-    absl::StatusOr<DensePlaneClient*> plane = g.client->DensePlane();
-    if (!plane.ok()) return plane.status();
-    if (*plane == nullptr) return false;
-    g.plane = *plane;
-  }
-  return true;
-}
-
-absl::Status ShardedParameters::PullAll(std::optional<int64_t> sync_step) {
-  absl::StatusOr<bool> split = AllOnDataPlane();
-  if (!split.ok()) return split.status();
-  if (!*split) {
-    return ForEachServer([sync_step](ServerGroup& g) {
-      return g.client->PullDense(g.shards, g.values, &g.versions, sync_step);
-    });
-  }
-  // Every request out first, then every reply: the servers work at once,
-  // and no thread is woken to make a call.
-  std::vector<DensePlaneClient::Pending> pending;
-  for (ServerGroup& g : groups_) {
-    if (!g.shards.empty()) {
-      pending.push_back(g.plane->BeginPullDense(g.shards, sync_step));
-    }
+    pending.push_back(
+        g.client->BeginPullDense(g.shards, g.values, &g.versions, sync_step));
   }
   absl::Status first;
-  size_t i = 0;
-  for (ServerGroup& g : groups_) {
-    if (g.shards.empty()) continue;
-    first.Update(g.plane->FinishPullDense(std::move(pending[i++]), g.shards,
-                                          g.values, &g.versions));
+  for (std::unique_ptr<PsClient::Pending>& p : pending) {
+    first.Update(p->Finish());
   }
   return first;
 }
@@ -152,28 +120,15 @@ absl::Status ShardedParameters::PullAll(std::optional<int64_t> sync_step) {
 absl::Status ShardedParameters::PushAll(const SyncPush* sync,
                                         PushOutcome* outcome) {
   for (ServerGroup& g : groups_) g.response.Clear();
-  absl::StatusOr<bool> split = AllOnDataPlane();
-  if (!split.ok()) return split.status();
-  absl::Status s;
-  if (*split) {
-    // As PullAll: every push sent, then every reply read.
-    std::vector<DensePlaneClient::Pending> pending;
-    for (ServerGroup& g : groups_) {
-      if (g.shards.empty()) continue;
-      pending.push_back(
-          g.plane->BeginPushDense(g.shards, g.grads, g.versions, sync));
-    }
-    size_t i = 0;
-    for (ServerGroup& g : groups_) {
-      if (g.shards.empty()) continue;
-      s.Update(g.plane->FinishPushDense(std::move(pending[i++]), &g.response));
-    }
-  } else {
-    s = ForEachServer([sync](ServerGroup& g) {
-      return g.client->PushDense(g.shards, g.grads, g.versions, &g.response,
-                                 sync);
-    });
+  // As PullAll: every push sent, then every reply read.
+  std::vector<std::unique_ptr<PsClient::Pending>> pending;
+  for (ServerGroup& g : groups_) {
+    if (g.shards.empty()) continue;
+    pending.push_back(g.client->BeginPushDense(g.shards, g.grads, g.versions,
+                                               &g.response, sync));
   }
+  absl::Status s;
+  for (std::unique_ptr<PsClient::Pending>& p : pending) s.Update(p->Finish());
   if (!s.ok()) return s;
   outcome->staleness.clear();
   outcome->late_shards = 0;

@@ -13,9 +13,8 @@
 #include "common/model_spec.h"
 #include "google/protobuf/repeated_field.h"
 #include "proto/worker_service.pb.h"
-#include "ps_server/ps_client.h"
+#include "ps_server/client/ps_client.h"
 #include "worker/backend/host_memory.h"
-#include "worker/params/parallel_calls.h"
 
 namespace tessera {
 
@@ -70,7 +69,6 @@ class ShardedParameters {
   // What one parameter server is asked for in a step.
   struct ServerGroup {
     PsClient* client = nullptr;
-    DensePlaneClient* plane = nullptr;  // set by AllOnDataPlane
     std::vector<std::string> shards;
     std::vector<absl::Span<float>> values;
     std::vector<absl::Span<const float>> grads;
@@ -79,18 +77,11 @@ class ShardedParameters {
   };
 
   ShardedParameters() = default;
-  // Whether every server this object calls takes dense calls on the data
-  // plane (then one thread makes them all, split in halves, instead of
-  // ForEachServer's threads); the error of a server that does not answer.
-  absl::StatusOr<bool> AllOnDataPlane();
-  absl::Status ForEachServer(
-      const std::function<absl::Status(ServerGroup&)>& call);
 
   // Owned buffers (none when borrowed), and the views every call uses.
   std::vector<HostArray<float>> owned_values_, owned_grads_;
   std::vector<absl::Span<float>> values_, grads_;
   std::vector<ServerGroup> groups_;
-  std::unique_ptr<ParallelCalls> calls_;  // one call per server at once
 };
 
 }  // namespace tessera

@@ -30,7 +30,7 @@
 #include "google/protobuf/repeated_field.h"
 #include "partitioners/shard_layout.h"
 #include "proto/worker_service.pb.h"
-#include "ps_server/ps_client.h"
+#include "ps_server/client/ps_client.h"
 #include "worker/params/parallel_calls.h"
 
 namespace tessera {

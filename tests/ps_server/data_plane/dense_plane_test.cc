@@ -19,7 +19,7 @@
 #include "common/data_plane/handshake.h"
 #include "common/data_plane/listener.h"
 #include "common/data_plane/socket.h"
-#include "ps_server/data_plane/dense_plane_client.h"
+#include "ps_server/client/dense_plane_client.h"
 #include "tests/ps_server/data_plane/dense_plane_test_util.h"
 #include "tests/ps_server/ps_test_util.h"
 
@@ -192,7 +192,7 @@ TEST(DensePlaneTest, JobTokenIsProvenOnThePlane) {
 TEST(DensePlaneTest, ServerWithoutDataPlaneIsReachedOverGrpc) {
   ps_test::TestPsServer server;
   ASSERT_TRUE(server.started());
-  server.service().set_data_plane_port(0);  // as an older server announces
+  server.core().set_data_plane_port(0);  // as an older server announces
   std::unique_ptr<PsClient> client = server.NewClient(DataPlaneKind::kTcp);
   Create(*client, BigShard());
   std::vector<float> grad(10000, 2.0f);

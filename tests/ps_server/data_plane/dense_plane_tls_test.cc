@@ -22,7 +22,7 @@
 #include "common/data_plane/listener.h"
 #include "common/data_plane/socket.h"
 #include "common/data_plane/tls.h"
-#include "ps_server/data_plane/dense_plane_client.h"
+#include "ps_server/client/dense_plane_client.h"
 #include "tests/ps_server/data_plane/dense_plane_test_util.h"
 #include "tests/ps_server/ps_test_util.h"
 #include "tests/tls_test_certs.h"

@@ -19,7 +19,7 @@
 #include "common/data_plane/handshake.h"
 #include "common/data_plane/listener.h"
 #include "common/data_plane/socket.h"
-#include "ps_server/data_plane/row_plane_client.h"
+#include "ps_server/client/row_plane_client.h"
 #include "tests/ps_server/ps_test_util.h"
 
 namespace tessera {

@@ -1,5 +1,5 @@
-#ifndef TESSERA_PS_SERVER_PS_CLIENT_H_
-#define TESSERA_PS_SERVER_PS_CLIENT_H_
+#ifndef TESSERA_PS_SERVER_CLIENT_PS_CLIENT_H_
+#define TESSERA_PS_SERVER_CLIENT_PS_CLIENT_H_
 
 #include <cstdint>
 #include <memory>
@@ -16,20 +16,19 @@
 #include "common/grpc_channel.h"
 #include "common/transport_limits.h"
 #include "grpcpp/channel.h"
-#include "grpcpp/impl/rpc_method.h"
 #include "proto/ps_service.grpc.pb.h"
-#include "ps_server/data_plane/dense_plane_client.h"
-#include "ps_server/data_plane/row_plane_client.h"
-#include "ps_server/sync_push.h"
+#include "ps_server/client/ps_transport.h"
+#include "ps_server/wire/sync_push.h"
 
 namespace tessera {
 
 struct PsClientOptions {
   int64_t chunk_bytes = kDefaultChunkBytes;  // largest chunk pushed
   double timeout_s = kDefaultRpcTimeoutS;    // of every call
-  // kTcp: dense and row pulls and pushes travel on the server's TCP data
-  // plane (ps_server/data_plane/), which its Health announces; a server
-  // that announces none is still reached over gRPC. kGrpc: gRPC only.
+  // The transport of data calls (ps_transport.h). kTcp: dense and row
+  // pulls and pushes travel on the server's TCP data plane
+  // (ps_server/data_plane/), which its Health announces; a server that
+  // announces none is still reached over gRPC. kGrpc: gRPC only.
   DataPlaneKind data_plane = DataPlaneKind::kGrpc;
   // The job's token, proven on the data plane's connections (the channel
   // carries it for gRPC calls); empty: none.
@@ -43,7 +42,10 @@ struct PsClientOptions {
 };
 
 // A blocking client of one parameter server, used by workers, the
-// coordinator and the benches. Errors name the server and the call.
+// coordinator and the benches. Errors name the server and the call. It
+// picks the transport of data calls once (at the first one, asking the
+// server's Health when the options ask for the data plane) and hides it:
+// callers make the same calls whichever it is.
 //
 // Thread safety: methods may be called concurrently (gRPC stubs are
 // thread-safe); each call owns its own buffers.
@@ -72,17 +74,28 @@ class PsClient {
   // Pushes the gradient of shards[i] from grads[i], computed from version
   // base_versions[i] (empty: 0). All are applied, or none on error. The
   // bytes are sent from `grads` itself, without a copy; the call returns
-  // once gRPC no longer refers to them.
+  // once the transport no longer refers to them.
   absl::Status PushDense(absl::Span<const std::string> shards,
                          absl::Span<const absl::Span<const float>> grads,
                          absl::Span<const int64_t> base_versions,
                          PushResponse* response,
                          const SyncPush* sync = nullptr);
 
-  // This server's data plane for dense calls, for callers that split them
-  // (DensePlaneClient::Begin*/Finish*): null when they go over gRPC. Its
-  // error is the server's (it asks Health once).
-  absl::StatusOr<DensePlaneClient*> DensePlane() { return Plane(); }
+  // The same dense calls in two halves, so that one thread can have a
+  // call in flight at every parameter server at once (a step's pull from
+  // each): Begin* starts the call, the Pending's Finish returns the whole
+  // call's result. Every argument must stay valid (and `grads` unchanged)
+  // until Finish returns.
+  using Pending = PsTransport::Pending;
+  std::unique_ptr<Pending> BeginPullDense(
+      absl::Span<const std::string> shards,
+      absl::Span<const absl::Span<float>> out, std::vector<int64_t>* versions,
+      std::optional<int64_t> sync_step = std::nullopt);
+  std::unique_ptr<Pending> BeginPushDense(
+      absl::Span<const std::string> shards,
+      absl::Span<const absl::Span<const float>> grads,
+      absl::Span<const int64_t> base_versions, PushResponse* response,
+      const SyncPush* sync = nullptr);
 
   // Pulls the rows `ids` (ids of the whole variable) of one shard into
   // `out`, ids.size() * row_elements floats.
@@ -121,33 +134,29 @@ class PsClient {
 
  private:
   std::string Peer(const char* call) const;
-  // The data plane to use for dense calls: null for gRPC (the options ask
-  // for it, or the server announces no data plane). Asks Health once;
-  // its error (the server is down) is the call's.
-  absl::StatusOr<DensePlaneClient*> Plane();
-  // The same for row calls.
-  absl::StatusOr<RowPlaneClient*> RowPlane();
+  // The transport of data calls, picked at the first: gRPC unless the
+  // options ask for the data plane and the server announces one. Asks
+  // Health once; its error (the server is down) is the call's.
+  absl::StatusOr<PsTransport*> Transport();
   absl::StatusOr<int> DataPlanePort();
+  absl::Status CheckPullDense(absl::Span<const std::string> shards,
+                              absl::Span<const absl::Span<float>> out) const;
+  absl::Status CheckPushDense(absl::Span<const std::string> shards,
+                              absl::Span<const absl::Span<const float>> grads,
+                              absl::Span<const int64_t> base_versions) const;
 
   const std::string address_;
   const int task_index_;
   const PsClientOptions options_;
   const std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<ParameterServer::Stub> stub_;
-  // PullDense and PushDense bypass the stub: they send and receive
-  // TensorChunks as grpc::ByteBuffers (common/tensor_chunk_codec.h), so a
-  // gradient goes out from the caller's memory and pulled values land in
-  // the caller's buffer with one copy. Registered once per client, as the
-  // stub does for its methods.
-  const grpc::internal::RpcMethod pull_dense_method_;
-  const grpc::internal::RpcMethod push_dense_method_;
+  const std::unique_ptr<PsTransport> grpc_;  // data calls off the plane
 
-  absl::Mutex plane_mu_;
-  bool plane_known_ ABSL_GUARDED_BY(plane_mu_) = false;
-  std::unique_ptr<DensePlaneClient> plane_ ABSL_GUARDED_BY(plane_mu_);
-  std::unique_ptr<RowPlaneClient> row_plane_ ABSL_GUARDED_BY(plane_mu_);
+  absl::Mutex transport_mu_;
+  PsTransport* transport_ ABSL_GUARDED_BY(transport_mu_) = nullptr;
+  std::unique_ptr<PsTransport> plane_ ABSL_GUARDED_BY(transport_mu_);
 };
 
 }  // namespace tessera
 
-#endif  // TESSERA_PS_SERVER_PS_CLIENT_H_
+#endif  // TESSERA_PS_SERVER_CLIENT_PS_CLIENT_H_

@@ -17,8 +17,8 @@
 //     nothing unless every one arrived and all are valid. With flag
 //     kFrameSyncPush, a = the global step and b = the workers it needs.
 //   reply: kPushDenseReply, bytes = a serialized PushResponse.
-#ifndef TESSERA_PS_SERVER_DATA_PLANE_DENSE_WIRE_H_
-#define TESSERA_PS_SERVER_DATA_PLANE_DENSE_WIRE_H_
+#ifndef TESSERA_PS_SERVER_WIRE_DENSE_WIRE_H_
+#define TESSERA_PS_SERVER_WIRE_DENSE_WIRE_H_
 
 #include <cstdint>
 #include <cstring>
@@ -40,4 +40,4 @@ inline void DecodeDensePartHeader(const char* in, int64_t* version,
 
 }  // namespace tessera
 
-#endif  // TESSERA_PS_SERVER_DATA_PLANE_DENSE_WIRE_H_
+#endif  // TESSERA_PS_SERVER_WIRE_DENSE_WIRE_H_

@@ -1,5 +1,5 @@
-#ifndef TESSERA_PS_SERVER_DATA_PLANE_ROW_PLANE_CLIENT_H_
-#define TESSERA_PS_SERVER_DATA_PLANE_ROW_PLANE_CLIENT_H_
+#ifndef TESSERA_PS_SERVER_CLIENT_ROW_PLANE_CLIENT_H_
+#define TESSERA_PS_SERVER_CLIENT_ROW_PLANE_CLIENT_H_
 
 #include <cstdint>
 #include <optional>
@@ -9,20 +9,13 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "proto/ps_service.pb.h"
-#include "ps_server/data_plane/plane_connections.h"
-#include "ps_server/sync_push.h"
+#include "ps_server/client/plane_connections.h"
+#include "ps_server/client/ps_transport.h"
+#include "ps_server/wire/sync_push.h"
 
 namespace tessera {
 
 using RowPlaneClientOptions = PlaneConnectionOptions;
-
-// The rows of one shard a call is about: ids of the whole variable, each
-// row `row_elements` floats.
-struct RowsPart {
-  absl::string_view shard;
-  int64_t row_elements = 0;
-  absl::Span<const int64_t> ids;
-};
 
 // A worker's end of one parameter server's TCP data plane for sparse rows
 // (row_plane_service.h): the same PullRows and PushRows as PsClient's gRPC
@@ -55,4 +48,4 @@ class RowPlaneClient {
 
 }  // namespace tessera
 
-#endif  // TESSERA_PS_SERVER_DATA_PLANE_ROW_PLANE_CLIENT_H_
+#endif  // TESSERA_PS_SERVER_CLIENT_ROW_PLANE_CLIENT_H_

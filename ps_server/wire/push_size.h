@@ -1,5 +1,5 @@
-#ifndef TESSERA_PS_SERVER_PUSH_SIZE_H_
-#define TESSERA_PS_SERVER_PUSH_SIZE_H_
+#ifndef TESSERA_PS_SERVER_WIRE_PUSH_SIZE_H_
+#define TESSERA_PS_SERVER_WIRE_PUSH_SIZE_H_
 
 #include <cstdint>
 #include <string>
@@ -62,4 +62,4 @@ inline absl::StatusOr<PushSize> ReadPushSize(
 
 }  // namespace tessera
 
-#endif  // TESSERA_PS_SERVER_PUSH_SIZE_H_
+#endif  // TESSERA_PS_SERVER_WIRE_PUSH_SIZE_H_

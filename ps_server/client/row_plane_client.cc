@@ -1,11 +1,11 @@
-#include "ps_server/data_plane/row_plane_client.h"
+#include "ps_server/client/row_plane_client.h"
 
 #include <vector>
 
 #include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "common/data_plane/frame.h"
-#include "ps_server/data_plane/dense_wire.h"
+#include "ps_server/wire/dense_wire.h"
 
 namespace tessera {
 namespace {

@@ -1,5 +1,5 @@
-#ifndef TESSERA_PS_SERVER_SYNC_PUSH_H_
-#define TESSERA_PS_SERVER_SYNC_PUSH_H_
+#ifndef TESSERA_PS_SERVER_WIRE_SYNC_PUSH_H_
+#define TESSERA_PS_SERVER_WIRE_SYNC_PUSH_H_
 
 #include <cstdint>
 #include <optional>
@@ -124,4 +124,4 @@ inline absl::StatusOr<std::optional<int64_t>> ReadSyncPull(
 
 }  // namespace tessera
 
-#endif  // TESSERA_PS_SERVER_SYNC_PUSH_H_
+#endif  // TESSERA_PS_SERVER_WIRE_SYNC_PUSH_H_

@@ -21,8 +21,8 @@
 //     are valid; a shard named twice is one push of all its rows, repeated
 //     ids summed (SumDuplicateIds), as on the gRPC path.
 //   reply: kPushRowsReply, bytes = a serialized PushResponse.
-#ifndef TESSERA_PS_SERVER_DATA_PLANE_ROW_WIRE_H_
-#define TESSERA_PS_SERVER_DATA_PLANE_ROW_WIRE_H_
+#ifndef TESSERA_PS_SERVER_WIRE_ROW_WIRE_H_
+#define TESSERA_PS_SERVER_WIRE_ROW_WIRE_H_
 
 #include <cstdint>
 
@@ -35,4 +35,4 @@ inline constexpr int64_t kMaxWireRowElements = int64_t{1} << 20;
 
 }  // namespace tessera
 
-#endif  // TESSERA_PS_SERVER_DATA_PLANE_ROW_WIRE_H_
+#endif  // TESSERA_PS_SERVER_WIRE_ROW_WIRE_H_

@@ -1,5 +1,5 @@
-#ifndef TESSERA_PS_SERVER_DATA_PLANE_DENSE_PLANE_CLIENT_H_
-#define TESSERA_PS_SERVER_DATA_PLANE_DENSE_PLANE_CLIENT_H_
+#ifndef TESSERA_PS_SERVER_CLIENT_DENSE_PLANE_CLIENT_H_
+#define TESSERA_PS_SERVER_CLIENT_DENSE_PLANE_CLIENT_H_
 
 #include <cstdint>
 #include <optional>
@@ -11,8 +11,8 @@
 #include "common/data_plane/socket.h"
 #include "common/data_plane/tls.h"
 #include "proto/ps_service.pb.h"
-#include "ps_server/data_plane/plane_connections.h"
-#include "ps_server/sync_push.h"
+#include "ps_server/client/plane_connections.h"
+#include "ps_server/wire/sync_push.h"
 
 namespace tessera {
 
@@ -87,4 +87,4 @@ class DensePlaneClient {
 
 }  // namespace tessera
 
-#endif  // TESSERA_PS_SERVER_DATA_PLANE_DENSE_PLANE_CLIENT_H_
+#endif  // TESSERA_PS_SERVER_CLIENT_DENSE_PLANE_CLIENT_H_

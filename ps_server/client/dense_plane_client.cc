@@ -1,8 +1,8 @@
-#include "ps_server/data_plane/dense_plane_client.h"
+#include "ps_server/client/dense_plane_client.h"
 
 #include "absl/strings/str_cat.h"
 #include "common/data_plane/frame.h"
-#include "ps_server/data_plane/dense_wire.h"
+#include "ps_server/wire/dense_wire.h"
 
 namespace tessera {
 

@@ -1,29 +1,25 @@
-#include "ps_server/ps_client.h"
+#include "ps_server/client/grpc_transport.h"
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "common/byte_codec.h"
-#include "common/data_plane/socket.h"
 #include "common/grpc_channel.h"
 #include "common/grpc_status.h"
 #include "common/tensor_chunk_codec.h"
-#include "glog/logging.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/slice.h"
 #include "grpcpp/support/sync_stream.h"
-#include "ps_server/push_size.h"
+#include "ps_server/wire/push_size.h"
 
 namespace tessera {
 
-PsClient::PsClient(std::string address, int task_index,
-                   std::shared_ptr<grpc::Channel> channel,
-                   PsClientOptions options)
-    : address_(std::move(address)),
-      task_index_(task_index),
-      options_(options),
+GrpcTransport::GrpcTransport(std::shared_ptr<grpc::Channel> channel,
+                             GrpcTransportOptions options)
+    : options_(std::move(options)),
       channel_(channel),
       stub_(ParameterServer::NewStub(channel)),
       pull_dense_method_("/tessera.ParameterServer/PullDense",
@@ -32,83 +28,24 @@ PsClient::PsClient(std::string address, int task_index,
                          grpc::internal::RpcMethod::CLIENT_STREAMING, channel) {
 }
 
-std::string PsClient::Peer(const char* call) const {
-  return absl::StrCat("ps ", task_index_, " (", address_, ") ", call);
-}
-
-absl::StatusOr<int> PsClient::DataPlanePort() {
-  HealthResponse health;
-  if (absl::Status s = Health(&health); !s.ok()) return s;
-  return health.data_plane_port();
-}
-
-absl::StatusOr<DensePlaneClient*> PsClient::Plane() {
-  if (options_.data_plane != DataPlaneKind::kTcp) return nullptr;
-  absl::MutexLock lock(&plane_mu_);
-  if (plane_known_) return plane_.get();
-  absl::StatusOr<int> port = DataPlanePort();
-  if (!port.ok()) return port.status();
-  std::shared_ptr<const DataPlaneTls> tls;
-  if (options_.tls.has_value()) {
-    absl::StatusOr<std::shared_ptr<const DataPlaneTls>> made =
-        DataPlaneTls::Create(*options_.tls, DataPlaneTls::Role::kClient);
-    if (!made.ok()) return made.status();
-    tls = *std::move(made);
+GrpcTransport::~GrpcTransport() {
+  std::vector<std::thread> threads;
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+    threads.swap(threads_);
   }
-  plane_known_ = true;
-  std::string host;
-  int grpc_port = 0;
-  if (*port <= 0 || !SplitHostPort(address_, &host, &grpc_port).ok()) {
-    LOG(WARNING) << "ps " << task_index_ << " (" << address_
-                 << ") announces no TCP data plane (an older server); its "
-                    "dense tensors travel over gRPC";
-    return nullptr;
-  }
-  DensePlaneClientOptions options;
-  options.tls = std::move(tls);
-  options.tls_server_name = options_.tls_target_name_override;
-  options.host = host;
-  options.resolve_port = [this] { return DataPlanePort(); };
-  options.job_token = options_.job_token;
-  options.timeout_s = options_.timeout_s;
-  options.peer = absl::StrCat("ps ", task_index_, " (", address_, ")");
-  // Rows get connections of their own: a worker's row and dense calls of
-  // one step run at once.
-  row_plane_ = std::make_unique<RowPlaneClient>(options);
-  plane_ = std::make_unique<DensePlaneClient>(std::move(options));
-  return plane_.get();
+  for (std::thread& t : threads) t.join();
 }
 
-absl::StatusOr<RowPlaneClient*> PsClient::RowPlane() {
-  absl::StatusOr<DensePlaneClient*> dense = Plane();
-  if (!dense.ok()) return dense.status();
-  if (*dense == nullptr) return nullptr;
-  absl::MutexLock lock(&plane_mu_);
-  return row_plane_.get();
+std::string GrpcTransport::Peer(const char* call) const {
+  return absl::StrCat(options_.peer, " ", call);
 }
 
-absl::Status PsClient::CreateShards(const CreateShardsRequest& request,
-                                    CreateShardsResponse* response) {
-  grpc::ClientContext context;
-  SetDeadline(&context, options_.timeout_s);
-  return FromGrpcStatus(stub_->CreateShards(&context, request, response),
-                        Peer("CreateShards"));
-}
-
-absl::Status PsClient::PullDense(absl::Span<const std::string> shards,
-                                 absl::Span<const absl::Span<float>> out,
-                                 std::vector<int64_t>* versions,
-                                 std::optional<int64_t> sync_step) {
-  if (shards.size() != out.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(Peer("PullDense"), ": ", shards.size(), " shards but ",
-                     out.size(), " destinations"));
-  }
-  absl::StatusOr<DensePlaneClient*> plane = Plane();
-  if (!plane.ok()) return plane.status();
-  if (*plane != nullptr) {
-    return (*plane)->PullDense(shards, out, versions, sync_step);
-  }
+absl::Status GrpcTransport::PullDense(absl::Span<const std::string> shards,
+                                      absl::Span<const absl::Span<float>> out,
+                                      std::vector<int64_t>* versions,
+                                      std::optional<int64_t> sync_step) {
   PullRequest request;
   for (const std::string& s : shards) request.add_shards(s);
   if (versions != nullptr) versions->assign(shards.size(), 0);
@@ -222,22 +159,11 @@ class LentMemory {
 
 }  // namespace
 
-absl::Status PsClient::PushDense(
+absl::Status GrpcTransport::PushDense(
     absl::Span<const std::string> shards,
     absl::Span<const absl::Span<const float>> grads,
     absl::Span<const int64_t> base_versions, PushResponse* response,
     const SyncPush* sync) {
-  if (shards.size() != grads.size() ||
-      (!base_versions.empty() && base_versions.size() != shards.size())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        Peer("PushDense"), ": ", shards.size(), " shards, ", grads.size(),
-        " gradients and ", base_versions.size(), " versions"));
-  }
-  absl::StatusOr<DensePlaneClient*> plane = Plane();
-  if (!plane.ok()) return plane.status();
-  if (*plane != nullptr) {
-    return (*plane)->PushDense(shards, grads, base_versions, response, sync);
-  }
   // Declared first, so it is destroyed (and waits) after the call.
   LentMemory lent;
   grpc::ClientContext context;
@@ -282,24 +208,18 @@ absl::Status PsClient::PushDense(
   return FromGrpcStatus(writer->Finish(), Peer("PushDense"));
 }
 
-absl::Status PsClient::PullRows(const std::string& shard,
-                                absl::Span<const int64_t> ids,
-                                int64_t row_elements, absl::Span<float> out,
-                                std::optional<int64_t> sync_step) {
+absl::Status GrpcTransport::PullRowsOfShard(const RowsPart& part,
+                                            absl::Span<float> out,
+                                            std::optional<int64_t> sync_step) {
+  const absl::Span<const int64_t> ids = part.ids;
+  const int64_t row_elements = part.row_elements;
   if (out.size() != ids.size() * row_elements) {
     return absl::InvalidArgumentError(absl::StrCat(
         Peer("PullRows"), ": ", ids.size(), " rows of ", row_elements,
         " floats do not fit a destination of ", out.size()));
   }
-  absl::StatusOr<RowPlaneClient*> plane = RowPlane();
-  if (!plane.ok()) return plane.status();
-  if (*plane != nullptr) {
-    const RowsPart part{shard, row_elements, ids};
-    const absl::Span<float> spans[1] = {out};
-    return (*plane)->PullRows({&part, 1}, spans, sync_step);
-  }
   PullRowsRequest request;
-  request.set_shard(shard);
+  request.set_shard(std::string(part.shard));
   AppendRaw(ids, request.mutable_ids());
   grpc::ClientContext context;
   SetDeadline(&context, options_.timeout_s);
@@ -316,7 +236,7 @@ absl::Status PsClient::PullRows(const std::string& shard,
         chunk.first() != rows_received ||
         rows_received + n > static_cast<int64_t>(ids.size())) {
       bad = absl::InvalidArgumentError(absl::StrCat(
-          Peer("PullRows"), ": wrong shape: shard ", shard, " rows have ",
+          Peer("PullRows"), ": wrong shape: shard ", part.shard, " rows have ",
           chunk.row_elements(), " elements, expected ", row_elements));
       context.TryCancel();
       break;
@@ -338,23 +258,17 @@ absl::Status PsClient::PullRows(const std::string& shard,
   return absl::OkStatus();
 }
 
-absl::Status PsClient::PushRows(const std::string& shard,
-                                absl::Span<const int64_t> ids,
-                                int64_t row_elements,
-                                absl::Span<const float> grads,
-                                PushResponse* response, const SyncPush* sync) {
+absl::Status GrpcTransport::PushRowsOfShard(const RowsPart& part,
+                                            absl::Span<const float> grads,
+                                            PushResponse* response,
+                                            const SyncPush* sync) {
+  const absl::Span<const int64_t> ids = part.ids;
+  const int64_t row_elements = part.row_elements;
   if (grads.size() != ids.size() * row_elements) {
     return absl::InvalidArgumentError(
         absl::StrCat(Peer("PushRows"), ": ", ids.size(), " ids of ",
                      row_elements, " floats need ", ids.size() * row_elements,
                      " values, got ", grads.size()));
-  }
-  absl::StatusOr<RowPlaneClient*> plane = RowPlane();
-  if (!plane.ok()) return plane.status();
-  if (*plane != nullptr) {
-    const RowsPart part{shard, row_elements, ids};
-    const absl::Span<const float> spans[1] = {grads};
-    return (*plane)->PushRows({&part, 1}, spans, response, sync);
   }
   grpc::ClientContext context;
   SetDeadline(&context, options_.timeout_s);
@@ -368,7 +282,7 @@ absl::Status PsClient::PushRows(const std::string& shard,
       1, options_.chunk_bytes /
              std::max<int64_t>(1, row_elements * sizeof(float)));
   RowsChunk chunk;
-  chunk.set_name(shard);
+  chunk.set_name(std::string(part.shard));
   chunk.set_row_elements(row_elements);
   int64_t next = 0;
   const int64_t total = static_cast<int64_t>(ids.size());
@@ -387,20 +301,11 @@ absl::Status PsClient::PushRows(const std::string& shard,
   return FromGrpcStatus(writer->Finish(), Peer("PushRows"));
 }
 
-absl::Status PsClient::PullRows(absl::Span<const RowsPart> parts,
-                                absl::Span<const absl::Span<float>> out,
-                                std::optional<int64_t> sync_step) {
-  if (parts.size() != out.size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(Peer("PullRows"), ": ", parts.size(), " shards but ",
-                     out.size(), " destinations"));
-  }
-  absl::StatusOr<RowPlaneClient*> plane = RowPlane();
-  if (!plane.ok()) return plane.status();
-  if (*plane != nullptr) return (*plane)->PullRows(parts, out, sync_step);
+absl::Status GrpcTransport::PullRows(absl::Span<const RowsPart> parts,
+                                     absl::Span<const absl::Span<float>> out,
+                                     std::optional<int64_t> sync_step) {
   for (size_t i = 0; i < parts.size(); ++i) {
-    if (absl::Status s = PullRows(std::string(parts[i].shard), parts[i].ids,
-                                  parts[i].row_elements, out[i], sync_step);
+    if (absl::Status s = PullRowsOfShard(parts[i], out[i], sync_step);
         !s.ok()) {
       return s;
     }
@@ -408,24 +313,14 @@ absl::Status PsClient::PullRows(absl::Span<const RowsPart> parts,
   return absl::OkStatus();
 }
 
-absl::Status PsClient::PushRows(absl::Span<const RowsPart> parts,
-                                absl::Span<const absl::Span<const float>> grads,
-                                PushResponse* response, const SyncPush* sync) {
-  if (parts.size() != grads.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(Peer("PushRows"), ": ",
-                                                   parts.size(), " shards but ",
-                                                   grads.size(), " gradients"));
-  }
-  absl::StatusOr<RowPlaneClient*> plane = RowPlane();
-  if (!plane.ok()) return plane.status();
-  if (*plane != nullptr) {
-    return (*plane)->PushRows(parts, grads, response, sync);
-  }
+absl::Status GrpcTransport::PushRows(
+    absl::Span<const RowsPart> parts,
+    absl::Span<const absl::Span<const float>> grads, PushResponse* response,
+    const SyncPush* sync) {
   response->Clear();
   for (size_t i = 0; i < parts.size(); ++i) {
     PushResponse one;
-    if (absl::Status s = PushRows(std::string(parts[i].shard), parts[i].ids,
-                                  parts[i].row_elements, grads[i], &one, sync);
+    if (absl::Status s = PushRowsOfShard(parts[i], grads[i], &one, sync);
         !s.ok()) {
       return s;
     }
@@ -436,47 +331,76 @@ absl::Status PsClient::PushRows(absl::Span<const RowsPart> parts,
 
 namespace {
 
-// The deadline of a checkpoint call: the longest of the call's, the
-// client's and the floor.
-double CheckpointDeadline(double call_s, double client_s) {
-  return std::max({call_s, client_s, PsClient::kCheckpointTimeoutS});
-}
+// A call running on a kept thread. Dropping it waits for the call, which
+// uses the caller's buffers until it returns.
+class BackgroundCall final : public PsTransport::Pending {
+ public:
+  ~BackgroundCall() override { done_.WaitForNotification(); }
+  absl::Status Finish() override {
+    done_.WaitForNotification();
+    return status_;
+  }
+  void Run(const std::function<absl::Status()>& call) {
+    status_ = call();
+    done_.Notify();
+  }
+
+ private:
+  absl::Status status_;
+  absl::Notification done_;
+};
 
 }  // namespace
 
-absl::Status PsClient::SaveShards(const SaveShardsRequest& request,
-                                  SaveShardsResponse* response,
-                                  double timeout_s) {
-  grpc::ClientContext context;
-  SetDeadline(&context, CheckpointDeadline(timeout_s, options_.timeout_s));
-  return FromGrpcStatus(stub_->SaveShards(&context, request, response),
-                        Peer("SaveShards"));
+std::unique_ptr<PsTransport::Pending> GrpcTransport::InBackground(
+    std::function<absl::Status()> call) {
+  auto pending = std::make_unique<BackgroundCall>();
+  BackgroundCall* raw = pending.get();
+  absl::MutexLock lock(&mu_);
+  queued_.push_back([raw, call = std::move(call)] { raw->Run(call); });
+  // A thread per call in flight: start one when every kept one is busy.
+  if (static_cast<int>(queued_.size()) > idle_) {
+    threads_.emplace_back([this] { ServeBackground(); });
+  }
+  return pending;
 }
 
-absl::Status PsClient::RestoreShards(const RestoreShardsRequest& request,
-                                     RestoreShardsResponse* response,
-                                     double timeout_s) {
-  grpc::ClientContext context;
-  SetDeadline(&context, CheckpointDeadline(timeout_s, options_.timeout_s));
-  return FromGrpcStatus(stub_->RestoreShards(&context, request, response),
-                        Peer("RestoreShards"));
+void GrpcTransport::ServeBackground() {
+  absl::MutexLock lock(&mu_);
+  for (;;) {
+    ++idle_;
+    mu_.Await(absl::Condition(
+        +[](GrpcTransport* t) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+          return t->stop_ || !t->queued_.empty();
+        },
+        this));
+    --idle_;
+    if (queued_.empty()) return;  // stopping, nothing left to run
+    std::function<void()> call = std::move(queued_.front());
+    queued_.pop_front();
+    mu_.Unlock();
+    call();
+    mu_.Lock();
+  }
 }
 
-absl::Status PsClient::Health(HealthResponse* response, double timeout_s) {
-  grpc::ClientContext context;
-  SetDeadline(&context, timeout_s > 0 ? timeout_s : options_.timeout_s);
-  return FromGrpcStatus(stub_->Health(&context, HealthRequest(), response),
-                        Peer("Health"));
+std::unique_ptr<PsTransport::Pending> GrpcTransport::BeginPullDense(
+    absl::Span<const std::string> shards,
+    absl::Span<const absl::Span<float>> out, std::vector<int64_t>* versions,
+    std::optional<int64_t> sync_step) {
+  return InBackground([this, shards, out, versions, sync_step] {
+    return PullDense(shards, out, versions, sync_step);
+  });
 }
 
-absl::Status PsClient::Shutdown(const std::string& reason) {
-  grpc::ClientContext context;
-  SetDeadline(&context, 10);
-  ShutdownRequest request;
-  request.set_reason(reason);
-  ShutdownResponse response;
-  return FromGrpcStatus(stub_->Shutdown(&context, request, &response),
-                        Peer("Shutdown"));
+std::unique_ptr<PsTransport::Pending> GrpcTransport::BeginPushDense(
+    absl::Span<const std::string> shards,
+    absl::Span<const absl::Span<const float>> grads,
+    absl::Span<const int64_t> base_versions, PushResponse* response,
+    const SyncPush* sync) {
+  return InBackground([this, shards, grads, base_versions, response, sync] {
+    return PushDense(shards, grads, base_versions, response, sync);
+  });
 }
 
 }  // namespace tessera

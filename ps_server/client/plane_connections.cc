@@ -1,4 +1,4 @@
-#include "ps_server/data_plane/plane_connections.h"
+#include "ps_server/client/plane_connections.h"
 
 #include "absl/strings/str_cat.h"
 #include "common/data_plane/handshake.h"
