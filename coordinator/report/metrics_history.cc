@@ -1,17 +1,33 @@
 #include "coordinator/report/metrics_history.h"
 
+#include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <map>
+#include <system_error>
+#include <utility>
 
 #include "nlohmann/json.hpp"
 
 namespace tessera {
 
+std::vector<std::string> ReadMetricsLines(const std::string& path) {
+  constexpr std::uintmax_t kMaxBytes = std::uintmax_t{256} << 20;
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) return {};
+  std::vector<std::string> lines;
+  std::ifstream in(path);
+  std::uintmax_t bytes = 0;
+  for (std::string text; bytes < kMaxBytes && std::getline(in, text);) {
+    bytes += text.size() + 1;
+    lines.push_back(std::move(text));
+  }
+  return lines;
+}
+
 std::vector<EpochResult> ReadEpochHistory(const std::string& path) {
   std::vector<EpochResult> epochs;
-  std::ifstream in(path);
-  std::string text;
-  while (std::getline(in, text)) {
+  for (const std::string& text : ReadMetricsLines(path)) {
     nlohmann::json line = nlohmann::json::parse(text, nullptr, false);
     if (line.is_discarded() || !line.is_object() || !line.contains("epoch") ||
         line.contains("extra_steps")) {

@@ -13,6 +13,11 @@
 
 namespace tessera {
 
+// The lines of the metrics file at `path`: none when it is missing or not
+// a regular file (a run folder's metrics.jsonl may be a link to /dev/full or
+// a pipe, which would never end), at most its first 256 MiB.
+std::vector<std::string> ReadMetricsLines(const std::string& path);
+
 // The epoch lines of the metrics file at `path`, in file order (lines of
 // extra steps left out). A missing file has none; a line that does not
 // parse (the last one, cut short by a kill) is skipped.

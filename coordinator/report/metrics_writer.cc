@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/atomic_file.h"
 #include "common/summary_histogram.h"
+#include "coordinator/report/metrics_history.h"
 #include "coordinator/report/svg_chart.h"
 #include "glog/logging.h"
 #include "nlohmann/json.hpp"
@@ -157,10 +158,9 @@ absl::Status MetricsWriter::StagePendingEpoch(const EpochResult& r,
 int MetricsWriter::RecoverPendingEpoch(int resumed_epoch) {
   if (run_dir_.empty()) return 0;
   const std::string pending_path = run_dir_ + "/metrics.pending";
-  std::ifstream pending(pending_path);
-  std::string text;
-  if (!std::getline(pending, text)) return 0;
-  pending.close();
+  const std::vector<std::string> staged = ReadMetricsLines(pending_path);
+  if (staged.empty()) return 0;
+  const std::string& text = staged.front();
   nlohmann::json line = nlohmann::json::parse(text, nullptr, false);
   int recovered = 0;
   if (!line.is_discarded() && line.is_object() && line.contains("epoch") &&
@@ -168,8 +168,9 @@ int MetricsWriter::RecoverPendingEpoch(int resumed_epoch) {
     const int epoch = line["epoch"].get<int>();
     // Written already when the coordinator died after the line.
     bool written = false;
-    std::ifstream metrics(run_dir_ + "/metrics.jsonl");
-    for (std::string l; std::getline(metrics, l);) written |= l == text;
+    for (const std::string& l : ReadMetricsLines(run_dir_ + "/metrics.jsonl")) {
+      written |= l == text;
+    }
     // Resuming after the epoch: its checkpoint was committed, so the
     // epoch is done and will not be trained again.
     if (epoch < resumed_epoch && !written) {
