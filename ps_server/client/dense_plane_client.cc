@@ -38,10 +38,7 @@ DensePlaneClient::Pending DensePlaneClient::BeginPullDense(
   request.op = FrameOp::kPullDense;
   request.count = static_cast<uint32_t>(shards.size());
   request.bytes = static_cast<int64_t>(table.size());
-  if (sync_step.has_value()) {
-    request.flags = kFrameSyncPull;
-    request.a = *sync_step;
-  }
+  TagSyncPull(sync_step, &request);
   char head[kFrameHeaderBytes];
   EncodeFrameHeader(request, head);
   const iovec parts[2] = {{head, sizeof(head)}, {table.data(), table.size()}};
@@ -132,11 +129,7 @@ DensePlaneClient::Pending DensePlaneClient::BeginPushDense(
   request.op = FrameOp::kPushDense;
   request.count = static_cast<uint32_t>(shards.size());
   request.bytes = static_cast<int64_t>(table.size());
-  if (sync != nullptr) {
-    request.flags = kFrameSyncPush;
-    request.a = sync->step;
-    request.b = PackRequiredAndPart(*sync);
-  }
+  TagSyncPush(sync, &request);
   char head[kFrameHeaderBytes];
   EncodeFrameHeader(request, head);
   std::vector<iovec> parts;

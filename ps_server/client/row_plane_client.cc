@@ -63,10 +63,7 @@ absl::Status RowPlaneClient::PullRows(absl::Span<const RowsPart> parts,
   request.op = FrameOp::kPullRows;
   request.count = static_cast<uint32_t>(parts.size());
   request.bytes = static_cast<int64_t>(table.size());
-  if (sync_step.has_value()) {
-    request.flags = kFrameSyncPull;
-    request.a = *sync_step;
-  }
+  TagSyncPull(sync_step, &request);
   char head[kFrameHeaderBytes];
   EncodeFrameHeader(request, head);
   std::vector<iovec> iov;
@@ -138,11 +135,7 @@ absl::Status RowPlaneClient::PushRows(
   request.op = FrameOp::kPushRows;
   request.count = static_cast<uint32_t>(parts.size());
   request.bytes = static_cast<int64_t>(table.size());
-  if (sync != nullptr) {
-    request.flags = kFrameSyncPush;
-    request.a = sync->step;
-    request.b = PackRequiredAndPart(*sync);
-  }
+  TagSyncPush(sync, &request);
   char head[kFrameHeaderBytes];
   EncodeFrameHeader(request, head);
   std::vector<iovec> iov;

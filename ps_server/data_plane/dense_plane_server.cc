@@ -160,14 +160,12 @@ absl::Status DensePlaneServer::ServePull(Socket& socket,
     return WriteErrorReply(socket, FrameOp::kPullDenseReply, refused);
   }
   // A sync pull reads the values after every step before its own.
-  if ((request.flags & kFrameSyncPull) != 0 && request.a < 0) {
-    return WriteErrorReply(
-        socket, FrameOp::kPullDenseReply,
-        absl::InvalidArgumentError("sync pull: the step must be >= 0"));
+  absl::StatusOr<std::optional<int64_t>> sync_step = SyncPullOf(request);
+  if (!sync_step.ok()) {
+    return WriteErrorReply(socket, FrameOp::kPullDenseReply,
+                           sync_step.status());
   }
-  core_->sync_steps()->ApplyBefore((request.flags & kFrameSyncPull) != 0
-                                       ? std::optional<int64_t>(request.a)
-                                       : std::nullopt);
+  core_->sync_steps()->ApplyBefore(*sync_step);
   FrameHeader reply;
   reply.op = FrameOp::kPullDenseReply;
   reply.count = request.count;
@@ -236,16 +234,9 @@ absl::Status DensePlaneServer::ServePush(
   if (!reader.done()) {
     return absl::InvalidArgumentError("data plane: malformed push table");
   }
-  std::optional<SyncPush> sync;
-  absl::Status refused;
-  if ((request.flags & kFrameSyncPush) != 0) {
-    absl::StatusOr<SyncPush> tag = UnpackSyncPush(request.a, request.b);
-    if (tag.ok()) {
-      sync = *tag;
-    } else {
-      refused = tag.status();
-    }
-  }
+  absl::StatusOr<std::optional<SyncPush>> tag = SyncPushOf(request);
+  absl::Status refused = tag.status();
+  const std::optional<SyncPush> sync = tag.ok() ? *tag : std::nullopt;
   std::vector<Incoming> incoming;
   incoming.reserve(request.count);
   for (uint32_t i = 0; i < request.count && refused.ok(); ++i) {

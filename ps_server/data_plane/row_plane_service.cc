@@ -98,11 +98,6 @@ absl::Status RowPlaneService::ServePull(Socket& socket,
                                         Scratch* scratch) {
   if (absl::Status s = ReadParts(socket, request, scratch); !s.ok()) return s;
   core_->CountPull();
-  // A sync pull reads the rows after every step before its own.
-  core_->sync_steps()->ApplyBefore((request.flags & kFrameSyncPull) != 0 &&
-                                           request.a >= 0
-                                       ? std::optional<int64_t>(request.a)
-                                       : std::nullopt);
   int64_t total = 0;
   for (const Scratch::Part& part : scratch->parts) total += part.rows;
   scratch->ids.resize(total);
@@ -111,6 +106,14 @@ absl::Status RowPlaneService::ServePull(Socket& socket,
       !s.ok()) {
     return s;
   }
+  // A sync pull reads the rows after every step before its own; a bad tag
+  // is refused once the request is read, as the dense plane refuses it.
+  absl::StatusOr<std::optional<int64_t>> sync_step = SyncPullOf(request);
+  if (!sync_step.ok()) {
+    ForgetTables(scratch);
+    return WriteErrorReply(socket, FrameOp::kPullRowsReply, sync_step.status());
+  }
+  core_->sync_steps()->ApplyBefore(*sync_step);
   FrameHeader reply;
   reply.op = FrameOp::kPullRowsReply;
   reply.count = request.count;
@@ -173,16 +176,9 @@ absl::Status RowPlaneService::ServePush(Socket& socket,
                                         Scratch* scratch) {
   if (absl::Status s = ReadParts(socket, request, scratch); !s.ok()) return s;
   core_->CountPush();
-  std::optional<SyncPush> sync;
-  absl::Status bad_tag;
-  if ((request.flags & kFrameSyncPush) != 0) {
-    absl::StatusOr<SyncPush> tag = UnpackSyncPush(request.a, request.b);
-    if (tag.ok()) {
-      sync = *tag;
-    } else {
-      bad_tag = tag.status();
-    }
-  }
+  absl::StatusOr<std::optional<SyncPush>> tag = SyncPushOf(request);
+  const absl::Status bad_tag = tag.status();
+  const std::optional<SyncPush> sync = tag.ok() ? *tag : std::nullopt;
   // Receive every declared byte first, so the connection stays in step
   // whatever is refused; each piece of gradient is checked for NaN/Inf
   // while it is in cache, and named only if it failed.

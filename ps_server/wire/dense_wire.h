@@ -15,7 +15,7 @@
 //     the gradients, raw float32, in table order. The table is the push's
 //     declaration: the server reads exactly those bytes and applies
 //     nothing unless every one arrived and all are valid. With flag
-//     kFrameSyncPush, a = the global step and b = the workers it needs.
+//     kFrameSyncPush: a sync push (ps_server/wire/sync_push.h tags it).
 //   reply: kPushDenseReply, bytes = a serialized PushResponse.
 #ifndef TESSERA_PS_SERVER_WIRE_DENSE_WIRE_H_
 #define TESSERA_PS_SERVER_WIRE_DENSE_WIRE_H_

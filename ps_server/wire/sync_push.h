@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/data_plane/frame.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/server_context.h"
 #include "grpcpp/support/server_callback.h"
@@ -46,27 +47,51 @@ inline void AttachSyncPull(int64_t step, grpc::ClientContext* ctx) {
   ctx->AddMetadata(kSyncStepKey, std::to_string(step));
 }
 
-// The data plane's frame carries required and part in one field.
-inline int64_t PackRequiredAndPart(const SyncPush& sync) {
-  return static_cast<int64_t>(sync.required) |
-         (static_cast<int64_t>(sync.part) << 32);
+// On the data plane a push's tag travels in its frame header
+// (common/data_plane/frame.h): kFrameSyncPush, a = the step, b = required
+// and part packed; a pull's in kFrameSyncPull and a. Both ends use these.
+inline void TagSyncPush(const SyncPush* sync, FrameHeader* header) {
+  if (sync == nullptr) return;
+  header->flags |= kFrameSyncPush;
+  header->a = sync->step;
+  header->b = static_cast<int64_t>(sync->required) |
+              (static_cast<int64_t>(sync->part) << 32);
 }
 
-// The tag of a data-plane push whose header says a = step, b = packed;
-// InvalidArgument naming the bad field.
-inline absl::StatusOr<SyncPush> UnpackSyncPush(int64_t step, int64_t packed) {
+inline void TagSyncPull(std::optional<int64_t> step, FrameHeader* header) {
+  if (!step.has_value()) return;
+  header->flags |= kFrameSyncPull;
+  header->a = *step;
+}
+
+// The tag of a data-plane push (nullopt: asynchronous); InvalidArgument
+// naming the bad field.
+inline absl::StatusOr<std::optional<SyncPush>> SyncPushOf(
+    const FrameHeader& header) {
+  if ((header.flags & kFrameSyncPush) == 0) return std::nullopt;
   SyncPush sync;
-  sync.step = step;
-  sync.required = static_cast<int>(packed & 0xffffffff);
-  sync.part = static_cast<int>(packed >> 32);
-  if (step < 0 || sync.required < 1 || sync.required > kMaxSyncParts ||
+  sync.step = header.a;
+  sync.required = static_cast<int>(header.b & 0xffffffff);
+  sync.part = static_cast<int>(header.b >> 32);
+  if (sync.step < 0 || sync.required < 1 || sync.required > kMaxSyncParts ||
       sync.part < 0 || sync.part >= kMaxSyncParts) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "sync push: step ", step, ", required ", sync.required, ", part ",
+        "sync push: step ", sync.step, ", required ", sync.required, ", part ",
         sync.part, ": the step must be >= 0, required in [1, ", kMaxSyncParts,
         "] and the part in [0, ", kMaxSyncParts, ")"));
   }
-  return sync;
+  return std::optional<SyncPush>(sync);
+}
+
+// The step a data-plane pull reads for (nullopt: untagged);
+// InvalidArgument for a negative one.
+inline absl::StatusOr<std::optional<int64_t>> SyncPullOf(
+    const FrameHeader& header) {
+  if ((header.flags & kFrameSyncPull) == 0) return std::nullopt;
+  if (header.a < 0) {
+    return absl::InvalidArgumentError("sync pull: the step must be >= 0");
+  }
+  return std::optional<int64_t>(header.a);
 }
 
 namespace internal {

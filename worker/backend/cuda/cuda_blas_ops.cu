@@ -2,8 +2,8 @@
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
-#include "worker/backend/cuda/cuda_nn_kernels.cuh"
 #include "worker/backend/cuda/cuda_backend_impl.cuh"
+#include "worker/backend/cuda/cuda_nn_kernels.cuh"
 
 namespace tessera {
 
