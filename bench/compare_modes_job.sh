@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench/compare_modes_job: trains one job file in every mode that fits it
-# (async, ssp:2 and sync by default; models with tables included) with 2
+# (async, ssp:2, sync, hybrid and hybrid:sync by default; models with
+# tables included) with 2
 # parameter servers and 2 workers on the same data, then writes a markdown
 # table (final and best test AUC, or accuracy for a class-index label,
 # examples/s, wall time, the parameter servers' peak memory) and SVG plots
@@ -12,13 +13,14 @@
 # JOB is a job file (deploy/jobs/dlrm.textproto), DATA its data folder
 # (--data_dir). EPOCHS (default 3) and MODES narrow the runs; batches: the
 # job's batch per worker in async and ssp, one global batch of twice that
-# in sync, so every mode computes the same per-worker batch.
+# in the lockstep modes (sync, hybrid, hybrid:sync), so every mode computes
+# the same per-worker batch.
 # TESSERA_BUILD_DIR picks the build folder; TESSERA_NO_BUILD=1 uses the
 # binaries already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ $# -lt 2 ]; then
-  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 JOB="$1"
@@ -31,7 +33,7 @@ if [ $# -gt 0 ] && [ "$1" != "--" ]; then OUT="$1"; shift; fi
 [ -f "$JOB" ] || { echo "no job file $JOB" >&2; exit 2; }
 [ -d "$DATA" ] || { echo "no data folder $DATA" >&2; exit 2; }
 EPOCHS="${EPOCHS:-3}"
-MODES="${MODES:-async ssp:2 sync}"
+MODES="${MODES:-async ssp:2 sync hybrid hybrid:sync}"
 BUILD="${TESSERA_BUILD_DIR:-build}"
 if [ -z "${TESSERA_NO_BUILD:-}" ]; then
   bash deploy/install.sh >/dev/null
@@ -50,7 +52,7 @@ for mode in $MODES; do
   rm -rf "$run"
   mkdir -p "$run"
   b="$batch"
-  [ "$mode" = sync ] && b=$((2 * batch))
+  case "$mode" in sync | hybrid*) b=$((2 * batch)) ;; esac
   elapsed=$(( $(date +%s) - start ))
   eta="--:--"
   [ "$i" -gt 1 ] && eta=$(( elapsed * (total - i + 1) / (i - 1) ))s

@@ -16,6 +16,8 @@ std::string TrainingMode::ToString() const {
       return absl::StrCat("ssp:", staleness);
     case Kind::kMirrored:
       return "mirrored";
+    case Kind::kHybrid:
+      return sync_rows ? "hybrid:sync" : "hybrid";
   }
   return "unknown";
 }
@@ -31,6 +33,17 @@ absl::StatusOr<TrainingMode> ParseTrainingMode(absl::string_view text) {
     mode.kind = TrainingMode::Kind::kMirrored;
     return mode;
   }
+  if (text == "hybrid" || text == "hybrid:sync") {
+    mode.kind = TrainingMode::Kind::kHybrid;
+    mode.sync_rows = text == "hybrid:sync";
+    return mode;
+  }
+  if (absl::StartsWith(text, "hybrid:")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "mode: \"", text,
+        "\": the rows of a hybrid job are pushed "
+        "asynchronously (hybrid) or per global step (hybrid:sync)"));
+  }
   if (absl::StartsWith(text, "ssp:")) {
     int64_t s = -1;
     if (absl::SimpleAtoi(text.substr(4), &s) && s >= 0) {
@@ -42,7 +55,8 @@ absl::StatusOr<TrainingMode> ParseTrainingMode(absl::string_view text) {
         "mode: \"", text, "\" needs a staleness bound S >= 0 after \"ssp:\""));
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      "mode: \"", text, "\" is not one of async, sync, ssp:S, mirrored"));
+      "mode: \"", text,
+      "\" is not one of async, sync, ssp:S, mirrored, hybrid, hybrid:sync"));
 }
 
 absl::StatusOr<TrainingMode> ModeForCluster(absl::string_view text, int num_ps,

@@ -18,21 +18,35 @@ namespace tessera {
 //               the slowest worker has finished c - S steps;
 //   mirrored    no parameter servers; every worker holds every variable
 //               and gradients are all-reduced (TF's MirroredStrategy).
+//   hybrid      dense variables as in mirrored (replicated on the workers,
+//               all-reduced every global step), embedding tables sharded
+//               on the parameter servers, their rows pushed
+//               asynchronously (Persia's and Monolith's split);
+//   hybrid:sync the same, the rows aggregated per global step as in sync,
+//               so a step equals one process training the global batch.
 struct TrainingMode {
-  enum class Kind { kAsync, kSync, kSsp, kMirrored };
+  enum class Kind { kAsync, kSync, kSsp, kMirrored, kHybrid };
   Kind kind = Kind::kAsync;
-  int64_t staleness = 0;  // ssp only
+  int64_t staleness = 0;   // ssp only
+  bool sync_rows = false;  // hybrid only: hybrid:sync
 
   bool uses_parameter_servers() const { return kind != Kind::kMirrored; }
-  // Steps of one global step run together and wait for each other.
-  bool lockstep() const {
-    return kind == Kind::kSync || kind == Kind::kMirrored;
+  // Dense variables live on every worker and meet in an all-reduce.
+  bool replicates_dense() const {
+    return kind == Kind::kMirrored || kind == Kind::kHybrid;
   }
+  // Pushes to the parameter servers carry their global step, and a
+  // server applies a step's sum once (ps_server/sync_steps.h).
+  bool aggregates_steps() const {
+    return kind == Kind::kSync || (kind == Kind::kHybrid && sync_rows);
+  }
+  // Steps of one global step run together and wait for each other.
+  bool lockstep() const { return kind == Kind::kSync || replicates_dense(); }
   std::string ToString() const;
 };
 
-// Parses "async", "sync", "ssp:S" (S >= 0) and "mirrored"; errors name the
-// text and the accepted forms.
+// Parses "async", "sync", "ssp:S" (S >= 0), "mirrored", "hybrid" and
+// "hybrid:sync"; errors name the text and the accepted forms.
 absl::StatusOr<TrainingMode> ParseTrainingMode(absl::string_view text);
 
 // The mode a job's `mode` text means on a cluster of `num_ps` parameter

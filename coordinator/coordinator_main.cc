@@ -161,8 +161,11 @@ int main(int argc, char** argv) {
     tessera::DryRunOptions dry_run;
     dry_run.mode_note = mode_note;
     dry_run.check_data = FLAGS_check_data;
-    if (absl::Status s =
-            tessera::DryRun(*job, *cluster, *plan, dry_run, stdout);
+    dry_run.dense_on_workers = mode->replicates_dense();
+    if (absl::Status s = tessera::DryRun(
+            *job, *cluster,
+            dry_run.dense_on_workers ? tessera::TablesOnly(*plan) : *plan,
+            dry_run, stdout);
         !s.ok()) {
       std::fflush(stdout);
       LOG(ERROR) << "bad job: " << s.message();

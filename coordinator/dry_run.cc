@@ -46,6 +46,23 @@ absl::Status DryRun(const JobConfig& job, const ClusterSpec& cluster,
                  "holds all %zu variables\n",
                  plan.variables.size());
   } else {
+    if (options.dense_on_workers) {
+      int64_t dense = 0, bytes = 0;
+      for (const VariableDef& v : plan.variables) {
+        if (v.sparse) continue;
+        ++dense;
+        int64_t n = 1;
+        for (int64_t d : v.shape) n *= d;
+        bytes += n * static_cast<int64_t>(sizeof(float));
+      }
+      std::fprintf(
+          out,
+          "dense variables: %lld (%s) replicated on every worker "
+          "and all-reduced each global step; the parameter "
+          "servers hold the tables:\n",
+          static_cast<long long>(dense),
+          absl::StrFormat("%.2f MiB", bytes / double{1 << 20}).c_str());
+    }
     std::fprintf(out, "%s",
                  FormatShardTable(plan.shards, cluster.tasks("ps")).c_str());
     // Each value of a shard comes with the optimizer's slots (Adam: two).

@@ -25,6 +25,9 @@ struct DryRunOptions {
   // job whose data section is still to be written (tessera_keras import's
   // placeholder), whose model and shards are checked alone.
   bool check_data = true;
+  // Hybrid mode: the dense variables stay on the workers (the plan holds
+  // the tables' shards only), which the output says with their bytes.
+  bool dense_on_workers = false;
 };
 
 // Prints to `out` the model's summary, where each shard goes (or, without

@@ -50,8 +50,12 @@ DEFINE_int64(train_examples, 0,
 DEFINE_int64(test_examples, 0, "Use only the first N test examples (0: all).");
 DEFINE_string(mode, "async",
               "Training mode: async, sync, ssp:S (a worker may run at most S "
-              "steps ahead of the slowest) or mirrored (no parameter "
-              "servers; gradients all-reduced between workers).");
+              "steps ahead of the slowest), mirrored (no parameter "
+              "servers; gradients all-reduced between workers), hybrid "
+              "(dense variables all-reduced between workers, tables "
+              "sharded on the parameter servers, rows pushed "
+              "asynchronously) or hybrid:sync (the rows aggregated per "
+              "global step as in sync).");
 DEFINE_int32(backup_workers, 0,
              "Sync mode: apply a step once all but this many workers have "
              "pushed; later gradients are dropped and counted.");

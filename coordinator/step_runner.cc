@@ -154,11 +154,12 @@ absl::Status StepRunner::RunLockstep(std::vector<PlannedStep> steps, int epoch,
                                      std::vector<PlannedStep>* not_run,
                                      ProgressMeter* meter, EpochResult* result,
                                      int64_t* correct) {
-  const bool mirrored = options_.mode.kind == TrainingMode::Kind::kMirrored;
+  // Replicas (mirrored, hybrid) all take part in every all-reduce.
+  const bool replicas = options_.mode.replicates_dense();
   // Steps of earlier rounds still running (backup workers' late steps).
   std::vector<std::pair<int64_t, StepFuture>> stragglers;
   std::vector<std::vector<PlannedStep>> rounds = GroupIntoGlobalSteps(
-      std::move(steps), options_.num_workers, /*pad_missing=*/mirrored);
+      std::move(steps), options_.num_workers, /*pad_missing=*/replicas);
   size_t r = 0;
   for (; r < rounds.size(); ++r) {
     if (pause != nullptr && pause()) break;
@@ -166,14 +167,15 @@ absl::Status StepRunner::RunLockstep(std::vector<PlannedStep> steps, int epoch,
     const int64_t global_step = next_global_step_++;
     const int size = static_cast<int>(round.size());
     const int required =
-        mirrored ? size : std::max(1, size - options_.backup_workers);
+        replicas ? size : std::max(1, size - options_.backup_workers);
     std::vector<int64_t> ids;
     std::vector<StepFuture> futures;
     // With backup workers the parts that count are the first to arrive,
     // so only an average over all of them can weigh each example alike.
     int64_t examples = 0;
     for (const PlannedStep& planned : round) examples += planned.size();
-    const bool weigh = !mirrored && required == size && examples > 0;
+    const bool weigh =
+        options_.mode.aggregates_steps() && required == size && examples > 0;
     for (const PlannedStep& planned : round) {
       StepRequest request = MakeRequest(epoch, planned, data);
       request.set_sync_step(global_step);
@@ -202,7 +204,7 @@ absl::Status StepRunner::RunLockstep(std::vector<PlannedStep> steps, int epoch,
       absl::StatusOr<StepResponse> response = futures[i].Get();
       if (!response.ok()) return coordinator_->Join();
       Record(*response, ids[i], meter, result, correct);
-      if (!mirrored) continue;
+      if (!replicas) continue;
       if (checksum.has_value() && *checksum != response->replica_checksum()) {
         coordinator_->Join().IgnoreError();
         return absl::DataLossError(

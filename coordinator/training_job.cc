@@ -50,7 +50,7 @@ TrainingJob::TrainingJob(JobCluster cluster, JobConfig job, VariablePlan plan,
   if (mode_.kind == TrainingMode::Kind::kSsp) {
     coordinator_options.max_staleness = mode_.staleness;
   }
-  if (mode_.kind == TrainingMode::Kind::kMirrored) {
+  if (mode_.replicates_dense()) {
     // Every replica takes part in every all-reduce with its own data.
     coordinator_options.steal_threshold = std::numeric_limits<int>::max();
   }
@@ -69,8 +69,12 @@ TrainingJob::TrainingJob(JobCluster cluster, JobConfig job, VariablePlan plan,
   std::vector<PsClient*> clients;
   for (auto& p : ps_) clients.push_back(p.get());
   health_ = std::make_unique<ClusterHealth>(clients, workers_, out_);
+  // Hybrid: the servers hold the tables only.
+  served_ = mode_.replicates_dense() ? TablesOnly(plan_) : plan_;
+  // Checkpoints hold what the servers hold; the replicas of mirrored and
+  // hybrid jobs are in no checkpoint yet.
   if (!options_.checkpoint_dir.empty() && !ps_.empty() &&
-      mode_.uses_parameter_servers()) {
+      !mode_.replicates_dense()) {
     checkpointer_ = std::make_unique<JobCheckpointer>(
         options_.checkpoint_dir, options_.keep_checkpoints, clients, job_);
     PsRecoveryOptions recovery;
@@ -138,7 +142,7 @@ absl::StatusOr<std::string> TrainingJob::SaveCheckpoint(
           ? checkpointer_->Save(position)
           : absl::FailedPreconditionError(
                 "this job writes no checkpoints (no --checkpoint_dir, or "
-                "mirrored training)");
+                "mirrored or hybrid training)");
   if (saved.ok()) {
     last_checkpoint_step_ = position.global_step;
     board_.Update([&](JobStatus* s) { s->set_last_checkpoint(*saved); });
@@ -160,7 +164,7 @@ absl::Status TrainingJob::CreateVariables() {
   // Embedding tables and dense layers may train with different
   // optimizers; a parameter server takes one per request.
   std::vector<std::vector<CreateShardsRequest>> requests =
-      ShardRequestsByKind(plan_, job_, static_cast<int>(ps_.size()));
+      ShardRequestsByKind(served_, job_, static_cast<int>(ps_.size()));
   std::vector<int64_t> expected(ps_.size(), 0);
   for (size_t k = 0; k < ps_.size(); ++k) {
     for (const CreateShardsRequest& request : requests[k]) {
@@ -305,7 +309,7 @@ absl::StatusOr<WorkerConfig> TrainingJob::MakeWorkerConfig(int w, int64_t begin,
   config.set_worker_index(w);
   *config.mutable_model_def() = *std::move(model);
   *config.mutable_data() = job_.data();
-  for (const VariablePlacement& p : Placements(plan_)) {
+  for (const VariablePlacement& p : Placements(served_)) {
     *config.add_variables() = p;
   }
   config.set_seed(job_.schedule().seed());
@@ -685,10 +689,10 @@ absl::Status TrainingJob::RunJob() {
     data_ = *std::move(resumed_data);
     runner_->SetPosition(position.global_step, position.next_sync_step);
   } else if (!options_.init_checkpoint.empty()) {
-    if (ps_.empty() || !mode_.uses_parameter_servers()) {
+    if (ps_.empty() || mode_.replicates_dense()) {
       return absl::InvalidArgumentError(
-          "--init_checkpoint needs parameter servers (mirrored training "
-          "starts from the initializers)");
+          "--init_checkpoint needs the dense variables on parameter servers "
+          "(mirrored and hybrid training start from the initializers)");
     }
     std::vector<PsClient*> clients;
     for (auto& p : ps_) clients.push_back(p.get());

@@ -158,6 +158,7 @@ class TrainingJob {
 
   const JobConfig job_;
   const VariablePlan plan_;
+  VariablePlan served_;  // what the parameter servers hold of plan_
   const TrainingJobOptions options_;
   std::FILE* const out_;
   TrainingMode mode_;

@@ -105,6 +105,20 @@ void AddShardDef(const VariablePlan& plan, const ShardInfo& shard,
 
 }  // namespace
 
+VariablePlan TablesOnly(const VariablePlan& plan) {
+  VariablePlan tables = plan;
+  tables.shards.clear();
+  for (const ShardInfo& shard : plan.shards) {
+    for (const VariableDef& v : plan.variables) {
+      if (v.name == shard.variable && v.sparse) {
+        tables.shards.push_back(shard);
+        break;
+      }
+    }
+  }
+  return tables;
+}
+
 std::vector<CreateShardsRequest> ShardRequests(const VariablePlan& plan,
                                                const OptimizerConfig& optimizer,
                                                int num_ps) {

@@ -33,6 +33,10 @@ struct VariablePlan {
 
 absl::StatusOr<VariablePlan> PlanVariables(const JobConfig& job, int num_ps);
 
+// The plan less the dense variables' shards: in hybrid mode the dense
+// variables live on the workers, and the servers hold only the tables.
+VariablePlan TablesOnly(const VariablePlan& plan);
+
 // One CreateShards request per parameter server (index = ps task).
 std::vector<CreateShardsRequest> ShardRequests(const VariablePlan& plan,
                                                const OptimizerConfig& optimizer,

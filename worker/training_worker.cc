@@ -144,12 +144,12 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& config,
   }
 
   std::unique_ptr<MirroredParameters> mirrored;
-  if (mode->kind == TrainingMode::Kind::kMirrored) {
+  if (mode->replicates_dense()) {
     if (all_reducer_ == nullptr ||
         all_reducer_->num_ranks() != config.num_workers() ||
         all_reducer_->rank() != config.worker_index()) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "mirrored mode: the job has ", config.num_workers(),
+          mode->ToString(), " mode: the job has ", config.num_workers(),
           " workers and names this one ", config.worker_index(),
           ", but this worker's all-reduce group was started as rank ",
           all_reducer_ ? all_reducer_->rank() : -1, " of ",
@@ -175,6 +175,7 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& config,
   std::unique_ptr<ShardedParameters> params, spare;
   std::unique_ptr<SparseParameters> sparse;
   if (mirrored == nullptr) {
+    // The dense variables on the parameter servers.
     const std::vector<VariableDef>& dense = (*graph)->dense_variables();
     // Where the device is the host, the pulls land in the graph's own
     // buffers and the pushes go out from them. Not with prefetching: the
@@ -197,12 +198,12 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& config,
       // The prefetched set goes to the device while a step computes.
       if (absl::Status s = (*graph)->PrepareStaging(); !s.ok()) return s;
     }
-    if (!(*graph)->tables().empty()) {
-      absl::StatusOr<std::unique_ptr<SparseParameters>> tables =
-          SparseParameters::Create((*graph)->tables(), config.variables(), raw);
-      if (!tables.ok()) return tables.status();
-      sparse = *std::move(tables);
-    }
+  }
+  if (mode->uses_parameter_servers() && !(*graph)->tables().empty()) {
+    absl::StatusOr<std::unique_ptr<SparseParameters>> tables =
+        SparseParameters::Create((*graph)->tables(), config.variables(), raw);
+    if (!tables.ok()) return tables.status();
+    sparse = *std::move(tables);
   }
   std::unique_ptr<ExampleSet> own;
   int64_t own_size = 0;
@@ -306,7 +307,7 @@ absl::Status TrainingWorker::RunStep(const StepRequest& request,
       // Every position of the step held a bad record, all skipped.
       response->set_examples(0);
       if (mirrored_ == nullptr) return absl::OkStatus();
-      return MirroredUpdate(0, ReduceOnDevice(), response);
+      return ReplicaWithoutData(request, response);
     }
     return TrainBatch(request, response);
   }
@@ -326,7 +327,7 @@ absl::Status TrainingWorker::RunStep(const StepRequest& request,
   if (mirrored_ != nullptr && ids->empty()) {
     // This replica has no data left in the epoch but takes part in the
     // all-reduce with a zero gradient.
-    return MirroredUpdate(0, ReduceOnDevice(), response);
+    return ReplicaWithoutData(request, response);
   }
   for (int64_t& id : *ids) {
     if (id < begin || id >= end) {
@@ -373,16 +374,13 @@ absl::Status TrainingWorker::TrainBatch(const StepRequest& request,
 
   auto t0 = std::chrono::steady_clock::now();
   // Sync: the values after every global step before this one.
-  const std::optional<int64_t> sync_step =
-      request.sync_required() > 0 && mirrored_ == nullptr
-          ? std::optional<int64_t>(request.sync_step())
-          : std::nullopt;
+  const std::optional<int64_t> sync_step = SyncStepOf(request);
   std::future<absl::Status> rows;
   if (sparse_ != nullptr) {
     rows = row_calls_.Async([this, sync_step] { return PullRows(sync_step); });
   }
   absl::Status dense =
-      mirrored_ == nullptr ? PrepareParameters(sync_step) : absl::OkStatus();
+      params_ != nullptr ? PrepareParameters(sync_step) : absl::OkStatus();
   absl::Status pulled = rows.valid() ? rows.get() : absl::OkStatus();
   if (!dense.ok()) return dense;
   if (!pulled.ok()) return pulled;
@@ -415,7 +413,6 @@ absl::Status TrainingWorker::TrainBatch(const StepRequest& request,
   response->set_examples(batch);
   response->set_correct(result->correct);
 
-  if (mirrored_ != nullptr) return MirroredUpdate(batch, on_device, response);
   auto t2 = std::chrono::steady_clock::now();
   const float scale = request.sync_scale();
   if (scale != 0 && scale != 1) ScaleGradients(scale);
@@ -429,20 +426,19 @@ absl::Status TrainingWorker::TrainBatch(const StepRequest& request,
     }
     push_grads_[t].swap(table_grads_[t].values);
   }
-  SyncPush sync;
-  sync.step = request.sync_step();
-  sync.required = request.sync_required();
-  sync.part = request.sync_part();
-  std::future<absl::Status> row_push;
-  if (sparse_ != nullptr) {
-    row_push = row_calls_.Async([this, &sync] {
-      return sparse_->Push(push_ids_, push_grads_,
-                           sync.required > 0 ? &sync : nullptr);
-    });
+  // The rows go to the servers while the dense gradients are pushed, or
+  // all-reduced among the replicas.
+  std::future<absl::Status> row_push = PushRows(request);
+  absl::Status pushed;
+  if (mirrored_ != nullptr) {
+    pushed = MirroredUpdate(batch, on_device, response);
+  } else {
+    const SyncPush sync = SyncPushOf(request);
+    ShardedParameters::PushOutcome outcome;
+    pushed = params_->PushAll(sync.required > 0 ? &sync : nullptr, &outcome);
+    for (int64_t st : outcome.staleness) response->add_staleness(st);
+    response->set_late_shards(outcome.late_shards);
   }
-  ShardedParameters::PushOutcome outcome;
-  absl::Status pushed =
-      params_->PushAll(sync.required > 0 ? &sync : nullptr, &outcome);
   absl::Status rows_pushed =
       row_push.valid() ? row_push.get() : absl::OkStatus();
   for (size_t t = 0; t < table_grads_.size(); ++t) {
@@ -451,14 +447,59 @@ absl::Status TrainingWorker::TrainBatch(const StepRequest& request,
   if (!pushed.ok()) return pushed;
   if (!rows_pushed.ok()) return rows_pushed;
   response->set_push_us(MicrosSince(t2));
-  for (int64_t st : outcome.staleness) response->add_staleness(st);
-  response->set_late_shards(outcome.late_shards);
   return absl::OkStatus();
 }
 
+std::optional<int64_t> TrainingWorker::SyncStepOf(
+    const StepRequest& request) const {
+  if (!mode_.aggregates_steps() || request.sync_required() <= 0) {
+    return std::nullopt;
+  }
+  return request.sync_step();
+}
+
+SyncPush TrainingWorker::SyncPushOf(const StepRequest& request) const {
+  SyncPush sync;
+  if (!SyncStepOf(request).has_value()) return sync;  // required 0: untagged
+  sync.step = request.sync_step();
+  sync.required = request.sync_required();
+  sync.part = request.sync_part();
+  return sync;
+}
+
+std::future<absl::Status> TrainingWorker::PushRows(const StepRequest& request) {
+  if (sparse_ == nullptr) return {};
+  return row_calls_.Async([this, sync = SyncPushOf(request)] {
+    return sparse_->Push(push_ids_, push_grads_,
+                         sync.required > 0 ? &sync : nullptr);
+  });
+}
+
+absl::Status TrainingWorker::ReplicaWithoutData(const StepRequest& request,
+                                                StepResponse* response) {
+  // Hybrid:sync: the servers wait for every part of the step, this
+  // replica's empty one too.
+  for (size_t t = 0; t < push_ids_.size(); ++t) {
+    push_ids_[t].clear();
+    push_grads_[t].clear();
+  }
+  std::future<absl::Status> row_push = SyncStepOf(request).has_value()
+                                           ? PushRows(request)
+                                           : std::future<absl::Status>();
+  absl::Status reduced = MirroredUpdate(0, ReduceOnDevice(), response);
+  absl::Status rows_pushed =
+      row_push.valid() ? row_push.get() : absl::OkStatus();
+  if (!reduced.ok()) return reduced;
+  return rows_pushed;
+}
+
 void TrainingWorker::ScaleGradients(float scale) {
-  for (absl::Span<float> g : params_->gradients()) {
-    for (float& x : g) x *= scale;
+  // Replicas weigh their dense gradients by their examples in the
+  // all-reduce (MirroredUpdate); only the rows need scaling there.
+  if (params_ != nullptr) {
+    for (absl::Span<float> g : params_->gradients()) {
+      for (float& x : g) x *= scale;
+    }
   }
   for (TableGradient& g : table_grads_) {
     for (float& x : g.values) x *= scale;

@@ -80,6 +80,19 @@ class TrainingWorker {
   // Sync: multiplies this step's dense and table gradients by
   // StepRequest.sync_scale before they are pushed.
   void ScaleGradients(float scale);
+  // The global step `request` belongs to, in modes whose servers
+  // aggregate steps (sync, hybrid:sync); nullopt otherwise.
+  std::optional<int64_t> SyncStepOf(const StepRequest& request) const;
+  // The tag of `request`'s pushes (required 0: untagged).
+  SyncPush SyncPushOf(const StepRequest& request) const;
+  // Starts pushing push_ids_/push_grads_ to the tables' servers on
+  // row_calls_; no future without tables.
+  std::future<absl::Status> PushRows(const StepRequest& request);
+  // A replica (mirrored, hybrid) without examples in this global step:
+  // takes part in the all-reduce with zeros and, in hybrid:sync, sends
+  // the servers its empty part of the step.
+  absl::Status ReplicaWithoutData(const StepRequest& request,
+                                  StepResponse* response);
   // The graph's view of batch_ and the pulled rows.
   GraphBatch View() const;
 

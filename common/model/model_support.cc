@@ -12,8 +12,9 @@ absl::Status CheckModeFits(const std::vector<VariableDef>& variables,
     return absl::UnimplementedError(absl::StrCat(
         "the model has embedding table \"", v.name, "\": mirrored replicas ",
         "cannot hold tables, which live on the parameter servers; train it ",
-        "in mode sync (the same synchronous steps, the tables sharded), ",
-        "async or ssp"));
+        "in mode hybrid or hybrid:sync (the dense variables replicated and ",
+        "all-reduced as in mirrored, the tables sharded on the servers), ",
+        "mode sync (every variable on the servers), async or ssp"));
   }
   return absl::OkStatus();
 }

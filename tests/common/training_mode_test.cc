@@ -28,8 +28,34 @@ TEST(TrainingMode, OnlyMirroredRunsWithoutParameterServers) {
   EXPECT_FALSE(ParseTrainingMode("ssp:0")->lockstep());
 }
 
+TEST(TrainingMode, HybridReplicatesDenseAndShardsTables) {
+  absl::StatusOr<TrainingMode> hybrid = ParseTrainingMode("hybrid");
+  ASSERT_TRUE(hybrid.ok());
+  EXPECT_EQ(hybrid->kind, TrainingMode::Kind::kHybrid);
+  EXPECT_TRUE(hybrid->uses_parameter_servers());
+  EXPECT_TRUE(hybrid->replicates_dense());
+  EXPECT_TRUE(hybrid->lockstep());
+  EXPECT_FALSE(hybrid->aggregates_steps());
+  EXPECT_EQ(hybrid->ToString(), "hybrid");
+  absl::StatusOr<TrainingMode> sync = ParseTrainingMode("hybrid:sync");
+  ASSERT_TRUE(sync.ok());
+  EXPECT_TRUE(sync->aggregates_steps());
+  EXPECT_EQ(sync->ToString(), "hybrid:sync");
+  EXPECT_TRUE(ParseTrainingMode("sync")->aggregates_steps());
+  EXPECT_FALSE(ParseTrainingMode("mirrored")->aggregates_steps());
+  EXPECT_FALSE(ParseTrainingMode("sync")->replicates_dense());
+}
+
+TEST(TrainingMode, HybridNeedsParameterServers) {
+  std::string note;
+  absl::StatusOr<TrainingMode> m = ModeForCluster("hybrid", 0, &note);
+  ASSERT_FALSE(m.ok());
+  EXPECT_THAT(m.status().message(), HasSubstr("needs parameter servers"));
+}
+
 TEST(TrainingMode, RejectsBadTextNamingIt) {
-  for (const char* bad : {"ssp", "ssp:", "ssp:-1", "ssp:x", "SYNC", "bsp"}) {
+  for (const char* bad : {"ssp", "ssp:", "ssp:-1", "ssp:x", "SYNC", "bsp",
+                          "hybrid:", "hybrid:async", "hybrid:ssp:2"}) {
     absl::StatusOr<TrainingMode> m = ParseTrainingMode(bad);
     ASSERT_FALSE(m.ok()) << bad;
     EXPECT_THAT(m.status().message(), HasSubstr(bad));

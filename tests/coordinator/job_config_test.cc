@@ -510,7 +510,13 @@ TEST_F(JobConfigTest, BadDescriptionsAreNamed) {
   s = ValidateJobConfig(*job);
   EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
   EXPECT_THAT(std::string(s.message()),
-              AllOf(HasSubstr("embedding_0"), HasSubstr("mode sync")));
+              AllOf(HasSubstr("embedding_0"), HasSubstr("mode sync"),
+                    HasSubstr("mode hybrid")));
+  gflags::SetCommandLineOption("mode", "hybrid:sync");
+  job = JobConfigFromFlags();
+  ASSERT_TRUE(job.ok()) << job.status();
+  s = ValidateJobConfig(*job);
+  EXPECT_TRUE(s.ok()) << s;
   gflags::SetCommandLineOption("mode", "async");
   gflags::SetCommandLineOption("data_format", "idx");
   job = JobConfigFromFlags();

@@ -110,6 +110,26 @@ TEST_F(CtrTrainingTest, MirroredModeIsRefusedNamingSync) {
   EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_THAT(run.output, HasSubstr("mirrored replicas cannot hold tables"));
   EXPECT_THAT(run.output, HasSubstr("mode sync"));
+  EXPECT_THAT(run.output, HasSubstr("mode hybrid"));
+}
+
+// Hybrid modes (#30): the dense layers replicated and all-reduced on the
+// workers, the tables on the servers. The chief compares the replicas'
+// checksums after every global step, so a replica that drifted fails
+// the job; every example once per epoch, no part late.
+TEST_F(CtrTrainingTest, HybridModesTrainGrowingAndFixedTables) {
+  for (const char* mode : {"hybrid", "hybrid:sync"}) {
+    for (const char* tables : {"--vocab_size=0", "--vocab_size=2000"}) {
+      SCOPED_TRACE(absl::StrCat(mode, " ", tables));
+      fs::remove_all(dir_ / "run");  // a new job, not a resumed one
+      nlohmann::json m = Train(absl::StrCat("--mode=", mode, " ", tables));
+      ASSERT_TRUE(m.contains("auc")) << output_;
+      EXPECT_EQ(m["mode"], mode);
+      EXPECT_EQ(m["examples"].get<int64_t>(), 8000);
+      EXPECT_EQ(m["late_shards"].get<int64_t>(), 0);
+      EXPECT_GT(m["auc"].get<double>(), 0.6) << output_;
+    }
+  }
 }
 
 }  // namespace

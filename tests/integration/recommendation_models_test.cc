@@ -28,6 +28,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string JobFile(const std::string& name) {
   return absl::StrCat(TESSERA_SOURCE_DIR, "/deploy/jobs/", name, ".textproto");
@@ -277,6 +278,19 @@ TEST(RecommendationJobFilesTest, TablesOfDifferentShapesAndOptimizersTrain) {
   EXPECT_THAT(dry.output, HasSubstr("[2500..5000)  [2500,4]"));
   EXPECT_THAT(dry.output, HasSubstr("[350..700)    [350,8]"));
   EXPECT_THAT(dry.output, HasSubstr("hashed/part_1"));
+  EXPECT_THAT(dry.output, HasSubstr("kernel/part_0"));
+  // Hybrid (#30): the dense variables stay on the workers; the servers
+  // get the tables alone.
+  ShellResult hybrid = Shell(absl::StrCat(
+      BuildDir(), "/coordinator/tessera_coordinator --job_file=", job.string(),
+      " --data_dir=", (dir / "data").string(), " --dry_run --mode=hybrid",
+      " --chief_host=localhost:1 --ps_hosts=localhost:2,localhost:3",
+      " --worker_hosts=localhost:4 --task_type=chief --task_index=0"));
+  ASSERT_EQ(hybrid.exit_code, 0) << hybrid.output;
+  EXPECT_THAT(hybrid.output, HasSubstr("replicated on every worker"));
+  EXPECT_THAT(hybrid.output, HasSubstr("[2500..5000)  [2500,4]"));
+  EXPECT_THAT(hybrid.output, HasSubstr("hashed/part_1"));
+  EXPECT_THAT(hybrid.output, Not(HasSubstr("kernel/part_0")));
   const fs::path run_dir = dir / "run";
   ShellResult run = Shell(absl::StrCat(
       BuildDir(), "/deploy/local/tessera_local --num_ps=2 --num_workers=2",

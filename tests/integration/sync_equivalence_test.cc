@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -53,11 +55,20 @@ constexpr int64_t kStepsPerEpoch = 13;
 // 5e-8 (float rounding of the loss) over 26 steps of DLRM and DeepFM.
 constexpr double kTolerance = 1e-6;
 
-class SyncEquivalenceTest : public ::testing::TestWithParam<std::string> {
+// (job file, mode): sync keeps every variable on the servers; hybrid:sync
+// all-reduces the dense ones between the workers' replicas and aggregates
+// the rows on the servers. Both must train what one process trains.
+class SyncEquivalenceTest
+    : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {
  protected:
+  const std::string& Job() const { return std::get<0>(GetParam()); }
+  const std::string& Mode() const { return std::get<1>(GetParam()); }
+
   void SetUp() override {
+    std::string mode = Mode();
+    std::replace(mode.begin(), mode.end(), ':', '_');
     dir_ = fs::path(::testing::TempDir()) /
-           absl::StrCat("tessera_sync_eq_", getpid(), "_", GetParam());
+           absl::StrCat("tessera_sync_eq_", getpid(), "_", Job(), "_", mode);
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     ShellResult gen = Shell(absl::StrCat(
@@ -71,7 +82,7 @@ class SyncEquivalenceTest : public ::testing::TestWithParam<std::string> {
 
   fs::path Data() const { return dir_ / "data"; }
   std::string JobFile() const {
-    return absl::StrCat(TESSERA_SOURCE_DIR, "/deploy/jobs/", GetParam(),
+    return absl::StrCat(TESSERA_SOURCE_DIR, "/deploy/jobs/", Job(),
                         ".textproto");
   }
 
@@ -79,14 +90,14 @@ class SyncEquivalenceTest : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(SyncEquivalenceTest, SyncStepsEqualOneProcessOnTheGlobalBatch) {
-  // The cluster: sync mode, two epochs.
+  // The cluster: the mode's synchronous steps, two epochs.
   const fs::path run_dir = dir_ / "run";
   ShellResult run = Shell(absl::StrCat(
       BuildDir(), "/deploy/local/tessera_local --num_ps=2 --num_workers=",
       kWorkers, " --run_dir=", run_dir.string(), " -- --job_file=", JobFile(),
-      " --data_dir=", Data().string(), " --mode=sync --epochs=", kEpochs,
-      " --batch_size=", kBatch, " --train_examples=", kExamples,
-      " --test_examples=512"));
+      " --data_dir=", Data().string(), " --mode=", Mode(),
+      " --epochs=", kEpochs, " --batch_size=", kBatch,
+      " --train_examples=", kExamples, " --test_examples=512"));
   ASSERT_EQ(run.exit_code, 0) << run.output;
   // Step id -> the part's mean loss and examples.
   std::map<int64_t, std::pair<double, int64_t>> parts;
@@ -151,20 +162,28 @@ TEST_P(SyncEquivalenceTest, SyncStepsEqualOneProcessOnTheGlobalBatch) {
     if (g < 2 || g % kStepsPerEpoch >= kStepsPerEpoch - 1 ||
         g % kStepsPerEpoch == 0) {
       std::printf(
-          "%s step %2lld (%zu examples): sync %.7f  one process "
+          "%s %s step %2lld (%zu examples): cluster %.7f  one process "
           "%.7f  rel %.2e\n",
-          GetParam().c_str(), static_cast<long long>(g), ids.size(), cluster,
-          one, diff);
+          Job().c_str(), Mode().c_str(), static_cast<long long>(g), ids.size(),
+          cluster, one, diff);
     }
-    EXPECT_LE(diff, kTolerance) << "global step " << g << ": sync " << cluster
-                                << ", one process " << one;
+    EXPECT_LE(diff, kTolerance) << "global step " << g << ": " << Mode() << " "
+                                << cluster << ", one process " << one;
   }
-  std::printf("%s: %lld global steps, largest relative difference %.2e\n",
-              GetParam().c_str(), static_cast<long long>(total), worst);
+  std::printf("%s %s: %lld global steps, largest relative difference %.2e\n",
+              Job().c_str(), Mode().c_str(), static_cast<long long>(total),
+              worst);
 }
 
-INSTANTIATE_TEST_SUITE_P(JobFiles, SyncEquivalenceTest,
-                         ::testing::Values("dlrm", "deepfm"));
+INSTANTIATE_TEST_SUITE_P(
+    JobFilesAndModes, SyncEquivalenceTest,
+    ::testing::Combine(::testing::Values("dlrm", "deepfm"),
+                       ::testing::Values("sync", "hybrid:sync")),
+    [](const ::testing::TestParamInfo<SyncEquivalenceTest::ParamType>& info) {
+      std::string mode = std::get<1>(info.param);
+      std::replace(mode.begin(), mode.end(), ':', '_');
+      return std::get<0>(info.param) + "_" + mode;
+    });
 
 }  // namespace
 }  // namespace tessera
