@@ -17,7 +17,8 @@ std::string TrainingMode::ToString() const {
     case Kind::kMirrored:
       return "mirrored";
     case Kind::kHybrid:
-      return sync_rows ? "hybrid:sync" : "hybrid";
+      if (sync_rows) return "hybrid:sync";
+      return ssp_rows ? absl::StrCat("hybrid:ssp:", staleness) : "hybrid";
   }
   return "unknown";
 }
@@ -38,11 +39,24 @@ absl::StatusOr<TrainingMode> ParseTrainingMode(absl::string_view text) {
     mode.sync_rows = text == "hybrid:sync";
     return mode;
   }
+  if (absl::StartsWith(text, "hybrid:ssp:")) {
+    int64_t s = -1;
+    if (absl::SimpleAtoi(text.substr(11), &s) && s >= 0) {
+      mode.kind = TrainingMode::Kind::kHybrid;
+      mode.ssp_rows = true;
+      mode.staleness = s;
+      return mode;
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        "mode: \"", text,
+        "\" needs a staleness bound S >= 0 after \"hybrid:ssp:\""));
+  }
   if (absl::StartsWith(text, "hybrid:")) {
     return absl::InvalidArgumentError(absl::StrCat(
         "mode: \"", text,
         "\": the rows of a hybrid job are pushed "
-        "asynchronously (hybrid) or per global step (hybrid:sync)"));
+        "asynchronously (hybrid), with bounded staleness (hybrid:ssp:S) or "
+        "per global step (hybrid:sync)"));
   }
   if (absl::StartsWith(text, "ssp:")) {
     int64_t s = -1;
@@ -56,7 +70,8 @@ absl::StatusOr<TrainingMode> ParseTrainingMode(absl::string_view text) {
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "mode: \"", text,
-      "\" is not one of async, sync, ssp:S, mirrored, hybrid, hybrid:sync"));
+      "\" is not one of async, sync, ssp:S, mirrored, hybrid, hybrid:ssp:S, "
+      "hybrid:sync"));
 }
 
 absl::StatusOr<TrainingMode> ModeForCluster(absl::string_view text, int num_ps,

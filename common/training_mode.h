@@ -22,13 +22,19 @@ namespace tessera {
 //               all-reduced every global step), embedding tables sharded
 //               on the parameter servers, their rows pushed
 //               asynchronously (Persia's and Monolith's split);
+//   hybrid:ssp:S
+//               the same, a worker's row pushes left in flight for up to
+//               S more steps while it trains on (Persia's bounded
+//               staleness): its pulls may miss its last S steps' rows;
 //   hybrid:sync the same, the rows aggregated per global step as in sync,
 //               so a step equals one process training the global batch.
 struct TrainingMode {
   enum class Kind { kAsync, kSync, kSsp, kMirrored, kHybrid };
   Kind kind = Kind::kAsync;
-  int64_t staleness = 0;   // ssp only
-  bool sync_rows = false;  // hybrid only: hybrid:sync
+  // ssp:S, and hybrid:ssp:S (the row pushes a worker leaves in flight).
+  int64_t staleness = 0;
+  bool sync_rows = false;  // hybrid:sync
+  bool ssp_rows = false;   // hybrid:ssp:S
 
   bool uses_parameter_servers() const { return kind != Kind::kMirrored; }
   // Dense variables live on every worker and meet in an all-reduce.
@@ -45,8 +51,9 @@ struct TrainingMode {
   std::string ToString() const;
 };
 
-// Parses "async", "sync", "ssp:S" (S >= 0), "mirrored", "hybrid" and
-// "hybrid:sync"; errors name the text and the accepted forms.
+// Parses "async", "sync", "ssp:S" (S >= 0), "mirrored", "hybrid",
+// "hybrid:ssp:S" and "hybrid:sync"; errors name the text and the accepted
+// forms.
 absl::StatusOr<TrainingMode> ParseTrainingMode(absl::string_view text);
 
 // The mode a job's `mode` text means on a cluster of `num_ps` parameter

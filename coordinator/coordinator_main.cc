@@ -20,6 +20,7 @@
 #include "common/exit_code.h"
 #include "common/grpc_channel.h"
 #include "common/model/model_support.h"
+#include "common/model/table_placement.h"
 #include "common/process_start.h"
 #include "common/rpc_auth.h"
 #include "common/security_flags.h"
@@ -142,8 +143,14 @@ int main(int argc, char** argv) {
   std::string mode_note;
   absl::StatusOr<tessera::TrainingMode> mode = tessera::ModeForCluster(
       job->mode(), cluster->num_tasks("ps"), &mode_note);
+  absl::StatusOr<std::vector<tessera::TablePlan>> tables;
   if (mode.ok()) {
-    if (absl::Status s = tessera::CheckModeFits(plan->variables, *mode);
+    tables = tessera::PlaceTables(plan->variables, *job, *mode);
+    if (!tables.ok()) mode = tables.status();
+  }
+  if (mode.ok()) {
+    if (absl::Status s = tessera::CheckModeFits(
+            plan->variables, *mode, tessera::ReplicatedTables(*tables));
         !s.ok()) {
       mode = absl::InvalidArgumentError(absl::StrCat(
           s.message(),
@@ -162,9 +169,11 @@ int main(int argc, char** argv) {
     dry_run.mode_note = mode_note;
     dry_run.check_data = FLAGS_check_data;
     dry_run.dense_on_workers = mode->replicates_dense();
+    dry_run.tables = *tables;
     if (absl::Status s = tessera::DryRun(
             *job, *cluster,
-            dry_run.dense_on_workers ? tessera::TablesOnly(*plan) : *plan,
+            tessera::ServedPlan(*plan, *mode,
+                                tessera::ReplicatedTables(*tables)),
             dry_run, stdout);
         !s.ok()) {
       std::fflush(stdout);

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -39,6 +40,21 @@ absl::Status DryRun(const JobConfig& job, const ClusterSpec& cluster,
   if (!options.mode_note.empty()) {
     std::fprintf(out, "note: %s\n", options.mode_note.c_str());
   }
+  if (!options.tables.empty()) {
+    size_t width = 5;
+    for (const TablePlan& t : options.tables) {
+      width = std::max(width, t.name.size());
+    }
+    std::fprintf(out, "%-*s  %-10s  %10s  why\n", static_cast<int>(width),
+                 "table", "placement", "bytes");
+    for (const TablePlan& t : options.tables) {
+      std::fprintf(
+          out, "%-*s  %-10s  %10s  %s\n", static_cast<int>(width),
+          t.name.c_str(), t.replicated ? "replicated" : "sharded",
+          t.bytes > 0 ? absl::StrFormat("%d", t.bytes).c_str() : "growing",
+          t.reason.c_str());
+    }
+  }
   const int num_ps = cluster.num_tasks("ps");
   if (num_ps == 0) {
     std::fprintf(out,
@@ -58,8 +74,8 @@ absl::Status DryRun(const JobConfig& job, const ClusterSpec& cluster,
       std::fprintf(
           out,
           "dense variables: %lld (%s) replicated on every worker "
-          "and all-reduced each global step; the parameter "
-          "servers hold the tables:\n",
+          "and all-reduced each global step, with the replicated "
+          "tables; the parameter servers hold:\n",
           static_cast<long long>(dense),
           absl::StrFormat("%.2f MiB", bytes / double{1 << 20}).c_str());
     }

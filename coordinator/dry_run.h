@@ -7,9 +7,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "common/cluster_spec.h"
+#include "common/model/table_placement.h"
 #include "coordinator/variable_plan.h"
 #include "proto/job.pb.h"
 
@@ -28,6 +30,9 @@ struct DryRunOptions {
   // Hybrid mode: the dense variables stay on the workers (the plan holds
   // the tables' shards only), which the output says with their bytes.
   bool dense_on_workers = false;
+  // Each table's placement and why (common/model/table_placement.h),
+  // printed as a table when the model has any.
+  std::vector<TablePlan> tables;
 };
 
 // Prints to `out` the model's summary, where each shard goes (or, without

@@ -5,6 +5,7 @@
 #include "common/model/model_graph.h"
 #include "common/model/model_presets.h"
 #include "common/model/model_support.h"
+#include "common/model/table_placement.h"
 #include "common/model/variable_optimizer.h"
 #include "common/model_spec.h"
 #include "common/optimizer/optimizer.h"
@@ -60,7 +61,12 @@ absl::Status ValidateJobConfig(const JobConfig& job) {
   }
   absl::StatusOr<TrainingMode> mode = ParseTrainingMode(job.mode());
   if (!mode.ok()) return mode.status();
-  if (absl::Status s = CheckModeFits(graph->variables, *mode); !s.ok()) {
+  absl::StatusOr<std::vector<TablePlan>> tables =
+      PlaceTables(graph->variables, job, *mode);
+  if (!tables.ok()) return tables.status();
+  if (absl::Status s =
+          CheckModeFits(graph->variables, *mode, ReplicatedTables(*tables));
+      !s.ok()) {
     return s;
   }
   if (absl::Status s = CheckDataFits(*model, job.data().format()); !s.ok()) {

@@ -54,8 +54,18 @@ DEFINE_string(mode, "async",
               "servers; gradients all-reduced between workers), hybrid "
               "(dense variables all-reduced between workers, tables "
               "sharded on the parameter servers, rows pushed "
-              "asynchronously) or hybrid:sync (the rows aggregated per "
+              "asynchronously), hybrid:ssp:S (a worker's row pushes left in "
+              "flight for up to S more steps) or hybrid:sync (the rows "
+              "aggregated per "
               "global step as in sync).");
+DEFINE_string(table_placements, "",
+              "Hybrid and mirrored modes: where tables live, as "
+              "NAME:replicated or NAME:sharded, comma-separated (the job "
+              "file's table_placements); a table not named is placed by "
+              "size (--replicate_tables_below).");
+DEFINE_int64(replicate_tables_below, 0,
+             "Hybrid mode: replicate a fixed-vocabulary table of at most "
+             "this many bytes on every worker; 0: 65536, negative: never.");
 DEFINE_int32(backup_workers, 0,
              "Sync mode: apply a step once all but this many workers have "
              "pushed; later gradients are dropped and counted.");
@@ -229,6 +239,29 @@ absl::Status ApplyFlags(bool only_explicit, JobConfig* job) {
 
   if (use("mode")) job->set_mode(FLAGS_mode);
   if (use("backup_workers")) job->set_backup_workers(FLAGS_backup_workers);
+  if (use("replicate_tables_below")) {
+    job->set_replicate_tables_below(FLAGS_replicate_tables_below);
+  }
+  if (use("table_placements") && !FLAGS_table_placements.empty()) {
+    for (absl::string_view entry :
+         absl::StrSplit(FLAGS_table_placements, ',', absl::SkipEmpty())) {
+      const size_t colon = entry.rfind(':');
+      const absl::string_view where =
+          colon == absl::string_view::npos ? "" : entry.substr(colon + 1);
+      TablePlacement placement;
+      if (where == "replicated") {
+        placement = TABLE_REPLICATED;
+      } else if (where == "sharded") {
+        placement = TABLE_SHARDED;
+      } else {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--table_placements: \"", entry,
+                         "\" is not NAME:replicated or NAME:sharded"));
+      }
+      (*job->mutable_table_placements())[std::string(entry.substr(0, colon))] =
+          placement;
+    }
+  }
   ScheduleConfig* schedule = job->mutable_schedule();
   if (use("epochs")) schedule->set_epochs(FLAGS_epochs);
   if (use("steps_per_epoch"))

@@ -9,6 +9,8 @@
 #include "absl/strings/str_format.h"
 #include "common/backoff.h"
 #include "common/model/model_presets.h"
+#include "common/model/table_placement.h"
+#include "common/model/variable_optimizer.h"
 #include "coordinator/report/job_summary.h"
 #include "coordinator/report/metrics_history.h"
 #include "glog/logging.h"
@@ -70,7 +72,14 @@ TrainingJob::TrainingJob(JobCluster cluster, JobConfig job, VariablePlan plan,
   for (auto& p : ps_) clients.push_back(p.get());
   health_ = std::make_unique<ClusterHealth>(clients, workers_, out_);
   // Hybrid: the servers hold the tables only.
-  served_ = mode_.replicates_dense() ? TablesOnly(plan_) : plan_;
+  if (absl::StatusOr<std::vector<TablePlan>> tables =
+          PlaceTables(plan_.variables, job_, mode_);
+      tables.ok()) {
+    replicated_ = ReplicatedTables(*tables);
+  } else if (mode_error_.ok()) {
+    mode_error_ = tables.status();
+  }
+  served_ = ServedPlan(plan_, mode_, replicated_);
   // Checkpoints hold what the servers hold; the replicas of mirrored and
   // hybrid jobs are in no checkpoint yet.
   if (!options_.checkpoint_dir.empty() && !ps_.empty() &&
@@ -327,6 +336,10 @@ absl::StatusOr<WorkerConfig> TrainingJob::MakeWorkerConfig(int w, int64_t begin,
   config.set_mode(mode_.ToString());
   *config.mutable_optimizer() = job_.optimizer();
   config.set_num_workers(static_cast<int>(workers_.size()));
+  for (const VariableDef& v : plan_.variables) {
+    if (!replicated_.contains(v.name)) continue;
+    (*config.mutable_replicated_tables())[v.name] = VariableOptimizer(job_, v);
+  }
   return config;
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/clock.h"
@@ -159,6 +160,8 @@ class TrainingJob {
   const JobConfig job_;
   const VariablePlan plan_;
   VariablePlan served_;  // what the parameter servers hold of plan_
+  // The tables the workers keep whole (mirrored, hybrid).
+  absl::flat_hash_set<std::string> replicated_;
   const TrainingJobOptions options_;
   std::FILE* const out_;
   TrainingMode mode_;

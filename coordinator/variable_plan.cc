@@ -105,18 +105,20 @@ void AddShardDef(const VariablePlan& plan, const ShardInfo& shard,
 
 }  // namespace
 
-VariablePlan TablesOnly(const VariablePlan& plan) {
-  VariablePlan tables = plan;
-  tables.shards.clear();
+VariablePlan ServedPlan(const VariablePlan& plan, const TrainingMode& mode,
+                        const absl::flat_hash_set<std::string>& replicated) {
+  VariablePlan served = plan;
+  served.shards.clear();
   for (const ShardInfo& shard : plan.shards) {
-    for (const VariableDef& v : plan.variables) {
-      if (v.name == shard.variable && v.sparse) {
-        tables.shards.push_back(shard);
-        break;
-      }
-    }
+    if (replicated.contains(shard.variable)) continue;
+    const bool table =
+        std::any_of(plan.variables.begin(), plan.variables.end(),
+                    [&](const VariableDef& v) {
+                      return v.name == shard.variable && v.sparse;
+                    });
+    if (table || !mode.replicates_dense()) served.shards.push_back(shard);
   }
-  return tables;
+  return served;
 }
 
 std::vector<CreateShardsRequest> ShardRequests(const VariablePlan& plan,

@@ -4,8 +4,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "common/model_spec.h"
+#include "common/training_mode.h"
 #include "partitioners/variable_sharding.h"
 #include "proto/job.pb.h"
 #include "proto/ps_service.pb.h"
@@ -33,9 +35,11 @@ struct VariablePlan {
 
 absl::StatusOr<VariablePlan> PlanVariables(const JobConfig& job, int num_ps);
 
-// The plan less the dense variables' shards: in hybrid mode the dense
-// variables live on the workers, and the servers hold only the tables.
-VariablePlan TablesOnly(const VariablePlan& plan);
+// The shards of `plan` the parameter servers hold in `mode`: in mirrored
+// and hybrid modes the dense variables live on the workers, and so do the
+// `replicated` tables (common/model/table_placement.h).
+VariablePlan ServedPlan(const VariablePlan& plan, const TrainingMode& mode,
+                        const absl::flat_hash_set<std::string>& replicated);
 
 // One CreateShards request per parameter server (index = ps task).
 std::vector<CreateShardsRequest> ShardRequests(const VariablePlan& plan,

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/byte_codec.h"
 #include "common/counter_rng.h"
@@ -12,6 +13,7 @@
 #include "common/model/model_support.h"
 #include "glog/logging.h"
 #include "worker/data/batch_view.h"
+#include "worker/data/ctr_dataset.h"
 #include "worker/data/file_assignment.h"
 
 namespace tessera {
@@ -79,14 +81,27 @@ absl::Status TrainingWorker::PrepareParameters(
 
 absl::Status TrainingWorker::Configure(const WorkerConfig& config,
                                        ConfigureResponse* response) {
-  // A prefetch in flight uses the old clients and graph; let it end first.
+  // A prefetch or row push in flight uses the old clients and graph; let
+  // it end first.
   CancelPrefetch();
+  WaitForRowPushes(0).IgnoreError();
   absl::StatusOr<ModelGraph> described =
       BuildModelGraph(config.model_def(), config.seed());
   if (!described.ok()) return described.status();
   absl::StatusOr<TrainingMode> mode = ParseTrainingMode(config.mode());
   if (!mode.ok()) return mode.status();
-  if (absl::Status s = CheckModeFits(described->variables, *mode); !s.ok()) {
+  absl::flat_hash_set<std::string> replicated;
+  for (const auto& [name, optimizer] : config.replicated_tables()) {
+    replicated.insert(name);
+  }
+  if (!replicated.empty() && !mode->replicates_dense()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("mode ", mode->ToString(), " has no replicas to keep ",
+                     "tables in, but the configuration replicates ",
+                     replicated.size(), " table(s)"));
+  }
+  if (absl::Status s = CheckModeFits(described->variables, *mode, replicated);
+      !s.ok()) {
     return s;
   }
   if (absl::Status s =
@@ -97,6 +112,9 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& config,
   absl::StatusOr<std::unique_ptr<Graph>> graph =
       Graph::Create(*described, backend_.get());
   if (!graph.ok()) return graph.status();
+  absl::StatusOr<ReplicatedTables> kept =
+      ReplicatedTables::Create((*graph)->tables(), config.replicated_tables());
+  if (!kept.ok()) return kept.status();
   if (IsStreamedFormat(config.data().format()) &&
       config.train_shards_size() == 0) {
     // The coordinator's first call: this worker reads the data, so it
@@ -155,10 +173,14 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& config,
           all_reducer_ ? all_reducer_->rank() : -1, " of ",
           all_reducer_ ? all_reducer_->num_ranks() : 0));
     }
-    // Every replica builds the same initial values from the same seed.
+    // Every replica builds the same initial values from the same seed;
+    // the tables it keeps whole follow the dense variables.
+    std::vector<VariableDef> variables = (*graph)->dense_variables();
+    variables.insert(variables.end(), kept->variables().begin(),
+                     kept->variables().end());
     absl::StatusOr<std::unique_ptr<MirroredParameters>> replica =
-        MirroredParameters::Create((*graph)->dense_variables(),
-                                   config.optimizer(), backend_.get());
+        MirroredParameters::Create(variables, config.optimizer(),
+                                   backend_.get());
     if (!replica.ok()) return replica.status();
     mirrored = *std::move(replica);
   }
@@ -199,11 +221,25 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& config,
       if (absl::Status s = (*graph)->PrepareStaging(); !s.ok()) return s;
     }
   }
-  if (mode->uses_parameter_servers() && !(*graph)->tables().empty()) {
+  // The tables on the servers; sparse_index[t]: table t's index there.
+  std::vector<VariableDef> sharded;
+  std::vector<int> sparse_index;
+  for (size_t t = 0; t < (*graph)->tables().size(); ++t) {
+    const bool served = !kept->holds(static_cast<int>(t));
+    sparse_index.push_back(served ? static_cast<int>(sharded.size()) : -1);
+    if (served) sharded.push_back((*graph)->tables()[t]);
+  }
+  std::unique_ptr<SparseParameters> sparse_push;
+  if (mode->uses_parameter_servers() && !sharded.empty()) {
     absl::StatusOr<std::unique_ptr<SparseParameters>> tables =
-        SparseParameters::Create((*graph)->tables(), config.variables(), raw);
+        SparseParameters::Create(sharded, config.variables(), raw);
     if (!tables.ok()) return tables.status();
     sparse = *std::move(tables);
+    if (mode->ssp_rows && mode->staleness > 0) {
+      tables = SparseParameters::Create(sharded, config.variables(), raw);
+      if (!tables.ok()) return tables.status();
+      sparse_push = *std::move(tables);
+    }
   }
   std::unique_ptr<ExampleSet> own;
   int64_t own_size = 0;
@@ -230,6 +266,9 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& config,
   params_ = std::move(params);
   spare_ = std::move(spare);
   sparse_ = std::move(sparse);
+  sparse_push_ = std::move(sparse_push);
+  sparse_index_ = std::move(sparse_index);
+  kept_ = *std::move(kept);
   mirrored_ = std::move(mirrored);
   device_reduce_ = DeviceArray<float>();
   shards_.clear();
@@ -276,18 +315,43 @@ absl::StatusOr<const ExampleSet*> TrainingWorker::TrainShard(int64_t begin,
 }
 
 absl::Status TrainingWorker::PullRows(std::optional<int64_t> sync_step) {
-  for (size_t t = 0; t < unique_.size(); ++t) {
+  const std::vector<VariableDef>& tables = graph_->tables();
+  std::vector<absl::Span<const float>> replica;
+  if (!kept_.empty()) replica = mirrored_->values();
+  const size_t dense = graph_->dense_variables().size();
+  for (size_t t = 0; t < tables.size(); ++t) {
     CollectTableIds(*graph_, batch_, static_cast<int>(t), &table_ids_);
-    sparse_->Localize(static_cast<int>(t), table_ids_, &unique_[t],
-                      &positions_[t]);
-  }
-  std::vector<absl::Span<float>> into(rows_.size());
-  for (size_t t = 0; t < rows_.size(); ++t) {
+    const int on_servers = sparse_index_[t];
+    if (on_servers >= 0) {
+      sparse_->Localize(on_servers, table_ids_, &unique_[t], &positions_[t]);
+    } else {
+      LocalizeTableIds(tables[t].shape[0], table_ids_, &unique_[t],
+                       &positions_[t]);
+    }
     rows_[t].Resize(static_cast<int64_t>(unique_[t].size()) *
-                    sparse_->dim(static_cast<int>(t)));
-    into[t] = rows_[t].span();
+                    tables[t].shape[1]);
+    if (on_servers >= 0) continue;
+    // A table kept whole: its rows come from the replica.
+    if (absl::Status s =
+            kept_.Gather(static_cast<int>(t), unique_[t],
+                         replica[dense + kept_.slot(t)], rows_[t].span());
+        !s.ok()) {
+      return s;
+    }
   }
-  return sparse_->Pull(unique_, into, sync_step);
+  if (sparse_ == nullptr) return absl::OkStatus();
+  std::vector<std::vector<int64_t>> rows(sparse_->num_tables());
+  std::vector<absl::Span<float>> into(rows.size());
+  for (size_t t = 0; t < tables.size(); ++t) {
+    if (sparse_index_[t] < 0) continue;
+    rows[sparse_index_[t]].swap(unique_[t]);
+    into[sparse_index_[t]] = rows_[t].span();
+  }
+  absl::Status pulled = sparse_->Pull(rows, into, sync_step);
+  for (size_t t = 0; t < tables.size(); ++t) {
+    if (sparse_index_[t] >= 0) rows[sparse_index_[t]].swap(unique_[t]);
+  }
+  return pulled;
 }
 
 GraphBatch TrainingWorker::View() const {
@@ -373,10 +437,16 @@ absl::Status TrainingWorker::TrainBatch(const StepRequest& request,
   const int64_t batch = batch_.size;
 
   auto t0 = std::chrono::steady_clock::now();
+  // hybrid:ssp:S: at most S of this worker's row pushes still under way
+  // when its rows are pulled (an earlier push's error surfaces here).
+  if (absl::Status s = WaitForRowPushes(mode_.ssp_rows ? mode_.staleness : 0);
+      !s.ok()) {
+    return s;
+  }
   // Sync: the values after every global step before this one.
   const std::optional<int64_t> sync_step = SyncStepOf(request);
   std::future<absl::Status> rows;
-  if (sparse_ != nullptr) {
+  if (!graph_->tables().empty()) {
     rows = row_calls_.Async([this, sync_step] { return PullRows(sync_step); });
   }
   absl::Status dense =
@@ -389,7 +459,7 @@ absl::Status TrainingWorker::TrainBatch(const StepRequest& request,
   auto t1 = std::chrono::steady_clock::now();
   // (PrepareParameters has put the sharded parameters on the device.)
   if (mirrored_ != nullptr) {
-    if (absl::Status s = graph_->SetParameters(mirrored_->values()); !s.ok()) {
+    if (absl::Status s = graph_->SetParameters(ReplicaDense()); !s.ok()) {
       return s;
     }
   }
@@ -403,7 +473,7 @@ absl::Status TrainingWorker::TrainBatch(const StepRequest& request,
                                       device_reduce_.data())
           : graph_->TrainStep(
                 View(), seed,
-                mirrored_ ? mirrored_->gradients() : params_->gradients(),
+                mirrored_ ? ReplicaDenseGradients() : params_->gradients(),
                 &table_grads_);
   // A device fault is reported here, before a bad gradient can be pushed.
   if (!result.ok()) return result.status();
@@ -425,10 +495,20 @@ absl::Status TrainingWorker::TrainBatch(const StepRequest& request,
       push_ids_[t][k] = unique_[t][grad.rows[k]];
     }
     push_grads_[t].swap(table_grads_[t].values);
+    if (kept_.holds(static_cast<int>(t))) {
+      // Into the replica's gradient buffer, for the all-reduce.
+      kept_.Scatter(static_cast<int>(t), push_ids_[t], push_grads_[t],
+                    mirrored_->gradients()[graph_->dense_variables().size() +
+                                           kept_.slot(static_cast<int>(t))]);
+    }
   }
   // The rows go to the servers while the dense gradients are pushed, or
   // all-reduced among the replicas.
   std::future<absl::Status> row_push = PushRows(request);
+  if (sparse_push_ != nullptr && row_push.valid()) {
+    // hybrid:ssp:S: the next steps train while this push is under way.
+    row_pushes_in_flight_.push_back(std::move(row_push));
+  }
   absl::Status pushed;
   if (mirrored_ != nullptr) {
     pushed = MirroredUpdate(batch, on_device, response);
@@ -469,10 +549,49 @@ SyncPush TrainingWorker::SyncPushOf(const StepRequest& request) const {
 
 std::future<absl::Status> TrainingWorker::PushRows(const StepRequest& request) {
   if (sparse_ == nullptr) return {};
-  return row_calls_.Async([this, sync = SyncPushOf(request)] {
-    return sparse_->Push(push_ids_, push_grads_,
-                         sync.required > 0 ? &sync : nullptr);
+  // The tables on the servers only (the kept ones went into the replica's
+  // all-reduce), moved out: a push left in flight (hybrid:ssp:S) owns
+  // its rows while the next step fills push_ids_ and push_grads_ again.
+  std::vector<std::vector<int64_t>> ids(sparse_->num_tables());
+  std::vector<std::vector<float>> grads(ids.size());
+  for (size_t t = 0; t < sparse_index_.size(); ++t) {
+    if (sparse_index_[t] < 0) continue;
+    ids[sparse_index_[t]] = std::move(push_ids_[t]);
+    grads[sparse_index_[t]] = std::move(push_grads_[t]);
+    push_ids_[t].clear();
+    push_grads_[t].clear();
+  }
+  // Pushes left in flight have their own SparseParameters and thread, so
+  // the next step's pull runs beside them.
+  SparseParameters* sparse =
+      sparse_push_ != nullptr ? sparse_push_.get() : sparse_.get();
+  SerialExecutor& thread = sparse_push_ != nullptr ? row_pushes_ : row_calls_;
+  return thread.Async([sparse, ids = std::move(ids), grads = std::move(grads),
+                       sync = SyncPushOf(request)] {
+    return sparse->Push(ids, grads, sync.required > 0 ? &sync : nullptr);
   });
+}
+
+absl::Status TrainingWorker::WaitForRowPushes(size_t at_most) {
+  absl::Status first;
+  while (row_pushes_in_flight_.size() > at_most) {
+    absl::Status s = row_pushes_in_flight_.front().get();
+    row_pushes_in_flight_.pop_front();
+    if (first.ok()) first = s;
+  }
+  return first;
+}
+
+std::vector<absl::Span<const float>> TrainingWorker::ReplicaDense() const {
+  std::vector<absl::Span<const float>> values = mirrored_->values();
+  values.resize(graph_->dense_variables().size());
+  return values;
+}
+
+std::vector<absl::Span<float>> TrainingWorker::ReplicaDenseGradients() {
+  std::vector<absl::Span<float>> gradients = mirrored_->gradients();
+  gradients.resize(graph_->dense_variables().size());
+  return gradients;
 }
 
 absl::Status TrainingWorker::ReplicaWithoutData(const StepRequest& request,
@@ -501,8 +620,10 @@ void TrainingWorker::ScaleGradients(float scale) {
       for (float& x : g) x *= scale;
     }
   }
-  for (TableGradient& g : table_grads_) {
-    for (float& x : g.values) x *= scale;
+  for (size_t t = 0; t < table_grads_.size(); ++t) {
+    // A kept table's gradient is weighed in the all-reduce, as the dense.
+    if (kept_.holds(static_cast<int>(t))) continue;
+    for (float& x : table_grads_[t].values) x *= scale;
   }
 }
 
@@ -570,6 +691,8 @@ absl::Status TrainingWorker::Evaluate(const EvaluateRequest& request,
     if (!test.ok()) return test.status();
     test_set_ = *std::move(test);
   }
+  // This worker's rows in flight land first (hybrid:ssp:S).
+  if (absl::Status s = WaitForRowPushes(0); !s.ok()) return s;
   const int64_t begin = request.begin(), end = request.end();
   const int64_t test_size =
       stream_ != nullptr ? stream_->test_size() : test_set_->size();
@@ -579,7 +702,7 @@ absl::Status TrainingWorker::Evaluate(const EvaluateRequest& request,
                                               test_size, " test examples"));
   }
   if (mirrored_ != nullptr) {
-    if (absl::Status s = graph_->SetParameters(mirrored_->values()); !s.ok()) {
+    if (absl::Status s = graph_->SetParameters(ReplicaDense()); !s.ok()) {
       return s;
     }
   } else {
@@ -607,7 +730,7 @@ absl::Status TrainingWorker::Evaluate(const EvaluateRequest& request,
     }
     // A growing table makes the rows of ids seen only in the test set,
     // with their deterministic initial values.
-    if (sparse_ != nullptr) {
+    if (!graph_->tables().empty()) {
       if (absl::Status s = PullRows(); !s.ok()) return s;
     }
     absl::StatusOr<GraphResult> r =

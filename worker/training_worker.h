@@ -2,6 +2,7 @@
 #define TESSERA_WORKER_TRAINING_WORKER_H_
 
 #include <atomic>
+#include <deque>
 #include <future>
 #include <map>
 #include <memory>
@@ -21,6 +22,7 @@
 #include "worker/data/stream_examples.h"
 #include "worker/nn/graph.h"
 #include "worker/params/mirrored_parameters.h"
+#include "worker/params/replicated_tables.h"
 #include "worker/params/sharded_parameters.h"
 #include "worker/params/sparse_parameters.h"
 
@@ -85,9 +87,17 @@ class TrainingWorker {
   std::optional<int64_t> SyncStepOf(const StepRequest& request) const;
   // The tag of `request`'s pushes (required 0: untagged).
   SyncPush SyncPushOf(const StepRequest& request) const;
-  // Starts pushing push_ids_/push_grads_ to the tables' servers on
-  // row_calls_; no future without tables.
+  // Starts pushing push_ids_/push_grads_ (moved out) to the tables'
+  // servers: on row_pushes_ with sparse_push_, else on row_calls_; no
+  // future without tables on the servers.
   std::future<absl::Status> PushRows(const StepRequest& request);
+  // Waits until at most `at_most` row pushes are in flight; the first
+  // error among those waited for.
+  absl::Status WaitForRowPushes(size_t at_most);
+  // The replica's dense variables and their gradients, without the kept
+  // tables after them: what the graph computes with.
+  std::vector<absl::Span<const float>> ReplicaDense() const;
+  std::vector<absl::Span<float>> ReplicaDenseGradients();
   // A replica (mirrored, hybrid) without examples in this global step:
   // takes part in the all-reduce with zeros and, in hybrid:sync, sends
   // the servers its empty part of the step.
@@ -135,7 +145,16 @@ class TrainingWorker {
   int64_t train_size_ = 0;  // examples in the training files (or subset)
   std::vector<std::unique_ptr<PsClient>> clients_;
   std::unique_ptr<ShardedParameters> params_;  // the dense variables
-  std::unique_ptr<SparseParameters> sparse_;   // the tables; null: none
+  std::unique_ptr<SparseParameters> sparse_;   // tables on the servers
+  // Per table of the graph: its index in sparse_, -1 for a table the
+  // replica keeps whole (kept_).
+  std::vector<int> sparse_index_;
+  ReplicatedTables kept_;
+  // hybrid:ssp:S with S > 0: a second view of the tables for the pushes
+  // left in flight (SparseParameters runs one call at a time), and those
+  // pushes, oldest first.
+  std::unique_ptr<SparseParameters> sparse_push_;
+  std::deque<std::future<absl::Status>> row_pushes_in_flight_;
   // With prefetching: a second set of buffers, filled by `prefetch_` while
   // a step computes with params_; the next step swaps them.
   std::unique_ptr<ShardedParameters> spare_;
@@ -164,6 +183,10 @@ class TrainingWorker {
   SerialExecutor prefetcher_;
   // The row pull and push beside the dense ones, likewise on a kept thread.
   SerialExecutor row_calls_;
+  // hybrid:ssp:S: the row pushes left in flight. Declared after
+  // row_calls_ so it is destroyed first, ending its pushes while
+  // sparse_push_ and the clients still exist.
+  SerialExecutor row_pushes_;
 };
 
 }  // namespace tessera

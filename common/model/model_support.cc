@@ -5,16 +5,21 @@
 namespace tessera {
 
 absl::Status CheckModeFits(const std::vector<VariableDef>& variables,
-                           const TrainingMode& mode) {
-  if (mode.kind != TrainingMode::Kind::kMirrored) return absl::OkStatus();
+                           const TrainingMode& mode,
+                           const absl::flat_hash_set<std::string>& replicated) {
+  if (mode.uses_parameter_servers()) return absl::OkStatus();
   for (const VariableDef& v : variables) {
-    if (!v.sparse) continue;
+    if (!v.sparse || replicated.contains(v.name)) continue;
     return absl::UnimplementedError(absl::StrCat(
-        "the model has embedding table \"", v.name, "\": mirrored replicas ",
-        "cannot hold tables, which live on the parameter servers; train it ",
-        "in mode hybrid or hybrid:sync (the dense variables replicated and ",
-        "all-reduced as in mirrored, the tables sharded on the servers), ",
-        "mode sync (every variable on the servers), async or ssp"));
+        "the model has embedding table \"", v.name, "\", which ",
+        v.shape.empty() || v.shape[0] == 0
+            ? "grows with the ids it meets (vocab_size 0)"
+            : "is placed TABLE_SHARDED",
+        ": mirrored replicas cannot hold tables that live on parameter ",
+        "servers; train it in mode hybrid or hybrid:sync (the dense ",
+        "variables replicated and all-reduced as in mirrored, the tables ",
+        "sharded on the servers), mode sync (every variable on the ",
+        "servers), async or ssp"));
   }
   return absl::OkStatus();
 }

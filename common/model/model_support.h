@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "common/model_spec.h"
 #include "common/training_mode.h"
@@ -17,11 +18,13 @@
 
 namespace tessera {
 
-// Unimplemented, naming a table, when `variables` hold embedding tables and
-// `mode` is mirrored: tables live on the parameter servers, which mirrored
-// replicas do without.
+// Unimplemented, naming the table, when `mode` is mirrored and a table of
+// `variables` is not in `replicated` (the tables the workers keep whole,
+// common/model/table_placement.h): mirrored jobs have no parameter
+// servers to hold it.
 absl::Status CheckModeFits(const std::vector<VariableDef>& variables,
-                           const TrainingMode& mode);
+                           const TrainingMode& mode,
+                           const absl::flat_hash_set<std::string>& replicated);
 
 // The columns of a Criteo-format file a model reads.
 struct CriteoColumns {

@@ -41,6 +41,12 @@ TEST(TrainingMode, HybridReplicatesDenseAndShardsTables) {
   ASSERT_TRUE(sync.ok());
   EXPECT_TRUE(sync->aggregates_steps());
   EXPECT_EQ(sync->ToString(), "hybrid:sync");
+  absl::StatusOr<TrainingMode> ssp = ParseTrainingMode("hybrid:ssp:2");
+  ASSERT_TRUE(ssp.ok());
+  EXPECT_EQ(ssp->kind, TrainingMode::Kind::kHybrid);
+  EXPECT_EQ(ssp->staleness, 2);
+  EXPECT_FALSE(ssp->aggregates_steps());
+  EXPECT_EQ(ssp->ToString(), "hybrid:ssp:2");
   EXPECT_TRUE(ParseTrainingMode("sync")->aggregates_steps());
   EXPECT_FALSE(ParseTrainingMode("mirrored")->aggregates_steps());
   EXPECT_FALSE(ParseTrainingMode("sync")->replicates_dense());
@@ -54,8 +60,9 @@ TEST(TrainingMode, HybridNeedsParameterServers) {
 }
 
 TEST(TrainingMode, RejectsBadTextNamingIt) {
-  for (const char* bad : {"ssp", "ssp:", "ssp:-1", "ssp:x", "SYNC", "bsp",
-                          "hybrid:", "hybrid:async", "hybrid:ssp:2"}) {
+  for (const char* bad :
+       {"ssp", "ssp:", "ssp:-1", "ssp:x", "SYNC", "bsp",
+        "hybrid:", "hybrid:async", "hybrid:ssp", "hybrid:ssp:-1"}) {
     absl::StatusOr<TrainingMode> m = ParseTrainingMode(bad);
     ASSERT_FALSE(m.ok()) << bad;
     EXPECT_THAT(m.status().message(), HasSubstr(bad));

@@ -99,8 +99,30 @@ TEST_F(CtrTrainingTest, SyncModeTrainsGrowingAndFixedTables) {
   }
 }
 
-// Mirrored replicas hold no tables: refused before anything starts, with
-// the mode that does what the user wants.
+// Mirrored mode with fixed tables: each worker keeps them whole and
+// all-reduces their gradients with the dense ones (#30 item 5).
+TEST_F(CtrTrainingTest, MirroredModeReplicatesFixedTables) {
+  const fs::path run_dir = dir_ / "mirrored_fixed";
+  ShellResult run = Shell(absl::StrCat(
+      BuildDir(), "/deploy/local/tessera_local --num_ps=0 --num_workers=2",
+      " --run_dir=", run_dir.string(), " -- --model=ctr --data_dir=",
+      data_.string(), " --num_fields=8 --num_dense=4 --embedding_dim=8",
+      " --vocab_size=2000 --hidden_units=32,16 --batch_size=128 --epochs=2",
+      " --optimizer=adam --learning_rate=0.002",
+      " --embedding_optimizer=adagrad --embedding_learning_rate=0.1"));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  std::ifstream metrics(run_dir / "metrics.jsonl");
+  std::string line, last;
+  while (std::getline(metrics, line)) last = line;
+  ASSERT_FALSE(last.empty()) << run.output;
+  const nlohmann::json m = nlohmann::json::parse(last);
+  EXPECT_EQ(m["mode"], "mirrored");
+  EXPECT_EQ(m["examples"].get<int64_t>(), 8000);
+  EXPECT_GT(m["auc"].get<double>(), 0.6) << run.output;
+}
+
+// Mirrored replicas hold no growing tables: refused before anything
+// starts, with the mode that does what the user wants.
 TEST_F(CtrTrainingTest, MirroredModeIsRefusedNamingSync) {
   ShellResult run = Shell(absl::StrCat(
       BuildDir(), "/deploy/local/tessera_local --num_ps=0 --num_workers=2",
@@ -118,8 +140,12 @@ TEST_F(CtrTrainingTest, MirroredModeIsRefusedNamingSync) {
 // checksums after every global step, so a replica that drifted fails
 // the job; every example once per epoch, no part late.
 TEST_F(CtrTrainingTest, HybridModesTrainGrowingAndFixedTables) {
-  for (const char* mode : {"hybrid", "hybrid:sync"}) {
-    for (const char* tables : {"--vocab_size=0", "--vocab_size=2000"}) {
+  for (const char* mode : {"hybrid", "hybrid:ssp:2", "hybrid:sync"}) {
+    // Growing tables (sharded), fixed ones of 62.5 KiB (replicated by
+    // size) and the same kept on the servers.
+    for (const char* tables :
+         {"--vocab_size=0", "--vocab_size=2000",
+          "--vocab_size=2000 --replicate_tables_below=-1"}) {
       SCOPED_TRACE(absl::StrCat(mode, " ", tables));
       fs::remove_all(dir_ / "run");  // a new job, not a resumed one
       nlohmann::json m = Train(absl::StrCat("--mode=", mode, " ", tables));

@@ -288,9 +288,20 @@ TEST(RecommendationJobFilesTest, TablesOfDifferentShapesAndOptimizersTrain) {
       " --worker_hosts=localhost:4 --task_type=chief --task_index=0"));
   ASSERT_EQ(hybrid.exit_code, 0) << hybrid.output;
   EXPECT_THAT(hybrid.output, HasSubstr("replicated on every worker"));
-  EXPECT_THAT(hybrid.output, HasSubstr("[2500..5000)  [2500,4]"));
-  EXPECT_THAT(hybrid.output, HasSubstr("hashed/part_1"));
   EXPECT_THAT(hybrid.output, Not(HasSubstr("kernel/part_0")));
+  // By size: the 5000 x 4 table (80000 bytes) stays sharded, the 700 x 8
+  // one (22400 bytes) is replicated and has no shards; a growing table is
+  // always sharded.
+  EXPECT_THAT(hybrid.output,
+              HasSubstr("multi_hot  sharded          80000  larger than 64 "
+                        "KiB (replicate_tables_below)"));
+  EXPECT_THAT(hybrid.output,
+              HasSubstr("pair       replicated       22400  at most 64 KiB "
+                        "(replicate_tables_below)"));
+  EXPECT_THAT(hybrid.output, HasSubstr("hashed     sharded        growing"));
+  EXPECT_THAT(hybrid.output, HasSubstr("[2500..5000)  [2500,4]"));
+  EXPECT_THAT(hybrid.output, Not(HasSubstr("pair/part_0")));
+  EXPECT_THAT(hybrid.output, HasSubstr("hashed/part_1"));
   const fs::path run_dir = dir / "run";
   ShellResult run = Shell(absl::StrCat(
       BuildDir(), "/deploy/local/tessera_local --num_ps=2 --num_workers=2",
@@ -299,6 +310,17 @@ TEST(RecommendationJobFilesTest, TablesOfDifferentShapesAndOptimizersTrain) {
   const nlohmann::json m = LastMetrics(run_dir);
   ASSERT_TRUE(m.contains("auc")) << run.output;
   EXPECT_GT(m["auc"].get<double>(), 0.6) << run.output;
+  // The same tables in hybrid:sync: one replicated, two sharded, each with
+  // its own optimizer.
+  const fs::path hybrid_dir = dir / "hybrid";
+  ShellResult trained = Shell(absl::StrCat(
+      BuildDir(), "/deploy/local/tessera_local --num_ps=2 --num_workers=2",
+      " --run_dir=", hybrid_dir.string(), flags, " --mode=hybrid:sync"));
+  ASSERT_EQ(trained.exit_code, 0) << trained.output;
+  const nlohmann::json h = LastMetrics(hybrid_dir);
+  ASSERT_TRUE(h.contains("auc")) << trained.output;
+  EXPECT_EQ(h["mode"], "hybrid:sync");
+  EXPECT_GT(h["auc"].get<double>(), 0.6) << trained.output;
   fs::remove_all(dir);
 }
 
