@@ -11,9 +11,13 @@ namespace tessera {
 ClusterCoordinator::ClusterCoordinator(
     std::vector<std::unique_ptr<WorkerStub>> workers,
     CoordinatorOptions options)
-    : workers_(std::move(workers)), options_(options) {
+    : workers_(std::move(workers)),
+      options_(options),
+      wake_(new absl::CondVar[workers_.size()]) {
   {
     absl::MutexLock lock(&mu_);
+    own_.resize(workers_.size());
+    stealable_.assign(workers_.size(), false);
     down_.assign(workers_.size(), false);
     busy_.assign(workers_.size(), false);
     finished_.assign(workers_.size(), 0);
@@ -29,6 +33,7 @@ ClusterCoordinator::~ClusterCoordinator() {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
     CancelQueued();
+    WakeAll();
   }
   for (std::thread& t : threads_) t.join();
 }
@@ -41,7 +46,7 @@ absl::StatusOr<StepFuture> ClusterCoordinator::Schedule(StepRequest request,
   p.request = std::move(request);
   p.preferred = preferred_worker < num_workers() ? preferred_worker : -1;
   StepFuture future = p.future;
-  queue_.push_back(std::move(p));
+  Enqueue(std::move(p), /*front=*/false);
   return future;
 }
 
@@ -50,7 +55,7 @@ absl::Status ClusterCoordinator::Join() {
   mu_.Await(absl::Condition(
       +[](ClusterCoordinator* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
         return !self->error_.ok() ||
-               (self->queue_.empty() && self->inflight_ == 0);
+               (self->queued_ == 0 && self->inflight_ == 0);
       },
       this));
   if (error_.ok()) return absl::OkStatus();
@@ -94,20 +99,19 @@ int64_t ClusterCoordinator::max_lead() const {
 }
 
 int64_t ClusterCoordinator::Lead(int worker) const {
-  std::vector<bool> has_work(workers_.size(), false);
-  bool any_unassigned = false;
-  for (const Pending& p : queue_) {
-    if (p.preferred < 0) any_unassigned = true;
-    if (p.preferred >= 0) has_work[p.preferred] = true;
-  }
+  const bool any_unassigned = !any_.empty();
   int64_t slowest = finished_[worker];
   for (int w = 0; w < num_workers(); ++w) {
     if (w == worker || down_[w]) continue;
-    if (busy_[w] || has_work[w] || any_unassigned) {
+    if (busy_[w] || !own_[w].empty() || any_unassigned) {
       slowest = std::min(slowest, finished_[w]);
     }
   }
   return finished_[worker] - slowest;
+}
+
+bool ClusterCoordinator::HasOwn(int worker) const {
+  return !own_[worker].empty() || !any_.empty();
 }
 
 bool ClusterCoordinator::HasWork(int worker) const {
@@ -115,60 +119,98 @@ bool ClusterCoordinator::HasWork(int worker) const {
   if (options_.max_staleness >= 0 && Lead(worker) > options_.max_staleness) {
     return false;
   }
-  std::vector<int> backlog(workers_.size(), 0);
-  for (const Pending& p : queue_) {
-    if (p.preferred == worker || p.preferred < 0) return true;
-    if (p.preferred < num_workers()) ++backlog[p.preferred];
+  // A stealable queue is another worker's: this one has none of its own
+  // then, or HasOwn already holds.
+  return HasOwn(worker) || stealable_count_ > 0;
+}
+
+bool ClusterCoordinator::Stealable(int worker) const {
+  const std::deque<Pending>& q = own_[worker];
+  return !q.empty() &&
+         (down_[worker] || q.size() >= static_cast<size_t>(std::max(
+                                           0, options_.steal_threshold)));
+}
+
+void ClusterCoordinator::UpdateStealable(int worker) {
+  const bool now = Stealable(worker);
+  if (now == stealable_[worker]) return;
+  stealable_[worker] = now;
+  stealable_count_ += now ? 1 : -1;
+  if (now) WakeAll();
+}
+
+void ClusterCoordinator::WakeAll() {
+  for (int w = 0; w < num_workers(); ++w) wake_[w].Signal();
+}
+
+void ClusterCoordinator::Enqueue(Pending p, bool front) {
+  p.seq = front ? front_seq_-- : back_seq_++;
+  const int worker = p.preferred;
+  std::deque<Pending>& q = worker < 0 ? any_ : own_[worker];
+  if (front) {
+    q.push_front(std::move(p));
+  } else {
+    q.push_back(std::move(p));
   }
-  for (int w = 0; w < num_workers(); ++w) {
-    if (backlog[w] > 0 &&
-        (down_[w] || backlog[w] >= options_.steal_threshold)) {
-      return true;
-    }
+  ++queued_;
+  if (worker < 0) {
+    WakeAll();  // anyone's
+    return;
   }
-  return false;
+  wake_[worker].Signal();
+  UpdateStealable(worker);
+}
+
+ClusterCoordinator::Pending ClusterCoordinator::PopOwn(int worker) {
+  std::deque<Pending>& own = own_[worker];
+  const bool from_own =
+      !own.empty() && (any_.empty() || own.front().seq < any_.front().seq);
+  std::deque<Pending>& q = from_own ? own : any_;
+  Pending p = std::move(q.front());
+  q.pop_front();
+  --queued_;
+  if (from_own) UpdateStealable(worker);
+  return p;
 }
 
 bool ClusterCoordinator::Take(int worker, std::vector<Pending>* out) {
   out->clear();
   absl::MutexLock lock(&mu_);
-  struct Args {
-    ClusterCoordinator* self;
-    int worker;
-  } args{this, worker};
-  mu_.Await(absl::Condition(
-      +[](Args* a) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-        return a->self->stopping_ || a->self->HasWork(a->worker);
-      },
-      &args));
+  // Woken by what may give it a step (a step queued for it or for anyone,
+  // a queue that became stealable, its own return, a stop; with a
+  // staleness bound, any finished step). The timeout bounds what a
+  // wake-up missed could cost.
+  while (!stopping_ && !HasWork(worker)) {
+    wake_[worker].WaitWithTimeout(&mu_, absl::Seconds(1));
+  }
   if (stopping_) return false;
   // Own (or unassigned) steps first, in order; else the oldest stealable.
-  auto it = std::find_if(queue_.begin(), queue_.end(), [&](const Pending& p) {
-    return p.preferred == worker || p.preferred < 0;
-  });
-  if (it == queue_.end()) {
-    std::vector<int> backlog(workers_.size(), 0);
-    for (const Pending& p : queue_) ++backlog[p.preferred];
-    it = std::find_if(queue_.begin(), queue_.end(), [&](const Pending& p) {
-      return down_[p.preferred] ||
-             backlog[p.preferred] >= options_.steal_threshold;
-    });
+  const bool own = HasOwn(worker);
+  if (own) {
+    out->push_back(PopOwn(worker));
+  } else {
+    int from = -1;
+    for (int w = 0; w < num_workers(); ++w) {
+      if (stealable_[w] &&
+          (from < 0 || own_[w].front().seq < own_[from].front().seq)) {
+        from = w;
+      }
+    }
+    out->push_back(std::move(own_[from].front()));
+    own_[from].pop_front();
+    --queued_;
+    UpdateStealable(from);
   }
-  const bool own = it->preferred == worker || it->preferred < 0;
-  out->push_back(std::move(*it));
-  it = queue_.erase(it);
   ++inflight_;
-  max_lead_ = std::max(max_lead_, Lead(worker));
+  if (options_.max_staleness >= 0) {
+    max_lead_ = std::max(max_lead_, Lead(worker));
+  }
   // More of its own steps, in queue order, in the same call: only without
   // a staleness bound, which counts steps one at a time.
   if (own && options_.max_staleness < 0) {
-    while (static_cast<int>(out->size()) < options_.steps_per_call) {
-      it = std::find_if(it, queue_.end(), [&](const Pending& p) {
-        return p.preferred == worker || p.preferred < 0;
-      });
-      if (it == queue_.end()) break;
-      out->push_back(std::move(*it));
-      it = queue_.erase(it);
+    while (static_cast<int>(out->size()) < options_.steps_per_call &&
+           HasOwn(worker)) {
+      out->push_back(PopOwn(worker));
       ++inflight_;
     }
   }
@@ -196,6 +238,8 @@ void ClusterCoordinator::WorkerLoop(int worker) {
       absl::MutexLock lock(&mu_);
       --inflight_;
       ++done_;
+      // The slowest worker's step may free the others.
+      if (options_.max_staleness >= 0) WakeAll();
     };
     absl::Status status;
     if (taken.size() == 1) {
@@ -221,6 +265,7 @@ void ClusterCoordinator::WorkerLoop(int worker) {
     {
       absl::MutexLock lock(&mu_);
       busy_[worker] = false;
+      if (options_.max_staleness >= 0) WakeAll();
     }
     if (finished == taken.size()) continue;
     {
@@ -230,7 +275,7 @@ void ClusterCoordinator::WorkerLoop(int worker) {
       for (size_t i = taken.size(); i-- > finished + 1;) {
         --inflight_;
         if (error_.ok() && !stopping_) {
-          queue_.push_front(std::move(taken[i]));
+          Enqueue(std::move(taken[i]), /*front=*/true);
         } else {
           taken[i].future.Set(absl::CancelledError(
               absl::StrCat("step ", taken[i].request.step(),
@@ -248,6 +293,8 @@ void ClusterCoordinator::HandleFailure(int worker, const absl::Status& status,
     {
       absl::MutexLock lock(&mu_);
       down_[worker] = true;
+      UpdateStealable(worker);
+      if (options_.max_staleness >= 0) WakeAll();
       --inflight_;
       const bool again = error_.ok() && !stopping_;
       LOG(WARNING) << "worker " << worker << " failed during step "
@@ -255,7 +302,7 @@ void ClusterCoordinator::HandleFailure(int worker, const absl::Status& status,
                    << (again ? "will run again" : "is cancelled");
       if (again) {
         ++rerun_;
-        queue_.push_front(std::move(p));
+        Enqueue(std::move(p), /*front=*/true);
       } else {
         // The queue was cancelled meanwhile (an abort, or another step's
         // error): a step queued again now would outlive the Join that
@@ -305,7 +352,7 @@ bool ClusterCoordinator::RetryLater(int worker, const absl::Status& status,
     return true;
   }
   ++rerun_;
-  queue_.push_front(std::move(*p));
+  Enqueue(std::move(*p), /*front=*/true);
   return true;
 }
 
@@ -326,6 +373,7 @@ void ClusterCoordinator::RecoverWorker(int worker) {
         LOG(INFO) << "worker " << worker << " is back";
         absl::MutexLock lock(&mu_);
         down_[worker] = false;
+        UpdateStealable(worker);
         return;
       }
       LOG(WARNING) << "worker " << worker << " answers but cannot be "
@@ -347,11 +395,18 @@ void ClusterCoordinator::RecordError(absl::Status error) {
 }
 
 void ClusterCoordinator::CancelQueued() {
-  for (Pending& p : queue_) {
-    p.future.Set(absl::CancelledError(absl::StrCat(
-        "step ", p.request.step(), " cancelled after an earlier error")));
-  }
-  queue_.clear();
+  auto cancel = [](std::deque<Pending>& q) {
+    for (Pending& p : q) {
+      p.future.Set(absl::CancelledError(absl::StrCat(
+          "step ", p.request.step(), " cancelled after an earlier error")));
+    }
+    q.clear();
+  };
+  for (std::deque<Pending>& q : own_) cancel(q);
+  cancel(any_);
+  queued_ = 0;
+  stealable_.assign(workers_.size(), false);
+  stealable_count_ = 0;
 }
 
 absl::Status ClusterCoordinator::TakeError() {

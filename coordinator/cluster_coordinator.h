@@ -95,8 +95,9 @@ class ClusterCoordinator {
   // worker that finished none in it, so an idle worker does not show the
   // job's average).
   std::vector<double> steps_per_second(absl::Duration window) const;
-  // The largest lead, in finished steps, that a worker starting a step had
-  // over the slowest worker with work (0 with one worker).
+  // With a staleness bound: the largest lead, in finished steps, that a
+  // worker starting a step had over the slowest worker with work (0 with
+  // one worker, or without a bound).
   int64_t max_lead() const;
 
  private:
@@ -108,6 +109,9 @@ class ClusterCoordinator {
     // worker is re-run (step_retry_timeout).
     absl::Time first_failure = absl::InfiniteFuture();
     Backoff backoff;
+    // Its place in the queue: steps are taken in this order, and a step
+    // queued again goes before every other.
+    int64_t seq = 0;
   };
 
   void WorkerLoop(int worker);
@@ -117,7 +121,23 @@ class ClusterCoordinator {
   // A step that failed on `worker` with `status`: re-run it (the worker
   // died, or it could not reach a server for a while) or fail the job.
   void HandleFailure(int worker, const absl::Status& status, Pending p);
+  // O(1) without a staleness bound (O(workers) with one): it runs for
+  // every wake-up of a worker, and there are hundreds of workers.
   bool HasWork(int worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether `worker` has steps of its own, or unassigned ones, queued.
+  bool HasOwn(int worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Removes the first queued of `worker`'s own and the unassigned steps.
+  Pending PopOwn(int worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queues `p` at the back, or at the front (`front`: a step that ran and
+  // goes again), and wakes the workers that may take it.
+  void Enqueue(Pending p, bool front) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Another worker may take `worker`'s queued steps: it is down, or has
+  // at least steal_threshold of them.
+  bool Stealable(int worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Keeps stealable_ and stealable_count_ right after `worker`'s queue or
+  // down_ changed; wakes every worker when its steps became stealable.
+  void UpdateStealable(int worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void WakeAll() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // How far `worker` is ahead of the slowest worker that still has work.
   int64_t Lead(int worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RecoverWorker(int worker);
@@ -133,7 +153,18 @@ class ClusterCoordinator {
   const CoordinatorOptions options_;
 
   mutable absl::Mutex mu_;
-  std::deque<Pending> queue_ ABSL_GUARDED_BY(mu_);
+  // The queue, split by preferred worker so that a worker finds its next
+  // step without reading the others' (in queue order by Pending::seq).
+  std::vector<std::deque<Pending>> own_ ABSL_GUARDED_BY(mu_);
+  std::deque<Pending> any_ ABSL_GUARDED_BY(mu_);  // no preference
+  int64_t queued_ ABSL_GUARDED_BY(mu_) = 0;       // in own_ and any_
+  int64_t back_seq_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t front_seq_ ABSL_GUARDED_BY(mu_) = -1;
+  std::vector<bool> stealable_ ABSL_GUARDED_BY(mu_);
+  int stealable_count_ ABSL_GUARDED_BY(mu_) = 0;
+  // Per worker, what its thread waits on for a step: a worker is woken
+  // for what it may take, not at every change of the queue.
+  std::unique_ptr<absl::CondVar[]> wake_;
   std::vector<bool> down_ ABSL_GUARDED_BY(mu_);
   std::vector<bool> busy_ ABSL_GUARDED_BY(mu_);
   std::vector<int64_t> finished_ ABSL_GUARDED_BY(mu_);  // per worker

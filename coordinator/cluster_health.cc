@@ -6,13 +6,18 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "common/backoff.h"
+#include "coordinator/parallel/bounded_for_each.h"
 #include "glog/logging.h"
 
 namespace tessera {
 
 ClusterHealth::ClusterHealth(std::vector<PsClient*> ps,
-                             std::vector<WorkerTask*> workers, std::FILE* out)
-    : ps_(std::move(ps)), workers_(std::move(workers)), out_(out) {
+                             std::vector<WorkerTask*> workers, std::FILE* out,
+                             int concurrency)
+    : ps_(std::move(ps)),
+      workers_(std::move(workers)),
+      out_(out),
+      concurrency_(concurrency) {
   absl::MutexLock lock(&mu_);
   states_.resize(ps_.size());
   for (size_t k = 0; k < ps_.size(); ++k) {
@@ -34,14 +39,19 @@ absl::Status ClusterHealth::WaitForCluster(absl::Duration wait) {
   const absl::Time start = absl::Now();
   const absl::Time deadline = start + wait;
   // A line every few seconds while a task does not answer (an unresolvable
-  // host otherwise meant a silent minute), naming the task and why.
+  // host otherwise meant a silent minute), naming the task and why. The
+  // tasks are waited for at once: one line per period, whichever task
+  // prints it.
   constexpr absl::Duration kReportEvery = absl::Seconds(5);
+  absl::Mutex report_mu;
   absl::Time next_report = start + kReportEvery;
   auto wait_for = [&](const std::string& who,
                       const std::function<absl::Status()>& check) {
     absl::Status s = RetryUntil(deadline, [&] {
       absl::Status answer = check();
-      if (!answer.ok() && absl::Now() >= next_report) {
+      if (answer.ok()) return answer;
+      absl::MutexLock lock(&report_mu);
+      if (absl::Now() >= next_report) {
         next_report = absl::Now() + kReportEvery;
         std::fprintf(out_, "waiting for %s: %s (%.0f s of %.0f s)\n",
                      who.c_str(), std::string(answer.message()).c_str(),
@@ -56,22 +66,31 @@ absl::Status ClusterHealth::WaitForCluster(absl::Duration wait) {
                                                absl::FormatDuration(wait), ": ",
                                                s.message()));
   };
-  for (size_t k = 0; k < ps_.size(); ++k) {
-    absl::Status s = wait_for(
-        absl::StrCat("parameter server ", k, " (", ps_[k]->address(), ")"),
-        [&] {
-          HealthResponse h;
-          return Check(k, &h);
-        });
-    if (!s.ok()) return s;
+  if (absl::Status s = BoundedForEach(
+          static_cast<int>(ps_.size()), concurrency_,
+          [&](int k) {
+            return wait_for(absl::StrCat("parameter server ", k, " (",
+                                         ps_[k]->address(), ")"),
+                            [&] {
+                              HealthResponse h;
+                              return Check(k, &h);
+                            });
+          });
+      !s.ok()) {
+    return s;
   }
-  for (size_t w = 0; w < workers_.size(); ++w) {
-    absl::Status s = wait_for(
-        absl::StrCat("worker ", w, " (", workers_[w]->address(), ")"), [&] {
-          HealthResponse h;
-          return workers_[w]->Health(&h, kHealthCheckTimeoutS);
-        });
-    if (!s.ok()) return s;
+  if (absl::Status s = BoundedForEach(
+          static_cast<int>(workers_.size()), concurrency_,
+          [&](int w) {
+            return wait_for(
+                absl::StrCat("worker ", w, " (", workers_[w]->address(), ")"),
+                [&] {
+                  HealthResponse h;
+                  return workers_[w]->Health(&h, kHealthCheckTimeoutS);
+                });
+          });
+      !s.ok()) {
+    return s;
   }
   LOG(INFO) << "cluster ready: " << ps_.size() << " parameter servers, "
             << workers_.size() << " workers";
@@ -106,38 +125,41 @@ absl::Status ClusterHealth::Check(size_t k, HealthResponse* health) {
 }
 
 std::vector<std::string> ClusterHealth::FailedServers() {
-  std::vector<std::string> failed;
-  for (size_t k = 0; k < ps_.size(); ++k) {
+  std::vector<std::string> why(ps_.size());
+  BoundedForEach(static_cast<int>(ps_.size()), concurrency_, [&](int k) {
     HealthResponse health;
     absl::Status s = Check(k, &health);
     if (!s.ok()) {
-      failed.push_back(absl::StrCat("ps ", k, " (", ps_[k]->address(),
-                                    ") does not answer: ", s.message()));
-    } else if (k < expected_shards_.size() &&
+      why[k] = absl::StrCat("ps ", k, " (", ps_[k]->address(),
+                            ") does not answer: ", s.message());
+    } else if (static_cast<size_t>(k) < expected_shards_.size() &&
                health.num_shards() < expected_shards_[k]) {
-      failed.push_back(absl::StrCat(
-          "ps ", k, " (", ps_[k]->address(), ") holds ", health.num_shards(),
-          " of its ", expected_shards_[k], " shards (it restarted)"));
+      why[k] = absl::StrCat("ps ", k, " (", ps_[k]->address(), ") holds ",
+                            health.num_shards(), " of its ",
+                            expected_shards_[k], " shards (it restarted)");
     }
+    return absl::OkStatus();  // every server is asked
+  }).IgnoreError();
+  std::vector<std::string> failed;
+  for (std::string& w : why) {
+    if (!w.empty()) failed.push_back(std::move(w));
   }
   return failed;
 }
 
 absl::Status ClusterHealth::WaitForServers(absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
-  for (size_t k = 0; k < ps_.size(); ++k) {
+  return BoundedForEach(static_cast<int>(ps_.size()), concurrency_, [&](int k) {
     absl::Status s = RetryUntil(deadline, [&] {
       HealthResponse h;
       return Check(k, &h);
     });
-    if (!s.ok()) {
-      return absl::UnavailableError(
-          absl::StrCat("parameter server ", k, " (", ps_[k]->address(),
-                       ") did not come back within ",
-                       absl::FormatDuration(timeout), ": ", s.message()));
-    }
-  }
-  return absl::OkStatus();
+    if (s.ok()) return s;
+    return absl::UnavailableError(
+        absl::StrCat("parameter server ", k, " (", ps_[k]->address(),
+                     ") did not come back within ",
+                     absl::FormatDuration(timeout), ": ", s.message()));
+  });
 }
 
 void ClusterHealth::StartHeartbeat(

@@ -30,17 +30,18 @@ namespace tessera {
 class ClusterHealth {
  public:
   // `ps` and `workers` must outlive this object; progress lines go to
-  // `out`.
+  // `out`. Up to `concurrency` tasks are asked at once (BoundedForEach).
   ClusterHealth(std::vector<PsClient*> ps, std::vector<WorkerTask*> workers,
-                std::FILE* out);
+                std::FILE* out, int concurrency);
   // Stops the heartbeat.
   ~ClusterHealth();
   ClusterHealth(const ClusterHealth&) = delete;
   ClusterHealth& operator=(const ClusterHealth&) = delete;
 
   // Waits until every parameter server, then every worker, answers a
-  // health check. Every 5 s it prints which task it waits for and why;
-  // Unavailable names the task that did not answer within `wait`.
+  // health check (the servers at once, then the workers at once). Every
+  // 5 s it prints a task it waits for and why; Unavailable names the
+  // first task (by index) that did not answer within `wait`.
   absl::Status WaitForCluster(absl::Duration wait);
 
   // Shards each parameter server holds once the variables exist; a server
@@ -84,6 +85,7 @@ class ClusterHealth {
   const std::vector<PsClient*> ps_;
   const std::vector<WorkerTask*> workers_;
   std::FILE* const out_;
+  const int concurrency_;
   std::vector<int64_t> expected_shards_;
 
   mutable absl::Mutex mu_;

@@ -52,6 +52,10 @@ DEFINE_bool(print_job, false, "Print the job as a text-format JobConfig.");
 DEFINE_string(run_dir, "", "Folder for metrics.jsonl (created if missing).");
 DEFINE_double(cluster_wait_s, 60,
               "How long to wait for every parameter server and worker.");
+DEFINE_int32(startup_concurrency, 32,
+             "How many workers (and parameter servers) the coordinator "
+             "waits for, configures and stops at once (>= 1; 1: one after "
+             "another).");
 DEFINE_double(worker_recovery_timeout_s, 300,
               "How long a failed worker may take to come back.");
 DEFINE_double(step_retry_timeout_s, 60,
@@ -210,6 +214,12 @@ int main(int argc, char** argv) {
   tessera::TrainingJobOptions options;
   options.run_dir = FLAGS_run_dir;
   options.cluster_wait = absl::Seconds(FLAGS_cluster_wait_s);
+  if (FLAGS_startup_concurrency < 1) {
+    LOG(ERROR) << "--startup_concurrency must be >= 1, got "
+               << FLAGS_startup_concurrency;
+    return 2;
+  }
+  options.startup_concurrency = FLAGS_startup_concurrency;
   options.shutdown_cluster = FLAGS_shutdown_cluster;
   options.prefetch_parameters = FLAGS_prefetch_parameters;
   if (FLAGS_steps_per_call < 1 || FLAGS_steps_per_call > 1024) {

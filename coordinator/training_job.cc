@@ -11,6 +11,7 @@
 #include "common/model/model_presets.h"
 #include "common/model/table_placement.h"
 #include "common/model/variable_optimizer.h"
+#include "coordinator/parallel/bounded_for_each.h"
 #include "coordinator/report/job_summary.h"
 #include "coordinator/report/metrics_history.h"
 #include "glog/logging.h"
@@ -70,7 +71,8 @@ TrainingJob::TrainingJob(JobCluster cluster, JobConfig job, VariablePlan plan,
                                                       coordinator_options);
   std::vector<PsClient*> clients;
   for (auto& p : ps_) clients.push_back(p.get());
-  health_ = std::make_unique<ClusterHealth>(clients, workers_, out_);
+  health_ = std::make_unique<ClusterHealth>(clients, workers_, out_,
+                                            options_.startup_concurrency);
   // Hybrid: the servers hold the tables only.
   if (absl::StatusOr<std::vector<TablePlan>> tables =
           PlaceTables(plan_.variables, job_, mode_);
@@ -178,14 +180,26 @@ absl::Status TrainingJob::CreateVariables() {
   for (size_t k = 0; k < ps_.size(); ++k) {
     for (const CreateShardsRequest& request : requests[k]) {
       expected[k] += request.shards_size();
-      CreateShardsResponse response;
-      if (absl::Status s = ps_[k]->CreateShards(request, &response); !s.ok()) {
-        return s;
-      }
-      LOG(INFO) << "ps " << k << ": " << response.created()
-                << " shards created, " << response.existing()
-                << " already there";
     }
+  }
+  // The servers at once; each server's requests in order.
+  if (absl::Status s = BoundedForEach(
+          static_cast<int>(ps_.size()), options_.startup_concurrency,
+          [&](int k) {
+            for (const CreateShardsRequest& request : requests[k]) {
+              CreateShardsResponse response;
+              if (absl::Status s = ps_[k]->CreateShards(request, &response);
+                  !s.ok()) {
+                return s;
+              }
+              LOG(INFO) << "ps " << k << ": " << response.created()
+                        << " shards created, " << response.existing()
+                        << " already there";
+            }
+            return absl::OkStatus();
+          });
+      !s.ok()) {
+    return s;
   }
   if (checkpointer_ != nullptr) checkpointer_->ExpectShards(expected);
   health_->ExpectShards(std::move(expected));
@@ -443,21 +457,26 @@ absl::Status TrainingJob::ConfigureWorkers() {
     if (!split.ok()) return split.status();
     shards = split->shards();
   }
-  for (size_t w = 0; w < workers_.size(); ++w) {
-    absl::StatusOr<WorkerConfig> config =
-        MakeWorkerConfig(static_cast<int>(w), shards[w].begin, shards[w].end);
-    if (!config.ok()) return config.status();
-    ConfigureResponse response;
-    if (absl::Status s =
-            ConfigureWorker(static_cast<int>(w), *config, &response);
-        !s.ok()) {
-      return s;
-    }
-    LOG(INFO) << "worker " << w << " on " << response.device() << ": "
-              << response.train_examples() << " training examples ["
-              << config->train_begin() << ", " << config->train_end() << ")";
-  }
-  return absl::OkStatus();
+  // At once, a bounded number at a time: each worker reads and checks its
+  // data as it is configured, which one after another added up to seconds
+  // with tens of workers. The first failure (by worker index) is the job's,
+  // as in a loop, and names its worker.
+  return BoundedForEach(
+      static_cast<int>(workers_.size()), options_.startup_concurrency,
+      [&](int w) {
+        absl::StatusOr<WorkerConfig> config =
+            MakeWorkerConfig(w, shards[w].begin, shards[w].end);
+        if (!config.ok()) return config.status();
+        ConfigureResponse response;
+        if (absl::Status s = ConfigureWorker(w, *config, &response); !s.ok()) {
+          return s;
+        }
+        LOG(INFO) << "worker " << w << " on " << response.device() << ": "
+                  << response.train_examples() << " training examples ["
+                  << config->train_begin() << ", " << config->train_end()
+                  << ")";
+        return absl::OkStatus();
+      });
 }
 
 absl::Status TrainingJob::ResumeAt(const JobPosition& position, int* epoch) {
@@ -743,16 +762,25 @@ absl::Status TrainingJob::RunJob() {
 }
 
 void TrainingJob::ShutdownCluster() {
-  for (WorkerTask* w : workers_) {
-    if (absl::Status s = w->Shutdown("job finished"); !s.ok()) {
-      LOG(WARNING) << s;
-    }
-  }
-  for (auto& ps : ps_) {
-    if (absl::Status s = ps->Shutdown("job finished"); !s.ok()) {
-      LOG(WARNING) << s;
-    }
-  }
+  // Every task is told, whatever the others answer.
+  BoundedForEach(
+      static_cast<int>(workers_.size()), options_.startup_concurrency,
+      [&](int w) {
+        if (absl::Status s = workers_[w]->Shutdown("job finished"); !s.ok()) {
+          LOG(WARNING) << s;
+        }
+        return absl::OkStatus();
+      })
+      .IgnoreError();
+  BoundedForEach(static_cast<int>(ps_.size()), options_.startup_concurrency,
+                 [&](int k) {
+                   if (absl::Status s = ps_[k]->Shutdown("job finished");
+                       !s.ok()) {
+                     LOG(WARNING) << s;
+                   }
+                   return absl::OkStatus();
+                 })
+      .IgnoreError();
 }
 
 absl::Status TrainingJob::Run() {

@@ -40,6 +40,10 @@ struct TrainingJobOptions {
   std::FILE* out = stdout;
   // How long to wait for every parameter server and worker to answer.
   absl::Duration cluster_wait = absl::Seconds(60);
+  // How many workers (or parameter servers) are waited for, configured,
+  // created variables on or shut down at once: each worker reads its data
+  // when configured, so one after another start-up grows with the workers.
+  int startup_concurrency = 32;
   // Tell the parameter servers and workers to exit when the job ends.
   bool shutdown_cluster = true;
   // Workers pull the next step's parameters while a step computes.
@@ -117,7 +121,8 @@ class TrainingJob {
   // its shards, and may come back.
   bool ServerMayComeBack(const absl::Status& s);
   // Configures worker w, waiting (with the backoff of common/backoff.h,
-  // for up to worker_recovery_timeout) while it does not answer.
+  // for up to worker_recovery_timeout) while it does not answer. Several
+  // workers may be configured at once.
   absl::Status ConfigureWorker(int w, const WorkerConfig& config,
                                ConfigureResponse* response);
   // --evaluate_only: restores the newest checkpoint and evaluates it.

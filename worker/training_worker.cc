@@ -149,7 +149,14 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& config,
     train_size = stream->train_size();
     test_size = stream->test_size();
   } else {
-    train_size = CountExamples(config.data(), true);
+    // The coordinator plans by the counts worker 0 answers when probed
+    // with an empty shard: those are verified, each file read through. A
+    // worker given its shard reads only the files' headers here and loads
+    // (so checks) its own examples below, where each worker read both
+    // files through before.
+    const bool probe = config.train_begin() == config.train_end();
+    auto count = probe ? CountExamples : DeclaredExamples;
+    train_size = count(config.data(), true, &counts_);
     if (!train_size.ok()) return train_size.status();
     if (config.train_begin() < 0 || config.train_begin() > config.train_end() ||
         config.train_end() > *train_size) {
@@ -157,7 +164,7 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& config,
           "dataset shard [", config.train_begin(), ", ", config.train_end(),
           ") is not inside the ", *train_size, " training examples"));
     }
-    test_size = CountExamples(config.data(), false);
+    test_size = count(config.data(), false, &counts_);
     if (!test_size.ok()) return test_size.status();
   }
 
@@ -683,23 +690,36 @@ absl::Status TrainingWorker::Evaluate(const EvaluateRequest& request,
   if (!configured()) {
     return absl::FailedPreconditionError("worker is not configured yet");
   }
-  if (test_set_ == nullptr && stream_ == nullptr) {
-    absl::StatusOr<int64_t> n = CountExamples(config_.data(), false);
-    if (!n.ok()) return n.status();
-    absl::StatusOr<std::unique_ptr<ExampleSet>> test = LoadExamples(
-        config_.data(), config_.model_def(), /*train=*/false, 0, *n);
-    if (!test.ok()) return test.status();
-    test_set_ = *std::move(test);
-  }
   // This worker's rows in flight land first (hybrid:ssp:S).
   if (absl::Status s = WaitForRowPushes(0); !s.ok()) return s;
   const int64_t begin = request.begin(), end = request.end();
-  const int64_t test_size =
-      stream_ != nullptr ? stream_->test_size() : test_set_->size();
+  int64_t test_size = 0;
+  if (stream_ != nullptr) {
+    test_size = stream_->test_size();
+  } else {
+    absl::StatusOr<int64_t> n =
+        DeclaredExamples(config_.data(), false, &counts_);
+    if (!n.ok()) return n.status();
+    test_size = *n;
+  }
   if (begin < 0 || begin > end || end > test_size) {
     return absl::OutOfRangeError(absl::StrCat("evaluation range [", begin, ", ",
                                               end, ") is not inside the ",
                                               test_size, " test examples"));
+  }
+  if (stream_ == nullptr && begin < end &&
+      (test_set_ == nullptr || begin < test_begin_ ||
+       end > test_begin_ + test_set_->size())) {
+    // Only the slice asked for (each epoch asks the same): each worker
+    // evaluates its part of the test set, and every worker loading all of
+    // it cost as much again as the evaluation. Loading verifies the
+    // declared count up to the slice's end.
+    absl::StatusOr<std::unique_ptr<ExampleSet>> test =
+        LoadExamples(config_.data(), config_.model_def(), /*train=*/false,
+                     begin, end - begin);
+    if (!test.ok()) return test.status();
+    test_set_ = *std::move(test);
+    test_begin_ = begin;
   }
   if (mirrored_ != nullptr) {
     if (absl::Status s = graph_->SetParameters(ReplicaDense()); !s.ok()) {
@@ -721,7 +741,7 @@ absl::Status TrainingWorker::Evaluate(const EvaluateRequest& request,
   for (int64_t at = begin; at < end; at += kEvaluateSlice) {
     const int64_t n = std::min(kEvaluateSlice, end - at);
     indices.resize(n);
-    for (int64_t i = 0; i < n; ++i) indices[i] = at + i;
+    for (int64_t i = 0; i < n; ++i) indices[i] = at + i - test_begin_;
     if (absl::Status s = stream_ != nullptr
                              ? stream_->TakeTest(at, at + n, &batch_)
                              : test_set_->Gather(indices, &batch_);

@@ -18,6 +18,7 @@
 #include "ps_server/client/ps_client.h"
 #include "worker/backend/backend.h"
 #include "worker/collective/all_reducer.h"
+#include "worker/data/count_cache/verified_count_cache.h"
 #include "worker/data/example_set.h"
 #include "worker/data/stream_examples.h"
 #include "worker/nn/graph.h"
@@ -143,6 +144,9 @@ class TrainingWorker {
   std::unique_ptr<MirroredParameters> mirrored_;
   DeviceArray<float> device_reduce_;
   int64_t train_size_ = 0;  // examples in the training files (or subset)
+  // The data files' verified counts, for this process: a configuration
+  // again (a restarted chief probes the data anew) reads no file through.
+  VerifiedCountCache counts_;
   std::vector<std::unique_ptr<PsClient>> clients_;
   std::unique_ptr<ShardedParameters> params_;  // the dense variables
   std::unique_ptr<SparseParameters> sparse_;   // tables on the servers
@@ -161,6 +165,7 @@ class TrainingWorker {
   std::future<absl::Status> prefetch_;
   std::map<std::pair<int64_t, int64_t>, std::unique_ptr<ExampleSet>> shards_;
   std::unique_ptr<ExampleSet> test_set_;
+  int64_t test_begin_ = 0;  // test_set_ holds the test examples from here
   // Streamed formats (instead of shards_ and test_set_).
   std::unique_ptr<StreamExamples> stream_;
   std::atomic<bool> configured_{false};

@@ -4,6 +4,7 @@
 
 #include "coordinator/training_job.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -40,6 +41,41 @@ struct Seen {
   int64_t steps ABSL_GUARDED_BY(mu) = 0;
 };
 
+// Configure calls in flight at once, across the fake workers: a call with
+// a dataset shard waits (bounded) until `target` calls have been in flight
+// together.
+class ConfigureGate {
+ public:
+  explicit ConfigureGate(int target) : target_(target) {}
+  void Pass() {
+    absl::MutexLock lock(&mu_);
+    ++now_;
+    peak_ = std::max(peak_, now_);
+    auto reached = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return peak_ >= target_;
+    };
+    if (!mu_.AwaitWithTimeout(absl::Condition(&reached), absl::Seconds(20))) {
+      ++timed_out_;
+    }
+    --now_;
+  }
+  int peak() const {
+    absl::MutexLock lock(&mu_);
+    return peak_;
+  }
+  int timed_out() const {
+    absl::MutexLock lock(&mu_);
+    return timed_out_;
+  }
+
+ private:
+  const int target_;
+  mutable absl::Mutex mu_;
+  int now_ ABSL_GUARDED_BY(mu_) = 0;
+  int peak_ ABSL_GUARDED_BY(mu_) = 0;
+  int timed_out_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
 // A worker that trains nothing: every step "trains" its examples (counted
 // in Seen) with a loss that falls as steps go on; evaluation reports a
 // fixed accuracy. `on_step` runs inside step `trigger_step`.
@@ -52,6 +88,9 @@ class FakeTask : public WorkerTask {
   const std::string& address() const override { return address_; }
   absl::Status Configure(const WorkerConfig& config,
                          ConfigureResponse* response) override {
+    if (gate_ != nullptr && config.train_end() > config.train_begin()) {
+      gate_->Pass();
+    }
     if (configure_failures_ > 0) {
       --configure_failures_;
       return configure_error_;
@@ -127,6 +166,8 @@ class FakeTask : public WorkerTask {
     configure_failures_ = times;
     configure_error_ = std::move(error);
   }
+  // Configure calls with a dataset shard pass `gate` first.
+  void GateConfigure(ConfigureGate* gate) { gate_ = gate; }
 
  private:
   std::string address_;
@@ -137,6 +178,7 @@ class FakeTask : public WorkerTask {
   std::atomic<bool> died_evaluating_{false};
   int configure_failures_ = 0;
   absl::Status configure_error_;
+  ConfigureGate* gate_ = nullptr;
   int64_t trigger_step_ = -1;
   std::function<void()> on_step_;
 };
@@ -278,6 +320,32 @@ TEST_F(TrainingJobTest, AWorkerRefusingItsConfigurationEndsTheJob) {
   absl::Status s = job->Run();
   EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
   EXPECT_THAT(Output(), ::testing::Not(HasSubstr("could not be configured")));
+}
+
+// Issue #35: the workers are configured at once, at most
+// startup_concurrency at a time (each reads its data as it is configured).
+TEST_F(TrainingJobTest, WorkersAreConfiguredAtOnceUpToTheBound) {
+  options_.startup_concurrency = 4;
+  TrainingJob* job = MakeJob(8);
+  ConfigureGate gate(4);
+  for (FakeTask* task : tasks_) task->GateConfigure(&gate);
+  ASSERT_TRUE(job->Run().ok()) << Output();
+  // One at a time, the first would have waited for three more in vain.
+  EXPECT_EQ(gate.timed_out(), 0);
+  EXPECT_EQ(gate.peak(), 4);
+  EXPECT_EQ(job->results().size(), 2u);
+}
+
+// ... and of several workers refusing their configuration, the job ends
+// with the lowest one's answer, as when they were configured in turn.
+TEST_F(TrainingJobTest, TheFirstWorkerToRefuseItsConfigurationIsNamed) {
+  options_.startup_concurrency = 8;
+  TrainingJob* job = MakeJob(8);
+  tasks_[6]->FailConfigure(1, absl::InvalidArgumentError("worker 6: bad"));
+  tasks_[3]->FailConfigure(1, absl::InvalidArgumentError("worker 3: bad"));
+  absl::Status s = job->Run();
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_EQ(s.message(), "worker 3: bad");
 }
 
 TEST_F(TrainingJobTest, ExtraStepsAreEvaluatedAndKept) {

@@ -204,7 +204,12 @@ absl::StatusOr<std::unique_ptr<ExampleSet>> LoadStreamed(const DataConfig& data,
   return std::make_unique<HeldExamples>(std::move(held));
 }
 
-absl::StatusOr<int64_t> FileCount(const DataConfig& data, bool train) {
+// How a file's examples are counted: read through, or from its header.
+enum class Counting { kVerified, kDeclared };
+
+absl::StatusOr<int64_t> FileCount(const DataConfig& data, bool train,
+                                  Counting counting,
+                                  VerifiedCountCache* cache) {
   if (IsStreamedFormat(data.format())) {
     absl::StatusOr<std::vector<FileSlice>> files =
         CountStreamedFiles(data, train);
@@ -213,17 +218,23 @@ absl::StatusOr<int64_t> FileCount(const DataConfig& data, bool train) {
     for (const FileSlice& f : *files) n += f.end();
     return n;
   }
-  if (DataFormatNamed(data.format()) == DataFormat::kCriteo) {
-    return CountCriteoExamples(train ? data.train_path() : data.test_path());
+  const bool criteo = DataFormatNamed(data.format()) == DataFormat::kCriteo;
+  const std::string& path =
+      criteo ? (train ? data.train_path() : data.test_path())
+             : (train ? data.train_images() : data.test_images());
+  if (!criteo && counting == Counting::kDeclared) {
+    absl::StatusOr<std::vector<int64_t>> dims = ReadIdxDims(path);
+    if (!dims.ok()) return dims.status();
+    return dims->front();
   }
-  return CountIdxItems(train ? data.train_images() : data.test_images());
+  auto count = [&]() -> absl::StatusOr<int64_t> {
+    return criteo ? CountCriteoExamples(path) : CountIdxItems(path);
+  };
+  return cache != nullptr ? cache->Count(path, count) : count();
 }
 
-}  // namespace
-
-absl::StatusOr<int64_t> CountExamples(const DataConfig& data, bool train) {
-  absl::StatusOr<int64_t> n = FileCount(data, train);
-  if (!n.ok()) return n.status();
+// The job's cap on `n` examples in the files.
+absl::StatusOr<int64_t> Capped(const DataConfig& data, bool train, int64_t n) {
   const int64_t cap = train ? data.train_examples() : data.test_examples();
   const std::string what = train ? "train_examples" : "test_examples";
   const std::string path =
@@ -238,22 +249,40 @@ absl::StatusOr<int64_t> CountExamples(const DataConfig& data, bool train) {
           : (train ? data.train_images() : data.test_images());
   // Asking for more examples than the data holds is a mistake to report,
   // not a request to quietly train on fewer.
-  if (cap > *n) {
+  if (cap > n) {
     return absl::InvalidArgumentError(
-        absl::StrCat(what, " is ", cap, " but ", path, " holds only ", *n,
+        absl::StrCat(what, " is ", cap, " but ", path, " holds only ", n,
                      " examples (0 takes them all)"));
   }
   if (cap < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, " must be >= 0 (0: all), got ", cap));
   }
-  const int64_t count = cap > 0 ? cap : *n;
+  const int64_t count = cap > 0 ? cap : n;
   if (count == 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, " holds no examples: the ",
                      train ? "training" : "test", " set is empty"));
   }
   return count;
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> CountExamples(const DataConfig& data, bool train,
+                                      VerifiedCountCache* cache) {
+  absl::StatusOr<int64_t> n =
+      FileCount(data, train, Counting::kVerified, cache);
+  if (!n.ok()) return n.status();
+  return Capped(data, train, *n);
+}
+
+absl::StatusOr<int64_t> DeclaredExamples(const DataConfig& data, bool train,
+                                         VerifiedCountCache* cache) {
+  absl::StatusOr<int64_t> n =
+      FileCount(data, train, Counting::kDeclared, cache);
+  if (!n.ok()) return n.status();
+  return Capped(data, train, *n);
 }
 
 absl::StatusOr<std::unique_ptr<ExampleSet>> LoadExamples(

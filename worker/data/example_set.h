@@ -15,6 +15,7 @@
 #include "absl/types/span.h"
 #include "proto/job.pb.h"
 #include "proto/model.pb.h"
+#include "worker/data/count_cache/verified_count_cache.h"
 
 namespace tessera {
 
@@ -54,8 +55,19 @@ class ExampleSet {
 };
 
 // Examples in the training (`train`) or test files of `data`, after the
-// job's cap (train_examples, test_examples).
-absl::StatusOr<int64_t> CountExamples(const DataConfig& data, bool train);
+// job's cap (train_examples, test_examples), each file read through to
+// verify its count. With a `cache`, a file it counted before and unchanged
+// since is not read again.
+absl::StatusOr<int64_t> CountExamples(const DataConfig& data, bool train,
+                                      VerifiedCountCache* cache = nullptr);
+
+// As CountExamples, but an IDX file's count is the one its header
+// declares, unverified: for a reader that verifies what it loads
+// (LoadExamples fails on a file shorter than its header claims) and
+// allocates nothing by the count. Other formats declare no count: they
+// are counted as CountExamples does.
+absl::StatusOr<int64_t> DeclaredExamples(const DataConfig& data, bool train,
+                                         VerifiedCountCache* cache = nullptr);
 
 // Loads examples [first, first + count) of the training or test files of
 // `data` as `model`'s inputs. InvalidArgument names an input the format

@@ -11,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
+#include "tests/worker/data/idx_test_files.h"
 #include "tests/worker/data/stream_test_files.h"
 
 namespace tessera {
@@ -57,6 +58,37 @@ TEST_F(CountExamplesTest, MoreThanTheFileHoldsIsAnError) {
   data_.set_train_examples(-1);
   EXPECT_THAT(CountExamples(data_, true).status().message(),
               HasSubstr("must be >= 0"));
+}
+
+// Issue #35: a verified count is kept per file version and not read
+// again; a declared count takes an IDX header at its word (whoever loads
+// the examples verifies them), and the job's cap applies to both.
+TEST_F(CountExamplesTest, IdxCountsAreKeptAndHeadersTakenAtTheirWord) {
+  auto write = [&](const std::string& name, const idx_test::Bytes& bytes) {
+    const std::string path = dir_ + "/" + name;
+    std::ofstream(path, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    return path;
+  };
+  DataConfig idx;
+  idx.set_format("idx");
+  // Declares 3 items of 2 bytes, holds 2.
+  idx.set_train_images(
+      write("lying", idx_test::Ubyte({3, 1, 2}, {1, 2, 3, 4})));
+  VerifiedCountCache cache;
+  EXPECT_EQ(CountExamples(idx, true, &cache).status().code(),
+            absl::StatusCode::kDataLoss);
+  EXPECT_EQ(*DeclaredExamples(idx, true, &cache), 3);
+  idx.set_train_examples(2);
+  EXPECT_EQ(*DeclaredExamples(idx, true, &cache), 2);
+  EXPECT_EQ(cache.misses(), 1);  // headers are not counts to keep
+
+  idx.set_train_examples(0);
+  idx.set_train_images(write("good", idx_test::Ubyte({2, 1, 2}, {1, 2, 3, 4})));
+  EXPECT_EQ(*CountExamples(idx, true, &cache), 2);
+  EXPECT_EQ(*CountExamples(idx, true, &cache), 2);
+  EXPECT_EQ(cache.hits(), 1);
+  EXPECT_EQ(cache.misses(), 2);
 }
 
 // An empty test set would report accuracy 0.0000 as if it were a result.
