@@ -160,60 +160,89 @@ absl::Status StepRunner::RunLockstep(std::vector<PlannedStep> steps, int epoch,
   std::vector<std::pair<int64_t, StepFuture>> stragglers;
   std::vector<std::vector<PlannedStep>> rounds = GroupIntoGlobalSteps(
       std::move(steps), options_.num_workers, /*pad_missing=*/replicas);
-  size_t r = 0;
-  for (; r < rounds.size(); ++r) {
-    if (pause != nullptr && pause()) break;
-    const std::vector<PlannedStep>& round = rounds[r];
-    const int64_t global_step = next_global_step_++;
-    const int size = static_cast<int>(round.size());
-    const int required =
-        replicas ? size : std::max(1, size - options_.backup_workers);
+  // Rounds in flight at once. A server aggregating steps needs the
+  // chief's barrier between rounds (sync_steps.h: the next round's pulls
+  // must find the last one complete), so sync and hybrid:sync run one
+  // round at a time. Replicas whose rows go asynchronously meet in their
+  // all-reduce anyway: they get steps_per_call rounds per call and as
+  // many again queued, so no worker waits for the chief between steps.
+  const size_t window =
+      replicas && !options_.mode.aggregates_steps()
+          ? 2 * static_cast<size_t>(std::max(1, options_.steps_per_call))
+          : 1;
+  struct Round {
+    int64_t global_step = 0;
+    int required = 0;
     std::vector<int64_t> ids;
     std::vector<StepFuture> futures;
-    // With backup workers the parts that count are the first to arrive,
-    // so only an average over all of them can weigh each example alike.
-    int64_t examples = 0;
-    for (const PlannedStep& planned : round) examples += planned.size();
-    const bool weigh =
-        options_.mode.aggregates_steps() && required == size && examples > 0;
-    for (const PlannedStep& planned : round) {
-      StepRequest request = MakeRequest(epoch, planned, data);
-      request.set_sync_step(global_step);
-      request.set_sync_required(required);
-      request.set_sync_part(static_cast<int>(ids.size()));
-      if (weigh && planned.size() * size != examples) {
-        request.set_sync_scale(static_cast<float>(
-            static_cast<double>(planned.size()) * size / examples));
-      }
-      ids.push_back(request.step());
-      absl::StatusOr<StepFuture> future =
-          coordinator_->Schedule(std::move(request), planned.shard);
-      if (!future.ok()) return future.status();
-      futures.push_back(*std::move(future));
-    }
-    ShowScheduled(epoch);
+  };
+  std::deque<Round> in_flight;
+  // Waits for the oldest round and records it; an error ends the epoch.
+  auto finish_oldest = [&]() -> std::optional<absl::Status> {
+    Round round = std::move(in_flight.front());
+    in_flight.pop_front();
     // The round is over once `required` steps are: their updates are then
     // applied everywhere, and the next round's pulls see them.
-    RoundLatch(futures).Wait(required);
+    RoundLatch(round.futures).Wait(round.required);
     std::optional<uint32_t> checksum;
-    for (size_t i = 0; i < futures.size(); ++i) {
-      if (!futures[i].ready()) {
-        stragglers.emplace_back(ids[i], futures[i]);
+    for (size_t i = 0; i < round.futures.size(); ++i) {
+      if (!round.futures[i].ready()) {
+        stragglers.emplace_back(round.ids[i], round.futures[i]);
         continue;
       }
-      absl::StatusOr<StepResponse> response = futures[i].Get();
+      absl::StatusOr<StepResponse> response = round.futures[i].Get();
       if (!response.ok()) return coordinator_->Join();
-      Record(*response, ids[i], meter, result, correct);
+      Record(*response, round.ids[i], meter, result, correct);
       if (!replicas) continue;
       if (checksum.has_value() && *checksum != response->replica_checksum()) {
         coordinator_->Join().IgnoreError();
         return absl::DataLossError(
-            absl::StrCat("mirrored replicas differ after global step ",
-                         global_step, ": parameter checksums ", *checksum,
+            absl::StrCat("the workers' replicas differ after global step ",
+                         round.global_step, ": parameter checksums ", *checksum,
                          " and ", response->replica_checksum()));
       }
       checksum = response->replica_checksum();
     }
+    return std::nullopt;
+  };
+  size_t r = 0;
+  for (; r < rounds.size(); ++r) {
+    if (pause != nullptr && pause()) break;
+    while (in_flight.size() >= window) {
+      if (std::optional<absl::Status> end = finish_oldest()) return *end;
+    }
+    const std::vector<PlannedStep>& round = rounds[r];
+    Round scheduled;
+    scheduled.global_step = next_global_step_++;
+    const int size = static_cast<int>(round.size());
+    scheduled.required =
+        replicas ? size : std::max(1, size - options_.backup_workers);
+    // With backup workers the parts that count are the first to arrive,
+    // so only an average over all of them can weigh each example alike.
+    int64_t examples = 0;
+    for (const PlannedStep& planned : round) examples += planned.size();
+    const bool weigh = options_.mode.aggregates_steps() &&
+                       scheduled.required == size && examples > 0;
+    for (const PlannedStep& planned : round) {
+      StepRequest request = MakeRequest(epoch, planned, data);
+      request.set_sync_step(scheduled.global_step);
+      request.set_sync_required(scheduled.required);
+      request.set_sync_part(static_cast<int>(scheduled.ids.size()));
+      if (weigh && planned.size() * size != examples) {
+        request.set_sync_scale(static_cast<float>(
+            static_cast<double>(planned.size()) * size / examples));
+      }
+      scheduled.ids.push_back(request.step());
+      absl::StatusOr<StepFuture> future =
+          coordinator_->Schedule(std::move(request), planned.shard);
+      if (!future.ok()) return future.status();
+      scheduled.futures.push_back(*std::move(future));
+    }
+    in_flight.push_back(std::move(scheduled));
+    ShowScheduled(epoch);
+  }
+  while (!in_flight.empty()) {
+    if (std::optional<absl::Status> end = finish_oldest()) return *end;
   }
   if (absl::Status s = coordinator_->Join(); !s.ok()) return s;
   for (auto& [id, future] : stragglers) {

@@ -57,9 +57,12 @@ TrainingJob::TrainingJob(JobCluster cluster, JobConfig job, VariablePlan plan,
     // Every replica takes part in every all-reduce with its own data.
     coordinator_options.steal_threshold = std::numeric_limits<int>::max();
   }
-  // Only asynchronous steps may share a call: a lockstep round has one step
-  // per worker, and a staleness bound counts steps one at a time.
-  if (mode_.kind != TrainingMode::Kind::kAsync) {
+  // Asynchronous steps may share a call, and so may the rounds of replicas
+  // whose rows go asynchronously (their all-reduce keeps them in step);
+  // a sync round has one step per worker, and a staleness bound counts
+  // steps one at a time.
+  if (mode_.kind != TrainingMode::Kind::kAsync &&
+      !(mode_.replicates_dense() && !mode_.aggregates_steps())) {
     coordinator_options.steps_per_call = 1;
   }
   std::vector<std::unique_ptr<WorkerStub>> stubs;
