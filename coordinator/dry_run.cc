@@ -77,7 +77,9 @@ absl::Status DryRun(const JobConfig& job, const ClusterSpec& cluster,
           "and all-reduced each global step, with the replicated "
           "tables; the parameter servers hold:\n",
           static_cast<long long>(dense),
-          absl::StrFormat("%.2f MiB", bytes / double{1 << 20}).c_str());
+          bytes < (int64_t{1} << 20)
+              ? absl::StrFormat("%.1f KiB", bytes / double{1 << 10}).c_str()
+              : absl::StrFormat("%.2f MiB", bytes / double{1 << 20}).c_str());
     }
     std::fprintf(out, "%s",
                  FormatShardTable(plan.shards, cluster.tasks("ps")).c_str());
