@@ -289,6 +289,19 @@ void ClusterCoordinator::WorkerLoop(int worker) {
 
 void ClusterCoordinator::HandleFailure(int worker, const absl::Status& status,
                                        Pending p) {
+  if (options_.replicas_unrecoverable) {
+    const absl::Status lost = absl::UnavailableError(absl::StrCat(
+        "step ", p.request.step(), " failed on worker ", worker, " (",
+        status.message(), "); mirrored and hybrid jobs cannot yet rebuild ",
+        "a worker's replica once a step fails (the replicas are in no ",
+        "checkpoint), so the job stops: run it again"));
+    LOG(ERROR) << lost.message();
+    p.future.Set(lost);
+    absl::MutexLock lock(&mu_);
+    --inflight_;
+    RecordError(lost);
+    return;
+  }
   if (workers_[worker]->Probe() != WorkerHealth::kReady) {
     {
       absl::MutexLock lock(&mu_);

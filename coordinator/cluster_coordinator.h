@@ -47,6 +47,12 @@ struct CoordinatorOptions {
   // step still has its own result; a failure re-runs only the step that
   // failed and the ones after it.
   int steps_per_call = 1;
+  // Mirrored and hybrid: every worker holds a replica that meets the
+  // others' in each step's all-reduce, and a replica lost with its worker
+  // cannot be rebuilt yet (replicas are in no checkpoint). A failed step
+  // then ends the job with an error saying so, where running it again
+  // would pair all-reduces of different steps and wait for ever.
+  bool replicas_unrecoverable = false;
 };
 
 // Runs scheduled steps on workers, as TF's ClusterCoordinator: one thread

@@ -56,6 +56,7 @@ TrainingJob::TrainingJob(JobCluster cluster, JobConfig job, VariablePlan plan,
   if (mode_.replicates_dense()) {
     // Every replica takes part in every all-reduce with its own data.
     coordinator_options.steal_threshold = std::numeric_limits<int>::max();
+    coordinator_options.replicas_unrecoverable = true;
   }
   // Asynchronous steps may share a call, and so may the rounds of replicas
   // whose rows go asynchronously (their all-reduce keeps them in step);

@@ -99,6 +99,25 @@ TEST_F(CtrTrainingTest, SyncModeTrainsGrowingAndFixedTables) {
   }
 }
 
+// A hybrid worker killed mid-epoch: its replica cannot be rebuilt yet, so
+// the job stops with an error saying so (exit 1: running it again helps)
+// instead of pairing all-reduces of different steps for ever.
+TEST_F(CtrTrainingTest, HybridJobStopsNamingTheLostReplica) {
+  const fs::path run_dir = dir_ / "hybrid_killed";
+  ShellResult run = Shell(absl::StrCat(
+      "timeout 300 ", BuildDir(),
+      "/deploy/local/tessera_local --num_ps=2 --num_workers=2 --run_dir=",
+      run_dir.string(), " -- --model=ctr --data_dir=", data_.string(),
+      " --num_fields=8 --num_dense=4 --embedding_dim=8 --hidden_units=32,16",
+      " --batch_size=128 --epochs=500 --mode=hybrid & launcher=$!;",
+      " for i in $(seq 300); do", "   grep -q 'epoch 2/' ", run_dir.string(),
+      "/chief.log 2>/dev/null", "     && break; sleep 0.1; done;",
+      " kill -9 $(cat ", run_dir.string(), "/pids/worker-1); wait $launcher"));
+  EXPECT_NE(run.exit_code, 0) << run.output;
+  EXPECT_NE(run.exit_code, 124) << "the job hung: " << run.output;
+  EXPECT_THAT(run.output, HasSubstr("cannot yet rebuild a worker's replica"));
+}
+
 // Mirrored mode with fixed tables: each worker keeps them whole and
 // all-reduces their gradients with the dense ones (#30 item 5).
 TEST_F(CtrTrainingTest, MirroredModeReplicatesFixedTables) {
