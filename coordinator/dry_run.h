@@ -9,7 +9,7 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "common/cluster_spec.h"
+#include "common/cluster/cluster_spec.h"
 #include "coordinator/variable_plan.h"
 #include "proto/job.pb.h"
 

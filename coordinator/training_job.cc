@@ -7,8 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "common/backoff.h"
 #include "common/model/model_presets.h"
+#include "common/rpc/backoff.h"
 #include "coordinator/report/job_summary.h"
 #include "coordinator/report/metrics_history.h"
 #include "glog/logging.h"

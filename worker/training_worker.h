@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "common/cluster_spec.h"
-#include "common/grpc_channel.h"
+#include "common/cluster/cluster_spec.h"
+#include "common/rpc/grpc_channel.h"
 #include "common/serial_executor.h"
 #include "common/training_mode.h"
 #include "proto/worker_service.pb.h"

@@ -15,7 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/byte_codec.h"
-#include "common/cluster_spec.h"
+#include "common/cluster/cluster_spec.h"
 #include "common/model/model_presets.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -12,8 +12,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "common/crc32c.h"
-#include "common/tf_record.h"
+#include "common/io/crc32c.h"
+#include "common/io/tf_record.h"
 
 namespace tessera {
 namespace {

@@ -1,4 +1,4 @@
-// Reads the records of a TFRecord file (common/tf_record.h's framing),
+// Reads the records of a TFRecord file (common/io/tf_record.h's framing),
 // plain, or compressed as TensorFlow's compression_type="GZIP" (one gzip
 // stream of the framed records) or "ZLIB" (one zlib-wrapped deflate
 // stream) writes it. The compression is told from the first bytes:

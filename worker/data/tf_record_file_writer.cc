@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/tf_record.h"
+#include "common/io/tf_record.h"
 #include "worker/data/gz_file.h"
 
 namespace tessera {

@@ -1,4 +1,4 @@
-// Writes a TFRecord file (common/tf_record.h's framing), plain or as one
+// Writes a TFRecord file (common/io/tf_record.h's framing), plain or as one
 // gzip stream, which is what TensorFlow's TFRecordWriter writes with
 // compression_type "" and "GZIP"; tf.data and TfRecordFileReader read both.
 //

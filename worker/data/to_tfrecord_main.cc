@@ -18,7 +18,7 @@
 #include "common/command_line.h"
 #include "common/data_format.h"
 #include "common/exit_code.h"
-#include "common/output_folder.h"
+#include "common/io/output_folder.h"
 #include "gflags/gflags.h"
 #include "worker/data/criteo_reader.h"
 #include "worker/data/example_converter.h"

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/binary_metrics.h"
-#include "common/checkpoint_dir.h"
+#include "common/checkpoint/checkpoint_dir.h"
 #include "common/counter_rng.h"
 #include "common/model/model_graph.h"
 #include "common/model/model_presets.h"

@@ -64,8 +64,8 @@ class LocalTrainer {
   absl::StatusOr<GraphResult> TrainBatch(const HostBatch& batch);
 
   // Writes every variable as a checkpoint of one parameter server under
-  // `root` (common/checkpoint_dir.h), at the steps trained so far, as a
-  // cluster's coordinator does, so tessera_export and tessera_predict read
+  // `root` (common/checkpoint/checkpoint_dir.h), at the steps trained so far,
+  // as a cluster's coordinator does, so tessera_export and tessera_predict read
   // it as they read a cluster's. Returns the checkpoint's folder.
   absl::StatusOr<std::string> SaveCheckpoint(const std::string& root,
                                              int epoch);
