@@ -12,7 +12,7 @@
 #include "common/rpc/grpc_channel.h"
 #include "glog/logging.h"
 #include "worker/data/batch_view.h"
-#include "worker/data/file_assignment.h"
+#include "worker/data/stream/file_assignment.h"
 
 namespace tessera {
 namespace {

@@ -18,7 +18,7 @@
 #include "worker/backend/backend.h"
 #include "worker/collective/all_reducer.h"
 #include "worker/data/example_set.h"
-#include "worker/data/stream_examples.h"
+#include "worker/data/stream/stream_examples.h"
 #include "worker/nn/graph.h"
 #include "worker/params/mirrored_parameters.h"
 #include "worker/params/sharded_parameters.h"

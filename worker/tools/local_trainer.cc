@@ -15,7 +15,7 @@
 #include "common/model/variable_optimizer.h"
 #include "common/model_spec.h"
 #include "worker/data/batch_view.h"
-#include "worker/data/ctr_dataset.h"
+#include "worker/data/criteo/ctr_dataset.h"
 
 namespace tessera {
 namespace {

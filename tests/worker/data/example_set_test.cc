@@ -11,7 +11,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
-#include "tests/worker/data/stream_test_files.h"
+#include "tests/worker/data/stream/stream_test_files.h"
 
 namespace tessera {
 namespace {
