@@ -13,7 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "common/grpc_channel.h"
+#include "common/rpc/grpc_channel.h"
 #include "glog/logging.h"
 #include "partitioners/hash_routing.h"
 #include "ps_server/client/ps_client.h"

@@ -12,7 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "common/grpc_channel.h"
+#include "common/rpc/grpc_channel.h"
 #include "glog/logging.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"

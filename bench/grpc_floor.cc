@@ -6,8 +6,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/grpc_channel.h"
-#include "common/grpc_status.h"
+#include "common/rpc/grpc_channel.h"
+#include "common/rpc/grpc_status.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/slice.h"
 #include "grpcpp/support/sync_stream.h"

@@ -15,12 +15,12 @@
 #include "common/job_file.h"
 #include "common/model/model_presets.h"
 #include "worker/backend/cpu/cpu_backend.h"
-#include "worker/data/criteo_reader.h"
+#include "worker/data/convert/example_converter.h"
+#include "worker/data/criteo/criteo_reader.h"
 #include "worker/data/ctr_gen/ctr_generator.h"
-#include "worker/data/example_converter.h"
-#include "worker/data/example_layout.h"
-#include "worker/data/file_assignment.h"
-#include "worker/data/stream_reader.h"
+#include "worker/data/stream/example_layout.h"
+#include "worker/data/stream/file_assignment.h"
+#include "worker/data/stream/stream_reader.h"
 #include "worker/tools/local_trainer.h"
 
 namespace tessera {

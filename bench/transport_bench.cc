@@ -80,11 +80,11 @@
 #include "common/data_plane/data_plane_kind.h"
 #include "common/data_plane/socket.h"
 #include "common/data_plane/tls.h"
-#include "common/grpc_channel.h"
 #include "common/optimizer/optimizers.h"
-#include "common/process_start.h"
-#include "common/security_flags.h"
-#include "common/transport_limits.h"
+#include "common/process/process_start.h"
+#include "common/process/security_flags.h"
+#include "common/rpc/grpc_channel.h"
+#include "common/rpc/transport_limits.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
 #include "grpcpp/create_channel.h"
@@ -201,7 +201,7 @@ absl::StatusOr<std::vector<std::pair<std::string, int>>> ParseGrpcArgs(
   return args;
 }
 
-// tessera::MakeChannel's arguments (common/grpc_channel.cc) plus `extra`.
+// tessera::MakeChannel's arguments (common/rpc/grpc_channel.cc) plus `extra`.
 std::shared_ptr<grpc::Channel> MakeTunedChannel(
     const std::string& address,
     const std::vector<std::pair<std::string, int>>& extra) {

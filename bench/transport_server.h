@@ -12,7 +12,7 @@
 #include "absl/status/statusor.h"
 #include "bench/grpc_floor.h"
 #include "bench/tcp_reference.h"
-#include "common/tls_credentials.h"
+#include "common/rpc/tls_credentials.h"
 #include "grpcpp/server.h"
 #include "ps_server/data_plane/dense_plane_server.h"
 #include "ps_server/ps_service.h"

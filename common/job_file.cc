@@ -3,8 +3,8 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
-#include "common/bounded_file_read.h"
 #include "common/data_format.h"
+#include "common/io/bounded_file_read.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 

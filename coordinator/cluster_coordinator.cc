@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "common/backoff.h"
+#include "common/rpc/backoff.h"
 #include "glog/logging.h"
 
 namespace tessera {

@@ -13,7 +13,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "common/backoff.h"
+#include "common/rpc/backoff.h"
 #include "coordinator/step_future.h"
 #include "coordinator/worker_stub.h"
 #include "proto/worker_service.pb.h"

@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "common/backoff.h"
+#include "common/rpc/backoff.h"
 #include "coordinator/parallel/bounded_for_each.h"
 #include "glog/logging.h"
 

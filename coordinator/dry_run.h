@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "common/cluster_spec.h"
+#include "common/cluster/cluster_spec.h"
 #include "common/model/table_placement.h"
 #include "coordinator/variable_plan.h"
 #include "proto/job.pb.h"

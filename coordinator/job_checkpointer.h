@@ -8,7 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "common/checkpoint_dir.h"
+#include "common/checkpoint/checkpoint_dir.h"
 #include "proto/checkpoint.pb.h"
 #include "proto/job.pb.h"
 #include "ps_server/client/ps_client.h"
@@ -30,7 +30,7 @@ struct JobPosition {
 };
 
 // Takes and restores a job's checkpoints through its parameter servers,
-// following the protocol of common/checkpoint_dir.h: the coordinator
+// following the protocol of common/checkpoint/checkpoint_dir.h: the coordinator
 // prepares ckpt-<step>/, every server writes its own file, and the
 // manifest, written last, makes the checkpoint complete.
 //

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "common/grpc_channel.h"
+#include "common/rpc/grpc_channel.h"
 #include "coordinator/remote_worker.h"
 
 namespace tessera {

@@ -4,9 +4,9 @@
 #include <memory>
 #include <vector>
 
-#include "common/cluster_spec.h"
-#include "common/grpc_channel.h"
-#include "common/transport_limits.h"
+#include "common/cluster/cluster_spec.h"
+#include "common/rpc/grpc_channel.h"
+#include "common/rpc/transport_limits.h"
 #include "coordinator/worker_task.h"
 #include "ps_server/client/ps_client.h"
 

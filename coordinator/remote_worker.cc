@@ -3,10 +3,10 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "common/backoff.h"
-#include "common/grpc_channel.h"
-#include "common/grpc_status.h"
-#include "common/short_call_deadline.h"
+#include "common/rpc/backoff.h"
+#include "common/rpc/grpc_channel.h"
+#include "common/rpc/grpc_status.h"
+#include "common/rpc/short_call_deadline.h"
 
 namespace tessera {
 

@@ -6,7 +6,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "common/grpc_channel.h"
+#include "common/rpc/grpc_channel.h"
 #include "coordinator/worker_task.h"
 #include "proto/worker_service.grpc.pb.h"
 

@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "common/backoff.h"
 #include "common/binary_metrics.h"
+#include "common/rpc/backoff.h"
 #include "glog/logging.h"
 
 namespace tessera {

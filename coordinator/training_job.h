@@ -120,7 +120,7 @@ class TrainingJob {
   // Whether failure `s` came from a parameter server that died or lost
   // its shards, and may come back.
   bool ServerMayComeBack(const absl::Status& s);
-  // Configures worker w, waiting (with the backoff of common/backoff.h,
+  // Configures worker w, waiting (with the backoff of common/rpc/backoff.h,
   // for up to worker_recovery_timeout) while it does not answer. Several
   // workers may be configured at once.
   absl::Status ConfigureWorker(int w, const WorkerConfig& config,

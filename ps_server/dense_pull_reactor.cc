@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "common/grpc_status.h"
+#include "common/rpc/grpc_status.h"
 #include "grpc/slice.h"
 #include "grpcpp/support/proto_buffer_reader.h"
 #include "proto/ps_service.pb.h"

@@ -4,7 +4,7 @@
 #include <memory>
 #include <vector>
 
-#include "common/tensor_chunk_codec.h"
+#include "common/rpc/tensor_chunk_codec.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/server_callback.h"
 #include "ps_server/shard.h"

@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/grpc_status.h"
+#include "common/rpc/grpc_status.h"
 #include "grpcpp/support/slice.h"
 #include "proto/ps_service.pb.h"
 #include "ps_server/dense_push_apply.h"

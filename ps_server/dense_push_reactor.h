@@ -7,7 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "common/tensor_chunk_codec.h"
+#include "common/rpc/tensor_chunk_codec.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/server_callback.h"
 #include "ps_server/shard.h"
@@ -26,7 +26,7 @@ namespace tessera {
 // with an error and nothing is applied. Deletes itself when done.
 //
 // The method is registered raw: each message is a TensorChunk's wire bytes
-// in gRPC's receive slices, parsed by hand (common/tensor_chunk_codec.h)
+// in gRPC's receive slices, parsed by hand (common/rpc/tensor_chunk_codec.h)
 // so that the gradient bytes are copied once, from the slices straight into
 // the shard's reused gradient buffer, and checked for NaN/Inf in the same
 // pass. The response is a serialized PushResponse.

@@ -1,7 +1,7 @@
 #include "ps_server/ps_service.h"
 
 #include "absl/strings/str_cat.h"
-#include "common/grpc_status.h"
+#include "common/rpc/grpc_status.h"
 #include "glog/logging.h"
 #include "ps_server/dense_pull_reactor.h"
 #include "ps_server/dense_push_reactor.h"

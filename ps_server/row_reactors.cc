@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/byte_codec.h"
-#include "common/grpc_status.h"
+#include "common/rpc/grpc_status.h"
 #include "ps_server/gradient_check.h"
 #include "ps_server/row_push_apply.h"
 

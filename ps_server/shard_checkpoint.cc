@@ -9,8 +9,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/checkpoint_dir.h"
-#include "common/checkpoint_file.h"
+#include "common/checkpoint/checkpoint_dir.h"
+#include "common/checkpoint/checkpoint_file.h"
 
 namespace tessera {
 namespace {

@@ -1,7 +1,7 @@
 // Saving a parameter server's shards into a checkpoint, and filling them
 // from one, onto the same or a different number of servers (issue #7).
 //
-// Each server writes one checkpoint file (common/checkpoint_file.h),
+// Each server writes one checkpoint file (common/checkpoint/checkpoint_file.h),
 // "ps-<index>.shards" in the checkpoint's directory, with one entry per
 // shard, named after the shard ("{variable}/part_{i}"):
 //

@@ -16,7 +16,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/checkpoint_file.h"
+#include "common/checkpoint/checkpoint_file.h"
 #include "partitioners/hash_routing.h"
 #include "ps_server/shard_checkpoint.h"
 

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "common/tls_files.h"
+#include "common/rpc/tls_files.h"
 #include "gtest/gtest.h"
 #include "tests/shell_command.h"
 

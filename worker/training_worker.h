@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "common/cluster_spec.h"
-#include "common/grpc_channel.h"
+#include "common/cluster/cluster_spec.h"
+#include "common/rpc/grpc_channel.h"
 #include "common/serial_executor.h"
 #include "common/training_mode.h"
 #include "proto/worker_service.pb.h"
@@ -20,7 +20,7 @@
 #include "worker/collective/all_reducer.h"
 #include "worker/data/count_cache/verified_count_cache.h"
 #include "worker/data/example_set.h"
-#include "worker/data/stream_examples.h"
+#include "worker/data/stream/stream_examples.h"
 #include "worker/nn/graph.h"
 #include "worker/params/mirrored_parameters.h"
 #include "worker/params/replicated_tables.h"

@@ -6,10 +6,10 @@
 #include <string>
 
 #include "common/data_plane/data_plane_kind.h"
-#include "common/grpc_channel.h"
-#include "common/process_start.h"
-#include "common/rpc_auth.h"
-#include "common/security_flags.h"
+#include "common/process/process_start.h"
+#include "common/process/security_flags.h"
+#include "common/rpc/grpc_channel.h"
+#include "common/rpc/rpc_auth.h"
 #include "common/shutdown_signal.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"

@@ -3,7 +3,7 @@
 #include <deque>
 #include <utility>
 
-#include "common/grpc_status.h"
+#include "common/rpc/grpc_status.h"
 #include "glog/logging.h"
 
 namespace tessera {

@@ -6,7 +6,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "common/rpc_auth.h"
+#include "common/rpc/rpc_auth.h"
 #include "common/serial_executor.h"
 #include "proto/worker_service.grpc.pb.h"
 #include "worker/training_worker.h"

@@ -1,5 +1,5 @@
 // The data plane's handshake: proves to each end, before any tensor byte
-// moves, that the other holds the job's token (common/rpc_auth.h), without
+// moves, that the other holds the job's token (common/rpc/rpc_auth.h), without
 // sending the token. Challenge-response with HMAC-SHA256 (OpenSSL's
 // libcrypto) over fresh random nonces from both ends:
 //

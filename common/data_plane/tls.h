@@ -1,6 +1,6 @@
 // TLS on the data plane's connections (issue #18), made from the job's
-// PEM files (common/tls_files.h) with the trust model of its gRPC
-// channels (common/tls_credentials.h): a server shows its certificate and
+// PEM files (common/rpc/tls_files.h) with the trust model of its gRPC
+// channels (common/rpc/tls_credentials.h): a server shows its certificate and
 // requires one from the client that the job's CA signed; a client shows
 // its own and accepts only a server whose certificate the CA signed and
 // names the host it dialled (or the name it was told to expect instead,
@@ -24,7 +24,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/data_plane/socket.h"
-#include "common/tls_files.h"
+#include "common/rpc/tls_files.h"
 
 struct ssl_ctx_st;  // OpenSSL's SSL_CTX
 

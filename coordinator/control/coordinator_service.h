@@ -7,7 +7,7 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "common/rpc_auth.h"
+#include "common/rpc/rpc_auth.h"
 #include "coordinator/control/job_control.h"
 #include "proto/coordinator_service.grpc.pb.h"
 

@@ -7,8 +7,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/atomic_file.h"
-#include "common/summary_histogram.h"
+#include "common/io/atomic_file.h"
+#include "common/tensorboard/summary_histogram.h"
 #include "coordinator/report/metrics_history.h"
 #include "coordinator/report/svg_chart.h"
 #include "glog/logging.h"

@@ -12,7 +12,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "common/event_file_writer.h"
+#include "common/tensorboard/event_file_writer.h"
 #include "coordinator/report/epoch_result.h"
 #include "proto/worker_service.pb.h"
 

@@ -16,7 +16,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "common/exit_code.h"
-#include "common/rpc_auth.h"
+#include "common/rpc/rpc_auth.h"
 #include "deploy/build_root.h"
 #include "deploy/local/console.h"
 #include "deploy/local/free_ports.h"

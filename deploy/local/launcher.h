@@ -22,7 +22,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "common/tls_credentials.h"
+#include "common/rpc/tls_credentials.h"
 #include "deploy/local/log_tail.h"
 #include "deploy/local/process_group.h"
 #include "deploy/local/restart_policy.h"

@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/atomic_file.h"
+#include "common/io/atomic_file.h"
 
 namespace tessera {
 namespace {

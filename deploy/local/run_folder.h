@@ -29,7 +29,7 @@ absl::Status CheckBinaries(const std::vector<std::string>& binaries);
 // path when it cannot.
 absl::Status WriteFile(const std::string& path, const std::string& contents);
 
-// Writes `contents` whole (common/atomic_file.h) with exactly `mode`, so a
+// Writes `contents` whole (common/io/atomic_file.h) with exactly `mode`, so a
 // reader never sees a partial file and an older file's looser mode never
 // carries over.
 absl::Status WriteWithMode(const std::string& path, const std::string& contents,

@@ -12,13 +12,14 @@
 // GLOG_logtostderr=1 so that their glog output lands in their log files. The
 // coordinator's log is echoed to stdout as it grows.
 //
-// Each run gets its own job token (common/rpc_auth.h) in <run_dir>/job.token,
-// readable by the user only, and every process gets --job_token_file naming
-// it, so only this job's processes can call each other (a --job_token_file
-// given to the launcher is used instead). --tls_cert, --tls_key, --tls_ca
-// (and --tls_target_name_override) given to the launcher are checked and
-// passed to every process, so the whole job talks mutual TLS; the
-// certificate must name 127.0.0.1 (or the override). The coordinator also gets
+// Each run gets its own job token (common/rpc/rpc_auth.h) in
+// <run_dir>/job.token, readable by the user only, and every process gets
+// --job_token_file naming it, so only this job's processes can call each other
+// (a --job_token_file given to the launcher is used instead). --tls_cert,
+// --tls_key, --tls_ca (and --tls_target_name_override) given to the launcher
+// are checked and passed to every process, so the whole job talks mutual TLS;
+// the certificate must name 127.0.0.1 (or the override). The coordinator also
+// gets
 // --checkpoint_dir=<run_dir>/checkpoints. Every process's pid is kept in
 // <run_dir>/pids/<type>-<index> (pids/ps-1, pids/worker-0, pids/chief-0),
 // rewritten when it is restarted.
@@ -57,7 +58,7 @@
 #include "common/command_line.h"
 #include "common/data_plane/data_plane_kind.h"
 #include "common/exit_code.h"
-#include "common/security_flags.h"
+#include "common/process/security_flags.h"
 #include "deploy/local/launcher.h"
 #include "deploy/local/signal_watcher.h"
 #include "gflags/gflags.h"

@@ -1,9 +1,10 @@
 // tessera_slurm_task: the one program srun starts on every task of a Slurm
 // job step. It resolves the step into a cluster exactly as the binaries do
-// with --slurm_jobs (common/cluster_flags.h, common/slurm_cluster_resolver.h:
-// roles take ranks in name order, so rank 0 is the chief), sets TF_CONFIG
-// and, when the resolver hands the task its GPUs, CUDA_VISIBLE_DEVICES, and
-// replaces itself (execv) with the binary of its role:
+// with --slurm_jobs (common/process/cluster_flags.h,
+// common/cluster/slurm_cluster_resolver.h: roles take ranks in name order, so
+// rank 0 is the chief), sets TF_CONFIG and, when the resolver hands the task
+// its GPUs, CUDA_VISIBLE_DEVICES, and replaces itself (execv) with the binary
+// of its role:
 //
 //   srun tessera_slurm_task --slurm_jobs=chief:1,ps:2,worker:4 -- --epochs=10
 //
@@ -49,11 +50,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
-#include "common/cluster_flags.h"
-#include "common/cluster_spec.h"
+#include "common/cluster/cluster_spec.h"
 #include "common/command_line.h"
-#include "common/process_start.h"   // Declares --listen_host.
-#include "common/security_flags.h"  // Declares --job_token_file.
+#include "common/process/cluster_flags.h"
+#include "common/process/process_start.h"   // Declares --listen_host.
+#include "common/process/security_flags.h"  // Declares --job_token_file.
 #include "deploy/build_root.h"
 #include "gflags/gflags.h"
 

@@ -25,7 +25,7 @@ struct GrpcTransportOptions {
 };
 
 // Data calls as gRPC streams on the server's channel. Dense tensors travel
-// as TensorChunks in grpc::ByteBuffers (common/tensor_chunk_codec.h), so
+// as TensorChunks in grpc::ByteBuffers (common/rpc/tensor_chunk_codec.h), so
 // a gradient goes out from the caller's memory and pulled values land in
 // the caller's buffer with one copy; a call of several row shards is one
 // call per shard (each shard's push all-or-nothing, not the whole call).

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/common/checkpoint_test_util.h"
+#include "tests/common/checkpoint/checkpoint_test_util.h"
 #include "tests/ps_server/ps_test_util.h"
 
 namespace tessera {

@@ -10,9 +10,9 @@
 #include "absl/strings/str_cat.h"
 #include "coordinator/data_plan.h"
 #include "gtest/gtest.h"
-#include "tests/worker/data/stream_test_files.h"
-#include "worker/data/file_assignment.h"
-#include "worker/data/stream_examples.h"
+#include "tests/worker/data/stream/stream_test_files.h"
+#include "worker/data/stream/file_assignment.h"
+#include "worker/data/stream/stream_examples.h"
 
 namespace tessera {
 namespace {

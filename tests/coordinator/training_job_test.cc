@@ -22,7 +22,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
-#include "tests/common/checkpoint_test_util.h"
+#include "tests/common/checkpoint/checkpoint_test_util.h"
 #include "tests/ps_server/ps_test_util.h"
 
 namespace tessera {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "common/checkpoint_file.h"
+#include "common/checkpoint/checkpoint_file.h"
 #include "tests/fuzz/memfd_path.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

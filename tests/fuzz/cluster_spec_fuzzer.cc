@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "common/cluster_spec.h"
+#include "common/cluster/cluster_spec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

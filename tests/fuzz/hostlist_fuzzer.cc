@@ -5,7 +5,7 @@
 #include <cstdlib>
 
 #include "absl/strings/string_view.h"
-#include "common/hostlist.h"
+#include "common/cluster/hostlist.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const absl::string_view text(reinterpret_cast<const char*>(data), size);

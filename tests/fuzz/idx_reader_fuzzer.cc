@@ -6,7 +6,7 @@
 #include <cstdlib>
 
 #include "tests/fuzz/memfd_path.h"
-#include "worker/data/idx_reader.h"
+#include "worker/data/idx/idx_reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;

@@ -6,7 +6,7 @@
 #include <cstdlib>
 
 #include "tests/fuzz/memfd_path.h"
-#include "worker/data/tf_record_file_reader.h"
+#include "worker/data/records/tf_record_file_reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   tessera::fuzz::MemFile file(data, size);

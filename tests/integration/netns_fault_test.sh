@@ -35,7 +35,7 @@
 # PARTITION_S=N tries another length by hand. A pull in flight when the
 # partition begins loses its connection after 5 s ("ps 1 ... PullDense:
 # recvmsg:Connection timed out": gRPC sets TCP_USER_TIMEOUT to the 5 s
-# keepalive timeout of common/grpc_channel.cc); the worker still answers,
+# keepalive timeout of common/rpc/grpc_channel.cc); the worker still answers,
 # so the coordinator runs that step again with backoff
 # (--step_retry_timeout_s) and the job goes on ("N steps re-run"). Before
 # that retry, a 10 s partition failed the job in 2 of 15 runs here and one

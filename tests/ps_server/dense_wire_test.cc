@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/grpc_channel.h"
-#include "common/tensor_chunk_codec.h"
+#include "common/rpc/grpc_channel.h"
+#include "common/rpc/tensor_chunk_codec.h"
 #include "grpcpp/impl/rpc_method.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/slice.h"

@@ -13,14 +13,14 @@
 #include <string>
 #include <vector>
 
-#include "common/checkpoint_dir.h"
-#include "common/grpc_channel.h"
-#include "common/rpc_auth.h"
+#include "common/checkpoint/checkpoint_dir.h"
+#include "common/rpc/grpc_channel.h"
+#include "common/rpc/rpc_auth.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "ps_server/client/ps_client.h"
 #include "ps_server/ps_service.h"
-#include "tests/common/checkpoint_test_util.h"
+#include "tests/common/checkpoint/checkpoint_test_util.h"
 #include "tests/ps_server/ps_test_util.h"
 
 namespace tessera {

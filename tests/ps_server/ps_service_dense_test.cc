@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "common/data_plane/data_plane_kind.h"
-#include "common/grpc_channel.h"
+#include "common/rpc/grpc_channel.h"
 #include "proto/ps_service.grpc.pb.h"
 #include "ps_server/client/ps_client.h"
 #include "ps_server/wire/push_size.h"

@@ -15,10 +15,10 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "common/checkpoint_dir.h"
+#include "common/checkpoint/checkpoint_dir.h"
 #include "partitioners/hash_routing.h"
 #include "ps_server/shard_store.h"
-#include "tests/common/checkpoint_test_util.h"
+#include "tests/common/checkpoint/checkpoint_test_util.h"
 #include "tests/ps_server/ps_test_util.h"
 
 namespace tessera {

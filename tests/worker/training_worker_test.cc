@@ -15,17 +15,17 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/byte_codec.h"
-#include "common/cluster_spec.h"
+#include "common/cluster/cluster_spec.h"
 #include "common/model/model_presets.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/worker/data/idx_test_files.h"
+#include "tests/worker/data/idx/idx_test_files.h"
 #include "worker/backend/cpu/cpu_backend.h"
 #include "worker/collective/all_reducer.h"
-#include "worker/data/example_converter.h"
-#include "worker/data/file_assignment.h"
-#include "worker/data/mnist_dataset.h"
-#include "worker/data/stream_reader.h"
+#include "worker/data/convert/example_converter.h"
+#include "worker/data/idx/mnist_dataset.h"
+#include "worker/data/stream/file_assignment.h"
+#include "worker/data/stream/stream_reader.h"
 
 namespace tessera {
 namespace {

@@ -11,7 +11,7 @@
 #include "common/data_plane/frame.h"
 #include "common/data_plane/handshake.h"
 #include "common/data_plane/socket.h"
-#include "common/grpc_status.h"
+#include "common/rpc/grpc_status.h"
 #include "glog/logging.h"
 #include "grpcpp/client_context.h"
 #include "worker/collective/ring_allreduce.h"

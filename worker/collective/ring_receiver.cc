@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/data_plane/socket.h"
-#include "common/grpc_status.h"
+#include "common/rpc/grpc_status.h"
 
 namespace tessera {
 

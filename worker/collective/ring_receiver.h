@@ -10,7 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "common/rpc_auth.h"
+#include "common/rpc/rpc_auth.h"
 #include "proto/collective_service.grpc.pb.h"
 #include "worker/collective/ring_schedule.h"
 

@@ -7,8 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/data_plane/frame.h"
 #include "common/data_plane/socket.h"
-#include "common/grpc_status.h"
-#include "common/transport_limits.h"
+#include "common/rpc/grpc_status.h"
+#include "common/rpc/transport_limits.h"
 #include "worker/collective/ring_receiver.h"
 #include "worker/collective/ring_wire.h"
 

@@ -7,8 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/data_format.h"
-#include "worker/data/idx_reader.h"
-#include "worker/data/stream_examples.h"
+#include "worker/data/idx/idx_reader.h"
+#include "worker/data/stream/stream_examples.h"
 
 namespace tessera {
 namespace {

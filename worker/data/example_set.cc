@@ -7,12 +7,12 @@
 #include "common/data_format.h"
 #include "common/model/model_graph.h"
 #include "common/model/model_support.h"
-#include "worker/data/criteo_reader.h"
+#include "worker/data/criteo/criteo_reader.h"
 #include "worker/data/data_check.h"
-#include "worker/data/file_assignment.h"
-#include "worker/data/idx_reader.h"
-#include "worker/data/mnist_dataset.h"
-#include "worker/data/stream_examples.h"
+#include "worker/data/idx/idx_reader.h"
+#include "worker/data/idx/mnist_dataset.h"
+#include "worker/data/stream/file_assignment.h"
+#include "worker/data/stream/stream_examples.h"
 
 namespace tessera {
 namespace {

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "common/checkpoint_dir.h"
+#include "common/checkpoint/checkpoint_dir.h"
 #include "common/job_file.h"
 #include "worker/evaluate/model_evaluation.h"
 #include "worker/export/trained_model.h"

@@ -19,7 +19,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "common/event_file_writer.h"
+#include "common/tensorboard/event_file_writer.h"
 #include "worker/backend/backend.h"
 #include "worker/data/example_set.h"
 

@@ -8,8 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/checkpoint_file.h"
-#include "common/checkpoint_format.h"
+#include "common/checkpoint/checkpoint_file.h"
+#include "common/checkpoint/checkpoint_format.h"
 #include "common/model/model_presets.h"
 #include "worker/export/onnx_file_sniff.h"
 

@@ -1,7 +1,7 @@
 // A trained model as one file that loads on one machine with no parameter
 // server (tessera_export --format=tessera; tessera_predict reads it as it
-// reads a checkpoint). It is a checkpoint file (common/checkpoint_file.h),
-// so every byte is checksummed:
+// reads a checkpoint). It is a checkpoint file
+// (common/checkpoint/checkpoint_file.h), so every byte is checksummed:
 //
 //   entry "tessera_model":  "job"          uint8  the JobConfig, serialized
 //                           "global_step"  int64  [1]

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/atomic_file.h"
+#include "common/io/atomic_file.h"
 #include "worker/export/onnx_exporter.h"
 
 namespace tessera {
@@ -54,7 +54,7 @@ absl::StatusOr<onnx::ModelProto> ExportOnnx(const TrainedModel& model,
 namespace {
 
 // An exported model is written whole or not at all, and survives a crash
-// of the machine once written (common/atomic_file.h).
+// of the machine once written (common/io/atomic_file.h).
 absl::Status WriteWhole(const std::string& path, absl::string_view bytes) {
   return WriteFileAtomically(path, bytes);
 }

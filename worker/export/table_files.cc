@@ -5,13 +5,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "common/atomic_file.h"
+#include "common/io/atomic_file.h"
 
 namespace tessera {
 namespace {
 
 // The table as text, then written as one file that a crash leaves whole
-// (old or new), with common/atomic_file's errors.
+// (old or new), with common/io/atomic_file's errors.
 absl::Status WriteTable(const TrainedVariable& v, const std::string& path) {
   const int64_t dim = v.shape[1];
   const int64_t rows = static_cast<int64_t>(v.values.size()) / dim;

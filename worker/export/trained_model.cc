@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/checkpoint_dir.h"
+#include "common/checkpoint/checkpoint_dir.h"
 #include "common/model/model_presets.h"
 #include "common/model/variable_optimizer.h"
 #include "common/model_spec.h"

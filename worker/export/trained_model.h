@@ -51,7 +51,7 @@ struct TrainedModel {
 // 0000000120"), a root, whose newest valid checkpoint is taken, or a
 // model file (worker/export/model_file.h). The
 // checkpoint is verified and its variables restored exactly as a training
-// job's restore does (common/checkpoint_dir.h, ps_server/
+// job's restore does (common/checkpoint/checkpoint_dir.h, ps_server/
 // shard_checkpoint.h), onto one shard per variable, so a missing, damaged
 // or mismatched checkpoint gets the errors a restore gives. Memory at its
 // peak: the values and optimizer slots the restore fills, plus the values

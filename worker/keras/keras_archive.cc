@@ -11,8 +11,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "common/atomic_file.h"
-#include "common/bounded_file_read.h"
+#include "common/io/atomic_file.h"
+#include "common/io/bounded_file_read.h"
 
 namespace tessera {
 namespace {

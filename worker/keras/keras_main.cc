@@ -18,9 +18,9 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "common/atomic_file.h"
 #include "common/command_line.h"
 #include "common/exit_code.h"
+#include "common/io/atomic_file.h"
 #include "common/job_file.h"
 #include "common/model/model_graph.h"
 #include "gflags/gflags.h"

@@ -3,8 +3,8 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "common/crc32c.h"
 #include "common/initializer.h"
+#include "common/io/crc32c.h"
 
 namespace tessera {
 

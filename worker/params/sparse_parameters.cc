@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "partitioners/hash_routing.h"
-#include "worker/data/ctr_dataset.h"
+#include "worker/data/criteo/ctr_dataset.h"
 
 namespace tessera {
 

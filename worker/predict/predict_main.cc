@@ -35,7 +35,7 @@
 #include "gflags/gflags.h"
 #include "worker/backend/device_choice.h"
 #include "worker/data/example_set.h"
-#include "worker/data/stream_examples.h"
+#include "worker/data/stream/stream_examples.h"
 #include "worker/export/trained_model.h"
 #include "worker/predict/prediction_lines.h"
 #include "worker/predict/predictor.h"

@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "worker/data/batch_view.h"
-#include "worker/data/ctr_dataset.h"
+#include "worker/data/criteo/ctr_dataset.h"
 
 namespace tessera {
 

@@ -7,18 +7,15 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "common/binary_metrics.h"
-#include "common/checkpoint_dir.h"
 #include "common/counter_rng.h"
 #include "common/model/model_graph.h"
 #include "common/model/model_presets.h"
 #include "common/model/model_support.h"
 #include "common/model/variable_optimizer.h"
 #include "common/model_spec.h"
-#include "ps_server/shard_checkpoint.h"
 #include "worker/data/batch_view.h"
-#include "worker/data/ctr_dataset.h"
+#include "worker/data/criteo/ctr_dataset.h"
 
 namespace tessera {
 namespace {
@@ -26,8 +23,6 @@ namespace {
 // Test examples evaluated per forward pass, so activations stay small.
 constexpr int64_t kEvaluateSlice = 1024;
 
-// The one shard holding all of `v`, as the coordinator would define it for
-// a single parameter server and no partitioner.
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<LocalTrainer>> LocalTrainer::Create(
@@ -57,23 +52,13 @@ absl::StatusOr<std::unique_ptr<LocalTrainer>> LocalTrainer::Create(
   }
   // Each variable gets the optimizer the coordinator would give it.
   for (const VariableDef& v : described->variables) {
-    CreateShardsRequest request;
-    *request.add_shards() = WholeShardOf(v);
-    *request.mutable_optimizer() = VariableOptimizer(job, v);
-    CreateShardsResponse response;
-    if (absl::Status s = t->store_.Create(request, &response); !s.ok()) {
-      return s;
-    }
-    const std::string name = request.shards(0).name();
+    absl::StatusOr<int> added = t->shards_.Add(v, VariableOptimizer(job, v));
+    if (!added.ok()) return added.status();
     if (v.sparse) {
-      absl::StatusOr<std::shared_ptr<RowTable>> rows = t->store_.FindRows(name);
-      if (!rows.ok()) return rows.status();
-      t->tables_.push_back(*std::move(rows));
+      t->tables_.push_back(*added);
       t->vocab_.push_back(v.shape[0]);
     } else {
-      absl::StatusOr<std::shared_ptr<Shard>> shard = t->store_.Find(name);
-      if (!shard.ok()) return shard.status();
-      t->dense_.push_back(*std::move(shard));
+      t->dense_.push_back(*added);
       t->values_.emplace_back(NumElements(v.shape));
       t->grads_.emplace_back(NumElements(v.shape));
     }
@@ -87,15 +72,16 @@ absl::StatusOr<std::unique_ptr<LocalTrainer>> LocalTrainer::Create(
 
 absl::Status LocalTrainer::Pull(const HostBatch& batch) {
   for (size_t v = 0; v < dense_.size(); ++v) {
-    dense_[v]->ReadBytes(0, dense_[v]->byte_size(),
-                         reinterpret_cast<char*>(values_[v].data()));
+    shards_.ReadValues(dense_[v], absl::MakeSpan(values_[v]));
   }
   for (size_t t = 0; t < tables_.size(); ++t) {
     CollectTableIds(*graph_, batch, static_cast<int>(t), &ids_);
     LocalizeTableIds(vocab_[t], ids_, &unique_[t], &positions_[t]);
-    if (absl::Status s = tables_[t]->CheckIds(unique_[t]); !s.ok()) return s;
-    rows_[t].resize(unique_[t].size() * tables_[t]->row_elements());
-    tables_[t]->Read(unique_[t], rows_[t].data());
+    if (absl::Status s = shards_.CheckIds(tables_[t], unique_[t]); !s.ok()) {
+      return s;
+    }
+    rows_[t].resize(unique_[t].size() * shards_.row_elements(tables_[t]));
+    shards_.ReadRows(tables_[t], unique_[t], rows_[t].data());
   }
   std::vector<absl::Span<const float>> values(values_.begin(), values_.end());
   return graph_->SetParameters(values);
@@ -126,14 +112,16 @@ absl::StatusOr<GraphResult> LocalTrainer::Step(const HostBatch& batch,
       }
     }
   }
-  for (size_t v = 0; v < dense_.size(); ++v) dense_[v]->ApplyDense(grads_[v]);
+  for (size_t v = 0; v < dense_.size(); ++v) {
+    shards_.ApplyGradient(dense_[v], grads_[v]);
+  }
   for (size_t t = 0; t < tables_.size(); ++t) {
     const TableGradient& g = table_grads_[t];
     push_ids_.resize(g.rows.size());
     for (size_t k = 0; k < g.rows.size(); ++k) {
       push_ids_[k] = unique_[t][g.rows[k]];
     }
-    tables_[t]->Apply(push_ids_, g.values);
+    shards_.ApplyRows(tables_[t], push_ids_, g.values);
   }
   return result;
 }
@@ -208,9 +196,8 @@ std::vector<std::pair<std::string, std::vector<float>>>
 LocalTrainer::DenseValues() const {
   std::vector<std::pair<std::string, std::vector<float>>> out;
   for (size_t v = 0; v < dense_.size(); ++v) {
-    std::vector<float> values(dense_[v]->num_elements());
-    dense_[v]->ReadBytes(0, dense_[v]->byte_size(),
-                         reinterpret_cast<char*>(values.data()));
+    std::vector<float> values(shards_.num_elements(dense_[v]));
+    shards_.ReadValues(dense_[v], absl::MakeSpan(values));
     out.emplace_back(graph_->dense_variables()[v].name, std::move(values));
   }
   return out;
@@ -253,28 +240,7 @@ absl::StatusOr<LocalEpoch> LocalTrainer::RunEpoch(
 
 absl::StatusOr<std::string> LocalTrainer::SaveCheckpoint(
     const std::string& root, int epoch) {
-  CheckpointDir dir(root);
-  absl::StatusOr<std::string> folder = dir.Prepare(step_);
-  if (!folder.ok()) return folder.status();
-  SaveShardsResponse saved;
-  if (absl::Status s = SaveShardCheckpoint(store_, *folder, 0, &saved);
-      !s.ok()) {
-    return s;
-  }
-  CheckpointManifest manifest;
-  manifest.set_global_step(step_);
-  manifest.set_epoch(epoch + 1);
-  manifest.set_num_ps(1);
-  *manifest.mutable_optimizer() = job_.optimizer();
-  *manifest.mutable_job() = job_;
-  manifest.set_created_unix_micros(absl::ToUnixMicros(absl::Now()));
-  *manifest.add_files() = saved.file();
-  for (CheckpointVariable& v : *saved.mutable_variables()) {
-    *v.mutable_partitioner() = job_.partitioner();
-    *manifest.add_variables() = std::move(v);
-  }
-  if (absl::Status s = dir.Commit(manifest); !s.ok()) return s;
-  return *folder;
+  return shards_.SaveCheckpoint(job_, root, step_, epoch + 1);
 }
 
 }  // namespace tessera

@@ -1,8 +1,9 @@
 // Trains a job in one process with no network: the workers' layer graph
-// and data path, and the parameter servers' own shards (ps_server/
-// shard_store.h) with the job's optimizers, one shard per variable, updated
-// in place after every step. Any job file runs here as it runs on a
-// cluster, so it is the reference a distributed run is held to.
+// and data path, and the parameter servers' own shards in this process
+// (ps_server/embedded/embedded_shards.h) with the job's optimizers, one
+// shard per variable, updated in place after every step. Any job file runs
+// here as it runs on a cluster, so it is the reference a distributed run is
+// held to.
 //
 // Thread safety: one call at a time.
 
@@ -18,7 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "proto/job.pb.h"
-#include "ps_server/shard_store.h"
+#include "ps_server/embedded/embedded_shards.h"
 #include "worker/backend/backend.h"
 #include "worker/data/example_set.h"
 #include "worker/nn/graph.h"
@@ -64,8 +65,8 @@ class LocalTrainer {
   absl::StatusOr<GraphResult> TrainBatch(const HostBatch& batch);
 
   // Writes every variable as a checkpoint of one parameter server under
-  // `root` (common/checkpoint_dir.h), at the steps trained so far, as a
-  // cluster's coordinator does, so tessera_export and tessera_predict read
+  // `root` (common/checkpoint/checkpoint_dir.h), at the steps trained so far,
+  // as a cluster's coordinator does, so tessera_export and tessera_predict read
   // it as they read a cluster's. Returns the checkpoint's folder.
   absl::StatusOr<std::string> SaveCheckpoint(const std::string& root,
                                              int epoch);
@@ -87,10 +88,10 @@ class LocalTrainer {
   ModelDef model_;
   std::unique_ptr<Graph> graph_;
   std::unique_ptr<ExampleSet> train_, test_;
-  ShardStore store_;
-  std::vector<std::shared_ptr<Shard>> dense_;       // per dense variable
-  std::vector<std::shared_ptr<RowTable>> tables_;   // per table
-  std::vector<int64_t> vocab_;                      // per table; 0: growing
+  EmbeddedShards shards_;
+  std::vector<int> dense_;      // shards_' index, per dense variable
+  std::vector<int> tables_;     // shards_' index, per table
+  std::vector<int64_t> vocab_;  // per table; 0: growing
   std::vector<std::vector<float>> values_, grads_;  // per dense variable
   int64_t step_ = 0;
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/data_plane/data_plane_kind.h"
-#include "common/grpc_channel.h"
+#include "common/rpc/grpc_channel.h"
 #include "ps_server/client/ps_client.h"
 #include "tests/ps_server/ps_test_util.h"
 

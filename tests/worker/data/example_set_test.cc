@@ -11,8 +11,8 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
-#include "tests/worker/data/idx_test_files.h"
-#include "tests/worker/data/stream_test_files.h"
+#include "tests/worker/data/idx/idx_test_files.h"
+#include "tests/worker/data/stream/stream_test_files.h"
 
 namespace tessera {
 namespace {

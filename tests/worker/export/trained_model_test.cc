@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/checkpoint_dir.h"
+#include "common/checkpoint/checkpoint_dir.h"
 #include "common/model/model_graph.h"
 #include "common/model/variable_optimizer.h"
 #include "gmock/gmock.h"

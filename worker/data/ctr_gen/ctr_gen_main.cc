@@ -15,7 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "common/command_line.h"
 #include "common/exit_code.h"
-#include "common/output_folder.h"
+#include "common/io/output_folder.h"
 #include "gflags/gflags.h"
 #include "worker/data/ctr_gen/ctr_generator.h"
 

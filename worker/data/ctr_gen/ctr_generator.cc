@@ -18,9 +18,9 @@
 #include "common/binary_metrics.h"
 #include "common/counter_rng.h"
 #include "nlohmann/json.hpp"
-#include "worker/data/criteo_reader.h"
+#include "worker/data/criteo/criteo_reader.h"
+#include "worker/data/criteo/hex_id.h"
 #include "worker/data/ctr_gen/hidden_ctr_model.h"
-#include "worker/data/hex_id.h"
 
 namespace tessera {
 namespace {

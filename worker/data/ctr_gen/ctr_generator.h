@@ -1,6 +1,6 @@
 // Generates click-through data in the Criteo format
-// (worker/data/criteo_reader.h) from a hidden model, so that the best AUC any
-// model can reach on it is known.
+// (worker/data/criteo/criteo_reader.h) from a hidden model, so that the best
+// AUC any model can reach on it is known.
 //
 // Examples: each categorical field draws an id rank from a Zipf law over
 // vocab_size ranks (P(rank r) ~ (r + 1)^-zipf_s) and writes the rank as a
@@ -54,7 +54,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "worker/data/ctr_dataset.h"
+#include "worker/data/criteo/ctr_dataset.h"
 
 namespace tessera {
 

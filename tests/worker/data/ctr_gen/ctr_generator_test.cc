@@ -18,7 +18,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "worker/data/criteo_reader.h"
+#include "worker/data/criteo/criteo_reader.h"
 
 namespace tessera {
 namespace {
