@@ -11,7 +11,7 @@ PACKAGES=(
   libboost-dev
   libonnx-dev
   libhdf5-dev libzip-dev
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev lld
   python3-venv
   dataset-fashion-mnist
   openssl libssl-dev
