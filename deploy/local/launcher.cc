@@ -422,7 +422,8 @@ bool Launcher::WorkerLeft(const ChildExit& exit) {
     return false;
   }
   if (exit.status.success()) {
-    Say("tessera_local: %s exited cleanly (drained); the job goes on\n",
+    Say("tessera_local: %s exited cleanly (it drained, or the job is "
+        "ending)\n",
         member->Label());
     return true;
   }
