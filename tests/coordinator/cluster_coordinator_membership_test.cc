@@ -91,7 +91,8 @@ TEST_F(ClusterCoordinatorMembershipTest, JoiningWorkerTakesNoStepUntilActive) {
 
 TEST_F(ClusterCoordinatorMembershipTest,
        DrainedWorkerFinishesItsStepAndHandsItsShardOver) {
-  Start(2);
+  // No stealing: shard 1's steps reach worker 0 only by the hand-over.
+  Start(2, /*steal_threshold=*/1000);
   workers_[1]->Gate(1);
   std::vector<StepFuture> futures;
   for (int64_t step = 0; step < 20; ++step) {
@@ -128,7 +129,7 @@ TEST_F(ClusterCoordinatorMembershipTest, DrainBelowTheFloorIsRefused) {
 TEST_F(ClusterCoordinatorMembershipTest,
        LostWorkerIsRemovedAndItsStepsRunElsewhere) {
   remove_lost_workers_ = true;
-  Start(2);
+  Start(2, /*steal_threshold=*/1000);
   // Worker 1 dies in step 1 and never answers again.
   workers_[1]->Fail(1, absl::UnavailableError("killed"), /*die=*/true, -1);
   std::vector<StepFuture> futures;
