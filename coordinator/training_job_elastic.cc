@@ -37,7 +37,7 @@ absl::StatusOr<AddWorkerResponse> TrainingJob::AddWorker(
     const std::string& address) {
   if (mode_.replicates_dense()) {
     return RefuseMembershipChange(
-        absl::StrCat("the worker at ", address, " asked to join; a join"));
+        absl::StrCat("a worker joining at ", address));
   }
   if (!options_.connect_worker) {
     return absl::FailedPreconditionError(

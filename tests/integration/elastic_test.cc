@@ -6,8 +6,9 @@
 // epoch must train on each example exactly once (metrics.jsonl), the job
 // must end cleanly, and the change must show in the coordinator's end
 // report. Synchronous epochs must equal the undisturbed run's: training
-// loss and accuracy and test accuracy bit for bit, the test loss to 1e-12
-// (its sum over evaluation slices follows the workers active then). A
+// loss and accuracy and test accuracy bit for bit, the test loss to 1e-6
+// of itself (its float sums over evaluation slices follow the workers
+// active then). A
 // global step keeps the parts (one per shard) that the plan gave it
 // whichever worker runs them, so any step that read the wrong examples,
 // ran twice or was lost would change the losses and accuracies.
@@ -260,11 +261,13 @@ TEST_P(ElasticTest, EveryEpochTrainsEveryExampleOnce) {
         EXPECT_EQ(run.metrics[e][key], base[e][key])
             << "epoch " << e + 1 << " " << key;
       }
-      // The test loss is summed over the evaluating workers' slices, which
-      // follow the workers active then: the same model, added in another
-      // order, differs in the last bits.
-      EXPECT_NEAR(run.metrics[e]["test_loss"].get<double>(),
-                  base[e]["test_loss"].get<double>(), 1e-12)
+      // The test loss is summed, in batches of floats, over the evaluating
+      // workers' slices, which follow the workers active then: the same
+      // model, its losses added in other batches, differs in float's last
+      // bits.
+      const double test_loss = base[e]["test_loss"].get<double>();
+      EXPECT_NEAR(run.metrics[e]["test_loss"].get<double>(), test_loss,
+                  1e-6 * test_loss)
           << "epoch " << e + 1;
     }
   }
