@@ -2,6 +2,9 @@
 // it, pulling parameters from and pushing gradients to the parameter
 // servers. Needs only the cluster spec: the coordinator sends the rest.
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -21,6 +24,7 @@
 #include "worker/collective/negotiated_all_reducer.h"
 #include "worker/collective/ring_allreduce.h"
 #include "worker/join/join_job.h"
+#include "worker/join/join_watch.h"
 #include "worker/training_worker.h"
 #include "worker/worker_service.h"
 
@@ -156,9 +160,27 @@ int main(int argc, char** argv) {
       [&](grpc::ServerBuilder* builder) { (*ring)->RegisterService(builder); });
   if (server == nullptr) return 1;
   LOG(INFO) << "worker " << task_index << " serving at " << address;
+  // A worker that joined a running job stops, as if signalled, once that
+  // job no longer counts it, or its coordinator has not answered for a
+  // minute (nobody else would tell it: a restarted coordinator knows only
+  // its cluster spec's workers).
+  std::unique_ptr<tessera::JoinWatch> watch;
+  if (!FLAGS_join.empty()) {
+    tessera::JoinOptions join;
+    join.chief = FLAGS_join;
+    join.address = FLAGS_join_address;
+    join.security = start.security;
+    join.timeout = absl::Minutes(1);
+    watch = std::make_unique<tessera::JoinWatch>(
+        join, absl::Seconds(2), [](const std::string& why) {
+          LOG(WARNING) << "stopping: " << why;
+          kill(getpid(), SIGTERM);  // to the process: the signal thread
+        });
+  }
   const std::string why =
       tessera::WaitForShutdown(&service.shutdown_requested(), "request");
   LOG(INFO) << "worker " << task_index << " stopping (" << why << ")";
+  watch.reset();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   return 0;
 }
