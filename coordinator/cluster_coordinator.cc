@@ -83,9 +83,10 @@ int ClusterCoordinator::QueueForNewWorker() const {
 absl::StatusOr<int> ClusterCoordinator::AddWorker(
     std::unique_ptr<WorkerStub> worker) {
   absl::MutexLock lock(&mu_);
-  if (stopping_ || !error_.ok()) {
+  // A job recovering from an error takes it: it steps once Activate.
+  if (stopping_) {
     return absl::FailedPreconditionError(
-        "the job is stopping or has failed: no worker can join it now");
+        "the job is stopping: no worker can join it now");
   }
   const int w = static_cast<int>(workers_.size());
   presence_.push_back(Presence::kJoining);
@@ -114,9 +115,14 @@ absl::Status ClusterCoordinator::Activate(int worker, int queue) {
       return absl::InvalidArgumentError(
           absl::StrCat("shard ", queue, " is not in [0, ", num_queues_, ")"));
     }
-    if (stopping_ || !error_.ok()) {
+    if (stopping_) {
       return absl::FailedPreconditionError(
-          "the job is stopping or has failed: no worker can join it now");
+          "the job is stopping: no worker can join it now");
+    }
+    if (!error_.ok()) {
+      // Steps are cancelled until the job has recovered: ask again then.
+      return absl::UnavailableError(
+          "the job is recovering from a failure; the worker joins after it");
     }
     // With a staleness bound a newcomer counts as level with the slowest
     // worker, so that it neither holds the others back nor runs ahead.

@@ -120,10 +120,12 @@ class ClusterCoordinator {
 
   // Adds a worker to the running job, joining: it takes no step until
   // Activate. Returns its index. FailedPrecondition once the coordinator
-  // is stopping or failed.
+  // is stopping.
   absl::StatusOr<int> AddWorker(std::unique_ptr<WorkerStub> worker);
   // The joining `worker` (configured meanwhile with the shard of `queue`,
   // from QueueForNewWorker) serves `queue` and takes steps from now on.
+  // UNAVAILABLE while an error is recorded and not yet taken by Join (the
+  // job is recovering): ask again.
   absl::Status Activate(int worker, int queue);
   // The joining `worker` never became ready (it could not be configured):
   // it leaves without having taken a step.

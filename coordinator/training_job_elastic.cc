@@ -121,7 +121,16 @@ void TrainingJob::FinishJoin(int index, WorkerTask* task) {
   if (s.ok() && joins_closed_) {
     s = absl::CancelledError("the job ended while the worker joined");
   }
-  if (s.ok()) s = coordinator_->Activate(index, queue);
+  // A job recovering from a failure (a parameter server restored) takes
+  // it once recovered.
+  while (s.ok()) {
+    s = coordinator_->Activate(index, queue);
+    if (s.ok() || !IsTransient(s) || joins_closed_ || absl::Now() >= deadline) {
+      break;
+    }
+    s = absl::OkStatus();
+    absl::SleepFor(backoff.Next());
+  }
   if (!s.ok()) {
     coordinator_->Forget(index);
     membership_->Set(index, MemberState::kRemoved,

@@ -89,6 +89,22 @@ TEST_F(ClusterCoordinatorMembershipTest, JoiningWorkerTakesNoStepUntilActive) {
   EXPECT_FALSE(coord_->Activate(*w, 0).ok());  // forgotten: left for good
 }
 
+// A job recovering from an error (its steps cancelled until Join takes
+// it) lets a worker join once it has recovered.
+TEST_F(ClusterCoordinatorMembershipTest, JoinWaitsForTheJobToRecover) {
+  Start(1);
+  coord_->Abort(absl::UnavailableError("a parameter server failed"));
+  absl::StatusOr<int> w =
+      coord_->AddWorker(std::make_unique<FakeWorker>(1, &log_));
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(coord_->Activate(*w, 0).code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(JoinBounded().code(), absl::StatusCode::kUnavailable);
+  ASSERT_TRUE(coord_->Activate(*w, 0).ok());
+  for (int64_t step = 0; step < 4; ++step) MustSchedule(step, 0);
+  ASSERT_TRUE(JoinBounded().ok());
+  ExpectEachStepOnce(4);
+}
+
 TEST_F(ClusterCoordinatorMembershipTest,
        DrainedWorkerFinishesItsStepAndHandsItsShardOver) {
   // No stealing: shard 1's steps reach worker 0 only by the hand-over.
