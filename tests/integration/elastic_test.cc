@@ -103,6 +103,7 @@ struct JobRun {
   int event_exit = -1;  // the joining launcher's, or tessera_ctl drain's
   std::string output;   // the launcher's console (the coordinator's log)
   std::string event_output;
+  std::string status;                   // tessera_ctl status after a drain
   std::vector<nlohmann::json> metrics;  // metrics.jsonl, in order
 };
 
@@ -147,7 +148,10 @@ JobRun Train(const std::string& name, const std::string& mode,
         "/cluster.json | tail -1 | tr -d ' \",')\n", BuildDir(),
         "/coordinator/tessera_ctl --coordinator=$chief --job_token_file=",
         rd.string(), "/job.token drain 1 > ", event_out,
-        " 2>&1; echo event_exit=$?\n");
+        " 2>&1; echo event_exit=$?\nsleep 0.3\n", BuildDir(),
+        "/coordinator/tessera_ctl --coordinator=$chief --job_token_file=",
+        rd.string(), "/job.token status > ", (dir / "status.out").string(),
+        " 2>&1\n");
   } else if (event == "die") {
     absl::StrAppend(&script, "kill -9 $(cat ", rd.string(),
                     "/pids/worker-1)\n");
@@ -161,6 +165,7 @@ JobRun Train(const std::string& name, const std::string& mode,
   ShellResult shell = Shell("bash " + script_path.string());
   run.output = ReadFile(dir / "launcher.out");
   run.event_output = ReadFile(event_out);
+  run.status = ReadFile(dir / "status.out");
   run.launcher_exit = ExitAfter(shell.output, "launcher_exit=");
   run.event_exit = ExitAfter(shell.output, "event_exit=");
   std::ifstream metrics(rd / "metrics.jsonl");
@@ -242,6 +247,11 @@ TEST_P(ElasticTest, EveryEpochTrainsEveryExampleOnce) {
   } else if (event == "drain") {
     EXPECT_EQ(run.event_exit, 0) << run.event_output;
     EXPECT_THAT(run.output, HasSubstr("worker 1 drained"));
+    // tessera_ctl status shows the membership and its history.
+    EXPECT_THAT(run.status, HasSubstr("membership (at least 1 worker):"));
+    EXPECT_THAT(run.status, MatchesRegex("(.|\n)* worker 1 [^\n]* "
+                                         "draining finishes the steps it "
+                                         "holds\n(.|\n)*"));
     EXPECT_THAT(run.output, HasSubstr("worker 1 exited cleanly (it drained"));
     EXPECT_THAT(
         run.output,
