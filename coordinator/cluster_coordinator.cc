@@ -289,17 +289,44 @@ void ClusterCoordinator::WorkerLoop(int worker) {
 
 void ClusterCoordinator::HandleFailure(int worker, const absl::Status& status,
                                        Pending p) {
-  if (options_.replicas_unrecoverable) {
-    const absl::Status lost = absl::UnavailableError(absl::StrCat(
+  if (options_.replicas_in_lockstep) {
+    const absl::Status lost = absl::AbortedError(absl::StrCat(
         "step ", p.request.step(), " failed on worker ", worker, " (",
-        status.message(), "); mirrored and hybrid jobs cannot yet rebuild ",
-        "a worker's replica once a step fails (the replicas are in no ",
-        "checkpoint), so the job stops: run it again"));
+        status.message(), "): its replica missed a step the others made, so ",
+        "every replica goes back to the job's last checkpoint, or, without "
+        "checkpoints (--checkpoint_dir), the job stops"));
     LOG(ERROR) << lost.message();
+    bool first = false;
+    {
+      // Before the future: whoever sees the error may ask TakeReplicaLoss.
+      absl::MutexLock lock(&mu_);
+      first = !replica_lost_;
+      replica_lost_ = true;
+      RecordError(lost);
+    }
     p.future.Set(lost);
+    if (first) {
+      // The others' all-reduce of this step would wait for this replica
+      // until its deadline.
+      const std::string reason = absl::StrCat(
+          "step ", p.request.step(), " failed on worker ", worker);
+      for (size_t w = 0; w < workers_.size(); ++w) {
+        if (static_cast<int>(w) != worker) workers_[w]->Interrupt(reason);
+      }
+    }
+    // The recovery restores every replica, the restarted one's too: it
+    // must be back first (RecoverWorker gives it its configuration), so
+    // the step counts as in flight, and Join waits, until it is.
+    if (workers_[worker]->Probe() != WorkerHealth::kReady) {
+      {
+        absl::MutexLock lock(&mu_);
+        down_[worker] = true;
+        UpdateStealable(worker);
+      }
+      RecoverWorker(worker);
+    }
     absl::MutexLock lock(&mu_);
     --inflight_;
-    RecordError(lost);
     return;
   }
   if (workers_[worker]->Probe() != WorkerHealth::kReady) {
@@ -398,6 +425,11 @@ void ClusterCoordinator::RecoverWorker(int worker) {
   RecordError(absl::UnavailableError(
       absl::StrCat("worker ", worker, " did not come back within ",
                    absl::FormatDuration(options_.worker_recovery_timeout))));
+}
+
+bool ClusterCoordinator::TakeReplicaLoss() {
+  absl::MutexLock lock(&mu_);
+  return std::exchange(replica_lost_, false);
 }
 
 void ClusterCoordinator::RecordError(absl::Status error) {

@@ -48,11 +48,13 @@ struct CoordinatorOptions {
   // failed and the ones after it.
   int steps_per_call = 1;
   // Mirrored and hybrid: every worker holds a replica that meets the
-  // others' in each step's all-reduce, and a replica lost with its worker
-  // cannot be rebuilt yet (replicas are in no checkpoint). A failed step
-  // then ends the job with an error saying so, where running it again
-  // would pair all-reduces of different steps and wait for ever.
-  bool replicas_unrecoverable = false;
+  // others' in each step's all-reduce. A replica that missed a step
+  // differs from the others for good, and running the step again would
+  // pair all-reduces of different steps. A failed step then ends the
+  // epoch with an Aborted error once the worker that failed answers again
+  // (TakeReplicaLoss says so): the job restores every replica and server
+  // from its last checkpoint (PsRecovery), or stops without one.
+  bool replicas_in_lockstep = false;
 };
 
 // Runs scheduled steps on workers, as TF's ClusterCoordinator: one thread
@@ -91,6 +93,11 @@ class ClusterCoordinator {
   // in flight are over. For failures noticed outside a step, such as a
   // parameter server that stops answering its heartbeat.
   void Abort(absl::Status error);
+
+  // Whether a replica was lost (replicas_in_lockstep) since the last
+  // call: its worker failed a step and, unless its recovery timed out,
+  // answers again.
+  bool TakeReplicaLoss();
 
   int num_workers() const { return static_cast<int>(workers_.size()); }
   int64_t steps_done() const;
@@ -183,6 +190,7 @@ class ClusterCoordinator {
   int64_t rerun_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool replica_lost_ ABSL_GUARDED_BY(mu_) = false;
 
   std::vector<std::thread> threads_;
 };

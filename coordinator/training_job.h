@@ -29,6 +29,7 @@
 #include "coordinator/step_runner.h"
 #include "coordinator/test_set_evaluator.h"
 #include "coordinator/variable_plan.h"
+#include "coordinator/worker_replicas.h"
 #include "proto/coordinator_service.pb.h"
 #include "proto/job.pb.h"
 
@@ -179,6 +180,7 @@ class TrainingJob {
   JobControl control_;
   std::unique_ptr<MetricsWriter> metrics_;
   std::unique_ptr<ClusterHealth> health_;
+  std::unique_ptr<WorkerReplicas> replica_checkpoints_;  // mirrored, hybrid
   std::unique_ptr<JobCheckpointer> checkpointer_;
   std::unique_ptr<PsRecovery> recovery_;
   std::unique_ptr<StepRunner> runner_;

@@ -62,6 +62,20 @@ class TrainingWorker {
   absl::Status Evaluate(const EvaluateRequest& request,
                         EvaluateResponse* response);
 
+  // Mirrored and hybrid jobs (worker/training_worker_replica.cc): writes
+  // this worker's replica into the checkpoint folder request.directory();
+  // fills it from a checkpoint once this worker's row pushes in flight
+  // ended, and starts the all-reduce over at the request's epoch.
+  // FailedPrecondition before Configure or in a mode without replicas.
+  absl::Status SaveReplica(const SaveShardsRequest& request,
+                           SaveShardsResponse* response);
+  absl::Status RestoreReplica(const RestoreReplicaRequest& request,
+                              RestoreShardsResponse* response);
+  // Fails this worker's all-reduce in progress, and every later one until
+  // RestoreReplica, at once (AllReducer::Abort). Safe to call from any
+  // thread, while a step runs.
+  void Interrupt(const std::string& reason);
+
   // Safe to call from any thread.
   bool configured() const { return configured_.load(); }
   const std::string& device_name() const { return device_name_; }
