@@ -20,6 +20,7 @@
 #include "worker/collective/all_reducer.h"
 #include "worker/data/count_cache/verified_count_cache.h"
 #include "worker/data/example_set.h"
+#include "worker/data/inflate_cache/inflated_files.h"
 #include "worker/data/stream/stream_examples.h"
 #include "worker/nn/graph.h"
 #include "worker/params/mirrored_parameters.h"
@@ -43,9 +44,13 @@ class TrainingWorker {
   // rank among the job's workers and must outlive the worker. The channels
   // to the parameter servers are made with `security` (the job's token
   // and TLS).
+  // Gzipped data files are read through inflated copies in
+  // `inflated_data_dir`, shared by the workers of a machine
+  // (worker/data/inflate_cache/inflated_files.h); empty: read as they are.
   TrainingWorker(ClusterSpec cluster, std::unique_ptr<Backend> backend,
                  PsClientOptions ps_options, AllReducer* all_reducer = nullptr,
-                 ChannelSecurity security = {});
+                 ChannelSecurity security = {},
+                 std::string inflated_data_dir = "");
 
   // Takes the job's configuration: builds the model's graph, checks that
   // the mode and the data format fit the model, and loads this worker's
@@ -161,6 +166,7 @@ class TrainingWorker {
   // The data files' verified counts, for this process: a configuration
   // again (a restarted chief probes the data anew) reads no file through.
   VerifiedCountCache counts_;
+  const InflatedFiles inflated_;
   std::vector<std::unique_ptr<PsClient>> clients_;
   std::unique_ptr<ShardedParameters> params_;  // the dense variables
   std::unique_ptr<SparseParameters> sparse_;   // tables on the servers
