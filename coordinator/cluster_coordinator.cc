@@ -513,17 +513,51 @@ void ClusterCoordinator::WorkerLoop(int worker, WorkerStub* stub) {
 
 void ClusterCoordinator::HandleFailure(int worker, WorkerStub* stub,
                                        const absl::Status& status, Pending p) {
-  if (options_.replicas_unrecoverable) {
-    const absl::Status lost = absl::UnavailableError(absl::StrCat(
+  if (options_.replicas_in_lockstep) {
+    const absl::Status lost = absl::AbortedError(absl::StrCat(
         "step ", p.request.step(), " failed on worker ", worker, " (",
-        status.message(), "); mirrored and hybrid jobs cannot yet rebuild ",
-        "a worker's replica once a step fails (the replicas are in no ",
-        "checkpoint), so the job stops: run it again"));
+        status.message(), "): its replica missed a step the others made, so ",
+        "every replica goes back to the job's last checkpoint, or, without "
+        "checkpoints (--checkpoint_dir), the job stops"));
     LOG(ERROR) << lost.message();
+    bool first = false;
+    {
+      // Before the future: whoever sees the error may ask TakeReplicaLoss.
+      absl::MutexLock lock(&mu_);
+      first = !replica_lost_;
+      replica_lost_ = true;
+      RecordError(lost);
+    }
     p.future.Set(lost);
+    if (first) {
+      // The others' all-reduce of this step would wait for this replica
+      // until its deadline.
+      const std::string reason =
+          absl::StrCat("step ", p.request.step(), " failed on worker ", worker);
+      std::vector<WorkerStub*> others;
+      {
+        absl::MutexLock lock(&mu_);
+        for (size_t w = 0; w < workers_.size(); ++w) {
+          if (static_cast<int>(w) != worker)
+            others.push_back(workers_[w].get());
+        }
+      }
+      for (WorkerStub* other : others) other->Interrupt(reason);
+    }
+    // The recovery restores every replica, the restarted one's too: it
+    // must be back first (RecoverWorker gives it its configuration), so
+    // the step counts as in flight, and Join waits, until it is.
+    if (stub->Probe() != WorkerHealth::kReady) {
+      {
+        absl::MutexLock lock(&mu_);
+        down_[worker] = true;
+        UpdateStealableOf(worker);
+      }
+      Tell(worker, MemberEvent::kDown, std::string(status.message()));
+      RecoverWorker(worker, stub);
+    }
     absl::MutexLock lock(&mu_);
     --inflight_;
-    RecordError(lost);
     return;
   }
   if (stub->Probe() != WorkerHealth::kReady) {
@@ -630,7 +664,7 @@ void ClusterCoordinator::RecoverWorker(int worker, WorkerStub* stub) {
   const std::string why =
       absl::StrCat("did not come back within ",
                    absl::FormatDuration(options_.worker_recovery_timeout));
-  if (options_.remove_lost_workers) {
+  if (options_.remove_lost_workers && !options_.replicas_in_lockstep) {
     {
       absl::MutexLock lock(&mu_);
       if (stopping_ || presence_[worker] != Presence::kActive) return;
@@ -646,6 +680,11 @@ void ClusterCoordinator::RecoverWorker(int worker, WorkerStub* stub) {
   absl::MutexLock lock(&mu_);
   RecordError(
       absl::UnavailableError(absl::StrCat("worker ", worker, " ", why)));
+}
+
+bool ClusterCoordinator::TakeReplicaLoss() {
+  absl::MutexLock lock(&mu_);
+  return std::exchange(replica_lost_, false);
 }
 
 void ClusterCoordinator::RecordError(absl::Status error) {

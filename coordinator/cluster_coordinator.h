@@ -56,14 +56,17 @@ struct CoordinatorOptions {
   // failed and the ones after it.
   int steps_per_call = 1;
   // Mirrored and hybrid: every worker holds a replica that meets the
-  // others' in each step's all-reduce, and a replica lost with its worker
-  // cannot be rebuilt yet (replicas are in no checkpoint). A failed step
-  // then ends the job with an error saying so, where running it again
-  // would pair all-reduces of different steps and wait for ever.
-  bool replicas_unrecoverable = false;
+  // others' in each step's all-reduce. A replica that missed a step
+  // differs from the others for good, and running the step again would
+  // pair all-reduces of different steps. A failed step then ends the
+  // epoch with an Aborted error once the worker that failed answers again
+  // (TakeReplicaLoss says so): the job restores every replica and server
+  // from its last checkpoint (PsRecovery), or stops without one.
+  bool replicas_in_lockstep = false;
   // A worker that is not back within worker_recovery_timeout is removed
   // from the job, its steps going to the others, instead of failing the
-  // job. Nobody restarts: the job goes on with the workers it has.
+  // job. Nobody restarts: the job goes on with the workers it has. Not
+  // with replicas_in_lockstep: their ring has a fixed size.
   bool remove_lost_workers = false;
   // The floor: fewer workers than this (after removals and drains; at
   // least 1) fail the job, and a drain that would cross it is refused.
@@ -143,6 +146,10 @@ class ClusterCoordinator {
   // The queues steps are scheduled to: the workers the coordinator was
   // started with.
   int num_queues() const { return num_queues_; }
+  // Whether a replica was lost (replicas_in_lockstep) since the last
+  // call: its worker failed a step and, unless its recovery timed out,
+  // answers again.
+  bool TakeReplicaLoss();
   int64_t steps_done() const;
   int64_t steps_rerun() const;
   // Per worker: steps finished, and whether it is down (failed, not back)
@@ -264,6 +271,7 @@ class ClusterCoordinator {
   int64_t rerun_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool replica_lost_ ABSL_GUARDED_BY(mu_) = false;
 
   std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);
 };

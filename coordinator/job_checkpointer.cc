@@ -124,6 +124,17 @@ absl::StatusOr<std::string> JobCheckpointer::SaveInto(
     }
   }
 
+  if (replicas_ != nullptr) {
+    SaveShardsResponse& replica = responses.emplace_back();
+    if (absl::Status s =
+            replicas_->Save(*directory, position.global_step, &replica);
+        !s.ok()) {
+      return absl::Status(
+          s.code(), absl::StrCat("checkpoint at step ", position.global_step,
+                                 ": the workers' replica: ", s.message()));
+    }
+  }
+
   CheckpointManifest manifest;
   manifest.set_global_step(position.global_step);
   manifest.set_epoch(position.epoch);
@@ -167,8 +178,9 @@ absl::StatusOr<std::string> JobCheckpointer::SaveInto(
   }
   LOG(INFO) << "checkpoint " << *directory << ": " << variables.size()
             << " variables, " << bytes << " bytes from " << ps_.size()
-            << " parameter servers in "
-            << absl::FormatDuration(absl::Now() - start);
+            << " parameter servers"
+            << (replicas_ != nullptr ? " and the workers' replica" : "")
+            << " in " << absl::FormatDuration(absl::Now() - start);
   return directory;
 }
 
@@ -202,6 +214,13 @@ absl::StatusOr<std::optional<std::string>> JobCheckpointer::NewestComplete()
 
 absl::Status JobCheckpointer::Restore(const ValidCheckpoint& checkpoint) {
   const absl::Time start = absl::Now();
+  if (replicas_ != nullptr) {
+    if (absl::Status s = replicas_->Restore(checkpoint); !s.ok()) {
+      return absl::Status(
+          s.code(), absl::StrCat("restoring ", checkpoint.path,
+                                 " onto the workers' replicas: ", s.message()));
+    }
+  }
   std::vector<RestoreShardsResponse> responses(ps_.size());
   absl::Status s = ForEachServer(ps_.size(), [&](size_t k) {
     RestoreShardsRequest request;

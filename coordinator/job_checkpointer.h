@@ -29,6 +29,20 @@ struct JobPosition {
   EpochProgress progress;
 };
 
+// The workers' replicas of a mirrored or hybrid job, as its checkpoints
+// see them (worker/params/replica_checkpoint.h): one saves the variables
+// every worker keeps whole, beside the servers' shards; all restore them.
+class ReplicaCheckpoints {
+ public:
+  virtual ~ReplicaCheckpoints() = default;
+  // Writes the replica into the checkpoint folder `directory`; `response`
+  // lists its file and variables for the manifest.
+  virtual absl::Status Save(const std::string& directory, int64_t step,
+                            SaveShardsResponse* response) = 0;
+  // Every replica loads `checkpoint`, and their all-reduce starts over.
+  virtual absl::Status Restore(const ValidCheckpoint& checkpoint) = 0;
+};
+
 // Takes and restores a job's checkpoints through its parameter servers,
 // following the protocol of common/checkpoint/checkpoint_dir.h: the coordinator
 // prepares ckpt-<step>/, every server writes its own file, and the
@@ -41,6 +55,13 @@ class JobCheckpointer {
   // complete checkpoints are kept.
   JobCheckpointer(std::string root, int keep, std::vector<PsClient*> ps,
                   JobConfig job);
+
+  // Mirrored and hybrid jobs: checkpoints hold the workers' replica too
+  // (saved after the servers' shards, restored before them, so a worker's
+  // row pushes in flight end before the servers go back). `replicas` is
+  // not owned and must outlive this.
+  void SetReplicas(ReplicaCheckpoints* replicas) { replicas_ = replicas; }
+  bool has_replicas() const { return replicas_ != nullptr; }
 
   const std::string& root() const { return dir_.root(); }
 
@@ -85,6 +106,7 @@ class JobCheckpointer {
   const std::vector<PsClient*> ps_;
   const JobConfig job_;
   std::vector<int64_t> expected_shards_;  // per server; empty: unchecked
+  ReplicaCheckpoints* replicas_ = nullptr;
 };
 
 // The position a checkpoint records.

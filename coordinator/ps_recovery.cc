@@ -120,6 +120,12 @@ absl::StatusOr<JobPosition> PsRecovery::Recover(const absl::Status& error) {
         "a parameter server missed its heartbeat and answers again (",
         error.message(), ")"));
   }
+  // Mirrored and hybrid: a worker that failed a step left its replica
+  // behind the others'; every replica goes back to the checkpoint.
+  if (coordinator_->TakeReplicaLoss()) {
+    failed.push_back(absl::StrCat("a worker's replica missed a step (",
+                                  error.message(), ")"));
+  }
   if (failed.empty()) return error;
   const absl::Time start = absl::Now();
   health_->Pause(true);
@@ -131,6 +137,15 @@ absl::StatusOr<JobPosition> PsRecovery::Recover(const absl::Status& error) {
   coordinator_->Join().IgnoreError();
   if (absl::Status s = health_->WaitForServers(options_.timeout); !s.ok()) {
     return s;
+  }
+  // The Join above waited for a failed worker's recovery.
+  const std::vector<std::pair<int64_t, bool>> workers =
+      coordinator_->worker_progress();
+  for (size_t w = 0; w < workers.size(); ++w) {
+    if (workers[w].second) {
+      return absl::UnavailableError(absl::StrCat(
+          "worker ", w, " did not come back; the recovery needs every worker"));
+    }
   }
   if (absl::Status s = create_variables_(); !s.ok()) return s;
   std::vector<std::string> rejected;
@@ -144,10 +159,11 @@ absl::StatusOr<JobPosition> PsRecovery::Recover(const absl::Status& error) {
   health_->Pause(false);
   const JobPosition position = PositionOf(latest->manifest);
   const std::string line = absl::StrFormat(
-      "recovered in %.2f s: restored %s on every parameter server; resuming "
-      "epoch %d at step %lld",
-      absl::ToDoubleSeconds(absl::Now() - start), latest->path, position.epoch,
-      position.global_step);
+      "recovered in %.2f s: restored %s on every parameter server%s; "
+      "resuming epoch %d at step %lld",
+      absl::ToDoubleSeconds(absl::Now() - start), latest->path,
+      checkpointer_->has_replicas() ? " and every worker's replica" : "",
+      position.epoch, position.global_step);
   LOG(INFO) << line;
   std::fprintf(out_, "%s\n", line.c_str());
   std::fflush(out_);

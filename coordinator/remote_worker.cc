@@ -7,6 +7,7 @@
 #include "common/rpc/grpc_channel.h"
 #include "common/rpc/grpc_status.h"
 #include "common/rpc/short_call_deadline.h"
+#include "glog/logging.h"
 
 namespace tessera {
 
@@ -59,6 +60,34 @@ absl::Status RemoteWorker::Shutdown(const std::string& reason) {
   ShutdownResponse response;
   return FromGrpcStatus(stub_->Shutdown(&context, request, &response),
                         Peer("Shutdown"));
+}
+
+absl::Status RemoteWorker::SaveReplica(const SaveShardsRequest& request,
+                                       SaveShardsResponse* response) {
+  grpc::ClientContext context;
+  SetDeadline(&context, timeout_s_);
+  return FromGrpcStatus(stub_->SaveReplica(&context, request, response),
+                        Peer("SaveReplica"));
+}
+
+absl::Status RemoteWorker::RestoreReplica(const RestoreReplicaRequest& request,
+                                          RestoreShardsResponse* response) {
+  grpc::ClientContext context;
+  SetDeadline(&context, timeout_s_);
+  return FromGrpcStatus(stub_->RestoreReplica(&context, request, response),
+                        Peer("RestoreReplica"));
+}
+
+void RemoteWorker::Interrupt(const std::string& reason) {
+  grpc::ClientContext context;
+  SetDeadline(&context, kShortCallDeadlineS);
+  InterruptRequest request;
+  request.set_reason(reason);
+  InterruptResponse response;
+  // A worker that does not answer has no all-reduce to wait in.
+  absl::Status s = FromGrpcStatus(
+      stub_->Interrupt(&context, request, &response), Peer("Interrupt"));
+  if (!s.ok()) VLOG(1) << s;
 }
 
 absl::Status RemoteWorker::RunStep(const StepRequest& request,

@@ -32,6 +32,11 @@ class RemoteWorker final : public WorkerTask {
                         EvaluateResponse* response) override;
   absl::Status Health(HealthResponse* response, double timeout_s) override;
   absl::Status Shutdown(const std::string& reason) override;
+  absl::Status SaveReplica(const SaveShardsRequest& request,
+                           SaveShardsResponse* response) override;
+  absl::Status RestoreReplica(const RestoreReplicaRequest& request,
+                              RestoreShardsResponse* response) override;
+  void Interrupt(const std::string& reason) override;
 
   absl::Status RunStep(const StepRequest& request,
                        StepResponse* response) override;

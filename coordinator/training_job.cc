@@ -60,7 +60,7 @@ TrainingJob::TrainingJob(JobCluster cluster, JobConfig job, VariablePlan plan,
   if (mode_.replicates_dense()) {
     // Every replica takes part in every all-reduce with its own data.
     coordinator_options.steal_threshold = std::numeric_limits<int>::max();
-    coordinator_options.replicas_unrecoverable = true;
+    coordinator_options.replicas_in_lockstep = true;
   }
   // Asynchronous steps may share a call, and so may the rounds of replicas
   // whose rows go asynchronously (their all-reduce keeps them in step);
@@ -91,12 +91,17 @@ TrainingJob::TrainingJob(JobCluster cluster, JobConfig job, VariablePlan plan,
     mode_error_ = tables.status();
   }
   served_ = ServedPlan(plan_, mode_, replicated_);
-  // Checkpoints hold what the servers hold; the replicas of mirrored and
-  // hybrid jobs are in no checkpoint yet.
-  if (!options_.checkpoint_dir.empty() && !ps_.empty() &&
-      !mode_.replicates_dense()) {
+  // Checkpoints hold what the servers hold and, in mirrored and hybrid
+  // jobs, the workers' replica.
+  if (!options_.checkpoint_dir.empty() &&
+      (!ps_.empty() || mode_.replicates_dense())) {
     checkpointer_ = std::make_unique<JobCheckpointer>(
         options_.checkpoint_dir, options_.keep_checkpoints, clients, job_);
+    if (mode_.replicates_dense()) {
+      replica_checkpoints_ = std::make_unique<WorkerReplicas>(
+          workers_, options_.startup_concurrency);
+      checkpointer_->SetReplicas(replica_checkpoints_.get());
+    }
     PsRecoveryOptions recovery;
     recovery.restore = options_.restore;
     recovery.epochs = job_.schedule().epochs();
@@ -168,8 +173,7 @@ absl::StatusOr<std::string> TrainingJob::SaveCheckpoint(
       checkpointer_ != nullptr
           ? checkpointer_->Save(position)
           : absl::FailedPreconditionError(
-                "this job writes no checkpoints (no --checkpoint_dir, or "
-                "mirrored or hybrid training)");
+                "this job writes no checkpoints (no --checkpoint_dir)");
   if (saved.ok()) {
     last_checkpoint_step_ = position.global_step;
     board_.Update([&](JobStatus* s) { s->set_last_checkpoint(*saved); });

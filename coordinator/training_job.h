@@ -34,6 +34,7 @@
 #include "coordinator/step_runner.h"
 #include "coordinator/test_set_evaluator.h"
 #include "coordinator/variable_plan.h"
+#include "coordinator/worker_replicas.h"
 #include "proto/coordinator_service.pb.h"
 #include "proto/job.pb.h"
 
@@ -222,6 +223,7 @@ class TrainingJob : public ElasticControl {
   JobControl control_;
   std::unique_ptr<MetricsWriter> metrics_;
   std::unique_ptr<ClusterHealth> health_;
+  std::unique_ptr<WorkerReplicas> replica_checkpoints_;  // mirrored, hybrid
   std::unique_ptr<JobCheckpointer> checkpointer_;
   std::unique_ptr<PsRecovery> recovery_;
   std::unique_ptr<StepRunner> runner_;

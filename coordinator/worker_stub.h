@@ -2,6 +2,7 @@
 #define TESSERA_COORDINATOR_WORKER_STUB_H_
 
 #include <functional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -49,6 +50,11 @@ class WorkerStub {
   // Brings a worker that came back and lost its configuration (Probe said
   // kLostState) up to date, so it can take steps again.
   virtual absl::Status Restore() = 0;
+
+  // Mirrored and hybrid jobs: another worker gave a step up, so this
+  // one's all-reduce must not wait for it (proto/worker_service.proto's
+  // Interrupt). Returns at once; stand-ins without an all-reduce ignore it.
+  virtual void Interrupt(const std::string& reason) {}
 };
 
 }  // namespace tessera

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "coordinator/worker_stub.h"
 #include "proto/worker_service.pb.h"
 
@@ -24,6 +25,19 @@ class WorkerTask : public WorkerStub {
                                 EvaluateResponse* response) = 0;
   virtual absl::Status Health(HealthResponse* response, double timeout_s) = 0;
   virtual absl::Status Shutdown(const std::string& reason) = 0;
+  // Mirrored and hybrid jobs: the replica in the job's checkpoints
+  // (proto/worker_service.proto). A worker that keeps none answers
+  // FailedPrecondition; these defaults are for stand-ins that have none.
+  virtual absl::Status SaveReplica(const SaveShardsRequest& request,
+                                   SaveShardsResponse* response) {
+    return absl::UnimplementedError(
+        absl::StrCat("worker ", address(), " cannot save a replica"));
+  }
+  virtual absl::Status RestoreReplica(const RestoreReplicaRequest& request,
+                                      RestoreShardsResponse* response) {
+    return absl::UnimplementedError(
+        absl::StrCat("worker ", address(), " cannot restore a replica"));
+  }
 };
 
 }  // namespace tessera

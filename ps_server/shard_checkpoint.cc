@@ -199,7 +199,14 @@ absl::Status SaveShardCheckpoint(const ShardStore& store,
     return absl::InvalidArgumentError(
         absl::StrCat("SaveShards: ps_index must be >= 0, got ", ps_index));
   }
-  const std::string file_name = PsCheckpointFileName(ps_index);
+  return SaveShardCheckpointAs(store, directory, PsCheckpointFileName(ps_index),
+                               ps_index, response);
+}
+
+absl::Status SaveShardCheckpointAs(const ShardStore& store,
+                                   const std::string& directory,
+                                   const std::string& file_name, int saved_by,
+                                   SaveShardsResponse* response) {
   absl::StatusOr<std::unique_ptr<CheckpointWriter>> writer =
       CheckpointWriter::Create(absl::StrCat(directory, "/", file_name));
   if (!writer.ok()) return writer.status();
@@ -213,7 +220,7 @@ absl::Status SaveShardCheckpoint(const ShardStore& store,
     if (!variable.ok()) return variable.status();
     CheckpointShard* saved = (*variable)->add_shards();
     saved->set_index(def.index());
-    saved->set_ps(ps_index);
+    saved->set_ps(saved_by);
     saved->set_file(file_name);
     saved->set_entry(def.name());
     if (stored.shard != nullptr) {
@@ -236,7 +243,7 @@ absl::Status SaveShardCheckpoint(const ShardStore& store,
   if (!summary.ok()) return summary.status();
   CheckpointFile* file = response->mutable_file();
   file->set_name(file_name);
-  file->set_ps(ps_index);
+  file->set_ps(saved_by);
   file->set_size_bytes(summary->size_bytes);
   file->set_crc32c(summary->crc32c);
   return absl::OkStatus();

@@ -71,6 +71,12 @@ std::string CheckpointSlotKey(absl::string_view slot);
 absl::Status SaveShardCheckpoint(const ShardStore& store,
                                  const std::string& directory, int ps_index,
                                  SaveShardsResponse* response);
+// The same into <directory>/<file_name>, its file and shards marked as
+// saved by `saved_by` (kReplicaCheckpointPs: a worker's replica).
+absl::Status SaveShardCheckpointAs(const ShardStore& store,
+                                   const std::string& directory,
+                                   const std::string& file_name, int saved_by,
+                                   SaveShardsResponse* response);
 
 // Fills every shard of `store` from the checkpoint in `directory` that
 // `manifest` describes, re-sharding as the file comment says. Each file

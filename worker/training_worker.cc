@@ -34,13 +34,15 @@ TrainingWorker::TrainingWorker(ClusterSpec cluster,
                                std::unique_ptr<Backend> backend,
                                PsClientOptions ps_options,
                                AllReducer* all_reducer,
-                               ChannelSecurity security)
+                               ChannelSecurity security,
+                               std::string inflated_data_dir)
     : cluster_(std::move(cluster)),
       backend_(std::move(backend)),
       ps_options_(ps_options),
       security_(std::move(security)),
       device_name_(backend_->device_name()),
-      all_reducer_(all_reducer) {}
+      all_reducer_(all_reducer),
+      inflated_(std::move(inflated_data_dir)) {}
 
 absl::Status TrainingWorker::DrainPrefetch() {
   if (!prefetch_.valid()) return absl::OkStatus();
@@ -79,8 +81,11 @@ absl::Status TrainingWorker::PrepareParameters(
   return absl::OkStatus();
 }
 
-absl::Status TrainingWorker::Configure(const WorkerConfig& config,
+absl::Status TrainingWorker::Configure(const WorkerConfig& given,
                                        ConfigureResponse* response) {
+  // Gzipped files are read through this machine's inflated copies.
+  WorkerConfig config = given;
+  *config.mutable_data() = inflated_.Rewrite(given.data());
   // A prefetch or row push in flight uses the old clients and graph; let
   // it end first.
   CancelPrefetch();

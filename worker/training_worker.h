@@ -20,6 +20,7 @@
 #include "worker/collective/all_reducer.h"
 #include "worker/data/count_cache/verified_count_cache.h"
 #include "worker/data/example_set.h"
+#include "worker/data/inflate_cache/inflated_files.h"
 #include "worker/data/stream/stream_examples.h"
 #include "worker/nn/graph.h"
 #include "worker/params/mirrored_parameters.h"
@@ -43,9 +44,13 @@ class TrainingWorker {
   // rank among the job's workers and must outlive the worker. The channels
   // to the parameter servers are made with `security` (the job's token
   // and TLS).
+  // Gzipped data files are read through inflated copies in
+  // `inflated_data_dir`, shared by the workers of a machine
+  // (worker/data/inflate_cache/inflated_files.h); empty: read as they are.
   TrainingWorker(ClusterSpec cluster, std::unique_ptr<Backend> backend,
                  PsClientOptions ps_options, AllReducer* all_reducer = nullptr,
-                 ChannelSecurity security = {});
+                 ChannelSecurity security = {},
+                 std::string inflated_data_dir = "");
 
   // Takes the job's configuration: builds the model's graph, checks that
   // the mode and the data format fit the model, and loads this worker's
@@ -61,6 +66,20 @@ class TrainingWorker {
   // example's probability and label (for the exact AUC).
   absl::Status Evaluate(const EvaluateRequest& request,
                         EvaluateResponse* response);
+
+  // Mirrored and hybrid jobs (worker/training_worker_replica.cc): writes
+  // this worker's replica into the checkpoint folder request.directory();
+  // fills it from a checkpoint once this worker's row pushes in flight
+  // ended, and starts the all-reduce over at the request's epoch.
+  // FailedPrecondition before Configure or in a mode without replicas.
+  absl::Status SaveReplica(const SaveShardsRequest& request,
+                           SaveShardsResponse* response);
+  absl::Status RestoreReplica(const RestoreReplicaRequest& request,
+                              RestoreShardsResponse* response);
+  // Fails this worker's all-reduce in progress, and every later one until
+  // RestoreReplica, at once (AllReducer::Abort). Safe to call from any
+  // thread, while a step runs.
+  void Interrupt(const std::string& reason);
 
   // Safe to call from any thread.
   bool configured() const { return configured_.load(); }
@@ -147,6 +166,7 @@ class TrainingWorker {
   // The data files' verified counts, for this process: a configuration
   // again (a restarted chief probes the data anew) reads no file through.
   VerifiedCountCache counts_;
+  const InflatedFiles inflated_;
   std::vector<std::unique_ptr<PsClient>> clients_;
   std::unique_ptr<ShardedParameters> params_;  // the dense variables
   std::unique_ptr<SparseParameters> sparse_;   // tables on the servers

@@ -56,6 +56,15 @@ DEFINE_string(join_address, "",
 DEFINE_double(join_timeout_s, 300,
               "With --join: how long to keep asking a coordinator that does "
               "not answer yet, or whose job is still starting.");
+DEFINE_bool(inflate_gzip_data, true,
+            "Read gzipped IDX and Criteo files through a plain copy that "
+            "the first worker of this machine inflates and the others share "
+            "(--inflated_data_dir): a gzip stream cannot be entered in the "
+            "middle, so each worker would otherwise inflate the file up to "
+            "its shard.");
+DEFINE_string(inflated_data_dir, "",
+              "Where --inflate_gzip_data keeps the inflated copies (one per "
+              "file version); empty: $TMPDIR (or /tmp)/tessera-inflated-UID.");
 
 int main(int argc, char** argv) {
   tessera::ProcessStart start = tessera::StartProcess(
@@ -151,8 +160,12 @@ int main(int argc, char** argv) {
       ring->get(),
       tessera::DefaultNcclChoice(choice->cuda ? choice->ordinal : -1,
                                  FLAGS_rpc_timeout_s));
-  tessera::TrainingWorker worker(cluster, *std::move(backend), ps_options,
-                                 &all_reducer, start.security);
+  tessera::TrainingWorker worker(
+      cluster, *std::move(backend), ps_options, &all_reducer, start.security,
+      FLAGS_inflate_gzip_data ? (FLAGS_inflated_data_dir.empty()
+                                     ? tessera::InflatedFiles::DefaultDir()
+                                     : FLAGS_inflated_data_dir)
+                              : "");
   tessera::WorkerService service(&worker, task_index, *std::move(auth));
 
   std::unique_ptr<grpc::Server> server = tessera::StartServer(

@@ -28,6 +28,52 @@ grpc::ServerUnaryReactor* WorkerService::Configure(
   return reactor;
 }
 
+grpc::ServerUnaryReactor* WorkerService::SaveReplica(
+    grpc::CallbackServerContext* context, const SaveShardsRequest* request,
+    SaveShardsResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (grpc::Status s = auth_.Check(*context, "Worker.SaveReplica"); !s.ok()) {
+    reactor->Finish(s);
+    return reactor;
+  }
+  executor_.Post([this, request, response, reactor] {
+    absl::Status status = worker_->SaveReplica(*request, response);
+    if (!status.ok()) LOG(WARNING) << "SaveReplica failed: " << status;
+    reactor->Finish(ToGrpcStatus(status));
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* WorkerService::RestoreReplica(
+    grpc::CallbackServerContext* context, const RestoreReplicaRequest* request,
+    RestoreShardsResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (grpc::Status s = auth_.Check(*context, "Worker.RestoreReplica");
+      !s.ok()) {
+    reactor->Finish(s);
+    return reactor;
+  }
+  executor_.Post([this, request, response, reactor] {
+    absl::Status status = worker_->RestoreReplica(*request, response);
+    if (!status.ok()) LOG(WARNING) << "RestoreReplica failed: " << status;
+    reactor->Finish(ToGrpcStatus(status));
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* WorkerService::Interrupt(
+    grpc::CallbackServerContext* context, const InterruptRequest* request,
+    InterruptResponse* /*response*/) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (grpc::Status s = auth_.Check(*context, "Worker.Interrupt"); !s.ok()) {
+    reactor->Finish(s);
+    return reactor;
+  }
+  worker_->Interrupt(request->reason());
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
 grpc::ServerUnaryReactor* WorkerService::RunStep(
     grpc::CallbackServerContext* context, const StepRequest* request,
     StepResponse* response) {

@@ -43,6 +43,18 @@ class WorkerService final : public Worker::CallbackService {
   grpc::ServerUnaryReactor* Shutdown(grpc::CallbackServerContext* context,
                                      const ShutdownRequest* request,
                                      ShutdownResponse* response) override;
+  // Between steps, on the same executor.
+  grpc::ServerUnaryReactor* SaveReplica(grpc::CallbackServerContext* context,
+                                        const SaveShardsRequest* request,
+                                        SaveShardsResponse* response) override;
+  grpc::ServerUnaryReactor* RestoreReplica(
+      grpc::CallbackServerContext* context,
+      const RestoreReplicaRequest* request,
+      RestoreShardsResponse* response) override;
+  // At once, beside a step in progress.
+  grpc::ServerUnaryReactor* Interrupt(grpc::CallbackServerContext* context,
+                                      const InterruptRequest* request,
+                                      InterruptResponse* response) override;
 
  private:
   TrainingWorker* const worker_;

@@ -37,6 +37,12 @@ bool IsComplete(const CheckpointRef& ref) {
              .ok();
 }
 
+// Who wrote `file`, for errors: "ps 1", or "the workers' replica".
+std::string WriterOf(const CheckpointFile& file) {
+  return file.ps() == kReplicaCheckpointPs ? "the workers' replica"
+                                           : absl::StrCat("ps ", file.ps());
+}
+
 }  // namespace
 
 std::string CheckpointDirName(int64_t step) {
@@ -168,13 +174,13 @@ absl::Status CheckpointDir::Commit(const CheckpointManifest& manifest) const {
     if (ec) {
       return absl::FailedPreconditionError(absl::StrCat(
           "checkpoint ", CheckpointDirName(manifest.global_step()), ": ",
-          file.name(), " (ps ", file.ps(), ") is not there: ", ec.message()));
+          file.name(), " (", WriterOf(file), ") is not there: ", ec.message()));
     }
     if (size != static_cast<uintmax_t>(file.size_bytes())) {
       return absl::FailedPreconditionError(
           absl::StrCat("checkpoint ", CheckpointDirName(manifest.global_step()),
-                       ": ", file.name(), " has ", size, " bytes; ps ",
-                       file.ps(), " reported ", file.size_bytes()));
+                       ": ", file.name(), " has ", size, " bytes; ",
+                       WriterOf(file), " reported ", file.size_bytes()));
     }
   }
   if (absl::Status s = WriteManifestFile(

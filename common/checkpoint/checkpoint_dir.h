@@ -46,6 +46,11 @@ std::string CheckpointDirName(int64_t step);
 bool ParseCheckpointDirName(absl::string_view name, int64_t* step);
 // "ps-1.shards": the file parameter server `ps_index` writes.
 std::string PsCheckpointFileName(int ps_index);
+// The file of a mirrored or hybrid job's replica: the variables every
+// worker keeps whole, saved once, in a server's format, by one worker.
+// Its CheckpointFile and shards carry kReplicaCheckpointPs.
+inline constexpr char kReplicaCheckpointFileName[] = "replica.shards";
+inline constexpr int kReplicaCheckpointPs = -1;
 
 // Writes `manifest` as a checkpoint file at `path` (temporary name, fsync,
 // rename). Reads it back: DataLoss if the file or the message is damaged.

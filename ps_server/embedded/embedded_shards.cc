@@ -95,6 +95,50 @@ void EmbeddedShards::ApplyRows(int v, absl::Span<const int64_t> ids,
   held_->rows[v]->Apply(ids, gradients);
 }
 
+absl::StatusOr<EmbeddedShards::State> EmbeddedShards::GetState(int v) const {
+  const Shard* shard = held_->shards[v].get();
+  if (shard == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("variable ", held_->rows[v]->def().name(),
+                     " is a growing table: it has no fixed state"));
+  }
+  ShardState copy = shard->CopyState();
+  State state;
+  state.values = std::move(copy.values);
+  state.slots = std::move(copy.slots);
+  state.updates = copy.updates;
+  return state;
+}
+
+absl::Status EmbeddedShards::SetState(int v, State state) {
+  Shard* shard = held_->shards[v].get();
+  if (shard == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("variable ", held_->rows[v]->def().name(),
+                     " is a growing table: it has no fixed state"));
+  }
+  ShardState next;
+  next.values = std::move(state.values);
+  next.slots = std::move(state.slots);
+  next.version = state.updates;
+  next.updates = state.updates;
+  return shard->RestoreState(std::move(next));
+}
+
+absl::Status EmbeddedShards::SaveShards(const std::string& directory,
+                                        const std::string& file_name,
+                                        int writer,
+                                        SaveShardsResponse* response) const {
+  return SaveShardCheckpointAs(held_->store, directory, file_name, writer,
+                               response);
+}
+
+absl::Status EmbeddedShards::Restore(const CheckpointManifest& manifest,
+                                     const std::string& directory) {
+  RestoreShardsResponse response;
+  return RestoreShardCheckpoint(manifest, directory, &held_->store, &response);
+}
+
 absl::StatusOr<std::string> EmbeddedShards::SaveCheckpoint(
     const JobConfig& job, const std::string& root, int64_t step,
     int epoch) const {

@@ -20,7 +20,9 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "common/model_spec.h"
+#include "proto/checkpoint.pb.h"
 #include "proto/job.pb.h"
+#include "proto/ps_service.pb.h"
 
 namespace tessera {
 
@@ -64,6 +66,33 @@ class EmbeddedShards {
   void ReadRows(int v, absl::Span<const int64_t> ids, float* out);
   void ApplyRows(int v, absl::Span<const int64_t> ids,
                  absl::Span<const float> gradients);
+
+  // A fixed-size variable's whole state: its values, its optimizer's
+  // slots (in Optimizer::slot_name order) and its update count (Adam's
+  // t), to hold it elsewhere (a mirrored replica) and put it back.
+  // FailedPrecondition for a growing table; SetState InvalidArgument,
+  // naming the variable, for sizes or a slot count that differ (nothing
+  // changes then).
+  struct State {
+    std::vector<float> values;
+    std::vector<std::vector<float>> slots;
+    int64_t updates = 0;
+  };
+  absl::StatusOr<State> GetState(int v) const;
+  absl::Status SetState(int v, State state);
+
+  // Writes every variable into <directory>/<file_name> as a parameter
+  // server writes its shards (ps_server/shard_checkpoint.h), the file and
+  // shards marked as `writer`'s; `response` lists them for a manifest.
+  absl::Status SaveShards(const std::string& directory,
+                          const std::string& file_name, int writer,
+                          SaveShardsResponse* response) const;
+  // Fills every variable from the checkpoint `manifest` describes, in
+  // `directory`, wherever it was saved (any number of servers, or a
+  // replica's file), as a parameter server restores its shards; all or
+  // nothing, with its errors.
+  absl::Status Restore(const CheckpointManifest& manifest,
+                       const std::string& directory);
 
   // Writes every variable as the checkpoint of one parameter server under
   // checkpoint root `root` (common/checkpoint/checkpoint_dir.h), at global

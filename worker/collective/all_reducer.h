@@ -1,6 +1,8 @@
 #ifndef TESSERA_WORKER_COLLECTIVE_ALL_REDUCER_H_
 #define TESSERA_WORKER_COLLECTIVE_ALL_REDUCER_H_
 
+#include <cstdint>
+
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 
@@ -34,6 +36,23 @@ class AllReducer {
   // error (a peer down or too slow, sizes that differ between ranks) the
   // contents of `data` are unspecified and the message names the peer.
   virtual absl::Status AllReduce(absl::Span<float> data) = 0;
+
+  // Fails the AllReduce in progress, if any, and every later one until
+  // Restart, at once, with `why`: another member gave the step up, so
+  // waiting for it would last until the deadline. Safe to call from any
+  // thread, concurrently with AllReduce. A group that cannot (NCCL) lets
+  // the call run to its deadline.
+  virtual void Abort(const absl::Status& why) {}
+
+  // Starts the group over after a failure: every rank calls it with the
+  // same `epoch`, larger than the number of calls any rank made, before
+  // its next AllReduce, so that a rank that restarted (its count back at
+  // 0) and ranks that went on count their calls alike again.
+  // Unimplemented for a group that cannot start over.
+  virtual absl::Status Restart(uint64_t epoch) {
+    return absl::UnimplementedError(
+        "this all-reduce cannot start over after a failure");
+  }
 
   // Whether AllReduceOnDevice may be called now: true for a group that
   // sums device memory itself (NCCL between GPUs), and for the negotiated

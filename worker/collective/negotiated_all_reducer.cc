@@ -161,6 +161,12 @@ absl::Status NegotiatedAllReducer::Negotiate() {
   return absl::OkStatus();
 }
 
+absl::Status NegotiatedAllReducer::Restart(uint64_t epoch) {
+  nccl_.reset();
+  negotiated_ = false;
+  return ring_->Restart(epoch);
+}
+
 absl::Status NegotiatedAllReducer::AllReduce(absl::Span<float> data) {
   if (!negotiated_) {
     if (absl::Status s = Negotiate(); !s.ok()) return s;

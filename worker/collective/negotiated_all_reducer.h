@@ -62,6 +62,10 @@ class NegotiatedAllReducer final : public AllReducer {
   Memory memory() const override { return Memory::kHost; }
 
   absl::Status AllReduce(absl::Span<float> data) override;
+  void Abort(const absl::Status& why) override { ring_->Abort(why); }
+  // Leaves NCCL (a restarted rank has no communicator) and the ring
+  // starts over; the next AllReduce negotiates again.
+  absl::Status Restart(uint64_t epoch) override;
 
   // False until the first AllReduce, then whether the NCCL group sums
   // device memory.

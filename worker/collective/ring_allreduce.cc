@@ -167,11 +167,30 @@ std::string RingAllReduce::PeerName(int rank) const {
   return absl::StrCat("rank ", rank, " (", peers_[rank], ")");
 }
 
+void RingAllReduce::Abort(const absl::Status& why) { receiver_->Abort(why); }
+
+absl::Status RingAllReduce::Restart(uint64_t epoch) {
+  if (epoch < generation_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ring all-reduce: rank ", rank_, " cannot start over at ",
+                     epoch, ": it already made ", generation_, " calls"));
+  }
+  generation_ = epoch;
+  // A restarted neighbour listens on a new data plane port.
+  right_port_ = 0;
+  receiver_->ClearAbort();
+  return absl::OkStatus();
+}
+
 absl::Status RingAllReduce::AllReduce(absl::Span<float> data) {
   if (num_ranks_ == 1) return absl::OkStatus();
   if (right_ == nullptr) {
     return absl::FailedPreconditionError(
         "ring all-reduce: RegisterService and SetPeers come before AllReduce");
+  }
+  // Given up (Abort) until Restart: no stream goes out.
+  if (absl::Status aborted = receiver_->aborted(); !aborted.ok()) {
+    return aborted;
   }
   const absl::Time deadline = absl::Now() + absl::Seconds(options_.timeout_s);
   const RingSchedule schedule(num_ranks_, rank_,

@@ -94,6 +94,10 @@ class RingAllReduce final : public AllReducer {
   // InvalidArgument on the ranks that see the difference and an error on
   // the others. After an error every rank should stop using the ring.
   absl::Status AllReduce(absl::Span<float> data) override;
+  void Abort(const absl::Status& why) override;
+  // Ends an abort. InvalidArgument when `epoch` is below the calls this
+  // rank made.
+  absl::Status Restart(uint64_t epoch) override;
 
  private:
   RingAllReduce(int rank, int num_ranks, RingAllReduceOptions options);

@@ -307,6 +307,7 @@ void RingReceiver::Begin(RingCall* call) {
     absl::MutexLock lock(&mu_);
     active_ = call;
     begun_generation_ = call->generation;
+    if (!aborted_.ok()) FailLocked(call, aborted_);
     cv_.SignalAll();  // data plane connections parked in AttachTcp
     for (auto it = parked_.begin(); it != parked_.end();) {
       if (it->first < call->generation) {
@@ -402,6 +403,22 @@ absl::Status RingReceiver::Fail(RingCall* call, const absl::Status& status) {
 void RingReceiver::SetLeftName(std::string left_name) {
   absl::MutexLock lock(&mu_);
   left_name_ = std::move(left_name);
+}
+
+void RingReceiver::Abort(const absl::Status& why) {
+  absl::MutexLock lock(&mu_);
+  aborted_ = why;
+  if (active_ != nullptr) FailLocked(active_, why);
+}
+
+absl::Status RingReceiver::aborted() const {
+  absl::MutexLock lock(&mu_);
+  return aborted_;
+}
+
+void RingReceiver::ClearAbort() {
+  absl::MutexLock lock(&mu_);
+  aborted_ = absl::OkStatus();
 }
 
 void RingReceiver::FailLocked(RingCall* call, const absl::Status& status) {

@@ -82,7 +82,8 @@ class RingReceiver final : public Collective::CallbackService {
 
   // Makes `call` the active call and attaches the left neighbour's stream
   // for its generation if it already arrived. Streams of older
-  // generations still waiting are ended with an error.
+  // generations still waiting are ended with an error. While aborted, the
+  // call fails at once.
   // REQUIRES: no call active; generations increase from call to call.
   void Begin(RingCall* call);
 
@@ -101,6 +102,12 @@ class RingReceiver final : public Collective::CallbackService {
   // Records an error of the sending side, so that waiters stop, and
   // returns the call's first error (which may be an earlier one).
   absl::Status Fail(RingCall* call, const absl::Status& status);
+
+  // Fails the active call, if any, with `why` at once, and makes
+  // aborted() return it until ClearAbort: the group gave this step up.
+  void Abort(const absl::Status& why);
+  absl::Status aborted() const;
+  void ClearAbort();
 
   // Ends `call`: after it returns, nothing touches call->data any more.
   // When `outcome` is an error the stream from the left is ended with it.
@@ -154,7 +161,7 @@ class RingReceiver final : public Collective::CallbackService {
   const int rank_;
   const int num_ranks_;
   const RpcAuth auth_;
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   std::string left_name_ ABSL_GUARDED_BY(mu_);
   absl::CondVar cv_;  // progress, errors, reactors going idle
   RingCall* active_ ABSL_GUARDED_BY(mu_) = nullptr;
@@ -169,6 +176,7 @@ class RingReceiver final : public Collective::CallbackService {
   std::map<uint64_t, RingExchangeReactor*> parked_ ABSL_GUARDED_BY(mu_);
   int data_plane_port_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status aborted_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace tessera

@@ -15,6 +15,8 @@ absl::StatusOr<std::unique_ptr<MirroredParameters>> MirroredParameters::Create(
   if (!opt.ok()) return opt.status();
   std::unique_ptr<MirroredParameters> p(new MirroredParameters());
   p->optimizers_.push_back(*std::move(opt));
+  p->defs_ = variables;
+  p->optimizer_ = optimizer;
   int64_t total = 0;
   for (const VariableDef& var : variables) {
     int64_t n = 1;

@@ -58,6 +58,21 @@ class MirroredParameters {
   // changes nothing.
   absl::Status ApplyReduced();
 
+  // What Create was given, and the replica's state for its checkpoints
+  // (worker/params/replica_checkpoint.h): variable v's values, its
+  // optimizer's slots (in slot order) and the update count, which a
+  // restore sets together. REQUIRES: no step in progress.
+  const std::vector<VariableDef>& variables() const { return defs_; }
+  const OptimizerConfig& optimizer() const { return optimizer_; }
+  absl::Span<float> mutable_values(int v) {
+    return absl::MakeSpan(values_[v].data(), values_[v].size());
+  }
+  std::vector<std::vector<float>>& mutable_slots(int v) { return slots_[v]; }
+  const std::vector<std::vector<float>>& slots(int v) const {
+    return slots_[v];
+  }
+  void set_updates(int64_t updates) { updates_ = updates; }
+
   // CRC32C of every value, to check that replicas are identical.
   uint32_t Checksum() const;
   int64_t updates() const { return updates_; }
@@ -65,6 +80,8 @@ class MirroredParameters {
  private:
   MirroredParameters() = default;
 
+  std::vector<VariableDef> defs_;
+  OptimizerConfig optimizer_;
   std::vector<std::string> names_;
   std::vector<HostArray<float>> values_;
   std::vector<int64_t> offsets_;  // of each variable in reduce_

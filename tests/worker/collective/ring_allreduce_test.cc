@@ -12,6 +12,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/data_plane/data_plane_kind.h"
 #include "common/data_plane/handshake.h"
 #include "common/data_plane/socket.h"
@@ -341,6 +342,31 @@ TEST_P(RingTransportTest, WorksAgainAfterAFailedCall) {
   ASSERT_FALSE(status[1].ok());
   // Call 2, with agreeing sizes, succeeds: nothing of call 1 leaks in.
   ExpectAllReduceSums(ring, RandomInputs(n, 333, 8));
+}
+
+// A mirrored job's chief interrupts the ranks that wait for a replica
+// that gave the step up (#30): the waiting call ends with the abort, not
+// at its deadline, later calls fail at once, and once every rank starts
+// over at one epoch (a restarted rank's count is back at 0) the ring sums
+// again.
+TEST_P(RingTransportTest, AbortEndsAWaitingCallAndRestartRejoinsTheRing) {
+  Ring ring(2, Options({.chunk_bytes = 64, .timeout_s = 120}));
+  std::vector<float> x(1000, 1.0f);
+  absl::Status waiting;
+  std::thread caller(
+      [&] { waiting = ring.rank(0).AllReduce(absl::MakeSpan(x)); });
+  absl::SleepFor(absl::Milliseconds(200));
+  ring.rank(0).Abort(absl::AbortedError("worker 1 gave step 7 up"));
+  caller.join();
+  EXPECT_TRUE(absl::IsAborted(waiting)) << waiting;
+  EXPECT_THAT(std::string(waiting.message()), HasSubstr("gave step 7 up"));
+  absl::Status later = ring.rank(0).AllReduce(absl::MakeSpan(x));
+  EXPECT_TRUE(absl::IsAborted(later)) << later;
+
+  absl::Status too_low = ring.rank(0).Restart(0);
+  EXPECT_TRUE(absl::IsInvalidArgument(too_low)) << too_low;
+  for (int r = 0; r < 2; ++r) ASSERT_TRUE(ring.rank(r).Restart(1000).ok());
+  ExpectAllReduceSums(ring, RandomInputs(2, 333, 9));
 }
 
 TEST(RingAllReduceTcpTest, ChecksTheJobTokenOnTheDataPlane) {

@@ -1,0 +1,50 @@
+#include "coordinator/worker_replicas.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "coordinator/parallel/bounded_for_each.h"
+
+namespace tessera {
+
+WorkerReplicas::WorkerReplicas(std::vector<WorkerTask*> workers,
+                               int max_concurrency)
+    : workers_(std::move(workers)), max_concurrency_(max_concurrency) {}
+
+absl::Status WorkerReplicas::Save(const std::string& directory, int64_t step,
+                                  SaveShardsResponse* response) {
+  SaveShardsRequest request;
+  request.set_directory(directory);
+  request.set_global_step(step);
+  std::vector<std::string> errors;
+  for (size_t w = 0; w < workers_.size(); ++w) {
+    absl::Status s = workers_[w]->SaveReplica(request, response);
+    if (s.ok()) return s;
+    errors.push_back(absl::StrCat("worker ", w, ": ", s.message()));
+  }
+  return absl::UnavailableError(absl::StrCat("no worker saved its replica: ",
+                                             absl::StrJoin(errors, "; ")));
+}
+
+absl::Status WorkerReplicas::Restore(const ValidCheckpoint& checkpoint) {
+  RestoreReplicaRequest request;
+  request.mutable_checkpoint()->set_directory(checkpoint.path);
+  *request.mutable_checkpoint()->mutable_manifest() = checkpoint.manifest;
+  last_epoch_ = std::max(
+      last_epoch_ + 1, static_cast<uint64_t>(absl::ToUnixMicros(absl::Now())));
+  request.set_collective_epoch(last_epoch_);
+  return BoundedForEach(
+      static_cast<int>(workers_.size()), max_concurrency_, [&](int w) {
+        RestoreShardsResponse response;
+        absl::Status s = workers_[w]->RestoreReplica(request, &response);
+        if (s.ok()) return s;
+        return absl::Status(
+            s.code(), absl::StrCat("worker ", w, " (", workers_[w]->address(),
+                                   "): ", s.message()));
+      });
+}
+
+}  // namespace tessera
