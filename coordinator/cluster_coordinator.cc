@@ -156,37 +156,46 @@ void ClusterCoordinator::Forget(int worker) {
   wake_[worker].Signal();
 }
 
+absl::Status ClusterCoordinator::CheckDrain(int worker) const {
+  const int n = static_cast<int>(workers_.size());
+  if (worker < 0 || worker >= n) {
+    return absl::NotFoundError(absl::StrCat("there is no worker ", worker,
+                                            " (the job has workers 0 to ",
+                                            n - 1, ")"));
+  }
+  if (presence_[worker] != Presence::kActive) {
+    const Presence p = presence_[worker];
+    return absl::FailedPreconditionError(
+        absl::StrCat("worker ", worker, " ",
+                     p == Presence::kJoining    ? "is still joining"
+                     : p == Presence::kDraining ? "is already draining"
+                                                : "has already left (drained "
+                                                  "or removed)"));
+  }
+  const int floor = std::max(1, options_.min_workers);
+  if (ActiveWorkers() - 1 < floor) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "draining worker ", worker, " would leave ", ActiveWorkers() - 1,
+        " worker(s), fewer than the job's minimum of ", floor,
+        " (--min_workers)"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ClusterCoordinator::Drain(int worker) {
   {
     absl::MutexLock lock(&mu_);
-    const int n = static_cast<int>(workers_.size());
-    if (worker < 0 || worker >= n) {
-      return absl::NotFoundError(absl::StrCat("there is no worker ", worker,
-                                              " (the job has workers 0 to ",
-                                              n - 1, ")"));
-    }
-    if (presence_[worker] != Presence::kActive) {
-      const Presence p = presence_[worker];
-      return absl::FailedPreconditionError(
-          absl::StrCat("worker ", worker, " ",
-                       p == Presence::kJoining ? "is still joining"
-                       : p == Presence::kDraining
-                           ? "is already draining"
-                           : "has already left (drained or removed)"));
-    }
-    const int floor = std::max(1, options_.min_workers);
-    if (ActiveWorkers() - 1 < floor) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "draining worker ", worker, " would leave ", ActiveWorkers() - 1,
-          " worker(s), fewer than the job's minimum of ", floor,
-          " (--min_workers)"));
-    }
-    presence_[worker] = Presence::kDraining;
-    HandOver(worker, "drained");
-    wake_[worker].Signal();
+    if (absl::Status s = CheckDrain(worker); !s.ok()) return s;
   }
+  // Told before the worker can see it: an idle worker drains at once, and
+  // its kDrained must come after this.
   LOG(INFO) << "worker " << worker << " is draining";
   Tell(worker, MemberEvent::kDraining, "finishes the steps it holds");
+  absl::MutexLock lock(&mu_);
+  if (absl::Status s = CheckDrain(worker); !s.ok()) return s;  // raced
+  presence_[worker] = Presence::kDraining;
+  HandOver(worker, "drained");
+  wake_[worker].Signal();
   return absl::OkStatus();
 }
 

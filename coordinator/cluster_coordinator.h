@@ -218,6 +218,8 @@ class ClusterCoordinator {
   void HandOver(int worker, const std::string& why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Tell(int worker, MemberEvent event, const std::string& note) const;
+  // Why `worker` cannot drain now, or OK.
+  absl::Status CheckDrain(int worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void WakeAll() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // How far `worker` is ahead of the slowest worker that still has work.
   int64_t Lead(int worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -45,7 +45,12 @@ void Membership::Set(int worker, MemberState state, const std::string& note,
   absl::MutexLock lock(&mu_);
   if (worker < 0 || worker >= static_cast<int>(rows_.size())) return;
   Row& row = rows_[worker];
-  if (row.state == state) return;
+  // Drained and removed are final: news that arrives after them (a
+  // drain told late) changes nothing.
+  if (row.state == state || row.state == MemberState::kDrained ||
+      row.state == MemberState::kRemoved) {
+    return;
+  }
   row.state = state;
   row.since = now;
   Record(worker, note, now);

@@ -42,6 +42,7 @@ class Membership {
   // the coordinator's index for it. Joining until Set says otherwise.
   void Add(int index, WorkerTask* task, absl::Time now = absl::Now());
   // Records a change (an unknown index is ignored); `note` says why.
+  // Drained and removed are final: a change after them is ignored.
   void Set(int worker, MemberState state, const std::string& note,
            absl::Time now = absl::Now());
 

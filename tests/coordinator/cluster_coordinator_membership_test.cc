@@ -133,6 +133,20 @@ TEST_F(ClusterCoordinatorMembershipTest,
   EXPECT_EQ(RanOn(21), std::set<int>{0});
 }
 
+// An idle worker drains at once: its kDrained still comes after its
+// kDraining, so the membership table ends with it drained.
+TEST_F(ClusterCoordinatorMembershipTest, IdleWorkerIsToldDrainingThenDrained) {
+  Start(2);
+  ASSERT_TRUE(coord_->Drain(1).ok());
+  ASSERT_TRUE(WaitForEvent(1, MemberEvent::kDrained));
+  std::vector<MemberEvent> of_1;
+  for (const auto& [worker, event] : events()) {
+    if (worker == 1) of_1.push_back(event);
+  }
+  EXPECT_EQ(of_1, (std::vector<MemberEvent>{MemberEvent::kDraining,
+                                            MemberEvent::kDrained}));
+}
+
 TEST_F(ClusterCoordinatorMembershipTest, DrainBelowTheFloorIsRefused) {
   min_workers_ = 2;
   Start(2);

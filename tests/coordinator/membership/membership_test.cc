@@ -49,6 +49,8 @@ TEST(MembershipTest, KeepsEveryWorkersStateAndTheHistory) {
   m.Set(1, MemberState::kDrained, "done", t0 + absl::Seconds(8));
   m.Set(0, MemberState::kDown, "killed", t0 + absl::Seconds(9));
   m.Set(0, MemberState::kRemoved, "not back", t0 + absl::Seconds(10));
+  // Final: news that arrives late changes nothing.
+  m.Set(1, MemberState::kDraining, "told late", t0 + absl::Seconds(11));
   EXPECT_EQ(m.Active(), (std::vector<WorkerTask*>{&c}));
   EXPECT_EQ(m.Present(), (std::vector<WorkerTask*>{&c}));
   EXPECT_EQ(m.IndexOf("h:2"), 1);
