@@ -3,7 +3,9 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -19,6 +21,12 @@
 #include "proto/worker_service.pb.h"
 
 namespace tessera {
+
+// What happens to a worker's place in the job (CoordinatorOptions::
+// on_member_event): it joined (AddWorker), failed and is waited for, came
+// back, finished draining (it holds no step and takes none), or was
+// removed after not coming back.
+enum class MemberEvent { kJoined, kDown, kBack, kDraining, kDrained, kRemoved };
 
 struct CoordinatorOptions {
   // How long a failed worker may take to come back before the job fails.
@@ -55,6 +63,18 @@ struct CoordinatorOptions {
   // (TakeReplicaLoss says so): the job restores every replica and server
   // from its last checkpoint (PsRecovery), or stops without one.
   bool replicas_in_lockstep = false;
+  // A worker that is not back within worker_recovery_timeout is removed
+  // from the job, its steps going to the others, instead of failing the
+  // job. Nobody restarts: the job goes on with the workers it has. Not
+  // with replicas_in_lockstep: their ring has a fixed size.
+  bool remove_lost_workers = false;
+  // The floor: fewer workers than this (after removals and drains; at
+  // least 1) fail the job, and a drain that would cross it is refused.
+  int min_workers = 1;
+  // Told of every change of a worker's membership (MemberEvent), on the
+  // thread that made it, outside the coordinator's lock. May be empty.
+  std::function<void(int worker, MemberEvent event, const std::string& note)>
+      on_member_event;
 };
 
 // Runs scheduled steps on workers, as TF's ClusterCoordinator: one thread
@@ -69,7 +89,14 @@ struct CoordinatorOptions {
 // queued steps are cancelled and the error is returned once, by the next
 // Schedule or Join.
 //
-// Thread safety: Schedule and Join may be called from any thread.
+// Membership: steps are queued by the dataset shard they read (one queue
+// per worker the coordinator started with), and each worker serves one or
+// more queues. A worker that joins (AddWorker) serves the queue with the
+// fewest servers and takes steps at once; a worker that drains (Drain) or
+// is removed hands its queues to the worker serving the fewest, so its
+// steps run elsewhere with the same examples, each once.
+//
+// Thread safety: every method may be called from any thread.
 class ClusterCoordinator {
  public:
   ClusterCoordinator(std::vector<std::unique_ptr<WorkerStub>> workers,
@@ -94,15 +121,39 @@ class ClusterCoordinator {
   // parameter server that stops answering its heartbeat.
   void Abort(absl::Status error);
 
+  // Adds a worker to the running job, joining: it takes no step until
+  // Activate. Returns its index. FailedPrecondition once the coordinator
+  // is stopping.
+  absl::StatusOr<int> AddWorker(std::unique_ptr<WorkerStub> worker);
+  // The joining `worker` (configured meanwhile with the shard of `queue`,
+  // from QueueForNewWorker) serves `queue` and takes steps from now on.
+  // UNAVAILABLE while an error is recorded and not yet taken by Join (the
+  // job is recovering): ask again.
+  absl::Status Activate(int worker, int queue);
+  // The joining `worker` never became ready (it could not be configured):
+  // it leaves without having taken a step.
+  void Forget(int worker);
+  // The queue a worker added now would serve: the one with the fewest
+  // live servers (then the most steps waiting, then the lowest index).
+  int QueueForNewWorker() const;
+  // Lets `worker` finish the steps it holds and take no more; its queues
+  // go to the others at once, and on_member_event says kDrained once its
+  // last step is over. FailedPrecondition when it is not an active worker
+  // or when the workers left would be fewer than min_workers.
+  absl::Status Drain(int worker);
+
+  int num_workers() const;
+  // The queues steps are scheduled to: the workers the coordinator was
+  // started with.
+  int num_queues() const { return num_queues_; }
   // Whether a replica was lost (replicas_in_lockstep) since the last
   // call: its worker failed a step and, unless its recovery timed out,
   // answers again.
   bool TakeReplicaLoss();
-
-  int num_workers() const { return static_cast<int>(workers_.size()); }
   int64_t steps_done() const;
   int64_t steps_rerun() const;
-  // Per worker: steps finished, and whether it is down (failed, not back).
+  // Per worker: steps finished, and whether it is down (failed, not back)
+  // or gone (drained or removed).
   std::vector<std::pair<int64_t, bool>> worker_progress() const;
   // Per worker: steps finished per second over the last `window` (0 for a
   // worker that finished none in it, so an idle worker does not show the
@@ -127,33 +178,54 @@ class ClusterCoordinator {
     int64_t seq = 0;
   };
 
-  void WorkerLoop(int worker);
+  // Whether a worker takes steps, is draining, or has left the job.
+  enum class Presence { kJoining, kActive, kDraining, kGone };
+
+  void WorkerLoop(int worker, WorkerStub* stub);
   // Takes the next steps for `worker` into *out (one, or in asynchronous
   // mode up to steps_per_call of its own); false when stopping.
   bool Take(int worker, std::vector<Pending>* out);
   // A step that failed on `worker` with `status`: re-run it (the worker
   // died, or it could not reach a server for a while) or fail the job.
-  void HandleFailure(int worker, const absl::Status& status, Pending p);
+  void HandleFailure(int worker, WorkerStub* stub, const absl::Status& status,
+                     Pending p);
   // O(1) without a staleness bound (O(workers) with one): it runs for
   // every wake-up of a worker, and there are hundreds of workers.
   bool HasWork(int worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Whether `worker` has steps of its own, or unassigned ones, queued.
+  // Whether the queues `worker` serves, or the unassigned steps, hold any.
   bool HasOwn(int worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Removes the first queued of `worker`'s own and the unassigned steps.
+  // Removes the first queued of the steps of `worker`'s queues and the
+  // unassigned ones.
   Pending PopOwn(int worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Queues `p` at the back, or at the front (`front`: a step that ran and
   // goes again), and wakes the workers that may take it.
   void Enqueue(Pending p, bool front) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Another worker may take `worker`'s queued steps: it is down, or has
-  // at least steal_threshold of them.
-  bool Stealable(int worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Keeps stealable_ and stealable_count_ right after `worker`'s queue or
-  // down_ changed; wakes every worker when its steps became stealable.
-  void UpdateStealable(int worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Any worker may take queue `queue`'s steps: every worker serving it is
+  // down, or it holds at least steal_threshold of them.
+  bool Stealable(int queue) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Keeps stealable_ and stealable_count_ right after queue `queue` or its
+  // servers' down_ changed; wakes every worker when it became stealable.
+  void UpdateStealable(int queue) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Every queue `worker` serves, after its down_ changed.
+  void UpdateStealableOf(int worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Live servers of `queue` (not gone), down ones included.
+  int LiveServers(int queue) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Active workers (not draining or gone), down ones included.
+  int ActiveWorkers() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `worker` leaves the job (draining or removed): its queues go to the
+  // active workers serving the fewest. Records the job's error when no
+  // active worker is left or fewer than min_workers.
+  void HandOver(int worker, const std::string& why)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Tell(int worker, MemberEvent event, const std::string& note) const;
+  // Why `worker` cannot drain now, or OK.
+  absl::Status CheckDrain(int worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void WakeAll() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // How far `worker` is ahead of the slowest worker that still has work.
   int64_t Lead(int worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void RecoverWorker(int worker);
+  // Waits for a failed worker to come back; past worker_recovery_timeout
+  // removes it (remove_lost_workers) or fails the job.
+  void RecoverWorker(int worker, WorkerStub* stub);
   // For a step that failed with `status` on `worker`, which still answers:
   // queues it again after a pause and returns true when the failure may
   // pass (step_retry_timeout); false when it is the job's error.
@@ -162,12 +234,19 @@ class ClusterCoordinator {
   void CancelQueued() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status TakeError() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  const std::vector<std::unique_ptr<WorkerStub>> workers_;
   const CoordinatorOptions options_;
+  const int num_queues_;
 
   mutable absl::Mutex mu_;
-  // The queue, split by preferred worker so that a worker finds its next
-  // step without reading the others' (in queue order by Pending::seq).
+  // Grows as workers join; a worker's thread holds its own stub's pointer.
+  std::vector<std::unique_ptr<WorkerStub>> workers_ ABSL_GUARDED_BY(mu_);
+  std::vector<Presence> presence_ ABSL_GUARDED_BY(mu_);
+  // The queues each worker serves, and each queue's servers.
+  std::vector<std::vector<int>> serves_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::vector<int>> servers_ ABSL_GUARDED_BY(mu_);
+  // The queue, split by shard (preferred worker at the start) so that a
+  // worker finds its next step without reading the others' (in queue order
+  // by Pending::seq).
   std::vector<std::deque<Pending>> own_ ABSL_GUARDED_BY(mu_);
   std::deque<Pending> any_ ABSL_GUARDED_BY(mu_);  // no preference
   int64_t queued_ ABSL_GUARDED_BY(mu_) = 0;       // in own_ and any_
@@ -177,10 +256,14 @@ class ClusterCoordinator {
   int stealable_count_ ABSL_GUARDED_BY(mu_) = 0;
   // Per worker, what its thread waits on for a step: a worker is woken
   // for what it may take, not at every change of the queue.
-  std::unique_ptr<absl::CondVar[]> wake_;
+  // A deque: a worker's CondVar stays put as others join.
+  std::deque<absl::CondVar> wake_ ABSL_GUARDED_BY(mu_);
   std::vector<bool> down_ ABSL_GUARDED_BY(mu_);
   std::vector<bool> busy_ ABSL_GUARDED_BY(mu_);
   std::vector<int64_t> finished_ ABSL_GUARDED_BY(mu_);  // per worker
+  // Of finished_, what a worker that joined under a staleness bound was
+  // counted as having finished (the slowest worker's steps then).
+  std::vector<int64_t> credit_ ABSL_GUARDED_BY(mu_);
   // Per worker: when its last kRateSamples steps finished.
   static constexpr size_t kRateSamples = 1024;
   std::vector<std::deque<absl::Time>> finish_times_ ABSL_GUARDED_BY(mu_);
@@ -192,7 +275,7 @@ class ClusterCoordinator {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool replica_lost_ ABSL_GUARDED_BY(mu_) = false;
 
-  std::vector<std::thread> threads_;
+  std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace tessera

@@ -31,6 +31,7 @@
 #include "coordinator/job_cluster.h"
 #include "coordinator/job_config.h"
 #include "coordinator/job_flags.h"
+#include "coordinator/remote_worker.h"
 #include "coordinator/training_job.h"
 #include "coordinator/variable_plan.h"
 #include "gflags/gflags.h"
@@ -57,7 +58,16 @@ DEFINE_int32(startup_concurrency, 32,
              "waits for, configures and stops at once (>= 1; 1: one after "
              "another).");
 DEFINE_double(worker_recovery_timeout_s, 300,
-              "How long a failed worker may take to come back.");
+              "How long a failed worker may take to come back (then the job "
+              "fails, or with --remove_lost_workers the worker is removed).");
+DEFINE_bool(remove_lost_workers, false,
+            "A worker that is not back within --worker_recovery_timeout_s is "
+            "removed from the job and its steps go to the others, instead of "
+            "failing the job (async, ssp and sync; docs/operations.md, "
+            "\"Growing and shrinking a job\").");
+DEFINE_int32(min_workers, 1,
+             "The fewest workers the job goes on with: a removal that leaves "
+             "fewer fails the job, and tessera_ctl drain refuses to go below.");
 DEFINE_double(step_retry_timeout_s, 60,
               "How long a step that failed on a worker that still answers, "
               "because it could not reach a parameter server (UNAVAILABLE, "
@@ -232,6 +242,12 @@ int main(int argc, char** argv) {
       absl::Seconds(FLAGS_worker_recovery_timeout_s);
   options.coordinator.step_retry_timeout =
       absl::Seconds(FLAGS_step_retry_timeout_s);
+  if (FLAGS_min_workers < 1) {
+    LOG(ERROR) << "--min_workers must be >= 1, got " << FLAGS_min_workers;
+    return 2;
+  }
+  options.coordinator.remove_lost_workers = FLAGS_remove_lost_workers;
+  options.coordinator.min_workers = FLAGS_min_workers;
   if (FLAGS_keep_checkpoints < 1 || FLAGS_checkpoint_every_epochs < 1) {
     LOG(ERROR) << "--keep_checkpoints and --checkpoint_every_epochs must be "
                   ">= 1";
@@ -255,6 +271,16 @@ int main(int argc, char** argv) {
   connect.timeout_s = FLAGS_rpc_timeout_s;
   connect.chunk_bytes = FLAGS_chunk_bytes;
   connect.security = start.security;
+  // Workers that join later are reached as those of the cluster spec.
+  options.connect_worker = [connect](const std::string& address, int index) {
+    return std::unique_ptr<tessera::WorkerTask>(
+        std::make_unique<tessera::RemoteWorker>(
+            address, index, tessera::MakeChannel(address, connect.security),
+            connect.timeout_s));
+  };
+  for (const auto& [name, addresses] : cluster->jobs()) {
+    options.cluster_jobs[name] = addresses;
+  }
   tessera::TrainingJob training(tessera::ConnectCluster(*cluster, connect),
                                 *job, *std::move(plan), options);
 
@@ -266,7 +292,7 @@ int main(int argc, char** argv) {
   tessera::CoordinatorService service(
       [&training] { return training.status(); }, training.control(),
       [&training](const std::string& reason) { training.Stop(reason); },
-      *std::move(auth));
+      *std::move(auth), &training);
   const std::string address = cluster->own_address();
   std::unique_ptr<grpc::Server> server =
       tessera::StartServer(address, &service, start.server);

@@ -13,11 +13,22 @@ namespace tessera {
 
 TestSetEvaluator::TestSetEvaluator(std::vector<WorkerTask*> workers,
                                    absl::Duration recovery_timeout)
+    : workers_([workers = std::move(workers)] { return workers; }),
+      recovery_timeout_(recovery_timeout) {}
+
+TestSetEvaluator::TestSetEvaluator(
+    std::function<std::vector<WorkerTask*>()> workers,
+    absl::Duration recovery_timeout)
     : workers_(std::move(workers)), recovery_timeout_(recovery_timeout) {}
 
 absl::Status TestSetEvaluator::Evaluate(int64_t test_examples,
                                         EpochResult* result) {
-  const int n = static_cast<int>(workers_.size());
+  const std::vector<WorkerTask*> workers = workers_();
+  if (workers.empty()) {
+    return absl::UnavailableError(
+        "no active worker is left to evaluate the test set");
+  }
+  const int n = static_cast<int>(workers.size());
   auto slice = [&](int w) {
     EvaluateRequest request;
     request.set_begin(test_examples * w / n);
@@ -29,13 +40,14 @@ absl::Status TestSetEvaluator::Evaluate(int64_t test_examples,
   std::vector<std::thread> threads;
   for (int w = 0; w < n; ++w) {
     threads.emplace_back([&, w] {
-      statuses[w] = workers_[w]->Evaluate(slice(w), &responses[w]);
+      statuses[w] = workers[w]->Evaluate(slice(w), &responses[w]);
     });
   }
   for (std::thread& t : threads) t.join();
   for (int w = 0; w < n; ++w) {
     if (statuses[w].ok()) continue;
-    statuses[w] = EvaluateElsewhere(w, slice(w), statuses[w], &responses[w]);
+    statuses[w] =
+        EvaluateElsewhere(workers, w, slice(w), statuses[w], &responses[w]);
   }
   int64_t examples = 0, correct = 0;
   double loss = 0;
@@ -81,12 +93,12 @@ bool MayPass(const absl::Status& s) { return LostState(s) || IsTransient(s); }
 
 }  // namespace
 
-absl::Status TestSetEvaluator::EvaluateElsewhere(int owner,
-                                                 const EvaluateRequest& request,
-                                                 absl::Status failure,
-                                                 EvaluateResponse* response) {
-  const int n = static_cast<int>(workers_.size());
-  if (!MayPass(failure) && workers_[owner]->Probe() == WorkerHealth::kReady) {
+absl::Status TestSetEvaluator::EvaluateElsewhere(
+    const std::vector<WorkerTask*>& workers, int owner,
+    const EvaluateRequest& request, absl::Status failure,
+    EvaluateResponse* response) {
+  const int n = static_cast<int>(workers.size());
+  if (!MayPass(failure) && workers[owner]->Probe() == WorkerHealth::kReady) {
     return failure;
   }
   LOG(WARNING) << "worker " << owner << " failed evaluating test examples ["
@@ -97,7 +109,7 @@ absl::Status TestSetEvaluator::EvaluateElsewhere(int owner,
   while (true) {
     for (int i = 0; i < n; ++i) {
       const int w = (owner + 1 + i) % n;  // the others first
-      WorkerTask* worker = workers_[w];
+      WorkerTask* worker = workers[w];
       const WorkerHealth health = worker->Probe();
       if (health == WorkerHealth::kDown) continue;
       if (health == WorkerHealth::kLostState && !worker->Restore().ok()) {

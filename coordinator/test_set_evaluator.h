@@ -2,6 +2,7 @@
 #define TESSERA_COORDINATOR_TEST_SET_EVALUATOR_H_
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -23,6 +24,10 @@ class TestSetEvaluator {
   // `workers` must outlive this object.
   TestSetEvaluator(std::vector<WorkerTask*> workers,
                    absl::Duration recovery_timeout);
+  // The workers that evaluate are `workers()`'s at each evaluation (an
+  // elastic job's active ones); they must outlive this object.
+  TestSetEvaluator(std::function<std::vector<WorkerTask*>()> workers,
+                   absl::Duration recovery_timeout);
 
   // Test examples [0, test_examples): fills *result's test figures.
   absl::Status Evaluate(int64_t test_examples, EpochResult* result);
@@ -31,11 +36,12 @@ class TestSetEvaluator {
   // Evaluates `request` (the slice of worker `owner`, whose own attempt
   // failed with `failure`) elsewhere. A failure of a worker that is up and
   // configured is the job's (bad data), returned as is.
-  absl::Status EvaluateElsewhere(int owner, const EvaluateRequest& request,
+  absl::Status EvaluateElsewhere(const std::vector<WorkerTask*>& workers,
+                                 int owner, const EvaluateRequest& request,
                                  absl::Status failure,
                                  EvaluateResponse* response);
 
-  const std::vector<WorkerTask*> workers_;
+  const std::function<std::vector<WorkerTask*>()> workers_;
   const absl::Duration recovery_timeout_;
 };
 

@@ -50,6 +50,10 @@ TrainingJob::TrainingJob(JobCluster cluster, JobConfig job, VariablePlan plan,
       std::make_unique<MetricsWriter>(options_.run_dir, mode_.ToString(), out_);
 
   CoordinatorOptions coordinator_options = options_.coordinator;
+  coordinator_options.on_member_event = [this](int worker, MemberEvent event,
+                                               const std::string& note) {
+    OnMemberEvent(worker, event, note);
+  };
   if (mode_.kind == TrainingMode::Kind::kSsp) {
     coordinator_options.max_staleness = mode_.staleness;
   }
@@ -71,6 +75,7 @@ TrainingJob::TrainingJob(JobCluster cluster, JobConfig job, VariablePlan plan,
     workers_.push_back(w.get());
     stubs.push_back(std::move(w));
   }
+  membership_ = std::make_unique<Membership>(workers_);
   coordinator_ = std::make_unique<ClusterCoordinator>(std::move(stubs),
                                                       coordinator_options);
   std::vector<PsClient*> clients;
@@ -114,12 +119,14 @@ TrainingJob::TrainingJob(JobCluster cluster, JobConfig job, VariablePlan plan,
   runner.steps_per_call = options_.coordinator.steps_per_call;
   runner_ = std::make_unique<StepRunner>(coordinator_.get(), runner, &board_,
                                          metrics_.get(), out_);
+  // The workers active when an evaluation starts share the test set.
   evaluator_ = std::make_unique<TestSetEvaluator>(
-      workers_, options_.coordinator.worker_recovery_timeout);
+      [this] { return membership_->Active(); },
+      options_.coordinator.worker_recovery_timeout);
   board_.Update([&](JobStatus* s) { s->set_epochs(job_.schedule().epochs()); });
 }
 
-TrainingJob::~TrainingJob() = default;
+TrainingJob::~TrainingJob() { CloseJoins(); }
 
 JobStatus TrainingJob::status() const {
   JobStatus status = board_.Snapshot();
@@ -130,14 +137,19 @@ JobStatus TrainingJob::status() const {
   // A recent rate, not the job's average: an idle worker shows 0.
   const std::vector<double> rates =
       coordinator_->steps_per_second(absl::Seconds(10));
-  for (size_t w = 0; w < workers_.size(); ++w) {
+  // Joined workers too; a worker that left keeps its row.
+  const size_t members = std::min<size_t>(
+      progress.size(), static_cast<size_t>(membership_->size()));
+  for (size_t w = 0; w < members && w < rates.size(); ++w) {
     WorkerState* state = status.add_workers();
     state->set_index(static_cast<int>(w));
-    state->set_address(workers_[w]->address());
+    state->set_address(membership_->task(static_cast<int>(w))->address());
     state->set_steps_done(progress[w].first);
     state->set_steps_per_second(rates[w]);
     state->set_down(progress[w].second);
   }
+  membership_->Fill(&status);
+  status.set_min_workers(std::max(1, options_.coordinator.min_workers));
   for (const ServerState& server : health_->ServerStates()) {
     *status.add_servers() = server;
   }
@@ -549,19 +561,22 @@ absl::Status TrainingJob::RunJob() {
                                    " steps per epoch, batch ",
                                    job_.schedule().batch_size()))
             << ", testing on " << test_examples_;
+  accepting_joins_ = true;
   return TrainEpochs(position);
 }
 
 void TrainingJob::ShutdownCluster() {
-  // Every task is told, whatever the others answer.
-  BoundedForEach(
-      static_cast<int>(workers_.size()), options_.startup_concurrency,
-      [&](int w) {
-        if (absl::Status s = workers_[w]->Shutdown("job finished"); !s.ok()) {
-          LOG(WARNING) << s;
-        }
-        return absl::OkStatus();
-      })
+  // Every task is told, whatever the others answer; those that joined
+  // too, not those that left.
+  const std::vector<WorkerTask*> workers = membership_->Present();
+  BoundedForEach(static_cast<int>(workers.size()), options_.startup_concurrency,
+                 [&](int w) {
+                   if (absl::Status s = workers[w]->Shutdown("job finished");
+                       !s.ok()) {
+                     LOG(WARNING) << s;
+                   }
+                   return absl::OkStatus();
+                 })
       .IgnoreError();
   BoundedForEach(static_cast<int>(ps_.size()), options_.startup_concurrency,
                  [&](int k) {
@@ -577,6 +592,7 @@ void TrainingJob::ShutdownCluster() {
 absl::Status TrainingJob::Run() {
   const absl::Time start = absl::Now();
   absl::Status status = RunJob();
+  CloseJoins();
   bool lost_output = false;
   if (status.ok()) {
     const std::vector<std::string> failures = metrics_->write_failures();
@@ -612,6 +628,7 @@ absl::Status TrainingJob::Run() {
     }
     PrintSummary(out_, summary);
   }
+  PrintMembership();
   if (options_.shutdown_cluster) ShutdownCluster();
   return status;
 }

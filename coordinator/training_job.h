@@ -5,8 +5,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <deque>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
@@ -17,11 +20,13 @@
 #include "common/training_mode.h"
 #include "coordinator/cluster_coordinator.h"
 #include "coordinator/cluster_health.h"
+#include "coordinator/control/elastic_control.h"
 #include "coordinator/control/job_control.h"
 #include "coordinator/control/job_status_board.h"
 #include "coordinator/data_plan.h"
 #include "coordinator/job_checkpointer.h"
 #include "coordinator/job_cluster.h"
+#include "coordinator/membership/membership.h"
 #include "coordinator/ps_recovery.h"
 #include "coordinator/report/epoch_result.h"
 #include "coordinator/report/metrics_writer.h"
@@ -75,6 +80,15 @@ struct TrainingJobOptions {
   // After its epochs the job waits for commands (tessera_ctl schedule,
   // checkpoint, stop) instead of ending.
   bool wait_for_commands = false;
+
+  // Elastic jobs (training_job_elastic.cc): how to reach a worker that
+  // joins (a RemoteWorker with the job's security; empty: no worker can
+  // join), and the job's tasks as the coordinator was started with them
+  // (job name -> addresses), from which a joining worker gets its cluster.
+  std::function<std::unique_ptr<WorkerTask>(const std::string& address,
+                                            int index)>
+      connect_worker;
+  std::map<std::string, std::vector<std::string>> cluster_jobs;
 };
 
 // The coordinator's job from start to end: wait for the cluster, create
@@ -83,11 +97,16 @@ struct TrainingJobOptions {
 // boundary, evaluate), serve operators' commands, report, and stop the
 // cluster. Its parts: ClusterHealth, PsRecovery, StepRunner,
 // TestSetEvaluator, MetricsWriter; operator_commands.cc serves tessera_ctl.
-class TrainingJob {
+//
+// Elastic: workers join (AddWorker) and drain (DrainWorker) while it runs,
+// and with CoordinatorOptions::remove_lost_workers a worker that does not
+// come back is removed; ClusterCoordinator moves the steps, Membership
+// keeps who is in the job (training_job_elastic.cc).
+class TrainingJob : public ElasticControl {
  public:
   TrainingJob(JobCluster cluster, JobConfig job, VariablePlan plan,
               TrainingJobOptions options);
-  ~TrainingJob();
+  ~TrainingJob() override;
 
   absl::Status Run();
 
@@ -103,6 +122,12 @@ class TrainingJob {
   // After Run: whether an operator's stop ended the job before its epochs
   // were all trained.
   bool stopped_early() const { return stopped_early_; }
+
+  // ElasticControl; any thread. Refused in mirrored and hybrid modes,
+  // whose replicas meet in a ring of fixed size, and outside training.
+  absl::StatusOr<AddWorkerResponse> AddWorker(
+      const std::string& address) override;
+  absl::StatusOr<int> DrainWorker(const std::string& worker) override;
 
  private:
   absl::Status RunJob();
@@ -163,6 +188,21 @@ class TrainingJob {
 
   void ShutdownCluster();
 
+  // Elastic (training_job_elastic.cc).
+  // Configures the joining worker `index` with the shard it will serve and
+  // lets it take steps; forgets it when it cannot be configured in time.
+  void FinishJoin(int index, WorkerTask* task);
+  // ClusterCoordinator's news of a worker, into the membership table; a
+  // drained worker is told to exit.
+  void OnMemberEvent(int worker, MemberEvent event, const std::string& note);
+  // Ends joins: no new one is taken, and those being configured stop.
+  void CloseJoins();
+  // When the workers changed while the job ran: each one's state and the
+  // steps it ran, one line each.
+  void PrintMembership() const;
+  // "mode X cannot ..." for a join or drain in a mode with replicas.
+  absl::Status RefuseMembershipChange(const std::string& what) const;
+
   const JobConfig job_;
   const VariablePlan plan_;
   VariablePlan served_;  // what the parameter servers hold of plan_
@@ -174,7 +214,10 @@ class TrainingJob {
   absl::Status mode_error_;  // a mode this cluster cannot run
 
   std::vector<std::unique_ptr<PsClient>> ps_;
-  std::vector<WorkerTask*> workers_;  // owned by coordinator_
+  // The workers the job started with, one dataset shard each (owned by
+  // coordinator_); membership_ holds these and those that joined.
+  std::vector<WorkerTask*> workers_;
+  std::unique_ptr<Membership> membership_;
   std::unique_ptr<ClusterCoordinator> coordinator_;
   JobStatusBoard board_;
   JobControl control_;
@@ -215,6 +258,13 @@ class TrainingJob {
   int64_t earlier_steps_rerun_ = 0;
   // coordinator_->steps_rerun() when the last epoch was kept.
   int64_t rerun_counted_ = 0;
+
+  // Joins: taken only while the epochs run; one at a time, so that the
+  // coordinator's index and the membership's agree.
+  std::atomic<bool> accepting_joins_{false};
+  std::atomic<bool> joins_closed_{false};
+  absl::Mutex join_mu_;
+  std::vector<std::thread> join_threads_ ABSL_GUARDED_BY(join_mu_);
 };
 
 }  // namespace tessera

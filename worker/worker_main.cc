@@ -2,10 +2,15 @@
 // it, pulling parameters from and pushing gradients to the parameter
 // servers. Needs only the cluster spec: the coordinator sends the rest.
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <memory>
 #include <string>
 
 #include "common/data_plane/data_plane_kind.h"
+#include "common/process/cluster_flags.h"
 #include "common/process/process_start.h"
 #include "common/process/security_flags.h"
 #include "common/rpc/grpc_channel.h"
@@ -18,6 +23,8 @@
 #include "worker/backend/gpu_probe.h"
 #include "worker/collective/negotiated_all_reducer.h"
 #include "worker/collective/ring_allreduce.h"
+#include "worker/join/join_job.h"
+#include "worker/join/join_watch.h"
 #include "worker/training_worker.h"
 #include "worker/worker_service.h"
 
@@ -36,6 +43,19 @@ DEFINE_string(data_plane, "tcp",
               "travel apart\") or grpc (the ParameterServer calls, the "
               "fallback).");
 
+DEFINE_string(join, "",
+              "HOST:PORT of the coordinator of a running job to join: the "
+              "worker asks it for its index and the cluster (no cluster "
+              "flags then), and the coordinator configures it and gives it "
+              "steps from the next step boundary (async, ssp, sync; "
+              "docs/operations.md, \"Growing and shrinking a job\"). Needs "
+              "the job's token and --join_address.");
+DEFINE_string(join_address, "",
+              "With --join: HOST:PORT where this worker serves, as the "
+              "coordinator and the parameter servers reach it.");
+DEFINE_double(join_timeout_s, 300,
+              "With --join: how long to keep asking a coordinator that does "
+              "not answer yet, or whose job is still starting.");
 DEFINE_bool(inflate_gzip_data, true,
             "Read gzipped IDX and Criteo files through a plain copy that "
             "the first worker of this machine inflates and the others share "
@@ -51,8 +71,17 @@ int main(int argc, char** argv) {
       &argc, &argv,
       "tessera_worker: training worker. The cluster comes from TF_CONFIG, "
       "--tf_config, --ps_hosts/--worker_hosts/--chief_host with "
-      "--task_type=worker --task_index=N, or (under srun) --slurm_jobs.",
-      "worker");
+      "--task_type=worker --task_index=N, or (under srun) --slurm_jobs; a "
+      "worker joining a running job gets it from --join=HOST:PORT.",
+      "worker", [](const tessera::ChannelSecurity& security) {
+        if (FLAGS_join.empty()) return tessera::ResolveClusterSpec();
+        tessera::JoinOptions join;
+        join.chief = FLAGS_join;
+        join.address = FLAGS_join_address;
+        join.security = security;
+        join.timeout = absl::Seconds(std::max(0.0, FLAGS_join_timeout_s));
+        return tessera::JoinRunningJob(join);
+      });
   if (!start.cluster) return start.exit_code;
   const tessera::ClusterSpec& cluster = *start.cluster;
   absl::StatusOr<tessera::DeviceChoice> choice =
@@ -144,9 +173,27 @@ int main(int argc, char** argv) {
       [&](grpc::ServerBuilder* builder) { (*ring)->RegisterService(builder); });
   if (server == nullptr) return 1;
   LOG(INFO) << "worker " << task_index << " serving at " << address;
+  // A worker that joined a running job stops, as if signalled, once that
+  // job no longer counts it, or its coordinator has not answered for a
+  // minute (nobody else would tell it: a restarted coordinator knows only
+  // its cluster spec's workers).
+  std::unique_ptr<tessera::JoinWatch> watch;
+  if (!FLAGS_join.empty()) {
+    tessera::JoinOptions join;
+    join.chief = FLAGS_join;
+    join.address = FLAGS_join_address;
+    join.security = start.security;
+    join.timeout = absl::Minutes(1);
+    watch = std::make_unique<tessera::JoinWatch>(
+        join, absl::Seconds(2), [](const std::string& why) {
+          LOG(WARNING) << "stopping: " << why;
+          kill(getpid(), SIGTERM);  // to the process: the signal thread
+        });
+  }
   const std::string why =
       tessera::WaitForShutdown(&service.shutdown_requested(), "request");
   LOG(INFO) << "worker " << task_index << " stopping (" << why << ")";
+  watch.reset();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   return 0;
 }

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/command_line.h"
+#include "common/exit_code.h"
 #include "common/process/cluster_flags.h"
 #include "common/process/security_flags.h"
 #include "common/rpc/grpc_channel.h"
@@ -26,7 +27,8 @@ DEFINE_string(listen_host, "[::]",
 namespace tessera {
 
 ProcessStart StartProcess(int* argc, char*** argv, const char* usage,
-                          absl::string_view task_type) {
+                          absl::string_view task_type,
+                          const ClusterSource& cluster_source) {
   gflags::SetUsageMessage(usage);
   ParseCommandLineOrExit(argc, argv);
   FLAGS_logtostderr = true;
@@ -38,20 +40,6 @@ ProcessStart StartProcess(int* argc, char*** argv, const char* usage,
 
   ProcessStart start;
   start.exit_code = 2;
-  absl::StatusOr<ClusterSpec> cluster = ResolveClusterSpec();
-  if (!cluster.ok()) {
-    LOG(ERROR) << cluster.status().message();
-    return start;
-  }
-  if (PrintClusterIfRequested(*cluster)) {
-    start.exit_code = 0;
-    return start;
-  }
-  if (cluster->task().type != task_type) {
-    LOG(ERROR) << (*argv)[0] << " needs a task of type " << task_type
-               << ", the cluster says " << cluster->task().type;
-    return start;
-  }
   if (FLAGS_chunk_bytes < 4096 || FLAGS_chunk_bytes > kMaxChunkBytes) {
     LOG(ERROR) << "--chunk_bytes must be in [4096, " << kMaxChunkBytes
                << "], got " << FLAGS_chunk_bytes;
@@ -66,6 +54,23 @@ ProcessStart StartProcess(int* argc, char*** argv, const char* usage,
   absl::StatusOr<ChannelSecurity> security = ChannelSecurityFromFlags();
   if (!security.ok()) {
     LOG(ERROR) << security.status().message();
+    return start;
+  }
+  absl::StatusOr<ClusterSpec> cluster =
+      cluster_source ? cluster_source(*security) : ResolveClusterSpec();
+  if (!cluster.ok()) {
+    LOG(ERROR) << cluster.status().message();
+    // From a source: a chief that refused (2) or never answered (1).
+    if (cluster_source) start.exit_code = ExitCodeFor(cluster.status());
+    return start;
+  }
+  if (PrintClusterIfRequested(*cluster)) {
+    start.exit_code = 0;
+    return start;
+  }
+  if (cluster->task().type != task_type) {
+    LOG(ERROR) << (*argv)[0] << " needs a task of type " << task_type
+               << ", the cluster says " << cluster->task().type;
     return start;
   }
   start.server.listen_host = FLAGS_listen_host;

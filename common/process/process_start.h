@@ -1,6 +1,7 @@
 #ifndef TESSERA_COMMON_PROCESS_START_H_
 #define TESSERA_COMMON_PROCESS_START_H_
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -34,8 +35,15 @@ struct ProcessStart {
   ChannelSecurity security;
   ServerOptions server;
 };
+//
+// `cluster_source`, when given, is asked for the cluster instead of the
+// cluster flags, with the checked security: a worker that joins a running
+// job asks its chief (worker_main.cc, --join).
+using ClusterSource =
+    std::function<absl::StatusOr<ClusterSpec>(const ChannelSecurity&)>;
 ProcessStart StartProcess(int* argc, char*** argv, const char* usage,
-                          absl::string_view task_type);
+                          absl::string_view task_type,
+                          const ClusterSource& cluster_source = nullptr);
 
 }  // namespace tessera
 

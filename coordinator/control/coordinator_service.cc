@@ -121,4 +121,39 @@ grpc::ServerUnaryReactor* CoordinatorService::Stop(
   return Done(context, grpc::Status::OK);
 }
 
+grpc::ServerUnaryReactor* CoordinatorService::AddWorker(
+    grpc::CallbackServerContext* context, const AddWorkerRequest* request,
+    AddWorkerResponse* response) {
+  if (grpc::Status s = auth_.Check(*context, "Coordinator.AddWorker");
+      !s.ok()) {
+    return Done(context, s);
+  }
+  if (elastic_ == nullptr) {
+    return Done(context, grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                                      "AddWorker: this coordinator takes no "
+                                      "new workers"));
+  }
+  absl::StatusOr<AddWorkerResponse> added =
+      elastic_->AddWorker(request->address());
+  if (added.ok()) *response = *std::move(added);
+  return Done(context, ToGrpcStatus(added.status()));
+}
+
+grpc::ServerUnaryReactor* CoordinatorService::DrainWorker(
+    grpc::CallbackServerContext* context, const DrainWorkerRequest* request,
+    DrainWorkerResponse* response) {
+  if (grpc::Status s = auth_.Check(*context, "Coordinator.DrainWorker");
+      !s.ok()) {
+    return Done(context, s);
+  }
+  if (elastic_ == nullptr) {
+    return Done(context, grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                                      "DrainWorker: this coordinator drains "
+                                      "no workers"));
+  }
+  absl::StatusOr<int> drained = elastic_->DrainWorker(request->worker());
+  if (drained.ok()) response->set_worker_index(*drained);
+  return Done(context, ToGrpcStatus(drained.status()));
+}
+
 }  // namespace tessera

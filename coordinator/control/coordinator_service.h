@@ -8,6 +8,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/rpc/rpc_auth.h"
+#include "coordinator/control/elastic_control.h"
 #include "coordinator/control/job_control.h"
 #include "proto/coordinator_service.grpc.pb.h"
 
@@ -19,13 +20,17 @@ namespace tessera {
 // job's token.
 class CoordinatorService final : public Coordinator::CallbackService {
  public:
-  // `stop` asks the job to stop after the steps in flight.
+  // `stop` asks the job to stop after the steps in flight. `elastic`
+  // (may be null: AddWorker and DrainWorker are then refused) lets workers
+  // join and drain; it must outlive the server too.
   CoordinatorService(std::function<JobStatus()> status, JobControl* control,
-                     std::function<void(const std::string&)> stop, RpcAuth auth)
+                     std::function<void(const std::string&)> stop, RpcAuth auth,
+                     ElasticControl* elastic = nullptr)
       : status_(std::move(status)),
         control_(control),
         stop_(std::move(stop)),
-        auth_(std::move(auth)) {}
+        auth_(std::move(auth)),
+        elastic_(elastic) {}
 
   grpc::ServerUnaryReactor* GetJobStatus(grpc::CallbackServerContext* context,
                                          const JobStatusRequest* request,
@@ -47,12 +52,19 @@ class CoordinatorService final : public Coordinator::CallbackService {
   grpc::ServerUnaryReactor* Stop(grpc::CallbackServerContext* context,
                                  const StopRequest* request,
                                  StopResponse* response) override;
+  grpc::ServerUnaryReactor* AddWorker(grpc::CallbackServerContext* context,
+                                      const AddWorkerRequest* request,
+                                      AddWorkerResponse* response) override;
+  grpc::ServerUnaryReactor* DrainWorker(grpc::CallbackServerContext* context,
+                                        const DrainWorkerRequest* request,
+                                        DrainWorkerResponse* response) override;
 
  private:
   const std::function<JobStatus()> status_;
   JobControl* const control_;
   const std::function<void(const std::string&)> stop_;
   const RpcAuth auth_;
+  ElasticControl* const elastic_;
   const absl::Time start_ = absl::Now();
 };
 

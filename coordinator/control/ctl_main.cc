@@ -5,6 +5,9 @@
 //   tessera_ctl --coordinator=HOST:PORT join          wait for every step
 //   tessera_ctl --coordinator=HOST:PORT checkpoint    write one, print it
 //   tessera_ctl --coordinator=HOST:PORT stop [REASON] stop cleanly
+//   tessera_ctl --coordinator=HOST:PORT drain WORKER  a worker (index or
+//                                                     HOST:PORT) finishes
+//                                                     its steps and exits
 //
 // Calls carry the job's token (--job_token_file or $TESSERA_JOB_TOKEN) like
 // every other process of the job. Exit codes as every tool's
@@ -155,6 +158,25 @@ int Run(int argc, char** argv, const ChannelSecurity& security) {
     std::printf("stop requested\n");
     return 0;
   }
+  if (command == "drain") {
+    if (argc != 3) {
+      std::fprintf(stderr,
+                   "tessera_ctl drain: name one worker, by its index or its "
+                   "address HOST:PORT (tessera_ctl status lists them)\n");
+      return kExitUserError;
+    }
+    SetDeadline(&context, kShortCallDeadlineS);
+    DrainWorkerRequest request;
+    request.set_worker(argv[2]);
+    DrainWorkerResponse response;
+    grpc::Status s = stub->DrainWorker(&context, request, &response);
+    if (!s.ok()) return Fail(s, "drain");
+    std::printf(
+        "worker %d is draining: it finishes the steps it holds, then exits "
+        "(tessera_ctl status shows when it has drained)\n",
+        response.worker_index());
+    return 0;
+  }
   std::fprintf(stderr, "tessera_ctl: unknown command '%s'\n%s\n",
                command.c_str(), gflags::ProgramUsage());
   return kExitUserError;
@@ -166,7 +188,7 @@ int Run(int argc, char** argv, const ChannelSecurity& security) {
 int main(int argc, char** argv) {
   gflags::SetUsageMessage(
       "tessera_ctl --coordinator=HOST:PORT "
-      "status|schedule N|join|checkpoint|stop [REASON]");
+      "status|schedule N|join|checkpoint|stop [REASON]|drain WORKER");
   if (const std::string error = tessera::NegativeCountError(argc, argv);
       !error.empty()) {
     std::fprintf(stderr, "%s\n", error.c_str());

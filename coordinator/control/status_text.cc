@@ -1,8 +1,22 @@
 #include "coordinator/control/status_text.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
 #include "absl/strings/str_format.h"
+#include "absl/time/time.h"
 
 namespace tessera {
+namespace {
+
+// "14:03:07.215" (UTC) of a Unix time in ms.
+std::string TimeOfDay(int64_t unix_ms) {
+  return absl::FormatTime("%H:%M:%E3S", absl::FromUnixMillis(unix_ms),
+                          absl::UTCTimeZone());
+}
+
+}  // namespace
 
 std::string FormatJobStatus(const JobStatus& s) {
   const std::string loss = s.steps_done() > 0
@@ -23,10 +37,16 @@ std::string FormatJobStatus(const JobStatus& s) {
       s.extra_steps_requested(), s.ps_recoveries(),
       s.last_checkpoint().empty() ? "none" : s.last_checkpoint());
   for (const WorkerState& w : s.workers()) {
-    absl::StrAppendFormat(&text,
-                          "  worker %d %-21s %8d steps %8.1f steps/s%s\n",
-                          w.index(), w.address(), w.steps_done(),
-                          w.steps_per_second(), w.down() ? "  DOWN" : "");
+    // The membership state, since when (elastic jobs); older coordinators
+    // send none.
+    std::string state = w.down() ? "  DOWN" : "";
+    if (!w.state().empty()) {
+      state = absl::StrFormat("  %s since %s", w.state(),
+                              TimeOfDay(w.state_since_ms()));
+    }
+    absl::StrAppendFormat(
+        &text, "  worker %d %-21s %8d steps %8.1f steps/s%s\n", w.index(),
+        w.address(), w.steps_done(), w.steps_per_second(), state);
   }
   for (const ServerState& p : s.servers()) {
     if (!p.up()) {
@@ -41,6 +61,16 @@ std::string FormatJobStatus(const JobStatus& s) {
         p.index(), p.address(), p.num_shards(), p.resident_bytes() / 1e6,
         p.pulls_served(), p.pushes_served(), p.calls_per_second(),
         p.uptime_ms() / 1e3);
+  }
+  if (!s.membership().empty()) {
+    absl::StrAppendFormat(&text, "membership (at least %d worker%s):\n",
+                          std::max(1, s.min_workers()),
+                          std::max(1, s.min_workers()) == 1 ? "" : "s");
+    for (const MembershipChange& c : s.membership()) {
+      absl::StrAppendFormat(&text, "  %s worker %d %-21s %-8s %s\n",
+                            TimeOfDay(c.time_ms()), c.worker(), c.address(),
+                            c.state(), c.note());
+    }
   }
   return text;
 }

@@ -147,6 +147,7 @@ absl::Status Launcher::Prepare() {
   // The user's coordinator flags come last, so their --checkpoint_dir wins.
   std::vector<std::string> chief_args = common_args;
   chief_args.push_back(absl::StrCat("--run_dir=", run_dir_));
+  if (options_.elastic) chief_args.push_back("--remove_lost_workers");
   chief_args.push_back(
       absl::StrCat("--checkpoint_dir=", run_dir_, "/checkpoints"));
   chief_args.insert(chief_args.end(), coordinator_args_.begin(),
@@ -367,6 +368,7 @@ int Launcher::Supervise() {
       }
       continue;
     }
+    if (!early_exit.has_value() && WorkerLeft(*exit)) continue;
     std::string why;
     bool restartable = !early_exit.has_value();
     if (!restartable && !exit->status.success()) {
@@ -412,6 +414,25 @@ int Launcher::Supervise() {
       chief_deadline = absl::Now() + grace_;
     }
   }
+}
+
+bool Launcher::WorkerLeft(const ChildExit& exit) {
+  const ClusterMember* member = MemberNamed(exit.name);
+  if (!options_.elastic || member == nullptr || member->type != "worker") {
+    return false;
+  }
+  if (exit.status.success()) {
+    Say("tessera_local: %s exited cleanly (it drained, or the job is "
+        "ending)\n",
+        member->Label());
+    return true;
+  }
+  std::string why;
+  if (TryRestart(exit, &why)) return true;
+  Say("tessera_local: %s %s%s; the job goes on without it (the coordinator "
+      "removes it after --worker_recovery_timeout_s)\n",
+      member->Label(), exit.status.ToString(), why);
+  return true;
 }
 
 std::optional<ChildExit> Launcher::NextExit(absl::Duration timeout) {

@@ -41,6 +41,11 @@ struct LauncherOptions {
   std::string bin_dir;  // Empty: found from this binary's place.
   int grace_period_s = 15;
   int max_restarts = 3;
+  // Workers come and go (docs/operations.md, "Growing and shrinking a
+  // job"): a worker that exits cleanly (it drained) or dies with no
+  // restart left does not end the job, whose coordinator gets
+  // --remove_lost_workers; tessera_local --join=RUN_DIR adds workers.
+  bool elastic = false;
   // The job's security, passed on to every process.
   TlsPaths tls;
   std::string tls_target_name_override;
@@ -95,6 +100,9 @@ class Launcher {
   // operator stopped, which the launcher exits with too.
   int Succeed(int code = 0);
   int Fail(const ChildExit& dead, absl::string_view why);
+  // --elastic: a worker's exit while the job runs. True when handled (the
+  // job goes on without it, or with it restarted).
+  bool WorkerLeft(const ChildExit& exit);
   int Interrupted();
   void StopEveryone();
 

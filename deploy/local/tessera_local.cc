@@ -34,6 +34,13 @@
 // its newest checkpoint; a restarted parameter server is restored by the
 // coordinator. RestartPolicy (deploy/local/restart_policy.h) has the rule.
 //
+// Elastic jobs (docs/operations.md, "Growing and shrinking a job"): with
+// --elastic a worker that drains (exits 0) or dies with no restart left
+// does not end the job, and the coordinator removes a worker that does not
+// come back (--remove_lost_workers). `tessera_local --join=RUN_DIR
+// --num_workers=N` starts N more workers that join the job running in
+// RUN_DIR (deploy/local/join_launcher.h) and waits for them.
+//
 // Exit status (common/exit_code.h, docs/exit_codes.md): 0 when the
 // coordinator succeeds; 3 when an operator stopped the job
 // before its epochs were all trained (tessera_ctl stop); 2 for a mistake in the
@@ -59,6 +66,7 @@
 #include "common/data_plane/data_plane_kind.h"
 #include "common/exit_code.h"
 #include "common/process/security_flags.h"
+#include "deploy/local/join_launcher.h"
 #include "deploy/local/launcher.h"
 #include "deploy/local/signal_watcher.h"
 #include "gflags/gflags.h"
@@ -92,6 +100,15 @@ DEFINE_int32(grace_period_s, 15,
              "Seconds processes get to exit by themselves after the "
              "coordinator finishes, and to exit after SIGTERM before they are "
              "sent SIGKILL.");
+DEFINE_bool(elastic, false,
+            "Workers may leave the job: one that exits cleanly (tessera_ctl "
+            "drain) or dies with no restart left does not end it, and the "
+            "coordinator gets --remove_lost_workers. Add workers with "
+            "--join.");
+DEFINE_string(join, "",
+              "The run folder of a running job: start --num_workers more "
+              "workers that join it (tessera_worker --join), instead of a "
+              "new job, and wait until they exit.");
 DEFINE_int32(max_restarts, 3,
              "Times each parameter server, worker and the coordinator is "
              "restarted when it dies while the job runs (0: never; the first "
@@ -158,6 +175,7 @@ LauncherOptions OptionsFromFlags() {
   options.bin_dir = FLAGS_bin_dir;
   options.grace_period_s = FLAGS_grace_period_s;
   options.max_restarts = FLAGS_max_restarts;
+  options.elastic = FLAGS_elastic;
   options.tls = {FLAGS_tls_cert, FLAGS_tls_key, FLAGS_tls_ca};
   options.tls_target_name_override = FLAGS_tls_target_name_override;
   options.job_token_file = FLAGS_job_token_file;
@@ -202,6 +220,18 @@ int main(int argc, char** argv) {
   // The first thread of the process, so every later one (the coordinator
   // echo) inherits the blocked signal mask.
   tessera::SignalWatcher signals(FLAGS_grace_period_s);
+  if (!FLAGS_join.empty()) {
+    if (!args.coordinator.empty()) {
+      absl::FPrintF(stderr,
+                    "tessera_local --join: coordinator flags mean nothing "
+                    "here (the job runs already): %s\n",
+                    args.coordinator.front());
+      return tessera::kExitUserError;
+    }
+    tessera::JoinLauncher joiner(tessera::OptionsFromFlags(), FLAGS_join,
+                                 &signals);
+    return joiner.Run();
+  }
   tessera::Launcher launcher(tessera::OptionsFromFlags(),
                              std::move(args.coordinator), &signals);
   return launcher.Run();

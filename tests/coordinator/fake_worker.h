@@ -240,6 +240,13 @@ class CoordinatorFixture : public ::testing::Test {
     options.step_retry_timeout = step_retry_timeout;
     options.steps_per_call = steps_per_call_;
     options.max_staleness = max_staleness_;
+    options.remove_lost_workers = remove_lost_workers_;
+    options.min_workers = min_workers_;
+    options.on_member_event = [this](int worker, MemberEvent event,
+                                     const std::string&) {
+      absl::MutexLock lock(&events_mu_);
+      events_.emplace_back(worker, event);
+    };
     coord_ = std::make_unique<ClusterCoordinator>(std::move(stubs), options);
   }
 
@@ -265,9 +272,29 @@ class CoordinatorFixture : public ::testing::Test {
     return status;
   }
 
+  // The membership events told so far.
+  std::vector<std::pair<int, MemberEvent>> events() const {
+    absl::MutexLock lock(&events_mu_);
+    return events_;
+  }
+  bool WaitForEvent(int worker, MemberEvent event) const {
+    absl::MutexLock lock(&events_mu_);
+    auto seen = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(events_mu_) {
+      for (const auto& e : events_) {
+        if (e.first == worker && e.second == event) return true;
+      }
+      return false;
+    };
+    return events_mu_.AwaitWithTimeout(absl::Condition(&seen), kWait);
+  }
+
   // Set before Start.
   int steps_per_call_ = 1;
   int64_t max_staleness_ = -1;
+  bool remove_lost_workers_ = false;
+  int min_workers_ = 1;
+  mutable absl::Mutex events_mu_;
+  std::vector<std::pair<int, MemberEvent>> events_ ABSL_GUARDED_BY(events_mu_);
   Log log_;
   std::vector<FakeWorker*> workers_;  // owned by coord_
   std::unique_ptr<ClusterCoordinator> coord_;

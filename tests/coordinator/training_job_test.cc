@@ -82,7 +82,8 @@ class ConfigureGate {
 class FakeTask : public WorkerTask {
  public:
   FakeTask(int index, Seen* seen) : seen_(seen) {
-    address_ = absl::StrCat("fake-worker-", index);
+    // host:port, as a joining worker's cluster needs.
+    address_ = absl::StrCat("fake-worker-", index, ":1");
   }
 
   const std::string& address() const override { return address_; }
@@ -441,6 +442,70 @@ TEST_F(TrainingJobTest, StatusAnswersFromTheLastHealthCheck) {
   EXPECT_EQ(status.workers(0).steps_done() + status.workers(1).steps_done(),
             2 * kTrain / 4);
   EXPECT_EQ(status.state(), "done");
+}
+
+// Elastic (training_job_elastic.cc): a worker that joins while the
+// epochs run is configured with the shard it serves, gets its index and
+// the job's cluster, and every example is still trained once per epoch.
+TEST_F(TrainingJobTest, AWorkerJoinsMidEpochAndEveryExampleIsTrainedOnce) {
+  std::vector<FakeTask*> joined;
+  options_.connect_worker = [&](const std::string&, int index) {
+    auto task = std::make_unique<FakeTask>(index, &seen_);
+    joined.push_back(task.get());
+    return std::unique_ptr<WorkerTask>(std::move(task));
+  };
+  options_.cluster_jobs = {{"chief", {"chief:1"}}, {"ps", {"ps:1"}}};
+  TrainingJob* job = MakeJob(2);
+  absl::StatusOr<AddWorkerResponse> added;
+  // Whichever worker runs step 3 (a step of the first epoch) asks.
+  for (FakeTask* task : tasks_) {
+    task->OnStep(3, [&] { added = job->AddWorker("fake-worker-2:1"); });
+  }
+  ASSERT_TRUE(job->Run().ok()) << Output();
+  ASSERT_TRUE(added.ok()) << added.status();
+  EXPECT_EQ(added->worker_index(), 2);
+  EXPECT_THAT(added->tf_config(), HasSubstr("fake-worker-2:1"));
+  EXPECT_THAT(added->tf_config(), HasSubstr("\"index\":2"));
+  {
+    absl::MutexLock lock(&seen_.mu);
+    ASSERT_EQ(seen_.trained.size(), static_cast<size_t>(kTrain));
+    for (const auto& [example, times] : seen_.trained) {
+      EXPECT_EQ(times, 2) << "example " << example;
+    }
+  }
+  const JobStatus status = job->status();
+  ASSERT_EQ(status.workers_size(), 3);
+  EXPECT_EQ(status.workers(2).state(), "active");
+  // Started twice, asked to join, joined.
+  ASSERT_EQ(status.membership_size(), 4);
+  EXPECT_EQ(status.membership(3).state(), "active");
+  EXPECT_THAT(Output(), HasSubstr("worker 2 (fake-worker-2:1) joined"));
+  // A second join at the same address is refused, naming it.
+  absl::StatusOr<AddWorkerResponse> again = job->AddWorker("fake-worker-2:1");
+  EXPECT_FALSE(again.ok());
+}
+
+TEST_F(TrainingJobTest, AJoinOrADrainOutsideTrainingIsRefused) {
+  options_.connect_worker = [&](const std::string&, int index) {
+    return std::unique_ptr<WorkerTask>(
+        std::make_unique<FakeTask>(index, &seen_));
+  };
+  TrainingJob* job = MakeJob(2);
+  EXPECT_EQ(job->AddWorker("fake-worker-2:1").status().code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(job->DrainWorker("1").status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(TrainingJobTest, AMirroredJobRefusesJoinsAndDrainsNamingTheMode) {
+  job_.set_mode("mirrored");
+  TrainingJob* job = MakeJob(2);
+  const absl::Status join = job->AddWorker("fake-worker-2:1").status();
+  EXPECT_EQ(join.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(join.message(), HasSubstr("mode mirrored"));
+  const absl::Status drain = job->DrainWorker("0").status();
+  EXPECT_EQ(drain.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(drain.message(), HasSubstr("mode mirrored"));
 }
 
 }  // namespace

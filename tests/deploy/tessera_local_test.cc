@@ -403,5 +403,57 @@ TEST_F(TesseraLocalTest, InterruptStopsEverythingDuringRestarts) {
   EXPECT_TRUE(Eventually([&] { return kill(ps1, 0) != 0; }));
 }
 
+// Issue #35: with --elastic a worker that dies with no restart left does
+// not end the job (the coordinator, given --remove_lost_workers, removes
+// it), and the job ends with the coordinator.
+TEST_F(TesseraLocalTest, ElasticJobGoesOnWhenAWorkerDiesForGood) {
+  StartLauncher({"--elastic", "--max_restarts=0"});
+  ASSERT_TRUE(Eventually([&] {
+    return Count(ReadFile(run_dir_ + "/worker-0.log"), "started ") == 1 &&
+           PidOf("worker-0") > 0;
+  })) << LauncherOutput();
+  ASSERT_EQ(kill(PidOf("worker-0"), SIGKILL), 0);
+  ASSERT_TRUE(Eventually([&] {
+    return LauncherOutput().find("the job goes on without it") !=
+           std::string::npos;
+  })) << LauncherOutput();
+  Finish(0);
+  EXPECT_EQ(WaitForLauncher(), 0) << LauncherOutput();
+  EXPECT_THAT(LauncherOutput(),
+              HasSubstr("worker 0 killed by signal 9 (SIGKILL); the job goes "
+                        "on without it"));
+  EXPECT_THAT(ReadFile(run_dir_ + "/chief.log"),
+              HasSubstr("--remove_lost_workers"));
+}
+
+// tessera_local --join=RUN_DIR starts workers that ask the coordinator
+// named in RUN_DIR/cluster.json to take them, with the job's token and an
+// address of their own, and exits once they have.
+TEST_F(TesseraLocalTest, JoinStartsWorkersThatAskTheRunningCoordinator) {
+  mkdir(run_dir_.c_str(), 0755);
+  std::ofstream(run_dir_ + "/cluster.json")
+      << R"({"cluster": {"chief": ["127.0.0.1:9"], "ps": ["127.0.0.1:8"]}})";
+  std::ofstream(run_dir_ + "/job.token") << std::string(64, 'a') << "\n";
+  StartLauncher({"--join=" + run_dir_, "--num_workers=2"});
+  ASSERT_TRUE(Eventually([&] {
+    return Count(ReadFile(run_dir_ + "/joined-0.log"), "started ") == 1 &&
+           Count(ReadFile(run_dir_ + "/joined-1.log"), "started ") == 1;
+  })) << LauncherOutput();
+  const std::string first = ReadFile(run_dir_ + "/joined-0.log");
+  EXPECT_THAT(first, HasSubstr("--join=127.0.0.1:9"));
+  EXPECT_THAT(first, HasSubstr("--join_address=127.0.0.1:"));
+  EXPECT_THAT(first, HasSubstr("--job_token_file=" + run_dir_ + "/job.token"));
+  EXPECT_GT(PidOf("joined-1"), 0);
+  std::ofstream(dir_ + "/servers_exit");
+  EXPECT_EQ(WaitForLauncher(), 0) << LauncherOutput();
+  EXPECT_THAT(LauncherOutput(), HasSubstr("every joined worker exited"));
+}
+
+TEST_F(TesseraLocalTest, JoinNeedsTheRunFolderOfARunningJob) {
+  StartLauncher({"--join=" + dir_ + "/nowhere"});
+  EXPECT_EQ(WaitForLauncher(), 2) << LauncherOutput();
+  EXPECT_THAT(LauncherOutput(), HasSubstr("cluster.json cannot be read"));
+}
+
 }  // namespace
 }  // namespace tessera

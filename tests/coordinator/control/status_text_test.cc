@@ -50,5 +50,26 @@ TEST(StatusTextTest, ListsWorkersAndServers) {
       HasSubstr("ps 0     127.0.0.1:6           DOWN: connection refused"));
 }
 
+TEST(StatusTextTest, ShowsEachWorkersStateAndTheMembershipHistory) {
+  JobStatus status;
+  WorkerState* w = status.add_workers();
+  w->set_index(2);
+  w->set_address("127.0.0.1:7");
+  w->set_state("draining");
+  w->set_state_since_ms(3723004);  // 01:02:03.004
+  MembershipChange* c = status.add_membership();
+  c->set_worker(2);
+  c->set_address("127.0.0.1:7");
+  c->set_state("joining");
+  c->set_time_ms(3600000);
+  c->set_note("asked to join");
+  status.set_min_workers(2);
+  const std::string text = FormatJobStatus(status);
+  EXPECT_THAT(text, HasSubstr("draining since 01:02:03.004"));
+  EXPECT_THAT(text, HasSubstr("membership (at least 2 workers):"));
+  EXPECT_THAT(text, HasSubstr("01:00:00.000 worker 2 127.0.0.1:7"));
+  EXPECT_THAT(text, HasSubstr("joining  asked to join"));
+}
+
 }  // namespace
 }  // namespace tessera

@@ -1,0 +1,240 @@
+// How a TrainingJob's workers change while it runs: a worker joins
+// (AddWorker: it is given its index and cluster at once, then configured
+// with the shard it will serve, then takes steps), drains (DrainWorker:
+// ClusterCoordinator lets it finish the steps it holds and hands its
+// shard's steps to the others), or is removed after failing for good
+// (CoordinatorOptions::remove_lost_workers). The steps themselves never
+// change: a step names its examples (ids in a shard, or a run of a
+// streamed shard), so whichever worker runs it reads the same ones, and
+// each step runs to completion once. Sync rounds keep the parts the plan
+// gave them (one per shard), so a global step's batch, and the model, are
+// those of a run where the membership never changed.
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/cluster/cluster_spec.h"
+#include "common/rpc/backoff.h"
+#include "coordinator/training_job.h"
+#include "glog/logging.h"
+
+namespace tessera {
+
+absl::Status TrainingJob::RefuseMembershipChange(
+    const std::string& what) const {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "mode ", mode_.ToString(), ": ", what,
+      " is refused: every worker of a mirrored or hybrid job holds a "
+      "replica that meets the others' in a ring of fixed size, which "
+      "Tessera cannot yet re-form or fill for a newcomer; run such a job "
+      "with the workers it needs (docs/operations.md, \"Growing and "
+      "shrinking a job\")"));
+}
+
+absl::StatusOr<AddWorkerResponse> TrainingJob::AddWorker(
+    const std::string& address) {
+  if (mode_.replicates_dense()) {
+    return RefuseMembershipChange(
+        absl::StrCat("a worker joining at ", address));
+  }
+  if (!options_.connect_worker) {
+    return absl::FailedPreconditionError(
+        "this coordinator was started without a way to reach new workers");
+  }
+  if (joins_closed_) {
+    return absl::FailedPreconditionError(
+        "the job has ended: no worker can join it");
+  }
+  if (!accepting_joins_) {
+    // The joining worker asks again: UNAVAILABLE is what it retries.
+    return absl::UnavailableError(
+        "the job is still starting; workers join once it trains");
+  }
+  absl::MutexLock lock(&join_mu_);
+  const int index = membership_->size();
+  std::map<std::string, std::vector<std::string>> jobs = options_.cluster_jobs;
+  std::vector<std::string>& addresses = jobs["worker"];
+  addresses.clear();
+  for (int w = 0; w < index; ++w) {
+    addresses.push_back(membership_->task(w)->address());
+  }
+  addresses.push_back(address);
+  // Checks the address (host:port, not a task of the job already).
+  absl::StatusOr<ClusterSpec> cluster =
+      ClusterSpec::FromParts(std::move(jobs), {"worker", index});
+  if (!cluster.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a worker cannot join at ", address, ": ", cluster.status().message()));
+  }
+  std::unique_ptr<WorkerTask> task = options_.connect_worker(address, index);
+  WorkerTask* raw = task.get();
+  absl::StatusOr<int> added = coordinator_->AddWorker(std::move(task));
+  if (!added.ok()) return added.status();
+  if (*added != index) {
+    return absl::InternalError(absl::StrCat("the coordinator numbered worker ",
+                                            address, " ", *added, ", not ",
+                                            index));
+  }
+  membership_->Add(index, raw);
+  std::fprintf(out_, "worker %d (%s) asked to join; configuring it\n", index,
+               address.c_str());
+  std::fflush(out_);
+  join_threads_.emplace_back([this, index, raw] { FinishJoin(index, raw); });
+  AddWorkerResponse response;
+  response.set_worker_index(index);
+  response.set_tf_config(cluster->ToTfConfigJson());
+  return response;
+}
+
+void TrainingJob::FinishJoin(int index, WorkerTask* task) {
+  // The shard it will serve, loaded as it is configured, as at start-up.
+  const int queue = coordinator_->QueueForNewWorker();
+  int64_t begin = 0, end = 0;
+  if (train_shards_.empty()) {
+    absl::StatusOr<DataPlan> split = DataPlan::Create(
+        train_examples_, static_cast<int>(workers_.size()), 1, 0, 0);
+    if (split.ok()) {
+      begin = split->shards()[queue].begin;
+      end = split->shards()[queue].end;
+    }
+  }
+  absl::Status s;
+  absl::StatusOr<WorkerConfig> config = MakeWorkerConfig(index, begin, end);
+  if (!config.ok()) s = config.status();
+  // It starts serving once it has its index: wait for it as for the
+  // cluster at start-up (cluster_wait), or until the job's end.
+  const absl::Time deadline = absl::Now() + options_.cluster_wait;
+  Backoff backoff;
+  ConfigureResponse response;
+  while (s.ok()) {
+    response.Clear();
+    absl::Status attempt = task->Configure(*config, &response);
+    if (attempt.ok() || !IsTransient(attempt) || joins_closed_ ||
+        absl::Now() >= deadline) {
+      s = attempt;
+      break;
+    }
+    absl::SleepFor(backoff.Next());
+  }
+  if (s.ok() && joins_closed_) {
+    s = absl::CancelledError("the job ended while the worker joined");
+  }
+  // A job recovering from a failure (a parameter server restored) takes
+  // it once recovered.
+  while (s.ok()) {
+    s = coordinator_->Activate(index, queue);
+    if (s.ok() || !IsTransient(s) || joins_closed_ || absl::Now() >= deadline) {
+      break;
+    }
+    s = absl::OkStatus();
+    absl::SleepFor(backoff.Next());
+  }
+  if (!s.ok()) {
+    coordinator_->Forget(index);
+    membership_->Set(index, MemberState::kRemoved,
+                     absl::StrCat("could not join: ", s.message()));
+    // It may serve by now: it is told to go, as the job's workers are at
+    // the end.
+    task->Shutdown(absl::StrCat("could not join: ", s.message())).IgnoreError();
+    std::fprintf(out_, "worker %d (%s) could not join: %s\n", index,
+                 task->address().c_str(), s.ToString().c_str());
+    std::fflush(out_);
+    return;
+  }
+  std::fprintf(out_,
+               "worker %d (%s) joined on %s; it takes shard %d's steps with "
+               "%s\n",
+               index, task->address().c_str(), response.device().c_str(), queue,
+               "the workers already serving it");
+  std::fflush(out_);
+}
+
+absl::StatusOr<int> TrainingJob::DrainWorker(const std::string& worker) {
+  if (mode_.replicates_dense()) {
+    return RefuseMembershipChange(absl::StrCat("draining worker ", worker, ""));
+  }
+  if (!accepting_joins_ || joins_closed_) {
+    return absl::FailedPreconditionError(
+        "workers drain only while the job trains");
+  }
+  int index = -1;
+  if (!absl::SimpleAtoi(worker, &index)) {
+    index = membership_->IndexOf(worker);
+    if (index < 0) {
+      return absl::NotFoundError(
+          absl::StrCat("no worker of the job is at ", worker,
+                       " (tessera_ctl status lists them)"));
+    }
+  }
+  if (absl::Status s = coordinator_->Drain(index); !s.ok()) return s;
+  std::fprintf(out_, "worker %d is draining: it finishes its steps and exits\n",
+               index);
+  std::fflush(out_);
+  return index;
+}
+
+void TrainingJob::OnMemberEvent(int worker, MemberEvent event,
+                                const std::string& note) {
+  switch (event) {
+    case MemberEvent::kJoined:
+      membership_->Set(worker, MemberState::kActive, note);
+      return;
+    case MemberEvent::kDown:
+      membership_->Set(worker, MemberState::kDown, note);
+      return;
+    case MemberEvent::kBack:
+      membership_->Set(worker, MemberState::kActive, "back");
+      return;
+    case MemberEvent::kDraining:
+      membership_->Set(worker, MemberState::kDraining, note);
+      return;
+    case MemberEvent::kDrained: {
+      membership_->Set(worker, MemberState::kDrained, note);
+      WorkerTask* task = membership_->task(worker);
+      if (absl::Status s = task->Shutdown("drained"); !s.ok()) {
+        LOG(WARNING) << "worker " << worker
+                     << " drained; telling it to exit: " << s;
+      }
+      std::fprintf(out_, "worker %d drained and told to exit\n", worker);
+      std::fflush(out_);
+      return;
+    }
+    case MemberEvent::kRemoved:
+      membership_->Set(worker, MemberState::kRemoved, note);
+      std::fprintf(out_,
+                   "worker %d %s: removed from the job; its steps go to the "
+                   "others\n",
+                   worker, note.c_str());
+      std::fflush(out_);
+      return;
+  }
+}
+
+void TrainingJob::PrintMembership() const {
+  const JobStatus now = status();
+  bool changed = now.workers_size() != static_cast<int>(workers_.size());
+  for (const WorkerState& w : now.workers()) changed |= w.state() != "active";
+  if (!changed) return;
+  std::fprintf(out_, "workers at the end (%d in all):\n", now.workers_size());
+  for (const WorkerState& w : now.workers()) {
+    std::fprintf(out_, "  worker %d %-21s %-8s %lld steps\n", w.index(),
+                 w.address().c_str(), w.state().c_str(),
+                 static_cast<long long>(w.steps_done()));
+  }
+  std::fflush(out_);
+}
+
+void TrainingJob::CloseJoins() {
+  accepting_joins_ = false;
+  joins_closed_ = true;
+  std::vector<std::thread> threads;
+  {
+    absl::MutexLock lock(&join_mu_);
+    threads.swap(join_threads_);
+  }
+  for (std::thread& t : threads) t.join();
+}
+
+}  // namespace tessera

@@ -1,0 +1,191 @@
+// Workers that join, drain and are removed while steps run: every step
+// still runs to completion exactly once, with the request it was
+// scheduled with, and a worker that leaves hands its shard's steps over.
+
+#include <map>
+#include <memory>
+#include <set>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "coordinator/cluster_coordinator.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/coordinator/fake_worker.h"
+
+namespace tessera {
+namespace {
+
+using ::tessera::coordinator_testing::Attempt;
+using ::tessera::coordinator_testing::CoordinatorFixture;
+using ::tessera::coordinator_testing::FakeWorker;
+using ::tessera::coordinator_testing::GetWithin;
+using ::tessera::coordinator_testing::Request;
+using ::testing::HasSubstr;
+
+class ClusterCoordinatorMembershipTest : public CoordinatorFixture {
+ protected:
+  // Every step of [0, n) succeeded exactly once, with its own request.
+  void ExpectEachStepOnce(int64_t n) {
+    std::map<int64_t, int> successes = log_.Successes();
+    for (int64_t step = 0; step < n; ++step) {
+      EXPECT_EQ(successes[step], 1) << "step " << step;
+    }
+    for (const Attempt& a : log_.attempts()) {
+      EXPECT_EQ(a.request, Request(a.step).SerializeAsString());
+    }
+  }
+  // The workers that ran step `step` successfully.
+  std::set<int> RanOn(int64_t step) {
+    std::set<int> out;
+    for (const Attempt& a : log_.attempts()) {
+      if (a.step == step && a.ok) out.insert(a.worker);
+    }
+    return out;
+  }
+};
+
+TEST_F(ClusterCoordinatorMembershipTest, JoinedWorkerTakesTheShardItServes) {
+  Start(1);
+  // Worker 0 is held in its first step, so only the newcomer can run the
+  // rest of shard 0's steps.
+  workers_[0]->Gate(0);
+  std::vector<StepFuture> futures;
+  for (int64_t step = 0; step < 10; ++step) {
+    futures.push_back(MustSchedule(step, 0));
+  }
+  ASSERT_TRUE(workers_[0]->WaitEntered());
+  auto* joiner = new FakeWorker(1, &log_);
+  absl::StatusOr<int> w =
+      coord_->AddWorker(std::unique_ptr<WorkerStub>(joiner));
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(*w, 1);
+  EXPECT_EQ(coord_->QueueForNewWorker(), 0);
+  ASSERT_TRUE(coord_->Activate(*w, 0).ok());
+  ASSERT_TRUE(log_.WaitForAttempts(9));  // the newcomer's nine
+  workers_[0]->Open();
+  ASSERT_TRUE(JoinBounded().ok());
+  ExpectEachStepOnce(10);
+  for (int64_t step = 1; step < 10; ++step) {
+    EXPECT_EQ(RanOn(step), std::set<int>{1}) << "step " << step;
+  }
+  EXPECT_TRUE(WaitForEvent(1, MemberEvent::kJoined));
+  EXPECT_EQ(coord_->num_workers(), 2);
+}
+
+TEST_F(ClusterCoordinatorMembershipTest, JoiningWorkerTakesNoStepUntilActive) {
+  Start(1);
+  auto* joiner = new FakeWorker(1, &log_);
+  absl::StatusOr<int> w =
+      coord_->AddWorker(std::unique_ptr<WorkerStub>(joiner));
+  ASSERT_TRUE(w.ok());
+  for (int64_t step = 0; step < 6; ++step) MustSchedule(step, -1);
+  ASSERT_TRUE(JoinBounded().ok());
+  ExpectEachStepOnce(6);
+  for (int64_t step = 0; step < 6; ++step) {
+    EXPECT_EQ(RanOn(step), std::set<int>{0});
+  }
+  coord_->Forget(*w);
+  EXPECT_FALSE(coord_->Activate(*w, 0).ok());  // forgotten: left for good
+}
+
+// A job recovering from an error (its steps cancelled until Join takes
+// it) lets a worker join once it has recovered.
+TEST_F(ClusterCoordinatorMembershipTest, JoinWaitsForTheJobToRecover) {
+  Start(1);
+  coord_->Abort(absl::UnavailableError("a parameter server failed"));
+  absl::StatusOr<int> w =
+      coord_->AddWorker(std::make_unique<FakeWorker>(1, &log_));
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(coord_->Activate(*w, 0).code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(JoinBounded().code(), absl::StatusCode::kUnavailable);
+  ASSERT_TRUE(coord_->Activate(*w, 0).ok());
+  for (int64_t step = 0; step < 4; ++step) MustSchedule(step, 0);
+  ASSERT_TRUE(JoinBounded().ok());
+  ExpectEachStepOnce(4);
+}
+
+TEST_F(ClusterCoordinatorMembershipTest,
+       DrainedWorkerFinishesItsStepAndHandsItsShardOver) {
+  // No stealing: shard 1's steps reach worker 0 only by the hand-over.
+  Start(2, /*steal_threshold=*/1000);
+  workers_[1]->Gate(1);
+  std::vector<StepFuture> futures;
+  for (int64_t step = 0; step < 20; ++step) {
+    futures.push_back(MustSchedule(step, static_cast<int>(step % 2)));
+  }
+  ASSERT_TRUE(workers_[1]->WaitEntered());
+  ASSERT_TRUE(coord_->Drain(1).ok());
+  EXPECT_EQ(coord_->Drain(1).code(), absl::StatusCode::kFailedPrecondition);
+  workers_[1]->Open();
+  ASSERT_TRUE(JoinBounded().ok());
+  ExpectEachStepOnce(20);
+  // The step it held, it finished; shard 1's others ran on worker 0.
+  EXPECT_EQ(RanOn(1), std::set<int>{1});
+  for (int64_t step = 3; step < 20; step += 2) {
+    EXPECT_EQ(RanOn(step), std::set<int>{0}) << "step " << step;
+  }
+  EXPECT_TRUE(WaitForEvent(1, MemberEvent::kDrained));
+  // Drained: a step for its shard still runs, on the other worker.
+  StepFuture late = MustSchedule(21, 1);
+  ASSERT_TRUE(JoinBounded().ok());
+  ASSERT_TRUE(GetWithin(late).ok());
+  EXPECT_EQ(RanOn(21), std::set<int>{0});
+}
+
+// An idle worker drains at once: its kDrained still comes after its
+// kDraining, so the membership table ends with it drained.
+TEST_F(ClusterCoordinatorMembershipTest, IdleWorkerIsToldDrainingThenDrained) {
+  Start(2);
+  ASSERT_TRUE(coord_->Drain(1).ok());
+  ASSERT_TRUE(WaitForEvent(1, MemberEvent::kDrained));
+  std::vector<MemberEvent> of_1;
+  for (const auto& [worker, event] : events()) {
+    if (worker == 1) of_1.push_back(event);
+  }
+  EXPECT_EQ(of_1, (std::vector<MemberEvent>{MemberEvent::kDraining,
+                                            MemberEvent::kDrained}));
+}
+
+TEST_F(ClusterCoordinatorMembershipTest, DrainBelowTheFloorIsRefused) {
+  min_workers_ = 2;
+  Start(2);
+  const absl::Status s = coord_->Drain(0);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("--min_workers"));
+  EXPECT_EQ(coord_->Drain(7).code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(ClusterCoordinatorMembershipTest,
+       LostWorkerIsRemovedAndItsStepsRunElsewhere) {
+  remove_lost_workers_ = true;
+  Start(2, /*steal_threshold=*/1000);
+  // Worker 1 dies in step 1 and never answers again.
+  workers_[1]->Fail(1, absl::UnavailableError("killed"), /*die=*/true, -1);
+  std::vector<StepFuture> futures;
+  for (int64_t step = 0; step < 20; ++step) {
+    futures.push_back(MustSchedule(step, static_cast<int>(step % 2)));
+  }
+  ASSERT_TRUE(JoinBounded().ok());
+  ExpectEachStepOnce(20);
+  EXPECT_EQ(RanOn(1), std::set<int>{0});
+  EXPECT_TRUE(WaitForEvent(1, MemberEvent::kRemoved));
+  // Removed: its shard's later steps go to worker 0 without a wait.
+  StepFuture late = MustSchedule(21, 1);
+  ASSERT_TRUE(JoinBounded().ok());
+  EXPECT_EQ(RanOn(21), std::set<int>{0});
+}
+
+TEST_F(ClusterCoordinatorMembershipTest, LastWorkerLostFailsTheJobClearly) {
+  remove_lost_workers_ = true;
+  Start(1);
+  workers_[0]->Fail(0, absl::UnavailableError("killed"), /*die=*/true, -1);
+  StepFuture f = MustSchedule(0, 0);
+  const absl::Status s = JoinBounded();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(s.message(), HasSubstr("0 worker(s) left"));
+  EXPECT_EQ(GetWithin(f).status().code(), absl::StatusCode::kCancelled);
+}
+
+}  // namespace
+}  // namespace tessera

@@ -1,0 +1,300 @@
+// Elastic jobs on loopback (issue #35): while a real job trains, a worker
+// joins (tessera_local --join), a worker drains (tessera_ctl drain) or a
+// worker dies for good (kill -9, no restart, removed after
+// --worker_recovery_timeout_s), in async and sync mode, on Fashion-MNIST
+// IDX files and on the same images streamed from TFRecord files. Every
+// epoch must train on each example exactly once (metrics.jsonl), the job
+// must end cleanly, and the change must show in the coordinator's end
+// report. Synchronous epochs must equal the undisturbed run's: training
+// loss and accuracy and test accuracy bit for bit, the test loss to 1e-6
+// of itself (its float sums over evaluation slices follow the workers
+// active then). A
+// global step keeps the parts (one per shard) that the plan gave it
+// whichever worker runs them, so any step that read the wrong examples,
+// ran twice or was lost would change the losses and accuracies.
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/shell_command.h"
+
+namespace tessera {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::MatchesRegex;
+
+constexpr char kData[] = "/usr/share/datasets/fashion-mnist";
+constexpr int kEpochs = 3;
+constexpr int64_t kTrain = 6000;
+constexpr int64_t kTest = 1000;
+// Async steps of 32 examples, sync global steps of 64 (2 parts of 32):
+// 188 lines of steps.jsonl per epoch either way. The change comes early in
+// the second epoch; hidden layers of 512 make an epoch last about a second
+// on two shared cores, so a joining worker still finds most of the job.
+constexpr int kTriggerLines = 220;
+constexpr char kHidden[] = "512,512";
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+fs::path Dir(const std::string& name) {
+  fs::path dir = fs::path(::testing::TempDir()) /
+                 absl::StrCat("tessera_elastic_", getpid(), "_", name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string IdxFlags() {
+  return absl::StrCat(" --train_examples=", kTrain, " --test_examples=", kTest,
+                      " --hidden_units=", kHidden);
+}
+
+// The first kTrain training and kTest test images as gzipped TFRecord
+// files (6 and 2), and a job file that streams them.
+std::string TfRecordFlags() {
+  static const std::string flags = [] {
+    const fs::path dir = Dir("tfrecord_data");
+    const std::string convert = BuildDir() + "/worker/tessera_to_tfrecord";
+    ShellResult train = Shell(absl::StrCat(
+        convert, " --from=idx --images=", kData,
+        "/train-images-idx3-ubyte.gz --labels=", kData,
+        "/train-labels-idx1-ubyte.gz --examples=", kTrain,
+        " --prefix=", (dir / "train").string(), " --shards=6 --gzip"));
+    ShellResult test = Shell(absl::StrCat(
+        convert, " --from=idx --images=", kData,
+        "/t10k-images-idx3-ubyte.gz --labels=", kData,
+        "/t10k-labels-idx1-ubyte.gz --examples=", kTest,
+        " --prefix=", (dir / "test").string(), " --shards=2 --gzip"));
+    EXPECT_EQ(train.exit_code, 0) << train.output;
+    EXPECT_EQ(test.exit_code, 0) << test.output;
+    std::ofstream(dir / "job.textproto") << absl::StrCat(
+        "model { kind: \"mlp\" input_dim: 784 hidden_units: 512 "
+        "hidden_units: 512 num_classes: 10 }\n",
+        "data { format: \"tfrecord\" train_files: \"", (dir / "train").string(),
+        "-*\" test_files: \"", (dir / "test").string(),
+        "-*\" label_feature: \"label\" }\n");
+    return absl::StrCat(" --job_file=", (dir / "job.textproto").string());
+  }();
+  return flags;
+}
+
+struct JobRun {
+  int launcher_exit = -1;
+  int event_exit = -1;  // the joining launcher's, or tessera_ctl drain's
+  std::string output;   // the launcher's console (the coordinator's log)
+  std::string event_output;
+  std::string status;                   // tessera_ctl status after a drain
+  std::vector<nlohmann::json> metrics;  // metrics.jsonl, in order
+};
+
+int ExitAfter(const std::string& text, const std::string& key) {
+  int code = -1;
+  const size_t at = text.find(key);
+  if (at != std::string::npos) {
+    absl::SimpleAtoi(text.substr(at + key.size(), 3), &code);
+  }
+  return code;
+}
+
+// Trains kEpochs with 2 parameter servers and 2 workers; once
+// kTriggerLines steps are in steps.jsonl, `event` happens: "join" (a third
+// worker joins), "drain" (worker 1 drains), "die" (worker 1 is killed and
+// never restarted), or nothing ("").
+JobRun Train(const std::string& name, const std::string& mode,
+             const std::string& data_flags, const std::string& event) {
+  JobRun run;
+  const fs::path dir = Dir(name);
+  const fs::path rd = dir / "run";
+  const std::string local = BuildDir() + "/deploy/local/tessera_local";
+  std::string script = absl::StrCat(
+      local, " --num_ps=2 --num_workers=2 --elastic --max_restarts=0",
+      " --run_dir=", rd.string(), " -- --mode=", mode, " --epochs=", kEpochs,
+      " --batch_size=", mode == "sync" ? 64 : 32,
+      " --worker_recovery_timeout_s=1", data_flags, " > ",
+      (dir / "launcher.out").string(), " 2>&1 &\nlauncher=$!\n");
+  if (!event.empty()) {
+    absl::StrAppend(&script, "for i in $(seq 1 2400); do\n", "  n=$(cat ",
+                    rd.string(), "/steps.jsonl 2>/dev/null | wc -l)\n",
+                    "  [ \"$n\" -ge ", kTriggerLines,
+                    " ] && break; sleep 0.02\ndone\n");
+  }
+  const std::string event_out = (dir / "event.out").string();
+  if (event == "join") {
+    absl::StrAppend(&script, local, " --join=", rd.string(),
+                    " --num_workers=1 > ", event_out, " 2>&1 &\njoiner=$!\n");
+  } else if (event == "drain") {
+    absl::StrAppend(
+        &script, "chief=$(grep -A1 '\"chief\"' ", rd.string(),
+        "/cluster.json | tail -1 | tr -d ' \",')\n", BuildDir(),
+        "/coordinator/tessera_ctl --coordinator=$chief --job_token_file=",
+        rd.string(), "/job.token drain 1 > ", event_out,
+        " 2>&1; echo event_exit=$?\nsleep 0.3\n", BuildDir(),
+        "/coordinator/tessera_ctl --coordinator=$chief --job_token_file=",
+        rd.string(), "/job.token status > ", (dir / "status.out").string(),
+        " 2>&1\n");
+  } else if (event == "die") {
+    absl::StrAppend(&script, "kill -9 $(cat ", rd.string(),
+                    "/pids/worker-1)\n");
+  }
+  absl::StrAppend(&script, "wait $launcher; echo launcher_exit=$?\n");
+  if (event == "join") {
+    absl::StrAppend(&script, "wait $joiner; echo event_exit=$?\n");
+  }
+  const fs::path script_path = dir / "run.sh";
+  std::ofstream(script_path) << script;
+  ShellResult shell = Shell("bash " + script_path.string());
+  run.output = ReadFile(dir / "launcher.out");
+  run.event_output = ReadFile(event_out);
+  run.status = ReadFile(dir / "status.out");
+  run.launcher_exit = ExitAfter(shell.output, "launcher_exit=");
+  run.event_exit = ExitAfter(shell.output, "event_exit=");
+  std::ifstream metrics(rd / "metrics.jsonl");
+  std::string line;
+  while (std::getline(metrics, line)) {
+    run.metrics.push_back(nlohmann::json::parse(line));
+  }
+  return run;
+}
+
+// The undisturbed synchronous run on `data` ("idx" or "tfrecord").
+// The undisturbed synchronous run on `flags`' data. ctest runs each case
+// in a process of its own: the run is kept in the temporary folder for
+// the binaries it ran with (their modification times name it), so the
+// three sync cases of a data set share one.
+std::vector<nlohmann::json> SyncBaseline(const std::string& flags) {
+  std::string key = flags;
+  for (const char* binary :
+       {"/worker/tessera_worker", "/coordinator/tessera_coordinator",
+        "/ps_server/tessera_ps"}) {
+    std::error_code error;
+    const auto mtime = fs::last_write_time(BuildDir() + binary, error);
+    absl::StrAppend(&key, ":", mtime.time_since_epoch().count());
+  }
+  const fs::path kept = fs::path(::testing::TempDir()) /
+                        absl::StrCat("tessera_elastic_baseline_",
+                                     std::hash<std::string>()(key), ".jsonl");
+  std::vector<nlohmann::json> metrics;
+  std::ifstream in(kept);
+  std::string line;
+  while (std::getline(in, line)) metrics.push_back(nlohmann::json::parse(line));
+  if (metrics.size() == static_cast<size_t>(kEpochs)) return metrics;
+  JobRun run = Train("baseline", "sync", flags, "");
+  EXPECT_EQ(run.launcher_exit, 0) << run.output;
+  if (run.launcher_exit == 0) {
+    std::ofstream out(kept);
+    for (const nlohmann::json& m : run.metrics) out << m.dump() << "\n";
+  }
+  return run.metrics;
+}
+
+using Case = std::tuple<std::string, std::string, std::string>;
+
+class ElasticTest : public ::testing::TestWithParam<Case> {
+ public:
+  void SetUp() override {
+    if (!fs::exists(kData)) GTEST_SKIP() << kData << " is not installed";
+  }
+};
+
+TEST_P(ElasticTest, EveryEpochTrainsEveryExampleOnce) {
+  const auto& [event, mode, data] = GetParam();
+  const std::string flags = data == "idx" ? IdxFlags() : TfRecordFlags();
+  JobRun run =
+      Train(absl::StrCat(event, "_", mode, "_", data), mode, flags, event);
+  ASSERT_EQ(run.launcher_exit, 0) << run.output;
+  ASSERT_EQ(run.metrics.size(), static_cast<size_t>(kEpochs)) << run.output;
+  std::string counts;
+  for (int e = 0; e < kEpochs; ++e) {
+    EXPECT_EQ(run.metrics[e]["epoch"].get<int>(), e + 1);
+    EXPECT_EQ(run.metrics[e]["examples"].get<int64_t>(), kTrain)
+        << "epoch " << e + 1 << "\n"
+        << run.output;
+    absl::StrAppend(&counts, e == 0 ? "" : " ",
+                    run.metrics[e]["examples"].get<int64_t>());
+  }
+  const double accuracy = run.metrics.back()["test_accuracy"].get<double>();
+  // Three epochs over 6,000 images: an MLP is well past chance (0.1).
+  EXPECT_GT(accuracy, 0.6);
+  if (event == "join") {
+    EXPECT_EQ(run.event_exit, 0) << run.event_output;
+    EXPECT_THAT(run.output, HasSubstr("asked to join"));
+    // The newcomer took steps: the end report's line for worker 2.
+    const size_t at = run.output.find("  worker 2 ");
+    ASSERT_NE(at, std::string::npos) << run.output;
+    const std::string row =
+        run.output.substr(at, run.output.find('\n', at) - at);
+    EXPECT_THAT(row, MatchesRegex(".* active +[1-9][0-9]* steps")) << row;
+  } else if (event == "drain") {
+    EXPECT_EQ(run.event_exit, 0) << run.event_output;
+    EXPECT_THAT(run.output, HasSubstr("worker 1 drained"));
+    // tessera_ctl status shows the membership and its history.
+    EXPECT_THAT(run.status, HasSubstr("membership (at least 1 worker):"));
+    EXPECT_THAT(run.status, MatchesRegex("(.|\n)* worker 1 [^\n]* "
+                                         "draining finishes the steps it "
+                                         "holds\n(.|\n)*"));
+    EXPECT_THAT(run.output, HasSubstr("worker 1 exited cleanly (it drained"));
+    EXPECT_THAT(
+        run.output,
+        MatchesRegex("(.|\n)*  worker 1 [^\n]* drained +[0-9]+ steps(.|\n)*"));
+  } else {
+    EXPECT_THAT(run.output, HasSubstr("removed from the job"));
+    EXPECT_THAT(
+        run.output,
+        MatchesRegex("(.|\n)*  worker 1 [^\n]* removed +[0-9]+ steps(.|\n)*"));
+  }
+  if (mode == "sync") {
+    const std::vector<nlohmann::json> base = SyncBaseline(flags);
+    ASSERT_EQ(base.size(), static_cast<size_t>(kEpochs));
+    for (int e = 0; e < kEpochs; ++e) {
+      for (const char* key : {"examples", "steps", "train_loss",
+                              "train_accuracy", "test_accuracy"}) {
+        EXPECT_EQ(run.metrics[e][key], base[e][key])
+            << "epoch " << e + 1 << " " << key;
+      }
+      // The test loss is summed, in batches of floats, over the evaluating
+      // workers' slices, which follow the workers active then: the same
+      // model, its losses added in other batches, differs in float's last
+      // bits.
+      const double test_loss = base[e]["test_loss"].get<double>();
+      EXPECT_NEAR(run.metrics[e]["test_loss"].get<double>(), test_loss,
+                  1e-6 * test_loss)
+          << "epoch " << e + 1;
+    }
+  }
+  std::printf("[elastic] %s %s %s: examples per epoch %s; test accuracy %.4f\n",
+              event.c_str(), mode.c_str(), data.c_str(), counts.c_str(),
+              accuracy);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Elastic, ElasticTest,
+    ::testing::Combine(::testing::Values("join", "drain", "die"),
+                       ::testing::Values("async", "sync"),
+                       ::testing::Values("idx", "tfrecord")),
+    [](const ::testing::TestParamInfo<Case>& info) {
+      return absl::StrCat(std::get<0>(info.param), "_", std::get<1>(info.param),
+                          "_", std::get<2>(info.param));
+    });
+
+}  // namespace
+}  // namespace tessera
