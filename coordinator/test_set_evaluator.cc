@@ -14,12 +14,15 @@ namespace tessera {
 TestSetEvaluator::TestSetEvaluator(std::vector<WorkerTask*> workers,
                                    absl::Duration recovery_timeout)
     : workers_([workers = std::move(workers)] { return workers; }),
+      slices_(0),
       recovery_timeout_(recovery_timeout) {}
 
 TestSetEvaluator::TestSetEvaluator(
-    std::function<std::vector<WorkerTask*>()> workers,
+    std::function<std::vector<WorkerTask*>()> workers, int slices,
     absl::Duration recovery_timeout)
-    : workers_(std::move(workers)), recovery_timeout_(recovery_timeout) {}
+    : workers_(std::move(workers)),
+      slices_(slices),
+      recovery_timeout_(recovery_timeout) {}
 
 absl::Status TestSetEvaluator::Evaluate(int64_t test_examples,
                                         EpochResult* result) {
@@ -28,26 +31,29 @@ absl::Status TestSetEvaluator::Evaluate(int64_t test_examples,
     return absl::UnavailableError(
         "no active worker is left to evaluate the test set");
   }
-  const int n = static_cast<int>(workers.size());
-  auto slice = [&](int w) {
+  // A fixed cut, summed in slice order: a different number of slices
+  // would sum the same losses in another order, to other last bits.
+  const int n = slices_ > 0 ? slices_ : static_cast<int>(workers.size());
+  const int active = static_cast<int>(workers.size());
+  auto slice = [&](int s) {
     EvaluateRequest request;
-    request.set_begin(test_examples * w / n);
-    request.set_end(test_examples * (w + 1) / n);
+    request.set_begin(test_examples * s / n);
+    request.set_end(test_examples * (s + 1) / n);
     return request;
   };
   std::vector<EvaluateResponse> responses(n);
   std::vector<absl::Status> statuses(n);
   std::vector<std::thread> threads;
-  for (int w = 0; w < n; ++w) {
-    threads.emplace_back([&, w] {
-      statuses[w] = workers[w]->Evaluate(slice(w), &responses[w]);
+  for (int s = 0; s < n; ++s) {
+    threads.emplace_back([&, s] {
+      statuses[s] = workers[s % active]->Evaluate(slice(s), &responses[s]);
     });
   }
   for (std::thread& t : threads) t.join();
-  for (int w = 0; w < n; ++w) {
-    if (statuses[w].ok()) continue;
-    statuses[w] =
-        EvaluateElsewhere(workers, w, slice(w), statuses[w], &responses[w]);
+  for (int s = 0; s < n; ++s) {
+    if (statuses[s].ok()) continue;
+    statuses[s] = EvaluateElsewhere(workers, s % active, slice(s), statuses[s],
+                                    &responses[s]);
   }
   int64_t examples = 0, correct = 0;
   double loss = 0;

@@ -25,9 +25,12 @@ class TestSetEvaluator {
   TestSetEvaluator(std::vector<WorkerTask*> workers,
                    absl::Duration recovery_timeout);
   // The workers that evaluate are `workers()`'s at each evaluation (an
-  // elastic job's active ones); they must outlive this object.
+  // elastic job's active ones); they must outlive this object. The test
+  // set is cut into `slices` (> 0) whatever their number, handed out in
+  // turn, and summed in slice order: the figures are the same bits
+  // however many workers are active or which one stands in for another.
   TestSetEvaluator(std::function<std::vector<WorkerTask*>()> workers,
-                   absl::Duration recovery_timeout);
+                   int slices, absl::Duration recovery_timeout);
 
   // Test examples [0, test_examples): fills *result's test figures.
   absl::Status Evaluate(int64_t test_examples, EpochResult* result);
@@ -42,6 +45,7 @@ class TestSetEvaluator {
                                  EvaluateResponse* response);
 
   const std::function<std::vector<WorkerTask*>()> workers_;
+  const int slices_;  // 0: one per worker
   const absl::Duration recovery_timeout_;
 };
 

@@ -122,6 +122,7 @@ TrainingJob::TrainingJob(JobCluster cluster, JobConfig job, VariablePlan plan,
   // The workers active when an evaluation starts share the test set.
   evaluator_ = std::make_unique<TestSetEvaluator>(
       [this] { return membership_->Active(); },
+      static_cast<int>(workers_.size()),
       options_.coordinator.worker_recovery_timeout);
   board_.Update([&](JobStatus* s) { s->set_epochs(job_.schedule().epochs()); });
 }

@@ -5,6 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR="${TESSERA_BUILD_DIR:-build}"
 export CCACHE_BASEDIR="$PWD"
+# The tests' precompiled header (tests/CMakeLists.txt) is cached only
+# when ccache may ignore its timestamps and defines.
+export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}"
 if [ ! -f "$BUILD_DIR/build.ninja" ]; then
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 fi

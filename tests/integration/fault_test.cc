@@ -260,13 +260,20 @@ TEST_F(FaultTest, WorkerKilledWhileARestartedChiefConfiguresIsWaitedFor) {
                         "' ", file, " 2>/dev/null)\n  [ \"${n:-0}\" -ge ", n,
                         " ] && break; sleep 0.01\ndone\n");
   };
+  // Configuring a worker takes milliseconds, in parallel with the
+  // others: to be sure to land inside it, worker 1 is stopped the moment
+  // the restarted chief finds the cluster ready (tail -F follows the log
+  // through inotify), so the chief's Configure of it waits; it is killed
+  // once worker 0 is configured.
   absl::StrAppend(
       &script, wait_for((rd / "metrics.jsonl").string(), "epoch", 2),
-      "kill -9 $(cat ", rd.string(), "/pids/chief-0)\n",
-      // The restarted chief has configured worker 0 and is
-      // configuring worker 1 (which loads its shard).
-      wait_for(chief_log, "worker 0 on", 2), "kill -9 $(cat ", rd.string(),
-      "/pids/worker-1)\n", "wait $launcher; echo launcher_exit=$?\n");
+      "(timeout 60 tail -n0 -F ", chief_log,
+      " | grep -m1 -q 'cluster ready'; kill -STOP $(cat ", rd.string(),
+      "/pids/worker-1)) &\nwatcher=$!\nsleep 0.2\n", "kill -9 $(cat ",
+      rd.string(), "/pids/chief-0)\nwait $watcher\n",
+      wait_for(chief_log, "worker 0 on", 2), "sleep 0.2\nkill -9 $(cat ",
+      rd.string(), "/pids/worker-1)\n",
+      "wait $launcher; echo launcher_exit=$?\n");
   std::ofstream(dir / "run.sh") << script;
   ShellResult shell = Shell("bash " + (dir / "run.sh").string());
   const std::string output = ReadFile(out);
