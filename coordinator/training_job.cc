@@ -490,6 +490,15 @@ absl::Status TrainingJob::RunJob() {
       !s.ok()) {
     return s;
   }
+  if (mode_.replicates_dense()) {
+    // A chief that restarted may find a worker inside an all-reduce that
+    // its peer left (it ran more of the last chief's queued rounds): that
+    // call, which would wait until its deadline and hold the worker's
+    // configuration behind it, ends now, and the configuration restarts
+    // every worker's all-reduce at one epoch (WorkerConfig).
+    collective_epoch_ = static_cast<uint64_t>(absl::ToUnixMicros(absl::Now()));
+    for (WorkerTask* w : workers_) w->Interrupt("a chief configures the job");
+  }
   if (absl::Status s = ProbeDataSizes(); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<StepPlan>> data = PlanData(1);
   if (!data.ok()) return data.status();

@@ -217,6 +217,8 @@ class TrainingJob : public ElasticControl {
   // The workers the job started with, one dataset shard each (owned by
   // coordinator_); membership_ holds these and those that joined.
   std::vector<WorkerTask*> workers_;
+  // Mirrored and hybrid: the all-reduce epoch of this chief's workers.
+  uint64_t collective_epoch_ = 0;
   std::unique_ptr<Membership> membership_;
   std::unique_ptr<ClusterCoordinator> coordinator_;
   JobStatusBoard board_;

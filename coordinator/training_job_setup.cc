@@ -90,6 +90,7 @@ absl::StatusOr<WorkerConfig> TrainingJob::MakeWorkerConfig(int w, int64_t begin,
   if (!model.ok()) return model.status();
   WorkerConfig config;
   config.set_worker_index(w);
+  config.set_collective_epoch(collective_epoch_);
   *config.mutable_model_def() = *std::move(model);
   *config.mutable_data() = job_.data();
   for (const VariablePlacement& p : Placements(served_)) {

@@ -268,6 +268,15 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& given,
     own_size = own->size();
   }
 
+  if (mirrored != nullptr && config.collective_epoch() != 0) {
+    // Before anything changes: a failure leaves the worker
+    // as it was.
+    if (absl::Status s = all_reducer_->Restart(config.collective_epoch());
+        !s.ok()) {
+      return s;
+    }
+  }
+
   // Only now, with everything valid, replace the old state. The cached
   // data sets may come from other files: they go too.
   config_ = config;

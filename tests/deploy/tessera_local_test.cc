@@ -436,8 +436,10 @@ TEST_F(TesseraLocalTest, JoinStartsWorkersThatAskTheRunningCoordinator) {
   std::ofstream(run_dir_ + "/job.token") << std::string(64, 'a') << "\n";
   StartLauncher({"--join=" + run_dir_, "--num_workers=2"});
   ASSERT_TRUE(Eventually([&] {
+    // The pid file may come a moment after the log's first line.
     return Count(ReadFile(run_dir_ + "/joined-0.log"), "started ") == 1 &&
-           Count(ReadFile(run_dir_ + "/joined-1.log"), "started ") == 1;
+           Count(ReadFile(run_dir_ + "/joined-1.log"), "started ") == 1 &&
+           PidOf("joined-1") > 0;
   })) << LauncherOutput();
   const std::string first = ReadFile(run_dir_ + "/joined-0.log");
   EXPECT_THAT(first, HasSubstr("--join=127.0.0.1:9"));
