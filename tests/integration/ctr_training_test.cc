@@ -112,10 +112,10 @@ TEST_F(CtrTrainingTest, HybridJobStopsNamingTheLostReplica) {
       run_dir.string(), " -- --model=ctr --data_dir=", data_.string(),
       " --num_fields=8 --num_dense=4 --embedding_dim=8 --hidden_units=32,16",
       " --batch_size=128 --epochs=500 --mode=hybrid --checkpoint_dir=",
-      " & launcher=$!;",
-      " for i in $(seq 300); do", "   grep -q 'epoch 2/' ", run_dir.string(),
-      "/chief.log 2>/dev/null", "     && break; sleep 0.1; done;",
-      " kill -9 $(cat ", run_dir.string(), "/pids/worker-1); wait $launcher"));
+      " & launcher=$!;", " for i in $(seq 300); do", "   grep -q 'epoch 2/' ",
+      run_dir.string(), "/chief.log 2>/dev/null",
+      "     && break; sleep 0.1; done;", " kill -9 $(cat ", run_dir.string(),
+      "/pids/worker-1); wait $launcher"));
   EXPECT_NE(run.exit_code, 0) << run.output;
   EXPECT_NE(run.exit_code, 124) << "the job hung: " << run.output;
   EXPECT_THAT(run.output,
