@@ -27,9 +27,9 @@ ClusterCoordinator::ClusterCoordinator(
     credit_.push_back(0);
     finish_times_.emplace_back();
     wake_.emplace_back();
-    WorkerStub* stub = workers[w].get();
+    WorkerStub* remote = workers[w].get();
     workers_.push_back(std::move(workers[w]));
-    threads_.emplace_back([this, w, stub] { WorkerLoop(w, stub); });
+    threads_.emplace_back([this, w, remote] { WorkerLoop(w, remote); });
   }
 }
 
@@ -97,9 +97,9 @@ absl::StatusOr<int> ClusterCoordinator::AddWorker(
   finish_times_.emplace_back();
   wake_.emplace_back();
   serves_.emplace_back();
-  WorkerStub* stub = worker.get();
+  WorkerStub* remote = worker.get();
   workers_.push_back(std::move(worker));
-  threads_.emplace_back([this, w, stub] { WorkerLoop(w, stub); });
+  threads_.emplace_back([this, w, remote] { WorkerLoop(w, remote); });
   return w;
 }
 
@@ -439,7 +439,7 @@ bool ClusterCoordinator::Take(int worker, std::vector<Pending>* out) {
   return true;
 }
 
-void ClusterCoordinator::WorkerLoop(int worker, WorkerStub* stub) {
+void ClusterCoordinator::WorkerLoop(int worker, WorkerStub* remote) {
   std::vector<Pending> taken;
   StepsRequest request;  // reused: one copy of each step's request
   while (Take(worker, &taken)) {
@@ -465,12 +465,12 @@ void ClusterCoordinator::WorkerLoop(int worker, WorkerStub* stub) {
     absl::Status status;
     if (taken.size() == 1) {
       StepResponse response;
-      status = stub->RunStep(taken[0].request, &response);
+      status = remote->RunStep(taken[0].request, &response);
       if (status.ok()) done(0, std::move(response));
     } else {
       request.clear_steps();
       for (const Pending& p : taken) *request.add_steps() = p.request;
-      status = stub->RunSteps(request, [&](int i, StepResponse response) {
+      status = remote->RunSteps(request, [&](int i, StepResponse response) {
         // Only in order, and only each step once.
         if (static_cast<size_t>(i) == finished && finished < taken.size()) {
           done(finished, std::move(response));
@@ -503,7 +503,7 @@ void ClusterCoordinator::WorkerLoop(int worker, WorkerStub* stub) {
         }
       }
     }
-    HandleFailure(worker, stub, status, std::move(taken[finished]));
+    HandleFailure(worker, remote, status, std::move(taken[finished]));
   }
   // Its steps are over: a draining worker has drained.
   bool drained = false;
@@ -520,7 +520,7 @@ void ClusterCoordinator::WorkerLoop(int worker, WorkerStub* stub) {
   }
 }
 
-void ClusterCoordinator::HandleFailure(int worker, WorkerStub* stub,
+void ClusterCoordinator::HandleFailure(int worker, WorkerStub* remote,
                                        const absl::Status& status, Pending p) {
   if (options_.replicas_in_lockstep) {
     const absl::Status lost = absl::AbortedError(absl::StrCat(
@@ -556,20 +556,20 @@ void ClusterCoordinator::HandleFailure(int worker, WorkerStub* stub,
     // The recovery restores every replica, the restarted one's too: it
     // must be back first (RecoverWorker gives it its configuration), so
     // the step counts as in flight, and Join waits, until it is.
-    if (stub->Probe() != WorkerHealth::kReady) {
+    if (remote->Probe() != WorkerHealth::kReady) {
       {
         absl::MutexLock lock(&mu_);
         down_[worker] = true;
         UpdateStealableOf(worker);
       }
       Tell(worker, MemberEvent::kDown, std::string(status.message()));
-      RecoverWorker(worker, stub);
+      RecoverWorker(worker, remote);
     }
     absl::MutexLock lock(&mu_);
     --inflight_;
     return;
   }
-  if (stub->Probe() != WorkerHealth::kReady) {
+  if (remote->Probe() != WorkerHealth::kReady) {
     {
       absl::MutexLock lock(&mu_);
       down_[worker] = true;
@@ -592,7 +592,7 @@ void ClusterCoordinator::HandleFailure(int worker, WorkerStub* stub,
       }
     }
     Tell(worker, MemberEvent::kDown, std::string(status.message()));
-    RecoverWorker(worker, stub);
+    RecoverWorker(worker, remote);
     return;
   }
   if (RetryLater(worker, status, &p)) return;
@@ -637,7 +637,7 @@ bool ClusterCoordinator::RetryLater(int worker, const absl::Status& status,
   return true;
 }
 
-void ClusterCoordinator::RecoverWorker(int worker, WorkerStub* stub) {
+void ClusterCoordinator::RecoverWorker(int worker, WorkerStub* remote) {
   const absl::Time deadline = absl::Now() + options_.worker_recovery_timeout;
   Backoff backoff;
   while (absl::Now() < deadline) {
@@ -650,10 +650,10 @@ void ClusterCoordinator::RecoverWorker(int worker, WorkerStub* stub) {
         return;
       }
     }
-    const WorkerHealth health = stub->Probe();
+    const WorkerHealth health = remote->Probe();
     if (health != WorkerHealth::kDown) {
       absl::Status restored = health == WorkerHealth::kLostState
-                                  ? stub->Restore()
+                                  ? remote->Restore()
                                   : absl::OkStatus();
       if (restored.ok()) {
         LOG(INFO) << "worker " << worker << " is back";

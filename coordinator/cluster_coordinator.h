@@ -181,13 +181,13 @@ class ClusterCoordinator {
   // Whether a worker takes steps, is draining, or has left the job.
   enum class Presence { kJoining, kActive, kDraining, kGone };
 
-  void WorkerLoop(int worker, WorkerStub* stub);
+  void WorkerLoop(int worker, WorkerStub* remote);
   // Takes the next steps for `worker` into *out (one, or in asynchronous
   // mode up to steps_per_call of its own); false when stopping.
   bool Take(int worker, std::vector<Pending>* out);
   // A step that failed on `worker` with `status`: re-run it (the worker
   // died, or it could not reach a server for a while) or fail the job.
-  void HandleFailure(int worker, WorkerStub* stub, const absl::Status& status,
+  void HandleFailure(int worker, WorkerStub* remote, const absl::Status& status,
                      Pending p);
   // O(1) without a staleness bound (O(workers) with one): it runs for
   // every wake-up of a worker, and there are hundreds of workers.
@@ -225,7 +225,7 @@ class ClusterCoordinator {
   int64_t Lead(int worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Waits for a failed worker to come back; past worker_recovery_timeout
   // removes it (remove_lost_workers) or fails the job.
-  void RecoverWorker(int worker, WorkerStub* stub);
+  void RecoverWorker(int worker, WorkerStub* remote);
   // For a step that failed with `status` on `worker`, which still answers:
   // queues it again after a pause and returns true when the failure may
   // pass (step_retry_timeout); false when it is the job's error.
@@ -238,7 +238,7 @@ class ClusterCoordinator {
   const int num_queues_;
 
   mutable absl::Mutex mu_;
-  // Grows as workers join; a worker's thread holds its own stub's pointer.
+  // Grows as workers join; a worker's thread holds its own worker's pointer.
   std::vector<std::unique_ptr<WorkerStub>> workers_ ABSL_GUARDED_BY(mu_);
   std::vector<Presence> presence_ ABSL_GUARDED_BY(mu_);
   // The queues each worker serves, and each queue's servers.
