@@ -76,6 +76,26 @@ _slurm_port_busy() {
   (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
+# Prints a port base with $1 ports above it that nothing listens on, drawn
+# below the kernel's ephemeral range: any connect() on the machine (a gRPC
+# client of a test running beside this one) may take a port in that range
+# between this check and the job's bind, which a listen check cannot see.
+slurm_free_port_base() {
+  local n=$1 low=20000 high base i busy
+  high=$(awk '{ print $1 - 1 }' /proc/sys/net/ipv4/ip_local_port_range \
+    2>/dev/null || echo 32767)
+  [ "$high" -gt $((low + 100 + n)) ] || high=$((low + 10000))
+  for _ in $(seq 1 50); do
+    base=$((low + RANDOM % (high - low - n)))
+    busy=0
+    for ((i = 0; i < n; i++)); do
+      if _slurm_port_busy $((base + i)); then busy=1; fi
+    done
+    [ "$busy" -eq 0 ] && echo "$base" && return 0
+  done
+  return 1
+}
+
 # Prints the first port from $1 up with nothing listening on it.
 _slurm_free_port() {
   local port=$1

@@ -63,7 +63,7 @@ cleanup() {
 slurm_start 1
 trap cleanup EXIT
 
-base=$((20000 + RANDOM % 30000))
+base=$(slurm_free_port_base 4)
 RD=$WORK/run
 id=$(cd "$ROOT" && TESSERA_BUILD="$BUILD" RUN_DIR="$RD" NUM_PS=1 \
   NUM_WORKERS=2 EPOCHS=$EPOCHS BATCH_SIZE=32 PORT_BASE=$base \

@@ -93,21 +93,6 @@ start_cluster() {
 }
 trap cleanup EXIT
 
-# A port base with $2 free ports above it on 127.0.0.1 (and so, in practice,
-# on 127.0.0.2).
-free_port_base() {
-  local base i busy
-  for _ in $(seq 1 50); do
-    base=$((20000 + RANDOM % 30000))
-    busy=0
-    for ((i = 0; i < $1; i++)); do
-      if _slurm_port_busy $((base + i)); then busy=1; fi
-    done
-    [ "$busy" -eq 0 ] && echo "$base" && return 0
-  done
-  return 1
-}
-
 # Waits for job $1 to end (at most JOB_TIMEOUT_S; scancel after that) and
 # prints its final state, e.g. "COMPLETED 0:0". Without accounting, sacct
 # has nothing; finished jobs stay in scontrol for MinJobAge (600 s here).
@@ -140,14 +125,12 @@ final_accuracy() {
 }
 above() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > b) }'; }
 
-# Submits sbatch script $1 with sbatch options $2 (a string) and the
-# environment in the remaining arguments, waits, and checks the job and its
-# training result. Runs in the repository root, as a user would.
-# run_training <name> <script> <sbatch options> <VAR=value...>
-run_training() {
+# Submits sbatch script $2 with sbatch options $3 and the environment in the
+# remaining arguments, and waits; sets id and result of the caller.
+# submit_and_wait <name> <script> <sbatch options> <VAR=value...>
+submit_and_wait() {
   local name=$1 script=$2 options=$3
   shift 3
-  local out="$WORK/$name.out" run_dir="$WORK/$name" id result accuracy
   say "$name: sbatch $options $script ${COORDINATOR_ARGS[*]}   ($*)"
   # shellcheck disable=SC2086  # options holds several sbatch options.
   id=$(cd "$ROOT" && env "$@" TESSERA_BUILD="$BUILD" RUN_DIR="$run_dir" \
@@ -156,6 +139,34 @@ run_training() {
   id=${id%%;*}
   result=$(wait_job "$id")
   say "$name: job $id ended: $result; output $out"
+}
+
+# Submits sbatch script $1 with sbatch options $2 (a string) and the
+# environment in the remaining arguments, waits, and checks the job and its
+# training result. Runs in the repository root, as a user would.
+# run_training <name> <script> <sbatch options> <VAR=value...>
+run_training() {
+  local name=$1 script=$2 options=$3
+  shift 3
+  local out="$WORK/$name.out" run_dir="$WORK/$name" id result accuracy
+  local attempt args a
+  for attempt in 1 2 3; do
+    submit_and_wait "$name" "$script" "$options" "$@"
+    # A port picked free can still be bound by a test running beside this
+    # one before the job binds it: that is the test's luck, not Tessera's
+    # failure, so the job runs again on other ports (PORT_BASE is global).
+    [ "$result" != "COMPLETED 0:0" ] &&
+      grep -qs 'is in use by another process' "$run_dir"/rank-*.log || break
+    PORT_BASE=$(slurm_free_port_base 5)
+    say "$name: a port was taken by another process; again on $PORT_BASE"
+    args=()
+    for a in "$@"; do
+      case "$a" in PORT_BASE=*) a="PORT_BASE=$PORT_BASE" ;; esac
+      args+=("$a")
+    done
+    set -- "${args[@]}"
+    mv "$run_dir" "$run_dir.port-taken-$attempt"
+  done
   check "$name: job $id COMPLETED with exit code 0:0" \
     test "$result" = "COMPLETED 0:0"
   accuracy=$(final_accuracy "$out")
@@ -233,7 +244,7 @@ START=$SECONDS
 # ---- (a) one node -------------------------------------------------------------
 say "(a) one node"
 start_cluster 1
-PORT_BASE=$(free_port_base 5)
+PORT_BASE=$(slurm_free_port_base 5)
 run_training single deploy/slurm/train.sbatch "" \
   NUM_PS=2 NUM_WORKERS=2 PORT_BASE="$PORT_BASE"
 P=$PORT_BASE
@@ -248,7 +259,7 @@ slurm_stop
 # ---- (b) two nodes ------------------------------------------------------------
 say "(b) two nodes"
 start_cluster 2
-PORT_BASE=$(free_port_base 5)
+PORT_BASE=$(slurm_free_port_base 5)
 P=$PORT_BASE
 JOBS=chief:1,ps:1,worker:2
 # 3,1: ranks 0-2 on node1 (local 0-2), rank 3 on node2.
