@@ -270,8 +270,8 @@ absl::StatusOr<std::string> CheckpointDir::SetAside(
 namespace {
 
 // The name of the first entry of checkpoint folder `path` that no
-// checkpoint writes (a manifest, "ps-N.shards", or either's temporary
-// file), or "" when there is none.
+// checkpoint writes (a manifest, "ps-N.shards", the workers' replica, or
+// a temporary file of one), or "" when there is none.
 std::string ForeignEntry(const std::string& path) {
   std::error_code ec;
   for (const fs::directory_entry& e : fs::directory_iterator(path, ec)) {
@@ -281,6 +281,7 @@ std::string ForeignEntry(const std::string& path) {
     const bool ours =
         e.is_regular_file(ec) &&
         (base == kCheckpointManifestName ||
+         base == kReplicaCheckpointFileName ||
          (absl::StartsWith(base, "ps-") && absl::EndsWith(base, ".shards")));
     if (!ours) return name;
   }

@@ -357,6 +357,21 @@ TEST(CheckpointDir, KeepLastNeverDeletesAFolderWithForeignFiles) {
   EXPECT_TRUE(std::filesystem::exists(dir.PathFor(30)));
 }
 
+// A mirrored or hybrid job's checkpoints hold the workers' replica: they
+// rotate as the servers' do (they used to be kept forever as foreign).
+TEST(CheckpointDir, KeepLastDeletesCheckpointsHoldingAReplica) {
+  ScratchDir scratch;
+  CheckpointDir dir(scratch.path());
+  for (int64_t step : {10, 20, 30}) {
+    WriteCheckpoint(dir, step);
+    std::ofstream(dir.PathFor(step) + "/" + kReplicaCheckpointFileName)
+        << "replica";
+  }
+  ASSERT_TRUE(dir.KeepLast(1).ok());
+  EXPECT_THAT(Steps(dir), ElementsAre(30));
+  EXPECT_FALSE(std::filesystem::exists(dir.PathFor(10)));
+}
+
 TEST(CheckpointDir, KeepLastCountsOnlyVerifiedManifests) {
   ScratchDir scratch;
   CheckpointDir dir(scratch.path());
