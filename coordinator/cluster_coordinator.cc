@@ -560,6 +560,7 @@ void ClusterCoordinator::HandleFailure(int worker, WorkerStub* remote,
       {
         absl::MutexLock lock(&mu_);
         down_[worker] = true;
+        restarted_replicas_.insert(worker);
         UpdateStealableOf(worker);
       }
       Tell(worker, MemberEvent::kDown, std::string(status.message()));
@@ -693,7 +694,18 @@ void ClusterCoordinator::RecoverWorker(int worker, WorkerStub* remote) {
 
 bool ClusterCoordinator::TakeReplicaLoss() {
   absl::MutexLock lock(&mu_);
+  restarted_replicas_.clear();
   return std::exchange(replica_lost_, false);
+}
+
+std::vector<int> ClusterCoordinator::restarted_replicas() const {
+  absl::MutexLock lock(&mu_);
+  return {restarted_replicas_.begin(), restarted_replicas_.end()};
+}
+
+void ClusterCoordinator::CountRerun(int64_t steps) {
+  absl::MutexLock lock(&mu_);
+  rerun_ += steps;
 }
 
 void ClusterCoordinator::RecordError(absl::Status error) {

@@ -5,6 +5,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -150,6 +151,12 @@ class ClusterCoordinator {
   // call: its worker failed a step and, unless its recovery timed out,
   // answers again.
   bool TakeReplicaLoss();
+  // The workers whose replica went with their process (they failed a step
+  // and were down) since the last TakeReplicaLoss, in index order; the
+  // others that failed a step then still hold their replica.
+  std::vector<int> restarted_replicas() const;
+  // Counts steps that ran again after a repair (steps_rerun).
+  void CountRerun(int64_t steps);
   int64_t steps_done() const;
   int64_t steps_rerun() const;
   // Per worker: steps finished, and whether it is down (failed, not back)
@@ -274,6 +281,7 @@ class ClusterCoordinator {
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool replica_lost_ ABSL_GUARDED_BY(mu_) = false;
+  std::set<int> restarted_replicas_ ABSL_GUARDED_BY(mu_);
 
   std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);
 };

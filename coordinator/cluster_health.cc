@@ -198,6 +198,11 @@ void ClusterHealth::HeartbeatLoop(
   }
 }
 
+bool ClusterHealth::heartbeat_failed() const {
+  absl::MutexLock lock(&mu_);
+  return heartbeat_failed_;
+}
+
 bool ClusterHealth::TakeHeartbeatFailure() {
   absl::MutexLock lock(&mu_);
   const bool failed = heartbeat_failed_;

@@ -68,6 +68,8 @@ class ClusterHealth {
   // answer again, shards and all, by the time a recovery asks, yet the
   // steps it failed were cut short: the recovery must still restore.
   bool TakeHeartbeatFailure();
+  // The same, leaving it for TakeHeartbeatFailure.
+  bool heartbeat_failed() const;
 
   // Asks every server now, keeping the answers (for status queries that
   // follow at once, such as after an epoch).

@@ -1,7 +1,9 @@
 #include "coordinator/step_runner.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -14,6 +16,9 @@
 
 namespace tessera {
 namespace {
+
+// How often one round may run again after its worker died (fail_oldest).
+constexpr int kMaxRepairsPerRound = 3;
 
 // Waits until `required` of a round's steps are resolved, or one failed,
 // woken by the steps themselves instead of polling them. The steps keep
@@ -171,19 +176,76 @@ absl::Status StepRunner::RunLockstep(std::vector<PlannedStep> steps, int epoch,
           ? 2 * static_cast<size_t>(std::max(1, options_.steps_per_call))
           : 1;
   struct Round {
+    size_t index = 0;  // in `rounds`
     int64_t global_step = 0;
     int required = 0;
     std::vector<int64_t> ids;
     std::vector<StepFuture> futures;
   };
   std::deque<Round> in_flight;
-  // Waits for the oldest round and records it; an error ends the epoch.
+  size_t r = 0;  // the next round to schedule
+  bool paused = false;
+  // A round could not be scheduled after an error (Schedule hands the
+  // error over): no more are, and the rounds in flight show which failed.
+  absl::Status schedule_error;
+  // Repairs per round: a round whose worker dies every time it runs it
+  // is not run forever.
+  std::map<size_t, int> repairs;
+  // The oldest round failed: waits for every step in flight, then, with
+  // a repair and no part of this or a later round completed anywhere
+  // (none of them was applied by any replica), repairs the replicas and
+  // rewinds to that round. OK: rewound; else the epoch's error.
+  auto fail_oldest = [&]() -> absl::Status {
+    absl::Status error = coordinator_->Join();
+    if (error.ok()) error = schedule_error;
+    const Round& failed = in_flight.front();
+    if (error.ok()) {
+      error = absl::InternalError(absl::StrCat(
+          "global step ", failed.global_step, " failed, but no error came"));
+    }
+    if (!replicas || repair_ == nullptr) return error;
+    int64_t parts = 0;
+    for (const Round& round : in_flight) {
+      for (const StepFuture& f : round.futures) {
+        if (f.Get().ok()) return error;
+      }
+      for (const PlannedStep& p : rounds[round.index]) parts += !p.empty();
+    }
+    if (++repairs[failed.index] > kMaxRepairsPerRound) return error;
+    if (absl::Status s = repair_(failed.global_step, error); !s.ok()) {
+      std::fprintf(out_,
+                   "global step %lld cannot run again (%s); the job goes "
+                   "back to its last checkpoint\n",
+                   static_cast<long long>(failed.global_step),
+                   std::string(s.message()).c_str());
+      std::fflush(out_);
+      return error;
+    }
+    coordinator_->CountRerun(parts);
+    // The same step ids (so the same dropout seeds) and global steps: a
+    // server holding every part of the failed round, the dead worker's
+    // included (it pushed before it died), counts the parts pushed again
+    // as duplicates of the same gradients; a new global step would apply
+    // that round there and drop it elsewhere (SyncSteps).
+    next_step_ = failed.ids.front();
+    next_global_step_ = failed.global_step;
+    r = failed.index;
+    in_flight.clear();
+    schedule_error = absl::OkStatus();
+    ShowScheduled(epoch);
+    return absl::OkStatus();
+  };
+  // Waits for the oldest round and records it (nullopt). OK: the round
+  // failed and runs again (fail_oldest); an error ends the epoch.
   auto finish_oldest = [&]() -> std::optional<absl::Status> {
-    Round round = std::move(in_flight.front());
-    in_flight.pop_front();
     // The round is over once `required` steps are: their updates are then
     // applied everywhere, and the next round's pulls see them.
-    RoundLatch(round.futures).Wait(round.required);
+    RoundLatch(in_flight.front().futures).Wait(in_flight.front().required);
+    for (const StepFuture& f : in_flight.front().futures) {
+      if (f.ready() && !f.Get().ok()) return fail_oldest();
+    }
+    Round round = std::move(in_flight.front());
+    in_flight.pop_front();
     std::optional<uint32_t> checksum;
     for (size_t i = 0; i < round.futures.size(); ++i) {
       if (!round.futures[i].ready()) {
@@ -205,44 +267,62 @@ absl::Status StepRunner::RunLockstep(std::vector<PlannedStep> steps, int epoch,
     }
     return std::nullopt;
   };
-  size_t r = 0;
-  for (; r < rounds.size(); ++r) {
-    if (pause != nullptr && pause()) break;
-    while (in_flight.size() >= window) {
-      if (std::optional<absl::Status> end = finish_oldest()) return *end;
-    }
-    const std::vector<PlannedStep>& round = rounds[r];
-    Round scheduled;
-    scheduled.global_step = next_global_step_++;
-    const int size = static_cast<int>(round.size());
-    scheduled.required =
-        replicas ? size : std::max(1, size - options_.backup_workers);
-    // With backup workers the parts that count are the first to arrive,
-    // so only an average over all of them can weigh each example alike.
-    int64_t examples = 0;
-    for (const PlannedStep& planned : round) examples += planned.size();
-    const bool weigh = options_.mode.aggregates_steps() &&
-                       scheduled.required == size && examples > 0;
-    for (const PlannedStep& planned : round) {
-      StepRequest request = MakeRequest(epoch, planned, data);
-      request.set_sync_step(scheduled.global_step);
-      request.set_sync_required(scheduled.required);
-      request.set_sync_part(static_cast<int>(scheduled.ids.size()));
-      if (weigh && planned.size() * size != examples) {
-        request.set_sync_scale(static_cast<float>(
-            static_cast<double>(planned.size()) * size / examples));
+  while (true) {
+    if (!paused && schedule_error.ok() && r < rounds.size() &&
+        in_flight.size() < window) {
+      if (pause != nullptr && pause()) {
+        paused = true;
+        continue;
       }
-      scheduled.ids.push_back(request.step());
-      absl::StatusOr<StepFuture> future =
-          coordinator_->Schedule(std::move(request), planned.shard);
-      if (!future.ok()) return future.status();
-      scheduled.futures.push_back(*std::move(future));
+      const std::vector<PlannedStep>& round = rounds[r];
+      Round scheduled;
+      scheduled.index = r++;
+      scheduled.global_step = next_global_step_++;
+      const int size = static_cast<int>(round.size());
+      scheduled.required =
+          replicas ? size : std::max(1, size - options_.backup_workers);
+      // With backup workers the parts that count are the first to arrive,
+      // so only an average over all of them can weigh each example alike.
+      int64_t examples = 0;
+      for (const PlannedStep& planned : round) examples += planned.size();
+      const bool weigh = options_.mode.aggregates_steps() &&
+                         scheduled.required == size && examples > 0;
+      for (const PlannedStep& planned : round) {
+        StepRequest request = MakeRequest(epoch, planned, data);
+        request.set_sync_step(scheduled.global_step);
+        request.set_sync_required(scheduled.required);
+        request.set_sync_part(static_cast<int>(scheduled.ids.size()));
+        if (weigh && planned.size() * size != examples) {
+          request.set_sync_scale(static_cast<float>(
+              static_cast<double>(planned.size()) * size / examples));
+        }
+        scheduled.ids.push_back(request.step());
+        absl::StatusOr<StepFuture> future =
+            coordinator_->Schedule(std::move(request), planned.shard);
+        if (!future.ok()) {
+          schedule_error = future.status();
+          scheduled.ids.pop_back();
+          break;
+        }
+        scheduled.futures.push_back(*std::move(future));
+      }
+      // Its parts scheduled before the error fail with the rounds before
+      // it, which a repair may run again.
+      if (!scheduled.futures.empty()) in_flight.push_back(std::move(scheduled));
+      if (!schedule_error.ok() && (!replicas || repair_ == nullptr)) {
+        return schedule_error;
+      }
+      ShowScheduled(epoch);
+      continue;
     }
-    in_flight.push_back(std::move(scheduled));
-    ShowScheduled(epoch);
-  }
-  while (!in_flight.empty()) {
-    if (std::optional<absl::Status> end = finish_oldest()) return *end;
+    if (in_flight.empty()) {
+      if (!schedule_error.ok()) return schedule_error;
+      break;
+    }
+    if (std::optional<absl::Status> end = finish_oldest();
+        end.has_value() && !end->ok()) {
+      return *end;
+    }
   }
   if (absl::Status s = coordinator_->Join(); !s.ok()) return s;
   for (auto& [id, future] : stragglers) {

@@ -55,6 +55,17 @@ class StepRunner {
                    const std::function<bool()>& pause = nullptr,
                    std::vector<PlannedStep>* not_run = nullptr);
 
+  // Mirrored and hybrid: called when a round failed on some worker, every
+  // step in flight has ended and no part of that round or a later one
+  // completed, with the round's global step and its error. OK means every
+  // replica is again that of before the round (ReplicaRepair): the round
+  // and those after it run again, under their step ids (so with their
+  // dropout seeds) and global steps. Else the epoch ends with the error,
+  // as without a repair.
+  using RoundRepair =
+      std::function<absl::Status(int64_t global_step, const absl::Status&)>;
+  void SetRoundRepair(RoundRepair repair) { repair_ = std::move(repair); }
+
   // The id of the next step, and of the next global step (lockstep).
   int64_t next_step() const { return next_step_; }
   int64_t next_global_step() const { return next_global_step_; }
@@ -89,6 +100,7 @@ class StepRunner {
   JobStatusBoard* const board_;
   MetricsWriter* const metrics_;
   std::FILE* const out_;
+  RoundRepair repair_;
   int64_t next_step_ = 0;
   int64_t next_global_step_ = 0;
 };

@@ -1,6 +1,7 @@
 #include "coordinator/training_job.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <functional>
 #include <limits>
 #include <utility>
@@ -119,6 +120,20 @@ TrainingJob::TrainingJob(JobCluster cluster, JobConfig job, VariablePlan plan,
   runner.steps_per_call = options_.coordinator.steps_per_call;
   runner_ = std::make_unique<StepRunner>(coordinator_.get(), runner, &board_,
                                          metrics_.get(), out_);
+  if (replica_checkpoints_ != nullptr) {
+    // A worker that dies inside a round costs that round, not the steps
+    // since the checkpoint: the survivors' replica is copied through the
+    // checkpoint folder, which every worker reads.
+    replica_repair_ = std::make_unique<ReplicaRepair>(
+        coordinator_.get(), health_.get(), replica_checkpoints_.get(),
+        (std::filesystem::path(options_.checkpoint_dir) / "replica-copy")
+            .string(),
+        job_, out_);
+    runner_->SetRoundRepair(
+        [this](int64_t global_step, const absl::Status& error) {
+          return replica_repair_->Repair(global_step, error);
+        });
+  }
   // The workers active when an evaluation starts share the test set.
   evaluator_ = std::make_unique<TestSetEvaluator>(
       [this] { return membership_->Active(); },

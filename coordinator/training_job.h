@@ -28,6 +28,7 @@
 #include "coordinator/job_cluster.h"
 #include "coordinator/membership/membership.h"
 #include "coordinator/ps_recovery.h"
+#include "coordinator/replica_repair.h"
 #include "coordinator/report/epoch_result.h"
 #include "coordinator/report/metrics_writer.h"
 #include "coordinator/step_plan.h"
@@ -226,6 +227,7 @@ class TrainingJob : public ElasticControl {
   std::unique_ptr<MetricsWriter> metrics_;
   std::unique_ptr<ClusterHealth> health_;
   std::unique_ptr<WorkerReplicas> replica_checkpoints_;  // mirrored, hybrid
+  std::unique_ptr<ReplicaRepair> replica_repair_;        // with the above
   std::unique_ptr<JobCheckpointer> checkpointer_;
   std::unique_ptr<PsRecovery> recovery_;
   std::unique_ptr<StepRunner> runner_;

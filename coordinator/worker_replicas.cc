@@ -1,6 +1,8 @@
 #include "coordinator/worker_replicas.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <system_error>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -45,6 +47,39 @@ absl::Status WorkerReplicas::Restore(const ValidCheckpoint& checkpoint) {
             s.code(), absl::StrCat("worker ", w, " (", workers_[w]->address(),
                                    "): ", s.message()));
       });
+}
+
+absl::Status WorkerReplicas::Copy(int from, const std::string& directory,
+                                  const JobConfig& job) {
+  if (from < 0 || from >= static_cast<int>(workers_.size())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no worker ", from, " to copy a replica from"));
+  }
+  std::error_code error;
+  std::filesystem::create_directories(directory, error);
+  if (error) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot make ", directory, " for a replica's copy: ", error.message()));
+  }
+  SaveShardsRequest request;
+  request.set_directory(directory);
+  SaveShardsResponse saved;
+  if (absl::Status s = workers_[from]->SaveReplica(request, &saved); !s.ok()) {
+    return absl::Status(
+        s.code(), absl::StrCat("worker ", from, " (", workers_[from]->address(),
+                               ") could not save its replica: ", s.message()));
+  }
+  // The manifest of a checkpoint holding the replica alone.
+  ValidCheckpoint copy;
+  copy.path = directory;
+  *copy.manifest.mutable_optimizer() = job.optimizer();
+  *copy.manifest.mutable_job() = job;
+  *copy.manifest.add_files() = saved.file();
+  for (CheckpointVariable& variable : *saved.mutable_variables()) {
+    *variable.mutable_partitioner() = job.partitioner();
+    *copy.manifest.add_variables() = std::move(variable);
+  }
+  return Restore(copy);
 }
 
 }  // namespace tessera

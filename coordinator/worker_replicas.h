@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "coordinator/job_checkpointer.h"
 #include "coordinator/worker_task.h"
+#include "proto/job.pb.h"
 
 namespace tessera {
 
@@ -29,6 +30,13 @@ class WorkerReplicas final : public ReplicaCheckpoints {
   // one new epoch (microseconds since 1970, above any count of calls and
   // above the epoch before).
   absl::Status Restore(const ValidCheckpoint& checkpoint) override;
+
+  // Saves worker `from`'s replica into `directory` (made if missing) and
+  // restores every worker from it, `from` too, as Restore does: replicas
+  // that parted (a worker restarted with its initializers) are one again.
+  // `job` gives the copy's manifest its optimizer and partitioner.
+  absl::Status Copy(int from, const std::string& directory,
+                    const JobConfig& job);
 
  private:
   const std::vector<WorkerTask*> workers_;

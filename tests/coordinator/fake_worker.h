@@ -241,6 +241,7 @@ class CoordinatorFixture : public ::testing::Test {
     options.steps_per_call = steps_per_call_;
     options.max_staleness = max_staleness_;
     options.remove_lost_workers = remove_lost_workers_;
+    options.replicas_in_lockstep = replicas_in_lockstep_;
     options.min_workers = min_workers_;
     options.on_member_event = [this](int worker, MemberEvent event,
                                      const std::string&) {
@@ -292,6 +293,7 @@ class CoordinatorFixture : public ::testing::Test {
   int steps_per_call_ = 1;
   int64_t max_staleness_ = -1;
   bool remove_lost_workers_ = false;
+  bool replicas_in_lockstep_ = false;
   int min_workers_ = 1;
   mutable absl::Mutex events_mu_;
   std::vector<std::pair<int, MemberEvent>> events_ ABSL_GUARDED_BY(events_mu_);

@@ -19,6 +19,7 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
@@ -504,8 +505,11 @@ TEST_P(TableFaultTest, EveryEpochOnceAndTheModelOfTheUndisturbedRun) {
     EXPECT_NEAR(run.metrics.back()["auc"].get<double>(),
                 baseline.back()["auc"].get<double>(), 0.01);
   }
-  std::printf("[fault] %s with tables, %s killed: epoch examples", mode.c_str(),
-              victim.c_str());
+  std::printf("[fault] %s with tables, %s killed%s: epoch examples",
+              mode.c_str(), victim.c_str(),
+              absl::StrContains(run.output, "the round runs again")
+                  ? " (its round ran again)"
+                  : "");
   for (const nlohmann::json& m : run.metrics) {
     std::printf(" %lld", static_cast<long long>(m["examples"].get<int64_t>()));
   }
@@ -533,6 +537,43 @@ INSTANTIATE_TEST_SUITE_P(
                  name.end());
       return name;
     });
+
+// A mirrored worker killed mid-epoch costs the round it was in: the
+// survivors' replica is copied onto every worker and the round runs again
+// (ReplicaRepair), so the job trains the undisturbed run's model, bit for
+// bit. (When the victim dies after its all-reduce, the survivors applied
+// the round and the job goes back to its last checkpoint instead, with the
+// same result.)
+TEST_F(FaultTest, MirroredWorkerKilledMidEpochTrainsTheUndisturbedModel) {
+  const JobRun baseline = Train("mirrored_baseline", "mirrored", "", 0);
+  ExpectCompleteAndExact(baseline);
+  ASSERT_EQ(baseline.metrics.size(), static_cast<size_t>(kEpochs));
+  JobRun run =
+      Train("mirrored_worker", "mirrored", "worker-1", kMidSecondEpoch);
+  ExpectCompleteAndExact(run);
+  EXPECT_THAT(run.output, HasSubstr("(signal 9); restarting"));
+  ASSERT_EQ(run.metrics.size(), baseline.metrics.size());
+  for (size_t e = 0; e < run.metrics.size(); ++e) {
+    for (const char* key : {"train_loss", "test_loss", "test_accuracy"}) {
+      EXPECT_EQ(run.metrics[e][key].get<double>(),
+                baseline.metrics[e][key].get<double>())
+          << "epoch " << e + 1 << " " << key;
+    }
+  }
+  const bool repaired = absl::StrContains(run.output, "the round runs again");
+  EXPECT_TRUE(repaired || absl::StrContains(run.output, "recovered in"))
+      << run.output;
+  std::printf("[fault] mirrored, worker-1 killed: %s; test losses",
+              repaired ? "its round ran again" : "back to the last checkpoint");
+  for (const nlohmann::json& m : run.metrics) {
+    std::printf(" %.9f", m["test_loss"].get<double>());
+  }
+  std::printf(", undisturbed");
+  for (const nlohmann::json& m : baseline.metrics) {
+    std::printf(" %.9f", m["test_loss"].get<double>());
+  }
+  std::printf("\n");
+}
 
 // Evaluation is not a step: a worker killed while it evaluates its slice
 // of the test set used to fail the job. Epochs of 2 steps and 10,000 test

@@ -1,0 +1,79 @@
+#include "coordinator/replica_repair.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "glog/logging.h"
+
+namespace tessera {
+
+ReplicaRepair::ReplicaRepair(ClusterCoordinator* coordinator,
+                             ClusterHealth* health, WorkerReplicas* replicas,
+                             std::string directory, JobConfig job,
+                             std::FILE* out)
+    : coordinator_(coordinator),
+      health_(health),
+      replicas_(replicas),
+      directory_(std::move(directory)),
+      job_(std::move(job)),
+      out_(out) {}
+
+absl::Status ReplicaRepair::Repair(int64_t global_step,
+                                   const absl::Status& error) {
+  const absl::Time start = absl::Now();
+  if (health_->heartbeat_failed()) {
+    return absl::FailedPreconditionError(
+        "a parameter server missed its heartbeat too");
+  }
+  if (std::vector<std::string> failed = health_->FailedServers();
+      !failed.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "a parameter server failed too: ", absl::StrJoin(failed, "; ")));
+  }
+  const std::vector<int> restarted = coordinator_->restarted_replicas();
+  if (restarted.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("no worker restarted, so the round would fail again: ",
+                     error.message()));
+  }
+  const std::vector<std::pair<int64_t, bool>> workers =
+      coordinator_->worker_progress();
+  int survivor = -1;
+  for (int w = 0; w < static_cast<int>(workers.size()); ++w) {
+    const bool was_restarted =
+        std::find(restarted.begin(), restarted.end(), w) != restarted.end();
+    if (workers[w].second) {
+      return absl::UnavailableError(absl::StrCat("worker ", w, " is not back"));
+    }
+    if (!was_restarted && survivor < 0) survivor = w;
+  }
+  if (survivor < 0) {
+    return absl::FailedPreconditionError(
+        "every worker restarted: no replica survived");
+  }
+  absl::Status copied = replicas_->Copy(survivor, directory_, job_);
+  // The copy is needed only until every worker has read it.
+  std::error_code ignored;
+  std::filesystem::remove_all(directory_, ignored);
+  if (!copied.ok()) return copied;
+  coordinator_->TakeReplicaLoss();
+  const std::string line = absl::StrFormat(
+      "worker%s %s restarted inside global step %lld: every replica copied "
+      "from worker %d's in %.2f s; the round runs again",
+      restarted.size() > 1 ? "s" : "", absl::StrJoin(restarted, ", "),
+      static_cast<long long>(global_step), survivor,
+      absl::ToDoubleSeconds(absl::Now() - start));
+  LOG(INFO) << line;
+  std::fprintf(out_, "%s\n", line.c_str());
+  std::fflush(out_);
+  return absl::OkStatus();
+}
+
+}  // namespace tessera
