@@ -526,8 +526,9 @@ void ClusterCoordinator::HandleFailure(int worker, WorkerStub* remote,
     const absl::Status lost = absl::AbortedError(absl::StrCat(
         "step ", p.request.step(), " failed on worker ", worker, " (",
         status.message(), "): its replica missed a step the others made, so ",
-        "every replica goes back to the job's last checkpoint, or, without "
-        "checkpoints (--checkpoint_dir), the job stops"));
+        "the round runs again from the survivors' replica or the job goes "
+        "back to its last checkpoint; without checkpoints (--checkpoint_dir) "
+        "the job stops"));
     LOG(ERROR) << lost.message();
     bool first = false;
     {

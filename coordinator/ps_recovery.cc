@@ -121,7 +121,8 @@ absl::StatusOr<JobPosition> PsRecovery::Recover(const absl::Status& error) {
         error.message(), ")"));
   }
   // Mirrored and hybrid: a worker that failed a step left its replica
-  // behind the others'; every replica goes back to the checkpoint.
+  // behind the others', and its round could not run again (ReplicaRepair):
+  // every replica goes back to the checkpoint.
   if (coordinator_->TakeReplicaLoss()) {
     failed.push_back(absl::StrCat("a worker's replica missed a step (",
                                   error.message(), ")"));
