@@ -178,6 +178,7 @@ absl::Status RingAllReduce::Restart(uint64_t epoch) {
   generation_ = epoch;
   // A restarted neighbour listens on a new data plane port.
   right_port_ = 0;
+  right_socket_.Close();
   receiver_->ClearAbort();
   return absl::OkStatus();
 }

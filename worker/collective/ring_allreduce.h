@@ -11,6 +11,7 @@
 #include "absl/types/span.h"
 #include "common/data_plane/data_plane_kind.h"
 #include "common/data_plane/listener.h"
+#include "common/data_plane/socket.h"
 #include "common/data_plane/tls.h"
 #include "common/rpc/grpc_channel.h"
 #include "common/rpc/transport_limits.h"
@@ -125,7 +126,8 @@ class RingAllReduce final : public AllReducer {
   std::unique_ptr<RingReceiver> receiver_;
   uint64_t generation_ = 0;
   std::shared_ptr<const DataPlaneTls> tls_client_;
-  int right_port_ = 0;  // the right neighbour's data plane; 0: not asked
+  int right_port_ = 0;   // the right neighbour's data plane; 0: not asked
+  Socket right_socket_;  // kept from call to call (kTcp)
   // Last: its threads use the receiver, and go first.
   std::unique_ptr<Listener> listener_;
 };

@@ -128,9 +128,21 @@ absl::Status RingAllReduce::SendTcp(RingCall* call,
     return absl::Status(s.code(),
                         absl::StrCat(peer, " data plane: ", s.message()));
   };
-  absl::StatusOr<Socket> connected = ConnectRight(deadline);
-  if (!connected.ok()) return receiver_->Fail(call, named(connected.status()));
-  Socket socket = *std::move(connected);
+  // One connection serves call after call: a connection and its
+  // handshake per call cost more than a small buffer's transfer. A kept
+  // one the neighbour closed (it restarted, or gave a call up) is
+  // replaced before anything is written to it.
+  if (!right_socket_.valid() || !right_socket_.IdleAndOpen()) {
+    right_socket_.Close();
+    absl::StatusOr<Socket> connected = ConnectRight(deadline);
+    if (!connected.ok()) {
+      return receiver_->Fail(call, named(connected.status()));
+    }
+    right_socket_ = *std::move(connected);
+  } else {
+    right_socket_.SetTimeout(SecondsLeft(deadline)).IgnoreError();
+  }
+  Socket& socket = right_socket_;
 
   const RingSchedule& s = *call->schedule;
   const int64_t chunk_elements = ChunkElements();
@@ -158,8 +170,8 @@ absl::Status RingAllReduce::SendTcp(RingCall* call,
                 receiver_->WaitReceived(call, step - 1, done + n, deadline,
                                         /*stop_when_send_ends=*/false);
             !w.ok()) {
-          return w;  // the call's first error; the socket's close tells
-                     // the right neighbour
+          right_socket_.Close();  // tells the right neighbour
+          return w;               // the call's first error
         }
       }
       FrameHeader chunk;
@@ -192,6 +204,8 @@ absl::Status RingAllReduce::SendTcp(RingCall* call,
       status = why;
     }
   }
+  // After an error the connection is in an unknown state.
+  if (!status.ok()) right_socket_.Close();
   // The first error of the call wins: a local one or the right
   // neighbour's.
   return receiver_->Fail(call, status.ok() ? status : named(status));

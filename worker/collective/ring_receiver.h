@@ -115,9 +115,10 @@ class RingReceiver final : public Collective::CallbackService {
 
   // The same stream as a data plane connection (--data_plane=tcp;
   // worker/collective/ring_wire.h), whose token handshake is done: runs on
-  // the connection's own thread until the call it carries is received,
-  // refused or ended. Same checks, same errors, and the same answer to the
-  // sender (its reply frame) as Exchange.
+  // the connection's own thread, one call after another, until the
+  // sender closes it or a call it carries is refused or fails. Same
+  // checks, same errors, and the same answer to the sender (a reply frame
+  // per call) as Exchange.
   void ServeTcp(Socket& socket);
   // The port DataPlane announces; 0 (the default): none.
   void SetDataPlanePort(int port);
@@ -147,6 +148,8 @@ class RingReceiver final : public Collective::CallbackService {
   absl::StatusOr<uint64_t> AttachTcp(const CollectiveChunk& header,
                                      Socket* socket);
   absl::Status ReceiveTcp(Socket& socket, uint64_t generation);
+  // One call of ServeTcp's connection; false when the connection ends.
+  bool ServeTcpCall(Socket& socket);
   // The active call, when it is `generation` and `socket` is attached to
   // it.
   RingCall* TcpCallLocked(uint64_t generation, const Socket* socket) const

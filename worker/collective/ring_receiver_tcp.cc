@@ -51,9 +51,16 @@ RingCall* RingReceiver::TcpCallLocked(uint64_t generation,
 }
 
 void RingReceiver::ServeTcp(Socket& socket) {
+  // The left neighbour keeps its connection from call to call; one that
+  // failed is closed on both sides.
+  while (ServeTcpCall(socket)) {
+  }
+}
+
+bool RingReceiver::ServeTcpCall(Socket& socket) {
   FrameHeader frame;
   absl::Status status = ReadNextFrameHeader(socket, &frame);
-  if (!status.ok()) return;  // nothing was asked: nobody to answer
+  if (!status.ok()) return false;  // nothing was asked: nobody to answer
   int64_t sender_rank = -1;
   if (frame.op != FrameOp::kRingHeader ||
       frame.bytes != kRingHeaderPayloadBytes) {
@@ -62,7 +69,7 @@ void RingReceiver::ServeTcp(Socket& socket) {
         static_cast<int>(frame.op)));
   } else {
     status = socket.ReadFull(&sender_rank, sizeof(sender_rank));
-    if (!status.ok()) return;
+    if (!status.ok()) return false;
   }
   if (status.ok()) {
     CollectiveChunk header;
@@ -79,12 +86,14 @@ void RingReceiver::ServeTcp(Socket& socket) {
     reply.op = FrameOp::kRingReply;
     char raw[kFrameHeaderBytes];
     EncodeFrameHeader(reply, raw);
-    socket.WriteFull(raw, sizeof(raw)).IgnoreError();
-  } else if (status.code() != absl::StatusCode::kUnavailable) {
+    return socket.WriteFull(raw, sizeof(raw)).ok();
+  }
+  if (status.code() != absl::StatusCode::kUnavailable) {
     // UNAVAILABLE: the connection itself broke, or the call was given up
     // here and the connection shut (the sender hears of that as a cut).
     WriteErrorReply(socket, FrameOp::kRingReply, status).IgnoreError();
   }
+  return false;
 }
 
 absl::StatusOr<uint64_t> RingReceiver::AttachTcp(const CollectiveChunk& header,
