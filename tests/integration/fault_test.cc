@@ -507,7 +507,7 @@ TEST_P(TableFaultTest, EveryEpochOnceAndTheModelOfTheUndisturbedRun) {
   }
   std::printf("[fault] %s with tables, %s killed%s: epoch examples",
               mode.c_str(), victim.c_str(),
-              absl::StrContains(run.output, "the round runs again")
+              absl::StrContains(run.output, "every replica copied from worker")
                   ? " (its round ran again)"
                   : "");
   for (const nlohmann::json& m : run.metrics) {
@@ -560,7 +560,8 @@ TEST_F(FaultTest, MirroredWorkerKilledMidEpochTrainsTheUndisturbedModel) {
           << "epoch " << e + 1 << " " << key;
     }
   }
-  const bool repaired = absl::StrContains(run.output, "the round runs again");
+  const bool repaired =
+      absl::StrContains(run.output, "every replica copied from worker");
   EXPECT_TRUE(repaired || absl::StrContains(run.output, "recovered in"))
       << run.output;
   std::printf("[fault] mirrored, worker-1 killed: %s; test losses",
