@@ -18,6 +18,7 @@
 #include "gflags/gflags.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/written_text.h"
 
 namespace tessera {
 namespace {
@@ -666,10 +667,7 @@ TEST(ProgressMeterTest, CountsStepsAndWritesFinalLine) {
     EXPECT_DOUBLE_EQ(meter.mean_loss(), 2.0);
     meter.Finish();
   }
-  std::rewind(out);
-  std::string text;
-  char buf[512];
-  while (std::fgets(buf, sizeof(buf), out) != nullptr) text += buf;
+  const std::string text = WrittenText(out);
   std::fclose(out);
   EXPECT_THAT(text, AllOf(HasSubstr("epoch 1"), HasSubstr("3/3 steps"),
                           HasSubstr("took")));
@@ -687,10 +685,7 @@ TEST(ProgressMeterTest, LockstepModesCountGlobalSteps) {
     EXPECT_EQ(meter.steps(), 6);  // the epoch's figures still add them all
     meter.Finish();
   }
-  std::rewind(out);
-  std::string text;
-  char buf[512];
-  while (std::fgets(buf, sizeof(buf), out) != nullptr) text += buf;
+  const std::string text = WrittenText(out);
   std::fclose(out);
   EXPECT_THAT(text, HasSubstr("3/3 global steps"));
   EXPECT_THAT(text, Not(HasSubstr("6/6")));

@@ -20,6 +20,7 @@
 #include "coordinator/worker_task.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/written_text.h"
 
 namespace tessera {
 namespace {
@@ -194,14 +195,7 @@ class ReplicaRepairTest : public ::testing::Test {
     return coordinator_->Join();
   }
 
-  std::string Out() {
-    std::fflush(out_);
-    std::rewind(out_);
-    std::string text;
-    char buffer[256];
-    while (std::fgets(buffer, sizeof(buffer), out_) != nullptr) text += buffer;
-    return text;
-  }
+  std::string Out() { return WrittenText(out_); }
 
   std::unique_ptr<RoundBarrier> barrier_;  // one round: RunRound once
   std::vector<ReplicaTask*> workers_;      // owned by coordinator_

@@ -22,6 +22,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/coordinator/fake_worker.h"
+#include "tests/written_text.h"
 
 namespace tessera {
 namespace {
@@ -96,14 +97,7 @@ class StepRunnerRepairTest : public CoordinatorFixture {
     });
   }
 
-  std::string Out() {
-    std::fflush(out_);
-    std::rewind(out_);
-    std::string text;
-    char buffer[256];
-    while (std::fgets(buffer, sizeof(buffer), out_) != nullptr) text += buffer;
-    return text;
-  }
+  std::string Out() { return WrittenText(out_); }
 
   std::thread opener_;
   JobStatusBoard board_;
