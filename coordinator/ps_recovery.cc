@@ -116,16 +116,15 @@ absl::StatusOr<JobPosition> PsRecovery::Recover(const absl::Status& error) {
     // It answers again (it was paused, or too busy to answer in time), but
     // the steps it cut short may have reached some servers and not others:
     // every server goes back to the newest checkpoint, as for a restart.
-    failed.push_back(absl::StrCat(
-        "a parameter server missed its heartbeat and answers again (",
-        error.message(), ")"));
+    failed.push_back(
+        "a parameter server missed its heartbeat and answers again");
   }
+  // (Each reason once: the epoch's error, printed below, says the rest.)
   // Mirrored and hybrid: a worker that failed a step left its replica
   // behind the others', and its round could not run again (ReplicaRepair):
   // every replica goes back to the checkpoint.
   if (coordinator_->TakeReplicaLoss()) {
-    failed.push_back(absl::StrCat("a worker's replica missed a step (",
-                                  error.message(), ")"));
+    failed.push_back("a worker's replica missed a step");
   }
   if (failed.empty()) return error;
   const absl::Time start = absl::Now();
