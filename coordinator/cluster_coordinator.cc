@@ -1,6 +1,7 @@
 #include "coordinator/cluster_coordinator.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "common/rpc/backoff.h"
@@ -295,11 +296,11 @@ int64_t ClusterCoordinator::max_lead() const {
   return max_lead_;
 }
 
-int64_t ClusterCoordinator::Lead(int worker) const {
+int64_t ClusterCoordinator::Slowest(int except) const {
   const bool any_unassigned = !any_.empty();
-  int64_t slowest = finished_[worker];
+  int64_t slowest = std::numeric_limits<int64_t>::max();
   for (int w = 0; w < static_cast<int>(workers_.size()); ++w) {
-    if (w == worker || down_[w] || presence_[w] == Presence::kGone) continue;
+    if (w == except || down_[w] || presence_[w] == Presence::kGone) continue;
     if (busy_[w] || any_unassigned) {
       slowest = std::min(slowest, finished_[w]);
       continue;
@@ -310,7 +311,11 @@ int64_t ClusterCoordinator::Lead(int worker) const {
       slowest = std::min(slowest, finished_[w]);
     }
   }
-  return finished_[worker] - slowest;
+  return slowest;
+}
+
+int64_t ClusterCoordinator::Lead(int worker) const {
+  return finished_[worker] - std::min(finished_[worker], Slowest(worker));
 }
 
 bool ClusterCoordinator::HasOwn(int worker) const {
@@ -447,8 +452,10 @@ void ClusterCoordinator::WorkerLoop(int worker, WorkerStub* remote) {
     // Counts a finished step at once, so progress and a later failure see
     // it as done.
     auto done = [&](size_t i, StepResponse response) {
+      int64_t slowest = 0;
       {
         absl::MutexLock lock(&mu_);
+        if (options_.max_staleness >= 0) slowest = Slowest();
         ++finished_[worker];
         std::deque<absl::Time>& times = finish_times_[worker];
         times.push_back(absl::Now());
@@ -459,8 +466,10 @@ void ClusterCoordinator::WorkerLoop(int worker, WorkerStub* remote) {
       absl::MutexLock lock(&mu_);
       --inflight_;
       ++done_;
-      // The slowest worker's step may free the others.
-      if (options_.max_staleness >= 0) WakeAll();
+      // The slowest worker's step may free the others: a worker held back
+      // waits for the slowest to move, so only a move wakes them (waking
+      // every worker on every step cost O(workers^2) per step).
+      if (options_.max_staleness >= 0 && Slowest() != slowest) WakeAll();
     };
     absl::Status status;
     if (taken.size() == 1) {
@@ -484,8 +493,11 @@ void ClusterCoordinator::WorkerLoop(int worker, WorkerStub* remote) {
     }
     {
       absl::MutexLock lock(&mu_);
+      // An idle worker with nothing queued no longer holds the others back.
+      const int64_t slowest =
+          options_.max_staleness >= 0 ? Slowest() : int64_t{0};
       busy_[worker] = false;
-      if (options_.max_staleness >= 0) WakeAll();
+      if (options_.max_staleness >= 0 && Slowest() != slowest) WakeAll();
     }
     if (finished == taken.size()) continue;
     {

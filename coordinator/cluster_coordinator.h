@@ -230,6 +230,10 @@ class ClusterCoordinator {
   void WakeAll() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // How far `worker` is ahead of the slowest worker that still has work.
   int64_t Lead(int worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The fewest finished steps of a worker that holds the others back
+  // (up, and busy or with steps queued for it), `except` left out;
+  // INT64_MAX when there is none.
+  int64_t Slowest(int except = -1) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Waits for a failed worker to come back; past worker_recovery_timeout
   // removes it (remove_lost_workers) or fails the job.
   void RecoverWorker(int worker, WorkerStub* remote);
