@@ -78,6 +78,10 @@ class RingAllReduce final : public AllReducer {
   // num_ranks of them.
   absl::Status SetPeers(std::vector<std::string> peers);
 
+  // Connections this rank opened to its right neighbour (kTcp): one for
+  // many calls, a new one after an error or a Restart.
+  int64_t connections_opened() const { return connections_opened_; }
+
   // The port of the data plane listener (kTcp); 0 with kGrpc.
   int data_plane_port() const {
     return listener_ == nullptr ? 0 : listener_->port();
@@ -128,6 +132,7 @@ class RingAllReduce final : public AllReducer {
   std::shared_ptr<const DataPlaneTls> tls_client_;
   int right_port_ = 0;   // the right neighbour's data plane; 0: not asked
   Socket right_socket_;  // kept from call to call (kTcp)
+  int64_t connections_opened_ = 0;
   // Last: its threads use the receiver, and go first.
   std::unique_ptr<Listener> listener_;
 };

@@ -139,6 +139,7 @@ absl::Status RingAllReduce::SendTcp(RingCall* call,
       return receiver_->Fail(call, named(connected.status()));
     }
     right_socket_ = *std::move(connected);
+    ++connections_opened_;
   } else {
     right_socket_.SetTimeout(SecondsLeft(deadline)).IgnoreError();
   }

@@ -411,6 +411,27 @@ TEST(RingAllReduceTcpTest, SumsOverTlsAndRefusesPlainConnections) {
   ASSERT_TRUE(plain.ok()) << plain.status();
   EXPECT_FALSE(OfferDataPlaneHandshake(*plain, "the-job-token").ok());
   ExpectAllReduceSums(ring, RandomInputs(3, 77, 32));
+  // The TLS sessions are kept from call to call too.
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(ring.rank(r).connections_opened(), 1);
+}
+
+// A connection and its handshake per call would cost more than a small
+// buffer's transfer: each rank keeps one, and opens another only after a
+// Restart (its neighbour may have restarted elsewhere).
+TEST(RingAllReduceTcpTest, CallsShareOneConnectionUntilARestart) {
+  RingAllReduceOptions options{.chunk_bytes = 256, .timeout_s = 10};
+  options.data_plane = DataPlaneKind::kTcp;
+  Ring ring(3, options);
+  for (int call = 0; call < 5; ++call) {
+    ExpectAllReduceSums(ring, RandomInputs(3, 100 + call, 40 + call));
+  }
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(ring.rank(r).connections_opened(), 1);
+  for (int r = 0; r < 3; ++r) {
+    ASSERT_TRUE(ring.rank(r).Restart(1000).ok());
+  }
+  ExpectAllReduceSums(ring, RandomInputs(3, 50, 50));
+  ExpectAllReduceSums(ring, RandomInputs(3, 60, 51));
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(ring.rank(r).connections_opened(), 2);
 }
 
 TEST(RingAllReduceTcpTest, GrpcOnlyRankHasNoDataPlanePort) {
