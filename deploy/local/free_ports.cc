@@ -2,16 +2,25 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <random>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 
 namespace tessera {
 namespace {
@@ -35,6 +44,70 @@ absl::Status ErrnoError(const char* what) {
   return absl::InternalError(absl::StrCat(what, ": ", strerror(errno)));
 }
 
+// How long a handed-out port stays reserved for its picker: enough for
+// its processes to start and bind it.
+constexpr int64_t kReservedSeconds = 60;
+
+// The ports every PickFreePorts of this user on this machine handed out in
+// the last kReservedSeconds, in a file under the temporary folder, held
+// under an exclusive flock while a pick runs. Two launchers starting at
+// once (tests run side by side) would otherwise both find a port free in
+// the moment between one's pick and its process's bind. Best effort: a
+// file that cannot be opened or locked reserves nothing.
+class PortReservations {
+ public:
+  PortReservations() {
+    const std::string path = (std::filesystem::temp_directory_path() /
+                              absl::StrCat("tessera-picked-ports-", getuid()))
+                                 .string();
+    fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd_ >= 0 && flock(fd_, LOCK_EX) != 0) {
+      close(fd_);
+      fd_ = -1;
+    }
+    if (fd_ < 0) return;
+    const int64_t now = absl::ToUnixSeconds(absl::Now());
+    std::string text;
+    char buffer[4096];
+    ssize_t got = 0;
+    while ((got = pread(fd_, buffer, sizeof(buffer), text.size())) > 0) {
+      text.append(buffer, static_cast<size_t>(got));
+    }
+    for (absl::string_view line : absl::StrSplit(text, '\n')) {
+      std::pair<absl::string_view, absl::string_view> fields =
+          absl::StrSplit(line, ' ');
+      int port = 0;
+      int64_t when = 0;
+      if (absl::SimpleAtoi(fields.first, &port) &&
+          absl::SimpleAtoi(fields.second, &when) &&
+          now - when < kReservedSeconds) {
+        reserved_[port] = when;
+      }
+    }
+  }
+  PortReservations(const PortReservations&) = delete;
+  PortReservations& operator=(const PortReservations&) = delete;
+  // Writes the reservations back, with `picked` added, and unlocks.
+  ~PortReservations() {
+    if (fd_ < 0) return;
+    std::string text;
+    for (const auto& [port, when] : reserved_) {
+      absl::StrAppend(&text, port, " ", when, "\n");
+    }
+    if (ftruncate(fd_, 0) == 0) {
+      pwrite(fd_, text.data(), text.size(), 0);
+    }
+    close(fd_);  // and the lock with it
+  }
+
+  bool reserved(int port) const { return reserved_.contains(port); }
+  void Reserve(int port) { reserved_[port] = absl::ToUnixSeconds(absl::Now()); }
+
+ private:
+  int fd_ = -1;
+  absl::flat_hash_map<int, int64_t> reserved_;
+};
+
 }  // namespace
 
 absl::StatusOr<std::vector<int>> PickFreePorts(int n) {
@@ -42,6 +115,7 @@ absl::StatusOr<std::vector<int>> PickFreePorts(int n) {
     return absl::InvalidArgumentError(
         absl::StrCat("cannot pick a negative number of ports: ", n));
   }
+  PortReservations reservations;
   SocketSet sockets;
   std::vector<int> ports;
   ports.reserve(n);
@@ -78,7 +152,9 @@ absl::StatusOr<std::vector<int>> PickFreePorts(int n) {
     std::uniform_int_distribution<int> pick(low, high);
     for (int tries = 0;
          static_cast<int>(ports.size()) < n && tries < 20 * n + 100; ++tries) {
-      absl::StatusOr<int> port = bind_one(pick(rng));
+      const int candidate = pick(rng);
+      if (reservations.reserved(candidate)) continue;  // another picker's
+      absl::StatusOr<int> port = bind_one(candidate);
       if (!port.ok()) return port.status();
       if (*port != 0) ports.push_back(*port);  // held, so never picked twice
     }
@@ -88,6 +164,7 @@ absl::StatusOr<std::vector<int>> PickFreePorts(int n) {
     if (!port.ok()) return port.status();
     ports.push_back(*port);
   }
+  for (int port : ports) reservations.Reserve(port);
   return ports;
 }
 

@@ -6,9 +6,12 @@
 // TIME_WAIT). The ports are drawn at random from [kFirstPickedPort, the
 // start of the kernel's ephemeral range), where no connect() or bind(0)
 // takes ports, and from the ephemeral range only when there is too little
-// room below it. Another process binding explicitly may still take a port
-// before the caller binds it; callers that care must retry on "address in
-// use".
+// room below it. A port handed out is reserved for 60 s against the other
+// PickFreePorts calls of this user on this machine (a file under the
+// temporary folder, under flock), so launchers starting side by side never
+// get the same port. Another process binding explicitly may still take a
+// port before the caller binds it; callers that care must retry on
+// "address in use".
 
 #ifndef TESSERA_DEPLOY_LOCAL_FREE_PORTS_H_
 #define TESSERA_DEPLOY_LOCAL_FREE_PORTS_H_
