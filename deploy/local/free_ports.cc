@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <system_error>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
@@ -57,9 +58,14 @@ constexpr int64_t kReservedSeconds = 60;
 class PortReservations {
  public:
   PortReservations() {
-    const std::string path = (std::filesystem::temp_directory_path() /
-                              absl::StrCat("tessera-picked-ports-", getuid()))
-                                 .string();
+    // A $TMPDIR that is no folder reserves nothing (the throwing overload
+    // would end the launcher).
+    std::error_code error;
+    const std::filesystem::path tmp =
+        std::filesystem::temp_directory_path(error);
+    if (error) return;
+    const std::string path =
+        (tmp / absl::StrCat("tessera-picked-ports-", getuid())).string();
     fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd_ >= 0 && flock(fd_, LOCK_EX) != 0) {
       close(fd_);

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <mutex>
 #include <set>
@@ -382,6 +383,24 @@ TEST(FreePortsTest, PortsHandedOutAreNotHandedOutAgainAtOnce) {
   std::set<int> all(first->begin(), first->end());
   all.insert(second->begin(), second->end());
   EXPECT_EQ(all.size(), 800u);
+}
+
+// The reservations are best effort: a $TMPDIR that is no folder, or one
+// where no file can be made, still gives ports.
+TEST(FreePortsTest, PortsWithoutAUsableTemporaryFolder) {
+  const char* saved = std::getenv("TMPDIR");
+  const std::string restore = saved != nullptr ? saved : "";
+  for (const char* tmp : {"/nonexistent-tessera-tmp", "/proc"}) {
+    setenv("TMPDIR", tmp, 1);
+    absl::StatusOr<std::vector<int>> ports = PickFreePorts(4);
+    EXPECT_TRUE(ports.ok()) << tmp << ": " << ports.status();
+    if (ports.ok()) EXPECT_EQ(ports->size(), 4u) << tmp;
+  }
+  if (saved != nullptr) {
+    setenv("TMPDIR", restore.c_str(), 1);
+  } else {
+    unsetenv("TMPDIR");
+  }
 }
 
 TEST(FreePortsTest, ZeroAndNegative) {
