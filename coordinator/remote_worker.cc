@@ -17,18 +17,28 @@ RemoteWorker::RemoteWorker(std::string address, int task_index,
     : address_(std::move(address)),
       task_index_(task_index),
       timeout_s_(timeout_s),
-      stub_(Worker::NewStub(std::move(channel))) {}
+      rpc_(Worker::NewStub(std::move(channel))) {}
 
 std::string RemoteWorker::Peer(const char* call) const {
   return absl::StrCat("worker ", task_index_, " (", address_, ") ", call);
 }
 
+template <typename Request, typename Response>
+absl::Status RemoteWorker::Call(
+    grpc::Status (Worker::Stub::*method)(grpc::ClientContext*, const Request&,
+                                         Response*),
+    const char* name, const Request& request, Response* response,
+    double timeout_s) {
+  grpc::ClientContext context;
+  SetDeadline(&context, timeout_s);
+  return FromGrpcStatus((rpc_.get()->*method)(&context, request, response),
+                        Peer(name));
+}
+
 absl::Status RemoteWorker::Configure(const WorkerConfig& config,
                                      ConfigureResponse* response) {
-  grpc::ClientContext context;
-  SetDeadline(&context, timeout_s_);
-  absl::Status status = FromGrpcStatus(
-      stub_->Configure(&context, config, response), Peer("Configure"));
+  absl::Status status =
+      Call(&Worker::Stub::Configure, "Configure", config, response, timeout_s_);
   if (status.ok()) {
     absl::MutexLock lock(&mu_);
     config_ = config;
@@ -39,63 +49,48 @@ absl::Status RemoteWorker::Configure(const WorkerConfig& config,
 
 absl::Status RemoteWorker::Evaluate(const EvaluateRequest& request,
                                     EvaluateResponse* response) {
-  grpc::ClientContext context;
-  SetDeadline(&context, timeout_s_);
-  return FromGrpcStatus(stub_->Evaluate(&context, request, response),
-                        Peer("Evaluate"));
+  return Call(&Worker::Stub::Evaluate, "Evaluate", request, response,
+              timeout_s_);
 }
 
 absl::Status RemoteWorker::Health(HealthResponse* response, double timeout_s) {
-  grpc::ClientContext context;
-  SetDeadline(&context, timeout_s);
-  return FromGrpcStatus(stub_->Health(&context, HealthRequest(), response),
-                        Peer("Health"));
+  return Call(&Worker::Stub::Health, "Health", HealthRequest(), response,
+              timeout_s);
 }
 
 absl::Status RemoteWorker::Shutdown(const std::string& reason) {
-  grpc::ClientContext context;
-  SetDeadline(&context, kShortCallDeadlineS);
   ShutdownRequest request;
   request.set_reason(reason);
   ShutdownResponse response;
-  return FromGrpcStatus(stub_->Shutdown(&context, request, &response),
-                        Peer("Shutdown"));
+  return Call(&Worker::Stub::Shutdown, "Shutdown", request, &response,
+              kShortCallDeadlineS);
 }
 
 absl::Status RemoteWorker::SaveReplica(const SaveShardsRequest& request,
                                        SaveShardsResponse* response) {
-  grpc::ClientContext context;
-  SetDeadline(&context, timeout_s_);
-  return FromGrpcStatus(stub_->SaveReplica(&context, request, response),
-                        Peer("SaveReplica"));
+  return Call(&Worker::Stub::SaveReplica, "SaveReplica", request, response,
+              timeout_s_);
 }
 
 absl::Status RemoteWorker::RestoreReplica(const RestoreReplicaRequest& request,
                                           RestoreShardsResponse* response) {
-  grpc::ClientContext context;
-  SetDeadline(&context, timeout_s_);
-  return FromGrpcStatus(stub_->RestoreReplica(&context, request, response),
-                        Peer("RestoreReplica"));
+  return Call(&Worker::Stub::RestoreReplica, "RestoreReplica", request,
+              response, timeout_s_);
 }
 
 void RemoteWorker::Interrupt(const std::string& reason) {
-  grpc::ClientContext context;
-  SetDeadline(&context, kShortCallDeadlineS);
   InterruptRequest request;
   request.set_reason(reason);
   InterruptResponse response;
   // A worker that does not answer has no all-reduce to wait in.
-  absl::Status s = FromGrpcStatus(
-      stub_->Interrupt(&context, request, &response), Peer("Interrupt"));
+  absl::Status s = Call(&Worker::Stub::Interrupt, "Interrupt", request,
+                        &response, kShortCallDeadlineS);
   if (!s.ok()) VLOG(1) << s;
 }
 
 absl::Status RemoteWorker::RunStep(const StepRequest& request,
                                    StepResponse* response) {
-  grpc::ClientContext context;
-  SetDeadline(&context, timeout_s_);
-  return FromGrpcStatus(stub_->RunStep(&context, request, response),
-                        Peer("RunStep"));
+  return Call(&Worker::Stub::RunStep, "RunStep", request, response, timeout_s_);
 }
 
 absl::Status RemoteWorker::RunSteps(
@@ -105,7 +100,7 @@ absl::Status RemoteWorker::RunSteps(
   SetDeadline(&context, timeout_s_ * static_cast<double>(
                                          std::max(1, request.steps_size())));
   std::unique_ptr<grpc::ClientReader<StepResponse>> reader =
-      stub_->RunSteps(&context, request);
+      rpc_->RunSteps(&context, request);
   const int asked = request.steps_size();
   int finished = 0;
   bool too_many = false;

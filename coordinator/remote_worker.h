@@ -49,11 +49,19 @@ class RemoteWorker final : public WorkerTask {
 
  private:
   std::string Peer(const char* call) const;
+  // One unary call of the Worker service, with a deadline `timeout_s`
+  // away; its error names the worker and `name`.
+  template <typename Request, typename Response>
+  absl::Status Call(grpc::Status (Worker::Stub::*method)(grpc::ClientContext*,
+                                                         const Request&,
+                                                         Response*),
+                    const char* name, const Request& request,
+                    Response* response, double timeout_s);
 
   const std::string address_;
   const int task_index_;
   const double timeout_s_;
-  std::unique_ptr<Worker::Stub> stub_;
+  std::unique_ptr<Worker::Stub> rpc_;
   absl::Mutex mu_;
   WorkerConfig config_ ABSL_GUARDED_BY(mu_);
   bool configured_ ABSL_GUARDED_BY(mu_) = false;

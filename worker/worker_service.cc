@@ -1,8 +1,10 @@
 #include "worker/worker_service.h"
 
 #include <deque>
+#include <functional>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "common/rpc/grpc_status.h"
 #include "glog/logging.h"
 
@@ -12,53 +14,45 @@ WorkerService::WorkerService(TrainingWorker* worker, int task_index,
                              RpcAuth auth)
     : worker_(worker), task_index_(task_index), auth_(std::move(auth)) {}
 
-grpc::ServerUnaryReactor* WorkerService::Configure(
-    grpc::CallbackServerContext* context, const WorkerConfig* request,
-    ConfigureResponse* response) {
+grpc::ServerUnaryReactor* WorkerService::OnExecutor(
+    grpc::CallbackServerContext* context, const char* method,
+    std::function<absl::Status()> call) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (grpc::Status s = auth_.Check(*context, "Worker.Configure"); !s.ok()) {
+  if (grpc::Status s = auth_.Check(*context, absl::StrCat("Worker.", method));
+      !s.ok()) {
     reactor->Finish(s);
     return reactor;
   }
-  executor_.Post([this, request, response, reactor] {
-    absl::Status status = worker_->Configure(*request, response);
-    if (!status.ok()) LOG(WARNING) << "Configure refused: " << status;
+  executor_.Post([method, call = std::move(call), reactor] {
+    absl::Status status = call();
+    if (!status.ok()) LOG(WARNING) << method << " failed: " << status;
     reactor->Finish(ToGrpcStatus(status));
   });
   return reactor;
+}
+
+grpc::ServerUnaryReactor* WorkerService::Configure(
+    grpc::CallbackServerContext* context, const WorkerConfig* request,
+    ConfigureResponse* response) {
+  return OnExecutor(context, "Configure", [this, request, response] {
+    return worker_->Configure(*request, response);
+  });
 }
 
 grpc::ServerUnaryReactor* WorkerService::SaveReplica(
     grpc::CallbackServerContext* context, const SaveShardsRequest* request,
     SaveShardsResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (grpc::Status s = auth_.Check(*context, "Worker.SaveReplica"); !s.ok()) {
-    reactor->Finish(s);
-    return reactor;
-  }
-  executor_.Post([this, request, response, reactor] {
-    absl::Status status = worker_->SaveReplica(*request, response);
-    if (!status.ok()) LOG(WARNING) << "SaveReplica failed: " << status;
-    reactor->Finish(ToGrpcStatus(status));
+  return OnExecutor(context, "SaveReplica", [this, request, response] {
+    return worker_->SaveReplica(*request, response);
   });
-  return reactor;
 }
 
 grpc::ServerUnaryReactor* WorkerService::RestoreReplica(
     grpc::CallbackServerContext* context, const RestoreReplicaRequest* request,
     RestoreShardsResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (grpc::Status s = auth_.Check(*context, "Worker.RestoreReplica");
-      !s.ok()) {
-    reactor->Finish(s);
-    return reactor;
-  }
-  executor_.Post([this, request, response, reactor] {
-    absl::Status status = worker_->RestoreReplica(*request, response);
-    if (!status.ok()) LOG(WARNING) << "RestoreReplica failed: " << status;
-    reactor->Finish(ToGrpcStatus(status));
+  return OnExecutor(context, "RestoreReplica", [this, request, response] {
+    return worker_->RestoreReplica(*request, response);
   });
-  return reactor;
 }
 
 grpc::ServerUnaryReactor* WorkerService::Interrupt(

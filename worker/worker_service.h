@@ -2,6 +2,7 @@
 #define TESSERA_WORKER_WORKER_SERVICE_H_
 
 #include <atomic>
+#include <functional>
 
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
@@ -57,6 +58,13 @@ class WorkerService final : public Worker::CallbackService {
                                       InterruptResponse* response) override;
 
  private:
+  // Checks the job's token for Worker.`method`, then runs `call` on the
+  // executor, after the calls before it, and finishes with its status
+  // (logged when it failed).
+  grpc::ServerUnaryReactor* OnExecutor(grpc::CallbackServerContext* context,
+                                       const char* method,
+                                       std::function<absl::Status()> call);
+
   TrainingWorker* const worker_;
   const int task_index_;
   const RpcAuth auth_;

@@ -149,20 +149,20 @@ class ReplicaTask : public WorkerTask {
 class ReplicaRepairTest : public ::testing::Test {
  protected:
   void Start(int n) {
-    std::vector<std::unique_ptr<WorkerStub>> stubs;
+    std::vector<std::unique_ptr<WorkerStub>> owned;
     std::vector<WorkerTask*> tasks;
     barrier_ = std::make_unique<RoundBarrier>(n);
     for (int w = 0; w < n; ++w) {
       workers_.push_back(new ReplicaTask(w, barrier_.get()));
       tasks.push_back(workers_.back());
-      stubs.emplace_back(workers_.back());
+      owned.emplace_back(workers_.back());
     }
     CoordinatorOptions options;
     options.replicas_in_lockstep = true;
     options.worker_recovery_timeout = absl::Seconds(5);
     options.steal_threshold = std::numeric_limits<int>::max();
     coordinator_ =
-        std::make_unique<ClusterCoordinator>(std::move(stubs), options);
+        std::make_unique<ClusterCoordinator>(std::move(owned), options);
     out_ = std::tmpfile();
     health_ = std::make_unique<ClusterHealth>(std::vector<PsClient*>{}, tasks,
                                               out_, 4);
