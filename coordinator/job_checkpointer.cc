@@ -31,6 +31,33 @@ absl::Status ForEachServer(size_t n,
 
 }  // namespace
 
+void AddSavedFiles(const std::vector<SaveShardsResponse>& saved,
+                   const JobConfig& job, CheckpointManifest* manifest) {
+  *manifest->mutable_optimizer() = job.optimizer();
+  *manifest->mutable_job() = job;
+  // Each server saved its part of a variable; the manifest has it whole.
+  std::map<std::string, CheckpointVariable> variables;
+  for (const SaveShardsResponse& r : saved) {
+    *manifest->add_files() = r.file();
+    for (const CheckpointVariable& part : r.variables()) {
+      auto [it, fresh] = variables.try_emplace(part.name(), part);
+      if (fresh) continue;
+      for (const CheckpointShard& shard : part.shards()) {
+        *it->second.add_shards() = shard;
+      }
+    }
+  }
+  for (auto& [name, variable] : variables) {
+    *variable.mutable_partitioner() = job.partitioner();
+    std::sort(variable.mutable_shards()->begin(),
+              variable.mutable_shards()->end(),
+              [](const CheckpointShard& a, const CheckpointShard& b) {
+                return a.index() < b.index();
+              });
+    *manifest->add_variables() = std::move(variable);
+  }
+}
+
 JobPosition PositionOf(const CheckpointManifest& manifest) {
   JobPosition p;
   p.global_step = manifest.global_step();
@@ -144,39 +171,17 @@ absl::StatusOr<std::string> JobCheckpointer::SaveInto(
     *manifest.mutable_epoch_progress() = position.progress;
   }
   manifest.set_num_ps(static_cast<int>(ps_.size()));
-  *manifest.mutable_optimizer() = job_.optimizer();
-  *manifest.mutable_job() = job_;
   manifest.set_created_unix_micros(absl::ToUnixMicros(absl::Now()));
-  // Each server saved its part of a variable; the manifest has it whole.
-  std::map<std::string, CheckpointVariable> variables;
+  AddSavedFiles(responses, job_, &manifest);
   int64_t bytes = 0;
-  for (const SaveShardsResponse& r : responses) {
-    *manifest.add_files() = r.file();
-    bytes += r.file().size_bytes();
-    for (const CheckpointVariable& part : r.variables()) {
-      auto [it, fresh] = variables.try_emplace(part.name(), part);
-      if (fresh) continue;
-      for (const CheckpointShard& shard : part.shards()) {
-        *it->second.add_shards() = shard;
-      }
-    }
-  }
-  for (auto& [name, variable] : variables) {
-    *variable.mutable_partitioner() = job_.partitioner();
-    std::sort(variable.mutable_shards()->begin(),
-              variable.mutable_shards()->end(),
-              [](const CheckpointShard& a, const CheckpointShard& b) {
-                return a.index() < b.index();
-              });
-    *manifest.add_variables() = std::move(variable);
-  }
+  for (const SaveShardsResponse& r : responses) bytes += r.file().size_bytes();
   if (absl::Status s = dir_.Commit(manifest); !s.ok()) return s;
   if (absl::Status s = dir_.KeepLast(keep_); !s.ok()) {
     // The new checkpoint is complete; failing to prune is not fatal.
     LOG(WARNING) << "checkpoint " << *directory
                  << " written, but older ones could not be deleted: " << s;
   }
-  LOG(INFO) << "checkpoint " << *directory << ": " << variables.size()
+  LOG(INFO) << "checkpoint " << *directory << ": " << manifest.variables_size()
             << " variables, " << bytes << " bytes from " << ps_.size()
             << " parameter servers"
             << (replicas_ != nullptr ? " and the workers' replica" : "")

@@ -112,6 +112,12 @@ class JobCheckpointer {
 // The position a checkpoint records.
 JobPosition PositionOf(const CheckpointManifest& manifest);
 
+// Adds what the servers (and a replica) wrote, `saved`, to `manifest`:
+// their files, each variable whole with its shards in order and the job's
+// partitioner, and the job with its optimizer.
+void AddSavedFiles(const std::vector<SaveShardsResponse>& saved,
+                   const JobConfig& job, CheckpointManifest* manifest);
+
 }  // namespace tessera
 
 #endif  // TESSERA_COORDINATOR_JOB_CHECKPOINTER_H_

@@ -72,13 +72,7 @@ absl::Status WorkerReplicas::Copy(int from, const std::string& directory,
   // The manifest of a checkpoint holding the replica alone.
   ValidCheckpoint copy;
   copy.path = directory;
-  *copy.manifest.mutable_optimizer() = job.optimizer();
-  *copy.manifest.mutable_job() = job;
-  *copy.manifest.add_files() = saved.file();
-  for (CheckpointVariable& variable : *saved.mutable_variables()) {
-    *variable.mutable_partitioner() = job.partitioner();
-    *copy.manifest.add_variables() = std::move(variable);
-  }
+  AddSavedFiles({saved}, job, &copy.manifest);
   return Restore(copy);
 }
 
