@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/io/atomic_file.h"
+#include "common/io/line_log.h"
 #include "common/tensorboard/summary_histogram.h"
 #include "coordinator/report/metrics_history.h"
 #include "coordinator/report/svg_chart.h"
@@ -22,6 +23,15 @@ MetricsWriter::MetricsWriter(std::string run_dir, std::string mode,
 
 absl::Status MetricsWriter::Open() {
   if (run_dir_.empty()) return absl::OkStatus();
+  // A coordinator killed mid-line left steps.jsonl torn; the next line
+  // must not be glued onto it.
+  if (absl::StatusOr<int64_t> cut = CutTornLastLine(run_dir_ + "/steps.jsonl");
+      !cut.ok()) {
+    RecordWriteFailure(std::string(cut.status().message()), "steps.jsonl");
+  } else if (*cut > 0) {
+    LOG(INFO) << "steps.jsonl: cut a torn last line of " << *cut
+              << " bytes, left by a coordinator that died writing it";
+  }
   step_log_.open(run_dir_ + "/steps.jsonl", std::ios::app);
   absl::StatusOr<std::unique_ptr<EventFileWriter>> events =
       EventFileWriter::Create(run_dir_ + "/tensorboard");
@@ -130,9 +140,10 @@ std::string MetricsWriter::EpochLine(const EpochResult& r,
 }
 
 void MetricsWriter::AppendEpochLine(const std::string& line) {
-  std::ofstream out(run_dir_ + "/metrics.jsonl", std::ios::app);
-  out << line << "\n";
-  CheckWritten(out, "metrics.jsonl");
+  if (absl::Status s = AppendWholeLine(run_dir_ + "/metrics.jsonl", line);
+      !s.ok()) {
+    RecordWriteFailure(std::string(s.message()), "metrics.jsonl");
+  }
   if (step_log_.is_open()) CheckWritten(step_log_, "steps.jsonl");
   // An epoch's record is work done: on the disk before the next epoch,
   // so that a crash of the machine cannot lose it (a restarted

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/checkpoint/checkpoint_dir.h"
+#include "common/io/line_log.h"
 #include "common/job_file.h"
 #include "worker/evaluate/model_evaluation.h"
 #include "worker/export/trained_model.h"
@@ -18,19 +19,6 @@ namespace {
 
 std::string MetricOrNull(double v) {
   return v < 0 ? "null" : absl::StrFormat("%.6f", v);
-}
-
-absl::Status AppendLine(const std::string& path, const std::string& line) {
-  std::FILE* f = std::fopen(path.c_str(), "a");
-  if (f == nullptr) {
-    return absl::PermissionDeniedError(absl::StrCat("cannot write ", path));
-  }
-  const bool written =
-      std::fwrite(line.data(), 1, line.size(), f) == line.size();
-  if (std::fclose(f) != 0 || !written) {
-    return absl::DataLossError(absl::StrCat("cannot write ", path));
-  }
-  return absl::OkStatus();
 }
 
 // What the evaluator waits for, in the words of someone checking the path.
@@ -96,11 +84,11 @@ absl::StatusOr<bool> CheckpointEvaluator::EvaluateOne(
   const std::string line = absl::StrFormat(
       "{\"step\":%d,\"after_epoch\":%d,\"checkpoint\":\"%s\",\"examples\":%d,"
       "\"loss\":%.6f,\"accuracy\":%.6f,\"auc\":%s,\"log_loss\":%s,"
-      "\"seconds\":%.3f,\"unix_time\":%.3f}\n",
+      "\"seconds\":%.3f,\"unix_time\":%.3f}",
       step, epochs_done, name, m->examples, m->loss, m->accuracy,
       MetricOrNull(m->auc), MetricOrNull(m->log_loss), m->seconds,
       absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()));
-  if (absl::Status s = AppendLine(options_.run_dir + "/eval.jsonl", line);
+  if (absl::Status s = AppendWholeLine(options_.run_dir + "/eval.jsonl", line);
       !s.ok()) {
     return s;
   }

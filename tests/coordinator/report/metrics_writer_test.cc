@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 
 namespace tessera {
 namespace {
@@ -77,6 +78,37 @@ TEST_F(PendingEpochTest, ALineWrittenBeforeTheKillIsNotWrittenTwice) {
   ASSERT_TRUE(writer_->StagePendingEpoch(epoch_, -1).ok());
   EXPECT_EQ(writer_->RecoverPendingEpoch(4), 0);
   EXPECT_EQ(Lines().size(), 1u);
+}
+
+// A chief killed in the middle of a step's line: the next chief's first
+// line starts a line of its own, and every line of steps.jsonl parses.
+TEST_F(PendingEpochTest, ARestartedWriterLeavesWholeStepLinesOnly) {
+  std::ofstream(dir_ + "/steps.jsonl")
+      << "{\"epoch\":1,\"step\":1893}\n{\"epoch\":1,\"st";
+  ASSERT_TRUE(writer_->Open().ok());
+  StepResponse response;
+  response.set_loss(0.5);
+  writer_->RecordStep(0, 1, response);
+  writer_->WriteEpoch(epoch_, -1);
+  std::ifstream in(dir_ + "/steps.jsonl");
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0], "{\"epoch\":1,\"step\":1893}");
+  for (const std::string& l : lines) {
+    EXPECT_FALSE(nlohmann::json::parse(l, nullptr, false).is_discarded()) << l;
+  }
+  EXPECT_TRUE(writer_->write_failures().empty());
+}
+
+// The same for metrics.jsonl, which a kill may tear as well.
+TEST_F(PendingEpochTest, AnEpochLineAfterATornOneStartsALineOfItsOwn) {
+  std::ofstream(dir_ + "/metrics.jsonl") << "{\"epoch\":2,\"ste";
+  writer_->WriteEpoch(epoch_, -1);
+  ASSERT_EQ(Lines().size(), 1u);
+  EXPECT_NE(Lines()[0].find("\"epoch\":3"), std::string::npos);
+  EXPECT_FALSE(
+      nlohmann::json::parse(Lines()[0], nullptr, false).is_discarded());
 }
 
 }  // namespace
