@@ -12,6 +12,7 @@
 #include "worker/backend/cuda/cuda_backend.h"
 #include "worker/backend/cuda/cuda_backend_impl.cuh"
 #include "worker/backend/cuda/cuda_core_kernels.cuh"
+#include "worker/backend/cuda/cuda_error_rule.h"
 
 #ifndef TESSERA_CUDA_ARCHS
 #define TESSERA_CUDA_ARCHS "(unknown)"
@@ -41,6 +42,15 @@ const char* CublasName(cublasStatus_t s) {
     default:
       return "CUBLAS_STATUS_(other)";
   }
+}
+
+// The CUDA runtime's error functions, for cuda_error_rule.h.
+const CudaErrorApi& CudaRuntimeErrors() {
+  static const CudaErrorApi api = {
+      [] { return static_cast<int>(cudaGetLastError()); },
+      [](int e) { return cudaGetErrorName(static_cast<cudaError_t>(e)); },
+      [](int e) { return cudaGetErrorString(static_cast<cudaError_t>(e)); }};
+  return api;
 }
 
 }  // namespace
@@ -121,19 +131,19 @@ CudaBackend::~CudaBackend() {
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
+// Every op starts here, so its launches are judged by their own errors
+// (cuda_error_rule.h, rule 2).
 bool CudaBackend::Ready() {
   if (!status_.ok()) return false;
+  ClearStaleCudaError(CudaRuntimeErrors());
   return Check(cudaSetDevice(ordinal_), "cudaSetDevice");
 }
 
+// Clears the error it records (cuda_error_rule.h, rule 1): a fresh backend
+// on this thread must not read it as its first launch's.
 bool CudaBackend::Check(cudaError_t err, const char* what) {
-  if (err == cudaSuccess) return true;
-  if (status_.ok()) {
-    status_.Update(absl::InternalError(
-        absl::StrCat(name_, ": ", what, " failed: ", cudaGetErrorName(err),
-                     " (", cudaGetErrorString(err), ")")));
-  }
-  return false;
+  return RecordCudaResult(CudaRuntimeErrors(), static_cast<int>(err), name_,
+                          what, &status_);
 }
 
 bool CudaBackend::CheckBlas(cublasStatus_t err, const char* what) {
@@ -185,6 +195,7 @@ absl::StatusOr<std::unique_ptr<Backend>> NewCudaBackend(int ordinal) {
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess) {
+    cudaGetLastError();  // no later launch on this thread is blamed
     return absl::UnavailableError(absl::StrCat(
         "no GPU answers: CUDA runtime says ", cudaGetErrorString(err)));
   }

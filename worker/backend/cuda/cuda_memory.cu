@@ -16,8 +16,8 @@ void* CudaBackend::AllocateBytes(int64_t bytes) {
   return ptr;
 }
 
-// A failed free is recorded like any failed call, so the next launch is
-// not blamed for it.
+// A failed free is recorded like any failed call (Check clears it from
+// the runtime's last error, so the next launch is not blamed for it).
 void CudaBackend::FreeBytes(void* ptr) {
   if (ptr == nullptr) return;
   Check(cudaSetDevice(ordinal_), "cudaSetDevice (free)");
@@ -91,7 +91,15 @@ void CudaBackend::Upload(const void* host, void* device, int64_t bytes) {
   std::lock_guard<std::mutex> lock(upload_mu_);
   if (!upload_status_.ok()) return;
   const char* what = "cudaSetDevice (upload)";
-  cudaError_t err = cudaSetDevice(ordinal_);
+  cudaError_t err = cudaSuccess;
+  if (host == nullptr || device == nullptr) {
+    // Refused before the runtime sees it: a copy to or from a bad address
+    // that the driver queued would fault in flight and poison the context.
+    what = "upload (a null pointer)";
+    err = cudaErrorInvalidValue;
+  } else {
+    err = cudaSetDevice(ordinal_);
+  }
   if (err == cudaSuccess) {
     what = Pinned(host, bytes) ? "cudaMemcpyAsync (upload from pinned memory)"
                                : "cudaMemcpyAsync (upload)";
