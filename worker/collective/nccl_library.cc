@@ -23,8 +23,8 @@ void Resolve(void* library, const char* symbol, F* out, std::string* error) {
 
 absl::StatusOr<NcclApi> Load() {
   const std::string name = absl::StrCat("libnccl.so.", NCCL_MAJOR);
-  absl::StatusOr<void*> opened =
-      OpenCudaLibrary({name, "NCCL", {}, {"nvidia/nccl/lib"}});
+  absl::StatusOr<void*> opened = OpenCudaLibrary(
+      {name, "NCCL", {}, {"nvidia/nccl/lib"}, "nvidia-nccl-cu13"});
   if (!opened.ok()) return opened.status();
   NcclApi api;
   std::string error;

@@ -33,7 +33,10 @@ absl::StatusOr<CublasApi> Load() {
        {absl::StrCat("libcublasLt.so.", major)},
        // CUDA 13's nvidia-cublas shares one folder with the other CUDA 13
        // wheels; CUDA 12's nvidia-cublas-cu12 has its own.
-       {absl::StrCat("nvidia/cu", major, "/lib"), "nvidia/cublas/lib"}});
+       {absl::StrCat("nvidia/cu", major, "/lib"), "nvidia/cublas/lib"},
+       // CUDA 13's is plain nvidia-cublas; CUDA 12's had a suffix.
+       major == "13" ? "nvidia-cublas"
+                     : absl::StrCat("nvidia-cublas-cu", major)});
   if (!opened.ok()) return opened.status();
   void* library = *opened;
   const std::string name = absl::StrCat("libcublas.so.", major);

@@ -37,15 +37,18 @@ std::string Env(const GetEnv& getenv, const char* name) {
   return value != nullptr ? value : "";
 }
 
-// <prefix>/lib/python3*/{site,dist}-packages, newest Python first.
+// <prefix>/{lib,lib64}/python3*/{site,dist}-packages, newest Python
+// first.
 std::vector<fs::path> SitePackagesOf(const fs::path& prefix) {
   std::vector<fs::path> pythons;
-  std::error_code error;
-  for (fs::directory_iterator it(prefix / "lib", error), end;
-       !error && it != end; it.increment(error)) {
-    const std::string name = it->path().filename().string();
-    if (name.rfind("python3", 0) == 0 && IsDir(it->path())) {
-      pythons.push_back(it->path());
+  for (const char* lib : {"lib", "lib64"}) {
+    std::error_code error;
+    for (fs::directory_iterator it(prefix / lib, error), end;
+         !error && it != end; it.increment(error)) {
+      const std::string name = it->path().filename().string();
+      if (name.rfind("python3", 0) == 0 && IsDir(it->path())) {
+        pythons.push_back(it->path());
+      }
     }
   }
   // python3.12 before python3.11; python3 (Debian's dist-packages) last.
@@ -54,7 +57,8 @@ std::vector<fs::path> SitePackagesOf(const fs::path& prefix) {
               const std::string x = a.filename().string();
               const std::string y = b.filename().string();
               if (x.size() != y.size()) return x.size() > y.size();
-              return x > y;
+              if (x != y) return x > y;
+              return a.parent_path() < b.parent_path();  // lib before lib64
             });
   std::vector<fs::path> sites;
   for (const fs::path& python : pythons) {
@@ -63,6 +67,30 @@ std::vector<fs::path> SitePackagesOf(const fs::path& prefix) {
     }
   }
   return sites;
+}
+
+// "libcublas.so.12 in /x" for each file of `folders` named like
+// `soname` but for another major version ("libcublas.so.13").
+std::vector<std::string> OtherVersions(
+    const std::string& soname, const std::vector<std::string>& folders) {
+  std::vector<std::string> found;
+  const size_t so = soname.find(".so.");
+  if (so == std::string::npos) return found;
+  const std::string stem = soname.substr(0, so + 4);  // "libcublas.so."
+  for (const std::string& folder : folders) {
+    std::error_code error;
+    for (fs::directory_iterator it(folder, error), end; !error && it != end;
+         it.increment(error)) {
+      const std::string name = it->path().filename().string();
+      if (name.rfind(stem, 0) != 0 || name == soname) continue;
+      // One entry per major version: libcublas.so.12, not also .12.9.1.
+      const std::string version = name.substr(stem.size());
+      if (version.empty() || version.find('.') != std::string::npos) continue;
+      found.push_back(absl::StrCat(name, " in ", folder));
+    }
+  }
+  std::sort(found.begin(), found.end());
+  return found;
 }
 
 }  // namespace
@@ -109,7 +137,12 @@ std::vector<std::string> CudaLibraryFolders(const CudaLibrary& library,
   prefixes.push_back("/opt/conda");
   prefixes.push_back("/usr/local");
   prefixes.push_back("/usr");
+  const std::string conda = Env(getenv, "CONDA_PREFIX");
   for (const fs::path& prefix : prefixes) {
+    if ((!conda.empty() && prefix == fs::path(conda)) ||
+        IsDir(prefix / "conda-meta")) {
+      candidates.push_back(prefix / "lib");
+    }
     for (const fs::path& site : SitePackagesOf(prefix)) {
       for (const std::string& wheel_dir : library.wheel_dirs) {
         candidates.push_back(site / wheel_dir);
@@ -155,13 +188,23 @@ absl::StatusOr<void*> OpenCudaLibrary(const CudaLibrary& library,
     return absl::UnavailableError(absl::StrCat(
         "cannot load ", file.string(), " (", library.what, "): ", DlError()));
   }
+  const std::vector<std::string> others =
+      OtherVersions(library.soname, folders);
   return absl::UnavailableError(absl::StrCat(
       "cannot load ", library.soname, " (", library.what,
       "): the dynamic linker says \"", linker_said, "\", and it is in none of ",
       folders.empty() ? "the CUDA or Python package folders (none exists)"
                       : absl::StrJoin(folders, ", "),
-      "; put its folder on LD_LIBRARY_PATH, or install NVIDIA's Python "
-      "package of it"));
+      others.empty()
+          ? ""
+          : absl::StrCat("; found only another major version, which this "
+                         "build cannot use: ",
+                         absl::StrJoin(others, ", ")),
+      "; put the folder of ", library.soname,
+      " on LD_LIBRARY_PATH, or install NVIDIA's Python package of it",
+      library.pip_package.empty()
+          ? ""
+          : absl::StrCat(" (pip install ", library.pip_package, ")")));
 }
 
 }  // namespace tessera

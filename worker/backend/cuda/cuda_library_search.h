@@ -11,7 +11,10 @@
 //    folder that holds the file. It opens the library's `needs` from that
 //    folder first, so that a folder the linker does not know works too.
 //  - Unavailable when no place has it, naming the library, what the
-//    dynamic linker said and every folder tried.
+//    dynamic linker said, every folder tried, the pip package, and any
+//    other major version of it found there (libcublas.so.12 beside a
+//    build that needs libcublas.so.13: CUDA 12 wheels, common with torch),
+//    so that --device=auto says why it trains on the CPU.
 //  - The handle is never closed: the library's objects may live until the
 //    process ends.
 //  - Thread safety: both functions may be called from any thread; callers
@@ -38,6 +41,9 @@ struct CudaLibrary {
   // ("nvidia/nccl/lib" for nvidia-nccl-cu13, "nvidia/cu13/lib" for CUDA 13's
   // nvidia-cublas).
   std::vector<std::string> wheel_dirs;
+  // The pip package that brings it ("nvidia-nccl-cu13"), named when no
+  // place has it.
+  std::string pip_package;
 };
 
 // Reads one environment variable (null when unset): std::getenv, or a
@@ -49,10 +55,14 @@ using GetEnv = std::function<const char*(const char*)>;
 //   1. the CUDA install: $CUDA_HOME/lib64, $CUDA_PATH/lib64,
 //      /usr/local/cuda/lib64, and the toolkit folder the build used;
 //   2. NVIDIA's Python packages: <site-packages>/<wheel_dir> for the
-//      site-packages (and dist-packages) of $VIRTUAL_ENV, $CONDA_PREFIX,
-//      every folder of $PATH that holds a python3 (<prefix>/bin/python3:
-//      a venv, conda or the system), the venvs ~/.venv, ~/venv, ./.venv
-//      and ./venv, ~/.local, /opt/conda, /usr/local and /usr.
+//      site-packages (and dist-packages) under lib/ and lib64/ (where a
+//      system pip on RHEL-family nodes puts platform wheels) of
+//      $VIRTUAL_ENV, $CONDA_PREFIX, every folder of $PATH that holds a
+//      python3 (<prefix>/bin/python3: a venv, conda or the system), the
+//      venvs ~/.venv, ~/venv, ./.venv and ./venv, ~/.local, /opt/conda,
+//      /usr/local and /usr; and the lib/ of a conda environment
+//      ($CONDA_PREFIX, or any of those prefixes with a conda-meta/), where
+//      conda-forge's packages put the libraries themselves.
 std::vector<std::string> CudaLibraryFolders(const CudaLibrary& library,
                                             const GetEnv& getenv);
 

@@ -125,5 +125,64 @@ TEST_F(CudaLibrarySearchTest, AMissingLibraryNamesItAndEveryFolderTried) {
               HasSubstr((site_ / "nvidia/fake/lib").string()));
 }
 
+// A system pip on RHEL-family nodes installs platform wheels (NVIDIA's
+// among them) under lib64/.
+TEST_F(CudaLibrarySearchTest, FindsAWheelInALib64SitePackages) {
+  const fs::path wheel =
+      root_ / "usr/lib64/python3.9/site-packages/nvidia/fake/lib";
+  fs::create_directories(wheel);
+  fs::create_directories(root_ / "usr/bin");
+  std::ofstream(root_ / "usr/bin/python3") << "#!/bin/sh\n";
+  env_["PATH"] = (root_ / "usr/bin").string();
+  EXPECT_THAT(
+      CudaLibraryFolders({"libx.so.1", "x", {}, {"nvidia/fake/lib"}}, Env()),
+      ::testing::Contains(wheel.string()));
+}
+
+// conda-forge's cuBLAS and NCCL put the libraries in $CONDA_PREFIX/lib.
+TEST_F(CudaLibrarySearchTest, FindsALibraryInTheCondaEnvironmentsLib) {
+  const std::string real = SomeSharedLibrary();
+  ASSERT_FALSE(real.empty()) << "no shared library to copy";
+  const fs::path conda = root_ / "miniforge/envs/train";
+  fs::create_directories(conda / "lib");
+  fs::create_directories(conda / "conda-meta");
+  fs::copy_file(real, conda / "lib/libtessera_fake_conda.so.5");
+  env_["CONDA_PREFIX"] = conda.string();
+  const CudaLibrary fake = {"libtessera_fake_conda.so.5",
+                            "a fake CUDA library",
+                            {},
+                            {"nvidia/fake/lib"},
+                            "nvidia-fake"};
+  EXPECT_THAT(CudaLibraryFolders(fake, Env()),
+              ::testing::Contains((conda / "lib").string()));
+  absl::StatusOr<void*> opened = OpenCudaLibrary(fake, Env());
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  EXPECT_TRUE(Mapped((conda / "lib/libtessera_fake_conda.so.5").string()));
+}
+
+// A node with only CUDA 12's wheels (common with torch) beside a build
+// that needs CUDA 13's: the error, which --device=auto logs as its reason
+// for training on the CPU, names what was found and what to install.
+TEST_F(CudaLibrarySearchTest, AnotherMajorVersionIsNamedWithThePipPackage) {
+  fs::create_directories(site_ / "nvidia/cublas/lib");
+  std::ofstream(site_ / "nvidia/cublas/lib/libtessera_cublas.so.12") << "";
+  std::ofstream(site_ / "nvidia/cublas/lib/libtessera_cublas.so.12.9.1") << "";
+  absl::StatusOr<void*> opened =
+      OpenCudaLibrary({"libtessera_cublas.so.13",
+                       "cuBLAS",
+                       {},
+                       {"nvidia/cu13/lib", "nvidia/cublas/lib"},
+                       "nvidia-cublas"},
+                      Env());
+  ASSERT_FALSE(opened.ok());
+  const std::string message(opened.status().message());
+  EXPECT_THAT(message,
+              HasSubstr("found only another major version, which this build "
+                        "cannot use: libtessera_cublas.so.12 in " +
+                        (site_ / "nvidia/cublas/lib").string()));
+  EXPECT_THAT(message, ::testing::Not(HasSubstr("12.9.1")));
+  EXPECT_THAT(message, HasSubstr("pip install nvidia-cublas"));
+}
+
 }  // namespace
 }  // namespace tessera
