@@ -40,8 +40,8 @@ class AllReducer {
   // Fails the AllReduce in progress, if any, and every later one until
   // Restart, at once, with `why`: another member gave the step up, so
   // waiting for it would last until the deadline. Safe to call from any
-  // thread, concurrently with AllReduce. A group that cannot (NCCL) lets
-  // the call run to its deadline.
+  // thread, concurrently with AllReduce. The default, for a group that
+  // cannot, lets the call run to its deadline.
   virtual void Abort(const absl::Status& why) {}
 
   // Starts the group over after a failure: every rank calls it with the

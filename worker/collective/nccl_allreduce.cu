@@ -2,8 +2,10 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -29,17 +31,26 @@ absl::Status NcclError(const NcclApi& nccl, const char* what,
       last != nullptr && last[0] != '\0' ? absl::StrCat(" (", last, ")") : ""));
 }
 
+// Also clears the runtime's last error (worker/backend/cuda/
+// cuda_error_rule.h): the worker's CUDA backend, on this thread, would
+// otherwise blame its next launch for this call's failure.
 absl::Status CudaError(const char* what, cudaError_t error) {
+  cudaGetLastError();
   return absl::InternalError(
       absl::StrCat("CUDA ", what, ": ", cudaGetErrorString(error)));
 }
 
 // The communicator is non-blocking, so that no NCCL call can wait forever
 // for a rank that never comes: this polls until the last operation was
-// taken up, failed, or the deadline passed.
+// taken up, failed, the deadline passed, or `aborted` (when given) was
+// set (Aborted then; the caller knows why).
 absl::Status WaitForComm(const NcclApi& nccl, ncclComm_t comm,
-                         Clock::time_point deadline, const char* what) {
+                         Clock::time_point deadline, const char* what,
+                         const std::atomic<bool>* aborted = nullptr) {
   while (true) {
+    if (aborted != nullptr && aborted->load(std::memory_order_acquire)) {
+      return absl::AbortedError(absl::StrCat("NCCL ", what, ": aborted"));
+    }
     ncclResult_t state = ncclSuccess;
     const ncclResult_t r = nccl.comm_get_async_error(comm, &state);
     if (r != ncclSuccess) return NcclError(nccl, what, r, comm);
@@ -72,8 +83,18 @@ struct NcclAllReduce::Impl {
   size_t pinned_floats = 0;
   // Recorded on a producer's stream, waited for by `stream`.
   cudaEvent_t produced = nullptr;
+  // Set by Abort from any thread; `abort_why` says why.
+  std::atomic<bool> aborted{false};
+  std::mutex abort_mu;
+  absl::Status abort_why;
 
   ~Impl() {
+    if (comm != nullptr && aborted.load(std::memory_order_acquire)) {
+      // A peer gave up or died: finalizing would wait for it.
+      cudaSetDevice(device);
+      nccl.comm_abort(comm);
+      comm = nullptr;
+    }
     if (comm != nullptr) {
       // Finalize flushes this rank's work and waits until every rank is
       // quiescent, within the deadline; a dead or hung peer makes it time
@@ -102,6 +123,15 @@ struct NcclAllReduce::Impl {
     if (pinned != nullptr) cudaFreeHost(pinned);
   }
 
+  // Breaks the communicator with Abort's reason once Abort was called (OK
+  // otherwise): on the owning thread, before and while polling.
+  absl::Status BreakIfAborted() {
+    if (!aborted.load(std::memory_order_acquire)) return absl::OkStatus();
+    if (!broken.ok()) return broken;
+    std::lock_guard<std::mutex> lock(abort_mu);
+    return Break(abort_why);
+  }
+
   // Aborts the communicator after an error; every later call fails.
   absl::Status Break(absl::Status status) {
     if (comm != nullptr) nccl.comm_abort(comm);
@@ -126,7 +156,7 @@ absl::StatusOr<std::string> NcclAllReduce::NewUniqueId() {
 
 absl::StatusOr<std::unique_ptr<NcclAllReduce>> NcclAllReduce::Create(
     int rank, int num_ranks, const std::string& unique_id, int device,
-    double timeout_s) {
+    double timeout_s, double init_timeout_s) {
   ncclUniqueId id;
   if (num_ranks < 1 || rank < 0 || rank >= num_ranks) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -163,8 +193,10 @@ absl::StatusOr<std::unique_ptr<NcclAllReduce>> NcclAllReduce::Create(
   if (r != ncclSuccess && r != ncclInProgress) {
     return impl->Break(NcclError(impl->nccl, "CommInitRank", r, impl->comm));
   }
-  if (absl::Status s = WaitForComm(impl->nccl, impl->comm,
-                                   DeadlineAfter(timeout_s), "CommInitRank");
+  if (absl::Status s = WaitForComm(
+          impl->nccl, impl->comm,
+          DeadlineAfter(init_timeout_s < 0 ? timeout_s : init_timeout_s),
+          "CommInitRank");
       !s.ok()) {
     return impl->Break(s);
   }
@@ -178,8 +210,21 @@ NcclAllReduce::NcclAllReduce(int rank, int num_ranks,
 
 NcclAllReduce::~NcclAllReduce() = default;
 
+void NcclAllReduce::Abort(const absl::Status& why) {
+  Impl& impl = *impl_;
+  {
+    std::lock_guard<std::mutex> lock(impl.abort_mu);
+    if (impl.abort_why.ok()) {
+      impl.abort_why =
+          why.ok() ? absl::AbortedError("NCCL all-reduce aborted") : why;
+    }
+  }
+  impl.aborted.store(true, std::memory_order_release);
+}
+
 absl::Status NcclAllReduce::AllReduce(absl::Span<float> data) {
   Impl& impl = *impl_;
+  if (absl::Status s = impl.BreakIfAborted(); !s.ok()) return s;
   if (!impl.broken.ok()) return impl.broken;
   const Clock::time_point deadline = DeadlineAfter(impl.timeout_s);
   if (cudaError_t e = cudaSetDevice(impl.device); e != cudaSuccess) {
@@ -191,8 +236,10 @@ absl::Status NcclAllReduce::AllReduce(absl::Span<float> data) {
   if (r != ncclSuccess && r != ncclInProgress) {
     return impl.Break(NcclError(impl.nccl, "AllReduce", r, impl.comm));
   }
-  if (absl::Status s = WaitForComm(impl.nccl, impl.comm, deadline, "AllReduce");
+  if (absl::Status s = WaitForComm(impl.nccl, impl.comm, deadline, "AllReduce",
+                                   &impl.aborted);
       !s.ok()) {
+    if (absl::Status a = impl.BreakIfAborted(); !a.ok()) return a;
     return impl.Break(s);
   }
   // Waits for the kernel without blocking in CUDA, so a rank that never
@@ -203,9 +250,10 @@ absl::Status NcclAllReduce::AllReduce(absl::Span<float> data) {
     if (e != cudaErrorNotReady) {
       return impl.Break(CudaError("AllReduce kernel", e));
     }
-    if (absl::Status s =
-            WaitForComm(impl.nccl, impl.comm, deadline, "AllReduce");
+    if (absl::Status s = WaitForComm(impl.nccl, impl.comm, deadline,
+                                     "AllReduce", &impl.aborted);
         !s.ok()) {
+      if (absl::Status a = impl.BreakIfAborted(); !a.ok()) return a;
       return impl.Break(s);
     }
     if (Clock::now() > deadline) {
@@ -220,6 +268,7 @@ absl::Status NcclAllReduce::AllReduce(absl::Span<float> data) {
 absl::Status NcclAllReduce::AllReduceOnDevice(absl::Span<float> data,
                                               void* producer_stream) {
   Impl& impl = *impl_;
+  if (absl::Status s = impl.BreakIfAborted(); !s.ok()) return s;
   if (!impl.broken.ok()) return impl.broken;
   if (producer_stream != nullptr) {
     if (cudaError_t e = cudaSetDevice(impl.device); e != cudaSuccess) {
@@ -243,6 +292,7 @@ absl::Status NcclAllReduce::AllReduceOnDevice(absl::Span<float> data,
 
 absl::Status NcclAllReduce::AllReduceHost(absl::Span<float> host) {
   Impl& impl = *impl_;
+  if (absl::Status s = impl.BreakIfAborted(); !s.ok()) return s;
   if (!impl.broken.ok()) return impl.broken;
   if (cudaError_t e = cudaSetDevice(impl.device); e != cudaSuccess) {
     return CudaError("SetDevice", e);

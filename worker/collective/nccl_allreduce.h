@@ -38,10 +38,11 @@ class NcclAllReduce final : public AllReducer {
 
   // Joins the communicator named by `unique_id` as `rank` of `num_ranks`,
   // on CUDA device `device`. Blocks until every rank has joined, at most
-  // `timeout_s` seconds (DeadlineExceeded then).
+  // `init_timeout_s` seconds (DeadlineExceeded then; negative: timeout_s).
+  // `timeout_s` bounds each later all-reduce and the teardown.
   static absl::StatusOr<std::unique_ptr<NcclAllReduce>> Create(
       int rank, int num_ranks, const std::string& unique_id, int device,
-      double timeout_s);
+      double timeout_s, double init_timeout_s = -1);
 
   NcclAllReduce(const NcclAllReduce&) = delete;
   NcclAllReduce& operator=(const NcclAllReduce&) = delete;
@@ -55,6 +56,12 @@ class NcclAllReduce final : public AllReducer {
   // at most timeout_s; a rank that does not take part in time, or a NCCL
   // error, aborts the communicator (every later call fails).
   absl::Status AllReduce(absl::Span<float> data) override;
+
+  // From any thread: the all-reduce in progress fails within a poll (its
+  // own thread aborts the communicator, so no NCCL call races another),
+  // and so does every later one; the destructor then aborts instead of
+  // waiting in ncclCommFinalize for peers that may be gone.
+  void Abort(const absl::Status& why) override;
 
   bool on_device() const override { return true; }
 

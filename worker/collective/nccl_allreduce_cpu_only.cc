@@ -22,9 +22,11 @@ absl::StatusOr<std::string> NcclAllReduce::NewUniqueId() { return NoNccl(); }
 
 absl::StatusOr<std::unique_ptr<NcclAllReduce>> NcclAllReduce::Create(
     int rank, int num_ranks, const std::string& unique_id, int device,
-    double timeout_s) {
+    double timeout_s, double init_timeout_s) {
   return NoNccl();
 }
+
+void NcclAllReduce::Abort(const absl::Status& why) {}
 
 NcclAllReduce::NcclAllReduce(int rank, int num_ranks,
                              std::unique_ptr<Impl> impl)

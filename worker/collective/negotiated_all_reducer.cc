@@ -27,6 +27,7 @@ class HostStagedNccl final : public AllReducer {
   absl::Status AllReduce(absl::Span<float> data) override {
     return nccl_->AllReduceHost(data);
   }
+  void Abort(const absl::Status& why) override { nccl_->Abort(why); }
   bool on_device() const override { return true; }
   absl::Status AllReduceOnDevice(absl::Span<float> data,
                                  void* producer_stream) override {
@@ -53,6 +54,8 @@ absl::StatusOr<int> CountVotes(float total, int n, const char* what) {
 
 }  // namespace
 
+double NcclInitTimeout(double timeout_s) { return timeout_s / 2; }
+
 NcclChoice DefaultNcclChoice(int cuda_device, double timeout_s) {
   NcclChoice choice;
   choice.cuda_device = cuda_device;
@@ -61,7 +64,8 @@ NcclChoice DefaultNcclChoice(int cuda_device, double timeout_s) {
                                          const std::string& id)
       -> absl::StatusOr<std::unique_ptr<AllReducer>> {
     absl::StatusOr<std::unique_ptr<NcclAllReduce>> nccl =
-        NcclAllReduce::Create(rank, num_ranks, id, cuda_device, timeout_s);
+        NcclAllReduce::Create(rank, num_ranks, id, cuda_device, timeout_s,
+                              NcclInitTimeout(timeout_s));
     if (!nccl.ok()) return nccl.status();
     return std::unique_ptr<AllReducer>(
         std::make_unique<HostStagedNccl>(*std::move(nccl)));
@@ -154,15 +158,32 @@ absl::Status NegotiatedAllReducer::Negotiate() {
                  << " workers could join NCCL)";
     return absl::OkStatus();
   }
-  nccl_ = *std::move(nccl);
+  {
+    std::lock_guard<std::mutex> lock(abort_mu_);
+    nccl_ = *std::move(nccl);
+  }
   LOG(INFO) << "all-reduce: NCCL on cuda:" << choice_.cuda_device
             << " (every worker has a GPU; gradients are summed on the GPU "
                "where the backward pass leaves them)";
   return absl::OkStatus();
 }
 
+void NegotiatedAllReducer::Abort(const absl::Status& why) {
+  ring_->Abort(why);
+  std::lock_guard<std::mutex> lock(abort_mu_);
+  if (nccl_ != nullptr) nccl_->Abort(why);
+}
+
 absl::Status NegotiatedAllReducer::Restart(uint64_t epoch) {
-  nccl_.reset();
+  std::unique_ptr<AllReducer> nccl;
+  {
+    std::lock_guard<std::mutex> lock(abort_mu_);
+    nccl = std::move(nccl_);
+  }
+  if (nccl != nullptr) {
+    nccl->Abort(absl::AbortedError("the all-reduce group restarts"));
+  }
+  nccl.reset();
   negotiated_ = false;
   return ring_->Restart(epoch);
 }

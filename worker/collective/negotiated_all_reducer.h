@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -31,9 +32,17 @@ struct NcclChoice {
   std::function<absl::Status()> load;
 };
 
+// The NCCL communicator's init deadline in a group whose ring waits
+// `timeout_s`: half of it. A rank whose join fails at once waits in the
+// ring's "joined" vote; were init's deadline the ring's, that wait would
+// run out just as the other ranks' init gave up, and the first step would
+// fail instead of every rank falling back to the ring.
+double NcclInitTimeout(double timeout_s);
+
 // The NcclChoice of this build for a worker on `cuda_device` (-1: CPU):
 // NCCL (worker/collective/nccl_allreduce.h) when it is built in and the
-// node has it, waiting at most `timeout_s` for the other ranks.
+// node has it, waiting at most `timeout_s` for the other ranks in each
+// all-reduce (NcclInitTimeout(timeout_s) to join).
 NcclChoice DefaultNcclChoice(int cuda_device, double timeout_s);
 
 // The all-reducer of a mirrored job: NCCL when every worker has a GPU and
@@ -62,9 +71,12 @@ class NegotiatedAllReducer final : public AllReducer {
   Memory memory() const override { return Memory::kHost; }
 
   absl::Status AllReduce(absl::Span<float> data) override;
-  void Abort(const absl::Status& why) override { ring_->Abort(why); }
-  // Leaves NCCL (a restarted rank has no communicator) and the ring
-  // starts over; the next AllReduce negotiates again.
+  // Reaches the ring and, once the group is on it, NCCL: survivors of a
+  // failed step stop waiting at once on either.
+  void Abort(const absl::Status& why) override;
+  // Leaves NCCL, aborting its communicator (a peer may be dead, and
+  // finalizing would wait for it; a restarted rank has no communicator),
+  // and the ring starts over; the next AllReduce negotiates again.
   absl::Status Restart(uint64_t epoch) override;
 
   // False until the first AllReduce, then whether the NCCL group sums
@@ -84,6 +96,9 @@ class NegotiatedAllReducer final : public AllReducer {
   AllReducer* const ring_;
   NcclChoice choice_;
   bool negotiated_ = false;
+  // Set and reset by the owning thread under abort_mu_, which Abort takes
+  // to reach it from another thread; the owner reads it without.
+  std::mutex abort_mu_;
   std::unique_ptr<AllReducer> nccl_;
 };
 

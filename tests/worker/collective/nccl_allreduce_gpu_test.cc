@@ -7,6 +7,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -48,6 +49,35 @@ TEST(NcclAllReduceGpuTest, OneRankReducesAndTearsDownPromptly) {
   }  // finalize and destroy
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10))
       << "the communicator's teardown took the whole deadline";
+}
+
+// Abort from another thread fails the communicator's next all-reduce with
+// the reason, and its teardown aborts at once instead of finalizing.
+TEST(NcclAllReduceGpuTest, AbortFailsTheNextAllReduceAndTearsDownAtOnce) {
+  absl::StatusOr<std::unique_ptr<Backend>> gpu = NewCudaBackend(0);
+  if (!gpu.ok()) {
+    TESSERA_NO_GPU() << "no GPU for NCCL: " << gpu.status().message();
+  }
+  if (!NcclBuilt()) {
+    TESSERA_NO_GPU() << "this build has no NCCL (nccl.h was not found)";
+  }
+  absl::StatusOr<std::string> id = NcclAllReduce::NewUniqueId();
+  ASSERT_TRUE(id.ok()) << id.status();
+  absl::StatusOr<std::unique_ptr<NcclAllReduce>> nccl =
+      NcclAllReduce::Create(0, 1, *id, 0, 60, 10);
+  ASSERT_TRUE(nccl.ok()) << nccl.status();
+  std::thread([&] {
+    (*nccl)->Abort(absl::AbortedError("worker 1 gave the step up"));
+  }).join();
+  std::vector<float> host = {1.0f};
+  const absl::Status s = (*nccl)->AllReduceHost(absl::MakeSpan(host));
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+  EXPECT_NE(s.message().find("worker 1 gave the step up"),
+            absl::string_view::npos)
+      << s;
+  const auto start = std::chrono::steady_clock::now();
+  nccl->reset();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
 }
 
 // The gradients' path in mirrored training on GPUs: the backend writes

@@ -1,5 +1,6 @@
 #include "worker/collective/negotiated_all_reducer.h"
 
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -369,6 +370,88 @@ TEST(NegotiatedAllReducerTest, OnDeviceOnlyAfterAgreeingOnNccl) {
   // The host path stays open, through NCCL too.
   ASSERT_TRUE(reducer.AllReduce(absl::MakeSpan(data)).ok());
   EXPECT_EQ(nccl->host_calls, 2);
+}
+
+// A one-rank member that notes Abort, and whether it was aborted before
+// it was destroyed (in `*aborted_at_end`).
+class AbortableReducer final : public AllReducer {
+ public:
+  explicit AbortableReducer(bool* aborted_at_end = nullptr)
+      : aborted_at_end_(aborted_at_end) {}
+  ~AbortableReducer() override {
+    if (aborted_at_end_ != nullptr) *aborted_at_end_ = !why.ok();
+  }
+  int rank() const override { return 0; }
+  int num_ranks() const override { return 1; }
+  Memory memory() const override { return Memory::kHost; }
+  absl::Status AllReduce(absl::Span<float>) override {
+    return why.ok() ? absl::OkStatus() : why;
+  }
+  void Abort(const absl::Status& w) override { why = w; }
+  bool on_device() const override { return true; }
+
+  absl::Status why;
+
+ private:
+  bool* aborted_at_end_;
+};
+
+NcclChoice OneGpuChoice(std::function<std::unique_ptr<AllReducer>()> make) {
+  NcclChoice choice;
+  choice.cuda_device = 0;
+  choice.new_id = [] {
+    return absl::StatusOr<std::string>(std::string(128, 'x'));
+  };
+  choice.make = [make](int, int, const std::string&)
+      -> absl::StatusOr<std::unique_ptr<AllReducer>> { return make(); };
+  return choice;
+}
+
+// Survivors of a failed step are aborted by the worker: once the group is
+// on NCCL, the abort must reach NCCL too, or they wait there until
+// --rpc_timeout_s.
+TEST(NegotiatedAllReducerTest, AbortReachesNccl) {
+  AbortableReducer ring;
+  AbortableReducer* nccl = nullptr;
+  NegotiatedAllReducer reducer(&ring, OneGpuChoice([&nccl] {
+    auto made = std::make_unique<AbortableReducer>();
+    nccl = made.get();
+    return made;
+  }));
+  std::vector<float> data = {1.0f};
+  ASSERT_TRUE(reducer.AllReduce(absl::MakeSpan(data)).ok());
+  ASSERT_TRUE(reducer.using_nccl());
+  reducer.Abort(absl::AbortedError("worker 1 gave the step up"));
+  EXPECT_THAT(nccl->why.message(), HasSubstr("worker 1 gave the step up"));
+  EXPECT_THAT(ring.why.message(), HasSubstr("worker 1 gave the step up"));
+  EXPECT_THAT(reducer.AllReduce(absl::MakeSpan(data)).message(),
+              HasSubstr("worker 1 gave the step up"));
+}
+
+// Restart after a failure aborts the NCCL communicator before dropping
+// it: finalizing would wait for a peer that may be dead.
+TEST(NegotiatedAllReducerTest, RestartAbortsNcclBeforeLeavingIt) {
+  OneRankReducer ring(false);
+  bool aborted_at_end = false;
+  int made = 0;
+  NegotiatedAllReducer reducer(&ring, OneGpuChoice([&] {
+    ++made;
+    return std::make_unique<AbortableReducer>(&aborted_at_end);
+  }));
+  std::vector<float> data = {1.0f};
+  ASSERT_TRUE(reducer.AllReduce(absl::MakeSpan(data)).ok());
+  ASSERT_TRUE(reducer.using_nccl());
+  reducer.Restart(7).IgnoreError();  // the one-rank ring cannot restart
+  EXPECT_TRUE(aborted_at_end);
+  EXPECT_FALSE(reducer.using_nccl());
+  ASSERT_TRUE(reducer.AllReduce(absl::MakeSpan(data)).ok());
+  EXPECT_EQ(made, 2) << "the next AllReduce negotiates again";
+}
+
+// NCCL's join gives up well before the ring's vote on it does.
+TEST(NegotiatedAllReducerTest, NcclInitGivesUpBeforeTheRingsVote) {
+  EXPECT_LE(NcclInitTimeout(120), 60);
+  EXPECT_GT(NcclInitTimeout(120), 0);
 }
 
 TEST(NegotiatedAllReducerTest, TheRingNeverSumsOnTheDevice) {
