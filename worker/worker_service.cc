@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/process/fault_point.h"
 #include "common/rpc/grpc_status.h"
 #include "glog/logging.h"
 
@@ -35,6 +36,8 @@ grpc::ServerUnaryReactor* WorkerService::Configure(
     grpc::CallbackServerContext* context, const WorkerConfig* request,
     ConfigureResponse* response) {
   return OnExecutor(context, "Configure", [this, request, response] {
+    // Tests: a worker lost while a chief configures it.
+    FaultPoint("configure");
     return worker_->Configure(*request, response);
   });
 }
@@ -77,6 +80,7 @@ grpc::ServerUnaryReactor* WorkerService::RunStep(
     return reactor;
   }
   executor_.Post([this, request, response, reactor] {
+    FaultPoint("step");  // tests: a worker lost inside a step
     absl::Status status = worker_->RunStep(*request, response);
     if (!status.ok()) {
       LOG(WARNING) << "step " << request->step() << " failed: " << status;
@@ -136,6 +140,7 @@ class StepsWriter final : public grpc::ServerWriteReactor<StepResponse> {
         }
       }
       StepResponse response;
+      FaultPoint("step");
       absl::Status status = worker_->RunStep(step, &response);
       if (!status.ok()) {
         LOG(WARNING) << "step " << step.step() << " failed: " << status;
@@ -224,6 +229,7 @@ grpc::ServerUnaryReactor* WorkerService::Evaluate(
   LOG(INFO) << "evaluating test examples [" << request->begin() << ", "
             << request->end() << ")";
   executor_.Post([this, request, response, reactor] {
+    FaultPoint("evaluate");  // tests: a worker lost while it evaluates
     reactor->Finish(ToGrpcStatus(worker_->Evaluate(*request, response)));
   });
   return reactor;

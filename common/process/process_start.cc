@@ -1,10 +1,13 @@
 #include "common/process/process_start.h"
 
+#include <cstdlib>
+
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/command_line.h"
 #include "common/exit_code.h"
 #include "common/process/cluster_flags.h"
+#include "common/process/fault_point.h"
 #include "common/process/security_flags.h"
 #include "common/rpc/grpc_channel.h"
 #include "common/rpc/transport_limits.h"
@@ -72,6 +75,11 @@ ProcessStart StartProcess(int* argc, char*** argv, const char* usage,
     LOG(ERROR) << (*argv)[0] << " needs a task of type " << task_type
                << ", the cluster says " << cluster->task().type;
     return start;
+  }
+  // Tests only: a process dies or stops at a named point (fault_point.h).
+  if (const char* folder = std::getenv("TESSERA_FAULT_POINTS")) {
+    EnableFaultPoints(
+        folder, absl::StrCat(cluster->task().type, "-", cluster->task().index));
   }
   start.server.listen_host = FLAGS_listen_host;
   start.server.tls = security->tls;
