@@ -97,6 +97,8 @@ class HashTable final : public RowTable {
   const ShardDef& def() const override { return def_; }
   int64_t row_elements() const override { return dim_; }
   int64_t resident_bytes() const override;
+  // The records of the rows held now: rows() * record_bytes().
+  int64_t used_bytes() const override { return rows() * record_bytes_; }
 
   // Every id routed here by HashShardOf(id, def.num_shards) is valid;
   // others are OutOfRange naming the id and the shard it belongs to.

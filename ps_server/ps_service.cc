@@ -117,6 +117,7 @@ grpc::ServerUnaryReactor* ParameterServerService::Health(
   response->set_pulls_served(core_->pulls());
   response->set_pushes_served(core_->pushes());
   response->set_resident_bytes(store_->resident_bytes());
+  response->set_used_bytes(store_->used_bytes());
   response->set_data_plane_port(core_->data_plane_port());
   reactor->Finish(grpc::Status::OK);
   return reactor;

@@ -25,8 +25,12 @@ class RowTable {
   virtual const ShardDef& def() const = 0;
   // Floats per row.
   virtual int64_t row_elements() const = 0;
-  // Values plus optimizer slots plus bookkeeping, in bytes.
+  // Values plus optimizer slots plus bookkeeping, in bytes: what is
+  // allocated, including a growing table's room for rows not seen yet.
   virtual int64_t resident_bytes() const = 0;
+  // Of resident_bytes, what the rows present take (values, slots and each
+  // row's header); all of it for a fixed shard.
+  virtual int64_t used_bytes() const = 0;
 
   // OK when every id may be read and updated here. Otherwise OutOfRange
   // naming the first id that belongs elsewhere (or ResourceExhausted when
@@ -55,6 +59,7 @@ class FixedRowTable final : public RowTable {
   const ShardDef& def() const override { return shard_->def(); }
   int64_t row_elements() const override { return shard_->row_elements(); }
   int64_t resident_bytes() const override { return shard_->resident_bytes(); }
+  int64_t used_bytes() const override { return shard_->resident_bytes(); }
   absl::Status CheckIds(absl::Span<const int64_t> ids) const override;
   int64_t Read(absl::Span<const int64_t> ids, float* dst) override;
   int64_t Apply(absl::Span<const int64_t> ids,

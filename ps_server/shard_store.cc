@@ -119,16 +119,24 @@ int64_t ShardStore::num_shards() const {
 }
 
 int64_t ShardStore::resident_bytes() const {
+  int64_t total = 0;
+  for (const auto& table : Tables()) total += table->resident_bytes();
+  return total;
+}
+
+int64_t ShardStore::used_bytes() const {
+  int64_t total = 0;
+  for (const auto& table : Tables()) total += table->used_bytes();
+  return total;
+}
+
+std::vector<std::shared_ptr<RowTable>> ShardStore::Tables() const {
   // Summed outside the store's lock, which every pull and push takes to
   // find its shard.
   std::vector<std::shared_ptr<RowTable>> tables;
-  {
-    absl::MutexLock lock(&mu_);
-    for (const auto& [name, entry] : shards_) tables.push_back(entry.rows);
-  }
-  int64_t total = 0;
-  for (const auto& table : tables) total += table->resident_bytes();
-  return total;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [name, entry] : shards_) tables.push_back(entry.rows);
+  return tables;
 }
 
 }  // namespace tessera

@@ -58,8 +58,14 @@ class ShardStore {
 
   int64_t num_shards() const;
   int64_t resident_bytes() const;
+  // Of resident_bytes, what the rows present take (RowTable::used_bytes).
+  int64_t used_bytes() const;
 
  private:
+  // Every shard's rows, for the byte counts (taken under the lock, summed
+  // outside it).
+  std::vector<std::shared_ptr<RowTable>> Tables() const;
+
   struct Entry {
     std::shared_ptr<Shard> shard;  // null for a hash table
     std::shared_ptr<RowTable> rows;

@@ -406,6 +406,22 @@ TEST_F(HashTableTest, ResidentBytesStayWithinTheBound) {
   }
 }
 
+// Issue #42: the room reserved for expected rows is allocated, not used:
+// a table sized for 100,000 rows that holds 10 uses 10 records.
+TEST_F(HashTableTest, UsedBytesCountTheRowsPresentNotTheRoomReserved) {
+  ShardDef def = HashDef(8);
+  def.set_expected_rows(100000);
+  std::unique_ptr<HashTable> table = MakeTable(def, sgd_.get());
+  ASSERT_NE(table, nullptr);
+  EXPECT_EQ(table->used_bytes(), 0);
+  std::vector<int64_t> ids(10);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = 7919 * (i + 1);
+  std::vector<float> sink(ids.size() * 8);
+  table->Read(ids, sink.data());
+  EXPECT_EQ(table->used_bytes(), 10 * table->record_bytes());
+  EXPECT_GT(table->resident_bytes(), 100 * table->used_bytes());
+}
+
 // Health calls resident_bytes() while a checkpoint may hold every stripe
 // for as long as it writes the table; it must answer without waiting.
 TEST_F(HashTableTest, ResidentBytesAnswersDuringACheckpointWrite) {

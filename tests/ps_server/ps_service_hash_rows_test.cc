@@ -259,6 +259,8 @@ TEST_P(PsServiceHashRowsTest, CreateValidatesHashDefinitions) {
   HealthResponse health;
   ASSERT_TRUE(client_->Health(&health).ok());
   EXPECT_GT(health.resident_bytes(), 0);
+  // Issue #42: no row was pulled, so none is used of what is allocated.
+  EXPECT_EQ(health.used_bytes(), 0);
 }
 
 // Fixed tables sum repeated ids too.

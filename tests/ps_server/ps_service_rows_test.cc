@@ -200,6 +200,8 @@ TEST_P(PsServiceRowsTest, HealthReportsShardsAndResidentBytes) {
   EXPECT_EQ(health.num_shards(), 3);
   // The Adam shard carries two slots besides its values.
   EXPECT_EQ(health.resident_bytes(), 400 * kRowElements * 4 + 3 * 100 * 4);
+  // A fixed shard's rows are all present: all of it is used.
+  EXPECT_EQ(health.used_bytes(), health.resident_bytes());
 }
 
 TEST_P(PsServiceRowsTest, ShutdownNotifiesTheOwner) {
