@@ -112,6 +112,7 @@ absl::Status ClusterHealth::Check(size_t k, HealthResponse* health) {
   } else {
     state.set_num_shards(health->num_shards());
     state.set_resident_bytes(health->resident_bytes());
+    state.set_used_bytes(health->used_bytes());
     state.set_uptime_ms(health->uptime_ms());
     state.set_pulls_served(health->pulls_served());
     state.set_pushes_served(health->pushes_served());

@@ -179,16 +179,20 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (FLAGS_dry_run) {
+    const tessera::VariablePlan served =
+        tessera::ServedPlan(*plan, *mode, tessera::ReplicatedTables(*tables));
     tessera::DryRunOptions dry_run;
     dry_run.mode_note = mode_note;
+    if (const std::string idle =
+            tessera::IdleServersNote(*mode, served, cluster->num_tasks("ps"));
+        !idle.empty()) {
+      dry_run.mode_note = idle;
+    }
     dry_run.check_data = FLAGS_check_data;
     dry_run.dense_on_workers = mode->replicates_dense();
     dry_run.tables = *tables;
-    if (absl::Status s = tessera::DryRun(
-            *job, *cluster,
-            tessera::ServedPlan(*plan, *mode,
-                                tessera::ReplicatedTables(*tables)),
-            dry_run, stdout);
+    if (absl::Status s =
+            tessera::DryRun(*job, *cluster, served, dry_run, stdout);
         !s.ok()) {
       std::fflush(stdout);
       LOG(ERROR) << "bad job: " << s.message();

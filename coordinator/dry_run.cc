@@ -22,6 +22,12 @@ std::string GiB(int64_t bytes) {
   return absl::StrFormat("%.1f GiB", bytes / double{1 << 30});
 }
 
+std::string Bytes(int64_t bytes) {
+  return bytes < (int64_t{1} << 20)
+             ? absl::StrFormat("%.1f KiB", bytes / double{1 << 10})
+             : absl::StrFormat("%.2f MiB", bytes / double{1 << 20});
+}
+
 }  // namespace
 
 int64_t MachineMemoryBytes() {
@@ -71,15 +77,21 @@ absl::Status DryRun(const JobConfig& job, const ClusterSpec& cluster,
         for (int64_t d : v.shape) n *= d;
         bytes += n * static_cast<int64_t>(sizeof(float));
       }
-      std::fprintf(
-          out,
-          "dense variables: %lld (%s) replicated on every worker "
-          "and all-reduced each global step, with the replicated "
-          "tables; the parameter servers hold:\n",
-          static_cast<long long>(dense),
-          bytes < (int64_t{1} << 20)
-              ? absl::StrFormat("%.1f KiB", bytes / double{1 << 10}).c_str()
-              : absl::StrFormat("%.2f MiB", bytes / double{1 << 20}).c_str());
+      // The replicated tables are on every worker too: a replica is both.
+      int64_t tables = 0, table_bytes = 0;
+      for (const TablePlan& t : options.tables) {
+        if (!t.replicated) continue;
+        ++tables;
+        table_bytes += t.bytes;
+      }
+      std::fprintf(out,
+                   "dense variables: %lld (%s) and replicated tables: %lld "
+                   "(%s) replicated on every worker (%s each) and "
+                   "all-reduced each global step; the parameter servers "
+                   "hold:\n",
+                   static_cast<long long>(dense), Bytes(bytes).c_str(),
+                   static_cast<long long>(tables), Bytes(table_bytes).c_str(),
+                   Bytes(bytes + table_bytes).c_str());
     }
     std::fprintf(out, "%s",
                  FormatShardTable(plan.shards, cluster.tasks("ps")).c_str());

@@ -44,8 +44,16 @@ void TrainingJob::CheckpointBetweenSteps() {
   absl::StatusOr<std::string> saved =
       SaveCheckpoint(PositionAfter(job_.schedule().epochs() + 1));
   if (saved.ok()) {
-    std::fprintf(out_, "checkpoint after step %lld: %s\n",
-                 static_cast<long long>(runner_->next_step()), saved->c_str());
+    // Named by the step count, as the checkpoint (ckpt-N) is.
+    const std::string at =
+        mode_.lockstep()
+            ? absl::StrFormat(
+                  "worker step %lld (global step %lld)",
+                  static_cast<long long>(runner_->next_step()),
+                  static_cast<long long>(runner_->next_global_step()))
+            : absl::StrFormat("step %lld",
+                              static_cast<long long>(runner_->next_step()));
+    std::fprintf(out_, "checkpoint after %s: %s\n", at.c_str(), saved->c_str());
     std::fflush(out_);
   } else if (checkpointer_ != nullptr) {
     metrics_->RecordWriteFailure(

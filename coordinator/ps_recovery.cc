@@ -12,6 +12,19 @@
 #include "glog/logging.h"
 
 namespace tessera {
+namespace {
+
+// "step 392", or in lockstep modes (which number global steps too)
+// "worker step 392 (global step 196)": checkpoints count worker steps.
+std::string StepAt(const JobPosition& position) {
+  if (position.next_sync_step <= 0) {
+    return absl::StrCat("step ", position.global_step);
+  }
+  return absl::StrCat("worker step ", position.global_step, " (global step ",
+                      position.next_sync_step, ")");
+}
+
+}  // namespace
 
 PsRecovery::PsRecovery(JobCheckpointer* checkpointer, ClusterHealth* health,
                        ClusterCoordinator* coordinator, JobStatusBoard* board,
@@ -49,9 +62,9 @@ absl::StatusOr<JobPosition> PsRecovery::Start() {
   }
   if (latest.ok()) {
     if (absl::Status s = checkpointer_->Restore(*latest); !s.ok()) return s;
-    std::string line = absl::StrFormat("resuming from %s: epoch %d, step %lld",
+    std::string line = absl::StrFormat("resuming from %s: epoch %d, %s",
                                        latest->path, latest->manifest.epoch(),
-                                       latest->manifest.global_step());
+                                       StepAt(PositionOf(latest->manifest)));
     if (latest->manifest.next_step_in_epoch() > 0) {
       absl::StrAppendFormat(
           &line, " (%lld steps of the epoch already done)",
@@ -160,10 +173,10 @@ absl::StatusOr<JobPosition> PsRecovery::Recover(const absl::Status& error) {
   const JobPosition position = PositionOf(latest->manifest);
   const std::string line = absl::StrFormat(
       "recovered in %.2f s: restored %s on every parameter server%s; "
-      "resuming epoch %d at step %lld",
+      "resuming epoch %d at %s",
       absl::ToDoubleSeconds(absl::Now() - start), latest->path,
       checkpointer_->has_replicas() ? " and every worker's replica" : "",
-      position.epoch, position.global_step);
+      position.epoch, StepAt(position));
   LOG(INFO) << line;
   std::fprintf(out_, "%s\n", line.c_str());
   std::fflush(out_);

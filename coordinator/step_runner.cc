@@ -63,7 +63,10 @@ StepRunner::StepRunner(ClusterCoordinator* coordinator,
       options_(options),
       board_(board),
       metrics_(metrics),
-      out_(out) {}
+      out_(out) {
+  board_->Update(
+      [this](JobStatus* s) { s->set_lockstep(options_.mode.lockstep()); });
+}
 
 absl::Status StepRunner::Run(std::vector<PlannedStep> steps, int epoch,
                              const StepPlan& data, const std::string& label,
@@ -246,6 +249,10 @@ absl::Status StepRunner::RunLockstep(std::vector<PlannedStep> steps, int epoch,
     }
     Round round = std::move(in_flight.front());
     in_flight.pop_front();
+    board_->Update([&](JobStatus* s) {
+      s->set_global_steps_done(
+          std::max(s->global_steps_done(), round.global_step + 1));
+    });
     std::optional<uint32_t> checksum;
     for (size_t i = 0; i < round.futures.size(); ++i) {
       if (!round.futures[i].ready()) {
@@ -370,9 +377,10 @@ void StepRunner::SetPosition(int64_t step, int64_t global_step) {
   next_global_step_ = global_step;
   // Resumed or rewound to a checkpoint: its steps are done, and both counts
   // go on from there.
-  board_->Update([step](JobStatus* s) {
+  board_->Update([step, global_step](JobStatus* s) {
     s->set_steps_done(step);
     s->set_steps_scheduled(step);
+    s->set_global_steps_done(global_step);
   });
 }
 

@@ -92,6 +92,9 @@ TrainingJob::TrainingJob(JobCluster cluster, JobConfig job, VariablePlan plan,
     mode_error_ = tables.status();
   }
   served_ = ServedPlan(plan_, mode_, replicated_);
+  if (absl::StatusOr<ModelDef> model = JobModel(job_); model.ok()) {
+    has_accuracy_ = model->loss().kind() != LossDef::MEAN_SQUARED_ERROR;
+  }
   // Checkpoints hold what the servers hold and, in mirrored and hybrid
   // jobs, the workers' replica.
   if (!options_.checkpoint_dir.empty() &&
@@ -233,6 +236,7 @@ absl::StatusOr<JobPosition> TrainingJob::StartFromCheckpoint() {
 }
 
 absl::Status TrainingJob::Evaluate(EpochResult* result) {
+  result->has_accuracy = has_accuracy_;
   if (absl::Status s = evaluator_->Evaluate(test_examples_, result); !s.ok()) {
     return s;
   }
@@ -264,12 +268,16 @@ absl::Status TrainingJob::EvaluateCheckpoint() {
   const absl::Time start = absl::Now();
   if (absl::Status s = Evaluate(&result); !s.ok()) return s;
   result.seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  const std::string figures =
+      has_accuracy_ ? absl::StrFormat("test loss %.4f, test accuracy %.4f",
+                                      result.test_loss, result.test_accuracy)
+                    : absl::StrFormat("test loss (MSE) %.4f", result.test_loss);
   std::fprintf(out_,
                "evaluated %s (after epoch %d) on %lld test examples with %zu "
-               "workers: test loss %.4f, test accuracy %.4f\n",
+               "workers: %s\n",
                latest->path.c_str(), result.epoch,
                static_cast<long long>(test_examples_), workers_.size(),
-               result.test_loss, result.test_accuracy);
+               figures.c_str());
   if (result.auc >= 0) {
     std::fprintf(
         out_,
@@ -311,6 +319,13 @@ absl::Status TrainingJob::ResumeAt(const JobPosition& position, int* epoch) {
                  results_.end());
   resumed_epochs_ =
       std::min(resumed_epochs_, static_cast<int>(results_.size()));
+  // Every step done since the checkpoint is trained again: re-run work,
+  // as a failed worker's step is (a server killed in an async epoch once
+  // showed "2 steps re-run" while 45,824 examples were trained again).
+  const int64_t done = board_.Snapshot().steps_done();
+  if (done > position.global_step) {
+    coordinator_->CountRerun(done - position.global_step);
+  }
   runner_->SetPosition(position.global_step, runner_->next_global_step());
   absl::StatusOr<std::unique_ptr<StepPlan>> data = PlanData(*epoch);
   if (!data.ok()) return data.status();
@@ -328,6 +343,14 @@ void TrainingJob::Keep(EpochResult result) {
 }
 
 namespace {
+
+// "stopped by the operator (why)", or without the parentheses when the
+// operator gave no reason.
+std::string StoppedByOperator(const std::string& reason) {
+  return reason.empty()
+             ? std::string("stopped by the operator")
+             : absl::StrCat("stopped by the operator (", reason, ")");
+}
 
 EpochResult ResultOf(const EpochProgress& p) {
   EpochResult r;
@@ -458,9 +481,11 @@ absl::Status TrainingJob::TrainEpochs(JobPosition position) {
             "checkpoint at the stop failed: ", saved.status().message()));
       }
     }
-    std::fprintf(out_, "stopped by the operator (%s) after %lld steps\n",
-                 control_.stop_reason().c_str(),
-                 static_cast<long long>(coordinator_->steps_done()));
+    std::fprintf(out_, "%s after %s\n",
+                 StoppedByOperator(control_.stop_reason()).c_str(),
+                 StepCount(runner_->next_step(), runner_->next_global_step(),
+                           mode_.lockstep())
+                     .c_str());
     std::fflush(out_);
   }
   return absl::OkStatus();
@@ -470,11 +495,13 @@ absl::Status TrainingJob::StopInsideEpoch(int epoch, int64_t planned,
                                           int64_t done, EpochResult result) {
   stopped_early_ = true;
   result.stopped = true;
+  result.has_accuracy = has_accuracy_;
   result.planned_steps = planned;
   JobPosition at = PositionAfter(epoch);
   at.next_step_in_epoch = done;
   at.progress = ProgressOf(result);
-  std::string where = absl::StrFormat("at step %lld of %lld of epoch %d",
+  std::string where = absl::StrFormat("at %s %lld of %lld of epoch %d",
+                                      mode_.lockstep() ? "worker step" : "step",
                                       static_cast<long long>(done),
                                       static_cast<long long>(planned), epoch);
   if (checkpointer_ != nullptr || control_.checkpoint_wanted()) {
@@ -487,9 +514,11 @@ absl::Status TrainingJob::StopInsideEpoch(int epoch, int64_t planned,
           "checkpoint ", where, " failed: ", saved.status().message()));
     }
   }
-  std::fprintf(out_, "stopped by the operator (%s) %s (job step %lld)\n",
-               control_.stop_reason().c_str(), where.c_str(),
-               static_cast<long long>(runner_->next_step()));
+  std::fprintf(out_, "%s %s (after %s of the job)\n",
+               StoppedByOperator(control_.stop_reason()).c_str(), where.c_str(),
+               StepCount(runner_->next_step(), runner_->next_global_step(),
+                         mode_.lockstep())
+                   .c_str());
   std::fflush(out_);
   // The summary counts what was trained; the epoch gets its metrics line
   // once it is finished, by the run that resumes it.
@@ -501,6 +530,12 @@ absl::Status TrainingJob::RunJob() {
   if (!mode_error_.ok()) return mode_error_;
   if (absl::Status s = metrics_->Open(); !s.ok()) return s;
   LOG(INFO) << "mode " << mode_.ToString();
+  if (const std::string idle =
+          IdleServersNote(mode_, served_, static_cast<int>(ps_.size()));
+      !idle.empty()) {
+    std::fprintf(out_, "note: %s\n", idle.c_str());
+    std::fflush(out_);
+  }
   if (absl::Status s = health_->WaitForCluster(options_.cluster_wait);
       !s.ok()) {
     return s;
@@ -540,8 +575,10 @@ absl::Status TrainingJob::RunJob() {
           EpochsBefore(ReadEpochHistory(options_.run_dir + "/metrics.jsonl"),
                        position.epoch);
       resumed_epochs_ = static_cast<int>(results_.size());
-      for (const EpochResult& r : results_)
+      for (EpochResult& r : results_) {
         earlier_steps_rerun_ += r.steps_rerun;
+        r.has_accuracy = has_accuracy_;
+      }
     }
     absl::StatusOr<std::unique_ptr<StepPlan>> resumed_data =
         PlanData(position.epoch);
@@ -571,20 +608,20 @@ absl::Status TrainingJob::RunJob() {
                            : [this](absl::Status failure) {
                                coordinator_->Abort(std::move(failure));
                              });
-  // In lockstep modes the plan holds one step per worker and global step;
-  // a user counts global steps of the global batch.
+  // In lockstep modes the plan holds one step per worker and global step:
+  // both counts, each named (StepCount), as checkpoints count the first.
   const int64_t workers = static_cast<int64_t>(workers_.size());
   LOG(INFO) << "training on " << train_examples_ << " examples, "
+            << StepCount(data_->steps_per_epoch(),
+                         (data_->steps_per_epoch() + workers - 1) / workers,
+                         mode_.lockstep())
+            << " per epoch, "
             << (mode_.lockstep()
-                    ? absl::StrCat(
-                          (data_->steps_per_epoch() + workers - 1) / workers,
-                          " global steps per epoch, global batch ",
-                          job_.schedule().batch_size(), " (",
-                          job_.schedule().batch_size() / workers,
-                          " per worker)")
-                    : absl::StrCat(data_->steps_per_epoch(),
-                                   " steps per epoch, batch ",
-                                   job_.schedule().batch_size()))
+                    ? absl::StrCat("global batch ",
+                                   job_.schedule().batch_size(), " (",
+                                   job_.schedule().batch_size() / workers,
+                                   " per worker)")
+                    : absl::StrCat("batch ", job_.schedule().batch_size()))
             << ", testing on " << test_examples_;
   accepting_joins_ = true;
   return TrainEpochs(position);
@@ -637,19 +674,24 @@ absl::Status TrainingJob::Run() {
   control_.End(status);
   // Training itself succeeded when only writes failed: its figures still
   // go to the terminal, before the error.
-  if (status.ok() || lost_output) {
+  // An --evaluate_only run printed its evaluation: it trained nothing to
+  // tabulate.
+  if ((status.ok() || lost_output) && !options_.evaluate_only) {
     JobSummary summary;
     summary.results = results_;
     summary.wall = absl::Now() - start;
     summary.steps_rerun = coordinator_->steps_rerun() + earlier_steps_rerun_;
     summary.resumed_epochs = resumed_epochs_;
     summary.best_auc = best_auc_;
+    summary.has_accuracy = has_accuracy_;
+    summary.lockstep = mode_.lockstep();
     // What the parameter servers hold by their own accounting, as sizing
     // a cluster needs; asked now.
     health_->Refresh();
     for (const ServerState& server : health_->ServerStates()) {
       summary.server_bytes.push_back(server.up() ? server.resident_bytes()
                                                  : -1);
+      summary.server_used_bytes.push_back(server.used_bytes());
     }
     PrintSummary(out_, summary);
   }

@@ -256,6 +256,9 @@ class TrainingJob : public ElasticControl {
   bool stopped_early_ = false;
   int64_t last_checkpoint_step_ = -1;
   std::vector<EpochResult> results_;
+  // False for a regression (mean-squared-error loss): no accuracy to
+  // report (EpochResult::has_accuracy).
+  bool has_accuracy_ = true;
   // Of results_, the epochs that earlier coordinators of the job trained,
   // and the steps they re-ran.
   int resumed_epochs_ = 0;

@@ -121,6 +121,21 @@ VariablePlan ServedPlan(const VariablePlan& plan, const TrainingMode& mode,
   return served;
 }
 
+std::string IdleServersNote(const TrainingMode& mode,
+                            const VariablePlan& served, int num_ps) {
+  if (num_ps == 0 || !mode.uses_parameter_servers() ||
+      !mode.replicates_dense() || !served.shards.empty()) {
+    return "";
+  }
+  return absl::StrCat(
+      "mode ", mode.ToString(),
+      ": every table is replicated on the workers (replicate_tables_below), "
+      "so the ",
+      num_ps, " parameter server", num_ps == 1 ? "" : "s",
+      " of the cluster will hold nothing and stay idle (start none, or "
+      "lower replicate_tables_below to shard the larger tables)");
+}
+
 std::vector<CreateShardsRequest> ShardRequests(const VariablePlan& plan,
                                                const OptimizerConfig& optimizer,
                                                int num_ps) {

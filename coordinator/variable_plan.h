@@ -41,6 +41,13 @@ absl::StatusOr<VariablePlan> PlanVariables(const JobConfig& job, int num_ps);
 VariablePlan ServedPlan(const VariablePlan& plan, const TrainingMode& mode,
                         const absl::flat_hash_set<std::string>& replicated);
 
+// A hybrid job whose every table is replicated on the workers gives its
+// `num_ps` parameter servers nothing to hold (`served`, ServedPlan's, has
+// no shard): the note saying so, which they would otherwise not; "" in
+// any other case (mirrored mode's own note is ModeForCluster's).
+std::string IdleServersNote(const TrainingMode& mode,
+                            const VariablePlan& served, int num_ps);
+
 // One CreateShards request per parameter server (index = ps task).
 std::vector<CreateShardsRequest> ShardRequests(const VariablePlan& plan,
                                                const OptimizerConfig& optimizer,

@@ -25,10 +25,16 @@ std::string FormatJobStatus(const JobStatus& s) {
   const std::string accuracy =
       s.evaluations() > 0 ? absl::StrFormat("%.4f", s.last_test_accuracy())
                           : std::string("none yet (no evaluation)");
+  // Lockstep modes count both: checkpoints (ckpt-N) count worker steps.
+  const std::string global =
+      s.lockstep()
+          ? absl::StrFormat(" (%d global steps)", s.global_steps_done())
+          : std::string();
   std::string text = absl::StrFormat(
-      "state %s; epoch %d of %d; %d steps done, %d scheduled, %d re-run; %d "
+      "state %s; epoch %d of %d; %d %s done%s, %d scheduled, %d re-run; %d "
       "examples; last loss %s; last test accuracy %s\n",
-      s.state(), s.epoch(), s.epochs(), s.steps_done(), s.steps_scheduled(),
+      s.state(), s.epoch(), s.epochs(), s.steps_done(),
+      s.lockstep() ? "worker steps" : "steps", global, s.steps_scheduled(),
       s.steps_rerun(), s.examples_done(), loss, accuracy);
   absl::StrAppendFormat(
       &text,
@@ -56,11 +62,11 @@ std::string FormatJobStatus(const JobStatus& s) {
     }
     absl::StrAppendFormat(
         &text,
-        "  ps %d     %-21s %8d shards %10.1f MB  %d pulls %d pushes "
-        "(%.0f calls/s)  up %.0f s\n",
-        p.index(), p.address(), p.num_shards(), p.resident_bytes() / 1e6,
-        p.pulls_served(), p.pushes_served(), p.calls_per_second(),
-        p.uptime_ms() / 1e3);
+        "  ps %d     %-21s %8d shards %10.1f MB used of %.1f MB allocated  "
+        "%d pulls %d pushes (%.0f calls/s)  up %.0f s\n",
+        p.index(), p.address(), p.num_shards(), p.used_bytes() / 1e6,
+        p.resident_bytes() / 1e6, p.pulls_served(), p.pushes_served(),
+        p.calls_per_second(), p.uptime_ms() / 1e3);
   }
   if (!s.membership().empty()) {
     absl::StrAppendFormat(&text, "membership (at least %d worker%s):\n",

@@ -17,6 +17,9 @@ struct EpochResult {
   std::string extra_steps;
   int64_t steps = 0;
   int64_t examples = 0;
+  // Regression models (a mean-squared-error loss) have no accuracy: their
+  // loss, the MSE, is their figure, and the report prints no accuracy.
+  bool has_accuracy = true;
   double train_loss = 0;
   double train_accuracy = 0;
   double test_loss = 0;

@@ -21,16 +21,31 @@ std::string RowLabel(const EpochResult& r) {
 
 }  // namespace
 
+std::string StepCount(int64_t steps, int64_t global_steps, bool lockstep) {
+  if (!lockstep) return absl::StrCat(steps, steps == 1 ? " step" : " steps");
+  return absl::StrCat(steps, steps == 1 ? " worker step (" : " worker steps (",
+                      global_steps,
+                      global_steps == 1 ? " global step)" : " global steps)");
+}
+
 void PrintEpochResult(std::FILE* out, const EpochResult& r, int epochs,
                       double best_auc) {
   const std::string label =
       r.extra_steps.empty() ? absl::StrFormat("epoch %d/%d", r.epoch, epochs)
                             : r.extra_steps;
-  std::fprintf(out,
-               "%s: train loss %.4f, train accuracy %.4f, test loss %.4f, "
-               "test accuracy %.4f, %.0f examples/s\n",
-               label.c_str(), r.train_loss, r.train_accuracy, r.test_loss,
-               r.test_accuracy, r.examples_per_second);
+  if (r.has_accuracy) {
+    std::fprintf(out,
+                 "%s: train loss %.4f, train accuracy %.4f, test loss %.4f, "
+                 "test accuracy %.4f, %.0f examples/s\n",
+                 label.c_str(), r.train_loss, r.train_accuracy, r.test_loss,
+                 r.test_accuracy, r.examples_per_second);
+  } else {
+    std::fprintf(out,
+                 "%s: train loss (MSE) %.4f, test loss (MSE) %.4f, %.0f "
+                 "examples/s\n",
+                 label.c_str(), r.train_loss, r.test_loss,
+                 r.examples_per_second);
+  }
   if (r.bad_records > 0) {
     std::fprintf(out, "%s: %lld bad records skipped (skip_bad_records)\n",
                  label.c_str(), static_cast<long long>(r.bad_records));
@@ -46,37 +61,47 @@ void PrintEpochResult(std::FILE* out, const EpochResult& r, int epochs,
 }
 
 void PrintSummary(std::FILE* out, const JobSummary& s) {
-  std::fprintf(out, "\n%-13s %10s %11s %10s %10s %10s %8s\n", "epoch",
-               "train_loss", "train_acc", "test_loss", "test_acc", "ex/s",
-               "secs");
+  if (s.results.empty()) {
+    std::fprintf(out, "\nno epoch left to train; wall time %.1f s\n",
+                 absl::ToDoubleSeconds(s.wall));
+    std::fflush(out);
+    return;
+  }
+  // A regression's rows have no accuracy columns: its loss is the MSE.
+  const bool acc = s.has_accuracy;
+  if (acc) {
+    std::fprintf(out, "\n%-13s %10s %11s %10s %10s %10s %8s\n", "epoch",
+                 "train_loss", "train_acc", "test_loss", "test_acc", "ex/s",
+                 "secs");
+  } else {
+    std::fprintf(out, "\n%-13s %10s %10s %10s %8s\n", "epoch", "train_mse",
+                 "test_mse", "ex/s", "secs");
+  }
   int64_t examples = 0, bad_records = 0;
   double train_seconds = 0;
   int epochs = 0;
   const EpochResult* evaluated = nullptr;  // the last row with test metrics
   const EpochResult* stopped = nullptr;
   for (const EpochResult& r : s.results) {
-    if (r.stopped) {
+    const std::string test_loss =
+        r.stopped ? "-" : absl::StrFormat("%.4f", r.test_loss);
+    if (acc) {
+      const std::string test_acc =
+          r.stopped ? "-" : absl::StrFormat("%.4f", r.test_accuracy);
       std::fprintf(out, "%-13s %10.4f %11.4f %10s %10s %10.0f %8.1f\n",
-                   RowLabel(r).c_str(), r.train_loss, r.train_accuracy, "-",
-                   "-", r.examples_per_second, r.seconds);
-      stopped = &r;
-    } else {
-      std::fprintf(out, "%-13s %10.4f %11.4f %10.4f %10.4f %10.0f %8.1f\n",
                    RowLabel(r).c_str(), r.train_loss, r.train_accuracy,
-                   r.test_loss, r.test_accuracy, r.examples_per_second,
+                   test_loss.c_str(), test_acc.c_str(), r.examples_per_second,
                    r.seconds);
-      evaluated = &r;
+    } else {
+      std::fprintf(out, "%-13s %10.4f %10s %10.0f %8.1f\n", RowLabel(r).c_str(),
+                   r.train_loss, test_loss.c_str(), r.examples_per_second,
+                   r.seconds);
     }
+    (r.stopped ? stopped : evaluated) = &r;
     examples += r.examples;
     train_seconds += r.seconds;
     epochs += r.extra_steps.empty() && !r.stopped ? 1 : 0;
     bad_records += r.bad_records;
-  }
-  if (s.results.empty()) {
-    std::fprintf(out, "\nno epoch left to train; wall time %.1f s\n",
-                 absl::ToDoubleSeconds(s.wall));
-    std::fflush(out);
-    return;
   }
   std::string after =
       evaluated == nullptr || evaluated->extra_steps.empty()
@@ -84,16 +109,19 @@ void PrintSummary(std::FILE* out, const JobSummary& s) {
           : absl::StrCat(epochs, " epochs and extra ", evaluated->extra_steps);
   if (stopped != nullptr) {
     absl::StrAppendFormat(&after,
-                          " and %lld of the %lld steps of epoch %d (stopped "
+                          " and %lld of the %lld %s of epoch %d (stopped "
                           "by the operator)",
                           static_cast<long long>(stopped->steps),
                           static_cast<long long>(stopped->planned_steps),
+                          s.lockstep ? "worker steps" : "steps",
                           stopped->epoch);
   }
-  const std::string accuracy = evaluated == nullptr
-                                   ? std::string("no test accuracy yet")
-                                   : absl::StrFormat("final test accuracy %.4f",
-                                                     evaluated->test_accuracy);
+  const char* figure = acc ? "test accuracy" : "test loss (MSE)";
+  const std::string accuracy =
+      evaluated == nullptr ? absl::StrCat("no ", figure, " yet")
+                           : absl::StrFormat("final %s %.4f", figure,
+                                             acc ? evaluated->test_accuracy
+                                                 : evaluated->test_loss);
   if (s.resumed_epochs > 0) {
     absl::StrAppendFormat(&after, " (%s before the coordinator restarted)",
                           s.resumed_epochs == 1
@@ -103,12 +131,13 @@ void PrintSummary(std::FILE* out, const JobSummary& s) {
   std::fprintf(
       out,
       "\n%s after %s; %lld examples in %.1f s of "
-      "training (%.0f examples/s); wall time %.1f s%s; %lld steps re-run\n",
+      "training (%.0f examples/s); wall time %.1f s%s; %lld %s re-run\n",
       accuracy.c_str(), after.c_str(), static_cast<long long>(examples),
       train_seconds, examples / std::max(1e-9, train_seconds),
       absl::ToDoubleSeconds(s.wall),
       s.resumed_epochs > 0 ? " (this coordinator)" : "",
-      static_cast<long long>(s.steps_rerun));
+      static_cast<long long>(s.steps_rerun),
+      s.lockstep ? "worker steps" : "steps");
   const EpochResult& last =
       evaluated != nullptr ? *evaluated : s.results.back();
   if (last.auc >= 0) {
@@ -123,18 +152,26 @@ void PrintSummary(std::FILE* out, const JobSummary& s) {
     std::fprintf(out, "%lld bad records were skipped (skip_bad_records)\n",
                  static_cast<long long>(bad_records));
   }
+  // Allocated is not used: a growing table reserves room for the rows it
+  // expects, which a short job never fills.
   std::string per_server;
-  double total = 0;
+  double allocated = 0, used = 0;
   for (size_t k = 0; k < s.server_bytes.size(); ++k) {
     if (s.server_bytes[k] < 0) continue;
-    total += s.server_bytes[k];
-    absl::StrAppendFormat(&per_server, "%sps %d %.1f MB",
-                          per_server.empty() ? "" : ", ", k,
+    const int64_t in_use = k < s.server_used_bytes.size()
+                               ? s.server_used_bytes[k]
+                               : s.server_bytes[k];
+    allocated += s.server_bytes[k];
+    used += in_use;
+    absl::StrAppendFormat(&per_server, "%sps %d %.1f of %.1f MB",
+                          per_server.empty() ? "" : ", ", k, in_use / 1e6,
                           s.server_bytes[k] / 1e6);
   }
   if (!per_server.empty()) {
-    std::fprintf(out, "parameter servers hold %.1f MB (%s)\n", total / 1e6,
-                 per_server.c_str());
+    std::fprintf(out,
+                 "parameter servers: %.1f MB used by the rows present, of "
+                 "%.1f MB allocated (%s)\n",
+                 used / 1e6, allocated / 1e6, per_server.c_str());
   }
   std::fflush(out);
 }

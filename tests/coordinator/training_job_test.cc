@@ -415,6 +415,61 @@ TEST_F(TrainingJobTest, StopDuringExtraStepsCheckpointsAndReportsThem) {
   EXPECT_EQ(MetricsLines().size(), 3u);
 }
 
+// Issue #42: a stop without a reason is no "stopped by the operator ()".
+TEST_F(TrainingJobTest, AStopWithoutAReasonPrintsNoEmptyParentheses) {
+  options_.checkpoint_dir = checkpoints_.path();
+  TrainingJob* job = MakeJob(1);
+  tasks_[0]->OnStep(1, [&] { job->Stop(""); });
+  ASSERT_TRUE(job->Run().ok()) << Output();
+  // Inside epoch 1 ("... at step N of 10 of epoch 1") or at its end.
+  EXPECT_THAT(Output(), HasSubstr("stopped by the operator "));
+  EXPECT_THAT(Output(), ::testing::Not(HasSubstr("()")));
+}
+
+// Issue #42: a regression (mean squared error) has no accuracy: every
+// epoch's line, the table and the final line show its loss, the MSE.
+TEST_F(TrainingJobTest, ARegressionReportsItsMseAndNoAccuracy) {
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"pb(
+        inputs {
+          name: "x"
+          dense { shape: 4 }
+        }
+        label { kind: REAL }
+        layers {
+          name: "out"
+          inputs: "x"
+          dense { units: 1 }
+        }
+        loss { kind: MEAN_SQUARED_ERROR input: "out" }
+      )pb",
+      job_.mutable_model_def()));
+  job_.clear_model();
+  TrainingJob* job = MakeJob(2);
+  ASSERT_TRUE(job->Run().ok()) << Output();
+  const std::string out = Output();
+  EXPECT_THAT(out, HasSubstr("epoch 2/2: train loss (MSE) "));
+  EXPECT_THAT(out, HasSubstr("test loss (MSE) 0.2500"));
+  EXPECT_THAT(out, HasSubstr("train_mse"));
+  EXPECT_THAT(out, HasSubstr("final test loss (MSE) 0.2500 after 2 epochs"));
+  EXPECT_THAT(out, ::testing::Not(HasSubstr("accuracy")));
+  EXPECT_THAT(out, ::testing::Not(HasSubstr("_acc")));
+}
+
+// Issue #42: --evaluate_only prints the checkpoint's evaluation, with no
+// empty epoch table and no "no epoch left to train".
+TEST_F(TrainingJobTest, EvaluateOnlyPrintsTheEvaluationAndNoEmptyTable) {
+  options_.checkpoint_dir = checkpoints_.path();
+  ASSERT_TRUE(MakeJob(1)->Run().ok()) << Output();
+  const size_t trained = Output().size();
+  options_.evaluate_only = true;
+  ASSERT_TRUE(MakeJob(1)->Run().ok()) << Output();
+  const std::string out = Output().substr(trained);
+  EXPECT_THAT(out, HasSubstr("test loss 0.2500, test accuracy 0.5000"));
+  EXPECT_THAT(out, ::testing::Not(HasSubstr("no epoch left")));
+  EXPECT_THAT(out, ::testing::Not(HasSubstr("train_loss")));
+}
+
 // tessera_ctl status once showed "4294 steps done, 4289 scheduled": while
 // extra steps keep the queue short, the scheduled count stood still.
 TEST_F(TrainingJobTest, StatusNeverShowsMoreStepsDoneThanScheduled) {

@@ -38,7 +38,12 @@ BIN_DIR=${6:-}
 DATA=${TESSERA_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
 HERE=$(cd "$(dirname "$0")" && pwd)
 
-[ -d "$DATA" ] || { echo "chaos: $DATA is not installed; skipped"; exit 77; }
+if [ ! -d "$DATA" ]; then
+  # TESSERA_REQUIRE_DATA=1 (deploy/test.sh): a missing data set fails.
+  [ "${TESSERA_REQUIRE_DATA:-}" = 1 ] && {
+    echo "chaos: $DATA is not installed (TESSERA_REQUIRE_DATA=1)"; exit 1; }
+  echo "chaos: $DATA is not installed; skipped"; exit 77
+fi
 
 # The job: small enough that CI's schedule takes seconds per kill, long
 # enough (several epochs of many steps) that kills land inside epochs.

@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/shell_command.h"
+#include "tests/skip_unless_required.h"
 
 namespace tessera {
 namespace {
@@ -82,7 +83,8 @@ TEST(ControlTest, AParameterServerIsNotTakenForACoordinator) {
 }
 
 TEST(ControlTest, StatusScheduleJoinCheckpointStop) {
-  if (!fs::exists(kData)) GTEST_SKIP() << kData << " is not installed";
+  if (!fs::exists(kData))
+    TESSERA_SKIP_UNLESS_REQUIRED(kRequireData) << kData << " is not installed";
   const fs::path dir = fs::path(::testing::TempDir()) /
                        absl::StrCat("tessera_control_", getpid());
   fs::remove_all(dir);
@@ -170,7 +172,8 @@ TEST(ControlTest, StatusScheduleJoinCheckpointStop) {
 // fail its coverage check otherwise). Both workers are paused (SIGSTOP)
 // while the stop is asked for, so the stop lands inside epoch 2.
 TEST(ControlTest, StopInsideAnEpochCheckpointsThereAndResumes) {
-  if (!fs::exists(kData)) GTEST_SKIP() << kData << " is not installed";
+  if (!fs::exists(kData))
+    TESSERA_SKIP_UNLESS_REQUIRED(kRequireData) << kData << " is not installed";
   const fs::path dir =
       fs::path(::testing::TempDir()) / absl::StrCat("tessera_stop_", getpid());
   fs::remove_all(dir);
@@ -237,7 +240,8 @@ TEST(ControlTest, StopInsideAnEpochCheckpointsThereAndResumes) {
 // plan are run in parts, and each part's progress line names its own steps
 // (it read "steps 1-100 ... 36/36 steps").
 TEST(ControlTest, ExtraStepsProgressNamesEachPartsSteps) {
-  if (!fs::exists(kData)) GTEST_SKIP() << kData << " is not installed";
+  if (!fs::exists(kData))
+    TESSERA_SKIP_UNLESS_REQUIRED(kRequireData) << kData << " is not installed";
   const fs::path dir =
       fs::path(::testing::TempDir()) / absl::StrCat("tessera_extra_", getpid());
   fs::remove_all(dir);

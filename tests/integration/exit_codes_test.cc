@@ -14,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/shell_command.h"
+#include "tests/skip_unless_required.h"
 
 namespace tessera {
 namespace {
@@ -128,7 +129,8 @@ TEST_F(ExitCodesTest, AGlobInAMissingFolderFailsTheJobNamingTheFolder) {
 // A data file that is not there is the user's to fix too (it was exit 1, a
 // failure worth restarting).
 TEST_F(ExitCodesTest, AMissingIdxFileFailsTheJobWithTwo) {
-  if (!fs::exists(kData)) GTEST_SKIP() << kData << " is not installed";
+  if (!fs::exists(kData))
+    TESSERA_SKIP_UNLESS_REQUIRED(kRequireData) << kData << " is not installed";
   const fs::path data = dir_ / "data";
   fs::create_directories(data);
   const ShellResult run = Shell(absl::StrCat(
@@ -154,7 +156,8 @@ TEST_F(ExitCodesTest, PredictRefusesCountsThatMeanNothing) {
 
 // The README's conversion into a folder that does not exist yet.
 TEST_F(ExitCodesTest, ToTfrecordCreatesThePrefixFolder) {
-  if (!fs::exists(kData)) GTEST_SKIP() << kData << " is not installed";
+  if (!fs::exists(kData))
+    TESSERA_SKIP_UNLESS_REQUIRED(kRequireData) << kData << " is not installed";
   const fs::path prefix = dir_ / "data/fm/train";
   const ShellResult run = Shell(absl::StrCat(
       Bin("worker/tessera_to_tfrecord"), " --images=", kData,

@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/shell_command.h"
+#include "tests/skip_unless_required.h"
 
 namespace tessera {
 namespace {
@@ -48,7 +49,9 @@ double LastTestAccuracy(const fs::path& run_dir) {
 class LocalTrainingTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!fs::exists(kData)) GTEST_SKIP() << kData << " is not installed";
+    if (!fs::exists(kData))
+      TESSERA_SKIP_UNLESS_REQUIRED(kRequireData)
+          << kData << " is not installed";
     dir_ = fs::path(::testing::TempDir()) /
            absl::StrCat(
                "tessera_it_", getpid(), "_",
@@ -122,7 +125,8 @@ bool MakeCertificates(const fs::path& d) {
 }
 
 TEST_F(LocalTrainingTest, TlsFlagsOfTheLauncherReachEveryProcess) {
-  if (!MakeCertificates(dir_)) GTEST_SKIP() << "openssl is not installed";
+  if (!MakeCertificates(dir_))
+    TESSERA_SKIP_UNLESS_REQUIRED(kRequireTls) << "openssl is not installed";
   const std::string tls =
       absl::StrCat(" --tls_cert=", (dir_ / "node.pem").string(),
                    " --tls_key=", (dir_ / "node.key").string(),
@@ -152,7 +156,8 @@ TEST_F(LocalTrainingTest, TlsFlagsOfTheLauncherReachEveryProcess) {
 // Issue #18: with --tls_* the TCP data plane runs TLS too (no fallback
 // to gRPC), and dense tensors still reach the servers.
 TEST_F(LocalTrainingTest, TlsJobMovesTensorsOnTheTcpDataPlaneOverTls) {
-  if (!MakeCertificates(dir_)) GTEST_SKIP() << "openssl is not installed";
+  if (!MakeCertificates(dir_))
+    TESSERA_SKIP_UNLESS_REQUIRED(kRequireTls) << "openssl is not installed";
   const fs::path run_dir = dir_ / "run";
   ShellResult run = Shell(absl::StrCat(
       Launcher(), " --num_ps=1 --num_workers=1 --data_plane=tcp --run_dir=",

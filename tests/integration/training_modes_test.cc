@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "tests/shell_command.h"
+#include "tests/skip_unless_required.h"
 
 namespace tessera {
 namespace {
@@ -34,7 +35,9 @@ std::vector<nlohmann::json> Lines(const fs::path& path) {
 class TrainingModesTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!fs::exists(kData)) GTEST_SKIP() << kData << " is not installed";
+    if (!fs::exists(kData))
+      TESSERA_SKIP_UNLESS_REQUIRED(kRequireData)
+          << kData << " is not installed";
     dir_ = fs::path(::testing::TempDir()) /
            absl::StrCat(
                "tessera_modes_", getpid(), "_",

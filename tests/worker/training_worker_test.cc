@@ -19,6 +19,7 @@
 #include "common/model/model_presets.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/skip_unless_required.h"
 #include "tests/worker/data/idx/idx_test_files.h"
 #include "worker/backend/cpu/cpu_backend.h"
 #include "worker/collective/all_reducer.h"
@@ -384,8 +385,9 @@ TEST_F(TrainingWorkerTest, StreamedTfRecordStepsMatchTheIdxSteps) {
 TEST_F(TrainingWorkerTest, FashionMnistFromTfRecordAndCsvMatchesIdx) {
   const MnistFiles real = FashionMnistFiles(kDefaultFashionMnistDir);
   if (!std::filesystem::exists(real.train_images)) {
-    GTEST_SKIP() << real.train_images
-                 << " is missing; install Debian's dataset-fashion-mnist";
+    TESSERA_SKIP_UNLESS_REQUIRED(kRequireData)
+        << real.train_images
+        << " is missing; install Debian's dataset-fashion-mnist";
   }
   constexpr int64_t kTrain = 2000, kTest = 1000, kBatch = 100;
   WorkerConfig idx;

@@ -32,6 +32,31 @@ TEST(StatusTextTest, FiguresNotMeasuredYetReadNoneYet) {
   EXPECT_THAT(after, HasSubstr("last test accuracy 0.0000"));
 }
 
+// Issue #42: "4794 steps done" of a sync job read as global steps; a
+// lockstep job's count says it counts worker steps, and the global steps.
+TEST(StatusTextTest, LockstepCountsSayWorkerAndGlobalSteps) {
+  JobStatus status;
+  status.set_lockstep(true);
+  status.set_steps_done(392);
+  status.set_global_steps_done(196);
+  status.set_steps_scheduled(394);
+  EXPECT_THAT(FormatJobStatus(status),
+              HasSubstr("392 worker steps done (196 global steps), 394 "
+                        "scheduled"));
+}
+
+// Issue #42: a server's allocated bytes (growing tables reserve room for
+// the rows they expect) read as its usage.
+TEST(StatusTextTest, AServerShowsTheBytesUsedOfThoseAllocated) {
+  JobStatus status;
+  ServerState* p = status.add_servers();
+  p->set_up(true);
+  p->set_resident_bytes(113'900'000);
+  p->set_used_bytes(2'300'000);
+  EXPECT_THAT(FormatJobStatus(status),
+              HasSubstr("2.3 MB used of 113.9 MB allocated"));
+}
+
 TEST(StatusTextTest, ListsWorkersAndServers) {
   JobStatus status;
   WorkerState* w = status.add_workers();

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/skip_unless_required.h"
 #include "tests/worker/data/stream/stream_test_files.h"
 #include "worker/data/criteo/criteo_reader.h"
 #include "worker/data/ctr_gen/ctr_generator.h"
@@ -112,8 +113,9 @@ TEST_F(ExampleConverterTest, ClickDataRoundTripsAsTfRecordAndCsv) {
 TEST_F(ExampleConverterTest, FashionMnistRoundTrips) {
   const MnistFiles real = FashionMnistFiles(kDefaultFashionMnistDir);
   if (!std::filesystem::exists(real.test_images)) {
-    GTEST_SKIP() << real.test_images
-                 << " is missing; install Debian's dataset-fashion-mnist";
+    TESSERA_SKIP_UNLESS_REQUIRED(kRequireData)
+        << real.test_images
+        << " is missing; install Debian's dataset-fashion-mnist";
   }
   absl::StatusOr<MnistDataset> source =
       LoadMnist(real.test_images, real.test_labels, 0, 2000);

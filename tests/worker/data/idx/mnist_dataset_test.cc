@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/skip_unless_required.h"
 #include "tests/worker/data/idx/idx_test_files.h"
 
 namespace tessera {
@@ -130,8 +131,9 @@ TEST(FashionMnistFilesTest, StandardNames) {
 
 TEST(RealFashionMnistTest, LoadsTestSet) {
   if (!std::filesystem::exists(kDefaultFashionMnistDir)) {
-    GTEST_SKIP() << kDefaultFashionMnistDir
-                 << " is missing; install Debian's dataset-fashion-mnist";
+    TESSERA_SKIP_UNLESS_REQUIRED(kRequireData)
+        << kDefaultFashionMnistDir
+        << " is missing; install Debian's dataset-fashion-mnist";
   }
   const MnistFiles files = FashionMnistFiles(kDefaultFashionMnistDir);
   absl::StatusOr<MnistDataset> full =
