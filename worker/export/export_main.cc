@@ -76,9 +76,10 @@ int Run() {
     if (absl::Status s = WriteModelFile(*model, FLAGS_output); !s.ok()) {
       return Fail(s);
     }
-    std::printf("tessera_export: wrote %s (checkpoint %s, global step %lld)\n",
-                FLAGS_output.c_str(), model->checkpoint.c_str(),
-                static_cast<long long>(model->global_step));
+    std::printf(
+        "tessera_export: wrote %s (checkpoint %s, after %lld worker steps)\n",
+        FLAGS_output.c_str(), model->checkpoint.c_str(),
+        static_cast<long long>(model->global_step));
     return 0;
   }
   OnnxExportOptions options;
@@ -89,9 +90,10 @@ int Run() {
       !s.ok()) {
     return Fail(s);
   }
-  std::printf("tessera_export: wrote %s (checkpoint %s, global step %lld)\n",
-              FLAGS_output.c_str(), model->checkpoint.c_str(),
-              static_cast<long long>(model->global_step));
+  std::printf(
+      "tessera_export: wrote %s (checkpoint %s, after %lld worker steps)\n",
+      FLAGS_output.c_str(), model->checkpoint.c_str(),
+      static_cast<long long>(model->global_step));
   return 0;
 }
 

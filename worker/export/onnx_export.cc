@@ -22,11 +22,12 @@ absl::StatusOr<onnx::ModelProto> ExportOnnx(const TrainedModel& model,
   proto.set_producer_version("1");
   proto.set_domain("ai.tessera");
   proto.set_model_version(model.global_step);
-  proto.set_doc_string(absl::StrCat(
-      "Exported by tessera_export from checkpoint ", model.checkpoint,
-      " (global step ", model.global_step,
-      "). Each embedding_bag layer's ids: input <layer>_ids, int64 [batch, "
-      "fields, max_hotness], padded with -1."));
+  proto.set_doc_string(
+      absl::StrCat("Exported by tessera_export from checkpoint ",
+                   model.checkpoint, " (after ", model.global_step,
+                   " worker steps). Each embedding_bag layer's ids: input "
+                   "<layer>_ids, int64 [batch, "
+                   "fields, max_hotness], padded with -1."));
   onnx::OperatorSetIdProto* opset = proto.add_opset_import();
   opset->set_domain("");
   opset->set_version(kOnnxOpset);

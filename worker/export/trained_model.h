@@ -30,6 +30,8 @@ struct TrainedVariable {
 
 struct TrainedModel {
   std::string checkpoint;  // the checkpoint folder read (<root>/ckpt-<step>)
+  // Steps trained, each one batch on one worker, as the checkpoint's name
+  // counts them (a lockstep mode's global step is one per worker).
   int64_t global_step = 0;
   // The data position: the epoch in progress when it was written, so the
   // job's final checkpoint has epoch > job.schedule().epochs().

@@ -313,15 +313,14 @@ int Run() {
   // The metrics training prints for its test set, when there are labels.
   const int64_t total = std::max<int64_t>(1, n);
   std::string metrics =
-      absl::StrCat("tessera_predict: ", n, " examples, checkpoint step ",
-                   model->global_step);
+      absl::StrCat("tessera_predict: ", n, " examples, checkpoint after ",
+                   model->global_step, " worker steps");
   if (!labeled) {
     absl::StrAppend(&metrics, "  no labels, so no metrics");
   } else {
-    absl::StrAppend(
-        &metrics, "  loss ", absl::StrFormat("%.4f", loss_sum / total),
-        "  accuracy ",
-        absl::StrFormat("%.4f", static_cast<double>(correct) / total));
+    absl::StrAppend(&metrics,
+                    LabeledMetrics(layout, loss_sum / total,
+                                   static_cast<double>(correct) / total));
   }
   if (binary && labeled && !probabilities.empty()) {
     absl::StatusOr<double> auc = RocAuc(probabilities, labels);

@@ -6,6 +6,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace tessera {
 namespace {
@@ -21,6 +22,12 @@ std::string OutputName(const LayerDef& layer) {
 }
 
 }  // namespace
+
+std::string LabeledMetrics(const PredictionLayout& layout, double mean_loss,
+                           double accuracy) {
+  if (!layout.classes) return absl::StrFormat("  loss (MSE) %.4f", mean_loss);
+  return absl::StrFormat("  loss %.4f  accuracy %.4f", mean_loss, accuracy);
+}
 
 std::string PredictionHeader(const PredictionLayout& layout) {
   if (layout.format != PredictionFormat::kCsv) return "";

@@ -29,6 +29,12 @@ struct PredictionLayout {
 // The CSV header line ("index,p0,...,class"); "" for JSON lines.
 std::string PredictionHeader(const PredictionLayout& layout);
 
+// What tessera_predict prints of labeled examples: "  loss L  accuracy A"
+// for class scores; a regression's loss is its mean squared error and it
+// has no accuracy: "  loss (MSE) L".
+std::string LabeledMetrics(const PredictionLayout& layout, double mean_loss,
+                           double accuracy);
+
 // Appends example `index`'s line for its `width` output values:
 //   {"index":0,"probabilities":[0.01,...],"class":3}   or   0,0.01,...,3
 // The class is the largest score's, or score >= 0.5 for a single one.

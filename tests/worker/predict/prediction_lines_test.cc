@@ -37,5 +37,15 @@ TEST(PredictionLinesTest, SigmoidClassAndRegression) {
   EXPECT_EQ(PredictionHeader(layout), "");
 }
 
+// Issue #42: a regression printed "accuracy 0.0000"; its figure is the
+// loss, the mean squared error.
+TEST(PredictionLinesTest, ARegressionHasItsMseAndNoAccuracy) {
+  PredictionLayout layout;
+  EXPECT_EQ(LabeledMetrics(layout, 0.25, 0.5),
+            "  loss 0.2500  accuracy 0.5000");
+  layout.classes = false;
+  EXPECT_EQ(LabeledMetrics(layout, 0.25, 0), "  loss (MSE) 0.2500");
+}
+
 }  // namespace
 }  // namespace tessera
