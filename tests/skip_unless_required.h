@@ -28,18 +28,23 @@ inline bool Required(const char* name) {
   return value != nullptr && std::strcmp(value, "1") == 0;
 }
 
+// The first line of the skip's (or failure's) message.
+inline const char* RequiredPrefix(const char* name) {
+  if (!Required(name)) return "";
+  return std::strcmp(name, kRequireTls) == 0
+             ? "TESSERA_REQUIRE_TLS=1, and this test cannot run:"
+             : "TESSERA_REQUIRE_DATA=1, and this test cannot run:";
+}
+
 }  // namespace tessera
 
-// A statement that skips the test, or fails it when `requirement` (one of
-// the names above) is set; a message may be streamed into it. Braced by
-// the switch, so that it is safe in an unbraced if/else.
-#define TESSERA_SKIP_UNLESS_REQUIRED(requirement) \
-  switch (0)                                      \
-  case 0:                                         \
-  default:                                        \
-    if (::tessera::Required(requirement))         \
-      GTEST_FAIL() << requirement << "=1: ";      \
-    else                                          \
-      GTEST_SKIP()
+// Returns from the test as skipped, or as failed when `requirement` (one
+// of the names above) is set; a message may be streamed into it, and goes
+// with either outcome.
+#define TESSERA_SKIP_UNLESS_REQUIRED(requirement)                      \
+  return GTEST_MESSAGE_(::tessera::RequiredPrefix(requirement),        \
+                        ::tessera::Required(requirement)               \
+                            ? ::testing::TestPartResult::kFatalFailure \
+                            : ::testing::TestPartResult::kSkip)
 
 #endif  // TESSERA_TESTS_SKIP_UNLESS_REQUIRED_H_
