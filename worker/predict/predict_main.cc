@@ -32,6 +32,7 @@
 #include "common/data_format.h"
 #include "common/exit_code.h"
 #include "common/job_file.h"
+#include "common/progress_line.h"
 #include "gflags/gflags.h"
 #include "worker/backend/device_choice.h"
 #include "worker/data/example_set.h"
@@ -245,6 +246,8 @@ int Run() {
   int64_t correct = 0;
   const auto start = std::chrono::steady_clock::now();
   auto last = start;
+  // Redrawn on a terminal; plain lines in a log file or a Slurm output.
+  ProgressLine progress(stderr);
   const int64_t round = static_cast<int64_t>(threads) * FLAGS_batch_size;
   for (int64_t round_at = 0; round_at < n; round_at += round) {
     int k = 0;
@@ -293,15 +296,15 @@ int Run() {
       last = now;
       const double secs = std::chrono::duration<double>(now - start).count();
       const double rate = done / std::max(secs, 1e-9);
-      std::fprintf(stderr, "\rpredict %6.1f%%  %8.0f ex/s  ETA %4.0fs",
-                   100.0 * done / std::max<int64_t>(1, n), rate,
-                   (n - done) / std::max(rate, 1.0));
+      progress.Update(absl::StrFormat("predict %6.1f%%  %8.0f ex/s  ETA %4.0fs",
+                                      100.0 * done / std::max<int64_t>(1, n),
+                                      rate, (n - done) / std::max(rate, 1.0)));
     }
   }
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
-  std::fprintf(stderr, "\n");
+  progress.Finish();
   if (inputs_out != nullptr && std::fclose(inputs_out) != 0) {
     return Fail(
         absl::DataLossError(absl::StrCat("cannot write ", FLAGS_write_inputs)));

@@ -16,9 +16,11 @@
 #include <cstdio>
 #include <string>
 
+#include "absl/strings/str_format.h"
 #include "common/command_line.h"
 #include "common/exit_code.h"
 #include "common/job_file.h"
+#include "common/progress_line.h"
 #include "gflags/gflags.h"
 #include "worker/backend/cpu/cpu_backend.h"
 #include "worker/tools/local_trainer.h"
@@ -71,6 +73,8 @@ int Run() {
   std::printf(
       "epoch  train_loss  train_acc  test_loss  test_acc     auc  log_loss  "
       "   ex/s\n");
+  // Redrawn on a terminal; plain lines in a log file or a Slurm output.
+  ProgressLine progress_line(stderr);
   for (int epoch = 1; epoch <= schedule->epochs(); ++epoch) {
     const auto start = std::chrono::steady_clock::now();
     auto progress = [&](int64_t done, double loss) {
@@ -78,13 +82,13 @@ int Run() {
                               std::chrono::steady_clock::now() - start)
                               .count();
       const double rate = done / std::max(secs, 1e-9);
-      std::fprintf(stderr,
-                   "\repoch %d %6.1f%%  %8.0f ex/s  loss %.4f  ETA %4.0fs",
-                   epoch, 100.0 * done / std::max<int64_t>(1, total), rate,
-                   loss, (total - done) / std::max(rate, 1.0));
+      progress_line.Update(
+          absl::StrFormat("epoch %d %6.1f%%  %8.0f ex/s  loss %.4f  ETA %4.0fs",
+                          epoch, 100.0 * done / std::max<int64_t>(1, total),
+                          rate, loss, (total - done) / std::max(rate, 1.0)));
     };
     absl::StatusOr<LocalEpoch> r = (*trainer)->RunEpoch(epoch, progress);
-    std::fprintf(stderr, "\n");
+    progress_line.Finish();
     if (!r.ok()) return Fail(r.status());
     std::printf(
         "%-5d  %10.4f  %9.4f  %9.4f  %8.4f  %6s  %8s  %7.0f\n", epoch,

@@ -10,7 +10,9 @@
 #    reads the job's own records (it used to fail "cannot open: "), and
 #    tessera_predict on its checkpoint reads the job's 500 test records
 #    (it used to read the 10000 Debian IDX images) and reports the
-#    trainer's own test accuracy.
+#    trainer's own test accuracy;
+#  - into a pipe both tools print their progress as plain lines, without
+#    a "\r" (issue #42, defect 14).
 set -euo pipefail
 TRAIN="$1"
 GEN="$2"
@@ -78,4 +80,13 @@ echo "$msg" | grep -q "tessera_predict: 500 examples" || {
   echo "FAIL: predict did not read the job's 500 test records"; exit 1; }
 echo "$msg" | grep -q "accuracy $acc" || {
   echo "FAIL: predict's accuracy differs from the trainer's $acc"; exit 1; }
+# Issue #42, defect 14: into a pipe (a log file, a Slurm output file) both
+# tools print their progress as plain lines, not "\r" redraws.
+case "$out$msg" in
+  *$'\r'*) echo "FAIL: progress written with \\r into a pipe"; exit 1;;
+esac
+echo "$out" | grep -q '^epoch 1 .* ex/s' || {
+  echo "FAIL: tessera_local_train printed no progress line"; exit 1; }
+echo "$msg" | grep -q '^predict .* ex/s' || {
+  echo "FAIL: tessera_predict printed no progress line"; exit 1; }
 echo "PASS"
