@@ -174,6 +174,17 @@ int main(int argc, char** argv) {
               : ""));
     }
   }
+  // What the workers' count decides is refused here too, before the dry
+  // run's plan: found after the cluster started, it cost the whole start-up
+  // and read as a failed job.
+  if (mode.ok()) {
+    if (absl::Status s = tessera::ValidateJobForWorkers(
+            *job, *mode, cluster->num_tasks("worker"),
+            FLAGS_remove_lost_workers);
+        !s.ok()) {
+      mode = s;
+    }
+  }
   if (!mode.ok()) {
     LOG(ERROR) << "bad job: " << mode.status().message();
     return 2;

@@ -140,4 +140,33 @@ absl::Status ValidateJobConfig(const JobConfig& job) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateJobForWorkers(const JobConfig& job,
+                                   const TrainingMode& mode, int num_workers,
+                                   bool remove_lost_workers) {
+  if (mode.lockstep() && num_workers > 0 &&
+      job.schedule().batch_size() % num_workers != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "mode ", mode.ToString(), ": the global batch_size (--batch_size) ",
+        job.schedule().batch_size(), " must split evenly over the ",
+        num_workers, " workers; make it a multiple of ", num_workers));
+  }
+  if (job.backup_workers() > 0 && job.backup_workers() >= num_workers) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "backup_workers (--backup_workers) is ", job.backup_workers(),
+        " but there are only ", num_workers,
+        " workers: a step needs at least one worker that is no backup, so "
+        "it must be below ",
+        num_workers));
+  }
+  if (remove_lost_workers && mode.replicates_dense()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--remove_lost_workers (tessera_local --elastic): mode ",
+        mode.ToString(),
+        " cannot go on without a lost worker, since every worker holds a "
+        "replica that takes part in each all-reduce; elastic jobs are "
+        "async, ssp or sync"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace tessera

@@ -2,6 +2,7 @@
 #define TESSERA_COORDINATOR_JOB_CONFIG_H_
 
 #include "absl/status/status.h"
+#include "common/training_mode.h"
 #include "proto/job.pb.h"
 
 namespace tessera {
@@ -10,6 +11,19 @@ namespace tessera {
 // cluster; errors name the field. (JobConfigFromFlags, coordinator/
 // job_flags.h, makes the job from the command line.)
 absl::Status ValidateJobConfig(const JobConfig& job);
+
+// The checks that need the cluster's workers, made before any process is
+// contacted (the coordinator's --dry_run, and so tessera_local's check
+// before it starts anything) and again by TrainingJob: in a lockstep mode
+// (`mode`, as the cluster gives it) the global batch splits evenly over
+// `num_workers`; sync's backup workers are fewer than the workers; and a
+// job whose lost workers are removed (`remove_lost_workers`, tessera_local
+// --elastic) trains in a mode that can go on without one (async, ssp,
+// sync: mirrored and hybrid replicas cannot). InvalidArgument naming the
+// flag otherwise.
+absl::Status ValidateJobForWorkers(const JobConfig& job,
+                                   const TrainingMode& mode, int num_workers,
+                                   bool remove_lost_workers);
 
 }  // namespace tessera
 

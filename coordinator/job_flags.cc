@@ -1,7 +1,9 @@
 #include "coordinator/job_flags.h"
 
 #include <cmath>
+#include <string>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -243,6 +245,9 @@ absl::Status ApplyFlags(bool only_explicit, JobConfig* job) {
     job->set_replicate_tables_below(FLAGS_replicate_tables_below);
   }
   if (use("table_placements") && !FLAGS_table_placements.empty()) {
+    // The flag replaces the job file's placements of the tables it names;
+    // a table it names twice has no placement the user can have meant.
+    absl::flat_hash_map<std::string, absl::string_view> named;
     for (absl::string_view entry :
          absl::StrSplit(FLAGS_table_placements, ',', absl::SkipEmpty())) {
       const size_t colon = entry.rfind(':');
@@ -258,8 +263,13 @@ absl::Status ApplyFlags(bool only_explicit, JobConfig* job) {
             absl::StrCat("--table_placements: \"", entry,
                          "\" is not NAME:replicated or NAME:sharded"));
       }
-      (*job->mutable_table_placements())[std::string(entry.substr(0, colon))] =
-          placement;
+      const std::string table(entry.substr(0, colon));
+      if (auto [it, inserted] = named.try_emplace(table, entry); !inserted) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--table_placements names table \"", table, "\" twice (\"",
+            it->second, "\" and \"", entry, "\"): give each table once"));
+      }
+      (*job->mutable_table_placements())[table] = placement;
     }
   }
   ScheduleConfig* schedule = job->mutable_schedule();

@@ -12,6 +12,7 @@
 #include "common/model/table_placement.h"
 #include "common/model/variable_optimizer.h"
 #include "common/rpc/backoff.h"
+#include "coordinator/job_config.h"
 #include "coordinator/parallel/bounded_for_each.h"
 #include "coordinator/report/job_summary.h"
 #include "coordinator/report/metrics_history.h"
@@ -36,16 +37,12 @@ TrainingJob::TrainingJob(JobCluster cluster, JobConfig job, VariablePlan plan,
     mode_error_ = mode.status();
   }
   if (!mode_note.empty()) LOG(WARNING) << mode_note;
-  if (mode_.lockstep() && job_.schedule().batch_size() % num_workers != 0) {
-    mode_error_ = absl::InvalidArgumentError(
-        absl::StrCat("mode ", mode_.ToString(), ": the global batch_size ",
-                     job_.schedule().batch_size(), " must split evenly over ",
-                     num_workers, " workers"));
-  }
-  if (job_.backup_workers() >= num_workers) {
-    mode_error_ = absl::InvalidArgumentError(
-        absl::StrCat("backup_workers is ", job_.backup_workers(),
-                     " but there are only ", num_workers, " workers"));
+  // The coordinator's main checked these before its dry run already; a
+  // job made otherwise (tests, tools) is held to them here.
+  if (absl::Status s = ValidateJobForWorkers(
+          job_, mode_, num_workers, options_.coordinator.remove_lost_workers);
+      !s.ok() && mode_error_.ok()) {
+    mode_error_ = s;
   }
   metrics_ =
       std::make_unique<MetricsWriter>(options_.run_dir, mode_.ToString(), out_);

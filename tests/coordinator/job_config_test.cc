@@ -708,5 +708,63 @@ TEST_F(JobConfigTest, MovingAverageIsNotAJobsOptimizer) {
   EXPECT_THAT(s.message(), HasSubstr("moving_average is not an optimizer"));
 }
 
+// Issue #42, defect 14: in --table_placements=t:replicated,t:sharded the
+// last silently won.
+TEST_F(JobConfigTest, ATableNamedTwiceInTablePlacementsIsRefused) {
+  gflags::SetCommandLineOption("table_placements",
+                               "t:replicated,u:sharded,t:sharded");
+  absl::StatusOr<JobConfig> job = JobConfigFromFlags();
+  EXPECT_EQ(job.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(job.status().message(),
+              HasSubstr("--table_placements names table \"t\" twice"));
+  gflags::SetCommandLineOption("table_placements", "t:replicated,u:sharded");
+  job = JobConfigFromFlags();
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->table_placements().at("t"), TABLE_REPLICATED);
+}
+
+// Issue #42, defects 5 and 10: what the workers' count decides was found
+// only once the cluster ran; the coordinator's main (and its dry run) now
+// asks this before anything starts.
+TEST_F(JobConfigTest, WhatTheWorkersCountDecidesIsRefusedNamingTheFlag) {
+  JobConfig job = Defaults();
+  job.set_mode("sync");
+  job.mutable_schedule()->set_batch_size(255);
+  const TrainingMode sync = *ParseTrainingMode("sync");
+  absl::Status s = ValidateJobForWorkers(job, sync, 2, false);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), AllOf(HasSubstr("--batch_size"), HasSubstr("255"),
+                                 HasSubstr("split evenly over the 2 workers")));
+  EXPECT_TRUE(ValidateJobForWorkers(job, sync, 3, false).ok());
+  // Asynchronous steps are each a worker's own batch.
+  EXPECT_TRUE(
+      ValidateJobForWorkers(job, *ParseTrainingMode("async"), 2, false).ok());
+
+  job.mutable_schedule()->set_batch_size(256);
+  job.set_backup_workers(2);
+  s = ValidateJobForWorkers(job, sync, 2, false);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(),
+              AllOf(HasSubstr("--backup_workers"),
+                    HasSubstr("is 2 but there are only 2 workers")));
+  EXPECT_TRUE(ValidateJobForWorkers(job, sync, 4, false).ok());
+
+  job.set_backup_workers(0);
+  for (const char* mode : {"mirrored", "hybrid", "hybrid:sync"}) {
+    s = ValidateJobForWorkers(job, *ParseTrainingMode(mode), 2, true);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << mode;
+    EXPECT_THAT(s.message(), AllOf(HasSubstr("--remove_lost_workers"),
+                                   HasSubstr("--elastic")))
+        << mode;
+    EXPECT_TRUE(
+        ValidateJobForWorkers(job, *ParseTrainingMode(mode), 2, false).ok());
+  }
+  for (const char* mode : {"async", "sync", "ssp:2"}) {
+    EXPECT_TRUE(
+        ValidateJobForWorkers(job, *ParseTrainingMode(mode), 2, true).ok())
+        << mode;
+  }
+}
+
 }  // namespace
 }  // namespace tessera
