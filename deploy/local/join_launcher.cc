@@ -15,6 +15,7 @@
 #include "deploy/local/free_ports.h"
 #include "deploy/local/log_tail.h"
 #include "deploy/local/run_folder.h"
+#include "deploy/local/running_job.h"
 #include "nlohmann/json.hpp"
 
 namespace tessera {
@@ -52,6 +53,10 @@ absl::Status JoinLauncher::StartWorkers() {
         "--join: ", cluster_path, " names no coordinator (cluster.chief)"));
   }
   const std::string chief = cluster["cluster"]["chief"][0].get<std::string>();
+  // Before anything is started or written into the folder: a job that
+  // ended has no coordinator to take the workers, which would wait for one
+  // in silence.
+  if (absl::Status s = CheckJobRunning(run_dir_); !s.ok()) return s;
   const std::string token_file = options_.job_token_file.empty()
                                      ? run_dir_ + "/job.token"
                                      : options_.job_token_file;

@@ -1,5 +1,6 @@
 // JoinLauncher starts workers that join a job a Launcher already runs
-// (tessera_local --join=RUN_DIR): each asks the job's coordinator, named in
+// (tessera_local --join=RUN_DIR), once it has seen that the job still runs
+// (deploy/local/running_job.h): each asks the job's coordinator, named in
 // RUN_DIR/cluster.json, to take it (tessera_worker --join), with the job's
 // token (RUN_DIR/job.token unless --job_token_file says otherwise) and the
 // launcher's TLS flags. Their logs go to RUN_DIR/joined-N.log and their
@@ -10,7 +11,8 @@
 // Contract: Run() is called once, on the thread that owns `signals`; it
 // returns when every worker it started has exited (the coordinator tells
 // them to at the job's end, or when they drained): 0 when all exited 0,
-// kExitUserError for a bad run folder or when a worker was refused as a
+// kExitUserError for a bad run folder, a job that no longer runs (then
+// nothing is written into RUN_DIR), or when a worker was refused as a
 // bad configuration (exit 2: a mirrored job, a wrong token), 1 otherwise,
 // 130 when interrupted (its workers are stopped).
 #ifndef TESSERA_DEPLOY_LOCAL_JOIN_LAUNCHER_H_

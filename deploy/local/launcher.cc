@@ -31,6 +31,10 @@ constexpr char kHost[] = "127.0.0.1";
 constexpr char kChiefName[] = "chief";
 constexpr char kEvaluatorName[] = "evaluator";
 
+// Why a process that exited kConfigErrorExitCode is not restarted.
+constexpr char kNotRestartableWhy[] =
+    " (a bad command line or configuration, which a restart would not fix)";
+
 // How often the main loop checks for signals while waiting on children.
 constexpr absl::Duration kTick = absl::Milliseconds(100);
 
@@ -57,6 +61,25 @@ bool AsksForDryRun(const std::vector<std::string>& args) {
     }
   }
   return dry_run;
+}
+
+// The flag among `given` (the coordinator's flags given before "--") that
+// the coordinator refused as unknown in `output`, as "--name"; nullopt when
+// it refused none of them. The coordinator words that refusal as every
+// binary does (common/command_line.cc): "unknown command line flag 'NAME'".
+std::optional<std::string> UnknownFlagAmong(
+    const std::vector<std::string>& given, absl::string_view output) {
+  for (absl::string_view arg : given) {
+    if (!absl::ConsumePrefix(&arg, "-")) continue;
+    absl::ConsumePrefix(&arg, "-");
+    const absl::string_view name = arg.substr(0, arg.find('='));
+    if (name.empty()) continue;
+    if (absl::StrContains(
+            output, absl::StrCat("unknown command line flag '", name, "'"))) {
+      return absl::StrCat("--", name);
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -291,18 +314,36 @@ std::optional<int> Launcher::Preflight() {
     std::ifstream in(spec.log_path, std::ios::binary);
     output.assign(std::istreambuf_iterator<char>(in), {});
   }
+  const bool refused =
+      !exit->status.signaled && exit->status.code == kConfigErrorExitCode;
+  // A flag neither the launcher nor the coordinator knows is the user's
+  // typo on the launcher's command line, not a fault the coordinator found
+  // in the job.
+  const std::optional<std::string> unknown =
+      refused ? UnknownFlagAmong(options_.flags_before_separator, output)
+              : std::nullopt;
   if (dry_run) {
-    std::fwrite(output.data(), 1, output.size(), stdout);
-    std::fflush(stdout);
+    if (!unknown.has_value()) {
+      std::fwrite(output.data(), 1, output.size(), stdout);
+      std::fflush(stdout);
+    }
     // A dry run leaves nothing behind but what the user asked to keep.
     if (options_.run_dir.empty()) {
       std::error_code error;
       std::filesystem::remove_all(run_dir_, error);
     }
+  }
+  if (unknown.has_value()) {
+    Complain(
+        "tessera_local: unknown flag %s (neither tessera_local's nor the "
+        "coordinator's: tessera_local passes the flags it does not know to "
+        "the coordinator); nothing was started\n",
+        *unknown);
+    return kConfigErrorExitCode;
+  }
+  if (dry_run) {
     if (exit->status.success()) return 0;
-    return !exit->status.signaled && exit->status.code == kConfigErrorExitCode
-               ? kConfigErrorExitCode
-               : kExitFailure;
+    return refused ? kConfigErrorExitCode : kExitFailure;
   }
   if (exit->status.success()) return std::nullopt;
   Complain("%s", output);
@@ -310,9 +351,7 @@ std::optional<int> Launcher::Preflight() {
       "tessera_local: the coordinator's check of the job %s; nothing was "
       "started (its output is in %s)\n",
       exit->status.ToString(), spec.log_path);
-  return !exit->status.signaled && exit->status.code == kConfigErrorExitCode
-             ? kConfigErrorExitCode
-             : kExitFailure;
+  return refused ? kConfigErrorExitCode : kExitFailure;
 }
 
 int Launcher::Run() {
@@ -372,8 +411,14 @@ int Launcher::Supervise() {
     std::string why;
     bool restartable = !early_exit.has_value();
     if (!restartable && !exit->status.success()) {
-      why = absl::StrFormat("; not restarted, since %s had already exited",
-                            early_exit->name);
+      // A bad configuration would not be restarted anyway: that, not the
+      // clean exit before it (often the shutdown the coordinator sent when
+      // it refused the job), is the reason to give.
+      why =
+          !exit->status.signaled && exit->status.code == kConfigErrorExitCode
+              ? std::string(kNotRestartableWhy)
+              : absl::StrFormat("; not restarted, since %s had already exited",
+                                early_exit->name);
     }
     if (exit->name == kChiefName) {
       if (exit->status.success()) return Succeed();
@@ -484,11 +529,7 @@ bool Launcher::TryRestart(const ChildExit& exit, std::string* why) {
           absl::StrCat("; restarting it failed: ", decision.status.ToString());
       return false;
     case RestartPolicy::Outcome::kNotRestartable:
-      if (restarts_.max_restarts() > 0) {
-        *why =
-            " (a bad command line or configuration, which a restart would "
-            "not fix)";
-      }
+      if (restarts_.max_restarts() > 0) *why = kNotRestartableWhy;
       return false;
     case RestartPolicy::Outcome::kFinished:
       return false;

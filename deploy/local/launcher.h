@@ -50,6 +50,10 @@ struct LauncherOptions {
   TlsPaths tls;
   std::string tls_target_name_override;
   std::string job_token_file;  // Empty: a fresh token in the run folder.
+  // The coordinator's flags given among the launcher's own, before "--":
+  // one the coordinator does not know either is a typo of the user's,
+  // named as unknown to both rather than blamed on the coordinator.
+  std::vector<std::string> flags_before_separator;
 };
 
 // One process of the cluster.

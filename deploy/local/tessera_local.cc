@@ -7,7 +7,9 @@
 // Launcher flags are listed below; every other argument (and everything after
 // "--") is passed to the coordinator, followed by --run_dir=<run_dir>. Flags
 // the launcher itself knows (its own, glog's, gflags') must come after "--"
-// to reach the coordinator instead. Children get TF_CONFIG and, unless the
+// to reach the coordinator instead. A flag before "--" that neither knows
+// (a typo: --num_workerz) is refused before anything starts, named as
+// unknown to both. Children get TF_CONFIG and, unless the
 // environment already sets GLOG_logtostderr or GLOG_log_dir,
 // GLOG_logtostderr=1 so that their glog output lands in their log files. The
 // coordinator's log is echoed to stdout as it grows.
@@ -37,9 +39,12 @@
 // Elastic jobs (docs/operations.md, "Growing and shrinking a job"): with
 // --elastic a worker that drains (exits 0) or dies with no restart left
 // does not end the job, and the coordinator removes a worker that does not
-// come back (--remove_lost_workers). `tessera_local --join=RUN_DIR
-// --num_workers=N` starts N more workers that join the job running in
-// RUN_DIR (deploy/local/join_launcher.h) and waits for them.
+// come back (--remove_lost_workers; async, ssp and sync jobs: the
+// coordinator's check refuses it in mirrored and hybrid before anything
+// starts). `tessera_local --join=RUN_DIR --num_workers=N` starts N more
+// workers that join the job running in RUN_DIR (deploy/local/
+// join_launcher.h) and waits for them; a job that no longer runs is
+// refused at once.
 //
 // Exit status (common/exit_code.h, docs/exit_codes.md): 0 when the
 // coordinator succeeds; 3 when an operator stopped the job
@@ -140,6 +145,8 @@ bool IsLauncherFlag(absl::string_view arg, bool* separate_value) {
 struct SplitArgs {
   std::vector<std::string> launcher;  // Starts with argv[0].
   std::vector<std::string> coordinator;
+  // The coordinator's given before "--", among the launcher's own.
+  std::vector<std::string> before_separator;
 };
 
 // gflags aborts on unknown flags, so the coordinator's flags are separated
@@ -160,6 +167,7 @@ SplitArgs SplitCommandLine(int argc, char** argv) {
       if (separate_value && i + 1 < argc) split.launcher.push_back(argv[++i]);
     } else {
       split.coordinator.emplace_back(arg);
+      split.before_separator.emplace_back(arg);
     }
   }
   return split;
@@ -223,8 +231,9 @@ int main(int argc, char** argv) {
   if (!FLAGS_join.empty()) {
     if (!args.coordinator.empty()) {
       absl::FPrintF(stderr,
-                    "tessera_local --join: coordinator flags mean nothing "
-                    "here (the job runs already): %s\n",
+                    "tessera_local --join: %s is no flag of tessera_local, "
+                    "and coordinator flags mean nothing here (the job runs "
+                    "already)\n",
                     args.coordinator.front());
       return tessera::kExitUserError;
     }
@@ -232,7 +241,9 @@ int main(int argc, char** argv) {
                                  &signals);
     return joiner.Run();
   }
-  tessera::Launcher launcher(tessera::OptionsFromFlags(),
-                             std::move(args.coordinator), &signals);
+  tessera::LauncherOptions options = tessera::OptionsFromFlags();
+  options.flags_before_separator = std::move(args.before_separator);
+  tessera::Launcher launcher(std::move(options), std::move(args.coordinator),
+                             &signals);
   return launcher.Run();
 }

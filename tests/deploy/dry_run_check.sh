@@ -8,7 +8,10 @@
 #  - `tessera_local -- --dry_run` prints the plan and starts nothing;
 #  - the dry run reads the first example and the labels: a wrong input
 #    shape and labels outside num_classes are refused naming the file, and
-#    a server that would hold more than the machine's memory is warned of.
+#    a server that would hold more than the machine's memory is warned of;
+#  - issue #42: what the workers' count decides (sync's batch split and
+#    backup workers), --elastic in mirrored and hybrid, a launcher flag's
+#    typo and a table placed twice are refused before anything starts.
 set -uo pipefail
 LOCAL="$1"
 ROOT="$2"
@@ -25,9 +28,13 @@ run() {
   rc=$?
   echo "---- $name (exit $rc)"; cat "$tmp/$name.out"
 }
+# Any one log counts (a cluster without parameter servers has no ps log).
 no_process_started() {
-  ! ls "$tmp/$1"/ps-*.log "$tmp/$1"/worker-*.log "$tmp/$1"/chief.log \
-    > /dev/null 2>&1 || fail "$1: processes were started"
+  if compgen -G "$tmp/$1/ps-*.log" > /dev/null ||
+    compgen -G "$tmp/$1/worker-*.log" > /dev/null ||
+    [ -e "$tmp/$1/chief.log" ]; then
+    fail "$1: processes were started"
+  fi
 }
 
 run tables --num_ps=0 --num_workers=2 -- \
@@ -75,4 +82,43 @@ run huge -- --job_file="$tmp/huge.textproto" --dry_run
 [ "$rc" -eq 0 ] || fail "huge model dry run: exit $rc"
 grep -q "warning: ps 0 .* more than this machine's" "$tmp/huge.out" ||
   fail "no memory warning"
+
+# Issue #42, defects 5, 10, 11 and 14: refusals that came late (the cluster
+# started, then the job failed) or blamed the wrong program come before
+# anything starts, exit 2, naming the flag.
+DLRM="$ROOT/deploy/jobs/dlrm.textproto"
+refused() {  # NAME PATTERN: exit 2, the pattern said, nothing started
+  [ "$rc" -eq 2 ] || fail "$1: exit $rc, expected 2"
+  grep -q -- "$2" "$tmp/$1.out" || fail "$1: does not say '$2'"
+  no_process_started "$1"
+}
+run sync_batch --num_ps=2 --num_workers=2 -- --job_file="$MLP" \
+  --mode=sync --batch_size=255
+refused sync_batch '--batch_size) 255 must split evenly over the 2 workers'
+grep -q 'nothing was started' "$tmp/sync_batch.out" ||
+  fail "sync_batch: not refused up front"
+run sync_batch_dry --num_ps=2 --num_workers=2 -- --job_file="$MLP" \
+  --mode=sync --batch_size=255 --dry_run
+refused sync_batch_dry '--batch_size) 255 must split evenly'
+run backup --num_ps=2 --num_workers=2 -- --job_file="$MLP" --mode=sync \
+  --backup_workers=2
+refused backup '--backup_workers) is 2 but there are only 2 workers'
+run elastic_hybrid --elastic --num_ps=2 --num_workers=2 -- \
+  --job_file="$DLRM" --mode=hybrid
+refused elastic_hybrid 'tessera_local --elastic): mode hybrid cannot go on'
+run elastic_mirrored --elastic --num_ps=0 --num_workers=2 -- \
+  --job_file="$MLP"
+refused elastic_mirrored 'tessera_local --elastic): mode mirrored cannot go on'
+run typo --num_workerz=2 -- --job_file="$MLP"
+refused typo "unknown flag --num_workerz (neither tessera_local's nor the coordinator's"
+grep -q "the coordinator's check of the job" "$tmp/typo.out" &&
+  fail "typo: blamed on the coordinator's check"
+run typo_dry --num_workerz=2 -- --job_file="$MLP" --dry_run
+refused typo_dry "unknown flag --num_workerz (neither"
+# After "--" the flag is the coordinator's, and the coordinator names it.
+run coordinator_typo -- --job_file="$MLP" --epochz=2
+refused coordinator_typo "unknown command line flag 'epochz'"
+run placements -- --job_file="$DLRM" --mode=hybrid \
+  --table_placements=table_C1:replicated,table_C1:sharded
+refused placements '--table_placements names table "table_C1" twice'
 echo PASS

@@ -378,6 +378,28 @@ TEST_F(TesseraLocalTest, NothingIsRestartedOnceTheClusterShutsDown) {
   EXPECT_THAT(out, HasSubstr(" had already exited"));
 }
 
+// Issue #42, defect 10: a coordinator that refused its job (exit 2) after
+// the servers' clean exits (the shutdown it sent) was "not restarted, since
+// ps-0 had already exited"; the reason is the refusal.
+TEST_F(TesseraLocalTest, RefusalAfterTheShutdownIsNamedAsTheReason) {
+  StartLauncher({});
+  ASSERT_TRUE(Eventually([&] {
+    return absl::StrContains(ReadFile(run_dir_ + "/chief.log"), "started") &&
+           PidOf("ps-0") > 0;
+  })) << LauncherOutput();
+  const pid_t ps0 = PidOf("ps-0");
+  std::ofstream(dir_ + "/servers_exit") << "\n";
+  // Gone only once the launcher has reaped it, and so seen it exit.
+  ASSERT_TRUE(Eventually([&] { return kill(ps0, 0) != 0; }));
+  Finish(2);
+  EXPECT_EQ(WaitForLauncher(), 2) << LauncherOutput();
+  const std::string out = LauncherOutput();
+  EXPECT_THAT(out, HasSubstr("exited with code 2 (a bad command line or "
+                             "configuration, which a restart would not fix)"));
+  EXPECT_THAT(out, Not(HasSubstr("had already exited")));
+  EXPECT_THAT(out, Not(HasSubstr("restarting")));
+}
+
 TEST_F(TesseraLocalTest, FailedCoordinatorThatShutTheClusterDownIsFinal) {
   std::ofstream(dir_ + "/shutdown_cluster") << "\n";
   StartLauncher({});
@@ -431,9 +453,22 @@ TEST_F(TesseraLocalTest, ElasticJobGoesOnWhenAWorkerDiesForGood) {
 // address of their own, and exits once they have.
 TEST_F(TesseraLocalTest, JoinStartsWorkersThatAskTheRunningCoordinator) {
   mkdir(run_dir_.c_str(), 0755);
+  mkdir((run_dir_ + "/pids").c_str(), 0755);
   std::ofstream(run_dir_ + "/cluster.json")
       << R"({"cluster": {"chief": ["127.0.0.1:9"], "ps": ["127.0.0.1:8"]}})";
   std::ofstream(run_dir_ + "/job.token") << std::string(64, 'a') << "\n";
+  // The job's coordinator runs, as the launcher started it (its command
+  // line names the run folder) and noted its pid.
+  ProcessGroup job;
+  ChildSpec chief;
+  chief.name = "chief";
+  chief.binary = dir_ + "/bin/coordinator/tessera_coordinator";
+  chief.args = {"--run_dir=" + run_dir_};
+  chief.env.emplace_back("TESSERA_FAKE_DIR", dir_);
+  chief.log_path = dir_ + "/chief.log";
+  absl::StatusOr<pid_t> chief_pid = job.Start(chief);
+  ASSERT_TRUE(chief_pid.ok()) << chief_pid.status();
+  std::ofstream(run_dir_ + "/pids/chief-0") << *chief_pid << "\n";
   StartLauncher({"--join=" + run_dir_, "--num_workers=2"});
   ASSERT_TRUE(Eventually([&] {
     // The pid file may come a moment after the log's first line.
@@ -449,6 +484,38 @@ TEST_F(TesseraLocalTest, JoinStartsWorkersThatAskTheRunningCoordinator) {
   std::ofstream(dir_ + "/servers_exit");
   EXPECT_EQ(WaitForLauncher(), 0) << LauncherOutput();
   EXPECT_THAT(LauncherOutput(), HasSubstr("every joined worker exited"));
+}
+
+// Issue #42, defect 4: joining a job that had ended started workers that
+// waited 5 minutes in silence for its coordinator, then failed, and wrote
+// their logs and pids into the ended run's folder.
+TEST_F(TesseraLocalTest, JoinRefusesAJobThatEndedAndWritesNothing) {
+  StartLauncher({});
+  Finish(0);
+  ASSERT_EQ(WaitForLauncher(), 0) << LauncherOutput();
+  ASSERT_GT(PidOf("chief-0"), 0);
+  StartLauncher({"--join=" + run_dir_, "--num_workers=1"});
+  EXPECT_EQ(WaitForLauncher(), 2) << LauncherOutput();
+  EXPECT_THAT(LauncherOutput(),
+              HasSubstr("the job of " + run_dir_ + " is not running"));
+  EXPECT_THAT(LauncherOutput(), HasSubstr("nothing was started"));
+  EXPECT_FALSE(std::ifstream(run_dir_ + "/joined-0.log").good());
+  EXPECT_FALSE(std::ifstream(run_dir_ + "/pids/joined-0").good());
+}
+
+// A pid file whose pid the system gave to another process since (its
+// command line names no such run folder) is no running job either.
+TEST_F(TesseraLocalTest, JoinTellsAReusedPidFromTheJobsCoordinator) {
+  mkdir(run_dir_.c_str(), 0755);
+  mkdir((run_dir_ + "/pids").c_str(), 0755);
+  std::ofstream(run_dir_ + "/cluster.json")
+      << R"({"cluster": {"chief": ["127.0.0.1:9"]}})";
+  std::ofstream(run_dir_ + "/job.token") << std::string(64, 'a') << "\n";
+  std::ofstream(run_dir_ + "/pids/chief-0") << getpid() << "\n";
+  StartLauncher({"--join=" + run_dir_, "--num_workers=1"});
+  EXPECT_EQ(WaitForLauncher(), 2) << LauncherOutput();
+  EXPECT_THAT(LauncherOutput(), HasSubstr("is not running"));
+  EXPECT_FALSE(std::ifstream(run_dir_ + "/joined-0.log").good());
 }
 
 TEST_F(TesseraLocalTest, JoinNeedsTheRunFolderOfARunningJob) {
