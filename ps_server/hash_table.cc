@@ -93,6 +93,13 @@ absl::StatusOr<std::unique_ptr<HashTable>> HashTable::Create(
         absl::StrCat("hash table shard ", def.name(), ": ", what...));
   };
   if (def.dtype() != DT_FLOAT) return bad("only float32 tables are supported");
+  // A growing table has no whole to step: rows it does not hold yet would
+  // move on their creation only.
+  if (optimizer->table_updates() == TABLE_UPDATES_DENSE) {
+    return bad(
+        "a growing table takes lazy updates only, but its optimizer has "
+        "table_updates TABLE_UPDATES_DENSE");
+  }
   if (def.dim() <= 0 || def.dim() > (int64_t{1} << 20)) {
     return bad("dim must be in [1, 2^20], got ", def.dim());
   }

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/initializer.h"
+#include "common/optimizer/table_step.h"
 
 namespace tessera {
 
@@ -150,13 +151,8 @@ int64_t Shard::ApplyRows(absl::Span<const int64_t> rows,
                          absl::Span<const float> grads) {
   absl::MutexLock lock(&mu_);
   ++updates_;
-  std::vector<float*> slots(slot_ptrs_.size());
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const int64_t base = rows[i] * row_elements_;
-    for (size_t k = 0; k < slots.size(); ++k) slots[k] = slot_ptrs_[k] + base;
-    optimizer_->Apply(values_.data() + base, grads.data() + i * row_elements_,
-                      slots.data(), row_elements_, updates_);
-  }
+  ApplyTableStep(*optimizer_, rows_, row_elements_, rows, grads, updates_,
+                 values_.data(), slot_ptrs_, &dense_grad_);
   return ++version_;
 }
 

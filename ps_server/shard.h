@@ -91,7 +91,9 @@ class Shard {
   void FinishUpdate(absl::Span<const float> grad) ABSL_UNLOCK_FUNCTION(mu_);
 
   // Applies gradients of single rows (grads holds rows.size() rows), and
-  // returns the new version. REQUIRES: rows in range, all finite.
+  // returns the new version: one update of the table's shard, lazy or
+  // dense as the optimizer's table_updates says (common/optimizer/
+  // table_step.h). REQUIRES: rows in range and distinct, all finite.
   int64_t ApplyRows(absl::Span<const int64_t> rows,
                     absl::Span<const float> grads);
 
@@ -132,6 +134,8 @@ class Shard {
   // Per-row update counts would cost a counter per row; one count per
   // shard matches TF, where Adam's step is the optimizer's iteration count.
   int64_t updates_ ABSL_GUARDED_BY(mu_) = 0;
+  // A dense table update's gradient of the whole shard, kept between pushes.
+  std::vector<float> dense_grad_ ABSL_GUARDED_BY(mu_);
 
   absl::Mutex pool_mu_;
   std::vector<std::unique_ptr<float[]>> spare_ ABSL_GUARDED_BY(pool_mu_);

@@ -478,9 +478,10 @@ absl::Status TrainingWorker::TrainBatch(const StepRequest& request,
     push_grads_[t].swap(table_grads_[t].values);
     if (kept_.holds(static_cast<int>(t))) {
       // Into the replica's gradient buffer, for the all-reduce.
+      const int v = static_cast<int>(graph_->dense_variables().size()) +
+                    kept_.slot(static_cast<int>(t));
       kept_.Scatter(static_cast<int>(t), push_ids_[t], push_grads_[t],
-                    mirrored_->gradients()[graph_->dense_variables().size() +
-                                           kept_.slot(static_cast<int>(t))]);
+                    mirrored_->gradients()[v], mirrored_->touched_rows(v));
     }
   }
   // The rows go to the servers while the dense gradients are pushed, or

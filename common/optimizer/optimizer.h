@@ -34,10 +34,18 @@ class Optimizer {
 
   // Updates values[0, n) from grad[0, n) and slots[k][0, n). `t` is the
   // 1-based count of updates the shard has received, including this one.
-  // A row push calls it once per pushed row, so only those rows and their
-  // slots change (sparse, "lazy" updates, as TF's sparse apply ops).
+  // An embedding table's update goes through ApplyTableStep
+  // (common/optimizer/table_step.h), which calls it per touched row or on
+  // the whole table as table_updates() says.
   virtual void Apply(float* values, const float* grad, float* const* slots,
                      int64_t n, int64_t t) const = 0;
+
+  // Which rows of a table one update moves (OptimizerConfig.table_updates).
+  TableUpdates table_updates() const { return table_updates_; }
+  void set_table_updates(TableUpdates updates) { table_updates_ = updates; }
+
+ private:
+  TableUpdates table_updates_ = TABLE_UPDATES_LAZY;
 };
 
 // Builds the optimizer named by `config`; errors name the bad field.

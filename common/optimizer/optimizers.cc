@@ -232,7 +232,9 @@ void MovingAverageOptimizer::Apply(float* values, const float* grad,
   for (int64_t i = 0; i < n; ++i) values[i] = keep * values[i] + take * grad[i];
 }
 
-absl::StatusOr<std::unique_ptr<Optimizer>> CreateOptimizer(
+namespace {
+
+absl::StatusOr<std::unique_ptr<Optimizer>> CreateOptimizerKind(
     const OptimizerConfig& config) {
   if (config.has_moving_average()) {
     // A statistic's rule has no learning rate.
@@ -285,6 +287,21 @@ absl::StatusOr<std::unique_ptr<Optimizer>> CreateOptimizer(
           "optimizer: no kind set (one of sgd, momentum, adam, adagrad, "
           "ftrl)");
   }
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Optimizer>> CreateOptimizer(
+    const OptimizerConfig& config) {
+  if (!TableUpdates_IsValid(config.table_updates())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("optimizer.table_updates: ", config.table_updates(),
+                     " is neither TABLE_UPDATES_LAZY nor TABLE_UPDATES_DENSE"));
+  }
+  absl::StatusOr<std::unique_ptr<Optimizer>> optimizer =
+      CreateOptimizerKind(config);
+  if (optimizer.ok()) (*optimizer)->set_table_updates(config.table_updates());
+  return optimizer;
 }
 
 }  // namespace tessera

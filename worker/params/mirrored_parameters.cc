@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/initializer.h"
 #include "common/io/crc32c.h"
+#include "common/optimizer/table_step.h"
 
 namespace tessera {
 
@@ -44,6 +45,11 @@ absl::StatusOr<std::unique_ptr<MirroredParameters>> MirroredParameters::Create(
     p->offsets_.push_back(total);
     total += n;
   }
+  for (const VariableDef& var : variables) {
+    const bool table = var.sparse && var.shape.size() == 2;
+    p->touched_offsets_.push_back(table ? total : -1);
+    if (table) total += var.shape[0];
+  }
   p->reduce_ = HostArray<float>(host_memory, total + 1);
   return p;
 }
@@ -60,6 +66,12 @@ std::vector<absl::Span<float>> MirroredParameters::gradients() {
     out.emplace_back(reduce_.data() + offsets_[i], values_[i].size());
   }
   return out;
+}
+
+absl::Span<float> MirroredParameters::touched_rows(int v) {
+  if (touched_offsets_[v] < 0) return {};
+  return absl::MakeSpan(reduce_.data() + touched_offsets_[v],
+                        defs_[v].shape[0]);
 }
 
 void MirroredParameters::SetWeight(double weight) {
@@ -92,13 +104,33 @@ absl::Status MirroredParameters::ApplyReduced() {
   ++updates_;
   const float scale = 1.0f / total;
   std::vector<float> grad;
+  std::vector<int64_t> rows;
   for (size_t v = 0; v < values_.size(); ++v) {
     const float* g = reduce_.data() + offsets_[v];
     const int64_t n = values_[v].size();
-    grad.assign(g, g + n);
-    for (float& x : grad) x *= scale;
     std::vector<float*> slots;
     for (auto& s : slots_[v]) slots.push_back(s.data());
+    if (touched_offsets_[v] >= 0) {
+      // A table: the rows some worker touched, stepped as a server steps
+      // its shard, so the placement does not change what it learns.
+      const int64_t dim = defs_[v].shape[1];
+      const absl::Span<const float> marks = touched_rows(static_cast<int>(v));
+      rows.clear();
+      grad.clear();
+      for (int64_t r = 0; r < static_cast<int64_t>(marks.size()); ++r) {
+        if (marks[r] == 0) continue;
+        rows.push_back(r);
+        for (int64_t j = 0; j < dim; ++j) {
+          grad.push_back(g[r * dim + j] * scale);
+        }
+      }
+      ApplyTableStep(*optimizer_of_[v], static_cast<int64_t>(marks.size()), dim,
+                     rows, grad, updates_, values_[v].data(), slots,
+                     &table_scratch_);
+      continue;
+    }
+    grad.assign(g, g + n);
+    for (float& x : grad) x *= scale;
     optimizer_of_[v]->Apply(values_[v].data(), grad.data(), slots.data(), n,
                             updates_);
   }

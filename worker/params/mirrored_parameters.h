@@ -29,6 +29,14 @@ namespace tessera {
 // its weight, and after the sum the gradient of the global batch's mean
 // loss is sum / total weight, whatever the split of the batch.
 //
+// A table (a sparse variable: a replicated embedding table) also has one
+// element per row between the gradients and the weight, which a worker
+// sets non-zero for the rows its batch touched (touched_rows), so after
+// the sum every replica knows the rows some worker touched, and steps the
+// table as a server steps a shard of it (common/optimizer/table_step.h):
+// lazily, only those rows, or densely, every row, as the table's
+// optimizer's table_updates says.
+//
 // Thread safety: one step at a time.
 class MirroredParameters {
  public:
@@ -42,6 +50,10 @@ class MirroredParameters {
   std::vector<absl::Span<const float>> values() const;
   // Per-variable views into the reduce buffer.
   std::vector<absl::Span<float>> gradients();
+  // Variable v's touched-row marks in the reduce buffer, one per row
+  // (empty unless v is a table): the caller sets those of its batch's rows
+  // non-zero and the rest zero (ReplicatedTables::Scatter).
+  absl::Span<float> touched_rows(int v);
 
   // Scales the gradients by `weight` and stores the weight after them.
   void SetWeight(double weight);
@@ -85,6 +97,9 @@ class MirroredParameters {
   std::vector<std::string> names_;
   std::vector<HostArray<float>> values_;
   std::vector<int64_t> offsets_;  // of each variable in reduce_
+  // Of each table's touched-row marks in reduce_; -1: not a table.
+  std::vector<int64_t> touched_offsets_;
+  std::vector<float> table_scratch_;  // a dense table update's gradient
   HostArray<float> reduce_;
   std::vector<std::vector<std::vector<float>>> slots_;  // [variable][slot]
   std::vector<std::unique_ptr<Optimizer>> optimizers_;

@@ -57,10 +57,13 @@ absl::Status ReplicatedTables::Gather(int table, absl::Span<const int64_t> rows,
 
 void ReplicatedTables::Scatter(int table, absl::Span<const int64_t> rows,
                                absl::Span<const float> grads,
-                               absl::Span<float> gradient) const {
+                               absl::Span<float> gradient,
+                               absl::Span<float> touched) const {
   const int64_t dim = defs_[slot_[table]].shape[1];
   std::fill(gradient.begin(), gradient.end(), 0.0f);
+  std::fill(touched.begin(), touched.end(), 0.0f);
   for (size_t i = 0; i < rows.size(); ++i) {
+    touched[rows[i]] = 1.0f;
     float* row = gradient.data() + rows[i] * dim;
     const float* g = grads.data() + i * dim;
     for (int64_t j = 0; j < dim; ++j) row[j] += g[j];

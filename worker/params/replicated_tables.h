@@ -3,9 +3,10 @@
 // tables: a step copies its rows out of the replica instead of pulling
 // them, and adds the rows' gradients into the replica's gradient buffer,
 // so one all-reduce carries them with the dense gradients and every
-// replica applies the same update. A replicated table trains as a dense
-// variable with its own optimizer: rows a step does not touch get a zero
-// gradient (no change with SGD and Adagrad; Adam's moments still decay).
+// replica applies the same update. The rows each step touched travel with
+// the gradient (MirroredParameters::touched_rows), so a replicated table
+// steps as a sharded one does, lazily or densely as its optimizer's
+// table_updates says.
 //
 // Thread safety: const after Create.
 
@@ -52,9 +53,11 @@ class ReplicatedTables {
                       absl::Span<float> out) const;
   // Sets `gradient` (the table's part of the replica's gradient buffer)
   // to the step's gradient: zero but for rows `rows`, whose gradients
-  // `grads` ([rows, dim]) are added in.
+  // `grads` ([rows, dim]) are added in; and `touched` (its marks, one per
+  // row) to 1 for rows `rows` and 0 for the rest.
   void Scatter(int table, absl::Span<const int64_t> rows,
-               absl::Span<const float> grads, absl::Span<float> gradient) const;
+               absl::Span<const float> grads, absl::Span<float> gradient,
+               absl::Span<float> touched) const;
 
  private:
   std::vector<VariableDef> defs_;

@@ -49,8 +49,11 @@ TEST(ReplicatedTables, GathersRowsAndScattersTheirGradients) {
   ASSERT_TRUE(kept->Gather(0, {2, 0}, table, absl::MakeSpan(rows)).ok());
   EXPECT_THAT(rows, ElementsAre(20, 21, 0, 1));
   std::vector<float> gradient(6, 9.0f);  // last step's: overwritten
-  kept->Scatter(0, {2, 0}, {1, 2, 3, 4}, absl::MakeSpan(gradient));
+  std::vector<float> touched(3, 9.0f);
+  kept->Scatter(0, {2, 0}, {1, 2, 3, 4}, absl::MakeSpan(gradient),
+                absl::MakeSpan(touched));
   EXPECT_THAT(gradient, ElementsAre(3, 4, 0, 0, 1, 2));
+  EXPECT_THAT(touched, ElementsAre(1, 0, 1));
   absl::Status outside = kept->Gather(0, {3}, table, absl::MakeSpan(rows));
   EXPECT_EQ(outside.code(), absl::StatusCode::kOutOfRange);
   EXPECT_THAT(outside.message(), HasSubstr("row 3 of table \"b\""));

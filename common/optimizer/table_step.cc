@@ -1,0 +1,29 @@
+#include "common/optimizer/table_step.h"
+
+namespace tessera {
+
+void ApplyTableStep(const Optimizer& optimizer, int64_t rows, int64_t dim,
+                    absl::Span<const int64_t> touched,
+                    absl::Span<const float> grads, int64_t t, float* values,
+                    absl::Span<float* const> slots,
+                    std::vector<float>* scratch) {
+  if (optimizer.table_updates() == TABLE_UPDATES_DENSE) {
+    scratch->assign(rows * dim, 0.0f);
+    for (size_t i = 0; i < touched.size(); ++i) {
+      const float* g = grads.data() + i * dim;
+      float* row = scratch->data() + touched[i] * dim;
+      for (int64_t j = 0; j < dim; ++j) row[j] += g[j];
+    }
+    optimizer.Apply(values, scratch->data(), slots.data(), rows * dim, t);
+    return;
+  }
+  std::vector<float*> row_slots(slots.size());
+  for (size_t i = 0; i < touched.size(); ++i) {
+    const int64_t base = touched[i] * dim;
+    for (size_t k = 0; k < slots.size(); ++k) row_slots[k] = slots[k] + base;
+    optimizer.Apply(values + base, grads.data() + i * dim, row_slots.data(),
+                    dim, t);
+  }
+}
+
+}  // namespace tessera
