@@ -24,6 +24,9 @@
 # Writes WORK_DIR/SCENARIO-SEED/kills.tsv (one line per kill: scenario,
 # seed, role, moment, signal, outcome) and prints one line
 #   chaos SCENARIO seed=SEED kills=N outcome=OUTCOME
+# and exits 0 when the outcome is ok and every kill of the schedule landed,
+# 3 when the outcome is ok but fewer kills landed (the job ended first),
+# 1 otherwise (77: no data).
 # OUTCOME is ok, or job_lost, epoch_differs, example_missed, epoch_missing,
 # accuracy_off. Exit status: 0 for ok, 1 otherwise, 77 when the data set
 # is not installed.
@@ -303,5 +306,12 @@ if [ "${OUTCOME%% *}" != ok ]; then
   echo "chaos: the launcher's last lines:"
   tail -25 "$DIR/launcher.out"
   exit 1
+fi
+# A kill that missed (the job had ended, or the moment never came) proves
+# nothing: a job with fewer kills than its schedule is not a pass. Exit 3
+# tells chaos_test.sh to draw again on a longer job.
+if [ "$done_kills" -lt "$KILLS" ]; then
+  echo "chaos: only $done_kills of $KILLS kills landed in $SCENARIO seed $SEED"
+  exit 3
 fi
 exit 0

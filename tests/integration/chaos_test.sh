@@ -32,10 +32,18 @@ echo "chaos test: seed $SEED (replay: TESSERA_CHAOS_SEED=$SEED ctest -R '^chaos$
 failed=0
 i=0
 for scenario in $SCENARIOS; do
-  # Each job its own schedule, all following from SEED.
-  bash "$HERE/chaos_run.sh" "$BUILD" "$WORK" "$scenario" "$KILLS" \
-    "$((SEED + i))"
-  rc=$?
+  # Each job its own schedule, all following from SEED. A schedule whose
+  # kills did not all land (exit 3: the job ended first) is drawn again
+  # on a job twice as long, twice; then the test fails.
+  epochs=$TESSERA_CHAOS_EPOCHS
+  for attempt in 0 1 2; do
+    TESSERA_CHAOS_EPOCHS=$epochs bash "$HERE/chaos_run.sh" "$BUILD" \
+      "$WORK/attempt$attempt" "$scenario" "$KILLS" \
+      "$((SEED + i + 1000 * attempt))"
+    rc=$?
+    [ "$rc" = 3 ] || break
+    epochs=$((epochs * 2))
+  done
   [ "$rc" = 77 ] && exit 77
   [ "$rc" != 0 ] && failed=1
   i=$((i + 1))
