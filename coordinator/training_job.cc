@@ -293,14 +293,16 @@ absl::Status TrainingJob::CheckEpochCoverage(const EpochResult& result) const {
   // or run twice (a failed worker's step re-run) would show here. A bad
   // record skipped (skip_bad_records) was read but not trained on.
   if (job_.schedule().steps_per_epoch() != 0) return absl::OkStatus();
-  if (result.examples + result.bad_records == train_examples_) {
-    return absl::OkStatus();
+  if (result.examples + result.bad_records != train_examples_) {
+    return absl::InternalError(absl::StrCat(
+        "epoch ", result.epoch, " trained on ", result.examples,
+        " examples (", result.bad_records,
+        " bad records skipped); one pass over the training set is ",
+        train_examples_));
   }
-  return absl::InternalError(
-      absl::StrCat("epoch ", result.epoch, " trained on ", result.examples,
-                   " examples (", result.bad_records,
-                   " bad records skipped); one pass over the training set is ",
-                   train_examples_));
+  // The count can hold while an example was trained twice and another
+  // never: the digest of the examples' identities cannot.
+  return CheckExampleDigest(result, data_->OnePassDigest());
 }
 
 absl::Status TrainingJob::ResumeAt(const JobPosition& position, int* epoch) {
@@ -357,6 +359,7 @@ EpochResult ResultOf(const EpochProgress& p) {
   r.train_accuracy = p.train_accuracy();
   r.seconds = p.seconds();
   r.bad_records = p.bad_records();
+  r.example_digest = p.example_digest();
   return r;
 }
 
@@ -368,6 +371,7 @@ EpochProgress ProgressOf(const EpochResult& r) {
   p.set_train_accuracy(r.train_accuracy);
   p.set_seconds(r.seconds);
   p.set_bad_records(r.bad_records);
+  p.set_example_digest(r.example_digest);
   return p;
 }
 
@@ -511,11 +515,18 @@ absl::Status TrainingJob::StopInsideEpoch(int epoch, int64_t planned,
           "checkpoint ", where, " failed: ", saved.status().message()));
     }
   }
-  std::fprintf(out_, "%s %s (after %s of the job)\n",
+  // "(job step N)": the checkpoint's name; lockstep modes name the global
+  // step too.
+  const std::string job_step =
+      mode_.lockstep()
+          ? absl::StrFormat("job worker step %lld, global step %lld",
+                            static_cast<long long>(runner_->next_step()),
+                            static_cast<long long>(runner_->next_global_step()))
+          : absl::StrFormat("job step %lld",
+                            static_cast<long long>(runner_->next_step()));
+  std::fprintf(out_, "%s %s (%s)\n",
                StoppedByOperator(control_.stop_reason()).c_str(), where.c_str(),
-               StepCount(runner_->next_step(), runner_->next_global_step(),
-                         mode_.lockstep())
-                   .c_str());
+               job_step.c_str());
   std::fflush(out_);
   // The summary counts what was trained; the epoch gets its metrics line
   // once it is finished, by the run that resumes it.
