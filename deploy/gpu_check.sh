@@ -3,6 +3,7 @@
 #
 #   ./gpu_check.sh [--out DIR] [--data_dir DIR] [--budget_s S]  # in a bundle
 #   bash deploy/gpu_check.sh [same arguments]                  # in the repository
+#   ./gpu_check.sh --rehearse [--out DIR] ...   # a bundle's, on any machine
 #
 # In a bundle (deploy/bundle.sh puts this script beside bin/) it installs
 # and builds nothing: it runs the bundle's binaries, which load cuBLAS and
@@ -36,31 +37,29 @@
 # not fit in what is left is marked "SKIP: time", and each runs at most
 # for what is left. Stopped early (TERM, INT), it still prints the table
 # so far and writes summary.json, naming the step it was in.
+#
+# --rehearse runs every step on the CPU of any machine, with the bundle's
+# binaries and layout, so that the check's own logic (time budget, data,
+# patterns, table, summary.json) is tried before a GPU is lent: the
+# libraries and GPU tests as they are (skips are no failure), each job
+# file 2 steps CPU against CPU, the MLP end to end 50 steps an epoch, and
+# the benchmark's CPU rows; nvidia-smi is not asked (one GPU is assumed).
+# CTest gpu_check_rehearsal runs it from a freshly made bundle.
+#
 # Exit code 0 when every step passed (or does not apply), 1 otherwise, 2
 # for a bad argument.
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 
-# ---- 1. the GPU, before anything else prints ---------------------------------
-SMI="$(command -v nvidia-smi || true)"
-[ -n "$SMI" ] || [ ! -x /usr/bin/nvidia-smi ] || SMI=/usr/bin/nvidia-smi
-if [ -z "$SMI" ]; then
-  echo "gpu_check: no GPU: nvidia-smi is not installed (no NVIDIA driver)"
-  exit 1
-fi
-if ! GPU_LIST="$("$SMI" -L 2>&1)" || ! grep -q '^GPU ' <<< "$GPU_LIST"; then
-  echo "gpu_check: no GPU: nvidia-smi -L says: $(head -n 1 <<< "$GPU_LIST")"
-  exit 1
-fi
-
-GPU_COUNT="$(grep -c '^GPU ' <<< "$GPU_LIST")"
-
 OUT=""
 DATA=""
 BUDGET_S=420
+REHEARSE=false
 USAGE="usage: gpu_check.sh [--out DIR] [--data_dir DIR] [--budget_s SECONDS]"
+USAGE="$USAGE [--rehearse]"
 for arg in "$@"; do
   case "$arg" in
+    --rehearse) REHEARSE=true ;;
     --out=*) OUT="${arg#--out=}" ;;
     --data_dir=*) DATA="${arg#--data_dir=}" ;;
     --budget_s=*) BUDGET_S="${arg#--budget_s=}" ;;
@@ -88,6 +87,29 @@ if ! [[ "$BUDGET_S" =~ ^[0-9]+$ ]] || [ "$BUDGET_S" -lt 1 ]; then
     "got \"$BUDGET_S\"" >&2
   exit 2
 fi
+if $REHEARSE && [ ! -x "$HERE/bin/tessera_worker" ]; then
+  echo "gpu_check: --rehearse runs in a bundle (deploy/bundle.sh makes" \
+    "one), not in the repository" >&2
+  exit 2
+fi
+
+# ---- 1. the GPU, before anything else prints ---------------------------------
+if $REHEARSE; then
+  SMI=""
+  GPU_LIST="GPU 0: none (--rehearse: every step on the CPU)"
+else
+  SMI="$(command -v nvidia-smi || true)"
+  [ -n "$SMI" ] || [ ! -x /usr/bin/nvidia-smi ] || SMI=/usr/bin/nvidia-smi
+  if [ -z "$SMI" ]; then
+    echo "gpu_check: no GPU: nvidia-smi is not installed (no NVIDIA driver)"
+    exit 1
+  fi
+  if ! GPU_LIST="$("$SMI" -L 2>&1)" || ! grep -q '^GPU ' <<< "$GPU_LIST"; then
+    echo "gpu_check: no GPU: nvidia-smi -L says: $(head -n 1 <<< "$GPU_LIST")"
+    exit 1
+  fi
+fi
+GPU_COUNT="$(grep -c '^GPU ' <<< "$GPU_LIST")"
 OUT="${OUT:-$PWD/gpu-check-$(date +%Y%m%d-%H%M%S)}"
 mkdir -p "$OUT" || { echo "gpu_check: cannot create $OUT" >&2; exit 2; }
 OUT="$(cd "$OUT" && pwd)"
@@ -237,15 +259,32 @@ trap 'stopped TERM 143' TERM
 trap 'stopped INT 130' INT
 trap finish EXIT
 
-GPU_NAME="$("$SMI" --query-gpu=name,driver_version,memory.total \
-  --format=csv,noheader 2> /dev/null | head -n 1)"
+# What differs in a rehearsal: the device, the GPU tests' environment
+# (skips allowed), the sizes (seconds on a small CPU, not minutes).
+if $REHEARSE; then
+  GPU_NAME="rehearsal on the CPU"
+  DEVICE=cpu
+  REQUIRE_GPU=0
+  COMPARE_ARGS=(--against=cpu --steps=2)
+  RUN_ARGS=(--epochs=1 --steps_per_epoch=50)
+  BENCH_ARGS=(--devices=cpu --cpu_batches=64 --min_seconds=0.01 --rounds=1
+    --split_steps=1)
+else
+  GPU_NAME="$("$SMI" --query-gpu=name,driver_version,memory.total \
+    --format=csv,noheader 2> /dev/null | head -n 1)"
+  DEVICE=cuda
+  REQUIRE_GPU=1
+  COMPARE_ARGS=(--steps=20)
+  RUN_ARGS=(--epochs=2)
+  BENCH_ARGS=(--devices=cuda)
+fi
 STARTED=$SECONDS
 record "gpu" PASS "${GPU_NAME:-$(head -n 1 <<< "$GPU_LIST")}"
 
 # ---- 2. the CUDA libraries ---------------------------------------------------
 if step "cuda libraries" 5 60 "the CUDA libraries (as the worker finds them)"; then
-TESSERA_REQUIRE_GPU=1 limited "$OUT/cuda_libraries.txt" "$GPU_TEST" \
-  --gtest_filter='CudaLibrariesGpuTest.*'
+TESSERA_REQUIRE_GPU=$REQUIRE_GPU limited "$OUT/cuda_libraries.txt" \
+  "$GPU_TEST" --gtest_filter='CudaLibrariesGpuTest.*'
 status=$?
 cat "$OUT/cuda_libraries.txt"
 found="$(grep -E '^(cuBLAS|NCCL): ' "$OUT/cuda_libraries.txt" |
@@ -261,16 +300,17 @@ fi
 # ---- 3. the GPU tests --------------------------------------------------------
 if step "gpu tests" 45 240 \
   "the GPU tests (TESSERA_REQUIRE_GPU=1: a skip is a failure)"; then
-TESSERA_REQUIRE_GPU=1 limited "$OUT/gpu_test.txt" "$GPU_TEST" \
+TESSERA_REQUIRE_GPU=$REQUIRE_GPU limited "$OUT/gpu_test.txt" "$GPU_TEST" \
   --gtest_filter='-CudaLibrariesGpuTest.*' \
   --gtest_output="json:$OUT/gpu_test.json"
 status=$?
+skipped="$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$OUT/gpu_test.txt")"
 grep -E '^\[ *(RUN|OK|FAILED|PASSED|SKIPPED) *\]' "$OUT/gpu_test.txt" |
   grep -v '^\[ RUN' || true
 passed="$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$OUT/gpu_test.txt")"
 failed="$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$OUT/gpu_test.txt")"
 if [ "$status" -eq 0 ]; then
-  record "gpu tests" PASS "${passed:-?} passed"
+  record "gpu tests" PASS "${passed:-?} passed${skipped:+, $skipped skipped}"
 else
   record "gpu tests" FAIL \
     "${passed:-0} passed, ${failed:-?} failed (exit $status; gpu_test.txt)"
@@ -333,8 +373,8 @@ for job in "$JOBS"/*.textproto; do
     record "compare $name" FAIL "no Fashion-MNIST: pass --data_dir"
     continue
   fi
-  limited "$WORK/compare.txt" "$COMPARE" --job_file="$job" --steps=20 \
-    "${data[@]}"
+  limited "$WORK/compare.txt" "$COMPARE" --job_file="$job" \
+    "${COMPARE_ARGS[@]}" "${data[@]}"
   status=$?
   cat "$WORK/compare.txt" >> "$OUT/device_compare.txt"
   line="$(tail -n 1 "$WORK/compare.txt")"
@@ -358,7 +398,7 @@ else
   rm -rf "$run"
   limited "$OUT/mlp_run.txt" "$LAUNCHER" --num_ps=2 --num_workers=2 \
     --run_dir="$run" -- --job_file="$JOBS/mlp_fashion_mnist.textproto" \
-    --epochs=2 --data_dir="$DATA"
+    "${RUN_ARGS[@]}" --data_dir="$DATA"
   status=$?
   tail -n 5 "$OUT/mlp_run.txt"
   accuracy="$(sed -n 's/^final test accuracy \([0-9.]*\).*/\1/p' \
@@ -367,8 +407,10 @@ else
     sed 's/^.*device: \([^ ]*\).*/\1/' | sort | uniq -c |
     awk '{printf "%s%s x%s", (NR > 1 ? ", " : ""), $2, $1}')"
   detail="test accuracy ${accuracy:-?}, workers on ${devices:-?}$DATA_NOTE"
-  if [ "$status" -eq 0 ] && [ -n "$accuracy" ] && grep -q cuda <<< "$devices" &&
-    ! grep -q cpu <<< "$devices"; then
+  other=cpu
+  [ "$DEVICE" = cuda ] || other=cuda
+  if [ "$status" -eq 0 ] && [ -n "$accuracy" ] &&
+    grep -q "$DEVICE" <<< "$devices" && ! grep -q "$other" <<< "$devices"; then
     record "mlp 2 ps x 2 workers" PASS "$detail"
   else
     record "mlp 2 ps x 2 workers" FAIL "$detail (exit $status; $run)"
@@ -425,7 +467,7 @@ if step "step bench" 60 300 \
     done
     LIMIT=$((step_end - SECONDS))
     [ "$LIMIT" -gt 0 ] || LIMIT=1
-    limited "$WORK/bench.txt" "$BENCH" --devices=cuda \
+    limited "$WORK/bench.txt" "$BENCH" "${BENCH_ARGS[@]}" \
       --batches="${bench_run#*:}" --job_files="$files"
     s=$?
     [ "$s" -eq 0 ] || status=$s
@@ -442,6 +484,9 @@ if step "step bench" 60 300 \
     record "step bench" PASS "$targets"
   elif [ "$status" -eq 0 ] && [ -n "$targets" ]; then
     record "step bench" FAIL "$targets"
+  elif $REHEARSE && [ "$status" -eq 0 ]; then
+    record "step bench" PASS "CPU rows only: $(grep -c ' cpu ' \
+      "$OUT/step_bench.txt") (the targets need a GPU)"
   else
     record "step bench" FAIL "exit $status; $(grep -m 1 -E 'skipped|failed' \
       "$OUT/step_bench.txt")${targets:+; $targets}"

@@ -14,8 +14,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "common/command_line.h"
 #include "common/job_file.h"
 #include "gflags/gflags.h"
@@ -27,6 +29,9 @@ DEFINE_string(job_file, "", "A text-format JobConfig (proto/job.proto).");
 DEFINE_string(data_dir, "", "Read the job's data from this folder instead.");
 DEFINE_int64(steps, 20, "Training steps on each device.");
 DEFINE_int64(train_examples, 20000, "Examples loaded (0: the job's cap).");
+DEFINE_string(against, "cuda",
+              "What the CPU is compared with: cuda (cuda:0), or cpu (a second "
+              "CPU backend: gpu_check.sh --rehearse, where no GPU is).");
 DEFINE_double(tolerance, 1e-3,
               "Largest accepted difference, relative to the largest value.");
 
@@ -47,7 +52,14 @@ int Run() {
     job->mutable_data()->set_train_examples(FLAGS_train_examples);
   }
   job->mutable_data()->set_test_examples(1);
-  absl::StatusOr<std::unique_ptr<Backend>> gpu = NewCudaBackend(0);
+  absl::StatusOr<std::unique_ptr<Backend>> gpu =
+      FLAGS_against == "cpu" ? absl::StatusOr<std::unique_ptr<Backend>>(
+                                   std::make_unique<CpuBackend>())
+      : FLAGS_against == "cuda"
+          ? NewCudaBackend(0)
+          : absl::InvalidArgumentError(absl::StrCat(
+                "--against must be cuda or cpu, got \"", FLAGS_against, "\""));
+  if (absl::IsInvalidArgument(gpu.status())) return Fail(2, gpu.status());
   if (!gpu.ok()) return Fail(1, gpu.status());
   CpuBackend cpu;
   absl::StatusOr<std::unique_ptr<LocalTrainer>> on_cpu =
@@ -84,11 +96,11 @@ int Run() {
   const bool ok = loss_diff <= FLAGS_tolerance * loss_scale &&
                   param_diff <= FLAGS_tolerance * param_scale;
   std::printf(
-      "%s: %zu steps, final loss cpu %.6f cuda %.6f; max |loss diff| %.3g; "
+      "%s: %zu steps, final loss cpu %.6f %s %.6f; max |loss diff| %.3g; "
       "max |parameter diff| %.3g (%s, largest |value| %.3g): %s\n",
       FLAGS_job_file.c_str(), cpu_losses->size(), cpu_losses->back(),
-      gpu_losses->back(), loss_diff, param_diff, worst.c_str(), param_scale,
-      ok ? "OK" : "DIFFERENT");
+      FLAGS_against.c_str(), gpu_losses->back(), loss_diff, param_diff,
+      worst.c_str(), param_scale, ok ? "OK" : "DIFFERENT");
   return ok ? 0 : 1;
 }
 
