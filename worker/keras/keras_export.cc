@@ -1,6 +1,9 @@
 #include "worker/keras/keras_export.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <utility>
@@ -14,6 +17,19 @@ namespace tessera {
 namespace {
 
 using json = nlohmann::json;
+
+// The shortest decimal that reads back as `f`, as a double: a float the
+// user gave as 0.9 is written 0.9, not 0.8999999761581421 (its exact
+// value), and reads back as the same float.
+double Decimal(float f) {
+  if (!std::isfinite(f)) return f;
+  char text[32];
+  for (int digits = 1; digits <= 9; ++digits) {
+    std::snprintf(text, sizeof(text), "%.*g", digits, static_cast<double>(f));
+    if (std::strtof(text, nullptr) == f) break;
+  }
+  return std::strtod(text, nullptr);
+}
 
 json Policy() {
   return {{"module", "keras"},
@@ -37,16 +53,17 @@ json InitializerJson(const Initializer& init) {
     case Initializer::ONES:
       return Object(m, "Ones", json::object());
     case Initializer::CONSTANT:
-      return Object(m, "Constant", {{"value", init.value()}});
+      return Object(m, "Constant", {{"value", Decimal(init.value())}});
     case Initializer::UNIFORM:
       return Object(m, "RandomUniform",
-                    {{"minval", init.minval()},
-                     {"maxval", init.maxval()},
+                    {{"minval", Decimal(init.minval())},
+                     {"maxval", Decimal(init.maxval())},
                      {"seed", nullptr}});
     case Initializer::NORMAL:
-      return Object(
-          m, "RandomNormal",
-          {{"mean", 0.0}, {"stddev", init.stddev()}, {"seed", nullptr}});
+      return Object(m, "RandomNormal",
+                    {{"mean", 0.0},
+                     {"stddev", Decimal(init.stddev())},
+                     {"seed", nullptr}});
     default:
       return Object(m, "Zeros", json::object());
   }
@@ -71,41 +88,41 @@ json PaddingName(Padding p) { return p == SAME ? "same" : "valid"; }
 
 json OptimizerJson(const OptimizerConfig& opt) {
   const std::string m = "keras.optimizers";
-  json c = {{"learning_rate", opt.learning_rate()}};
+  json c = {{"learning_rate", Decimal(opt.learning_rate())}};
   switch (opt.kind_case()) {
     case OptimizerConfig::kAdam:
       c["name"] = "adam";
-      c["beta_1"] = opt.adam().beta1();
-      c["beta_2"] = opt.adam().beta2();
-      c["epsilon"] = opt.adam().epsilon();
+      c["beta_1"] = Decimal(opt.adam().beta1());
+      c["beta_2"] = Decimal(opt.adam().beta2());
+      c["epsilon"] = Decimal(opt.adam().epsilon());
       c["amsgrad"] = false;
       return Object(m, "Adam", c);
     case OptimizerConfig::kMomentum:
       c["name"] = "sgd";
-      c["momentum"] = opt.momentum().momentum();
+      c["momentum"] = Decimal(opt.momentum().momentum());
       c["nesterov"] = opt.momentum().nesterov();
       return Object(m, "SGD", c);
     case OptimizerConfig::kAdagrad:
       c["name"] = "adagrad";
       c["initial_accumulator_value"] =
-          opt.adagrad().has_initial_accumulator_value()
-              ? opt.adagrad().initial_accumulator_value()
-              : 0.1f;
-      c["epsilon"] =
-          opt.adagrad().has_epsilon() ? opt.adagrad().epsilon() : 1e-7f;
+          Decimal(opt.adagrad().has_initial_accumulator_value()
+                      ? opt.adagrad().initial_accumulator_value()
+                      : 0.1f);
+      c["epsilon"] = Decimal(
+          opt.adagrad().has_epsilon() ? opt.adagrad().epsilon() : 1e-7f);
       return Object(m, "Adagrad", c);
     case OptimizerConfig::kFtrl: {
       const FtrlOptions& f = opt.ftrl();
       c["name"] = "ftrl";
-      c["learning_rate_power"] =
-          f.has_learning_rate_power() ? f.learning_rate_power() : -0.5f;
-      c["initial_accumulator_value"] = f.has_initial_accumulator_value()
-                                           ? f.initial_accumulator_value()
-                                           : 0.1f;
-      c["l1_regularization_strength"] = f.l1();
-      c["l2_regularization_strength"] = f.l2();
-      c["l2_shrinkage_regularization_strength"] = f.l2_shrinkage();
-      c["beta"] = f.beta();
+      c["learning_rate_power"] = Decimal(
+          f.has_learning_rate_power() ? f.learning_rate_power() : -0.5f);
+      c["initial_accumulator_value"] = Decimal(
+          f.has_initial_accumulator_value() ? f.initial_accumulator_value()
+                                            : 0.1f);
+      c["l1_regularization_strength"] = Decimal(f.l1());
+      c["l2_regularization_strength"] = Decimal(f.l2());
+      c["l2_shrinkage_regularization_strength"] = Decimal(f.l2_shrinkage());
+      c["beta"] = Decimal(f.beta());
       return Object(m, "Ftrl", c);
     }
     default:
@@ -127,8 +144,12 @@ class Exporter {
       for (const std::string& in : l.inputs()) ++readers_[in];
     }
     const LossDef& loss = g_.loss();
-    if (loss.kind() == LossDef::SOFTMAX_CROSS_ENTROPY) fused_ = SOFTMAX;
-    if (loss.kind() == LossDef::SIGMOID_CROSS_ENTROPY) fused_ = SIGMOID;
+    // A model that output logits (from_logits) goes back without the
+    // loss's activation: Keras' predict then gives what the original's did.
+    if (!loss.from_logits()) {
+      if (loss.kind() == LossDef::SOFTMAX_CROSS_ENTROPY) fused_ = SOFTMAX;
+      if (loss.kind() == LossDef::SIGMOID_CROSS_ENTROPY) fused_ = SIGMOID;
+    }
     for (int i : m_.graph.order) {
       if (absl::Status s = AddLayer(g_.layers(i)); !s.ok()) return s;
     }
@@ -333,7 +354,7 @@ class Exporter {
       }
       case LayerDef::kDropout:
         made = Layer("Dropout", l.name(),
-                     {{"rate", l.dropout().rate()},
+                     {{"rate", Decimal(l.dropout().rate())},
                       {"noise_shape", nullptr},
                       {"seed", nullptr}},
                      ins, out);
@@ -342,8 +363,8 @@ class Exporter {
         made =
             Layer("BatchNormalization", l.name(),
                   {{"axis", -1},
-                   {"momentum", l.batch_norm().momentum()},
-                   {"epsilon", l.batch_norm().epsilon()},
+                   {"momentum", Decimal(l.batch_norm().momentum())},
+                   {"epsilon", Decimal(l.batch_norm().epsilon())},
                    {"center", true},
                    {"scale", true}},
                   ins, out,
@@ -353,7 +374,7 @@ class Exporter {
       case LayerDef::kLayerNorm:
         made = Layer("LayerNormalization", l.name(),
                      {{"axis", -1},
-                      {"epsilon", l.layer_norm().epsilon()},
+                      {"epsilon", Decimal(l.layer_norm().epsilon())},
                       {"center", true},
                       {"scale", true}},
                      ins, out, {l.name() + "/gamma", l.name() + "/beta"});
@@ -455,13 +476,13 @@ class Exporter {
         return Object("keras.losses", "SparseCategoricalCrossentropy",
                       {{"name", "sparse_categorical_crossentropy"},
                        {"reduction", "sum_over_batch_size"},
-                       {"from_logits", false},
+                       {"from_logits", g_.loss().from_logits()},
                        {"ignore_class", nullptr}});
       case LossDef::SIGMOID_CROSS_ENTROPY:
         return Object("keras.losses", "BinaryCrossentropy",
                       {{"name", "binary_crossentropy"},
                        {"reduction", "sum_over_batch_size"},
-                       {"from_logits", false},
+                       {"from_logits", g_.loss().from_logits()},
                        {"label_smoothing", 0.0},
                        {"axis", -1}});
       default:

@@ -24,8 +24,10 @@ struct KerasExport {
 // Converts `model`. The fused loss's activation (softmax, sigmoid) is put
 // back on the layer that feeds it, so Keras' predict returns what
 // tessera_predict does, and the compile config's loss reads probabilities
-// (from_logits=False). FailedPrecondition names a layer Keras cannot
-// express without custom objects (DotInteraction, Cross, FmOrder2, an
+// (from_logits=False); a loss marked from_logits (a Keras model that output
+// logits) keeps its logits and from_logits=True, so Keras' predict returns
+// what the original Keras model's did. FailedPrecondition names a layer Keras
+// cannot express without custom objects (DotInteraction, Cross, FmOrder2, an
 // embedding bag of several fields, a shared or growing table, a sum over a
 // bag of several ids).
 absl::StatusOr<KerasExport> ExportKerasModel(const TrainedModel& model);

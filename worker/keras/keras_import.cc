@@ -169,6 +169,14 @@ class Converter {
   }
 
   absl::Status AddLayer(const KerasNode& n) {
+    if (n.config.contains("dtype") && !n.config["dtype"].is_null()) {
+      const std::string dtype = DtypeName(n.config["dtype"]);
+      if (dtype != "float32") {
+        return Refuse(n, absl::StrCat("dtype ", dtype,
+                                      ": Tessera's layers compute and keep "
+                                      "their weights in float32"));
+      }
+    }
     if (n.class_name == "Embedding") return CheckEmbedding(n);
     absl::StatusOr<std::vector<std::string>> ins = Inputs(n);
     if (!ins.ok()) {
@@ -322,6 +330,7 @@ class Converter {
       absl::StatusOr<LossSpec> parsed = ParseLoss((*per)[trained], output);
       if (!parsed.ok()) return parsed.status();
       spec = *parsed;
+      if (absl::Status s = CheckLossWeight(trained); !s.ok()) return s;
     }
     std::string input = tensor_[output];
     LossDef* loss = model_->mutable_loss();
@@ -335,7 +344,10 @@ class Converter {
     if (softmax_ce || spec.name == "binary_crossentropy") {
       loss->set_kind(softmax_ce ? LossDef::SOFTMAX_CROSS_ENTROPY
                                 : LossDef::SIGMOID_CROSS_ENTROPY);
-      if (!spec.from_logits) {
+      if (spec.from_logits) {
+        // Kept, so the export gives back a model that outputs logits too.
+        loss->set_from_logits(true);
+      } else {
         absl::StatusOr<std::string> logits =
             TakeActivation(input, softmax_ce ? SOFTMAX : SIGMOID, spec.name);
         if (!logits.ok()) return logits.status();
@@ -365,6 +377,31 @@ class Converter {
     }
     AddMetrics(label->kind());
     return absl::OkStatus();
+  }
+
+  // The compile config's loss_weights, which Tessera has no place for:
+  // only a weight of 1 on the trained output (what no weight means) is
+  // taken; any other would scale the loss Keras trains.
+  absl::Status CheckLossWeight(int trained) {
+    if (!compile_.is_object()) return absl::OkStatus();
+    const json w = compile_.value("loss_weights", json());
+    if (w.is_null()) return absl::OkStatus();
+    json mine;
+    if (w.is_number()) {
+      mine = w;
+    } else if (w.is_array() && trained < static_cast<int>(w.size())) {
+      mine = w[trained];
+    } else if (w.is_object()) {
+      mine = w.value(g_.outputs[trained], json());
+    }
+    if (mine.is_number() && mine.get<double>() == 1.0) {
+      return absl::OkStatus();
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        "compile config: loss_weights ", w.dump(), " for output \"",
+        g_.outputs[trained],
+        "\": Tessera trains its one loss unweighted (compile without "
+        "loss_weights, or with weight 1)"));
   }
 
   // The logits behind output tensor `t`, which must end in `activation`:

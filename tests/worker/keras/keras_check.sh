@@ -4,12 +4,13 @@
 # model of three inputs and two outputs; two Keras-2 to_json() files) are
 # imported, checked by tessera_coordinator --dry_run, exported from their
 # imported weights and loaded back by Keras, which must find every weight
-# bit for bit and the same predictions; a second import of each export
-# must give the same job. Trained models (the imported MLP, the shipped
-# MLP and CNN jobs) are exported and Keras' predict held to
-# tessera_predict's to 1e-5. Each refused model must exit 2 naming its
-# layer or optimizer, and write nothing. Fails (never skips) when
-# deploy/python_env.sh's environment lacks Keras.
+# bit for bit and the same predictions (logits for a model that output
+# logits: the tutorial MLP and a BatchNorm CNN, issue #42); a second
+# import of each export must give the same job. Trained models (the
+# imported MLP, the shipped MLP and CNN jobs) are exported and Keras'
+# predict held to tessera_predict's to 1e-5. Each refused model must exit
+# 2 naming its layer, optimizer or compile option, and write nothing.
+# Fails (never skips) when deploy/python_env.sh's environment lacks Keras.
 #
 # Usage: keras_check.sh <tessera_keras> <tessera_coordinator>
 #          <tessera_local_train> <tessera_predict> <source root>
@@ -56,7 +57,7 @@ model_of() {
 }
 
 compare=(roundtrip)
-for m in mlp cnn multi; do
+for m in mlp cnn multi tutorial_mlp bn_cnn; do
   "$TOOL" import --model="$DIR/$m.keras" --output="$DIR/$m.textproto" \
     --checkpoint_out="$DIR/$m.ckpt" > "$DIR/$m.import" ||
     { cat "$DIR/$m.import"; fail "import of $m.keras"; }
@@ -103,6 +104,8 @@ refuse channels_first.keras 'layer "conv_cf" (Conv2D): data_format channels_firs
 refuse custom.keras 'layer "scale" (Scale): not a layer Tessera has'
 refuse rmsprop.keras 'optimizer RMSprop: Tessera has no RMSprop optimizer'
 refuse gelu.keras 'layer "gelu_out" (Dense): activation "gelu"'
+refuse loss_weights.keras 'compile config: loss_weights [0.5] for output "y"'
+refuse float16.keras 'layer "half" (Dense): dtype float16'
 
 # Trained models: the imported MLP and the shipped jobs, one short epoch.
 # The shipped jobs read these files; the imported MLP's placeholder names none.

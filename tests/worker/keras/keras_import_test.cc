@@ -161,5 +161,63 @@ TEST(KerasImportTest, EmbeddingWithMeanPoolingIsAMeanBag) {
   EXPECT_EQ(m.layers(1).dense().activation(), LINEAR);
 }
 
+TEST(KerasImportTest, FromLogitsIsKeptForTheExport) {
+  json compile = {{"optimizer", nullptr},
+                  {"loss",
+                   {{"class_name", "SparseCategoricalCrossentropy"},
+                    {"config", {{"from_logits", true}}}}}};
+  KerasModelFile file = Functional(
+      {Input("image", {nullptr, 784}), Dense("hidden", 32, "relu", "image"),
+       Dense("logits", 10, "linear", "hidden")},
+      {{"image", 0, 0}}, {{"logits", 0, 0}}, compile);
+  absl::StatusOr<KerasImport> imported = ImportKerasModel(file, {});
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  const ModelDef& m = imported->job.model_def();
+  EXPECT_EQ(m.layers(1).dense().activation(), LINEAR);
+  EXPECT_EQ(m.loss().kind(), LossDef::SOFTMAX_CROSS_ENTROPY);
+  EXPECT_TRUE(m.loss().from_logits());
+}
+
+// A one-Dense regression model whose compile config holds `compile`.
+KerasModelFile Regression(json compile, json dense_config = json::object()) {
+  json dense = Dense("y", 1, "linear", "x");
+  for (const auto& [k, v] : dense_config.items()) dense["config"][k] = v;
+  return Functional({Input("x", {nullptr, 3}), dense}, {{"x", 0, 0}},
+                    {{"y", 0, 0}}, compile);
+}
+
+TEST(KerasImportTest, RefusesLossWeightsOtherThanOne) {
+  for (json weights : {json(0.5), json({2.0}), json({{"y", 3.0}})}) {
+    absl::StatusOr<KerasImport> imported = ImportKerasModel(
+        Regression({{"loss", "mse"}, {"loss_weights", weights}}), {});
+    ASSERT_FALSE(imported.ok()) << weights.dump();
+    EXPECT_TRUE(absl::IsInvalidArgument(imported.status()));
+    EXPECT_THAT(imported.status().message(),
+                HasSubstr("loss_weights " + weights.dump()));
+  }
+  for (json weights : {json(nullptr), json({1.0}), json({{"y", 1}})}) {
+    absl::StatusOr<KerasImport> imported = ImportKerasModel(
+        Regression({{"loss", "mse"}, {"loss_weights", weights}}), {});
+    EXPECT_TRUE(imported.ok()) << weights.dump() << ": " << imported.status();
+  }
+}
+
+TEST(KerasImportTest, RefusesALayerOfAnotherDtypeThanFloat32) {
+  json policy = {{"module", "keras"},
+                 {"class_name", "DTypePolicy"},
+                 {"config", {{"name", "float16"}}}};
+  for (json dtype : {json("float16"), policy}) {
+    absl::StatusOr<KerasImport> imported =
+        ImportKerasModel(Regression({{"loss", "mse"}}, {{"dtype", dtype}}), {});
+    ASSERT_FALSE(imported.ok()) << dtype.dump();
+    EXPECT_TRUE(absl::IsInvalidArgument(imported.status()));
+    EXPECT_THAT(imported.status().message(),
+                HasSubstr("layer \"y\" (Dense): dtype float16"));
+  }
+  absl::StatusOr<KerasImport> imported = ImportKerasModel(
+      Regression({{"loss", "mse"}}, {{"dtype", "float32"}}), {});
+  EXPECT_TRUE(imported.ok()) << imported.status();
+}
+
 }  // namespace
 }  // namespace tessera

@@ -47,6 +47,39 @@ def cnn():
     return model
 
 
+def tutorial_mlp():
+    """The course MLP as TensorFlow's tutorial writes it: the last Dense
+    gives logits, the loss applies the softmax (from_logits=True)."""
+    model = keras.Sequential([
+        keras.Input((784,), name="image"),
+        L.Dense(128, activation="relu", name="dense"),
+        L.Dropout(0.2, name="dropout"),
+        L.Dense(10, name="dense_1"),
+    ])
+    model.compile(
+        optimizer=keras.optimizers.Adam(1e-3, beta_1=0.9, beta_2=0.999),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["accuracy"])
+    return model
+
+
+def bn_cnn():
+    """A Sequential CNN with BatchNormalization that ends in logits."""
+    model = keras.Sequential([
+        keras.Input((28, 28, 1), name="image"),
+        L.Conv2D(8, 3, padding="same", name="conv"),
+        L.BatchNormalization(name="bn"),
+        L.ReLU(name="relu"),
+        L.MaxPooling2D(name="pool"),
+        L.Flatten(name="flat"),
+        L.Dense(10, name="logits"),
+    ], name="bn_cnn")
+    model.compile(
+        optimizer=keras.optimizers.SGD(0.05, momentum=0.9),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model
+
+
 def multi():
     """Three inputs (dense features and two id fields), two outputs, one
     trained: the click."""
@@ -90,6 +123,13 @@ def save_all(out):
     _fit_once(c, rng.random((32, 28, 28, 1), dtype=np.float32),
               rng.integers(0, 10, 32))
     c.save(os.path.join(out, "cnn.keras"))
+    # Untrained, as the issue (#42) found it: the export of the imported
+    # weights must predict the logits the model predicts.
+    tutorial_mlp().save(os.path.join(out, "tutorial_mlp.keras"))
+    b = bn_cnn()
+    _fit_once(b, rng.random((32, 28, 28, 1), dtype=np.float32),
+              rng.integers(0, 10, 32))
+    b.save(os.path.join(out, "bn_cnn.keras"))
     f = multi()
     _fit_once(f, multi_inputs(32),
               {"click": rng.integers(0, 2, (32, 1)).astype("float32"),
@@ -124,6 +164,14 @@ def save_all(out):
     keras.Sequential([keras.Input((10,)), L.Dense(1, activation="gelu",
                                                   name="gelu_out")]).save(
         os.path.join(refused, "gelu.keras"))
+    w = keras.Sequential([keras.Input((10,)), L.Dense(1, name="y")])
+    w.compile(optimizer="adam", loss="mse", loss_weights=[0.5])
+    w.save(os.path.join(refused, "loss_weights.keras"))
+    h = keras.Sequential([keras.Input((10,)),
+                          L.Dense(4, dtype="float16", name="half"),
+                          L.Dense(1, name="y")])
+    h.compile(optimizer="adam", loss="mse")
+    h.save(os.path.join(refused, "float16.keras"))
 
 
 def course_mlp():
