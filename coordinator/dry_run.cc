@@ -51,15 +51,21 @@ absl::Status DryRun(const JobConfig& job, const ClusterSpec& cluster,
     for (const TablePlan& t : options.tables) {
       width = std::max(width, t.name.size());
     }
-    std::fprintf(out, "%-*s  %-10s  %10s  why\n", static_cast<int>(width),
-                 "table", "placement", "bytes");
+    std::fprintf(out, "%-*s  %-10s  %10s  %-7s  why\n",
+                 static_cast<int>(width), "table", "placement", "bytes",
+                 "updates");
     for (const TablePlan& t : options.tables) {
       std::fprintf(
-          out, "%-*s  %-10s  %10s  %s\n", static_cast<int>(width),
+          out, "%-*s  %-10s  %10s  %-7s  %s\n", static_cast<int>(width),
           t.name.c_str(), t.replicated ? "replicated" : "sharded",
           t.bytes > 0 ? absl::StrFormat("%d", t.bytes).c_str() : "growing",
+          t.updates == TABLE_UPDATES_DENSE ? "dense" : "lazy",
           t.reason.c_str());
     }
+    std::fprintf(out,
+                 "updates: lazy steps only the rows a batch touched (the "
+                 "default), dense every row (Keras); the same on the "
+                 "servers and in the workers' replicas (table_updates)\n");
   }
   const int num_ps = cluster.num_tasks("ps");
   if (num_ps == 0) {

@@ -89,6 +89,11 @@ DEFINE_string(embedding_optimizer, "",
               "adagrad, ftrl); empty: --optimizer.");
 DEFINE_double(embedding_learning_rate, 0,
               "Learning rate of --embedding_optimizer; 0: --learning_rate.");
+DEFINE_string(table_updates, "",
+              "Which rows of every embedding table an update moves: lazy "
+              "(only those the batch touched, as TF's LazyAdam) or dense "
+              "(every row, as Keras' optimizers); empty: each optimizer's "
+              "table_updates in the job file (unset: lazy).");
 DEFINE_int64(expected_rows_per_shard, 0,
              "Growing tables: rows each parameter server's shard of a table "
              "expects (capacity hint; 0: default).");
@@ -226,6 +231,26 @@ absl::Status ApplyFlags(bool only_explicit, JobConfig* job) {
                                           emb);
         !s.ok()) {
       return s;
+    }
+  }
+  if (use("table_updates") && !FLAGS_table_updates.empty()) {
+    TableUpdates updates;
+    if (FLAGS_table_updates == "lazy") {
+      updates = TABLE_UPDATES_LAZY;
+    } else if (FLAGS_table_updates == "dense") {
+      updates = TABLE_UPDATES_DENSE;
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--table_updates: \"", FLAGS_table_updates,
+                       "\" is neither lazy nor dense"));
+    }
+    // Every optimizer a table can train with (VariableOptimizer).
+    opt->set_table_updates(updates);
+    if (job->has_embedding_optimizer()) {
+      job->mutable_embedding_optimizer()->set_table_updates(updates);
+    }
+    for (auto& [table, optimizer] : *job->mutable_table_optimizers()) {
+      optimizer.set_table_updates(updates);
     }
   }
   if (use("expected_rows_per_shard")) {

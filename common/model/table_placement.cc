@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/model/variable_optimizer.h"
 
 namespace tessera {
 namespace {
@@ -42,6 +43,14 @@ absl::StatusOr<std::vector<TablePlan>> PlaceTables(
     if (!growing) {
       plan.bytes = static_cast<int64_t>(sizeof(float));
       for (int64_t d : v.shape) plan.bytes *= d;
+    }
+    plan.updates = VariableOptimizer(job, v).table_updates();
+    if (plan.updates == TABLE_UPDATES_DENSE && growing) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "table \"", v.name, "\" grows with the ids it meets (vocab_size ",
+          "0), so it takes lazy updates only, but its optimizer has ",
+          "table_updates TABLE_UPDATES_DENSE; give it a vocab_size or ",
+          "train it with TABLE_UPDATES_LAZY (--table_updates=lazy)"));
     }
     auto it = job.table_placements().find(v.name);
     const TablePlacement asked =

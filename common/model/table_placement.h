@@ -33,6 +33,9 @@ struct TablePlan {
   bool replicated = false;
   int64_t bytes = 0;   // the whole table (0: a growing table)
   std::string reason;  // why here, for --dry_run
+  // Its optimizer's table_updates (VariableOptimizer), which both
+  // placements follow.
+  TableUpdates updates = TABLE_UPDATES_LAZY;
 };
 
 // One plan per table of `variables`, in order:
@@ -42,8 +45,9 @@ struct TablePlan {
 //    fixed table of at most job.replicate_tables_below bytes.
 // A growing table (vocab_size 0) is always sharded. InvalidArgument,
 // naming the table, for a table_placements entry that names no table,
-// TABLE_REPLICATED of a growing table, or TABLE_REPLICATED in a mode
-// without replicas (async, ssp, sync).
+// TABLE_REPLICATED of a growing table, TABLE_REPLICATED in a mode
+// without replicas (async, ssp, sync), or TABLE_UPDATES_DENSE for a
+// growing table (it has no whole to step).
 absl::StatusOr<std::vector<TablePlan>> PlaceTables(
     const std::vector<VariableDef>& variables, const JobConfig& job,
     const TrainingMode& mode);

@@ -708,6 +708,23 @@ TEST_F(JobConfigTest, MovingAverageIsNotAJobsOptimizer) {
   EXPECT_THAT(s.message(), HasSubstr("moving_average is not an optimizer"));
 }
 
+// Issue #42, defect 2: --table_updates sets the rule of every optimizer a
+// table may train with, and a name it does not know is refused.
+TEST_F(JobConfigTest, TableUpdatesFlagSetsEveryTablesOptimizer) {
+  gflags::SetCommandLineOption("embedding_optimizer", "adagrad");
+  gflags::SetCommandLineOption("table_updates", "dense");
+  absl::StatusOr<JobConfig> job = JobConfigFromFlags();
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->optimizer().table_updates(), TABLE_UPDATES_DENSE);
+  EXPECT_EQ(job->embedding_optimizer().table_updates(), TABLE_UPDATES_DENSE);
+  gflags::SetCommandLineOption("table_updates", "sparse");
+  job = JobConfigFromFlags();
+  EXPECT_EQ(job.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(job.status().message(),
+              HasSubstr("--table_updates: \"sparse\" is neither lazy nor "
+                        "dense"));
+}
+
 // Issue #42, defect 14: in --table_placements=t:replicated,t:sharded the
 // last silently won.
 TEST_F(JobConfigTest, ATableNamedTwiceInTablePlacementsIsRefused) {

@@ -291,14 +291,15 @@ TEST(RecommendationJobFilesTest, TablesOfDifferentShapesAndOptimizersTrain) {
   EXPECT_THAT(hybrid.output, Not(HasSubstr("kernel/part_0")));
   // By size: the 5000 x 4 table (80000 bytes) stays sharded, the 700 x 8
   // one (22400 bytes) is replicated and has no shards; a growing table is
-  // always sharded.
+  // always sharded. Each lazy, the default (table_updates).
   EXPECT_THAT(hybrid.output,
-              HasSubstr("multi_hot  sharded          80000  larger than 64 "
-                        "KiB (replicate_tables_below)"));
+              HasSubstr("multi_hot  sharded          80000  lazy     larger "
+                        "than 64 KiB (replicate_tables_below)"));
   EXPECT_THAT(hybrid.output,
-              HasSubstr("pair       replicated       22400  at most 64 KiB "
-                        "(replicate_tables_below)"));
-  EXPECT_THAT(hybrid.output, HasSubstr("hashed     sharded        growing"));
+              HasSubstr("pair       replicated       22400  lazy     at most "
+                        "64 KiB (replicate_tables_below)"));
+  EXPECT_THAT(hybrid.output,
+              HasSubstr("hashed     sharded        growing  lazy"));
   EXPECT_THAT(hybrid.output, HasSubstr("[2500..5000)  [2500,4]"));
   EXPECT_THAT(hybrid.output, Not(HasSubstr("pair/part_0")));
   EXPECT_THAT(hybrid.output, HasSubstr("hashed/part_1"));

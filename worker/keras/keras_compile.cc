@@ -122,6 +122,9 @@ absl::StatusOr<OptimizerConfig> ParseOptimizer(const json& j) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": learning_rate must be a number > 0"));
   }
+  // Keras' optimizers step every row of an Embedding, touched or not
+  // (Adam's moments and SGD's momentum move them all).
+  opt.set_table_updates(TABLE_UPDATES_DENSE);
   return opt;
 }
 

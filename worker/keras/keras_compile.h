@@ -25,7 +25,8 @@ absl::StatusOr<LossSpec> ParseLoss(const nlohmann::json& j,
 
 // The optimizer `j` with Keras' defaults for what it leaves unset: SGD
 // (with momentum and Nesterov), Adam, Adagrad or Ftrl at a constant
-// learning rate, without weight decay, clipping or a moving average.
+// learning rate, without weight decay, clipping or a moving average; and
+// dense table updates (TABLE_UPDATES_DENSE), as Keras steps an Embedding.
 absl::StatusOr<OptimizerConfig> ParseOptimizer(const nlohmann::json& j);
 
 }  // namespace keras

@@ -13,6 +13,7 @@
 // express (the error names the layer, its class and why) or a file that is
 // not a Keras model; 1 for what a retry might fix (docs/exit_codes.md).
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <string>
@@ -102,6 +103,11 @@ std::string PlaceholderData(const ModelDef& model) {
          "}\n";
 }
 
+constexpr char kTableUpdatesComment[] =
+    "# Dense table updates: every row of a table steps each update, as Keras'\n"
+    "# optimizers step an Embedding; TABLE_UPDATES_LAZY steps only the rows\n"
+    "# a batch touched (TF's LazyAdam), at less cost on large tables.\n";
+
 int Import() {
   if (FLAGS_model.empty() || FLAGS_output.empty()) {
     return Fail(absl::InvalidArgumentError(
@@ -142,6 +148,11 @@ int Import() {
     if (!written.ok()) return Fail(written.status());
     checkpoint = *written;
   }
+  // Keras steps every row of an Embedding; the import keeps that
+  // (TABLE_UPDATES_DENSE), and says so where a model has tables.
+  const bool tables = std::any_of(
+      job.model_def().inputs().begin(), job.model_def().inputs().end(),
+      [](const InputDef& in) { return in.has_sparse(); });
   std::string text = absl::StrCat(
       "# Imported from ", FLAGS_model, " by tessera_keras import.\n",
       checkpoint.empty()
@@ -150,7 +161,8 @@ int Import() {
                          ": start from them with\n#   tessera_coordinator "
                          "--init_checkpoint=",
                          FLAGS_checkpoint_out, "\n"),
-      "model_def {\n", Text(job.model_def()), "}\n", data, "optimizer {\n",
+      "model_def {\n", Text(job.model_def()), "}\n", data,
+      tables ? kTableUpdatesComment : "", "optimizer {\n",
       Text(job.optimizer()), "}\n",
       "# Keras' fit() defaults; --epochs and --batch_size override them.\n",
       "schedule {\n", Text(job.schedule()), "}\n");
@@ -159,6 +171,13 @@ int Import() {
   }
   for (const std::string& note : imported->notes) {
     std::printf("note: %s\n", note.c_str());
+  }
+  if (tables) {
+    std::printf(
+        "note: embedding tables step every row each update "
+        "(table_updates: TABLE_UPDATES_DENSE), as Keras' optimizers do; "
+        "TABLE_UPDATES_LAZY (or --table_updates=lazy) steps only the rows "
+        "a batch touched, as TF's LazyAdam, at less cost on large tables\n");
   }
   std::printf("tessera_keras: wrote %s (%d inputs, %d layers, %zu variables",
               FLAGS_output.c_str(), job.model_def().inputs_size(),

@@ -105,5 +105,28 @@ TEST(PlaceTables, RefusesAGrowingReplicatedTableAndUnknownNames) {
   EXPECT_THAT(plans.status().message(), HasSubstr("small, large, grows"));
 }
 
+// Each table's rule is its optimizer's table_updates (issue #42): lazy
+// unless set, dense for a table whose optimizer says so; a growing table
+// has no whole to step densely.
+TEST(PlaceTables, TellsEachTablesUpdatesAndRefusesDenseGrowingTables) {
+  JobConfig job;
+  job.mutable_optimizer()->mutable_adam();
+  OptimizerConfig& large = (*job.mutable_table_optimizers())["large"];
+  large.mutable_adam();
+  large.set_table_updates(TABLE_UPDATES_DENSE);
+  absl::StatusOr<std::vector<TablePlan>> plans =
+      PlaceTables(Variables(), job, Mode("hybrid"));
+  ASSERT_TRUE(plans.ok()) << plans.status();
+  EXPECT_EQ((*plans)[0].updates, TABLE_UPDATES_LAZY);
+  EXPECT_EQ((*plans)[1].updates, TABLE_UPDATES_DENSE);
+  EXPECT_EQ((*plans)[2].updates, TABLE_UPDATES_LAZY);
+  job.mutable_optimizer()->set_table_updates(TABLE_UPDATES_DENSE);
+  plans = PlaceTables(Variables(), job, Mode("sync"));
+  ASSERT_FALSE(plans.ok());
+  EXPECT_THAT(plans.status().message(),
+              HasSubstr("table \"grows\" grows with the ids it meets"));
+  EXPECT_THAT(plans.status().message(), HasSubstr("TABLE_UPDATES_DENSE"));
+}
+
 }  // namespace
 }  // namespace tessera
