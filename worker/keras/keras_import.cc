@@ -115,6 +115,9 @@ class Converter {
       SparseFeature* sparse = in->mutable_sparse();
       sparse->set_max_hotness(static_cast<int32_t>(shape[0]));
       sparse->set_vocab_size(std::max<int64_t>(vocab, 0));
+      // Keras' Embedding has no row for an id outside [0, input_dim): such
+      // an id is refused rather than wrapped, in training as in predict.
+      if (sparse->vocab_size() > 0) sparse->set_ids_in_vocab(true);
       facts.sparse = true;
       facts.vocab_size = sparse->vocab_size();
     } else if (dtype == "float32" || dtype == "float64" || dtype == "float16" ||
@@ -536,7 +539,6 @@ absl::StatusOr<KerasImport> ImportKerasModel(
     OptimizerConfig* opt = out.job.mutable_optimizer();
     opt->set_learning_rate(kKerasLearningRate);
     *opt->mutable_adam() = KerasAdamOptions();
-    opt->set_table_updates(TABLE_UPDATES_DENSE);  // as ParseOptimizer
     out.notes.push_back(
         "no compile config: optimizer Adam(learning_rate=0.001) assumed");
   }

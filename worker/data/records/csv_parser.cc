@@ -263,6 +263,11 @@ absl::Status CsvParser::Parse(absl::string_view line, ParsedExample* example) {
                                 schema_.sparse[f].input, "\" takes at most ",
                                 schema_.sparse[f].max_hotness));
     }
+    if (absl::Status s =
+            CheckIds(schema_.sparse[f], example->ids.data() + first, count);
+        !s.ok()) {
+      return Error(u.column, s.message());
+    }
     example->id_ends.push_back(static_cast<uint32_t>(example->ids.size()));
   }
   double label;

@@ -355,6 +355,10 @@ absl::Status ExampleParser::Sparse(const ExampleSchema::Sparse& input,
                      count, " ids, sparse input \"", input.input,
                      "\" takes at most ", input.max_hotness, " (max_hotness)"));
   }
+  if (absl::Status s = CheckIds(input, example->ids.data() + first, count);
+      !s.ok()) {
+    return s;
+  }
   example->id_ends.push_back(static_cast<uint32_t>(example->ids.size()));
   return absl::OkStatus();
 }

@@ -35,4 +35,19 @@ absl::Status SetLabel(const ExampleSchema& schema, double value,
   }
 }
 
+absl::Status CheckIds(const ExampleSchema::Sparse& input, const int64_t* ids,
+                      size_t count) {
+  if (input.id_bound <= 0) return absl::OkStatus();
+  for (size_t i = 0; i < count; ++i) {
+    if (ids[i] < 0 || ids[i] >= input.id_bound) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "id ", ids[i], " of sparse input \"", input.input,
+          "\" is outside [0, ", input.id_bound,
+          ") (its vocab_size; ids_in_vocab: such an id is refused, not "
+          "wrapped, as Keras' Embedding has no row for it)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace tessera

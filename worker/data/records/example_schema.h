@@ -8,6 +8,7 @@
 #ifndef TESSERA_WORKER_DATA_EXAMPLE_SCHEMA_H_
 #define TESSERA_WORKER_DATA_EXAMPLE_SCHEMA_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -28,6 +29,9 @@ struct ExampleSchema {
     std::string input;
     std::string feature;
     int32_t max_hotness = 1;
+    // > 0: every id must lie in [0, id_bound) (an input whose ids are not
+    // wrapped, model.proto's ids_in_vocab); 0: any id.
+    int64_t id_bound = 0;
   };
 
   // As proto/model.proto's LabelDef.Kind.
@@ -54,6 +58,11 @@ struct ParsedExample {
 // and stores it; InvalidArgument says why it is not one.
 absl::Status SetLabel(const ExampleSchema& schema, double value,
                       ParsedExample* example);
+
+// Checks the ids `input` read against its id_bound; InvalidArgument names
+// the input and the first id outside [0, id_bound).
+absl::Status CheckIds(const ExampleSchema::Sparse& input, const int64_t* ids,
+                      size_t count);
 
 }  // namespace tessera
 

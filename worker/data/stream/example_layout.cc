@@ -39,7 +39,8 @@ absl::StatusOr<ExampleSchema> ExampleSchemaOf(const ModelDef& model,
                          "\" reads one feature, not ", features.size()));
       }
       schema.sparse.push_back(
-          {in.name(), features[0], std::max(in.sparse().max_hotness(), 1)});
+          {in.name(), features[0], std::max(in.sparse().max_hotness(), 1),
+           in.sparse().ids_in_vocab() ? in.sparse().vocab_size() : 0});
       continue;
     }
     int64_t size = 1;

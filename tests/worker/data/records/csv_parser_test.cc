@@ -59,6 +59,22 @@ TEST_F(CsvParserTest, QuotesTypesAndTabs) {
   EXPECT_THAT(parsed_.ids, ElementsAre(HashFeatureBytes("say \"hi\"")));
 }
 
+TEST_F(CsvParserTest, RefusesIdsOutsideABoundedVocabulary) {
+  ExampleSchema bounded = CsvSchema();
+  bounded.sparse[0].id_bound = 8;
+  CsvOptions options;
+  options.types["cat"] = "int";
+  auto parser =
+      CsvParser::Create(bounded, options, {"y", "a", "b", "c", "cat"});
+  ASSERT_TRUE(parser.ok()) << parser.status();
+  ASSERT_TRUE((*parser)->Parse("1,1,2,3,0|7", &parsed_).ok());
+  EXPECT_THAT(parsed_.ids, ElementsAre(0, 7));
+  absl::Status s = (*parser)->Parse("1,1,2,3,3|8", &parsed_);
+  EXPECT_TRUE(absl::IsInvalidArgument(s));
+  EXPECT_THAT(s.message(),
+              HasSubstr("id 8 of sparse input \"cat\" is outside [0, 8)"));
+}
+
 TEST_F(CsvParserTest, BadRows) {
   auto parser = Make({"y", "a", "b", "c", "cat"});
   absl::Status s = parser->Parse("1,2,3", &parsed_);

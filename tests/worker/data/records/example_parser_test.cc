@@ -57,6 +57,27 @@ TEST_F(ExampleParserTest, IntsForDenseBytesHashedForSparseFloatLabel) {
   EXPECT_EQ(parsed_.label, 1.0f);
 }
 
+// An input of ids_in_vocab (a Keras Embedding's) refuses an id outside
+// [0, vocab_size) instead of wrapping it, as Keras has no row for it.
+TEST_F(ExampleParserTest, RefusesIdsOutsideABoundedVocabulary) {
+  ExampleSchema bounded = TestSchema();
+  bounded.sparse[0].id_bound = 8;
+  ExampleParser parser(bounded);
+  ParsedExample parsed;
+  ASSERT_TRUE(parser.Parse(TestExample(5).SerializeAsString(), &parsed).ok());
+  EXPECT_THAT(parsed.ids, ElementsAre(5, 7));
+  for (int64_t id : {8, 100, -1}) {
+    absl::Status s = parser.Parse(TestExample(id).SerializeAsString(), &parsed);
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << id;
+    EXPECT_THAT(s.message(),
+                HasSubstr(absl::StrCat("id ", id,
+                                       " of sparse input \"cat\" is "
+                                       "outside [0, 8)")));
+  }
+  // Unbounded (the default), the same ids are taken, to be wrapped.
+  EXPECT_TRUE(Parse(TestExample(100)).ok());
+}
+
 TEST_F(ExampleParserTest, EmptySparseListIsAnEmptyBag) {
   tf::Example e = TestExample(2);
   Features(&e)["cat"].mutable_int64_list()->clear_value();

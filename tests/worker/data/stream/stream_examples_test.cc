@@ -115,6 +115,28 @@ TEST_F(StreamExamplesTest, TestRangesInFileOrder) {
   EXPECT_EQ(s->TakeTest(10, 12, &batch).code(), absl::StatusCode::kOutOfRange);
 }
 
+// A Keras Embedding's ids (ids_in_vocab) are not wrapped: example 8's id 8
+// of a vocabulary of 8 is an error naming the file, record and input, in
+// training's steps as in the test (and tessera_predict's) ranges.
+TEST_F(StreamExamplesTest, IdsOutsideABoundedVocabularyAreErrors) {
+  model_.mutable_inputs(1)->mutable_sparse()->set_vocab_size(8);
+  model_.mutable_inputs(1)->mutable_sparse()->set_ids_in_vocab(true);
+  std::unique_ptr<StreamExamples> s = Make();
+  HostBatch batch;
+  absl::Status status = s->TakeTest(0, 6, &batch);  // file a: ids 0 to 7
+  ASSERT_TRUE(status.ok()) << status;
+  status = s->TakeTest(6, 9, &batch);
+  EXPECT_TRUE(absl::IsInvalidArgument(status)) << status;
+  EXPECT_THAT(status.message(),
+              HasSubstr("id 8 of sparse input \"cat\" is outside [0, 8)"));
+  int64_t bad = 0;
+  std::string why;
+  status = s->Take(1, 0, 0, 5, &batch, &bad, &why);
+  EXPECT_FALSE(status.ok() && bad == 0) << "ids 8 to 10 were taken";
+  EXPECT_THAT(std::string(status.message()) + why,
+              HasSubstr("is outside [0, 8)"));
+}
+
 TEST_F(StreamExamplesTest, NoShardsIsAClearError) {
   auto made = StreamExamples::Create(data_, model_, 3, {}, {});
   EXPECT_EQ(made.status().code(), absl::StatusCode::kFailedPrecondition);
