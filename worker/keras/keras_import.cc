@@ -539,6 +539,7 @@ absl::StatusOr<KerasImport> ImportKerasModel(
     OptimizerConfig* opt = out.job.mutable_optimizer();
     opt->set_learning_rate(kKerasLearningRate);
     *opt->mutable_adam() = KerasAdamOptions();
+    opt->set_table_updates(TABLE_UPDATES_DENSE);  // as ParseOptimizer
     out.notes.push_back(
         "no compile config: optimizer Adam(learning_rate=0.001) assumed");
   }

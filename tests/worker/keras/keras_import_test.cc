@@ -103,6 +103,8 @@ TEST(KerasImportTest, SoftmaxBeforeLossBecomesLogitsAndFusedLoss) {
   EXPECT_EQ(m.inputs(0).dense().shape(0), 784);
   EXPECT_TRUE(imported->job.optimizer().momentum().nesterov());
   EXPECT_FLOAT_EQ(imported->job.optimizer().momentum().momentum(), 0.9f);
+  // Keras' SGD moves every row of an Embedding (issue #42, defect 2).
+  EXPECT_EQ(imported->job.optimizer().table_updates(), TABLE_UPDATES_DENSE);
 }
 
 TEST(KerasImportTest, RefusesARecurrentLayerByNameAndClass) {
