@@ -51,9 +51,8 @@ absl::Status DryRun(const JobConfig& job, const ClusterSpec& cluster,
     for (const TablePlan& t : options.tables) {
       width = std::max(width, t.name.size());
     }
-    std::fprintf(out, "%-*s  %-10s  %10s  %-7s  why\n",
-                 static_cast<int>(width), "table", "placement", "bytes",
-                 "updates");
+    std::fprintf(out, "%-*s  %-10s  %10s  %-7s  why\n", static_cast<int>(width),
+                 "table", "placement", "bytes", "updates");
     for (const TablePlan& t : options.tables) {
       std::fprintf(
           out, "%-*s  %-10s  %10s  %-7s  %s\n", static_cast<int>(width),
