@@ -119,6 +119,42 @@ TEST(NcclAllReduceGpuTest, DeviceDataAfterTheBackendsQueuedWork) {
   EXPECT_EQ(got, want);
 }
 
+// Two ranks on two GPUs, one thread each: the unique id shared, the peer
+// transport between the GPUs, and a teardown with a live peer. Skips on a
+// node with one GPU (gpu_check.sh's mirrored step covers two processes).
+TEST(NcclAllReduceGpuTest, TwoRanksOnTwoGpusSumAcrossThem) {
+  absl::StatusOr<std::unique_ptr<Backend>> second = NewCudaBackend(1);
+  if (!second.ok()) {
+    TESSERA_NO_GPU() << "no second GPU for a two-rank NCCL group: "
+                     << second.status().message();
+  }
+  if (!NcclBuilt()) {
+    TESSERA_NO_GPU() << "this build has no NCCL (nccl.h was not found)";
+  }
+  absl::StatusOr<std::string> id = NcclAllReduce::NewUniqueId();
+  ASSERT_TRUE(id.ok()) << id.status();
+  absl::Status status[2];
+  std::vector<float> sums[2];
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; ++r) {
+    ranks.emplace_back([&, r] {
+      absl::StatusOr<std::unique_ptr<NcclAllReduce>> nccl =
+          NcclAllReduce::Create(r, 2, *id, r, 30, 15);
+      if (!nccl.ok()) {
+        status[r] = nccl.status();
+        return;
+      }
+      sums[r] = {float(r + 1), 10.0f * (r + 1)};
+      status[r] = (*nccl)->AllReduceHost(absl::MakeSpan(sums[r]));
+    });  // each rank finalizes with its peer alive
+  }
+  for (std::thread& t : ranks) t.join();
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(status[r].ok()) << "rank " << r << ": " << status[r];
+    EXPECT_EQ(sums[r], std::vector<float>({3.0f, 30.0f})) << "rank " << r;
+  }
+}
+
 // A one-worker group with NCCL votes itself onto it in its first
 // AllReduce (through the ring) and then sums device memory.
 TEST(NcclAllReduceGpuTest, NegotiatedGroupReachesTheDevicePath) {
