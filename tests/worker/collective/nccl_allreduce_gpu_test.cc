@@ -123,10 +123,16 @@ TEST(NcclAllReduceGpuTest, DeviceDataAfterTheBackendsQueuedWork) {
 // transport between the GPUs, and a teardown with a live peer. Skips on a
 // node with one GPU (gpu_check.sh's mirrored step covers two processes).
 TEST(NcclAllReduceGpuTest, TwoRanksOnTwoGpusSumAcrossThem) {
+  absl::StatusOr<std::unique_ptr<Backend>> first = NewCudaBackend(0);
+  if (!first.ok()) {
+    TESSERA_NO_GPU() << "no GPU for NCCL: " << first.status().message();
+  }
+  // One GPU is a node this test does not apply to, not a failure, even
+  // with TESSERA_REQUIRE_GPU=1.
   absl::StatusOr<std::unique_ptr<Backend>> second = NewCudaBackend(1);
   if (!second.ok()) {
-    TESSERA_NO_GPU() << "no second GPU for a two-rank NCCL group: "
-                     << second.status().message();
+    GTEST_SKIP() << "no second GPU for a two-rank NCCL group: "
+                 << second.status().message();
   }
   if (!NcclBuilt()) {
     TESSERA_NO_GPU() << "this build has no NCCL (nccl.h was not found)";
