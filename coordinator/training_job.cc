@@ -239,6 +239,8 @@ absl::Status TrainingJob::Evaluate(EpochResult* result) {
   }
   board_.Update([&](JobStatus* s) {
     s->set_last_test_accuracy(static_cast<float>(result->test_accuracy));
+    s->set_last_test_loss(static_cast<float>(result->test_loss));
+    s->set_regression(!has_accuracy_);
     s->set_evaluations(s->evaluations() + 1);
   });
   return absl::OkStatus();

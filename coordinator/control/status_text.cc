@@ -22,9 +22,12 @@ std::string FormatJobStatus(const JobStatus& s) {
   const std::string loss = s.steps_done() > 0
                                ? absl::StrFormat("%.4f", s.last_loss())
                                : std::string("none yet");
+  // A regression's test figure is its loss (MSE): it has no accuracy.
   const std::string accuracy =
-      s.evaluations() > 0 ? absl::StrFormat("%.4f", s.last_test_accuracy())
-                          : std::string("none yet (no evaluation)");
+      s.evaluations() > 0
+          ? absl::StrFormat("%.4f", s.regression() ? s.last_test_loss()
+                                                   : s.last_test_accuracy())
+          : std::string("none yet (no evaluation)");
   // Lockstep modes count both: checkpoints (ckpt-N) count worker steps.
   const std::string global =
       s.lockstep()
@@ -32,10 +35,11 @@ std::string FormatJobStatus(const JobStatus& s) {
           : std::string();
   std::string text = absl::StrFormat(
       "state %s; epoch %d of %d; %d %s done%s, %d scheduled, %d re-run; %d "
-      "examples; last loss %s; last test accuracy %s\n",
+      "examples; last loss %s; last test %s %s\n",
       s.state(), s.epoch(), s.epochs(), s.steps_done(),
       s.lockstep() ? "worker steps" : "steps", global, s.steps_scheduled(),
-      s.steps_rerun(), s.examples_done(), loss, accuracy);
+      s.steps_rerun(), s.examples_done(), loss,
+      s.regression() ? "loss (MSE)" : "accuracy", accuracy);
   absl::StrAppendFormat(
       &text,
       "extra steps asked for %d; parameter-server recoveries %d; last "

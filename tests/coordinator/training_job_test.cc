@@ -454,6 +454,8 @@ TEST_F(TrainingJobTest, ARegressionReportsItsMseAndNoAccuracy) {
   EXPECT_THAT(out, HasSubstr("final test loss (MSE) 0.2500 after 2 epochs"));
   EXPECT_THAT(out, ::testing::Not(HasSubstr("accuracy")));
   EXPECT_THAT(out, ::testing::Not(HasSubstr("_acc")));
+  EXPECT_TRUE(job->status().regression());
+  EXPECT_FLOAT_EQ(job->status().last_test_loss(), 0.25f);
 }
 
 // Issue #42: --evaluate_only prints the checkpoint's evaluation, with no

@@ -45,6 +45,18 @@ TEST(StatusTextTest, LockstepCountsSayWorkerAndGlobalSteps) {
                         "scheduled"));
 }
 
+// Issue #42: a regression's last test figure is its loss (MSE); it has no
+// accuracy, which read 0.0000.
+TEST(StatusTextTest, ARegressionShowsItsTestLossNotAnAccuracy) {
+  JobStatus status;
+  status.set_regression(true);
+  status.set_evaluations(1);
+  status.set_last_test_loss(0.25f);
+  const std::string text = FormatJobStatus(status);
+  EXPECT_THAT(text, HasSubstr("last test loss (MSE) 0.2500"));
+  EXPECT_THAT(text, Not(HasSubstr("accuracy")));
+}
+
 // Issue #42: a server's allocated bytes (growing tables reserve room for
 // the rows they expect) read as its usage.
 TEST(StatusTextTest, AServerShowsTheBytesUsedOfThoseAllocated) {
