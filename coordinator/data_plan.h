@@ -105,6 +105,8 @@ class StreamPlan {
 
   int64_t steps_per_epoch() const;
   std::vector<PlannedStreamStep> NextEpoch();
+  // The examples of each shard's stream.
+  const std::vector<int64_t>& shard_sizes() const { return sizes_; }
 
   // The state after the epochs planned so far, and its restoration: a
   // coordinator restarted from a checkpoint restores (epoch, cursors) and

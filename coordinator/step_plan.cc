@@ -4,6 +4,7 @@
 
 #include "absl/types/span.h"
 #include "common/byte_codec.h"
+#include "common/example_digest.h"
 
 namespace tessera {
 namespace {
@@ -18,6 +19,13 @@ class ExamplePlan final : public StepPlan {
               request->mutable_example_ids());
     request->set_shard_begin(plan_.shards()[step.shard].begin);
     request->set_shard_end(plan_.shards()[step.shard].end);
+  }
+  uint64_t OnePassDigest() const override {
+    uint64_t digest = 0;
+    for (const DataShard& shard : plan_.shards()) {
+      digest += DigestOfIndices(shard.begin, shard.end);
+    }
+    return digest;
   }
 
  private:
@@ -45,6 +53,14 @@ class StreamedPlan final : public StepPlan {
     stream->set_pass(step.stream.pass);
     stream->set_first(step.stream.first);
     stream->set_count(step.stream.count);
+  }
+  uint64_t OnePassDigest() const override {
+    uint64_t digest = 0;
+    for (size_t s = 0; s < plan_.shard_sizes().size(); ++s) {
+      digest +=
+          DigestOfStreamRun(static_cast<int32_t>(s), 0, plan_.shard_sizes()[s]);
+    }
+    return digest;
   }
 
  private:

@@ -27,6 +27,9 @@ class StepPlan {
   // its run of the stream.
   virtual void Describe(const PlannedStep& step,
                         StepRequest* request) const = 0;
+  // The digest of one pass over the training set (common/example_digest.h):
+  // what a one-pass epoch's steps must add up to.
+  virtual uint64_t OnePassDigest() const = 0;
 };
 
 std::unique_ptr<StepPlan> PlanOfExamples(DataPlan plan);

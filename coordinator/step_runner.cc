@@ -360,6 +360,7 @@ void StepRunner::Record(const StepResponse& r, int64_t step,
   for (int64_t s : r.staleness()) ++result->staleness[s];
   result->late_shards += r.late_shards();
   result->bad_records += r.bad_records();
+  result->example_digest += r.example_digest();
   // Counted as it was scheduled, data or not.
   board_->Update([](JobStatus* s) { s->set_steps_done(s->steps_done() + 1); });
   if (r.examples() == 0) return;  // a mirrored replica without data

@@ -295,14 +295,16 @@ absl::Status TrainingJob::CheckEpochCoverage(const EpochResult& result) const {
   // or run twice (a failed worker's step re-run) would show here. A bad
   // record skipped (skip_bad_records) was read but not trained on.
   if (job_.schedule().steps_per_epoch() != 0) return absl::OkStatus();
-  if (result.examples + result.bad_records == train_examples_) {
-    return absl::OkStatus();
+  if (result.examples + result.bad_records != train_examples_) {
+    return absl::InternalError(absl::StrCat(
+        "epoch ", result.epoch, " trained on ", result.examples, " examples (",
+        result.bad_records,
+        " bad records skipped); one pass over the training set is ",
+        train_examples_));
   }
-  return absl::InternalError(
-      absl::StrCat("epoch ", result.epoch, " trained on ", result.examples,
-                   " examples (", result.bad_records,
-                   " bad records skipped); one pass over the training set is ",
-                   train_examples_));
+  // The count can hold while an example was trained twice and another
+  // never: the digest of the examples' identities cannot.
+  return CheckExampleDigest(result, data_->OnePassDigest());
 }
 
 absl::Status TrainingJob::ResumeAt(const JobPosition& position, int* epoch) {
@@ -359,6 +361,9 @@ EpochResult ResultOf(const EpochProgress& p) {
   r.train_accuracy = p.train_accuracy();
   r.seconds = p.seconds();
   r.bad_records = p.bad_records();
+  r.example_digest = p.example_digest();
+  // A checkpoint of an older Tessera holds no digest of its epoch's part.
+  r.digest_known = p.example_digest() != 0 || p.examples() == 0;
   return r;
 }
 
@@ -370,6 +375,7 @@ EpochProgress ProgressOf(const EpochResult& r) {
   p.set_train_accuracy(r.train_accuracy);
   p.set_seconds(r.seconds);
   p.set_bad_records(r.bad_records);
+  p.set_example_digest(r.example_digest);
   return p;
 }
 

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/example_digest.h"
 #include "common/process/fault_point.h"
 #include "common/rpc/grpc_status.h"
 #include "glog/logging.h"
@@ -84,6 +85,8 @@ grpc::ServerUnaryReactor* WorkerService::RunStep(
     absl::Status status = worker_->RunStep(*request, response);
     if (!status.ok()) {
       LOG(WARNING) << "step " << request->step() << " failed: " << status;
+    } else {
+      response->set_example_digest(DigestOfStep(*request));
     }
     reactor->Finish(ToGrpcStatus(status));
   });
@@ -147,6 +150,8 @@ class StepsWriter final : public grpc::ServerWriteReactor<StepResponse> {
         result = ToGrpcStatus(status);
         break;
       }
+      // What the step trained, by identity (common/example_digest.h).
+      response.set_example_digest(DigestOfStep(step));
       StepResponse* next = nullptr;
       {
         absl::MutexLock lock(&mu_);

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
+#include "common/example_digest.h"
+
 namespace tessera {
 
 void AddEpochPart(const EpochResult& part, EpochResult* total) {
@@ -26,6 +29,22 @@ void AddEpochPart(const EpochResult& part, EpochResult* total) {
   }
   total->late_shards += part.late_shards;
   total->bad_records += part.bad_records;
+  total->example_digest += part.example_digest;
+  total->digest_known = total->digest_known && part.digest_known;
+}
+
+absl::Status CheckExampleDigest(const EpochResult& result, uint64_t one_pass) {
+  if (!result.digest_known || result.example_digest == one_pass) {
+    return absl::OkStatus();
+  }
+  return absl::InternalError(absl::StrCat(
+      "epoch ", result.epoch, " trained ", result.examples,
+      " examples, but not each example of the training set once: their "
+      "digest is ",
+      DigestText(result.example_digest), " where one pass gives ",
+      DigestText(one_pass),
+      " (an example trained twice and another missed, or a step counted "
+      "twice)"));
 }
 
 }  // namespace tessera

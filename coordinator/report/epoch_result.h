@@ -8,6 +8,8 @@
 #include <map>
 #include <string>
 
+#include "absl/status/status.h"
+
 namespace tessera {
 
 struct EpochResult {
@@ -37,6 +39,10 @@ struct EpochResult {
   int64_t late_shards = 0;
   // Streamed data with skip_bad_records: records skipped, not trained on.
   int64_t bad_records = 0;
+  // The digest of the examples trained (common/example_digest.h); unknown
+  // for an epoch resumed from a checkpoint written before digests were.
+  uint64_t example_digest = 0;
+  bool digest_known = true;
   // Steps run again after their worker failed while this epoch trained.
   int64_t steps_rerun = 0;
   // An epoch the operator stopped (tessera_ctl stop): its steps so far,
@@ -49,6 +55,13 @@ struct EpochResult {
 // extra steps' steps) to `total`: steps, examples, the mean loss and
 // accuracy weighted by them, seconds, staleness, late and bad counts.
 void AddEpochPart(const EpochResult& part, EpochResult* total);
+
+// OK when `result`'s examples are one pass over the training set by
+// identity: their digest equals `one_pass`'s (common/example_digest.h).
+// Otherwise an Internal error saying so: some example was trained twice
+// and another not, or one trained that is not in the set. OK when the
+// digest is not known.
+absl::Status CheckExampleDigest(const EpochResult& result, uint64_t one_pass);
 
 }  // namespace tessera
 

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/example_digest.h"
 #include "common/io/atomic_file.h"
 #include "common/io/line_log.h"
 #include "common/tensorboard/summary_histogram.h"
@@ -116,6 +117,11 @@ std::string MetricsWriter::EpochLine(const EpochResult& r,
                          {"mode", mode_},
                          {"late_shards", r.late_shards}};
   if (!r.extra_steps.empty()) line["extra_steps"] = r.extra_steps;
+  // Which examples the epoch trained, as one number (exactly once by
+  // identity: tests compare it with one pass's).
+  if (r.extra_steps.empty() && r.digest_known) {
+    line["example_digest"] = DigestText(r.example_digest);
+  }
   if (r.bad_records > 0) line["bad_records"] = r.bad_records;
   if (r.steps_rerun > 0) line["steps_rerun"] = r.steps_rerun;
   if (r.auc >= 0) {

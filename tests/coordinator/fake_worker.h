@@ -20,6 +20,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/example_digest.h"
 #include "coordinator/cluster_coordinator.h"
 #include "coordinator/step_future.h"
 #include "coordinator/worker_stub.h"
@@ -109,6 +110,7 @@ class FakeWorker : public WorkerStub {
     if (!status.ok()) return status;
     response->set_loss(0.5f * request.step());
     response->set_examples(request.example_ids().size() / 8);
+    response->set_example_digest(DigestOfStep(request));
     response->set_correct(id_);
     return absl::OkStatus();
   }

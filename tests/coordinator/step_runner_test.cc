@@ -41,6 +41,7 @@ class IdPlan : public StepPlan {
     AppendRaw(absl::MakeConstSpan(step.example_ids),
               request->mutable_example_ids());
   }
+  uint64_t OnePassDigest() const override { return 0; }
 };
 
 class StepRunnerRepairTest : public CoordinatorFixture {

@@ -18,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "common/byte_codec.h"
+#include "common/example_digest.h"
 #include "coordinator/variable_plan.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
@@ -146,6 +147,7 @@ class FakeTask : public WorkerTask {
     }
     if (request.step() == trigger_step_ && on_step_) on_step_();
     response->set_examples(static_cast<int64_t>(ids.size()));
+    response->set_example_digest(DigestOfStep(request));
     response->set_correct(static_cast<int64_t>(ids.size()));
     response->set_loss(1.0f / (1 + request.step()));
     return absl::OkStatus();
