@@ -1,31 +1,39 @@
 #include "coordinator/cluster_coordinator.h"
 
 #include <algorithm>
-#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "common/rpc/backoff.h"
 #include "glog/logging.h"
 
 namespace tessera {
+namespace {
+
+StepQueue::Options QueueOptions(const CoordinatorOptions& options) {
+  StepQueue::Options queue;
+  queue.steal_threshold = options.steal_threshold;
+  queue.max_staleness = options.max_staleness;
+  return queue;
+}
+
+}  // namespace
 
 ClusterCoordinator::ClusterCoordinator(
     std::vector<std::unique_ptr<WorkerStub>> workers,
     CoordinatorOptions options)
     : options_(std::move(options)),
-      num_queues_(static_cast<int>(workers.size())) {
+      num_queues_(static_cast<int>(workers.size())),
+      queue_(num_queues_, QueueOptions(options_),
+             // Called by queue_'s methods, under mu_.
+             [this](int worker) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+               if (worker == StepQueue::kEveryWorker) {
+                 WakeAll();
+               } else {
+                 wake_[worker].Signal();
+               }
+             }) {
   absl::MutexLock lock(&mu_);
-  own_.resize(num_queues_);
-  stealable_.assign(num_queues_, false);
-  servers_.resize(num_queues_);
   for (int w = 0; w < num_queues_; ++w) {
-    servers_[w] = {w};
-    serves_.push_back({w});
-    presence_.push_back(Presence::kActive);
-    down_.push_back(false);
-    busy_.push_back(false);
-    finished_.push_back(0);
-    credit_.push_back(0);
     finish_times_.emplace_back();
     wake_.emplace_back();
     WorkerStub* remote = workers[w].get();
@@ -56,29 +64,9 @@ void ClusterCoordinator::Tell(int worker, MemberEvent event,
   if (options_.on_member_event) options_.on_member_event(worker, event, note);
 }
 
-int ClusterCoordinator::LiveServers(int queue) const {
-  int n = 0;
-  for (int w : servers_[queue]) n += presence_[w] != Presence::kGone;
-  return n;
-}
-
-int ClusterCoordinator::ActiveWorkers() const {
-  int n = 0;
-  for (Presence p : presence_) n += p == Presence::kActive;
-  return n;
-}
-
 int ClusterCoordinator::QueueForNewWorker() const {
   absl::MutexLock lock(&mu_);
-  int best = 0;
-  for (int q = 1; q < num_queues_; ++q) {
-    const int servers = LiveServers(q), best_servers = LiveServers(best);
-    if (servers < best_servers ||
-        (servers == best_servers && own_[q].size() > own_[best].size())) {
-      best = q;
-    }
-  }
-  return best;
+  return queue_.QueueForNewWorker();
 }
 
 absl::StatusOr<int> ClusterCoordinator::AddWorker(
@@ -89,15 +77,9 @@ absl::StatusOr<int> ClusterCoordinator::AddWorker(
     return absl::FailedPreconditionError(
         "the job is stopping: no worker can join it now");
   }
-  const int w = static_cast<int>(workers_.size());
-  presence_.push_back(Presence::kJoining);
-  down_.push_back(false);
-  busy_.push_back(false);
-  finished_.push_back(0);
-  credit_.push_back(0);
+  const int w = queue_.AddWorker();
   finish_times_.emplace_back();
   wake_.emplace_back();
-  serves_.emplace_back();
   WorkerStub* remote = worker.get();
   workers_.push_back(std::move(worker));
   threads_.emplace_back([this, w, remote] { WorkerLoop(w, remote); });
@@ -108,7 +90,7 @@ absl::Status ClusterCoordinator::Activate(int worker, int queue) {
   {
     absl::MutexLock lock(&mu_);
     if (worker < 0 || worker >= static_cast<int>(workers_.size()) ||
-        presence_[worker] != Presence::kJoining) {
+        queue_.presence(worker) != Presence::kJoining) {
       return absl::FailedPreconditionError(
           absl::StrCat("worker ", worker, " is not joining"));
     }
@@ -125,22 +107,7 @@ absl::Status ClusterCoordinator::Activate(int worker, int queue) {
       return absl::UnavailableError(
           "the job is recovering from a failure; the worker joins after it");
     }
-    // With a staleness bound a newcomer counts as level with the slowest
-    // worker, so that it neither holds the others back nor runs ahead.
-    int64_t slowest = -1;
-    for (int x = 0; x < static_cast<int>(workers_.size()); ++x) {
-      if (presence_[x] != Presence::kActive || down_[x]) continue;
-      if (slowest < 0 || finished_[x] < slowest) slowest = finished_[x];
-    }
-    if (options_.max_staleness >= 0) {
-      credit_[worker] = std::max<int64_t>(0, slowest);
-      finished_[worker] = credit_[worker];
-    }
-    presence_[worker] = Presence::kActive;
-    serves_[worker] = {queue};
-    servers_[queue].push_back(worker);
-    UpdateStealable(queue);
-    wake_[worker].Signal();
+    queue_.Activate(worker, queue);
   }
   LOG(INFO) << "worker " << worker << " joined, serving shard " << queue;
   Tell(worker, MemberEvent::kJoined, absl::StrCat("serves shard ", queue));
@@ -150,10 +117,10 @@ absl::Status ClusterCoordinator::Activate(int worker, int queue) {
 void ClusterCoordinator::Forget(int worker) {
   absl::MutexLock lock(&mu_);
   if (worker < 0 || worker >= static_cast<int>(workers_.size()) ||
-      presence_[worker] != Presence::kJoining) {
+      queue_.presence(worker) != Presence::kJoining) {
     return;
   }
-  presence_[worker] = Presence::kGone;
+  queue_.set_presence(worker, Presence::kGone);
   wake_[worker].Signal();
 }
 
@@ -164,8 +131,8 @@ absl::Status ClusterCoordinator::CheckDrain(int worker) const {
                                             " (the job has workers 0 to ",
                                             n - 1, ")"));
   }
-  if (presence_[worker] != Presence::kActive) {
-    const Presence p = presence_[worker];
+  if (queue_.presence(worker) != Presence::kActive) {
+    const Presence p = queue_.presence(worker);
     return absl::FailedPreconditionError(
         absl::StrCat("worker ", worker, " ",
                      p == Presence::kJoining    ? "is still joining"
@@ -174,9 +141,9 @@ absl::Status ClusterCoordinator::CheckDrain(int worker) const {
                                                   "or removed)"));
   }
   const int floor = std::max(1, options_.min_workers);
-  if (ActiveWorkers() - 1 < floor) {
+  if (queue_.ActiveWorkers() - 1 < floor) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "draining worker ", worker, " would leave ", ActiveWorkers() - 1,
+        "draining worker ", worker, " would leave ", queue_.ActiveWorkers() - 1,
         " worker(s), fewer than the job's minimum of ", floor,
         " (--min_workers)"));
   }
@@ -194,44 +161,23 @@ absl::Status ClusterCoordinator::Drain(int worker) {
   Tell(worker, MemberEvent::kDraining, "finishes the steps it holds");
   absl::MutexLock lock(&mu_);
   if (absl::Status s = CheckDrain(worker); !s.ok()) return s;  // raced
-  presence_[worker] = Presence::kDraining;
-  HandOver(worker, "drained");
+  HandOver(worker, Presence::kDraining, "drained");
   wake_[worker].Signal();
   return absl::OkStatus();
 }
 
-void ClusterCoordinator::HandOver(int worker, const std::string& why) {
-  const std::vector<int> queues = std::move(serves_[worker]);
-  serves_[worker].clear();
-  for (int q : queues) {
-    std::vector<int>& servers = servers_[q];
-    servers.erase(std::remove(servers.begin(), servers.end(), worker),
-                  servers.end());
-    bool served = false;
-    for (int s : servers) served |= presence_[s] == Presence::kActive;
-    if (!served) {
-      // The active worker serving the fewest queues takes it over.
-      int to = -1;
-      for (int w = 0; w < static_cast<int>(workers_.size()); ++w) {
-        if (presence_[w] != Presence::kActive) continue;
-        if (to < 0 || serves_[w].size() < serves_[to].size()) to = w;
-      }
-      if (to >= 0) {
-        servers.push_back(to);
-        serves_[to].push_back(q);
-        LOG(INFO) << "shard " << q << "'s steps go to worker " << to
-                  << " (worker " << worker << " " << why << ")";
-        wake_[to].Signal();
-      }
-    }
-    UpdateStealable(q);
+void ClusterCoordinator::HandOver(int worker, Presence to,
+                                  const std::string& why) {
+  for (const StepQueue::Handover& h : queue_.Leave(worker, to)) {
+    LOG(INFO) << "shard " << h.queue << "'s steps go to worker " << h.to
+              << " (worker " << worker << " " << why << ")";
   }
   const int floor = std::max(1, options_.min_workers);
-  if (ActiveWorkers() < floor) {
+  if (queue_.ActiveWorkers() < floor) {
     RecordError(absl::UnavailableError(absl::StrCat(
-        "worker ", worker, " ", why, " and the job has ", ActiveWorkers(),
-        " worker(s) left, fewer than its minimum of ", floor,
-        " (--min_workers): it cannot go on")));
+        "worker ", worker, " ", why, " and the job has ",
+        queue_.ActiveWorkers(), " worker(s) left, fewer than its minimum of ",
+        floor, " (--min_workers): it cannot go on")));
   }
 }
 
@@ -239,11 +185,11 @@ absl::StatusOr<StepFuture> ClusterCoordinator::Schedule(StepRequest request,
                                                         int preferred_worker) {
   absl::MutexLock lock(&mu_);
   if (!error_.ok()) return TakeError();
-  Pending p;
+  QueuedStep p;
   p.request = std::move(request);
-  p.preferred = preferred_worker < num_queues_ ? preferred_worker : -1;
+  p.queue = preferred_worker < num_queues_ ? preferred_worker : -1;
   StepFuture future = p.future;
-  Enqueue(std::move(p), /*front=*/false);
+  queue_.Enqueue(std::move(p), /*front=*/false);
   return future;
 }
 
@@ -252,7 +198,7 @@ absl::Status ClusterCoordinator::Join() {
   mu_.Await(absl::Condition(
       +[](ClusterCoordinator* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(self->mu_) {
         return !self->error_.ok() ||
-               (self->queued_ == 0 && self->inflight_ == 0);
+               (self->queue_.size() == 0 && self->inflight_ == 0);
       },
       this));
   if (error_.ok()) return absl::OkStatus();
@@ -279,9 +225,10 @@ std::vector<std::pair<int64_t, bool>> ClusterCoordinator::worker_progress()
     const {
   absl::MutexLock lock(&mu_);
   std::vector<std::pair<int64_t, bool>> progress;
-  for (size_t w = 0; w < workers_.size(); ++w) {
-    progress.emplace_back(finished_[w] - credit_[w],
-                          down_[w] || presence_[w] == Presence::kGone);
+  for (int w = 0; w < queue_.num_workers(); ++w) {
+    progress.emplace_back(
+        queue_.progress(w),
+        queue_.down(w) || queue_.presence(w) == Presence::kGone);
   }
   return progress;
 }
@@ -293,159 +240,33 @@ int64_t ClusterCoordinator::steps_rerun() const {
 
 int64_t ClusterCoordinator::max_lead() const {
   absl::MutexLock lock(&mu_);
-  return max_lead_;
-}
-
-int64_t ClusterCoordinator::Slowest(int except) const {
-  const bool any_unassigned = !any_.empty();
-  int64_t slowest = std::numeric_limits<int64_t>::max();
-  for (int w = 0; w < static_cast<int>(workers_.size()); ++w) {
-    if (w == except || down_[w] || presence_[w] == Presence::kGone) continue;
-    if (busy_[w] || any_unassigned) {
-      slowest = std::min(slowest, finished_[w]);
-      continue;
-    }
-    bool queued = false;
-    for (int q : serves_[w]) queued |= !own_[q].empty();
-    if (queued) {
-      slowest = std::min(slowest, finished_[w]);
-    }
-  }
-  return slowest;
-}
-
-int64_t ClusterCoordinator::Lead(int worker) const {
-  return finished_[worker] - std::min(finished_[worker], Slowest(worker));
-}
-
-bool ClusterCoordinator::HasOwn(int worker) const {
-  if (!any_.empty()) return true;
-  for (int q : serves_[worker]) {
-    if (!own_[q].empty()) return true;
-  }
-  return false;
-}
-
-bool ClusterCoordinator::HasWork(int worker) const {
-  if (down_[worker] || presence_[worker] != Presence::kActive) return false;
-  if (options_.max_staleness >= 0 && Lead(worker) > options_.max_staleness) {
-    return false;
-  }
-  // A stealable queue is another worker's: this one has none of its own
-  // then, or HasOwn already holds.
-  return HasOwn(worker) || stealable_count_ > 0;
-}
-
-bool ClusterCoordinator::Stealable(int queue) const {
-  const std::deque<Pending>& q = own_[queue];
-  if (q.empty()) return false;
-  bool served = false;  // by a worker that is up
-  for (int w : servers_[queue]) {
-    served |= presence_[w] == Presence::kActive && !down_[w];
-  }
-  return !served ||
-         q.size() >= static_cast<size_t>(std::max(0, options_.steal_threshold));
-}
-
-void ClusterCoordinator::UpdateStealable(int queue) {
-  const bool now = Stealable(queue);
-  if (now == stealable_[queue]) return;
-  stealable_[queue] = now;
-  stealable_count_ += now ? 1 : -1;
-  if (now) WakeAll();
-}
-
-void ClusterCoordinator::UpdateStealableOf(int worker) {
-  for (int q : serves_[worker]) UpdateStealable(q);
+  return queue_.max_lead();
 }
 
 void ClusterCoordinator::WakeAll() {
   for (absl::CondVar& wake : wake_) wake.Signal();
 }
 
-void ClusterCoordinator::Enqueue(Pending p, bool front) {
-  p.seq = front ? front_seq_-- : back_seq_++;
-  const int queue = p.preferred;
-  std::deque<Pending>& q = queue < 0 ? any_ : own_[queue];
-  if (front) {
-    q.push_front(std::move(p));
-  } else {
-    q.push_back(std::move(p));
-  }
-  ++queued_;
-  if (queue < 0) {
-    WakeAll();  // anyone's
-    return;
-  }
-  for (int w : servers_[queue]) wake_[w].Signal();
-  UpdateStealable(queue);
-}
-
-ClusterCoordinator::Pending ClusterCoordinator::PopOwn(int worker) {
-  // The oldest of its queues' and the unassigned steps.
-  int from = -1;  // -1: any_
-  for (int q : serves_[worker]) {
-    if (own_[q].empty()) continue;
-    const std::deque<Pending>& best = from < 0 ? any_ : own_[from];
-    if (best.empty() || own_[q].front().seq < best.front().seq) from = q;
-  }
-  std::deque<Pending>& q = from < 0 ? any_ : own_[from];
-  Pending p = std::move(q.front());
-  q.pop_front();
-  --queued_;
-  if (from >= 0) UpdateStealable(from);
-  return p;
-}
-
-bool ClusterCoordinator::Take(int worker, std::vector<Pending>* out) {
+bool ClusterCoordinator::Take(int worker, std::vector<QueuedStep>* out) {
   out->clear();
   absl::MutexLock lock(&mu_);
   // Woken by what may give it a step (a step queued for it or for anyone,
   // a queue that became stealable, its own return, a stop; with a
   // staleness bound, any finished step). The timeout bounds what a
   // wake-up missed could cost.
-  while (!stopping_ &&
-         (presence_[worker] == Presence::kJoining ||
-          (presence_[worker] == Presence::kActive && !HasWork(worker)))) {
+  while (!stopping_ && (queue_.presence(worker) == Presence::kJoining ||
+                        (queue_.presence(worker) == Presence::kActive &&
+                         !queue_.HasWork(worker)))) {
     wake_[worker].WaitWithTimeout(&mu_, absl::Seconds(1));
   }
-  if (stopping_ || presence_[worker] != Presence::kActive) return false;
-  // Own (or unassigned) steps first, in order; else the oldest stealable.
-  const bool own = HasOwn(worker);
-  if (own) {
-    out->push_back(PopOwn(worker));
-  } else {
-    int from = -1;
-    for (int q = 0; q < num_queues_; ++q) {
-      if (stealable_[q] &&
-          (from < 0 || own_[q].front().seq < own_[from].front().seq)) {
-        from = q;
-      }
-    }
-    out->push_back(std::move(own_[from].front()));
-    own_[from].pop_front();
-    --queued_;
-    UpdateStealable(from);
-  }
-  ++inflight_;
-  if (options_.max_staleness >= 0) {
-    max_lead_ = std::max(max_lead_, Lead(worker));
-  }
-  // More of its own steps, in queue order, in the same call: only without
-  // a staleness bound, which counts steps one at a time.
-  if (own && options_.max_staleness < 0) {
-    while (static_cast<int>(out->size()) < options_.steps_per_call &&
-           HasOwn(worker)) {
-      out->push_back(PopOwn(worker));
-      ++inflight_;
-    }
-  }
-  busy_[worker] = true;
+  if (stopping_ || queue_.presence(worker) != Presence::kActive) return false;
+  queue_.Take(worker, options_.steps_per_call, out);
+  inflight_ += static_cast<int64_t>(out->size());
   return true;
 }
 
 void ClusterCoordinator::WorkerLoop(int worker, WorkerStub* remote) {
-  std::vector<Pending> taken;
+  std::vector<QueuedStep> taken;
   StepsRequest request;  // reused: one copy of each step's request
   while (Take(worker, &taken)) {
     size_t finished = 0;
@@ -455,8 +276,8 @@ void ClusterCoordinator::WorkerLoop(int worker, WorkerStub* remote) {
       int64_t slowest = 0;
       {
         absl::MutexLock lock(&mu_);
-        if (options_.max_staleness >= 0) slowest = Slowest();
-        ++finished_[worker];
+        if (options_.max_staleness >= 0) slowest = queue_.Slowest();
+        queue_.Finish(worker);
         std::deque<absl::Time>& times = finish_times_[worker];
         times.push_back(absl::Now());
         if (times.size() > kRateSamples) times.pop_front();
@@ -469,7 +290,9 @@ void ClusterCoordinator::WorkerLoop(int worker, WorkerStub* remote) {
       // The slowest worker's step may free the others: a worker held back
       // waits for the slowest to move, so only a move wakes them (waking
       // every worker on every step cost O(workers^2) per step).
-      if (options_.max_staleness >= 0 && Slowest() != slowest) WakeAll();
+      if (options_.max_staleness >= 0 && queue_.Slowest() != slowest) {
+        WakeAll();
+      }
     };
     absl::Status status;
     if (taken.size() == 1) {
@@ -478,7 +301,7 @@ void ClusterCoordinator::WorkerLoop(int worker, WorkerStub* remote) {
       if (status.ok()) done(0, std::move(response));
     } else {
       request.clear_steps();
-      for (const Pending& p : taken) *request.add_steps() = p.request;
+      for (const QueuedStep& p : taken) *request.add_steps() = p.request;
       status = remote->RunSteps(request, [&](int i, StepResponse response) {
         // Only in order, and only each step once.
         if (static_cast<size_t>(i) == finished && finished < taken.size()) {
@@ -495,9 +318,11 @@ void ClusterCoordinator::WorkerLoop(int worker, WorkerStub* remote) {
       absl::MutexLock lock(&mu_);
       // An idle worker with nothing queued no longer holds the others back.
       const int64_t slowest =
-          options_.max_staleness >= 0 ? Slowest() : int64_t{0};
-      busy_[worker] = false;
-      if (options_.max_staleness >= 0 && Slowest() != slowest) WakeAll();
+          options_.max_staleness >= 0 ? queue_.Slowest() : int64_t{0};
+      queue_.SetBusy(worker, false);
+      if (options_.max_staleness >= 0 && queue_.Slowest() != slowest) {
+        WakeAll();
+      }
     }
     if (finished == taken.size()) continue;
     {
@@ -507,7 +332,7 @@ void ClusterCoordinator::WorkerLoop(int worker, WorkerStub* remote) {
       for (size_t i = taken.size(); i-- > finished + 1;) {
         --inflight_;
         if (error_.ok() && !stopping_) {
-          Enqueue(std::move(taken[i]), /*front=*/true);
+          queue_.Enqueue(std::move(taken[i]), /*front=*/true);
         } else {
           taken[i].future.Set(absl::CancelledError(
               absl::StrCat("step ", taken[i].request.step(),
@@ -521,8 +346,8 @@ void ClusterCoordinator::WorkerLoop(int worker, WorkerStub* remote) {
   bool drained = false;
   {
     absl::MutexLock lock(&mu_);
-    if (presence_[worker] == Presence::kDraining) {
-      presence_[worker] = Presence::kGone;
+    if (queue_.presence(worker) == Presence::kDraining) {
+      queue_.set_presence(worker, Presence::kGone);
       drained = true;
     }
   }
@@ -533,7 +358,8 @@ void ClusterCoordinator::WorkerLoop(int worker, WorkerStub* remote) {
 }
 
 void ClusterCoordinator::HandleFailure(int worker, WorkerStub* remote,
-                                       const absl::Status& status, Pending p) {
+                                       const absl::Status& status,
+                                       QueuedStep p) {
   if (options_.replicas_in_lockstep) {
     const absl::Status lost = absl::AbortedError(absl::StrCat(
         "step ", p.request.step(), " failed on worker ", worker, " (",
@@ -572,9 +398,8 @@ void ClusterCoordinator::HandleFailure(int worker, WorkerStub* remote,
     if (remote->Probe() != WorkerHealth::kReady) {
       {
         absl::MutexLock lock(&mu_);
-        down_[worker] = true;
+        queue_.SetDown(worker, true);
         restarted_replicas_.insert(worker);
-        UpdateStealableOf(worker);
       }
       Tell(worker, MemberEvent::kDown, std::string(status.message()));
       RecoverWorker(worker, remote);
@@ -586,8 +411,7 @@ void ClusterCoordinator::HandleFailure(int worker, WorkerStub* remote,
   if (remote->Probe() != WorkerHealth::kReady) {
     {
       absl::MutexLock lock(&mu_);
-      down_[worker] = true;
-      UpdateStealableOf(worker);
+      queue_.SetDown(worker, true);
       if (options_.max_staleness >= 0) WakeAll();
       --inflight_;
       const bool again = error_.ok() && !stopping_;
@@ -596,7 +420,7 @@ void ClusterCoordinator::HandleFailure(int worker, WorkerStub* remote,
                    << (again ? "will run again" : "is cancelled");
       if (again) {
         ++rerun_;
-        Enqueue(std::move(p), /*front=*/true);
+        queue_.Enqueue(std::move(p), /*front=*/true);
       } else {
         // The queue was cancelled meanwhile (an abort, or another step's
         // error): a step queued again now would outlive the Join that
@@ -617,7 +441,7 @@ void ClusterCoordinator::HandleFailure(int worker, WorkerStub* remote,
 }
 
 bool ClusterCoordinator::RetryLater(int worker, const absl::Status& status,
-                                    Pending* p) {
+                                    QueuedStep* p) {
   if (!absl::IsUnavailable(status) && !absl::IsDeadlineExceeded(status)) {
     return false;
   }
@@ -647,7 +471,7 @@ bool ClusterCoordinator::RetryLater(int worker, const absl::Status& status,
     return true;
   }
   ++rerun_;
-  Enqueue(std::move(*p), /*front=*/true);
+  queue_.Enqueue(std::move(*p), /*front=*/true);
   return true;
 }
 
@@ -658,9 +482,9 @@ void ClusterCoordinator::RecoverWorker(int worker, WorkerStub* remote) {
     {
       absl::MutexLock lock(&mu_);
       if (stopping_) return;
-      if (presence_[worker] == Presence::kDraining) {
+      if (queue_.presence(worker) == Presence::kDraining) {
         // Drained while down: it holds no step any more.
-        down_[worker] = false;
+        queue_.SetDown(worker, false);
         return;
       }
     }
@@ -673,8 +497,7 @@ void ClusterCoordinator::RecoverWorker(int worker, WorkerStub* remote) {
         LOG(INFO) << "worker " << worker << " is back";
         {
           absl::MutexLock lock(&mu_);
-          down_[worker] = false;
-          UpdateStealableOf(worker);
+          queue_.SetDown(worker, false);
         }
         Tell(worker, MemberEvent::kBack, "");
         return;
@@ -690,10 +513,8 @@ void ClusterCoordinator::RecoverWorker(int worker, WorkerStub* remote) {
   if (options_.remove_lost_workers && !options_.replicas_in_lockstep) {
     {
       absl::MutexLock lock(&mu_);
-      if (stopping_ || presence_[worker] != Presence::kActive) return;
-      presence_[worker] = Presence::kGone;
-      down_[worker] = false;
-      HandOver(worker, absl::StrCat(why, " and was removed"));
+      if (stopping_ || queue_.presence(worker) != Presence::kActive) return;
+      HandOver(worker, Presence::kGone, absl::StrCat(why, " and was removed"));
     }
     LOG(WARNING) << "worker " << worker << " " << why
                  << ": removed from the job, its steps go to the others";
@@ -729,18 +550,10 @@ void ClusterCoordinator::RecordError(absl::Status error) {
 }
 
 void ClusterCoordinator::CancelQueued() {
-  auto cancel = [](std::deque<Pending>& q) {
-    for (Pending& p : q) {
-      p.future.Set(absl::CancelledError(absl::StrCat(
-          "step ", p.request.step(), " cancelled after an earlier error")));
-    }
-    q.clear();
-  };
-  for (std::deque<Pending>& q : own_) cancel(q);
-  cancel(any_);
-  queued_ = 0;
-  stealable_.assign(num_queues_, false);
-  stealable_count_ = 0;
+  for (QueuedStep& p : queue_.Clear()) {
+    p.future.Set(absl::CancelledError(absl::StrCat(
+        "step ", p.request.step(), " cancelled after an earlier error")));
+  }
 }
 
 absl::Status ClusterCoordinator::TakeError() {

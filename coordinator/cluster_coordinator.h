@@ -16,7 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "common/rpc/backoff.h"
+#include "coordinator/schedule/step_queue.h"
 #include "coordinator/step_future.h"
 #include "coordinator/worker_stub.h"
 #include "proto/worker_service.pb.h"
@@ -172,75 +172,33 @@ class ClusterCoordinator {
   int64_t max_lead() const;
 
  private:
-  struct Pending {
-    StepRequest request;
-    int preferred = -1;
-    StepFuture future;
-    // Since when, and with which pauses, a step that failed on a live
-    // worker is re-run (step_retry_timeout).
-    absl::Time first_failure = absl::InfiniteFuture();
-    Backoff backoff;
-    // Its place in the queue: steps are taken in this order, and a step
-    // queued again goes before every other.
-    int64_t seq = 0;
-  };
-
-  // Whether a worker takes steps, is draining, or has left the job.
-  enum class Presence { kJoining, kActive, kDraining, kGone };
+  using Presence = StepQueue::Presence;
 
   void WorkerLoop(int worker, WorkerStub* remote);
-  // Takes the next steps for `worker` into *out (one, or in asynchronous
-  // mode up to steps_per_call of its own); false when stopping.
-  bool Take(int worker, std::vector<Pending>* out);
+  // Waits for the next steps for `worker` and takes them into *out (one,
+  // or in asynchronous mode up to steps_per_call of its own); false when
+  // stopping.
+  bool Take(int worker, std::vector<QueuedStep>* out);
   // A step that failed on `worker` with `status`: re-run it (the worker
   // died, or it could not reach a server for a while) or fail the job.
   void HandleFailure(int worker, WorkerStub* remote, const absl::Status& status,
-                     Pending p);
-  // O(1) without a staleness bound (O(workers) with one): it runs for
-  // every wake-up of a worker, and there are hundreds of workers.
-  bool HasWork(int worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Whether the queues `worker` serves, or the unassigned steps, hold any.
-  bool HasOwn(int worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Removes the first queued of the steps of `worker`'s queues and the
-  // unassigned ones.
-  Pending PopOwn(int worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Queues `p` at the back, or at the front (`front`: a step that ran and
-  // goes again), and wakes the workers that may take it.
-  void Enqueue(Pending p, bool front) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Any worker may take queue `queue`'s steps: every worker serving it is
-  // down, or it holds at least steal_threshold of them.
-  bool Stealable(int queue) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Keeps stealable_ and stealable_count_ right after queue `queue` or its
-  // servers' down_ changed; wakes every worker when it became stealable.
-  void UpdateStealable(int queue) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Every queue `worker` serves, after its down_ changed.
-  void UpdateStealableOf(int worker) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Live servers of `queue` (not gone), down ones included.
-  int LiveServers(int queue) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Active workers (not draining or gone), down ones included.
-  int ActiveWorkers() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // `worker` leaves the job (draining or removed): its queues go to the
-  // active workers serving the fewest. Records the job's error when no
-  // active worker is left or fewer than min_workers.
-  void HandOver(int worker, const std::string& why)
+                     QueuedStep p);
+  // `worker` leaves the job (`to`: draining or removed): its queues go to
+  // the active workers serving the fewest. Records the job's error when
+  // no active worker is left or fewer than min_workers.
+  void HandOver(int worker, Presence to, const std::string& why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Tell(int worker, MemberEvent event, const std::string& note) const;
   // Why `worker` cannot drain now, or OK.
   absl::Status CheckDrain(int worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void WakeAll() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // How far `worker` is ahead of the slowest worker that still has work.
-  int64_t Lead(int worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The fewest finished steps of a worker that holds the others back
-  // (up, and busy or with steps queued for it), `except` left out;
-  // INT64_MAX when there is none.
-  int64_t Slowest(int except = -1) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Waits for a failed worker to come back; past worker_recovery_timeout
   // removes it (remove_lost_workers) or fails the job.
   void RecoverWorker(int worker, WorkerStub* remote);
   // For a step that failed with `status` on `worker`, which still answers:
   // queues it again after a pause and returns true when the failure may
   // pass (step_retry_timeout); false when it is the job's error.
-  bool RetryLater(int worker, const absl::Status& status, Pending* p);
+  bool RetryLater(int worker, const absl::Status& status, QueuedStep* p);
   void RecordError(absl::Status error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CancelQueued() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status TakeError() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -251,34 +209,15 @@ class ClusterCoordinator {
   mutable absl::Mutex mu_;
   // Grows as workers join; a worker's thread holds its own worker's pointer.
   std::vector<std::unique_ptr<WorkerStub>> workers_ ABSL_GUARDED_BY(mu_);
-  std::vector<Presence> presence_ ABSL_GUARDED_BY(mu_);
-  // The queues each worker serves, and each queue's servers.
-  std::vector<std::vector<int>> serves_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::vector<int>> servers_ ABSL_GUARDED_BY(mu_);
-  // The queue, split by shard (preferred worker at the start) so that a
-  // worker finds its next step without reading the others' (in queue order
-  // by Pending::seq).
-  std::vector<std::deque<Pending>> own_ ABSL_GUARDED_BY(mu_);
-  std::deque<Pending> any_ ABSL_GUARDED_BY(mu_);  // no preference
-  int64_t queued_ ABSL_GUARDED_BY(mu_) = 0;       // in own_ and any_
-  int64_t back_seq_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t front_seq_ ABSL_GUARDED_BY(mu_) = -1;
-  std::vector<bool> stealable_ ABSL_GUARDED_BY(mu_);
-  int stealable_count_ ABSL_GUARDED_BY(mu_) = 0;
+  // The queued steps, which worker serves which, and the staleness gate.
+  StepQueue queue_ ABSL_GUARDED_BY(mu_);
   // Per worker, what its thread waits on for a step: a worker is woken
-  // for what it may take, not at every change of the queue.
-  // A deque: a worker's CondVar stays put as others join.
+  // for what it may take (queue_ says whom), not at every change of the
+  // queue. A deque: a worker's CondVar stays put as others join.
   std::deque<absl::CondVar> wake_ ABSL_GUARDED_BY(mu_);
-  std::vector<bool> down_ ABSL_GUARDED_BY(mu_);
-  std::vector<bool> busy_ ABSL_GUARDED_BY(mu_);
-  std::vector<int64_t> finished_ ABSL_GUARDED_BY(mu_);  // per worker
-  // Of finished_, what a worker that joined under a staleness bound was
-  // counted as having finished (the slowest worker's steps then).
-  std::vector<int64_t> credit_ ABSL_GUARDED_BY(mu_);
   // Per worker: when its last kRateSamples steps finished.
   static constexpr size_t kRateSamples = 1024;
   std::vector<std::deque<absl::Time>> finish_times_ ABSL_GUARDED_BY(mu_);
-  int64_t max_lead_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t inflight_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t done_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t rerun_ ABSL_GUARDED_BY(mu_) = 0;

@@ -1,0 +1,193 @@
+#ifndef TESSERA_COORDINATOR_SCHEDULE_STEP_QUEUE_H_
+#define TESSERA_COORDINATOR_SCHEDULE_STEP_QUEUE_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "common/rpc/backoff.h"
+#include "coordinator/step_future.h"
+#include "proto/worker_service.pb.h"
+
+namespace tessera {
+
+// A step waiting to run, and what it carries from one try to the next.
+struct QueuedStep {
+  StepRequest request;
+  StepFuture future;
+  // The queue it waits in (the dataset shard it reads); -1: any worker's.
+  int queue = -1;
+  // Since when, and with which pauses, a step that failed on a live
+  // worker is run again (the coordinator's step_retry_timeout).
+  absl::Time first_failure = absl::InfiniteFuture();
+  Backoff backoff;
+  // Its place: steps are taken in this order, and a step queued again
+  // goes before every other. Set by StepQueue::Enqueue.
+  int64_t seq = 0;
+};
+
+// Which worker may take which queued step, and when: the scheduling half
+// of ClusterCoordinator, with no threads and no calls to anyone.
+//
+// Steps are queued by the dataset shard they read (one queue per worker
+// the job started with) or for any worker. Each worker serves one or more
+// queues and takes its own steps first, in queue order; with nothing of
+// its own it steals the oldest step of a queue that is stealable (every
+// worker serving it is down, or it holds steal_threshold steps or more).
+// With a staleness bound (ssp:S) a worker that has finished c steps takes
+// one only when every worker that holds the others back (up, and busy or
+// with steps it may take) has finished at least c - S.
+//
+// A worker is joining (takes nothing until Activate), active, draining
+// (finishes what it holds, takes no more) or gone; an active one may also
+// be down (failed, not back). A worker that leaves hands its queues to
+// the active worker serving the fewest.
+//
+// The owner runs the threads: `wake` (called from within the methods
+// below) tells it which waiting worker may now have a step, or
+// kEveryWorker.
+//
+// Thread safety: none; the owner serializes every call.
+class StepQueue {
+ public:
+  enum class Presence { kJoining, kActive, kDraining, kGone };
+  static constexpr int kEveryWorker = -1;
+  struct Options {
+    // See CoordinatorOptions: steal_threshold and max_staleness (-1: no
+    // bound).
+    int steal_threshold = 8;
+    int64_t max_staleness = -1;
+  };
+  using WakeFn = std::function<void(int worker)>;
+  // Where a leaving worker's queue went.
+  struct Handover {
+    int queue;
+    int to;
+  };
+
+  // `num_queues` active workers, worker w serving queue w.
+  StepQueue(int num_queues, Options options, WakeFn wake);
+  StepQueue(const StepQueue&) = delete;
+  StepQueue& operator=(const StepQueue&) = delete;
+
+  int num_queues() const { return num_queues_; }
+  int num_workers() const { return static_cast<int>(workers_.size()); }
+  // Steps queued, in every queue.
+  int64_t size() const { return queued_; }
+
+  // Queues `step` in step.queue (-1: any worker's), at the back or at the
+  // front (`front`: a step that ran and goes again), and wakes the
+  // workers that may take it. REQUIRES: -1 <= step.queue < num_queues().
+  void Enqueue(QueuedStep step, bool front);
+  // Whether `worker` may take a step now: it is active and up, within the
+  // staleness bound, and it has a step of its own or one to steal.
+  // O(1) without a staleness bound: it runs at every wake-up of a worker.
+  bool HasWork(int worker) const;
+  // Whether the queues `worker` serves, or the unassigned steps, hold any.
+  bool HasOwn(int worker) const;
+  // Removes the first queued of the steps of `worker`'s queues and the
+  // unassigned ones. REQUIRES: HasOwn(worker).
+  QueuedStep PopOwn(int worker);
+  // Moves the next steps for `worker` into *out (cleared first): its own
+  // first (up to `max_steps` of them without a staleness bound, which
+  // counts steps one at a time), else the oldest stealable one. Marks the
+  // worker busy. REQUIRES: HasWork(worker).
+  void Take(int worker, int max_steps, std::vector<QueuedStep>* out);
+  // Removes every queued step, in queue order by shard, then the
+  // unassigned ones.
+  std::vector<QueuedStep> Clear();
+
+  // Any worker may take queue `queue`'s steps: every worker serving it is
+  // down, or it holds at least steal_threshold of them.
+  bool Stealable(int queue) const;
+
+  // A step of `worker` finished.
+  void Finish(int worker);
+  // Whether `worker` runs steps (taken, not yet over): a busy worker holds
+  // the others back under a staleness bound.
+  void SetBusy(int worker, bool busy);
+  // A worker failed and is waited for (true), or came back.
+  void SetDown(int worker, bool down);
+  bool down(int worker) const { return workers_[worker].down; }
+
+  // The fewest finished steps of a worker that holds the others back
+  // (up, not gone, and busy or with steps it may take), `except` left
+  // out; INT64_MAX when there is none.
+  int64_t Slowest(int except = -1) const;
+  // How far `worker` is ahead of the slowest worker that still has work.
+  int64_t Lead(int worker) const;
+  // With a staleness bound: the largest Lead a worker had when it took a
+  // step.
+  int64_t max_lead() const { return max_lead_; }
+  // Steps `worker` finished (without the credit it joined with).
+  int64_t progress(int worker) const;
+
+  Presence presence(int worker) const { return workers_[worker].presence; }
+  // A simple change of presence: joining to gone (it never became ready),
+  // draining to gone (its steps are over).
+  void set_presence(int worker, Presence presence);
+  // Adds a joining worker serving nothing; returns its index.
+  int AddWorker();
+  // The joining `worker` serves `queue` and is active from now on. Under
+  // a staleness bound it counts as level with the slowest active worker
+  // that is up, so that it neither holds the others back nor runs ahead.
+  // REQUIRES: presence(worker) == kJoining, 0 <= queue < num_queues().
+  void Activate(int worker, int queue);
+  // `worker` leaves (`to`: kDraining or kGone; gone is no longer down):
+  // its queues go to the active workers serving the fewest. Returns where
+  // each went (none where an active worker still serves it, or none is
+  // left).
+  std::vector<Handover> Leave(int worker, Presence to);
+  // The queue a worker added now would serve: the one with the fewest
+  // live servers (then the most steps waiting, then the lowest index).
+  int QueueForNewWorker() const;
+  // Active workers (not draining or gone), down ones included.
+  int ActiveWorkers() const;
+
+ private:
+  struct Worker {
+    Presence presence = Presence::kJoining;
+    bool down = false;
+    bool busy = false;
+    int64_t finished = 0;
+    // Of finished, what a worker that joined under a staleness bound was
+    // counted as having finished (the slowest worker's steps then).
+    int64_t credit = 0;
+    // The queues it serves.
+    std::vector<int> serves;
+  };
+
+  // The oldest stealable step. REQUIRES: stealable_count_ > 0.
+  QueuedStep Steal();
+  // Keeps stealable_ and stealable_count_ right after queue `queue` or its
+  // servers changed; wakes every worker when it became stealable.
+  void UpdateStealable(int queue);
+  // Every queue `worker` serves, after its down changed.
+  void UpdateStealableOf(int worker);
+  // Live servers of `queue` (not gone), down ones included.
+  int LiveServers(int queue) const;
+
+  const int num_queues_;
+  const Options options_;
+  const WakeFn wake_;
+  std::vector<Worker> workers_;
+  // Each queue's servers.
+  std::vector<std::vector<int>> servers_;
+  // The queue, split by shard so that a worker finds its next step
+  // without reading the others' (in queue order by QueuedStep::seq).
+  std::vector<std::deque<QueuedStep>> own_;
+  std::deque<QueuedStep> any_;  // no shard
+  int64_t queued_ = 0;          // in own_ and any_
+  int64_t back_seq_ = 0;
+  int64_t front_seq_ = -1;
+  std::vector<bool> stealable_;
+  int stealable_count_ = 0;
+  int64_t max_lead_ = 0;
+};
+
+}  // namespace tessera
+
+#endif  // TESSERA_COORDINATOR_SCHEDULE_STEP_QUEUE_H_
