@@ -9,6 +9,7 @@
 
 #include "Eigen/Core"
 #include "absl/strings/str_cat.h"
+#include "common/optimizer/keras_defaults.h"
 #include "common/optimizer/optimizer_avx2.h"
 
 namespace tessera {
@@ -157,9 +158,8 @@ namespace {
 
 absl::StatusOr<std::unique_ptr<Optimizer>> CreateAdagrad(
     float lr, const AdagradOptions& a) {
-  const float initial =
-      a.has_initial_accumulator_value() ? a.initial_accumulator_value() : 0.1f;
-  const float epsilon = a.has_epsilon() ? a.epsilon() : 1e-7f;
+  const float initial = AdagradInitialAccumulator(a);
+  const float epsilon = AdagradEpsilon(a);
   if (!(initial >= 0) || !std::isfinite(initial)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "optimizer.adagrad.initial_accumulator_value must be a finite "
@@ -180,10 +180,8 @@ absl::StatusOr<std::unique_ptr<Optimizer>> CreateFtrl(float lr,
                                                       const FtrlOptions& f) {
   FtrlOptimizer::Options o;
   o.learning_rate = lr;
-  o.learning_rate_power =
-      f.has_learning_rate_power() ? f.learning_rate_power() : -0.5f;
-  o.initial_accumulator_value =
-      f.has_initial_accumulator_value() ? f.initial_accumulator_value() : 0.1f;
+  o.learning_rate_power = FtrlLearningRatePower(f);
+  o.initial_accumulator_value = FtrlInitialAccumulator(f);
   o.l1 = f.l1();
   o.l2 = f.l2();
   o.l2_shrinkage = f.l2_shrinkage();

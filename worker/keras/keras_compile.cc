@@ -78,7 +78,8 @@ absl::StatusOr<OptimizerConfig> ParseOptimizer(const json& j) {
         what, ": learning_rate is a schedule (", ObjectName(c["learning_rate"]),
         "); Tessera's learning rate is constant"));
   }
-  const float default_lr = name == "sgd" ? 0.01f : kKerasLearningRate;
+  const float default_lr =
+      name == "sgd" ? kKerasSgdLearningRate : kKerasLearningRate;
   opt.set_learning_rate(Float(c, "learning_rate", default_lr));
   if (name == "adam") {
     if (c.value("amsgrad", false)) {
@@ -101,13 +102,14 @@ absl::StatusOr<OptimizerConfig> ParseOptimizer(const json& j) {
   } else if (name == "adagrad") {
     AdagradOptions* a = opt.mutable_adagrad();
     a->set_initial_accumulator_value(
-        Float(c, "initial_accumulator_value", 0.1f));
-    a->set_epsilon(Float(c, "epsilon", 1e-7f));
+        Float(c, "initial_accumulator_value", kKerasAdagradInitialAccumulator));
+    a->set_epsilon(Float(c, "epsilon", kKerasAdagradEpsilon));
   } else if (name == "ftrl") {
     FtrlOptions* f = opt.mutable_ftrl();
-    f->set_learning_rate_power(Float(c, "learning_rate_power", -0.5f));
+    f->set_learning_rate_power(
+        Float(c, "learning_rate_power", kKerasFtrlLearningRatePower));
     f->set_initial_accumulator_value(
-        Float(c, "initial_accumulator_value", 0.1f));
+        Float(c, "initial_accumulator_value", kKerasFtrlInitialAccumulator));
     f->set_l1(Float(c, "l1_regularization_strength", 0));
     f->set_l2(Float(c, "l2_regularization_strength", 0));
     f->set_l2_shrinkage(Float(c, "l2_shrinkage_regularization_strength", 0));

@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "common/model/layer_kinds.h"
+#include "common/optimizer/keras_defaults.h"
 #include "worker/keras/keras_graph.h"
 
 namespace tessera {
@@ -105,20 +106,14 @@ json OptimizerJson(const OptimizerConfig& opt) {
     case OptimizerConfig::kAdagrad:
       c["name"] = "adagrad";
       c["initial_accumulator_value"] =
-          Decimal(opt.adagrad().has_initial_accumulator_value()
-                      ? opt.adagrad().initial_accumulator_value()
-                      : 0.1f);
-      c["epsilon"] = Decimal(
-          opt.adagrad().has_epsilon() ? opt.adagrad().epsilon() : 1e-7f);
+          Decimal(AdagradInitialAccumulator(opt.adagrad()));
+      c["epsilon"] = Decimal(AdagradEpsilon(opt.adagrad()));
       return Object(m, "Adagrad", c);
     case OptimizerConfig::kFtrl: {
       const FtrlOptions& f = opt.ftrl();
       c["name"] = "ftrl";
-      c["learning_rate_power"] = Decimal(
-          f.has_learning_rate_power() ? f.learning_rate_power() : -0.5f);
-      c["initial_accumulator_value"] = Decimal(
-          f.has_initial_accumulator_value() ? f.initial_accumulator_value()
-                                            : 0.1f);
+      c["learning_rate_power"] = Decimal(FtrlLearningRatePower(f));
+      c["initial_accumulator_value"] = Decimal(FtrlInitialAccumulator(f));
       c["l1_regularization_strength"] = Decimal(f.l1());
       c["l2_regularization_strength"] = Decimal(f.l2());
       c["l2_shrinkage_regularization_strength"] = Decimal(f.l2_shrinkage());
