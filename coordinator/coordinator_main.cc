@@ -24,6 +24,7 @@
 #include "common/process/security_flags.h"
 #include "common/rpc/grpc_channel.h"
 #include "common/rpc/rpc_auth.h"
+#include "common/rpc/server_shutdown_grace.h"
 #include "common/shutdown_signal.h"
 #include "common/training_mode.h"
 #include "coordinator/control/coordinator_service.h"
@@ -327,7 +328,7 @@ int main(int argc, char** argv) {
     _exit(tessera::kExitInterrupted);
   }
   runner.join();
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  tessera::ShutdownServer(server.get(), tessera::kCoordinatorShutdownGrace);
   if (!result.ok()) {
     LOG(ERROR) << "training failed: " << result;
     // Bad input (a data file that is not there, a data set smaller than

@@ -1,7 +1,6 @@
 // tessera_ps: a parameter server. It serves the shards the coordinator
 // creates on it until the coordinator (or a signal) tells it to stop.
 
-#include <chrono>
 #include <memory>
 #include <string>
 
@@ -10,6 +9,7 @@
 #include "common/process/security_flags.h"
 #include "common/rpc/grpc_channel.h"
 #include "common/rpc/rpc_auth.h"
+#include "common/rpc/server_shutdown_grace.h"
 #include "common/shutdown_signal.h"
 #include "glog/logging.h"
 #include "ps_server/data_plane/dense_plane_server.h"
@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
   const std::string why =
       tessera::WaitForShutdown(&service.shutdown_requested(), "request");
   LOG(INFO) << "ps " << options.task_index << " stopping (" << why << ")";
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  tessera::ShutdownServer(server.get(), tessera::kServerShutdownGrace);
   data_plane->reset();
   return 0;
 }

@@ -15,6 +15,7 @@
 #include "common/process/security_flags.h"
 #include "common/rpc/grpc_channel.h"
 #include "common/rpc/rpc_auth.h"
+#include "common/rpc/server_shutdown_grace.h"
 #include "common/shutdown_signal.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
@@ -194,6 +195,6 @@ int main(int argc, char** argv) {
       tessera::WaitForShutdown(&service.shutdown_requested(), "request");
   LOG(INFO) << "worker " << task_index << " stopping (" << why << ")";
   watch.reset();
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  tessera::ShutdownServer(server.get(), tessera::kServerShutdownGrace);
   return 0;
 }
