@@ -127,7 +127,7 @@ absl::Status TrainingJob::RunExtraSteps(int64_t steps) {
                                       extra_steps_run_ + done);
   extra_steps_run_ += done;
   if (absl::Status s = Evaluate(&result); !s.ok()) return s;
-  PrintEpochResult(out_, result, job_.schedule().epochs(), best_auc_);
+  PrintEpochResult(out_, result, job_.schedule().epochs(), setup_->best_auc());
   Keep(result);
   return absl::OkStatus();
 }

@@ -50,7 +50,7 @@ TrainingJob::TrainingJob(JobCluster cluster, JobConfig job, VariablePlan plan,
   CoordinatorOptions coordinator_options = options_.coordinator;
   coordinator_options.on_member_event = [this](int worker, MemberEvent event,
                                                const std::string& note) {
-    OnMemberEvent(worker, event, note);
+    RecordMemberEvent(membership_.get(), out_, worker, event, note);
   };
   if (mode_.kind == TrainingMode::Kind::kSsp) {
     coordinator_options.max_staleness = mode_.staleness;
@@ -76,6 +76,15 @@ TrainingJob::TrainingJob(JobCluster cluster, JobConfig job, VariablePlan plan,
   membership_ = std::make_unique<Membership>(workers_);
   coordinator_ = std::make_unique<ClusterCoordinator>(std::move(stubs),
                                                       coordinator_options);
+  ElasticJoinsOptions joins;
+  joins.mode = mode_;
+  joins.connect_worker = options_.connect_worker;
+  joins.cluster_jobs = options_.cluster_jobs;
+  joins.cluster_wait = options_.cluster_wait;
+  joins_ = std::make_unique<ElasticJoins>(
+      coordinator_.get(), membership_.get(),
+      [this](int index, int queue) { return setup_->JoinConfig(index, queue); },
+      out_, std::move(joins));
   std::vector<PsClient*> clients;
   for (auto& p : ps_) clients.push_back(p.get());
   health_ = std::make_unique<ClusterHealth>(clients, workers_, out_,
@@ -110,8 +119,16 @@ TrainingJob::TrainingJob(JobCluster cluster, JobConfig job, VariablePlan plan,
     recovery.init_checkpoint = options_.init_checkpoint;
     recovery_ = std::make_unique<PsRecovery>(
         checkpointer_.get(), health_.get(), coordinator_.get(), &board_,
-        [this] { return CreateVariables(); }, out_, recovery);
+        [this] { return setup_->CreateVariables(); }, out_, recovery);
   }
+  JobSetupOptions setup;
+  setup.startup_concurrency = options_.startup_concurrency;
+  setup.ps_recovery_timeout = options_.ps_recovery_timeout;
+  setup.worker_recovery_timeout = options_.coordinator.worker_recovery_timeout;
+  setup.prefetch_parameters = options_.prefetch_parameters;
+  setup_ = std::make_unique<JobSetup>(job_, plan_, served_, replicated_, mode_,
+                                      clients, workers_, health_.get(),
+                                      checkpointer_.get(), out_, setup);
   StepRunnerOptions runner;
   runner.mode = mode_;
   runner.num_workers = num_workers;
@@ -142,7 +159,16 @@ TrainingJob::TrainingJob(JobCluster cluster, JobConfig job, VariablePlan plan,
   board_.Update([&](JobStatus* s) { s->set_epochs(job_.schedule().epochs()); });
 }
 
-TrainingJob::~TrainingJob() { CloseJoins(); }
+TrainingJob::~TrainingJob() { joins_->Close(); }
+
+absl::StatusOr<AddWorkerResponse> TrainingJob::AddWorker(
+    const std::string& address) {
+  return joins_->AddWorker(address);
+}
+
+absl::StatusOr<int> TrainingJob::DrainWorker(const std::string& worker) {
+  return joins_->DrainWorker(worker);
+}
 
 JobStatus TrainingJob::status() const {
   JobStatus status = board_.Snapshot();
@@ -206,35 +232,10 @@ JobPosition TrainingJob::PositionAfter(int epoch) const {
   return position;
 }
 
-absl::StatusOr<JobPosition> TrainingJob::StartFromCheckpoint() {
-  // A server that dies while the checkpoint is restored (or the first one
-  // written) lost what it had been given: wait for it, create its shards
-  // and restore again, from the same checkpoint.
-  const absl::Time deadline = absl::Now() + options_.ps_recovery_timeout;
-  Backoff backoff;
-  while (true) {
-    absl::StatusOr<JobPosition> position = recovery_->Start();
-    if (position.ok() || absl::Now() >= deadline ||
-        !ServerMayComeBack(position.status())) {
-      return position;
-    }
-    std::fprintf(out_,
-                 "starting from the checkpoints failed (%s); waiting for the "
-                 "parameter servers and trying again\n",
-                 std::string(position.status().message()).c_str());
-    std::fflush(out_);
-    absl::SleepFor(backoff.Next());
-    if (absl::Status w = health_->WaitForServers(deadline - absl::Now());
-        !w.ok()) {
-      return w;
-    }
-    if (absl::Status c = CreateServerVariables(); !c.ok()) return c;
-  }
-}
-
 absl::Status TrainingJob::Evaluate(EpochResult* result) {
   result->has_accuracy = has_accuracy_;
-  if (absl::Status s = evaluator_->Evaluate(test_examples_, result); !s.ok()) {
+  if (absl::Status s = evaluator_->Evaluate(setup_->test_examples(), result);
+      !s.ok()) {
     return s;
   }
   board_.Update([&](JobStatus* s) {
@@ -275,18 +276,20 @@ absl::Status TrainingJob::EvaluateCheckpoint() {
                "evaluated %s (after epoch %d) on %lld test examples with %zu "
                "workers: %s\n",
                latest->path.c_str(), result.epoch,
-               static_cast<long long>(test_examples_), workers_.size(),
+               static_cast<long long>(setup_->test_examples()), workers_.size(),
                figures.c_str());
   if (result.auc >= 0) {
     std::fprintf(
         out_,
         "evaluated: test AUC %.6f (best achievable %s), test log loss %.6f\n",
         result.auc,
-        best_auc_ >= 0 ? absl::StrFormat("%.4f", best_auc_).c_str() : "unknown",
+        setup_->best_auc() >= 0
+            ? absl::StrFormat("%.4f", setup_->best_auc()).c_str()
+            : "unknown",
         result.log_loss);
   }
   std::fflush(out_);
-  metrics_->WriteEpoch(result, best_auc_);
+  metrics_->WriteEpoch(result, setup_->best_auc());
   return absl::OkStatus();
 }
 
@@ -295,12 +298,12 @@ absl::Status TrainingJob::CheckEpochCoverage(const EpochResult& result) const {
   // or run twice (a failed worker's step re-run) would show here. A bad
   // record skipped (skip_bad_records) was read but not trained on.
   if (job_.schedule().steps_per_epoch() != 0) return absl::OkStatus();
-  if (result.examples + result.bad_records != train_examples_) {
+  if (result.examples + result.bad_records != setup_->train_examples()) {
     return absl::InternalError(absl::StrCat(
         "epoch ", result.epoch, " trained on ", result.examples, " examples (",
         result.bad_records,
         " bad records skipped); one pass over the training set is ",
-        train_examples_));
+        setup_->train_examples()));
   }
   // The count can hold while an example was trained twice and another
   // never: the digest of the examples' identities cannot.
@@ -328,7 +331,7 @@ absl::Status TrainingJob::ResumeAt(const JobPosition& position, int* epoch) {
     coordinator_->CountRerun(done - position.global_step);
   }
   runner_->SetPosition(position.global_step, runner_->next_global_step());
-  absl::StatusOr<std::unique_ptr<StepPlan>> data = PlanData(*epoch);
+  absl::StatusOr<std::unique_ptr<StepPlan>> data = setup_->PlanData(*epoch);
   if (!data.ok()) return data.status();
   data_ = *std::move(data);
   return absl::OkStatus();
@@ -339,7 +342,7 @@ void TrainingJob::Keep(EpochResult result) {
   result.steps_rerun = rerun - rerun_counted_;
   rerun_counted_ = rerun;
   results_.push_back(result);
-  metrics_->WriteEpoch(result, best_auc_);
+  metrics_->WriteEpoch(result, setup_->best_auc());
   metrics_->WriteCharts(results_);
 }
 
@@ -431,7 +434,7 @@ absl::Status TrainingJob::TrainEpochs(JobPosition position) {
     if (absl::Status check = CheckEpochCoverage(result); !check.ok()) {
       return check;
     }
-    PrintEpochResult(out_, result, epochs, best_auc_);
+    PrintEpochResult(out_, result, epochs, setup_->best_auc());
     // The epoch's record is written once its checkpoint is safe: an epoch
     // trained again after a server lost its shards gets one line.
     if ((checkpointer_ != nullptr &&
@@ -440,7 +443,8 @@ absl::Status TrainingJob::TrainEpochs(JobPosition position) {
         control_.checkpoint_wanted()) {
       // The epoch's line, kept whole before the checkpoint that makes the
       // epoch done (MetricsWriter::StagePendingEpoch).
-      if (absl::Status s = metrics_->StagePendingEpoch(result, best_auc_);
+      if (absl::Status s =
+              metrics_->StagePendingEpoch(result, setup_->best_auc());
           !s.ok()) {
         LOG(WARNING) << "epoch " << epoch << "'s pending metrics line: " << s;
       }
@@ -552,25 +556,18 @@ absl::Status TrainingJob::RunJob() {
       !s.ok()) {
     return s;
   }
-  if (mode_.replicates_dense()) {
-    // A chief that restarted may find a worker inside an all-reduce that
-    // its peer left (it ran more of the last chief's queued rounds): that
-    // call, which would wait until its deadline and hold the worker's
-    // configuration behind it, ends now, and the configuration restarts
-    // every worker's all-reduce at one epoch (WorkerConfig).
-    collective_epoch_ = static_cast<uint64_t>(absl::ToUnixMicros(absl::Now()));
-    for (WorkerTask* w : workers_) w->Interrupt("a chief configures the job");
-  }
-  if (absl::Status s = ProbeDataSizes(); !s.ok()) return s;
-  absl::StatusOr<std::unique_ptr<StepPlan>> data = PlanData(1);
+  setup_->InterruptCollectives();
+  if (absl::Status s = setup_->ProbeDataSizes(); !s.ok()) return s;
+  absl::StatusOr<std::unique_ptr<StepPlan>> data = setup_->PlanData(1);
   if (!data.ok()) return data.status();
   data_ = *std::move(data);
-  if (absl::Status s = CreateServerVariables(); !s.ok()) return s;
-  if (absl::Status s = ConfigureWorkers(); !s.ok()) return s;
+  if (absl::Status s = setup_->CreateServerVariables(); !s.ok()) return s;
+  if (absl::Status s = setup_->ConfigureWorkers(); !s.ok()) return s;
   if (options_.evaluate_only) return EvaluateCheckpoint();
   JobPosition position;
   if (recovery_ != nullptr) {
-    absl::StatusOr<JobPosition> resumed = StartFromCheckpoint();
+    absl::StatusOr<JobPosition> resumed =
+        setup_->StartFromCheckpoint(recovery_.get());
     if (!resumed.ok()) return resumed.status();
     position = *resumed;
     if (const int lost = metrics_->RecoverPendingEpoch(position.epoch);
@@ -593,7 +590,7 @@ absl::Status TrainingJob::RunJob() {
       }
     }
     absl::StatusOr<std::unique_ptr<StepPlan>> resumed_data =
-        PlanData(position.epoch);
+        setup_->PlanData(position.epoch);
     if (!resumed_data.ok()) return resumed_data.status();
     data_ = *std::move(resumed_data);
     runner_->SetPosition(position.global_step, position.next_sync_step);
@@ -623,7 +620,7 @@ absl::Status TrainingJob::RunJob() {
   // In lockstep modes the plan holds one step per worker and global step:
   // both counts, each named (StepCount), as checkpoints count the first.
   const int64_t workers = static_cast<int64_t>(workers_.size());
-  LOG(INFO) << "training on " << train_examples_ << " examples, "
+  LOG(INFO) << "training on " << setup_->train_examples() << " examples, "
             << StepCount(data_->steps_per_epoch(),
                          (data_->steps_per_epoch() + workers - 1) / workers,
                          mode_.lockstep())
@@ -634,8 +631,8 @@ absl::Status TrainingJob::RunJob() {
                                    job_.schedule().batch_size() / workers,
                                    " per worker)")
                     : absl::StrCat("batch ", job_.schedule().batch_size()))
-            << ", testing on " << test_examples_;
-  accepting_joins_ = true;
+            << ", testing on " << setup_->test_examples();
+  joins_->Open();
   return TrainEpochs(position);
 }
 
@@ -666,7 +663,7 @@ void TrainingJob::ShutdownCluster() {
 absl::Status TrainingJob::Run() {
   const absl::Time start = absl::Now();
   absl::Status status = RunJob();
-  CloseJoins();
+  joins_->Close();
   bool lost_output = false;
   if (status.ok()) {
     const std::vector<std::string> failures = metrics_->write_failures();
@@ -694,7 +691,7 @@ absl::Status TrainingJob::Run() {
     summary.wall = absl::Now() - start;
     summary.steps_rerun = coordinator_->steps_rerun() + earlier_steps_rerun_;
     summary.resumed_epochs = resumed_epochs_;
-    summary.best_auc = best_auc_;
+    summary.best_auc = setup_->best_auc();
     summary.has_accuracy = has_accuracy_;
     summary.lockstep = mode_.lockstep();
     // What the parameter servers hold by their own accounting, as sizing
@@ -707,7 +704,8 @@ absl::Status TrainingJob::Run() {
     }
     PrintSummary(out_, summary);
   }
-  PrintMembership();
+  PrintMembershipChanges(out_, this->status(),
+                         static_cast<int>(workers_.size()));
   if (options_.shutdown_cluster) ShutdownCluster();
   return status;
 }

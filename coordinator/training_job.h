@@ -24,8 +24,10 @@
 #include "coordinator/control/job_control.h"
 #include "coordinator/control/job_status_board.h"
 #include "coordinator/data_plan.h"
+#include "coordinator/elastic_joins.h"
 #include "coordinator/job_checkpointer.h"
 #include "coordinator/job_cluster.h"
+#include "coordinator/job_setup.h"
 #include "coordinator/membership/membership.h"
 #include "coordinator/ps_recovery.h"
 #include "coordinator/replica_repair.h"
@@ -82,7 +84,7 @@ struct TrainingJobOptions {
   // checkpoint, stop) instead of ending.
   bool wait_for_commands = false;
 
-  // Elastic jobs (training_job_elastic.cc): how to reach a worker that
+  // Elastic jobs (ElasticJoins): how to reach a worker that
   // joins (a RemoteWorker with the job's security; empty: no worker can
   // join), and the job's tasks as the coordinator was started with them
   // (job name -> addresses), from which a joining worker gets its cluster.
@@ -99,10 +101,10 @@ struct TrainingJobOptions {
 // cluster. Its parts: ClusterHealth, PsRecovery, StepRunner,
 // TestSetEvaluator, MetricsWriter; operator_commands.cc serves tessera_ctl.
 //
-// Elastic: workers join (AddWorker) and drain (DrainWorker) while it runs,
-// and with CoordinatorOptions::remove_lost_workers a worker that does not
-// come back is removed; ClusterCoordinator moves the steps, Membership
-// keeps who is in the job (training_job_elastic.cc).
+// Elastic: workers join (AddWorker) and drain (DrainWorker) while it runs
+// (ElasticJoins), and with CoordinatorOptions::remove_lost_workers a
+// worker that does not come back is removed; ClusterCoordinator moves the
+// steps, Membership keeps who is in the job.
 class TrainingJob : public ElasticControl {
  public:
   TrainingJob(JobCluster cluster, JobConfig job, VariablePlan plan,
@@ -138,32 +140,8 @@ class TrainingJob : public ElasticControl {
   // restarted job resumes mid-epoch) and the summary's row.
   absl::Status StopInsideEpoch(int epoch, int64_t planned, int64_t done,
                                EpochResult result);
-  absl::Status CreateVariables();
-  // CreateVariables, waiting for a parameter server that died meanwhile.
-  absl::Status CreateServerVariables();
-  // PsRecovery::Start (restore the newest checkpoint, or write the first),
-  // again from the start while a parameter server that died comes back.
-  absl::StatusOr<JobPosition> StartFromCheckpoint();
-  // Whether failure `s` came from a parameter server that died or lost
-  // its shards, and may come back.
-  bool ServerMayComeBack(const absl::Status& s);
-  // Configures worker w, waiting (with the backoff of common/rpc/backoff.h,
-  // for up to worker_recovery_timeout) while it does not answer. Several
-  // workers may be configured at once.
-  absl::Status ConfigureWorker(int w, const WorkerConfig& config,
-                               ConfigureResponse* response);
   // --evaluate_only: restores the newest checkpoint and evaluates it.
   absl::Status EvaluateCheckpoint();
-  // The step plan as it is at the start of epoch `epoch`.
-  absl::StatusOr<std::unique_ptr<StepPlan>> PlanData(int epoch) const;
-  // What worker w needs for the job, with the dataset shard [begin, end)
-  // (streamed data: every shard of the stream and the test files).
-  absl::StatusOr<WorkerConfig> MakeWorkerConfig(int w, int64_t begin,
-                                                int64_t end) const;
-  // The training and test set sizes, as worker 0 reads them; for
-  // streamed data also the files' assignment to shards.
-  absl::Status ProbeDataSizes();
-  absl::Status ConfigureWorkers();
   absl::Status Evaluate(EpochResult* result);
   // Internal error when a one-pass epoch did not train on every example
   // exactly once.
@@ -189,21 +167,6 @@ class TrainingJob : public ElasticControl {
 
   void ShutdownCluster();
 
-  // Elastic (training_job_elastic.cc).
-  // Configures the joining worker `index` with the shard it will serve and
-  // lets it take steps; forgets it when it cannot be configured in time.
-  void FinishJoin(int index, WorkerTask* task);
-  // ClusterCoordinator's news of a worker, into the membership table; a
-  // drained worker is told to exit.
-  void OnMemberEvent(int worker, MemberEvent event, const std::string& note);
-  // Ends joins: no new one is taken, and those being configured stop.
-  void CloseJoins();
-  // When the workers changed while the job ran: each one's state and the
-  // steps it ran, one line each.
-  void PrintMembership() const;
-  // "mode X cannot ..." for a join or drain in a mode with replicas.
-  absl::Status RefuseMembershipChange(const std::string& what) const;
-
   const JobConfig job_;
   const VariablePlan plan_;
   VariablePlan served_;  // what the parameter servers hold of plan_
@@ -218,8 +181,6 @@ class TrainingJob : public ElasticControl {
   // The workers the job started with, one dataset shard each (owned by
   // coordinator_); membership_ holds these and those that joined.
   std::vector<WorkerTask*> workers_;
-  // Mirrored and hybrid: the all-reduce epoch of this chief's workers.
-  uint64_t collective_epoch_ = 0;
   std::unique_ptr<Membership> membership_;
   std::unique_ptr<ClusterCoordinator> coordinator_;
   JobStatusBoard board_;
@@ -232,20 +193,10 @@ class TrainingJob : public ElasticControl {
   std::unique_ptr<PsRecovery> recovery_;
   std::unique_ptr<StepRunner> runner_;
   std::unique_ptr<TestSetEvaluator> evaluator_;
+  std::unique_ptr<JobSetup> setup_;
 
   const absl::Time start_time_ = absl::Now();
-  int64_t train_examples_ = 0;
-  int64_t test_examples_ = 0;
-  // Model ctr: the generator's best achievable test AUC (meta.json beside
-  // the test file), -1 when unknown.
-  double best_auc_ = -1;
   std::unique_ptr<StepPlan> data_;
-  // Streamed data (tfrecord, csv): each worker's shard of the files, as
-  // worker 0 assigned them, and the test files. Empty otherwise.
-  std::vector<StreamShard> train_shards_;
-  std::vector<FileSlice> test_files_;
-  // In-memory data: each worker's contiguous shard of the examples.
-  std::vector<DataShard> example_shards_;
   // Steps of a started epoch that extra steps have not used yet.
   std::deque<PlannedStep> extra_plan_;
   int64_t extra_steps_run_ = 0;
@@ -266,12 +217,8 @@ class TrainingJob : public ElasticControl {
   // coordinator_->steps_rerun() when the last epoch was kept.
   int64_t rerun_counted_ = 0;
 
-  // Joins: taken only while the epochs run; one at a time, so that the
-  // coordinator's index and the membership's agree.
-  std::atomic<bool> accepting_joins_{false};
-  std::atomic<bool> joins_closed_{false};
-  absl::Mutex join_mu_;
-  std::vector<std::thread> join_threads_ ABSL_GUARDED_BY(join_mu_);
+  // Joins and drains, taken while the epochs run.
+  std::unique_ptr<ElasticJoins> joins_;
 };
 
 }  // namespace tessera

@@ -503,7 +503,7 @@ TEST_F(TrainingJobTest, StatusAnswersFromTheLastHealthCheck) {
   EXPECT_EQ(status.state(), "done");
 }
 
-// Elastic (training_job_elastic.cc): a worker that joins while the
+// Elastic (ElasticJoins): a worker that joins while the
 // epochs run is configured with the shard it serves, gets its index and
 // the job's cluster, and every example is still trained once per epoch.
 TEST_F(TrainingJobTest, AWorkerJoinsMidEpochAndEveryExampleIsTrainedOnce) {

@@ -1,14 +1,4 @@
-// How a TrainingJob's workers change while it runs: a worker joins
-// (AddWorker: it is given its index and cluster at once, then configured
-// with the shard it will serve, then takes steps), drains (DrainWorker:
-// ClusterCoordinator lets it finish the steps it holds and hands its
-// shard's steps to the others), or is removed after failing for good
-// (CoordinatorOptions::remove_lost_workers). The steps themselves never
-// change: a step names its examples (ids in a shard, or a run of a
-// streamed shard), so whichever worker runs it reads the same ones, and
-// each step runs to completion once. Sync rounds keep the parts the plan
-// gave them (one per shard), so a global step's batch, and the model, are
-// those of a run where the membership never changed.
+#include "coordinator/elastic_joins.h"
 
 #include <algorithm>
 #include <utility>
@@ -17,15 +7,25 @@
 #include "absl/strings/str_cat.h"
 #include "common/cluster/cluster_spec.h"
 #include "common/rpc/backoff.h"
-#include "coordinator/training_job.h"
 #include "glog/logging.h"
 
 namespace tessera {
 
-absl::Status TrainingJob::RefuseMembershipChange(
+ElasticJoins::ElasticJoins(ClusterCoordinator* coordinator,
+                           Membership* membership, JoinConfig join_config,
+                           std::FILE* out, ElasticJoinsOptions options)
+    : coordinator_(coordinator),
+      membership_(membership),
+      join_config_(std::move(join_config)),
+      out_(out),
+      options_(std::move(options)) {}
+
+ElasticJoins::~ElasticJoins() { Close(); }
+
+absl::Status ElasticJoins::RefuseMembershipChange(
     const std::string& what) const {
   return absl::FailedPreconditionError(absl::StrCat(
-      "mode ", mode_.ToString(), ": ", what,
+      "mode ", options_.mode.ToString(), ": ", what,
       " is refused: every worker of a mirrored or hybrid job holds a "
       "replica that meets the others' in a ring of fixed size, which "
       "Tessera cannot yet re-form or fill for a newcomer; run such a job "
@@ -33,9 +33,9 @@ absl::Status TrainingJob::RefuseMembershipChange(
       "shrinking a job\")"));
 }
 
-absl::StatusOr<AddWorkerResponse> TrainingJob::AddWorker(
+absl::StatusOr<AddWorkerResponse> ElasticJoins::AddWorker(
     const std::string& address) {
-  if (mode_.replicates_dense()) {
+  if (options_.mode.replicates_dense()) {
     return RefuseMembershipChange(
         absl::StrCat("a worker joining at ", address));
   }
@@ -88,20 +88,11 @@ absl::StatusOr<AddWorkerResponse> TrainingJob::AddWorker(
   return response;
 }
 
-void TrainingJob::FinishJoin(int index, WorkerTask* task) {
+void ElasticJoins::FinishJoin(int index, WorkerTask* task) {
   // The shard it will serve, loaded as it is configured, as at start-up.
   const int queue = coordinator_->QueueForNewWorker();
-  int64_t begin = 0, end = 0;
-  if (train_shards_.empty()) {
-    absl::StatusOr<DataPlan> split = DataPlan::Create(
-        train_examples_, static_cast<int>(workers_.size()), 1, 0, 0);
-    if (split.ok()) {
-      begin = split->shards()[queue].begin;
-      end = split->shards()[queue].end;
-    }
-  }
   absl::Status s;
-  absl::StatusOr<WorkerConfig> config = MakeWorkerConfig(index, begin, end);
+  absl::StatusOr<WorkerConfig> config = join_config_(index, queue);
   if (!config.ok()) s = config.status();
   // It starts serving once it has its index: wait for it as for the
   // cluster at start-up (cluster_wait), or until the job's end.
@@ -151,8 +142,8 @@ void TrainingJob::FinishJoin(int index, WorkerTask* task) {
   std::fflush(out_);
 }
 
-absl::StatusOr<int> TrainingJob::DrainWorker(const std::string& worker) {
-  if (mode_.replicates_dense()) {
+absl::StatusOr<int> ElasticJoins::DrainWorker(const std::string& worker) {
+  if (options_.mode.replicates_dense()) {
     return RefuseMembershipChange(absl::StrCat("draining worker ", worker, ""));
   }
   if (!accepting_joins_ || joins_closed_) {
@@ -175,58 +166,57 @@ absl::StatusOr<int> TrainingJob::DrainWorker(const std::string& worker) {
   return index;
 }
 
-void TrainingJob::OnMemberEvent(int worker, MemberEvent event,
-                                const std::string& note) {
+void RecordMemberEvent(Membership* membership, std::FILE* out, int worker,
+                       MemberEvent event, const std::string& note) {
   switch (event) {
     case MemberEvent::kJoined:
-      membership_->Set(worker, MemberState::kActive, note);
+      membership->Set(worker, MemberState::kActive, note);
       return;
     case MemberEvent::kDown:
-      membership_->Set(worker, MemberState::kDown, note);
+      membership->Set(worker, MemberState::kDown, note);
       return;
     case MemberEvent::kBack:
-      membership_->Set(worker, MemberState::kActive, "back");
+      membership->Set(worker, MemberState::kActive, "back");
       return;
     case MemberEvent::kDraining:
-      membership_->Set(worker, MemberState::kDraining, note);
+      membership->Set(worker, MemberState::kDraining, note);
       return;
     case MemberEvent::kDrained: {
-      membership_->Set(worker, MemberState::kDrained, note);
-      WorkerTask* task = membership_->task(worker);
+      membership->Set(worker, MemberState::kDrained, note);
+      WorkerTask* task = membership->task(worker);
       if (absl::Status s = task->Shutdown("drained"); !s.ok()) {
         LOG(WARNING) << "worker " << worker
                      << " drained; telling it to exit: " << s;
       }
-      std::fprintf(out_, "worker %d drained and told to exit\n", worker);
-      std::fflush(out_);
+      std::fprintf(out, "worker %d drained and told to exit\n", worker);
+      std::fflush(out);
       return;
     }
     case MemberEvent::kRemoved:
-      membership_->Set(worker, MemberState::kRemoved, note);
-      std::fprintf(out_,
+      membership->Set(worker, MemberState::kRemoved, note);
+      std::fprintf(out,
                    "worker %d %s: removed from the job; its steps go to the "
                    "others\n",
                    worker, note.c_str());
-      std::fflush(out_);
+      std::fflush(out);
       return;
   }
 }
 
-void TrainingJob::PrintMembership() const {
-  const JobStatus now = status();
-  bool changed = now.workers_size() != static_cast<int>(workers_.size());
+void PrintMembershipChanges(std::FILE* out, const JobStatus& now, int initial) {
+  bool changed = now.workers_size() != initial;
   for (const WorkerState& w : now.workers()) changed |= w.state() != "active";
   if (!changed) return;
-  std::fprintf(out_, "workers at the end (%d in all):\n", now.workers_size());
+  std::fprintf(out, "workers at the end (%d in all):\n", now.workers_size());
   for (const WorkerState& w : now.workers()) {
-    std::fprintf(out_, "  worker %d %-21s %-8s %lld steps\n", w.index(),
+    std::fprintf(out, "  worker %d %-21s %-8s %lld steps\n", w.index(),
                  w.address().c_str(), w.state().c_str(),
                  static_cast<long long>(w.steps_done()));
   }
-  std::fflush(out_);
+  std::fflush(out);
 }
 
-void TrainingJob::CloseJoins() {
+void ElasticJoins::Close() {
   accepting_joins_ = false;
   joins_closed_ = true;
   std::vector<std::thread> threads;

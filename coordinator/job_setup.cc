@@ -1,28 +1,78 @@
-// How a TrainingJob sets its cluster up: the variables on the parameter
-// servers, the data plan (worker 0 counts the data), and each worker's
-// configuration, several at once. Kept apart from training_job.cc, which
-// runs the epochs, checkpoints and recoveries around these.
+#include "coordinator/job_setup.h"
 
 #include <algorithm>
-#include <functional>
-#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/model/model_presets.h"
-#include "common/model/table_placement.h"
 #include "common/model/variable_optimizer.h"
 #include "common/rpc/backoff.h"
+#include "coordinator/data_plan.h"
+#include "coordinator/job_config.h"
 #include "coordinator/parallel/bounded_for_each.h"
 #include "coordinator/report/job_summary.h"
-#include "coordinator/report/metrics_history.h"
-#include "coordinator/training_job.h"
 #include "glog/logging.h"
 
 namespace tessera {
 
-absl::Status TrainingJob::CreateVariables() {
+JobSetup::JobSetup(JobConfig job, VariablePlan plan, VariablePlan served,
+                   absl::flat_hash_set<std::string> replicated,
+                   TrainingMode mode, std::vector<PsClient*> ps,
+                   std::vector<WorkerTask*> workers, ClusterHealth* health,
+                   JobCheckpointer* checkpointer, std::FILE* out,
+                   JobSetupOptions options)
+    : job_(std::move(job)),
+      plan_(std::move(plan)),
+      served_(std::move(served)),
+      replicated_(std::move(replicated)),
+      mode_(mode),
+      ps_(std::move(ps)),
+      workers_(std::move(workers)),
+      health_(health),
+      checkpointer_(checkpointer),
+      out_(out),
+      options_(options) {}
+
+void JobSetup::InterruptCollectives() {
+  if (!mode_.replicates_dense()) return;
+  // A chief that restarted may find a worker inside an all-reduce that
+  // its peer left (it ran more of the last chief's queued rounds): that
+  // call, which would wait until its deadline and hold the worker's
+  // configuration behind it, ends now, and the configuration restarts
+  // every worker's all-reduce at one epoch (WorkerConfig).
+  collective_epoch_ = static_cast<uint64_t>(absl::ToUnixMicros(absl::Now()));
+  for (WorkerTask* w : workers_) w->Interrupt("a chief configures the job");
+}
+
+absl::StatusOr<JobPosition> JobSetup::StartFromCheckpoint(
+    PsRecovery* recovery) {
+  // A server that dies while the checkpoint is restored (or the first one
+  // written) lost what it had been given: wait for it, create its shards
+  // and restore again, from the same checkpoint.
+  const absl::Time deadline = absl::Now() + options_.ps_recovery_timeout;
+  Backoff backoff;
+  while (true) {
+    absl::StatusOr<JobPosition> position = recovery->Start();
+    if (position.ok() || absl::Now() >= deadline ||
+        !ServerMayComeBack(position.status())) {
+      return position;
+    }
+    std::fprintf(out_,
+                 "starting from the checkpoints failed (%s); waiting for the "
+                 "parameter servers and trying again\n",
+                 std::string(position.status().message()).c_str());
+    std::fflush(out_);
+    absl::SleepFor(backoff.Next());
+    if (absl::Status w = health_->WaitForServers(deadline - absl::Now());
+        !w.ok()) {
+      return w;
+    }
+    if (absl::Status c = CreateServerVariables(); !c.ok()) return c;
+  }
+}
+
+absl::Status JobSetup::CreateVariables() {
   if (!mode_.uses_parameter_servers()) return absl::OkStatus();
   // Embedding tables and dense layers may train with different
   // optimizers; a parameter server takes one per request.
@@ -58,11 +108,11 @@ absl::Status TrainingJob::CreateVariables() {
   return absl::OkStatus();
 }
 
-bool TrainingJob::ServerMayComeBack(const absl::Status& s) {
+bool JobSetup::ServerMayComeBack(const absl::Status& s) const {
   return IsTransient(s) || !health_->FailedServers().empty();
 }
 
-absl::Status TrainingJob::CreateServerVariables() {
+absl::Status JobSetup::CreateServerVariables() {
   // A parameter server that dies before training starts is restarted by
   // its launcher and then holds nothing: wait for it and create again
   // (creating is idempotent: a server keeps the shards it has).
@@ -84,8 +134,8 @@ absl::Status TrainingJob::CreateServerVariables() {
   }
 }
 
-absl::StatusOr<WorkerConfig> TrainingJob::MakeWorkerConfig(int w, int64_t begin,
-                                                           int64_t end) const {
+absl::StatusOr<WorkerConfig> JobSetup::MakeWorkerConfig(int w, int64_t begin,
+                                                        int64_t end) const {
   absl::StatusOr<ModelDef> model = JobModel(job_);
   if (!model.ok()) return model.status();
   WorkerConfig config;
@@ -118,7 +168,21 @@ absl::StatusOr<WorkerConfig> TrainingJob::MakeWorkerConfig(int w, int64_t begin,
   return config;
 }
 
-absl::Status TrainingJob::ProbeDataSizes() {
+absl::StatusOr<WorkerConfig> JobSetup::JoinConfig(int index, int queue) const {
+  // The shard it will serve, loaded as it is configured, as at start-up.
+  int64_t begin = 0, end = 0;
+  if (train_shards_.empty()) {
+    absl::StatusOr<DataPlan> split = DataPlan::Create(
+        train_examples_, static_cast<int>(workers_.size()), 1, 0, 0);
+    if (split.ok()) {
+      begin = split->shards()[queue].begin;
+      end = split->shards()[queue].end;
+    }
+  }
+  return MakeWorkerConfig(index, begin, end);
+}
+
+absl::Status JobSetup::ProbeDataSizes() {
   // The workers read the data, the coordinator never does: worker 0,
   // configured with an empty shard, reports the sizes (after the job's
   // caps) that the data plan needs. Its real shard comes with the plan.
@@ -147,8 +211,7 @@ absl::Status TrainingJob::ProbeDataSizes() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<StepPlan>> TrainingJob::PlanData(
-    int epoch) const {
+absl::StatusOr<std::unique_ptr<StepPlan>> JobSetup::PlanData(int epoch) const {
   // In sync and mirrored modes batch_size and steps_per_epoch count
   // global steps, each one batch per worker.
   const int n = static_cast<int>(workers_.size());
@@ -184,11 +247,11 @@ absl::StatusOr<std::unique_ptr<StepPlan>> TrainingJob::PlanData(
   return plan;
 }
 
-absl::Status TrainingJob::ConfigureWorker(int w, const WorkerConfig& config,
-                                          ConfigureResponse* response) {
+absl::Status JobSetup::ConfigureWorker(int w, const WorkerConfig& config,
+                                       ConfigureResponse* response) {
   // A worker that dies now is restarted by its launcher and answers again:
   // it is waited for as a step's worker is, not the end of the job.
-  const absl::Duration wait = options_.coordinator.worker_recovery_timeout;
+  const absl::Duration wait = options_.worker_recovery_timeout;
   bool told = false;
   absl::Status s = RetryTransientUntil(absl::Now() + wait, [&] {
     response->Clear();
@@ -208,7 +271,7 @@ absl::Status TrainingJob::ConfigureWorker(int w, const WorkerConfig& config,
   return s;
 }
 
-absl::Status TrainingJob::ConfigureWorkers() {
+absl::Status JobSetup::ConfigureWorkers() {
   // In-memory data: each worker holds its contiguous shard, as DataPlan
   // splits the examples. Streamed data: every worker is sent the shards.
   std::vector<DataShard> shards(workers_.size());
