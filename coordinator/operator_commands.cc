@@ -18,7 +18,8 @@ absl::Status TrainingJob::ServeCommands(int epoch) {
     if (control_.checkpoint_wanted()) {
       // Past the epochs: a restored job has no epoch left to run; extra
       // steps are the operator's to schedule again.
-      SaveCheckpoint(PositionAfter(epoch)).IgnoreError();  // ctl is told
+      loop_->SaveCheckpoint(loop_->PositionAfter(epoch))
+          .IgnoreError();  // ctl is told
       continue;
     }
     if (const int64_t steps = control_.TakeSteps(); steps > 0) {
@@ -42,7 +43,7 @@ void TrainingJob::CheckpointBetweenSteps() {
   const bool asked = control_.checkpoint_wanted();
   if (!asked && checkpointer_ == nullptr) return;
   absl::StatusOr<std::string> saved =
-      SaveCheckpoint(PositionAfter(job_.schedule().epochs() + 1));
+      loop_->SaveCheckpoint(loop_->PositionAfter(job_.schedule().epochs() + 1));
   if (saved.ok()) {
     // Named by the step count, as the checkpoint (ckpt-N) is.
     const std::string at =
@@ -82,7 +83,7 @@ absl::Status TrainingJob::RunExtraSteps(int64_t steps) {
     // At most an epoch's plan at a time, so a large request (tessera_ctl
     // schedule 100000000) holds one epoch of example ids, not all of them.
     if (extra_plan_.empty()) {
-      std::vector<PlannedStep> next = data_->NextEpoch();
+      std::vector<PlannedStep> next = loop_->data()->NextEpoch();
       if (next.empty()) {
         status = absl::FailedPreconditionError("the data plan has no steps");
         break;
@@ -106,8 +107,8 @@ absl::Status TrainingJob::RunExtraSteps(int64_t steps) {
                         first + (scheduled + per_step - 1) / per_step);
     EpochResult part;
     std::vector<PlannedStep> not_run;
-    status = runner_->Run(std::move(taken), epoch, *data_, part_label, &part,
-                          pause, &not_run);
+    status = runner_->Run(std::move(taken), epoch, *loop_->data(), part_label,
+                          &part, pause, &not_run);
     if (!status.ok()) break;
     left -= scheduled - static_cast<int64_t>(not_run.size());
     extra_plan_.insert(extra_plan_.begin(),
@@ -126,9 +127,9 @@ absl::Status TrainingJob::RunExtraSteps(int64_t steps) {
                     : absl::StrFormat("steps %d-%d", extra_steps_run_ + 1,
                                       extra_steps_run_ + done);
   extra_steps_run_ += done;
-  if (absl::Status s = Evaluate(&result); !s.ok()) return s;
+  if (absl::Status s = loop_->Evaluate(&result); !s.ok()) return s;
   PrintEpochResult(out_, result, job_.schedule().epochs(), setup_->best_auc());
-  Keep(result);
+  loop_->Keep(result);
   return absl::OkStatus();
 }
 

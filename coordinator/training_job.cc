@@ -15,7 +15,6 @@
 #include "coordinator/job_config.h"
 #include "coordinator/parallel/bounded_for_each.h"
 #include "coordinator/report/job_summary.h"
-#include "coordinator/report/metrics_history.h"
 #include "glog/logging.h"
 
 namespace tessera {
@@ -156,6 +155,25 @@ TrainingJob::TrainingJob(JobCluster cluster, JobConfig job, VariablePlan plan,
       [this] { return membership_->Active(); },
       static_cast<int>(workers_.size()),
       options_.coordinator.worker_recovery_timeout);
+  EpochLoopParts parts;
+  parts.coordinator = coordinator_.get();
+  parts.runner = runner_.get();
+  parts.setup = setup_.get();
+  parts.evaluator = evaluator_.get();
+  parts.health = health_.get();
+  parts.metrics = metrics_.get();
+  parts.board = &board_;
+  parts.control = &control_;
+  parts.checkpointer = checkpointer_.get();
+  parts.recovery = recovery_.get();
+  parts.in_steps = &in_steps_;
+  parts.out = out_;
+  EpochLoopOptions loop;
+  loop.mode = mode_;
+  loop.checkpoint_every_epochs = options_.checkpoint_every_epochs;
+  loop.run_dir = options_.run_dir;
+  loop.has_accuracy = has_accuracy_;
+  loop_ = std::make_unique<EpochLoop>(job_, parts, std::move(loop));
   board_.Update([&](JobStatus* s) { s->set_epochs(job_.schedule().epochs()); });
 }
 
@@ -209,44 +227,6 @@ void TrainingJob::Stop(const std::string& reason) {
   }
 }
 
-absl::StatusOr<std::string> TrainingJob::SaveCheckpoint(
-    const JobPosition& position) {
-  absl::StatusOr<std::string> saved =
-      checkpointer_ != nullptr
-          ? checkpointer_->Save(position)
-          : absl::FailedPreconditionError(
-                "this job writes no checkpoints (no --checkpoint_dir)");
-  if (saved.ok()) {
-    last_checkpoint_step_ = position.global_step;
-    board_.Update([&](JobStatus* s) { s->set_last_checkpoint(*saved); });
-  }
-  if (control_.checkpoint_wanted()) control_.CheckpointWritten(saved);
-  return saved;
-}
-
-JobPosition TrainingJob::PositionAfter(int epoch) const {
-  JobPosition position;
-  position.global_step = runner_->next_step();
-  position.epoch = epoch;
-  position.next_sync_step = runner_->next_global_step();
-  return position;
-}
-
-absl::Status TrainingJob::Evaluate(EpochResult* result) {
-  result->has_accuracy = has_accuracy_;
-  if (absl::Status s = evaluator_->Evaluate(setup_->test_examples(), result);
-      !s.ok()) {
-    return s;
-  }
-  board_.Update([&](JobStatus* s) {
-    s->set_last_test_accuracy(static_cast<float>(result->test_accuracy));
-    s->set_last_test_loss(static_cast<float>(result->test_loss));
-    s->set_regression(!has_accuracy_);
-    s->set_evaluations(s->evaluations() + 1);
-  });
-  return absl::OkStatus();
-}
-
 absl::Status TrainingJob::EvaluateCheckpoint() {
   if (checkpointer_ == nullptr) {
     return absl::FailedPreconditionError(
@@ -266,7 +246,7 @@ absl::Status TrainingJob::EvaluateCheckpoint() {
   EpochResult result;
   result.epoch = latest->manifest.epoch() - 1;
   const absl::Time start = absl::Now();
-  if (absl::Status s = Evaluate(&result); !s.ok()) return s;
+  if (absl::Status s = loop_->Evaluate(&result); !s.ok()) return s;
   result.seconds = absl::ToDoubleSeconds(absl::Now() - start);
   const std::string figures =
       has_accuracy_ ? absl::StrFormat("test loss %.4f, test accuracy %.4f",
@@ -293,255 +273,6 @@ absl::Status TrainingJob::EvaluateCheckpoint() {
   return absl::OkStatus();
 }
 
-absl::Status TrainingJob::CheckEpochCoverage(const EpochResult& result) const {
-  // A one-pass epoch reads each training example exactly once: a step lost
-  // or run twice (a failed worker's step re-run) would show here. A bad
-  // record skipped (skip_bad_records) was read but not trained on.
-  if (job_.schedule().steps_per_epoch() != 0) return absl::OkStatus();
-  if (result.examples + result.bad_records != setup_->train_examples()) {
-    return absl::InternalError(absl::StrCat(
-        "epoch ", result.epoch, " trained on ", result.examples, " examples (",
-        result.bad_records,
-        " bad records skipped); one pass over the training set is ",
-        setup_->train_examples()));
-  }
-  // The count can hold while an example was trained twice and another
-  // never: the digest of the examples' identities cannot.
-  return CheckExampleDigest(result, data_->OnePassDigest());
-}
-
-absl::Status TrainingJob::ResumeAt(const JobPosition& position, int* epoch) {
-  *epoch = position.epoch;
-  resume_ = position;
-  // Epochs after the checkpoint are trained again and kept again: the
-  // summary counts each epoch of the job once.
-  results_.erase(std::remove_if(results_.begin(), results_.end(),
-                                [&](const EpochResult& r) {
-                                  return r.extra_steps.empty() &&
-                                         r.epoch >= position.epoch;
-                                }),
-                 results_.end());
-  resumed_epochs_ =
-      std::min(resumed_epochs_, static_cast<int>(results_.size()));
-  // Every step done since the checkpoint is trained again: re-run work,
-  // as a failed worker's step is (a server killed in an async epoch once
-  // showed "2 steps re-run" while 45,824 examples were trained again).
-  const int64_t done = board_.Snapshot().steps_done();
-  if (done > position.global_step) {
-    coordinator_->CountRerun(done - position.global_step);
-  }
-  runner_->SetPosition(position.global_step, runner_->next_global_step());
-  absl::StatusOr<std::unique_ptr<StepPlan>> data = setup_->PlanData(*epoch);
-  if (!data.ok()) return data.status();
-  data_ = *std::move(data);
-  return absl::OkStatus();
-}
-
-void TrainingJob::Keep(EpochResult result) {
-  const int64_t rerun = coordinator_->steps_rerun();
-  result.steps_rerun = rerun - rerun_counted_;
-  rerun_counted_ = rerun;
-  results_.push_back(result);
-  metrics_->WriteEpoch(result, setup_->best_auc());
-  metrics_->WriteCharts(results_);
-}
-
-namespace {
-
-// "stopped by the operator (why)", or without the parentheses when the
-// operator gave no reason.
-std::string StoppedByOperator(const std::string& reason) {
-  return reason.empty()
-             ? std::string("stopped by the operator")
-             : absl::StrCat("stopped by the operator (", reason, ")");
-}
-
-EpochResult ResultOf(const EpochProgress& p) {
-  EpochResult r;
-  r.steps = p.steps();
-  r.examples = p.examples();
-  r.train_loss = p.train_loss();
-  r.train_accuracy = p.train_accuracy();
-  r.seconds = p.seconds();
-  r.bad_records = p.bad_records();
-  r.example_digest = p.example_digest();
-  // A checkpoint of an older Tessera holds no digest of its epoch's part.
-  r.digest_known = p.example_digest() != 0 || p.examples() == 0;
-  return r;
-}
-
-EpochProgress ProgressOf(const EpochResult& r) {
-  EpochProgress p;
-  p.set_steps(r.steps);
-  p.set_examples(r.examples);
-  p.set_train_loss(r.train_loss);
-  p.set_train_accuracy(r.train_accuracy);
-  p.set_seconds(r.seconds);
-  p.set_bad_records(r.bad_records);
-  p.set_example_digest(r.example_digest);
-  return p;
-}
-
-}  // namespace
-
-absl::Status TrainingJob::TrainEpochs(JobPosition position) {
-  const int epochs = job_.schedule().epochs();
-  int epoch = position.epoch;
-  resume_ = position;
-  board_.Update([](JobStatus* s) { s->set_state("training"); });
-  // A stop lets the steps in flight finish and schedules no more, so a
-  // checkpoint then holds exactly the steps before it.
-  const std::function<bool()> stop = [this] {
-    return control_.stop_requested();
-  };
-  while (epoch <= epochs && !control_.stop_requested()) {
-    std::vector<PlannedStep> steps = data_->NextEpoch();
-    const int64_t planned = static_cast<int64_t>(steps.size());
-    // An epoch resumed from a stop's checkpoint: its first steps were
-    // trained before it, and the epoch's figures include them.
-    EpochResult result;
-    int64_t skipped = 0;
-    if (resume_.epoch == epoch && resume_.next_step_in_epoch > 0) {
-      skipped = std::min(resume_.next_step_in_epoch, planned);
-      steps.erase(steps.begin(), steps.begin() + skipped);
-      result = ResultOf(resume_.progress);
-    }
-    const int64_t to_run = static_cast<int64_t>(steps.size());
-    EpochResult part;
-    std::vector<PlannedStep> not_run;
-    in_steps_ = true;
-    absl::Status s = runner_->Run(std::move(steps), epoch, *data_,
-                                  absl::StrFormat("epoch %d/%d", epoch, epochs),
-                                  &part, stop, &not_run);
-    in_steps_ = false;
-    AddEpochPart(part, &result);
-    result.epoch = epoch;
-    if (s.ok() && !not_run.empty()) {
-      int64_t left = 0;  // a mirrored round's padding is no step of the plan
-      for (const PlannedStep& p : not_run) left += !p.empty();
-      return StopInsideEpoch(epoch, planned, skipped + to_run - left, result);
-    }
-    if (s.ok()) s = Evaluate(&result);
-    if (!s.ok() && control_.stop_requested()) break;
-    if (!s.ok()) {
-      absl::StatusOr<JobPosition> resumed =
-          recovery_ != nullptr ? recovery_->Recover(s) : s;
-      if (!resumed.ok()) return resumed.status();
-      if (absl::Status r = ResumeAt(*resumed, &epoch); !r.ok()) return r;
-      continue;
-    }
-    resume_ = JobPosition();
-    if (absl::Status check = CheckEpochCoverage(result); !check.ok()) {
-      return check;
-    }
-    PrintEpochResult(out_, result, epochs, setup_->best_auc());
-    // The epoch's record is written once its checkpoint is safe: an epoch
-    // trained again after a server lost its shards gets one line.
-    if ((checkpointer_ != nullptr &&
-         (epoch % std::max(1, options_.checkpoint_every_epochs) == 0 ||
-          epoch == epochs)) ||
-        control_.checkpoint_wanted()) {
-      // The epoch's line, kept whole before the checkpoint that makes the
-      // epoch done (MetricsWriter::StagePendingEpoch).
-      if (absl::Status s =
-              metrics_->StagePendingEpoch(result, setup_->best_auc());
-          !s.ok()) {
-        LOG(WARNING) << "epoch " << epoch << "'s pending metrics line: " << s;
-      }
-      absl::StatusOr<std::string> saved =
-          SaveCheckpoint(PositionAfter(epoch + 1));
-      if (!saved.ok() && recovery_ != nullptr &&
-          !health_->FailedServers().empty()) {
-        // A server lost its shards (it restarted): this epoch's model is
-        // gone with them, so recover as from a failed epoch and train it
-        // again from the last checkpoint.
-        absl::StatusOr<JobPosition> resumed =
-            recovery_->Recover(saved.status());
-        if (!resumed.ok()) return resumed.status();
-        if (absl::Status r = ResumeAt(*resumed, &epoch); !r.ok()) return r;
-        continue;
-      }
-      if (!saved.ok() && checkpointer_ != nullptr) {
-        // Training goes on, but the job will not end as if nothing were
-        // lost. (Without checkpoints, only the operator who asked for one
-        // is told.)
-        metrics_->RecordWriteFailure(
-            absl::StrCat("checkpoint after epoch ", epoch,
-                         " failed: ", saved.status().message()));
-      }
-    }
-    Keep(result);
-    health_->Refresh();
-    ++epoch;
-  }
-  if (!control_.stop_requested()) {
-    if (absl::Status s = ServeCommands(epoch); !s.ok()) return s;
-  }
-  if (control_.stop_requested()) {
-    stopped_early_ = epoch <= epochs;
-    // A stop at an epoch's boundary keeps the epochs trained since the
-    // last checkpoint too.
-    if (stopped_early_ && checkpointer_ != nullptr &&
-        last_checkpoint_step_ != runner_->next_step()) {
-      if (absl::StatusOr<std::string> saved =
-              SaveCheckpoint(PositionAfter(epoch));
-          !saved.ok()) {
-        metrics_->RecordWriteFailure(absl::StrCat(
-            "checkpoint at the stop failed: ", saved.status().message()));
-      }
-    }
-    std::fprintf(out_, "%s after %s\n",
-                 StoppedByOperator(control_.stop_reason()).c_str(),
-                 StepCount(runner_->next_step(), runner_->next_global_step(),
-                           mode_.lockstep())
-                     .c_str());
-    std::fflush(out_);
-  }
-  return absl::OkStatus();
-}
-
-absl::Status TrainingJob::StopInsideEpoch(int epoch, int64_t planned,
-                                          int64_t done, EpochResult result) {
-  stopped_early_ = true;
-  result.stopped = true;
-  result.has_accuracy = has_accuracy_;
-  result.planned_steps = planned;
-  JobPosition at = PositionAfter(epoch);
-  at.next_step_in_epoch = done;
-  at.progress = ProgressOf(result);
-  std::string where = absl::StrFormat("at %s %lld of %lld of epoch %d",
-                                      mode_.lockstep() ? "worker step" : "step",
-                                      static_cast<long long>(done),
-                                      static_cast<long long>(planned), epoch);
-  if (checkpointer_ != nullptr || control_.checkpoint_wanted()) {
-    absl::StatusOr<std::string> saved = SaveCheckpoint(at);
-    if (saved.ok()) {
-      absl::StrAppend(&where, "; checkpoint ", *saved,
-                      " resumes the epoch there");
-    } else {
-      metrics_->RecordWriteFailure(absl::StrCat(
-          "checkpoint ", where, " failed: ", saved.status().message()));
-    }
-  }
-  // "(job step N)": the checkpoint's name; lockstep modes name the global
-  // step too.
-  const std::string job_step =
-      mode_.lockstep()
-          ? absl::StrFormat("job worker step %lld, global step %lld",
-                            static_cast<long long>(runner_->next_step()),
-                            static_cast<long long>(runner_->next_global_step()))
-          : absl::StrFormat("job step %lld",
-                            static_cast<long long>(runner_->next_step()));
-  std::fprintf(out_, "%s %s (%s)\n",
-               StoppedByOperator(control_.stop_reason()).c_str(), where.c_str(),
-               job_step.c_str());
-  std::fflush(out_);
-  // The summary counts what was trained; the epoch gets its metrics line
-  // once it is finished, by the run that resumes it.
-  results_.push_back(std::move(result));
-  return absl::OkStatus();
-}
-
 absl::Status TrainingJob::RunJob() {
   if (!mode_error_.ok()) return mode_error_;
   if (absl::Status s = metrics_->Open(); !s.ok()) return s;
@@ -558,9 +289,7 @@ absl::Status TrainingJob::RunJob() {
   }
   setup_->InterruptCollectives();
   if (absl::Status s = setup_->ProbeDataSizes(); !s.ok()) return s;
-  absl::StatusOr<std::unique_ptr<StepPlan>> data = setup_->PlanData(1);
-  if (!data.ok()) return data.status();
-  data_ = *std::move(data);
+  if (absl::Status s = loop_->Plan(1); !s.ok()) return s;
   if (absl::Status s = setup_->CreateServerVariables(); !s.ok()) return s;
   if (absl::Status s = setup_->ConfigureWorkers(); !s.ok()) return s;
   if (options_.evaluate_only) return EvaluateCheckpoint();
@@ -570,30 +299,7 @@ absl::Status TrainingJob::RunJob() {
         setup_->StartFromCheckpoint(recovery_.get());
     if (!resumed.ok()) return resumed.status();
     position = *resumed;
-    if (const int lost = metrics_->RecoverPendingEpoch(position.epoch);
-        lost > 0) {
-      std::fprintf(out_,
-                   "epoch %d's metrics line, lost with the previous "
-                   "coordinator after its checkpoint, written from "
-                   "metrics.pending\n",
-                   lost);
-    }
-    // The job's totals count what earlier coordinators of the job trained.
-    if (!options_.run_dir.empty()) {
-      results_ =
-          EpochsBefore(ReadEpochHistory(options_.run_dir + "/metrics.jsonl"),
-                       position.epoch);
-      resumed_epochs_ = static_cast<int>(results_.size());
-      for (EpochResult& r : results_) {
-        earlier_steps_rerun_ += r.steps_rerun;
-        r.has_accuracy = has_accuracy_;
-      }
-    }
-    absl::StatusOr<std::unique_ptr<StepPlan>> resumed_data =
-        setup_->PlanData(position.epoch);
-    if (!resumed_data.ok()) return resumed_data.status();
-    data_ = *std::move(resumed_data);
-    runner_->SetPosition(position.global_step, position.next_sync_step);
+    if (absl::Status s = loop_->ResumeFrom(position); !s.ok()) return s;
   } else if (!options_.init_checkpoint.empty()) {
     if (ps_.empty() || mode_.replicates_dense()) {
       return absl::InvalidArgumentError(
@@ -621,9 +327,10 @@ absl::Status TrainingJob::RunJob() {
   // both counts, each named (StepCount), as checkpoints count the first.
   const int64_t workers = static_cast<int64_t>(workers_.size());
   LOG(INFO) << "training on " << setup_->train_examples() << " examples, "
-            << StepCount(data_->steps_per_epoch(),
-                         (data_->steps_per_epoch() + workers - 1) / workers,
-                         mode_.lockstep())
+            << StepCount(
+                   loop_->data()->steps_per_epoch(),
+                   (loop_->data()->steps_per_epoch() + workers - 1) / workers,
+                   mode_.lockstep())
             << " per epoch, "
             << (mode_.lockstep()
                     ? absl::StrCat("global batch ",
@@ -633,7 +340,18 @@ absl::Status TrainingJob::RunJob() {
                     : absl::StrCat("batch ", job_.schedule().batch_size()))
             << ", testing on " << setup_->test_examples();
   joins_->Open();
-  return TrainEpochs(position);
+  return Train(position);
+}
+
+absl::Status TrainingJob::Train(const JobPosition& position) {
+  absl::StatusOr<int> epoch = loop_->TrainEpochs(position);
+  if (!epoch.ok()) return epoch.status();
+  if (loop_->stopped_inside_epoch()) return absl::OkStatus();
+  if (!control_.stop_requested()) {
+    if (absl::Status s = ServeCommands(*epoch); !s.ok()) return s;
+  }
+  loop_->EndAtStop(*epoch);
+  return absl::OkStatus();
 }
 
 void TrainingJob::ShutdownCluster() {
@@ -687,10 +405,11 @@ absl::Status TrainingJob::Run() {
   // tabulate.
   if ((status.ok() || lost_output) && !options_.evaluate_only) {
     JobSummary summary;
-    summary.results = results_;
+    summary.results = loop_->results();
     summary.wall = absl::Now() - start;
-    summary.steps_rerun = coordinator_->steps_rerun() + earlier_steps_rerun_;
-    summary.resumed_epochs = resumed_epochs_;
+    summary.steps_rerun =
+        coordinator_->steps_rerun() + loop_->earlier_steps_rerun();
+    summary.resumed_epochs = loop_->resumed_epochs();
     summary.best_auc = setup_->best_auc();
     summary.has_accuracy = has_accuracy_;
     summary.lockstep = mode_.lockstep();

@@ -25,6 +25,7 @@
 #include "coordinator/control/job_status_board.h"
 #include "coordinator/data_plan.h"
 #include "coordinator/elastic_joins.h"
+#include "coordinator/epoch_loop.h"
 #include "coordinator/job_checkpointer.h"
 #include "coordinator/job_cluster.h"
 #include "coordinator/job_setup.h"
@@ -114,7 +115,7 @@ class TrainingJob : public ElasticControl {
   absl::Status Run();
 
   // Epochs and extra steps, in order.
-  const std::vector<EpochResult>& results() const { return results_; }
+  const std::vector<EpochResult>& results() const { return loop_->results(); }
   // A snapshot for the Coordinator service, with every worker's progress
   // and every parameter server's last health check; any thread, no RPC.
   JobStatus status() const;
@@ -124,7 +125,7 @@ class TrainingJob : public ElasticControl {
   void Stop(const std::string& reason);
   // After Run: whether an operator's stop ended the job before its epochs
   // were all trained.
-  bool stopped_early() const { return stopped_early_; }
+  bool stopped_early() const { return loop_->stopped_early(); }
 
   // ElasticControl; any thread. Refused in mirrored and hybrid modes,
   // whose replicas meet in a ring of fixed size, and outside training.
@@ -134,26 +135,10 @@ class TrainingJob : public ElasticControl {
 
  private:
   absl::Status RunJob();
-  absl::Status TrainEpochs(JobPosition position);
-  // The end of a job stopped inside epoch `epoch` after `done` of its
-  // `planned` steps, which trained `result`: a checkpoint there (which a
-  // restarted job resumes mid-epoch) and the summary's row.
-  absl::Status StopInsideEpoch(int epoch, int64_t planned, int64_t done,
-                               EpochResult result);
+  // The epochs, then operators' commands, then the end of a stop.
+  absl::Status Train(const JobPosition& position);
   // --evaluate_only: restores the newest checkpoint and evaluates it.
   absl::Status EvaluateCheckpoint();
-  absl::Status Evaluate(EpochResult* result);
-  // Internal error when a one-pass epoch did not train on every example
-  // exactly once.
-  absl::Status CheckEpochCoverage(const EpochResult& result) const;
-  // Writes a checkpoint at `position` and tells waiting operators.
-  absl::StatusOr<std::string> SaveCheckpoint(const JobPosition& position);
-  // Where the job is now, at a step boundary, after epoch `epoch` began.
-  JobPosition PositionAfter(int epoch) const;
-  // Resumes at `position` after a recovery.
-  absl::Status ResumeAt(const JobPosition& position, int* epoch);
-  // Keeps a finished epoch or extra steps: summary, metrics, charts.
-  void Keep(EpochResult result);
 
   // Operator commands (operator_commands.cc).
   // Serves tessera_ctl after the epochs: checkpoints, extra steps, stop.
@@ -196,26 +181,15 @@ class TrainingJob : public ElasticControl {
   std::unique_ptr<JobSetup> setup_;
 
   const absl::Time start_time_ = absl::Now();
-  std::unique_ptr<StepPlan> data_;
   // Steps of a started epoch that extra steps have not used yet.
   std::deque<PlannedStep> extra_plan_;
   int64_t extra_steps_run_ = 0;
   // While steps run, a stop waits for the next step boundary.
   std::atomic<bool> in_steps_{false};
-  // Where the job resumed (a checkpoint inside an epoch: its steps done).
-  JobPosition resume_;
-  bool stopped_early_ = false;
-  int64_t last_checkpoint_step_ = -1;
-  std::vector<EpochResult> results_;
   // False for a regression (mean-squared-error loss): no accuracy to
   // report (EpochResult::has_accuracy).
   bool has_accuracy_ = true;
-  // Of results_, the epochs that earlier coordinators of the job trained,
-  // and the steps they re-ran.
-  int resumed_epochs_ = 0;
-  int64_t earlier_steps_rerun_ = 0;
-  // coordinator_->steps_rerun() when the last epoch was kept.
-  int64_t rerun_counted_ = 0;
+  std::unique_ptr<EpochLoop> loop_;
 
   // Joins and drains, taken while the epochs run.
   std::unique_ptr<ElasticJoins> joins_;
