@@ -10,15 +10,12 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "common/data_plane/data_plane_kind.h"
-#include "common/data_plane/listener.h"
-#include "common/data_plane/socket.h"
-#include "common/data_plane/tls.h"
 #include "common/rpc/grpc_channel.h"
 #include "common/rpc/transport_limits.h"
 #include "grpcpp/server_builder.h"
-#include "proto/collective_service.grpc.pb.h"
 #include "worker/collective/all_reducer.h"
 #include "worker/collective/ring_receiver.h"
+#include "worker/collective/ring_transport.h"
 
 namespace tessera {
 
@@ -49,10 +46,13 @@ struct RingAllReduceOptions {
 // order starting at the segment's own rank) by one rank and copied to the
 // others, so every rank ends with the same bits. n == 1 is a no-op.
 //
-// With DataPlaneKind::kTcp the same chunks travel as frames on one TCP
-// connection per call (the job token proved by the data plane handshake,
-// TLS when `security` has it), with the same errors: a cut connection is
-// UNAVAILABLE, a stall past the deadline DEADLINE_EXCEEDED.
+// How the chunks travel is the RingTransport chosen once, in Create, from
+// options.data_plane (ring_transport.h): the Exchange stream above
+// (GrpcRingTransport) or, with DataPlaneKind::kTcp, frames on one TCP
+// connection kept from call to call (TcpRingTransport: the job token proved
+// by the data plane handshake, TLS when `security` has it), with the same
+// errors: a cut connection is UNAVAILABLE, a stall past the deadline
+// DEADLINE_EXCEEDED.
 //
 // Use: construct, RegisterService on the rank's ServerBuilder (it can be
 // the worker's own server), start the server, SetPeers with every rank's
@@ -80,12 +80,12 @@ class RingAllReduce final : public AllReducer {
 
   // Connections this rank opened to its right neighbour (kTcp): one for
   // many calls, a new one after an error or a Restart.
-  int64_t connections_opened() const { return connections_opened_; }
+  int64_t connections_opened() const {
+    return transport_->connections_opened();
+  }
 
   // The port of the data plane listener (kTcp); 0 with kGrpc.
-  int data_plane_port() const {
-    return listener_ == nullptr ? 0 : listener_->port();
-  }
+  int data_plane_port() const { return transport_->port(); }
 
   ~RingAllReduce() override;
 
@@ -106,35 +106,16 @@ class RingAllReduce final : public AllReducer {
 
  private:
   RingAllReduce(int rank, int num_ranks, RingAllReduceOptions options);
-  // Streams this rank's chunks of `call` to the right neighbour.
-  absl::Status Send(RingCall* call, absl::Span<const float> data,
-                    absl::Time deadline);
-  // The same on the data plane (ring_allreduce_tcp.cc): returns the
-  // call's first error, as Send does.
-  absl::Status SendTcp(RingCall* call, absl::Span<const float> data,
-                       absl::Time deadline);
-  // The connection to the right neighbour for one call, handshake done.
-  absl::StatusOr<Socket> ConnectRight(absl::Time deadline);
-  // Starts the listener (kTcp) and the TLS contexts it and the sender use.
-  absl::Status StartDataPlane();
-  // A connection from the left neighbour, on its listener thread.
-  void ServeLeft(Socket& socket);
-  int64_t ChunkElements() const;
   std::string PeerName(int rank) const;
 
   const int rank_;
   const int num_ranks_;
   const RingAllReduceOptions options_;
   std::vector<std::string> peers_;
-  std::unique_ptr<Collective::Stub> right_;
   std::unique_ptr<RingReceiver> receiver_;
   uint64_t generation_ = 0;
-  std::shared_ptr<const DataPlaneTls> tls_client_;
-  int right_port_ = 0;   // the right neighbour's data plane; 0: not asked
-  Socket right_socket_;  // kept from call to call (kTcp)
-  int64_t connections_opened_ = 0;
-  // Last: its threads use the receiver, and go first.
-  std::unique_ptr<Listener> listener_;
+  // After the receiver: a transport's threads use it, and go first.
+  std::unique_ptr<RingTransport> transport_;
 };
 
 }  // namespace tessera

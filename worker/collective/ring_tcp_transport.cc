@@ -1,20 +1,24 @@
-// RingAllReduce's data plane side (--data_plane=tcp): the listener that
-// takes the left neighbour's connections, and the sender that streams one
-// call's chunks to the right neighbour as frames (ring_wire.h).
+// TcpRingTransport: the listener that takes the left neighbour's
+// connections, and the sender that streams one call's chunks to the right
+// neighbour as frames (ring_wire.h).
+#include "worker/collective/ring_tcp_transport.h"
+
 #include <sys/uio.h>
 
 #include <algorithm>
+#include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/data_plane/frame.h"
 #include "common/data_plane/handshake.h"
 #include "common/data_plane/socket.h"
+#include "common/rpc/grpc_channel.h"
 #include "common/rpc/grpc_status.h"
 #include "glog/logging.h"
 #include "grpcpp/client_context.h"
-#include "worker/collective/ring_allreduce.h"
 #include "worker/collective/ring_wire.h"
 
 namespace tessera {
@@ -30,47 +34,63 @@ double SecondsLeft(absl::Time deadline) {
 
 }  // namespace
 
-absl::Status RingAllReduce::StartDataPlane() {
+absl::StatusOr<std::unique_ptr<TcpRingTransport>> TcpRingTransport::Start(
+    RingLink link) {
+  std::unique_ptr<TcpRingTransport> t(new TcpRingTransport(std::move(link)));
+  if (t->link_.num_ranks == 1) return t;  // no neighbour
+  const RingLink& l = t->link_;
   std::shared_ptr<const DataPlaneTls> tls_server;
-  if (options_.security.tls.has_value()) {
+  if (l.security.tls.has_value()) {
     absl::StatusOr<std::shared_ptr<const DataPlaneTls>> server =
-        DataPlaneTls::Create(*options_.security.tls,
-                             DataPlaneTls::Role::kServer);
+        DataPlaneTls::Create(*l.security.tls, DataPlaneTls::Role::kServer);
     if (!server.ok()) return server.status();
     absl::StatusOr<std::shared_ptr<const DataPlaneTls>> client =
-        DataPlaneTls::Create(*options_.security.tls,
-                             DataPlaneTls::Role::kClient);
+        DataPlaneTls::Create(*l.security.tls, DataPlaneTls::Role::kClient);
     if (!client.ok()) return client.status();
     tls_server = *std::move(server);
-    tls_client_ = *std::move(client);
+    t->tls_client_ = *std::move(client);
   }
   // Every interface: the left neighbour dials the host of this rank's
   // gRPC address.
+  TcpRingTransport* self = t.get();
   absl::StatusOr<std::unique_ptr<Listener>> listener = Listener::Start(
-      "::", 0, [this](Socket& socket) { ServeLeft(socket); },
-      std::move(tls_server), std::min(options_.timeout_s, kMaxHandshakeS));
+      "::", 0, [self](Socket& socket) { self->ServeLeft(socket); },
+      std::move(tls_server), std::min(l.timeout_s, kMaxHandshakeS));
   if (!listener.ok()) return listener.status();
-  listener_ = *std::move(listener);
-  receiver_->SetDataPlanePort(listener_->port());
-  return absl::OkStatus();
+  t->listener_ = *std::move(listener);
+  l.receiver->SetDataPlanePort(t->listener_->port());
+  return t;
 }
 
-void RingAllReduce::ServeLeft(Socket& socket) {
-  socket.SetTimeout(std::min(options_.timeout_s, kMaxHandshakeS)).IgnoreError();
+void TcpRingTransport::SetRight(const std::string& address,
+                                const std::string& name) {
+  right_address_ = address;
+  right_name_ = name;
+  right_port_ = 0;
+  right_ = Collective::NewStub(MakeChannel(address, link_.security));
+}
+
+void TcpRingTransport::Reset() {
+  // A restarted neighbour listens on a new data plane port.
+  right_port_ = 0;
+  right_socket_.Close();
+}
+
+void TcpRingTransport::ServeLeft(Socket& socket) {
+  socket.SetTimeout(std::min(link_.timeout_s, kMaxHandshakeS)).IgnoreError();
   if (absl::Status s =
-          AcceptDataPlaneHandshake(socket, options_.security.job_token);
+          AcceptDataPlaneHandshake(socket, link_.security.job_token);
       !s.ok()) {
     LOG(WARNING) << "ring all-reduce data plane: connection refused: " << s;
     return;
   }
   // A call under way must make progress; a stall past the caller's
   // deadline ends it from the calling thread (RingReceiver::End).
-  socket.SetTimeout(options_.timeout_s).IgnoreError();
-  receiver_->ServeTcp(socket);
+  socket.SetTimeout(link_.timeout_s).IgnoreError();
+  link_.receiver->ServeTcp(socket);
 }
 
-absl::StatusOr<Socket> RingAllReduce::ConnectRight(absl::Time deadline) {
-  const int right = (rank_ + 1) % num_ranks_;
+absl::StatusOr<Socket> TcpRingTransport::ConnectRight(absl::Time deadline) {
   if (right_port_ == 0) {
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(deadline));
@@ -86,7 +106,7 @@ absl::StatusOr<Socket> RingAllReduce::ConnectRight(absl::Time deadline) {
   }
   std::string host;
   int grpc_port = 0;
-  if (absl::Status s = SplitHostPort(peers_[right], &host, &grpc_port);
+  if (absl::Status s = SplitHostPort(right_address_, &host, &grpc_port);
       !s.ok()) {
     return s;
   }
@@ -99,7 +119,7 @@ absl::StatusOr<Socket> RingAllReduce::ConnectRight(absl::Time deadline) {
   if (tls_client_ != nullptr) {
     socket->SetTimeout(std::min(SecondsLeft(deadline), kMaxHandshakeS))
         .IgnoreError();
-    const std::string& name = options_.security.tls_target_name_override;
+    const std::string& name = link_.security.tls_target_name_override;
     if (absl::Status s =
             tls_client_->Connect(*socket, name.empty() ? host : name);
         !s.ok()) {
@@ -107,7 +127,7 @@ absl::StatusOr<Socket> RingAllReduce::ConnectRight(absl::Time deadline) {
     }
   }
   if (absl::Status s =
-          OfferDataPlaneHandshake(*socket, options_.security.job_token);
+          OfferDataPlaneHandshake(*socket, link_.security.job_token);
       !s.ok()) {
     return s;
   }
@@ -117,12 +137,11 @@ absl::StatusOr<Socket> RingAllReduce::ConnectRight(absl::Time deadline) {
   return socket;
 }
 
-absl::Status RingAllReduce::SendTcp(RingCall* call,
+absl::Status TcpRingTransport::Send(RingCall* call,
                                     absl::Span<const float> data,
                                     absl::Time deadline) {
-  const int right = (rank_ + 1) % num_ranks_;
-  const std::string peer = absl::StrCat(
-      "ring all-reduce call ", call->generation, ": ", PeerName(right));
+  const std::string peer = absl::StrCat("ring all-reduce call ",
+                                        call->generation, ": ", right_name_);
   // Errors of the connection name the peer, as the gRPC path does.
   auto named = [&](const absl::Status& s) {
     return absl::Status(s.code(),
@@ -136,7 +155,7 @@ absl::Status RingAllReduce::SendTcp(RingCall* call,
     right_socket_.Close();
     absl::StatusOr<Socket> connected = ConnectRight(deadline);
     if (!connected.ok()) {
-      return receiver_->Fail(call, named(connected.status()));
+      return link_.receiver->Fail(call, named(connected.status()));
     }
     right_socket_ = *std::move(connected);
     ++connections_opened_;
@@ -146,15 +165,15 @@ absl::Status RingAllReduce::SendTcp(RingCall* call,
   Socket& socket = right_socket_;
 
   const RingSchedule& s = *call->schedule;
-  const int64_t chunk_elements = ChunkElements();
+  const int64_t chunk_elements = link_.chunk_elements;
   char raw[kFrameHeaderBytes];
   FrameHeader header;
   header.op = FrameOp::kRingHeader;
   header.a = static_cast<int64_t>(call->generation);
   header.b = s.num_elements();
-  header.count = static_cast<uint32_t>(num_ranks_);
+  header.count = static_cast<uint32_t>(link_.num_ranks);
   header.bytes = kRingHeaderPayloadBytes;
-  int64_t sender_rank = rank_;
+  int64_t sender_rank = link_.rank;
   EncodeFrameHeader(header, raw);
   iovec parts[2] = {{raw, sizeof(raw)}, {&sender_rank, sizeof(sender_rank)}};
   absl::Status status = socket.WriteAll(parts, /*more=*/true);
@@ -168,8 +187,8 @@ absl::Status RingAllReduce::SendTcp(RingCall* call,
       // before: forward each piece once it is reduced (or copied) here.
       if (step > 0) {
         if (absl::Status w =
-                receiver_->WaitReceived(call, step - 1, done + n, deadline,
-                                        /*stop_when_send_ends=*/false);
+                link_.receiver->WaitReceived(call, step - 1, done + n, deadline,
+                                             /*stop_when_send_ends=*/false);
             !w.ok()) {
           right_socket_.Close();  // tells the right neighbour
           return w;               // the call's first error
@@ -209,7 +228,7 @@ absl::Status RingAllReduce::SendTcp(RingCall* call,
   if (!status.ok()) right_socket_.Close();
   // The first error of the call wins: a local one or the right
   // neighbour's.
-  return receiver_->Fail(call, status.ok() ? status : named(status));
+  return link_.receiver->Fail(call, status.ok() ? status : named(status));
 }
 
 }  // namespace tessera
