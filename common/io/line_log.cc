@@ -98,7 +98,7 @@ absl::Status AppendWholeLine(const std::string& path, absl::string_view line) {
   const ssize_t written = ::write(fd, whole.data(), whole.size());
   if (written != static_cast<ssize_t>(whole.size())) {
     if (written >= 0) errno = ENOSPC;
-    return SystemError("appending to", path);
+    return SystemError("writing", path);
   }
   return absl::OkStatus();
 }

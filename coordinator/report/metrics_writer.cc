@@ -78,9 +78,11 @@ void MetricsWriter::WriteEpoch(const EpochResult& r, double best_auc) {
       events_->AddScalar(prefix + name, r.epoch, value).IgnoreError();
     };
     scalar("train_loss", r.train_loss);
-    scalar("train_accuracy", r.train_accuracy);
     scalar("test_loss", r.test_loss);
-    scalar("test_accuracy", r.test_accuracy);
+    if (r.has_accuracy) {
+      scalar("train_accuracy", r.train_accuracy);
+      scalar("test_accuracy", r.test_accuracy);
+    }
     if (r.auc >= 0) {
       scalar("auc", r.auc);
       scalar("log_loss", r.log_loss);
@@ -117,6 +119,11 @@ std::string MetricsWriter::EpochLine(const EpochResult& r,
                          {"mode", mode_},
                          {"late_shards", r.late_shards}};
   if (!r.extra_steps.empty()) line["extra_steps"] = r.extra_steps;
+  // A regression has no accuracy: its losses are its mean squared errors.
+  if (!r.has_accuracy) {
+    line.erase("train_accuracy");
+    line.erase("test_accuracy");
+  }
   // Which examples the epoch trained, as one number (exactly once by
   // identity: tests compare it with one pass's).
   if (r.extra_steps.empty() && r.digest_known) {
@@ -217,9 +224,12 @@ void MetricsWriter::WriteCharts(const std::vector<EpochResult>& results) {
   accuracy.AddSeries("test", std::move(test_acc));
   loss.AddSeries("train", std::move(train_loss));
   loss.AddSeries("test", std::move(test_loss));
-  for (const auto& [file, chart] :
-       {std::pair<const char*, const SvgChart*>{"accuracy.svg", &accuracy},
-        {"loss.svg", &loss}}) {
+  // A regression's accuracy would be a flat line at 0: no chart of it.
+  std::vector<std::pair<const char*, const SvgChart*>> charts = {
+      {"loss.svg", &loss}};
+  if (results.front().has_accuracy)
+    charts.push_back({"accuracy.svg", &accuracy});
+  for (const auto& [file, chart] : charts) {
     std::ofstream out(run_dir_ + "/" + file);
     out << chart->Render();
     CheckWritten(out, file);

@@ -214,9 +214,12 @@ int Export() {
       !s.ok()) {
     return Fail(s);
   }
-  std::printf("tessera_keras: wrote %s (checkpoint %s, global step %lld)\n",
-              FLAGS_output.c_str(), model->checkpoint.c_str(),
-              static_cast<long long>(model->global_step));
+  // Steps are worker steps everywhere (docs/operations.md, "Steps and
+  // global steps"), as the checkpoint's name counts them.
+  std::printf(
+      "tessera_keras: wrote %s (checkpoint %s, after %lld worker steps)\n",
+      FLAGS_output.c_str(), model->checkpoint.c_str(),
+      static_cast<long long>(model->global_step));
   return 0;
 }
 

@@ -111,5 +111,29 @@ TEST_F(PendingEpochTest, AnEpochLineAfterATornOneStartsALineOfItsOwn) {
       nlohmann::json::parse(Lines()[0], nullptr, false).is_discarded());
 }
 
+// A regression's epoch line has its losses (the MSE) and no accuracy, and
+// its run folder no accuracy chart (#42: "accuracy 0.0000" in every line).
+TEST_F(PendingEpochTest, ARegressionLineHasNoAccuracy) {
+  epoch_.has_accuracy = false;
+  epoch_.test_loss = 0.25;
+  writer_->WriteEpoch(epoch_, -1);
+  writer_->WriteCharts({epoch_});
+  ASSERT_EQ(Lines().size(), 1u);
+  const nlohmann::json line = nlohmann::json::parse(Lines()[0]);
+  EXPECT_FALSE(line.contains("test_accuracy")) << Lines()[0];
+  EXPECT_FALSE(line.contains("train_accuracy")) << Lines()[0];
+  EXPECT_EQ(line["test_loss"].get<double>(), 0.25);
+  EXPECT_TRUE(fs::exists(dir_ + "/loss.svg"));
+  EXPECT_FALSE(fs::exists(dir_ + "/accuracy.svg"));
+}
+
+TEST_F(PendingEpochTest, AClassifierLineHasItsAccuracy) {
+  writer_->WriteEpoch(epoch_, -1);
+  writer_->WriteCharts({epoch_});
+  const nlohmann::json line = nlohmann::json::parse(Lines()[0]);
+  EXPECT_EQ(line["test_accuracy"].get<double>(), 0.8);
+  EXPECT_TRUE(fs::exists(dir_ + "/accuracy.svg"));
+}
+
 }  // namespace
 }  // namespace tessera
