@@ -273,10 +273,8 @@ void ClusterCoordinator::WorkerLoop(int worker, WorkerStub* remote) {
     // Counts a finished step at once, so progress and a later failure see
     // it as done.
     auto done = [&](size_t i, StepResponse response) {
-      int64_t slowest = 0;
       {
         absl::MutexLock lock(&mu_);
-        if (options_.max_staleness >= 0) slowest = queue_.Slowest();
         queue_.Finish(worker);
         std::deque<absl::Time>& times = finish_times_[worker];
         times.push_back(absl::Now());
@@ -288,11 +286,10 @@ void ClusterCoordinator::WorkerLoop(int worker, WorkerStub* remote) {
       --inflight_;
       ++done_;
       // The slowest worker's step may free the others: a worker held back
-      // waits for the slowest to move, so only a move wakes them (waking
-      // every worker on every step cost O(workers^2) per step).
-      if (options_.max_staleness >= 0 && queue_.Slowest() != slowest) {
-        WakeAll();
-      }
+      // waits for the slowest to move, so only a move wakes them, and only
+      // those it lets run (waking every worker on every step cost
+      // O(workers^2) per step).
+      queue_.WakeFreed();
     };
     absl::Status status;
     if (taken.size() == 1) {
@@ -317,12 +314,8 @@ void ClusterCoordinator::WorkerLoop(int worker, WorkerStub* remote) {
     {
       absl::MutexLock lock(&mu_);
       // An idle worker with nothing queued no longer holds the others back.
-      const int64_t slowest =
-          options_.max_staleness >= 0 ? queue_.Slowest() : int64_t{0};
       queue_.SetBusy(worker, false);
-      if (options_.max_staleness >= 0 && queue_.Slowest() != slowest) {
-        WakeAll();
-      }
+      queue_.WakeFreed();
     }
     if (finished == taken.size()) continue;
     {

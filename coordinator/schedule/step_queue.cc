@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <utility>
 
 namespace tessera {
 
@@ -17,16 +18,43 @@ StepQueue::StepQueue(int num_queues, Options options, WakeFn wake)
     workers_[w].presence = Presence::kActive;
     workers_[w].serves = {w};
     servers_[w] = {w};
+    Rerank(w);
+  }
+}
+
+void StepQueue::Rerank(int worker) {
+  if (options_.max_staleness < 0) return;  // nobody asks for the slowest
+  Worker& w = workers_[worker];
+  if (w.in_up) up_.erase({w.key, worker});
+  if (w.in_holding) holding_.erase({w.key, worker});
+  w.key = w.finished;
+  w.in_up = !w.down && w.presence != Presence::kGone;
+  w.in_holding = w.in_up && (w.busy || w.serves_queued > 0);
+  if (w.in_up) up_.insert({w.key, worker});
+  if (w.in_holding) holding_.insert({w.key, worker});
+  // The slowest may have dropped: a worker held back from now on is
+  // woken when it rises again.
+  woken_for_ = std::min(woken_for_, Slowest());
+}
+
+void StepQueue::QueueChanged(int queue, bool was_empty) {
+  const bool empty = own_[queue].empty();
+  if (empty == was_empty) return;
+  for (int s : servers_[queue]) {
+    workers_[s].serves_queued += empty ? -1 : 1;
+    Rerank(s);
   }
 }
 
 int StepQueue::AddWorker() {
   workers_.emplace_back();
+  Rerank(num_workers() - 1);
   return num_workers() - 1;
 }
 
 void StepQueue::set_presence(int worker, Presence presence) {
   workers_[worker].presence = presence;
+  Rerank(worker);
 }
 
 void StepQueue::Activate(int worker, int queue) {
@@ -42,7 +70,9 @@ void StepQueue::Activate(int worker, int queue) {
   }
   w.presence = Presence::kActive;
   w.serves = {queue};
+  w.serves_queued = own_[queue].empty() ? 0 : 1;
   servers_[queue].push_back(worker);
+  Rerank(worker);
   UpdateStealable(queue);
   wake_(worker);
 }
@@ -53,6 +83,8 @@ std::vector<StepQueue::Handover> StepQueue::Leave(int worker, Presence to) {
   std::vector<Handover> handed;
   const std::vector<int> queues = std::move(workers_[worker].serves);
   workers_[worker].serves.clear();
+  workers_[worker].serves_queued = 0;
+  Rerank(worker);
   for (int q : queues) {
     std::vector<int>& servers = servers_[q];
     servers.erase(std::remove(servers.begin(), servers.end(), worker),
@@ -72,6 +104,10 @@ std::vector<StepQueue::Handover> StepQueue::Leave(int worker, Presence to) {
       if (to_worker >= 0) {
         servers.push_back(to_worker);
         workers_[to_worker].serves.push_back(q);
+        if (!own_[q].empty()) {
+          ++workers_[to_worker].serves_queued;
+          Rerank(to_worker);
+        }
         handed.push_back({q, to_worker});
         wake_(to_worker);
       }
@@ -106,20 +142,27 @@ int StepQueue::QueueForNewWorker() const {
 }
 
 int64_t StepQueue::Slowest(int except) const {
-  const bool any_unassigned = !any_.empty();
-  int64_t slowest = std::numeric_limits<int64_t>::max();
-  for (int w = 0; w < num_workers(); ++w) {
-    const Worker& x = workers_[w];
-    if (w == except || x.down || x.presence == Presence::kGone) continue;
-    if (x.busy || any_unassigned) {
-      slowest = std::min(slowest, x.finished);
-      continue;
-    }
-    bool queued = false;
-    for (int q : x.serves) queued |= !own_[q].empty();
-    if (queued) slowest = std::min(slowest, x.finished);
-  }
-  return slowest;
+  // With an unassigned step queued every worker that is up may take it,
+  // so every one of them holds the others back.
+  const Ranking& ranking = any_.empty() ? holding_ : up_;
+  auto it = ranking.begin();
+  if (it != ranking.end() && it->second == except) ++it;
+  return it == ranking.end() ? std::numeric_limits<int64_t>::max() : it->first;
+}
+
+void StepQueue::WakeFreed() {
+  if (options_.max_staleness < 0) return;
+  constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
+  const int64_t before = std::exchange(woken_for_, Slowest());
+  const int64_t now = woken_for_;
+  if (now <= before) return;
+  // A held-back worker is never the slowest, so Slowest() is its gate: it
+  // may go on once its finished count is at most Slowest() + S.
+  const int64_t s = options_.max_staleness;
+  const auto first = up_.lower_bound({before + s + 1, -1});
+  const auto last =
+      now >= kNone - s ? up_.end() : up_.lower_bound({now + s + 1, -1});
+  for (auto it = first; it != last; ++it) wake_(it->second);
 }
 
 int64_t StepQueue::Lead(int worker) const {
@@ -131,12 +174,19 @@ int64_t StepQueue::progress(int worker) const {
   return workers_[worker].finished - workers_[worker].credit;
 }
 
-void StepQueue::Finish(int worker) { ++workers_[worker].finished; }
+void StepQueue::Finish(int worker) {
+  ++workers_[worker].finished;
+  Rerank(worker);
+}
 
-void StepQueue::SetBusy(int worker, bool busy) { workers_[worker].busy = busy; }
+void StepQueue::SetBusy(int worker, bool busy) {
+  workers_[worker].busy = busy;
+  Rerank(worker);
+}
 
 void StepQueue::SetDown(int worker, bool down) {
   workers_[worker].down = down;
+  Rerank(worker);
   UpdateStealableOf(worker);
 }
 
@@ -186,6 +236,7 @@ void StepQueue::Enqueue(QueuedStep step, bool front) {
   step.seq = front ? front_seq_-- : back_seq_++;
   const int queue = step.queue;
   std::deque<QueuedStep>& q = queue < 0 ? any_ : own_[queue];
+  const bool was_empty = q.empty();
   if (front) {
     q.push_front(std::move(step));
   } else {
@@ -193,9 +244,14 @@ void StepQueue::Enqueue(QueuedStep step, bool front) {
   }
   ++queued_;
   if (queue < 0) {
+    // Every worker that is up holds the others back now.
+    if (options_.max_staleness >= 0) {
+      woken_for_ = std::min(woken_for_, Slowest());
+    }
     wake_(kEveryWorker);  // anyone's
     return;
   }
+  QueueChanged(queue, was_empty);
   for (int w : servers_[queue]) wake_(w);
   UpdateStealable(queue);
 }
@@ -212,7 +268,10 @@ QueuedStep StepQueue::PopOwn(int worker) {
   QueuedStep step = std::move(q.front());
   q.pop_front();
   --queued_;
-  if (from >= 0) UpdateStealable(from);
+  if (from >= 0) {
+    QueueChanged(from, /*was_empty=*/false);
+    UpdateStealable(from);
+  }
   return step;
 }
 
@@ -227,6 +286,7 @@ QueuedStep StepQueue::Steal() {
   QueuedStep step = std::move(own_[from].front());
   own_[from].pop_front();
   --queued_;
+  QueueChanged(from, /*was_empty=*/false);
   UpdateStealable(from);
   return step;
 }
@@ -247,14 +307,18 @@ void StepQueue::Take(int worker, int max_steps, std::vector<QueuedStep>* out) {
     }
   }
   workers_[worker].busy = true;
+  Rerank(worker);
 }
 
 std::vector<QueuedStep> StepQueue::Clear() {
   std::vector<QueuedStep> steps;
   steps.reserve(queued_);
-  for (std::deque<QueuedStep>& q : own_) {
+  for (int queue = 0; queue < num_queues_; ++queue) {
+    std::deque<QueuedStep>& q = own_[queue];
+    const bool was_empty = q.empty();
     for (QueuedStep& step : q) steps.push_back(std::move(step));
     q.clear();
+    QueueChanged(queue, was_empty);
   }
   for (QueuedStep& step : any_) steps.push_back(std::move(step));
   any_.clear();

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -39,7 +41,9 @@ struct QueuedStep {
 // worker serving it is down, or it holds steal_threshold steps or more).
 // With a staleness bound (ssp:S) a worker that has finished c steps takes
 // one only when every worker that holds the others back (up, and busy or
-// with steps it may take) has finished at least c - S.
+// with steps it may take) has finished at least c - S. The slowest of
+// them is a running minimum, so the gate costs O(1) per wake-up and
+// O(log workers) per change instead of O(workers).
 //
 // A worker is joining (takes nothing until Activate), active, draining
 // (finishes what it holds, takes no more) or gone; an active one may also
@@ -115,10 +119,21 @@ class StepQueue {
 
   // The fewest finished steps of a worker that holds the others back
   // (up, not gone, and busy or with steps it may take), `except` left
-  // out; INT64_MAX when there is none.
+  // out; INT64_MAX when there is none. O(1), from a running minimum kept
+  // in O(log workers) per change: it runs for every step and every
+  // wake-up of a worker. REQUIRES: a staleness bound (without one the
+  // minimum is not kept and this is INT64_MAX).
   int64_t Slowest(int except = -1) const;
   // How far `worker` is ahead of the slowest worker that still has work.
+  // O(1). REQUIRES: a staleness bound.
   int64_t Lead(int worker) const;
+  // Under a staleness bound: wakes the workers that the slowest moving up
+  // since the last call lets take a step (more than S steps ahead of it
+  // then, at most S ahead of it now); nobody when it did not go up. For
+  // the owner to call after a step finishes or a worker goes idle, when
+  // the slowest may move. O(log workers + the workers woken): a held-back
+  // worker is woken once each time it may go on, not at every step.
+  void WakeFreed();
   // With a staleness bound: the largest Lead a worker had when it took a
   // step.
   int64_t max_lead() const { return max_lead_; }
@@ -156,9 +171,16 @@ class StepQueue {
     // Of finished, what a worker that joined under a staleness bound was
     // counted as having finished (the slowest worker's steps then).
     int64_t credit = 0;
-    // The queues it serves.
+    // The queues it serves, and how many of them hold steps.
     std::vector<int> serves;
+    int serves_queued = 0;
+    // Where it stands in up_ and holding_, and under which count.
+    bool in_up = false;
+    bool in_holding = false;
+    int64_t key = 0;
   };
+  // (finished, worker): the running minimum of the finished counts.
+  using Ranking = std::set<std::pair<int64_t, int>>;
 
   // The oldest stealable step. REQUIRES: stealable_count_ > 0.
   QueuedStep Steal();
@@ -169,6 +191,13 @@ class StepQueue {
   void UpdateStealableOf(int worker);
   // Live servers of `queue` (not gone), down ones included.
   int LiveServers(int queue) const;
+  // Puts `worker` back in up_ and holding_ after anything they rank by
+  // changed (its finished count, down, presence, busy, its queues).
+  // O(log workers).
+  void Rerank(int worker);
+  // After queue `queue` changed (`was_empty`: it was empty before):
+  // keeps its servers' serves_queued right.
+  void QueueChanged(int queue, bool was_empty);
 
   const int num_queues_;
   const Options options_;
@@ -186,6 +215,16 @@ class StepQueue {
   std::vector<bool> stealable_;
   int stealable_count_ = 0;
   int64_t max_lead_ = 0;
+  // Under a staleness bound (else empty): the workers that are up and
+  // not gone, and of them those that hold the others back even with no
+  // unassigned step queued (busy, or a queue of theirs holds steps).
+  Ranking up_;
+  Ranking holding_;
+  // The lowest Slowest() since the last WakeFreed (it follows every drop
+  // at once and a rise only there): a worker held back since then is
+  // more than S steps ahead of it, and WakeFreed wakes it once it may go
+  // on.
+  int64_t woken_for_ = std::numeric_limits<int64_t>::max();
 };
 
 }  // namespace tessera

@@ -3,7 +3,9 @@
 
 #include "coordinator/schedule/step_queue.h"
 
+#include <algorithm>
 #include <limits>
+#include <random>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -197,6 +199,92 @@ TEST_F(StepQueueTest, ClearRemovesEveryStepAndStealing) {
   EXPECT_EQ(queue_->size(), 0);
   EXPECT_FALSE(queue_->HasWork(0));
   EXPECT_FALSE(queue_->HasWork(1));
+}
+
+TEST_F(StepQueueTest, WakeFreedWakesOnlyTheWorkersTheSlowestLetsGoOn) {
+  Make(4, /*steal_threshold=*/8, /*staleness=*/1);
+  for (int w = 0; w < 4; ++w) {
+    for (int i = 0; i < 3; ++i) Add(10 * w + i, w);
+  }
+  EXPECT_EQ(TakeSteps(3), (std::vector<int64_t>{30}));  // busy at 0
+  for (int w = 0; w < 2; ++w) {
+    RunOne(w);
+    RunOne(w);
+    EXPECT_FALSE(queue_->HasWork(w));  // 2 ahead of worker 3
+  }
+  RunOne(2);  // 1 ahead: not held back
+  woken_.clear();
+  queue_->WakeFreed();
+  EXPECT_TRUE(woken_.empty());  // the slowest did not move
+  queue_->Finish(3);
+  queue_->WakeFreed();
+  EXPECT_EQ(woken_, (std::vector<int>{0, 1}));
+  EXPECT_TRUE(queue_->HasWork(0));
+  EXPECT_TRUE(queue_->HasWork(1));
+  woken_.clear();
+  queue_->WakeFreed();
+  EXPECT_TRUE(woken_.empty());
+}
+
+// The running minimum against the definition, recomputed from scratch
+// after each of a random run of operations.
+TEST_F(StepQueueTest, SlowestIsTheMinimumOverTheWorkersThatHoldOthersBack) {
+  constexpr int kWorkers = 6;
+  Make(kWorkers, /*steal_threshold=*/3, /*staleness=*/2);
+  std::vector<int64_t> finished(kWorkers, 0);
+  std::vector<bool> busy(kWorkers, false), down(kWorkers, false);
+  std::vector<int> queued(kWorkers, 0);  // per queue
+  int unassigned = 0;
+  std::mt19937 rng(47);
+  for (int op = 0; op < 5000; ++op) {
+    const int w = static_cast<int>(rng() % kWorkers);
+    switch (rng() % 5) {
+      case 0: {
+        const int q = static_cast<int>(rng() % (kWorkers + 1)) - 1;
+        Add(op, q);
+        ++(q < 0 ? unassigned : queued[q]);
+        break;
+      }
+      case 1:
+        if (!busy[w] && queue_->HasWork(w)) {
+          std::vector<QueuedStep> out;
+          queue_->Take(w, 1, &out);
+          for (const QueuedStep& s : out) {
+            --(s.queue < 0 ? unassigned : queued[s.queue]);
+          }
+          busy[w] = true;
+        }
+        break;
+      case 2:
+        if (busy[w]) {
+          queue_->Finish(w);
+          ++finished[w];
+          queue_->SetBusy(w, false);
+          busy[w] = false;
+        }
+        break;
+      case 3:
+        down[w] = !down[w];
+        queue_->SetDown(w, down[w]);
+        break;
+      default:
+        if (rng() % 50 == 0) {
+          queue_->Clear();
+          std::fill(queued.begin(), queued.end(), 0);
+          unassigned = 0;
+        }
+    }
+    for (int except = -1; except < kWorkers; ++except) {
+      int64_t want = std::numeric_limits<int64_t>::max();
+      for (int x = 0; x < kWorkers; ++x) {
+        if (x == except || down[x]) continue;
+        if (busy[x] || unassigned > 0 || queued[x] > 0) {
+          want = std::min(want, finished[x]);
+        }
+      }
+      ASSERT_EQ(queue_->Slowest(except), want) << "op " << op;
+    }
+  }
 }
 
 }  // namespace
