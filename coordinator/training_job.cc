@@ -174,6 +174,24 @@ TrainingJob::TrainingJob(JobCluster cluster, JobConfig job, VariablePlan plan,
   loop.run_dir = options_.run_dir;
   loop.has_accuracy = has_accuracy_;
   loop_ = std::make_unique<EpochLoop>(job_, parts, std::move(loop));
+  OperatorCommandsParts command_parts;
+  command_parts.loop = loop_.get();
+  command_parts.setup = setup_.get();
+  command_parts.runner = runner_.get();
+  command_parts.health = health_.get();
+  command_parts.metrics = metrics_.get();
+  command_parts.board = &board_;
+  command_parts.control = &control_;
+  command_parts.in_steps = &in_steps_;
+  command_parts.out = out_;
+  OperatorCommandsOptions commands;
+  commands.mode = mode_;
+  commands.epochs = job_.schedule().epochs();
+  commands.num_workers = static_cast<int>(workers_.size());
+  commands.writes_checkpoints = checkpointer_ != nullptr;
+  commands.wait_for_commands = options_.wait_for_commands;
+  commands_ =
+      std::make_unique<OperatorCommands>(command_parts, std::move(commands));
   board_.Update([&](JobStatus* s) { s->set_epochs(job_.schedule().epochs()); });
 }
 
@@ -348,7 +366,7 @@ absl::Status TrainingJob::Train(const JobPosition& position) {
   if (!epoch.ok()) return epoch.status();
   if (loop_->stopped_inside_epoch()) return absl::OkStatus();
   if (!control_.stop_requested()) {
-    if (absl::Status s = ServeCommands(*epoch); !s.ok()) return s;
+    if (absl::Status s = commands_->Serve(*epoch); !s.ok()) return s;
   }
   loop_->EndAtStop(*epoch);
   return absl::OkStatus();

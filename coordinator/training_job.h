@@ -4,7 +4,6 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -30,6 +29,7 @@
 #include "coordinator/job_cluster.h"
 #include "coordinator/job_setup.h"
 #include "coordinator/membership/membership.h"
+#include "coordinator/operator_commands.h"
 #include "coordinator/ps_recovery.h"
 #include "coordinator/replica_repair.h"
 #include "coordinator/report/epoch_result.h"
@@ -140,16 +140,6 @@ class TrainingJob : public ElasticControl {
   // --evaluate_only: restores the newest checkpoint and evaluates it.
   absl::Status EvaluateCheckpoint();
 
-  // Operator commands (operator_commands.cc).
-  // Serves tessera_ctl after the epochs: checkpoints, extra steps, stop.
-  absl::Status ServeCommands(int epoch);
-  // Runs `steps` more steps (global steps in lockstep modes) continuing
-  // the data order, evaluates, and reports them. A checkpoint or stop
-  // asked for meanwhile is taken at the next step boundary.
-  absl::Status RunExtraSteps(int64_t steps);
-  // A checkpoint at the current step boundary, past the epochs.
-  void CheckpointBetweenSteps();
-
   void ShutdownCluster();
 
   const JobConfig job_;
@@ -181,15 +171,13 @@ class TrainingJob : public ElasticControl {
   std::unique_ptr<JobSetup> setup_;
 
   const absl::Time start_time_ = absl::Now();
-  // Steps of a started epoch that extra steps have not used yet.
-  std::deque<PlannedStep> extra_plan_;
-  int64_t extra_steps_run_ = 0;
   // While steps run, a stop waits for the next step boundary.
   std::atomic<bool> in_steps_{false};
   // False for a regression (mean-squared-error loss): no accuracy to
   // report (EpochResult::has_accuracy).
   bool has_accuracy_ = true;
   std::unique_ptr<EpochLoop> loop_;
+  std::unique_ptr<OperatorCommands> commands_;
 
   // Joins and drains, taken while the epochs run.
   std::unique_ptr<ElasticJoins> joins_;
