@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -22,6 +23,14 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+
+// What a model that ignores the tables reaches on this data set: the same
+// job with its tables frozen at their initial rows scores 0.652, and a
+// logistic regression on the dense columns alone 0.656. Two epochs with
+// the tables trained reach 0.693-0.699 in every mode, so an AUC above
+// kTablesLearnedAuc shows that the tables learned, which "above chance"
+// (0.5) or 0.6 did not.
+constexpr double kTablesLearnedAuc = 0.675;
 
 class CtrTrainingTest : public ::testing::Test {
  protected:
@@ -66,11 +75,20 @@ class CtrTrainingTest : public ::testing::Test {
 };
 
 TEST_F(CtrTrainingTest, GrowingTablesLearnWellAboveChance) {
+  // The baseline that ignores the feature under test: the tables frozen
+  // at their first rows (a learning rate of 0).
+  const nlohmann::json frozen = Train(
+      "--vocab_size=0 --embedding_optimizer=sgd --embedding_learning_rate=0");
+  ASSERT_TRUE(frozen.contains("auc")) << output_;
+  fs::remove_all(dir_ / "run");  // a new job, not a resumed one
   nlohmann::json m = Train("--vocab_size=0");
   ASSERT_TRUE(m.contains("auc")) << output_;
-  // Chance is 0.5; the generator's best is about 0.73 on this small set,
-  // and two short epochs get about 0.66.
-  EXPECT_GT(m["auc"].get<double>(), 0.6) << output_;
+  // Chance is 0.5; the generator's best is about 0.73 on this small set.
+  EXPECT_GT(m["auc"].get<double>(), kTablesLearnedAuc) << output_;
+  EXPECT_GT(m["auc"].get<double>(), frozen["auc"].get<double>() + 0.02)
+      << "the tables add nothing over frozen ones";
+  std::printf("[ctr] growing tables: AUC %.4f, tables frozen %.4f\n",
+              m["auc"].get<double>(), frozen["auc"].get<double>());
   EXPECT_GT(m["best_auc"].get<double>(), 0.7);
   EXPECT_LE(m["auc"].get<double>(), m["best_auc"].get<double>() + 0.02);
   EXPECT_EQ(m["examples"].get<int64_t>(), 8000);
@@ -81,7 +99,7 @@ TEST_F(CtrTrainingTest, FixedTablesSplitByThePartitionerLearnToo) {
   // 2000 rows per table, two shards each over the two servers.
   nlohmann::json m = Train("--vocab_size=2000 --partitioner=fixed");
   ASSERT_TRUE(m.contains("auc")) << output_;
-  EXPECT_GT(m["auc"].get<double>(), 0.6) << output_;
+  EXPECT_GT(m["auc"].get<double>(), kTablesLearnedAuc) << output_;
 }
 
 // Sync mode with tables (#30): growing and fixed tables, every example
@@ -95,7 +113,7 @@ TEST_F(CtrTrainingTest, SyncModeTrainsGrowingAndFixedTables) {
     EXPECT_EQ(m["mode"], "sync");
     EXPECT_EQ(m["examples"].get<int64_t>(), 8000);
     EXPECT_EQ(m["late_shards"].get<int64_t>(), 0);
-    EXPECT_GT(m["auc"].get<double>(), 0.6) << output_;
+    EXPECT_GT(m["auc"].get<double>(), kTablesLearnedAuc) << output_;
   }
 }
 
@@ -141,7 +159,7 @@ TEST_F(CtrTrainingTest, MirroredModeReplicatesFixedTables) {
   const nlohmann::json m = nlohmann::json::parse(last);
   EXPECT_EQ(m["mode"], "mirrored");
   EXPECT_EQ(m["examples"].get<int64_t>(), 8000);
-  EXPECT_GT(m["auc"].get<double>(), 0.6) << run.output;
+  EXPECT_GT(m["auc"].get<double>(), kTablesLearnedAuc) << run.output;
 }
 
 // Mirrored replicas hold no growing tables: refused before anything
@@ -176,7 +194,7 @@ TEST_F(CtrTrainingTest, HybridModesTrainGrowingAndFixedTables) {
       EXPECT_EQ(m["mode"], mode);
       EXPECT_EQ(m["examples"].get<int64_t>(), 8000);
       EXPECT_EQ(m["late_shards"].get<int64_t>(), 0);
-      EXPECT_GT(m["auc"].get<double>(), 0.6) << output_;
+      EXPECT_GT(m["auc"].get<double>(), kTablesLearnedAuc) << output_;
     }
   }
 }

@@ -4,7 +4,8 @@
 #    Fashion-MNIST images for one epoch learns (test accuracy above 0.6;
 #    chance is 0.1);
 #  - the click model (deploy/jobs/ctr_click.textproto) on 20000 generated
-#    examples learns (test AUC above 0.6; chance is 0.5);
+#    examples learns from its tables (test AUC above 0.76 after 3 epochs;
+#    chance is 0.5, the dense columns alone 0.735);
 #  - a broken description exits 2 with an error naming the layer;
 #  - the MLP on TFRecord files (issue #33, defects 1 and 2): the trainer
 #    reads the job's own records (it used to fail "cannot open: "), and
@@ -31,12 +32,16 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$GEN" --train_examples=20000 --test_examples=4000 --out_dir="$tmp/ctr" \
   > /dev/null 2>&1
+# A logistic regression on the dense columns alone reaches 0.735 on this
+# data, and one epoch with the tables 0.737: the bound must sit above what
+# ignores the tables, so three epochs (0.786), above 0.76.
 out=$("$TRAIN" --job_file="$ROOT/deploy/jobs/ctr_click.textproto" \
-  --data_dir="$tmp/ctr" --epochs=1 2>/dev/null)
+  --data_dir="$tmp/ctr" --epochs=3 2>/dev/null)
 echo "$out"
-auc=$(echo "$out" | awk '$1 == "1" { print $6 }')
-awk -v a="$auc" 'BEGIN { exit !(a > 0.6) }' || {
-  echo "FAIL: test AUC $auc, expected > 0.6"; exit 1; }
+auc=$(echo "$out" | awk '$1 == "3" { print $6 }')
+awk -v a="$auc" 'BEGIN { exit !(a > 0.76) }' || {
+  echo "FAIL: test AUC $auc, expected > 0.76 (dense columns alone: 0.735)"
+  exit 1; }
 
 sed 's/inputs: "pool2" flatten/inputs: "pool2" dropout { rate: 0.1 } } layers { name: "x" inputs: "flat" flatten/' \
   "$ROOT/deploy/jobs/cnn_fashion_mnist.textproto" > "$tmp/bad.textproto"
