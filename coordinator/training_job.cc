@@ -27,6 +27,51 @@ TrainingJob::TrainingJob(JobCluster cluster, JobConfig job, VariablePlan plan,
       out_(options_.out),
       ps_(std::move(cluster.ps)) {
   const int num_workers = static_cast<int>(cluster.workers.size());
+  ResolveMode(num_workers);
+  metrics_ =
+      std::make_unique<MetricsWriter>(options_.run_dir, mode_.ToString(), out_);
+  std::vector<std::unique_ptr<WorkerStub>> stubs;
+  for (std::unique_ptr<WorkerTask>& w : cluster.workers) {
+    workers_.push_back(w.get());
+    stubs.push_back(std::move(w));
+  }
+  membership_ = std::make_unique<Membership>(workers_);
+  coordinator_ = std::make_unique<ClusterCoordinator>(std::move(stubs),
+                                                      SchedulerOptions());
+  ElasticJoinsOptions joins;
+  joins.mode = mode_;
+  joins.connect_worker = options_.connect_worker;
+  joins.cluster_jobs = options_.cluster_jobs;
+  joins.cluster_wait = options_.cluster_wait;
+  joins_ = std::make_unique<ElasticJoins>(
+      coordinator_.get(), membership_.get(),
+      [this](int index, int queue) { return setup_->JoinConfig(index, queue); },
+      out_, std::move(joins));
+  std::vector<PsClient*> clients;
+  for (auto& p : ps_) clients.push_back(p.get());
+  health_ = std::make_unique<ClusterHealth>(clients, workers_, out_,
+                                            options_.startup_concurrency);
+  MakeCheckpoints(clients);
+  JobSetupOptions setup;
+  setup.startup_concurrency = options_.startup_concurrency;
+  setup.ps_recovery_timeout = options_.ps_recovery_timeout;
+  setup.worker_recovery_timeout = options_.coordinator.worker_recovery_timeout;
+  setup.prefetch_parameters = options_.prefetch_parameters;
+  setup_ = std::make_unique<JobSetup>(job_, plan_, served_, replicated_, mode_,
+                                      clients, workers_, health_.get(),
+                                      checkpointer_.get(), out_, setup);
+  MakeRunner(num_workers);
+  // The workers active when an evaluation starts share the test set.
+  evaluator_ = std::make_unique<TestSetEvaluator>(
+      [this] { return membership_->Active(); },
+      static_cast<int>(workers_.size()),
+      options_.coordinator.worker_recovery_timeout);
+  MakeEpochLoop();
+  MakeOperatorCommands();
+  board_.Update([&](JobStatus* s) { s->set_epochs(job_.schedule().epochs()); });
+}
+
+void TrainingJob::ResolveMode(int num_workers) {
   std::string mode_note;
   absl::StatusOr<TrainingMode> mode =
       ModeForCluster(job_.mode(), static_cast<int>(ps_.size()), &mode_note);
@@ -43,9 +88,21 @@ TrainingJob::TrainingJob(JobCluster cluster, JobConfig job, VariablePlan plan,
       !s.ok() && mode_error_.ok()) {
     mode_error_ = s;
   }
-  metrics_ =
-      std::make_unique<MetricsWriter>(options_.run_dir, mode_.ToString(), out_);
+  // Hybrid: the servers hold the tables only.
+  if (absl::StatusOr<std::vector<TablePlan>> tables =
+          PlaceTables(plan_.variables, job_, mode_);
+      tables.ok()) {
+    replicated_ = ReplicatedTables(*tables);
+  } else if (mode_error_.ok()) {
+    mode_error_ = tables.status();
+  }
+  served_ = ServedPlan(plan_, mode_, replicated_);
+  if (absl::StatusOr<ModelDef> model = JobModel(job_); model.ok()) {
+    has_accuracy_ = model->loss().kind() != LossDef::MEAN_SQUARED_ERROR;
+  }
+}
 
+CoordinatorOptions TrainingJob::SchedulerOptions() {
   CoordinatorOptions coordinator_options = options_.coordinator;
   coordinator_options.on_member_event = [this](int worker, MemberEvent event,
                                                const std::string& note) {
@@ -67,67 +124,34 @@ TrainingJob::TrainingJob(JobCluster cluster, JobConfig job, VariablePlan plan,
       !(mode_.replicates_dense() && !mode_.aggregates_steps())) {
     coordinator_options.steps_per_call = 1;
   }
-  std::vector<std::unique_ptr<WorkerStub>> stubs;
-  for (std::unique_ptr<WorkerTask>& w : cluster.workers) {
-    workers_.push_back(w.get());
-    stubs.push_back(std::move(w));
-  }
-  membership_ = std::make_unique<Membership>(workers_);
-  coordinator_ = std::make_unique<ClusterCoordinator>(std::move(stubs),
-                                                      coordinator_options);
-  ElasticJoinsOptions joins;
-  joins.mode = mode_;
-  joins.connect_worker = options_.connect_worker;
-  joins.cluster_jobs = options_.cluster_jobs;
-  joins.cluster_wait = options_.cluster_wait;
-  joins_ = std::make_unique<ElasticJoins>(
-      coordinator_.get(), membership_.get(),
-      [this](int index, int queue) { return setup_->JoinConfig(index, queue); },
-      out_, std::move(joins));
-  std::vector<PsClient*> clients;
-  for (auto& p : ps_) clients.push_back(p.get());
-  health_ = std::make_unique<ClusterHealth>(clients, workers_, out_,
-                                            options_.startup_concurrency);
-  // Hybrid: the servers hold the tables only.
-  if (absl::StatusOr<std::vector<TablePlan>> tables =
-          PlaceTables(plan_.variables, job_, mode_);
-      tables.ok()) {
-    replicated_ = ReplicatedTables(*tables);
-  } else if (mode_error_.ok()) {
-    mode_error_ = tables.status();
-  }
-  served_ = ServedPlan(plan_, mode_, replicated_);
-  if (absl::StatusOr<ModelDef> model = JobModel(job_); model.ok()) {
-    has_accuracy_ = model->loss().kind() != LossDef::MEAN_SQUARED_ERROR;
-  }
+  return coordinator_options;
+}
+
+void TrainingJob::MakeCheckpoints(const std::vector<PsClient*>& clients) {
   // Checkpoints hold what the servers hold and, in mirrored and hybrid
   // jobs, the workers' replica.
-  if (!options_.checkpoint_dir.empty() &&
-      (!ps_.empty() || mode_.replicates_dense())) {
-    checkpointer_ = std::make_unique<JobCheckpointer>(
-        options_.checkpoint_dir, options_.keep_checkpoints, clients, job_);
-    if (mode_.replicates_dense()) {
-      replica_checkpoints_ = std::make_unique<WorkerReplicas>(
-          workers_, options_.startup_concurrency);
-      checkpointer_->SetReplicas(replica_checkpoints_.get());
-    }
-    PsRecoveryOptions recovery;
-    recovery.restore = options_.restore;
-    recovery.epochs = job_.schedule().epochs();
-    recovery.timeout = options_.ps_recovery_timeout;
-    recovery.init_checkpoint = options_.init_checkpoint;
-    recovery_ = std::make_unique<PsRecovery>(
-        checkpointer_.get(), health_.get(), coordinator_.get(), &board_,
-        [this] { return setup_->CreateVariables(); }, out_, recovery);
+  if (options_.checkpoint_dir.empty() ||
+      (ps_.empty() && !mode_.replicates_dense())) {
+    return;
   }
-  JobSetupOptions setup;
-  setup.startup_concurrency = options_.startup_concurrency;
-  setup.ps_recovery_timeout = options_.ps_recovery_timeout;
-  setup.worker_recovery_timeout = options_.coordinator.worker_recovery_timeout;
-  setup.prefetch_parameters = options_.prefetch_parameters;
-  setup_ = std::make_unique<JobSetup>(job_, plan_, served_, replicated_, mode_,
-                                      clients, workers_, health_.get(),
-                                      checkpointer_.get(), out_, setup);
+  checkpointer_ = std::make_unique<JobCheckpointer>(
+      options_.checkpoint_dir, options_.keep_checkpoints, clients, job_);
+  if (mode_.replicates_dense()) {
+    replica_checkpoints_ = std::make_unique<WorkerReplicas>(
+        workers_, options_.startup_concurrency);
+    checkpointer_->SetReplicas(replica_checkpoints_.get());
+  }
+  PsRecoveryOptions recovery;
+  recovery.restore = options_.restore;
+  recovery.epochs = job_.schedule().epochs();
+  recovery.timeout = options_.ps_recovery_timeout;
+  recovery.init_checkpoint = options_.init_checkpoint;
+  recovery_ = std::make_unique<PsRecovery>(
+      checkpointer_.get(), health_.get(), coordinator_.get(), &board_,
+      [this] { return setup_->CreateVariables(); }, out_, recovery);
+}
+
+void TrainingJob::MakeRunner(int num_workers) {
   StepRunnerOptions runner;
   runner.mode = mode_;
   runner.num_workers = num_workers;
@@ -136,25 +160,22 @@ TrainingJob::TrainingJob(JobCluster cluster, JobConfig job, VariablePlan plan,
   runner.steps_per_call = options_.coordinator.steps_per_call;
   runner_ = std::make_unique<StepRunner>(coordinator_.get(), runner, &board_,
                                          metrics_.get(), out_);
-  if (replica_checkpoints_ != nullptr) {
-    // A worker that dies inside a round costs that round, not the steps
-    // since the checkpoint: the survivors' replica is copied through the
-    // checkpoint folder, which every worker reads.
-    replica_repair_ = std::make_unique<ReplicaRepair>(
-        coordinator_.get(), health_.get(), replica_checkpoints_.get(),
-        (std::filesystem::path(options_.checkpoint_dir) / "replica-copy")
-            .string(),
-        job_, out_);
-    runner_->SetRoundRepair(
-        [this](int64_t global_step, const absl::Status& error) {
-          return replica_repair_->Repair(global_step, error);
-        });
-  }
-  // The workers active when an evaluation starts share the test set.
-  evaluator_ = std::make_unique<TestSetEvaluator>(
-      [this] { return membership_->Active(); },
-      static_cast<int>(workers_.size()),
-      options_.coordinator.worker_recovery_timeout);
+  if (replica_checkpoints_ == nullptr) return;
+  // A worker that dies inside a round costs that round, not the steps
+  // since the checkpoint: the survivors' replica is copied through the
+  // checkpoint folder, which every worker reads.
+  replica_repair_ = std::make_unique<ReplicaRepair>(
+      coordinator_.get(), health_.get(), replica_checkpoints_.get(),
+      (std::filesystem::path(options_.checkpoint_dir) / "replica-copy")
+          .string(),
+      job_, out_);
+  runner_->SetRoundRepair(
+      [this](int64_t global_step, const absl::Status& error) {
+        return replica_repair_->Repair(global_step, error);
+      });
+}
+
+void TrainingJob::MakeEpochLoop() {
   EpochLoopParts parts;
   parts.coordinator = coordinator_.get();
   parts.runner = runner_.get();
@@ -174,25 +195,26 @@ TrainingJob::TrainingJob(JobCluster cluster, JobConfig job, VariablePlan plan,
   loop.run_dir = options_.run_dir;
   loop.has_accuracy = has_accuracy_;
   loop_ = std::make_unique<EpochLoop>(job_, parts, std::move(loop));
-  OperatorCommandsParts command_parts;
-  command_parts.loop = loop_.get();
-  command_parts.setup = setup_.get();
-  command_parts.runner = runner_.get();
-  command_parts.health = health_.get();
-  command_parts.metrics = metrics_.get();
-  command_parts.board = &board_;
-  command_parts.control = &control_;
-  command_parts.in_steps = &in_steps_;
-  command_parts.out = out_;
+}
+
+void TrainingJob::MakeOperatorCommands() {
+  OperatorCommandsParts parts;
+  parts.loop = loop_.get();
+  parts.setup = setup_.get();
+  parts.runner = runner_.get();
+  parts.health = health_.get();
+  parts.metrics = metrics_.get();
+  parts.board = &board_;
+  parts.control = &control_;
+  parts.in_steps = &in_steps_;
+  parts.out = out_;
   OperatorCommandsOptions commands;
   commands.mode = mode_;
   commands.epochs = job_.schedule().epochs();
   commands.num_workers = static_cast<int>(workers_.size());
   commands.writes_checkpoints = checkpointer_ != nullptr;
   commands.wait_for_commands = options_.wait_for_commands;
-  commands_ =
-      std::make_unique<OperatorCommands>(command_parts, std::move(commands));
-  board_.Update([&](JobStatus* s) { s->set_epochs(job_.schedule().epochs()); });
+  commands_ = std::make_unique<OperatorCommands>(parts, std::move(commands));
 }
 
 TrainingJob::~TrainingJob() { joins_->Close(); }

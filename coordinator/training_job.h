@@ -95,12 +95,14 @@ struct TrainingJobOptions {
   std::map<std::string, std::vector<std::string>> cluster_jobs;
 };
 
-// The coordinator's job from start to end: wait for the cluster, create
-// the variables through the partitioner, configure the workers with their
-// dataset shards, run the epochs (schedule every step, join at the epoch
-// boundary, evaluate), serve operators' commands, report, and stop the
-// cluster. Its parts: ClusterHealth, PsRecovery, StepRunner,
-// TestSetEvaluator, MetricsWriter; operator_commands.cc serves tessera_ctl.
+// The coordinator's job from start to end: wait for the cluster, set it
+// up, run the epochs, serve operators' commands, report, and stop the
+// cluster. TrainingJob wires the parts, each one concept with its own
+// header: JobSetup (variables, data plan, worker configurations, the
+// first restore), EpochLoop (epochs, evaluation, checkpoint cadence,
+// recovery and resume), OperatorCommands (tessera_ctl after the epochs),
+// ElasticJoins (workers joining and draining while it trains), and
+// ClusterHealth, PsRecovery, StepRunner, TestSetEvaluator, MetricsWriter.
 //
 // Elastic: workers join (AddWorker) and drain (DrainWorker) while it runs
 // (ElasticJoins), and with CoordinatorOptions::remove_lost_workers a
@@ -134,6 +136,18 @@ class TrainingJob : public ElasticControl {
   absl::StatusOr<int> DrainWorker(const std::string& worker) override;
 
  private:
+  // Wiring, in the constructor's order. The mode this cluster runs (or
+  // mode_error_), what the servers hold, whether there is an accuracy.
+  void ResolveMode(int num_workers);
+  // The ClusterCoordinator's options for the mode.
+  CoordinatorOptions SchedulerOptions();
+  // Checkpoints and the recovery from them (none without checkpoint_dir).
+  void MakeCheckpoints(const std::vector<PsClient*>& clients);
+  // The step runner, repairing a mirrored round's lost replica.
+  void MakeRunner(int num_workers);
+  void MakeEpochLoop();
+  void MakeOperatorCommands();
+
   absl::Status RunJob();
   // The epochs, then operators' commands, then the end of a stop.
   absl::Status Train(const JobPosition& position);
