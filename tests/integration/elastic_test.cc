@@ -26,6 +26,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "common/example_digest.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -314,11 +315,14 @@ TEST_P(ElasticTest, EveryEpochTrainsEveryExampleOnce) {
 INSTANTIATE_TEST_SUITE_P(
     Elastic, ElasticTest,
     ::testing::Combine(::testing::Values("join", "drain", "die"),
-                       ::testing::Values("async", "sync"),
+                       ::testing::Values("async", "sync", "ssp:2"),
                        ::testing::Values("idx", "tfrecord")),
     [](const ::testing::TestParamInfo<Case>& info) {
-      return absl::StrCat(std::get<0>(info.param), "_", std::get<1>(info.param),
-                          "_", std::get<2>(info.param));
+      // "ssp:2" -> "ssp2": a test's name has no ':'.
+      return absl::StrReplaceAll(
+          absl::StrCat(std::get<0>(info.param), "_", std::get<1>(info.param),
+                       "_", std::get<2>(info.param)),
+          {{":", ""}});
     });
 
 }  // namespace
