@@ -169,8 +169,12 @@ TEST(ControlTest, StatusScheduleJoinCheckpointStop) {
 // flight, checkpoints at that step, reports what was trained and exits 3;
 // the job started again on that checkpoint resumes the epoch where it
 // stopped, and the epoch covers every example exactly once (the job would
-// fail its coverage check otherwise). Both workers are paused (SIGSTOP)
-// while the stop is asked for, so the stop lands inside epoch 2.
+// fail its coverage check otherwise). Both workers stop themselves
+// (SIGSTOP at the fault point "step", common/process/fault_point.h) in
+// their 551st step, inside epoch 2 (each takes about 469 steps an epoch),
+// and stay stopped while the stop is asked for, so it lands inside epoch 2
+// whatever the machine's load: seeing epoch 1's line and then pausing them
+// could come too late.
 TEST(ControlTest, StopInsideAnEpochCheckpointsThereAndResumes) {
   if (!fs::exists(kData))
     TESSERA_SKIP_UNLESS_REQUIRED(kRequireData) << kData << " is not installed";
@@ -189,12 +193,18 @@ TEST(ControlTest, StopInsideAnEpochCheckpointsThereAndResumes) {
       " -- --epochs=3 --train_examples=30000 --test_examples=1000"
       " --batch_size=32 --checkpoint_dir=",
       ck);
+  const fs::path faults = dir / "faults";
+  fs::create_directories(faults);
+  for (const char* worker : {"worker-0", "worker-1"}) {
+    std::ofstream(faults / absl::StrCat(worker, ".step")) << "stop 550";
+  }
+  const std::string hit0 = (faults / "worker-0.step.hit").string();
+  const std::string hit1 = (faults / "worker-1.step.hit").string();
   const std::string script = absl::StrCat(
-      local, " --run_dir=", rd.string(), job, " > ", out.string(),
-      " 2>&1 &\nlauncher=$!\n",
-      "for i in $(seq 1 1200); do grep -q 'epoch 1/3: train loss' ",
-      out.string(), " && break; sleep 0.05; done\n", "kill -STOP $(cat ",
-      rd.string(), "/pids/worker-0) $(cat ", rd.string(), "/pids/worker-1)\n",
+      "export TESSERA_FAULT_POINTS=", faults.string(), "\n", local,
+      " --run_dir=", rd.string(), job, " > ", out.string(),
+      " 2>&1 &\nlauncher=$!\n", "for i in $(seq 1 1200); do [ -e ", hit0,
+      " ] && [ -e ", hit1, " ] && break; sleep 0.05; done\n",
       "addr=$(awk '$1 == \"chief\" {print $2}' ", out.string(), ")\n",
       "export TESSERA_JOB_TOKEN=$(cat ", rd.string(), "/job.token)\n", ctl,
       " --coordinator=$addr stop 'mid epoch'; echo stop_exit=$?\n",
