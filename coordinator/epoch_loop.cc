@@ -88,6 +88,54 @@ absl::Status EpochLoop::Evaluate(EpochResult* result) {
   return absl::OkStatus();
 }
 
+absl::Status EpochLoop::EvaluateCheckpoint(int workers) {
+  if (parts_.checkpointer == nullptr) {
+    return absl::FailedPreconditionError(
+        "--evaluate_only needs --checkpoint_dir");
+  }
+  std::vector<std::string> rejected;
+  absl::StatusOr<ValidCheckpoint> latest =
+      parts_.checkpointer->Latest(&rejected);
+  for (const std::string& why : rejected) {
+    std::fprintf(parts_.out, "checkpoint rejected: %s\n", why.c_str());
+  }
+  if (!latest.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--evaluate_only: no checkpoint to evaluate in ",
+        parts_.checkpointer->root(), ": ", latest.status().message()));
+  }
+  if (absl::Status s = parts_.checkpointer->Restore(*latest); !s.ok()) return s;
+  EpochResult result;
+  result.epoch = latest->manifest.epoch() - 1;
+  const absl::Time start = absl::Now();
+  if (absl::Status s = Evaluate(&result); !s.ok()) return s;
+  result.seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  const std::string figures =
+      options_.has_accuracy
+          ? absl::StrFormat("test loss %.4f, test accuracy %.4f",
+                            result.test_loss, result.test_accuracy)
+          : absl::StrFormat("test loss (MSE) %.4f", result.test_loss);
+  std::fprintf(parts_.out,
+               "evaluated %s (after epoch %d) on %lld test examples with %d "
+               "workers: %s\n",
+               latest->path.c_str(), result.epoch,
+               static_cast<long long>(parts_.setup->test_examples()), workers,
+               figures.c_str());
+  if (result.auc >= 0) {
+    std::fprintf(
+        parts_.out,
+        "evaluated: test AUC %.6f (best achievable %s), test log loss %.6f\n",
+        result.auc,
+        parts_.setup->best_auc() >= 0
+            ? absl::StrFormat("%.4f", parts_.setup->best_auc()).c_str()
+            : "unknown",
+        result.log_loss);
+  }
+  std::fflush(parts_.out);
+  parts_.metrics->WriteEpoch(result, parts_.setup->best_auc());
+  return absl::OkStatus();
+}
+
 absl::Status EpochLoop::CheckEpochCoverage(const EpochResult& result) const {
   // A one-pass epoch reads each training example exactly once: a step lost
   // or run twice (a failed worker's step re-run) would show here. A bad

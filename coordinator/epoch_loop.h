@@ -85,6 +85,10 @@ class EpochLoop {
 
   // Evaluates the model on the test set into `result`.
   absl::Status Evaluate(EpochResult* result);
+  // --evaluate_only: restores the newest checkpoint and evaluates it on
+  // the test set with `workers` workers; nothing is trained or written to
+  // the checkpoints.
+  absl::Status EvaluateCheckpoint(int workers);
   // Writes a checkpoint at `position` and tells waiting operators.
   absl::StatusOr<std::string> SaveCheckpoint(const JobPosition& position);
   // Where the job is now, at a step boundary, after epoch `epoch` began.

@@ -108,6 +108,16 @@ absl::Status JobSetup::CreateVariables() {
   return absl::OkStatus();
 }
 
+absl::Status JobSetup::WarmStartFrom(const std::string& root) {
+  if (ps_.empty() || mode_.replicates_dense()) {
+    return absl::InvalidArgumentError(
+        "--init_checkpoint needs the dense variables on parameter servers "
+        "(mirrored and hybrid training start from the initializers)");
+  }
+  JobCheckpointer init(root, 1, ps_, job_);
+  return WarmStart(root, init, out_);
+}
+
 bool JobSetup::ServerMayComeBack(const absl::Status& s) const {
   return IsTransient(s) || !health_->FailedServers().empty();
 }

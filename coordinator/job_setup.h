@@ -76,6 +76,9 @@ class JobSetup {
   // PsRecovery::Start (restore the newest checkpoint, or write the first),
   // again from the start while a parameter server that died comes back.
   absl::StatusOr<JobPosition> StartFromCheckpoint(PsRecovery* recovery);
+  // A job that resumes no checkpoint of its own: the variables' first
+  // values from the checkpoint root `root` (ps_recovery.h WarmStart).
+  absl::Status WarmStartFrom(const std::string& root);
   // Whether failure `s` came from a parameter server that died or lost
   // its shards, and may come back.
   bool ServerMayComeBack(const absl::Status& s) const;

@@ -267,52 +267,6 @@ void TrainingJob::Stop(const std::string& reason) {
   }
 }
 
-absl::Status TrainingJob::EvaluateCheckpoint() {
-  if (checkpointer_ == nullptr) {
-    return absl::FailedPreconditionError(
-        "--evaluate_only needs --checkpoint_dir");
-  }
-  std::vector<std::string> rejected;
-  absl::StatusOr<ValidCheckpoint> latest = checkpointer_->Latest(&rejected);
-  for (const std::string& why : rejected) {
-    std::fprintf(out_, "checkpoint rejected: %s\n", why.c_str());
-  }
-  if (!latest.ok()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("--evaluate_only: no checkpoint to evaluate in ",
-                     checkpointer_->root(), ": ", latest.status().message()));
-  }
-  if (absl::Status s = checkpointer_->Restore(*latest); !s.ok()) return s;
-  EpochResult result;
-  result.epoch = latest->manifest.epoch() - 1;
-  const absl::Time start = absl::Now();
-  if (absl::Status s = loop_->Evaluate(&result); !s.ok()) return s;
-  result.seconds = absl::ToDoubleSeconds(absl::Now() - start);
-  const std::string figures =
-      has_accuracy_ ? absl::StrFormat("test loss %.4f, test accuracy %.4f",
-                                      result.test_loss, result.test_accuracy)
-                    : absl::StrFormat("test loss (MSE) %.4f", result.test_loss);
-  std::fprintf(out_,
-               "evaluated %s (after epoch %d) on %lld test examples with %zu "
-               "workers: %s\n",
-               latest->path.c_str(), result.epoch,
-               static_cast<long long>(setup_->test_examples()), workers_.size(),
-               figures.c_str());
-  if (result.auc >= 0) {
-    std::fprintf(
-        out_,
-        "evaluated: test AUC %.6f (best achievable %s), test log loss %.6f\n",
-        result.auc,
-        setup_->best_auc() >= 0
-            ? absl::StrFormat("%.4f", setup_->best_auc()).c_str()
-            : "unknown",
-        result.log_loss);
-  }
-  std::fflush(out_);
-  metrics_->WriteEpoch(result, setup_->best_auc());
-  return absl::OkStatus();
-}
-
 absl::Status TrainingJob::RunJob() {
   if (!mode_error_.ok()) return mode_error_;
   if (absl::Status s = metrics_->Open(); !s.ok()) return s;
@@ -332,7 +286,9 @@ absl::Status TrainingJob::RunJob() {
   if (absl::Status s = loop_->Plan(1); !s.ok()) return s;
   if (absl::Status s = setup_->CreateServerVariables(); !s.ok()) return s;
   if (absl::Status s = setup_->ConfigureWorkers(); !s.ok()) return s;
-  if (options_.evaluate_only) return EvaluateCheckpoint();
+  if (options_.evaluate_only) {
+    return loop_->EvaluateCheckpoint(static_cast<int>(workers_.size()));
+  }
   JobPosition position;
   if (recovery_ != nullptr) {
     absl::StatusOr<JobPosition> resumed =
@@ -341,15 +297,7 @@ absl::Status TrainingJob::RunJob() {
     position = *resumed;
     if (absl::Status s = loop_->ResumeFrom(position); !s.ok()) return s;
   } else if (!options_.init_checkpoint.empty()) {
-    if (ps_.empty() || mode_.replicates_dense()) {
-      return absl::InvalidArgumentError(
-          "--init_checkpoint needs the dense variables on parameter servers "
-          "(mirrored and hybrid training start from the initializers)");
-    }
-    std::vector<PsClient*> clients;
-    for (auto& p : ps_) clients.push_back(p.get());
-    JobCheckpointer init(options_.init_checkpoint, 1, clients, job_);
-    if (absl::Status s = WarmStart(options_.init_checkpoint, init, out_);
+    if (absl::Status s = setup_->WarmStartFrom(options_.init_checkpoint);
         !s.ok()) {
       return s;
     }

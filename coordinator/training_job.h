@@ -151,8 +151,6 @@ class TrainingJob : public ElasticControl {
   absl::Status RunJob();
   // The epochs, then operators' commands, then the end of a stop.
   absl::Status Train(const JobPosition& position);
-  // --evaluate_only: restores the newest checkpoint and evaluates it.
-  absl::Status EvaluateCheckpoint();
 
   void ShutdownCluster();
 
