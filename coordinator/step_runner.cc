@@ -11,6 +11,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/process/fault_point.h"
 #include "coordinator/global_steps.h"
 #include "coordinator/step_future.h"
 
@@ -357,6 +358,7 @@ StepRequest StepRunner::MakeRequest(int epoch, const PlannedStep& planned,
 void StepRunner::Record(const StepResponse& r, int64_t step,
                         ProgressMeter* meter, EpochResult* result,
                         int64_t* correct) {
+  FaultPoint("step");  // tests: a chief lost after a count of steps
   for (int64_t s : r.staleness()) ++result->staleness[s];
   result->late_shards += r.late_shards();
   result->bad_records += r.bad_records();

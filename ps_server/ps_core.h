@@ -6,6 +6,7 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/process/fault_point.h"
 #include "ps_server/shard_store.h"
 #include "ps_server/sync_steps.h"
 
@@ -31,7 +32,10 @@ class PsCore {
 
   // Calls taken, dense and row ones together, on every transport.
   void CountPull() { pulls_.fetch_add(1, std::memory_order_relaxed); }
-  void CountPush() { pushes_.fetch_add(1, std::memory_order_relaxed); }
+  void CountPush() {
+    pushes_.fetch_add(1, std::memory_order_relaxed);
+    FaultPoint("push");  // tests: a server lost after a count of pushes
+  }
   int64_t pulls() const { return pulls_.load(std::memory_order_relaxed); }
   int64_t pushes() const { return pushes_.load(std::memory_order_relaxed); }
 

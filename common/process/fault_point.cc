@@ -62,6 +62,9 @@ void FaultPoint(absl::string_view name) {
   // The rename is the claim: of threads passing at once, one wins.
   const std::string hit = path + ".hit";
   if (std::rename(path.c_str(), hit.c_str()) != 0) return;
+  // Written, so that the .hit file's time is the moment of the hit (a
+  // rename keeps the time the test laid the file).
+  std::ofstream(hit, std::ios::app) << "hit by pid " << ::getpid() << "\n";
   LOG(WARNING) << "fault point " << points->process << "." << name << ": "
                << (action.empty() ? "hit" : action);
   google::FlushLogFiles(google::GLOG_INFO);

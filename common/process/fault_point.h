@@ -6,7 +6,8 @@
 //
 // At FaultPoint("configure") in the process named "worker-1", a file
 // <folder>/worker-1.configure, when present, is acted on once: it is renamed
-// to worker-1.configure.hit (which a test waits for), and then, by the
+// to worker-1.configure.hit (which a test waits for; its modification time
+// is the moment of the hit), and then, by the
 // file's first word,
 //   kill   the process sends itself SIGKILL (a crash at that point);
 //   stop   the process sends itself SIGSTOP (the test decides what next);

@@ -98,8 +98,13 @@ class FaultTest : public ::testing::Test {
   }
 
   // Trains kEpochs over kTrain examples with 2 ps and 2 workers; when
-  // `victim` ("worker-1", "ps-1", "chief-0") is set, kills it with SIGKILL
-  // once `kill_after_lines` steps are in steps.jsonl.
+  // `victim` ("worker-1", "ps-1", "chief-0") is set, it dies (SIGKILL at
+  // a fault point, common/process/fault_point.h) once the job has done
+  // about `kill_after_lines` steps: the chief when it has recorded that
+  // many, a worker in its share of them (half), a server at that many
+  // pushes (at least one a step). Counting lines of steps.jsonl, which
+  // the chief writes in buffered blocks, could land anywhere, or after
+  // the job's end.
   static JobRun Train(
       const std::string& name, const std::string& mode,
       const std::string& victim, int kill_after_lines,
@@ -110,20 +115,33 @@ class FaultTest : public ::testing::Test {
     run.dir = Dir(name);
     const fs::path rd = run.dir / "run";
     const fs::path out = run.dir / "launcher.out";
+    const fs::path faults = run.dir / "faults";
+    std::string point;
+    if (!victim.empty()) {
+      fs::create_directories(faults);
+      const bool worker = absl::StartsWith(victim, "worker");
+      point = (faults / absl::StrCat(victim, absl::StartsWith(victim, "ps")
+                                                 ? ".push"
+                                                 : ".step"))
+                  .string();
+      std::ofstream(point) << "kill "
+                           << (worker ? kill_after_lines / 2
+                                      : kill_after_lines);
+    }
     std::string script = absl::StrCat(
-        BuildDir(), "/deploy/local/tessera_local --num_ps=2 --num_workers=2",
+        victim.empty() ? "" : "export TESSERA_FAULT_POINTS=",
+        victim.empty() ? "" : faults.string() + "\n", BuildDir(),
+        "/deploy/local/tessera_local --num_ps=2 --num_workers=2",
         " --max_restarts=2 --run_dir=", rd.string(), " -- --mode=", mode,
         " --epochs=", kEpochs, data_flags, " --checkpoint_dir=", rd.string(),
         "/checkpoints > ", out.string(), " 2>&1 &\nlauncher=$!\n");
-    if (!victim.empty()) {
-      absl::StrAppend(&script, "for i in $(seq 1 2400); do\n", "  n=$(cat ",
-                      rd.string(), "/steps.jsonl 2>/dev/null | wc -l)\n",
-                      "  [ \"$n\" -ge ", kill_after_lines,
-                      " ] && break; sleep 0.025\ndone\n",
-                      "echo kill_time=$(date +%T.%N)\n", "kill -9 $(cat ",
-                      rd.string(), "/pids/", victim, ")\n");
-    }
     absl::StrAppend(&script, "wait $launcher; echo launcher_exit=$?\n");
+    if (!victim.empty()) {
+      // When it died: the .hit file's time, to the nanosecond.
+      absl::StrAppend(&script, "[ -e ", point,
+                      ".hit ] && echo kill_time=$(stat -c %y ", point,
+                      ".hit | cut -d' ' -f2)\n");
+    }
     const fs::path script_path = run.dir / "run.sh";
     std::ofstream(script_path) << script;
     ShellResult shell = Shell("bash " + script_path.string());
