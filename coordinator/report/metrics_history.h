@@ -6,6 +6,7 @@
 #ifndef TESSERA_COORDINATOR_REPORT_METRICS_HISTORY_H_
 #define TESSERA_COORDINATOR_REPORT_METRICS_HISTORY_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,11 @@ namespace tessera {
 // a regular file (a run folder's metrics.jsonl may be a link to /dev/full or
 // a pipe, which would never end), at most its first 256 MiB.
 std::vector<std::string> ReadMetricsLines(const std::string& path);
+
+// The epoch of one metrics.jsonl line (its figures, staleness histogram and
+// whether it has an accuracy), or nullopt for a line of extra steps or one
+// that does not parse.
+std::optional<EpochResult> EpochOfLine(const std::string& line);
 
 // The epoch lines of the metrics file at `path`, in file order (lines of
 // extra steps left out). A missing file has none; a line that does not

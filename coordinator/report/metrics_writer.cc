@@ -64,13 +64,22 @@ void MetricsWriter::RecordStep(int64_t step, int epoch, const StepResponse& r) {
                          {"max_staleness", max_staleness},
                          {"late_shards", r.late_shards()}};
   step_log_ << line.dump() << "\n";
-  // No flush per step (a system call on the step path): a failed buffer
-  // write shows in the stream's state, and WriteEpoch flushes the file at
-  // every epoch's end.
+  // Flushed per step (one write(2), a few microseconds against a step's
+  // milliseconds): a killed chief's buffer would lose the steps it
+  // recorded last, and with them the count of steps run twice that
+  // steps.jsonl shows after a restart.
+  step_log_.flush();
   if (!step_log_.good()) CheckWritten(step_log_, "steps.jsonl");
 }
 
 void MetricsWriter::WriteEpoch(const EpochResult& r, double best_auc) {
+  WriteEpochEvents(r);
+  if (run_dir_.empty()) return;
+  AppendEpochLine(EpochLine(r, best_auc));
+  std::remove((run_dir_ + "/metrics.pending").c_str());
+}
+
+void MetricsWriter::WriteEpochEvents(const EpochResult& r) {
   // Extra steps are plotted after the epochs, at the epoch they follow.
   if (events_ != nullptr) {
     const std::string prefix = r.extra_steps.empty() ? "epoch/" : "extra/";
@@ -100,9 +109,6 @@ void MetricsWriter::WriteEpoch(const EpochResult& r, double best_auc) {
     }
     events_->Flush().IgnoreError();
   }
-  if (run_dir_.empty()) return;
-  AppendEpochLine(EpochLine(r, best_auc));
-  std::remove((run_dir_ + "/metrics.pending").c_str());
 }
 
 std::string MetricsWriter::EpochLine(const EpochResult& r,
@@ -199,6 +205,9 @@ int MetricsWriter::RecoverPendingEpoch(int resumed_epoch) {
     // epoch is done and will not be trained again.
     if (epoch < resumed_epoch && !written) {
       AppendEpochLine(text);
+      // TensorBoard shows the epoch too, as if its coordinator had lived.
+      if (std::optional<EpochResult> r = EpochOfLine(text))
+        WriteEpochEvents(*r);
       recovered = epoch;
     }
   }

@@ -63,6 +63,8 @@ class MetricsWriter {
   int64_t failed_writes() const;
 
  private:
+  // An epoch's TensorBoard scalars and staleness histogram.
+  void WriteEpochEvents(const EpochResult& result);
   // The JSON line of metrics.jsonl for `result`.
   std::string EpochLine(const EpochResult& result, double best_auc) const;
   // Appends `line` to metrics.jsonl and makes it durable.

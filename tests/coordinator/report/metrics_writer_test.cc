@@ -5,10 +5,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/tensorboard/event_file_reader.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 
@@ -133,6 +135,53 @@ TEST_F(PendingEpochTest, AClassifierLineHasItsAccuracy) {
   const nlohmann::json line = nlohmann::json::parse(Lines()[0]);
   EXPECT_EQ(line["test_accuracy"].get<double>(), 0.8);
   EXPECT_TRUE(fs::exists(dir_ + "/accuracy.svg"));
+}
+
+// The scalars of epoch `epoch` in the run's TensorBoard events, by tag.
+std::map<std::string, float> EpochScalars(const std::string& dir, int epoch) {
+  std::map<std::string, float> scalars;
+  absl::StatusOr<std::vector<std::string>> files =
+      ListEventFiles(dir + "/tensorboard");
+  if (!files.ok()) return scalars;
+  for (const std::string& file : *files) {
+    absl::StatusOr<std::vector<tensorboard::Event>> events =
+        ReadEventFile(file);
+    if (!events.ok()) continue;
+    for (const tensorboard::Event& e : *events) {
+      if (e.step() != epoch || !e.has_summary()) continue;
+      for (const auto& v : e.summary().value()) {
+        if (v.has_simple_value()) scalars[v.tag()] = v.simple_value();
+      }
+    }
+  }
+  return scalars;
+}
+
+// #48: an epoch whose line a restarted coordinator wrote from
+// metrics.pending got no TensorBoard events, so TensorBoard missed the
+// epoch that metrics.jsonl had.
+TEST_F(PendingEpochTest, AnEpochRecoveredFromThePendingLineGetsItsEvents) {
+  ASSERT_TRUE(writer_->StagePendingEpoch(epoch_, -1).ok());
+  // The next coordinator: a new writer of the same run folder.
+  MetricsWriter next(dir_, "sync", null_);
+  ASSERT_TRUE(next.Open().ok());
+  EXPECT_EQ(next.RecoverPendingEpoch(4), 3);
+  const std::map<std::string, float> scalars = EpochScalars(dir_, 3);
+  ASSERT_TRUE(scalars.count("epoch/test_accuracy")) << scalars.size();
+  EXPECT_FLOAT_EQ(scalars.at("epoch/test_accuracy"), 0.8f);
+}
+
+// Every step's line is in steps.jsonl as soon as it is recorded, so that a
+// chief killed mid-epoch leaves them all for the count of steps re-run.
+TEST_F(PendingEpochTest, AStepLineIsOnTheDiskAtOnce) {
+  ASSERT_TRUE(writer_->Open().ok());
+  StepResponse response;
+  response.set_loss(0.5);
+  writer_->RecordStep(7, 1, response);
+  std::ifstream in(dir_ + "/steps.jsonl");
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  EXPECT_NE(line.find("\"step\":7"), std::string::npos) << line;
 }
 
 }  // namespace
