@@ -59,9 +59,9 @@ int ClusterCoordinator::num_workers() const {
   return static_cast<int>(workers_.size());
 }
 
-void ClusterCoordinator::Tell(int worker, MemberEvent event,
+void ClusterCoordinator::Tell(int worker, MemberState state,
                               const std::string& note) const {
-  if (options_.on_member_event) options_.on_member_event(worker, event, note);
+  if (options_.on_member_event) options_.on_member_event(worker, state, note);
 }
 
 int ClusterCoordinator::QueueForNewWorker() const {
@@ -110,7 +110,7 @@ absl::Status ClusterCoordinator::Activate(int worker, int queue) {
     queue_.Activate(worker, queue);
   }
   LOG(INFO) << "worker " << worker << " joined, serving shard " << queue;
-  Tell(worker, MemberEvent::kJoined, absl::StrCat("serves shard ", queue));
+  Tell(worker, MemberState::kActive, absl::StrCat("serves shard ", queue));
   return absl::OkStatus();
 }
 
@@ -156,9 +156,9 @@ absl::Status ClusterCoordinator::Drain(int worker) {
     if (absl::Status s = CheckDrain(worker); !s.ok()) return s;
   }
   // Told before the worker can see it: an idle worker drains at once, and
-  // its kDrained must come after this.
+  // its kDrained must come after this one.
   LOG(INFO) << "worker " << worker << " is draining";
-  Tell(worker, MemberEvent::kDraining, "finishes the steps it holds");
+  Tell(worker, MemberState::kDraining, "finishes the steps it holds");
   absl::MutexLock lock(&mu_);
   if (absl::Status s = CheckDrain(worker); !s.ok()) return s;  // raced
   HandOver(worker, Presence::kDraining, "drained");
@@ -346,7 +346,7 @@ void ClusterCoordinator::WorkerLoop(int worker, WorkerStub* remote) {
   }
   if (drained) {
     LOG(INFO) << "worker " << worker << " drained";
-    Tell(worker, MemberEvent::kDrained, "its steps are done");
+    Tell(worker, MemberState::kDrained, "its steps are done");
   }
 }
 
@@ -394,7 +394,7 @@ void ClusterCoordinator::HandleFailure(int worker, WorkerStub* remote,
         queue_.SetDown(worker, true);
         restarted_replicas_.insert(worker);
       }
-      Tell(worker, MemberEvent::kDown, std::string(status.message()));
+      Tell(worker, MemberState::kDown, std::string(status.message()));
       RecoverWorker(worker, remote);
     }
     absl::MutexLock lock(&mu_);
@@ -422,7 +422,7 @@ void ClusterCoordinator::HandleFailure(int worker, WorkerStub* remote,
             "step ", p.request.step(), " cancelled after an earlier error")));
       }
     }
-    Tell(worker, MemberEvent::kDown, std::string(status.message()));
+    Tell(worker, MemberState::kDown, std::string(status.message()));
     RecoverWorker(worker, remote);
     return;
   }
@@ -492,7 +492,7 @@ void ClusterCoordinator::RecoverWorker(int worker, WorkerStub* remote) {
           absl::MutexLock lock(&mu_);
           queue_.SetDown(worker, false);
         }
-        Tell(worker, MemberEvent::kBack, "");
+        Tell(worker, MemberState::kActive, "back");
         return;
       }
       LOG(WARNING) << "worker " << worker << " answers but cannot be "
@@ -511,7 +511,7 @@ void ClusterCoordinator::RecoverWorker(int worker, WorkerStub* remote) {
     }
     LOG(WARNING) << "worker " << worker << " " << why
                  << ": removed from the job, its steps go to the others";
-    Tell(worker, MemberEvent::kRemoved, why);
+    Tell(worker, MemberState::kRemoved, why);
     return;
   }
   absl::MutexLock lock(&mu_);

@@ -16,18 +16,13 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "coordinator/membership/member_state.h"
 #include "coordinator/schedule/step_queue.h"
 #include "coordinator/step_future.h"
 #include "coordinator/worker_stub.h"
 #include "proto/worker_service.pb.h"
 
 namespace tessera {
-
-// What happens to a worker's place in the job (CoordinatorOptions::
-// on_member_event): it joined (AddWorker), failed and is waited for, came
-// back, finished draining (it holds no step and takes none), or was
-// removed after not coming back.
-enum class MemberEvent { kJoined, kDown, kBack, kDraining, kDrained, kRemoved };
 
 struct CoordinatorOptions {
   // How long a failed worker may take to come back before the job fails.
@@ -72,9 +67,12 @@ struct CoordinatorOptions {
   // The floor: fewer workers than this (after removals and drains; at
   // least 1) fail the job, and a drain that would cross it is refused.
   int min_workers = 1;
-  // Told of every change of a worker's membership (MemberEvent), on the
-  // thread that made it, outside the coordinator's lock. May be empty.
-  std::function<void(int worker, MemberEvent event, const std::string& note)>
+  // Told of every change of a worker's state (MemberState: it joined and
+  // is active, failed and is waited for (down), came back (active),
+  // drains, finished draining (it holds no step and takes none), or was
+  // removed after not coming back), on the thread that made it, outside
+  // the coordinator's lock. May be empty.
+  std::function<void(int worker, MemberState state, const std::string& note)>
       on_member_event;
 };
 
@@ -188,7 +186,7 @@ class ClusterCoordinator {
   // no active worker is left or fewer than min_workers.
   void HandOver(int worker, Presence to, const std::string& why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Tell(int worker, MemberEvent event, const std::string& note) const;
+  void Tell(int worker, MemberState state, const std::string& note) const;
   // Why `worker` cannot drain now, or OK.
   absl::Status CheckDrain(int worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void WakeAll() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -166,40 +166,23 @@ absl::StatusOr<int> ElasticJoins::DrainWorker(const std::string& worker) {
   return index;
 }
 
-void RecordMemberEvent(Membership* membership, std::FILE* out, int worker,
-                       MemberEvent event, const std::string& note) {
-  switch (event) {
-    case MemberEvent::kJoined:
-      membership->Set(worker, MemberState::kActive, note);
-      return;
-    case MemberEvent::kDown:
-      membership->Set(worker, MemberState::kDown, note);
-      return;
-    case MemberEvent::kBack:
-      membership->Set(worker, MemberState::kActive, "back");
-      return;
-    case MemberEvent::kDraining:
-      membership->Set(worker, MemberState::kDraining, note);
-      return;
-    case MemberEvent::kDrained: {
-      membership->Set(worker, MemberState::kDrained, note);
-      WorkerTask* task = membership->task(worker);
-      if (absl::Status s = task->Shutdown("drained"); !s.ok()) {
-        LOG(WARNING) << "worker " << worker
-                     << " drained; telling it to exit: " << s;
-      }
-      std::fprintf(out, "worker %d drained and told to exit\n", worker);
-      std::fflush(out);
-      return;
+void RecordMemberChange(Membership* membership, std::FILE* out, int worker,
+                        MemberState state, const std::string& note) {
+  membership->Set(worker, state, note);
+  if (state == MemberState::kDrained) {
+    WorkerTask* task = membership->task(worker);
+    if (absl::Status s = task->Shutdown("drained"); !s.ok()) {
+      LOG(WARNING) << "worker " << worker
+                   << " drained; telling it to exit: " << s;
     }
-    case MemberEvent::kRemoved:
-      membership->Set(worker, MemberState::kRemoved, note);
-      std::fprintf(out,
-                   "worker %d %s: removed from the job; its steps go to the "
-                   "others\n",
-                   worker, note.c_str());
-      std::fflush(out);
-      return;
+    std::fprintf(out, "worker %d drained and told to exit\n", worker);
+    std::fflush(out);
+  } else if (state == MemberState::kRemoved) {
+    std::fprintf(out,
+                 "worker %d %s: removed from the job; its steps go to the "
+                 "others\n",
+                 worker, note.c_str());
+    std::fflush(out);
   }
 }
 

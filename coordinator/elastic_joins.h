@@ -95,10 +95,11 @@ class ElasticJoins : public ElasticControl {
   std::vector<std::thread> join_threads_ ABSL_GUARDED_BY(join_mu_);
 };
 
-// ClusterCoordinator's news of a worker, into the membership table; a
-// drained worker is told to exit. Any thread (the coordinator's).
-void RecordMemberEvent(Membership* membership, std::FILE* out, int worker,
-                       MemberEvent event, const std::string& note);
+// ClusterCoordinator's news of a worker (its new state), into the
+// membership table; a drained worker is told to exit. Any thread (the
+// coordinator's).
+void RecordMemberChange(Membership* membership, std::FILE* out, int worker,
+                        MemberState state, const std::string& note);
 
 // When the workers changed while the job ran (`now` holds other than the
 // `initial` workers, or one not active): each one's state and the steps

@@ -104,9 +104,9 @@ void TrainingJob::ResolveMode(int num_workers) {
 
 CoordinatorOptions TrainingJob::SchedulerOptions() {
   CoordinatorOptions coordinator_options = options_.coordinator;
-  coordinator_options.on_member_event = [this](int worker, MemberEvent event,
+  coordinator_options.on_member_event = [this](int worker, MemberState state,
                                                const std::string& note) {
-    RecordMemberEvent(membership_.get(), out_, worker, event, note);
+    RecordMemberChange(membership_.get(), out_, worker, state, note);
   };
   if (mode_.kind == TrainingMode::Kind::kSsp) {
     coordinator_options.max_staleness = mode_.staleness;

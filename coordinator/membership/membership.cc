@@ -6,24 +6,6 @@
 
 namespace tessera {
 
-const char* MemberStateName(MemberState state) {
-  switch (state) {
-    case MemberState::kJoining:
-      return "joining";
-    case MemberState::kActive:
-      return "active";
-    case MemberState::kDraining:
-      return "draining";
-    case MemberState::kDrained:
-      return "drained";
-    case MemberState::kDown:
-      return "down";
-    case MemberState::kRemoved:
-      return "removed";
-  }
-  return "unknown";
-}
-
 Membership::Membership(std::vector<WorkerTask*> initial, absl::Time now) {
   absl::MutexLock lock(&mu_);
   for (size_t w = 0; w < initial.size(); ++w) {
@@ -45,12 +27,7 @@ void Membership::Set(int worker, MemberState state, const std::string& note,
   absl::MutexLock lock(&mu_);
   if (worker < 0 || worker >= static_cast<int>(rows_.size())) return;
   Row& row = rows_[worker];
-  // Drained and removed are final: news that arrives after them (a
-  // drain told late) changes nothing.
-  if (row.state == state || row.state == MemberState::kDrained ||
-      row.state == MemberState::kRemoved) {
-    return;
-  }
+  if (!MemberStateMayBecome(row.state, state)) return;
   row.state = state;
   row.since = now;
   Record(worker, note, now);
@@ -95,10 +72,7 @@ std::vector<WorkerTask*> Membership::Present() const {
   absl::MutexLock lock(&mu_);
   std::vector<WorkerTask*> out;
   for (const Row& row : rows_) {
-    if (row.state != MemberState::kDrained &&
-        row.state != MemberState::kRemoved) {
-      out.push_back(row.task);
-    }
+    if (!MemberStateIsGone(row.state)) out.push_back(row.task);
   }
   return out;
 }

@@ -7,24 +7,12 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "coordinator/membership/member_state.h"
 #include "proto/coordinator_service.pb.h"
 
 namespace tessera {
 
 class WorkerTask;
-
-// Where a worker stands in an elastic job.
-enum class MemberState {
-  kJoining,   // asked to join; being configured, takes no step yet
-  kActive,    // takes steps
-  kDraining,  // finishes the steps it holds, takes no more
-  kDrained,   // left after its steps (and was told to exit)
-  kDown,      // failed; its steps run elsewhere while it is waited for
-  kRemoved,   // did not come back in time, or never became ready
-};
-
-// "joining", "active", ...: as WorkerState.state and the history show it.
-const char* MemberStateName(MemberState state);
 
 // The workers of a running job, by index (the coordinator's), with each
 // one's state, since when, and the history of every change: what
@@ -41,8 +29,10 @@ class Membership {
   // A worker that asks to join, at index `index`, which must be size():
   // the coordinator's index for it. Joining until Set says otherwise.
   void Add(int index, WorkerTask* task, absl::Time now = absl::Now());
-  // Records a change (an unknown index is ignored); `note` says why.
-  // Drained and removed are final: a change after them is ignored.
+  // Records a change (an unknown index is ignored); `note` says why. A
+  // change MemberStateMayBecome does not allow is ignored: news that
+  // arrives late (a drain told after the worker drained, a worker back
+  // after it began draining) changes nothing.
   void Set(int worker, MemberState state, const std::string& note,
            absl::Time now = absl::Now());
 

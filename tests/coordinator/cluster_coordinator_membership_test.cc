@@ -69,7 +69,7 @@ TEST_F(ClusterCoordinatorMembershipTest, JoinedWorkerTakesTheShardItServes) {
   for (int64_t step = 1; step < 10; ++step) {
     EXPECT_EQ(RanOn(step), std::set<int>{1}) << "step " << step;
   }
-  EXPECT_TRUE(WaitForEvent(1, MemberEvent::kJoined));
+  EXPECT_TRUE(WaitForEvent(1, MemberState::kActive));
   EXPECT_EQ(coord_->num_workers(), 2);
 }
 
@@ -125,7 +125,7 @@ TEST_F(ClusterCoordinatorMembershipTest,
   for (int64_t step = 3; step < 20; step += 2) {
     EXPECT_EQ(RanOn(step), std::set<int>{0}) << "step " << step;
   }
-  EXPECT_TRUE(WaitForEvent(1, MemberEvent::kDrained));
+  EXPECT_TRUE(WaitForEvent(1, MemberState::kDrained));
   // Drained: a step for its shard still runs, on the other worker.
   StepFuture late = MustSchedule(21, 1);
   ASSERT_TRUE(JoinBounded().ok());
@@ -138,13 +138,13 @@ TEST_F(ClusterCoordinatorMembershipTest,
 TEST_F(ClusterCoordinatorMembershipTest, IdleWorkerIsToldDrainingThenDrained) {
   Start(2);
   ASSERT_TRUE(coord_->Drain(1).ok());
-  ASSERT_TRUE(WaitForEvent(1, MemberEvent::kDrained));
-  std::vector<MemberEvent> of_1;
+  ASSERT_TRUE(WaitForEvent(1, MemberState::kDrained));
+  std::vector<MemberState> of_1;
   for (const auto& [worker, event] : events()) {
     if (worker == 1) of_1.push_back(event);
   }
-  EXPECT_EQ(of_1, (std::vector<MemberEvent>{MemberEvent::kDraining,
-                                            MemberEvent::kDrained}));
+  EXPECT_EQ(of_1, (std::vector<MemberState>{MemberState::kDraining,
+                                            MemberState::kDrained}));
 }
 
 TEST_F(ClusterCoordinatorMembershipTest, DrainBelowTheFloorIsRefused) {
@@ -169,7 +169,7 @@ TEST_F(ClusterCoordinatorMembershipTest,
   ASSERT_TRUE(JoinBounded().ok());
   ExpectEachStepOnce(20);
   EXPECT_EQ(RanOn(1), std::set<int>{0});
-  EXPECT_TRUE(WaitForEvent(1, MemberEvent::kRemoved));
+  EXPECT_TRUE(WaitForEvent(1, MemberState::kRemoved));
   // Removed: its shard's later steps go to worker 0 without a wait.
   StepFuture late = MustSchedule(21, 1);
   ASSERT_TRUE(JoinBounded().ok());

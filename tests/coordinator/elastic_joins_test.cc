@@ -95,17 +95,17 @@ TEST(ElasticJoinsTest,
             absl::StatusCode::kFailedPrecondition);
 }
 
-TEST(ElasticJoinsTest, MemberEventsGoToTheTableAndADrainedWorkerIsToldToExit) {
+TEST(ElasticJoinsTest, MemberChangesGoToTheTableAndADrainedWorkerIsToldToExit) {
   AddressOnly a("h:1"), b("h:2");
   Membership membership({&a, &b});
   std::FILE* out = std::tmpfile();
   ASSERT_NE(out, nullptr);
-  RecordMemberEvent(&membership, out, 0, MemberEvent::kDown, "killed");
+  RecordMemberChange(&membership, out, 0, MemberState::kDown, "killed");
   EXPECT_EQ(membership.state(0), MemberState::kDown);
-  RecordMemberEvent(&membership, out, 0, MemberEvent::kBack, "");
+  RecordMemberChange(&membership, out, 0, MemberState::kActive, "back");
   EXPECT_EQ(membership.state(0), MemberState::kActive);
-  RecordMemberEvent(&membership, out, 1, MemberEvent::kDraining, "asked");
-  RecordMemberEvent(&membership, out, 1, MemberEvent::kDrained, "done");
+  RecordMemberChange(&membership, out, 1, MemberState::kDraining, "asked");
+  RecordMemberChange(&membership, out, 1, MemberState::kDrained, "done");
   EXPECT_EQ(membership.state(1), MemberState::kDrained);
   EXPECT_EQ(b.shutdowns, 1);
   EXPECT_EQ(a.shutdowns, 0);

@@ -245,7 +245,7 @@ class CoordinatorFixture : public ::testing::Test {
     options.remove_lost_workers = remove_lost_workers_;
     options.replicas_in_lockstep = replicas_in_lockstep_;
     options.min_workers = min_workers_;
-    options.on_member_event = [this](int worker, MemberEvent event,
+    options.on_member_event = [this](int worker, MemberState event,
                                      const std::string&) {
       absl::MutexLock lock(&events_mu_);
       events_.emplace_back(worker, event);
@@ -275,12 +275,12 @@ class CoordinatorFixture : public ::testing::Test {
     return status;
   }
 
-  // The membership events told so far.
-  std::vector<std::pair<int, MemberEvent>> events() const {
+  // The membership changes told so far (each the new state).
+  std::vector<std::pair<int, MemberState>> events() const {
     absl::MutexLock lock(&events_mu_);
     return events_;
   }
-  bool WaitForEvent(int worker, MemberEvent event) const {
+  bool WaitForEvent(int worker, MemberState event) const {
     absl::MutexLock lock(&events_mu_);
     auto seen = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(events_mu_) {
       for (const auto& e : events_) {
@@ -298,7 +298,7 @@ class CoordinatorFixture : public ::testing::Test {
   bool replicas_in_lockstep_ = false;
   int min_workers_ = 1;
   mutable absl::Mutex events_mu_;
-  std::vector<std::pair<int, MemberEvent>> events_ ABSL_GUARDED_BY(events_mu_);
+  std::vector<std::pair<int, MemberState>> events_ ABSL_GUARDED_BY(events_mu_);
   Log log_;
   std::vector<FakeWorker*> workers_;  // owned by coord_
   std::unique_ptr<ClusterCoordinator> coord_;

@@ -72,6 +72,20 @@ TEST(MembershipTest, KeepsEveryWorkersStateAndTheHistory) {
   EXPECT_EQ(status.membership(7).note(), "not back");
 }
 
+TEST(MembershipTest, IgnoresAChangeTheStateMachineDoesNotAllow) {
+  AddressOnly a("h:1"), b("h:2");
+  Membership m({&a});
+  m.Add(1, &b);
+  m.Set(1, MemberState::kDraining, "asked");  // still joining
+  EXPECT_EQ(m.state(1), MemberState::kJoining);
+  m.Set(0, MemberState::kDraining, "asked");
+  m.Set(0, MemberState::kActive, "back");  // a draining worker takes no step
+  EXPECT_EQ(m.state(0), MemberState::kDraining);
+  JobStatus status;
+  m.Fill(&status);
+  EXPECT_EQ(status.membership_size(), 3);  // started, asked to join, draining
+}
+
 TEST(MembershipTest, IgnoresAnUnknownWorkerAndAnIndexOutOfTurn) {
   AddressOnly a("h:1"), b("h:2");
   Membership m({&a});
