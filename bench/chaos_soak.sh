@@ -26,7 +26,8 @@ WORK=${TESSERA_CHAOS_WORK:-${TMPDIR:-/tmp}/tessera_chaos_soak.$SEED}
 mkdir -p "$WORK"
 : > "$WORK/kills.tsv"
 : > "$WORK/runs.tsv"
-SCENARIOS=(sync_idx async_idx sync_tfrecord async_table)
+SCENARIOS=(sync_idx async_idx ssp2_idx sync_tfrecord async_table hybrid_table
+  hybridsync_table hybridssp2_table)
 [ "${TESSERA_CHAOS_SYNC_TABLES:-1}" = 1 ] && SCENARIOS+=(sync_table)
 
 total=0

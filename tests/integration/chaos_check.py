@@ -42,7 +42,13 @@ def outcome(mode, base, run, epochs):
         if run[e]["examples"] != base[e]["examples"]:
             return (f"example_missed epoch {e} trained {run[e]['examples']} "
                     f"examples, the undisturbed run {base[e]['examples']}")
-    if mode == "sync":
+        # By identity: the same examples, not only as many.
+        if run[e].get("example_digest") != base[e].get("example_digest"):
+            return (f"example_missed epoch {e} trained other examples than "
+                    f"the undisturbed run (digest "
+                    f"{run[e].get('example_digest')} against "
+                    f"{base[e].get('example_digest')})")
+    if mode in ("sync", "hybrid:sync"):
         for e in range(1, epochs + 1):
             for key in EXACT:
                 if base[e].get(key) != run[e].get(key):

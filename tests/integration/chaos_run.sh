@@ -11,10 +11,13 @@
 #
 #   chaos_run.sh BUILD_DIR WORK_DIR SCENARIO KILLS SEED [BIN_DIR]
 #
-# SCENARIO: sync_idx, async_idx (Fashion-MNIST IDX files), sync_tfrecord
-# (streamed gzipped TFRecord files), async_table (the click model with
-# growing embedding tables), sync_table (the same, synchronous; the
-# coordinator refused it before synchronous row pushes existed).
+# SCENARIO: MODE_DATA, MODE one of sync, async, ssp2 (ssp:2), hybrid,
+# hybridsync (hybrid:sync), hybridssp2 (hybrid:ssp:2), DATA one of idx
+# (Fashion-MNIST IDX files), tfrecord (streamed gzipped TFRecord files),
+# table (the click model with growing embedding tables): sync_idx,
+# async_table, hybridsync_table, ... sync and hybrid:sync must repeat the
+# undisturbed run bit for bit; every mode trains the undisturbed run's
+# examples (by their digest) in every epoch.
 # The schedule follows from SEED alone, so a run is replayed by giving the
 # same SEED (the moments are found again by what the job logs, so the
 # replay hits the same phases, not the same microsecond). BIN_DIR: where
@@ -56,10 +59,19 @@ TEST=${TESSERA_CHAOS_TEST:-5000}
 
 mkdir -p "$WORK"
 DATA_FLAGS=""
-case $SCENARIO in
-  sync_idx | async_idx)
+# The scenario is MODE_DATA: the mode's tag (sync, async, ssp2, hybrid,
+# hybridsync, hybridssp2) and the data (idx, tfrecord, table).
+case ${SCENARIO%%_*} in
+  sync | async | hybrid) MODE=${SCENARIO%%_*} ;;
+  ssp2) MODE=ssp:2 ;;
+  hybridsync) MODE=hybrid:sync ;;
+  hybridssp2) MODE=hybrid:ssp:2 ;;
+  *) echo "chaos: unknown mode in scenario $SCENARIO" >&2; exit 2 ;;
+esac
+case ${SCENARIO#*_} in
+  idx)
     DATA_FLAGS="--train_examples=$TRAIN --test_examples=$TEST" ;;
-  sync_tfrecord)
+  tfrecord)
     tf="$WORK/tfrecord_data"
     if [ ! -f "$tf/job.textproto" ]; then
       mkdir -p "$tf"
@@ -78,7 +90,7 @@ data { format: "tfrecord" train_files: "$tf/train-*" test_files: "$tf/test-*" la
 EOF
     fi
     DATA_FLAGS="--job_file=$tf/job.textproto" ;;
-  async_table | sync_table)
+  table)
     ctr="$WORK/ctr_data"
     if [ ! -f "$ctr/train.txt" ] && [ ! -d "$ctr/done" ]; then
       "$BUILD/worker/tessera_ctr_gen" --out_dir="$ctr" \
@@ -99,7 +111,6 @@ EOF
     echo "chaos: unknown scenario $SCENARIO" >&2
     exit 2 ;;
 esac
-MODE=${SCENARIO%%_*}
 
 # Runs the job in $1 (a fresh folder) in the background; sets LAUNCHER.
 start_job() {

@@ -21,7 +21,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 SEED=${TESSERA_CHAOS_SEED:-$(($(date +%s%N) / 1000 % 1000000))}
 KILLS=${TESSERA_CHAOS_KILLS:-2}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/tessera_chaos.XXXXXX")
-SCENARIOS="sync_idx async_idx sync_tfrecord async_table"
+SCENARIOS="sync_idx async_idx ssp2_idx sync_tfrecord async_table"
+SCENARIOS+=" hybrid_table hybridsync_table hybridssp2_table"
 [ "${TESSERA_CHAOS_SYNC_TABLES:-1}" = 1 ] && SCENARIOS+=" sync_table"
 # Short jobs: the whole test takes a minute or two.
 export TESSERA_CHAOS_EPOCHS=${TESSERA_CHAOS_EPOCHS:-3}
