@@ -90,7 +90,7 @@ absl::Status ClusterCoordinator::Activate(int worker, int queue) {
   {
     absl::MutexLock lock(&mu_);
     if (worker < 0 || worker >= static_cast<int>(workers_.size()) ||
-        queue_.presence(worker) != Presence::kJoining) {
+        queue_.state(worker) != MemberState::kJoining) {
       return absl::FailedPreconditionError(
           absl::StrCat("worker ", worker, " is not joining"));
     }
@@ -117,10 +117,10 @@ absl::Status ClusterCoordinator::Activate(int worker, int queue) {
 void ClusterCoordinator::Forget(int worker) {
   absl::MutexLock lock(&mu_);
   if (worker < 0 || worker >= static_cast<int>(workers_.size()) ||
-      queue_.presence(worker) != Presence::kJoining) {
+      queue_.state(worker) != MemberState::kJoining) {
     return;
   }
-  queue_.set_presence(worker, Presence::kGone);
+  queue_.set_state(worker, MemberState::kRemoved);
   wake_[worker].Signal();
 }
 
@@ -131,14 +131,14 @@ absl::Status ClusterCoordinator::CheckDrain(int worker) const {
                                             " (the job has workers 0 to ",
                                             n - 1, ")"));
   }
-  if (queue_.presence(worker) != Presence::kActive) {
-    const Presence p = queue_.presence(worker);
+  if (queue_.state(worker) != MemberState::kActive) {
+    const MemberState p = queue_.state(worker);
     return absl::FailedPreconditionError(
         absl::StrCat("worker ", worker, " ",
-                     p == Presence::kJoining    ? "is still joining"
-                     : p == Presence::kDraining ? "is already draining"
-                                                : "has already left (drained "
-                                                  "or removed)"));
+                     p == MemberState::kJoining ? "is still joining"
+                     : p == MemberState::kDraining
+                         ? "is already draining"
+                         : "has already left (drained or removed)"));
   }
   const int floor = std::max(1, options_.min_workers);
   if (queue_.ActiveWorkers() - 1 < floor) {
@@ -161,12 +161,12 @@ absl::Status ClusterCoordinator::Drain(int worker) {
   Tell(worker, MemberState::kDraining, "finishes the steps it holds");
   absl::MutexLock lock(&mu_);
   if (absl::Status s = CheckDrain(worker); !s.ok()) return s;  // raced
-  HandOver(worker, Presence::kDraining, "drained");
+  HandOver(worker, MemberState::kDraining, "drained");
   wake_[worker].Signal();
   return absl::OkStatus();
 }
 
-void ClusterCoordinator::HandOver(int worker, Presence to,
+void ClusterCoordinator::HandOver(int worker, MemberState to,
                                   const std::string& why) {
   for (const StepQueue::Handover& h : queue_.Leave(worker, to)) {
     LOG(INFO) << "shard " << h.queue << "'s steps go to worker " << h.to
@@ -226,9 +226,8 @@ std::vector<std::pair<int64_t, bool>> ClusterCoordinator::worker_progress()
   absl::MutexLock lock(&mu_);
   std::vector<std::pair<int64_t, bool>> progress;
   for (int w = 0; w < queue_.num_workers(); ++w) {
-    progress.emplace_back(
-        queue_.progress(w),
-        queue_.down(w) || queue_.presence(w) == Presence::kGone);
+    progress.emplace_back(queue_.progress(w),
+                          queue_.down(w) || MemberStateIsGone(queue_.state(w)));
   }
   return progress;
 }
@@ -254,12 +253,12 @@ bool ClusterCoordinator::Take(int worker, std::vector<QueuedStep>* out) {
   // a queue that became stealable, its own return, a stop; with a
   // staleness bound, any finished step). The timeout bounds what a
   // wake-up missed could cost.
-  while (!stopping_ && (queue_.presence(worker) == Presence::kJoining ||
-                        (queue_.presence(worker) == Presence::kActive &&
+  while (!stopping_ && (queue_.state(worker) == MemberState::kJoining ||
+                        (queue_.state(worker) == MemberState::kActive &&
                          !queue_.HasWork(worker)))) {
     wake_[worker].WaitWithTimeout(&mu_, absl::Seconds(1));
   }
-  if (stopping_ || queue_.presence(worker) != Presence::kActive) return false;
+  if (stopping_ || queue_.state(worker) != MemberState::kActive) return false;
   queue_.Take(worker, options_.steps_per_call, out);
   inflight_ += static_cast<int64_t>(out->size());
   return true;
@@ -339,8 +338,8 @@ void ClusterCoordinator::WorkerLoop(int worker, WorkerStub* remote) {
   bool drained = false;
   {
     absl::MutexLock lock(&mu_);
-    if (queue_.presence(worker) == Presence::kDraining) {
-      queue_.set_presence(worker, Presence::kGone);
+    if (queue_.state(worker) == MemberState::kDraining) {
+      queue_.set_state(worker, MemberState::kDrained);
       drained = true;
     }
   }
@@ -475,7 +474,7 @@ void ClusterCoordinator::RecoverWorker(int worker, WorkerStub* remote) {
     {
       absl::MutexLock lock(&mu_);
       if (stopping_) return;
-      if (queue_.presence(worker) == Presence::kDraining) {
+      if (queue_.state(worker) == MemberState::kDraining) {
         // Drained while down: it holds no step any more.
         queue_.SetDown(worker, false);
         return;
@@ -506,8 +505,9 @@ void ClusterCoordinator::RecoverWorker(int worker, WorkerStub* remote) {
   if (options_.remove_lost_workers && !options_.replicas_in_lockstep) {
     {
       absl::MutexLock lock(&mu_);
-      if (stopping_ || queue_.presence(worker) != Presence::kActive) return;
-      HandOver(worker, Presence::kGone, absl::StrCat(why, " and was removed"));
+      if (stopping_ || queue_.state(worker) != MemberState::kActive) return;
+      HandOver(worker, MemberState::kRemoved,
+               absl::StrCat(why, " and was removed"));
     }
     LOG(WARNING) << "worker " << worker << " " << why
                  << ": removed from the job, its steps go to the others";

@@ -170,8 +170,6 @@ class ClusterCoordinator {
   int64_t max_lead() const;
 
  private:
-  using Presence = StepQueue::Presence;
-
   void WorkerLoop(int worker, WorkerStub* remote);
   // Waits for the next steps for `worker` and takes them into *out (one,
   // or in asynchronous mode up to steps_per_call of its own); false when
@@ -181,10 +179,10 @@ class ClusterCoordinator {
   // died, or it could not reach a server for a while) or fail the job.
   void HandleFailure(int worker, WorkerStub* remote, const absl::Status& status,
                      QueuedStep p);
-  // `worker` leaves the job (`to`: draining or removed): its queues go to
+  // `worker` leaves the job (`to`: kDraining or kRemoved): its queues go to
   // the active workers serving the fewest. Records the job's error when
   // no active worker is left or fewer than min_workers.
-  void HandOver(int worker, Presence to, const std::string& why)
+  void HandOver(int worker, MemberState to, const std::string& why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Tell(int worker, MemberState state, const std::string& note) const;
   // Why `worker` cannot drain now, or OK.

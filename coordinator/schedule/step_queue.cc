@@ -4,6 +4,8 @@
 #include <limits>
 #include <utility>
 
+#include "glog/logging.h"
+
 namespace tessera {
 
 StepQueue::StepQueue(int num_queues, Options options, WakeFn wake)
@@ -15,7 +17,7 @@ StepQueue::StepQueue(int num_queues, Options options, WakeFn wake)
       own_(num_queues),
       stealable_(num_queues, false) {
   for (int w = 0; w < num_queues_; ++w) {
-    workers_[w].presence = Presence::kActive;
+    workers_[w].state = MemberState::kActive;
     workers_[w].serves = {w};
     servers_[w] = {w};
     Rerank(w);
@@ -28,7 +30,7 @@ void StepQueue::Rerank(int worker) {
   if (w.in_up) up_.erase({w.key, worker});
   if (w.in_holding) holding_.erase({w.key, worker});
   w.key = w.finished;
-  w.in_up = !w.down && w.presence != Presence::kGone;
+  w.in_up = !w.down && !MemberStateIsGone(w.state);
   w.in_holding = w.in_up && (w.busy || w.serves_queued > 0);
   if (w.in_up) up_.insert({w.key, worker});
   if (w.in_holding) holding_.insert({w.key, worker});
@@ -52,15 +54,22 @@ int StepQueue::AddWorker() {
   return num_workers() - 1;
 }
 
-void StepQueue::set_presence(int worker, Presence presence) {
-  workers_[worker].presence = presence;
+void StepQueue::SetState(int worker, MemberState to) {
+  DCHECK(MemberStateMayBecome(workers_[worker].state, to))
+      << "worker " << worker << ": " << MemberStateName(workers_[worker].state)
+      << " -> " << MemberStateName(to);
+  workers_[worker].state = to;
+}
+
+void StepQueue::set_state(int worker, MemberState state) {
+  SetState(worker, state);
   Rerank(worker);
 }
 
 void StepQueue::Activate(int worker, int queue) {
   int64_t slowest = -1;
   for (const Worker& x : workers_) {
-    if (x.presence != Presence::kActive || x.down) continue;
+    if (x.state != MemberState::kActive || x.down) continue;
     if (slowest < 0 || x.finished < slowest) slowest = x.finished;
   }
   Worker& w = workers_[worker];
@@ -68,7 +77,7 @@ void StepQueue::Activate(int worker, int queue) {
     w.credit = std::max<int64_t>(0, slowest);
     w.finished = w.credit;
   }
-  w.presence = Presence::kActive;
+  SetState(worker, MemberState::kActive);
   w.serves = {queue};
   w.serves_queued = own_[queue].empty() ? 0 : 1;
   servers_[queue].push_back(worker);
@@ -77,9 +86,9 @@ void StepQueue::Activate(int worker, int queue) {
   wake_(worker);
 }
 
-std::vector<StepQueue::Handover> StepQueue::Leave(int worker, Presence to) {
-  workers_[worker].presence = to;
-  if (to == Presence::kGone) workers_[worker].down = false;
+std::vector<StepQueue::Handover> StepQueue::Leave(int worker, MemberState to) {
+  SetState(worker, to);
+  if (MemberStateIsGone(to)) workers_[worker].down = false;
   std::vector<Handover> handed;
   const std::vector<int> queues = std::move(workers_[worker].serves);
   workers_[worker].serves.clear();
@@ -90,12 +99,12 @@ std::vector<StepQueue::Handover> StepQueue::Leave(int worker, Presence to) {
     servers.erase(std::remove(servers.begin(), servers.end(), worker),
                   servers.end());
     bool served = false;
-    for (int s : servers) served |= workers_[s].presence == Presence::kActive;
+    for (int s : servers) served |= workers_[s].state == MemberState::kActive;
     if (!served) {
       // The active worker serving the fewest queues takes it over.
       int to_worker = -1;
       for (int w = 0; w < num_workers(); ++w) {
-        if (workers_[w].presence != Presence::kActive) continue;
+        if (workers_[w].state != MemberState::kActive) continue;
         if (to_worker < 0 ||
             workers_[w].serves.size() < workers_[to_worker].serves.size()) {
           to_worker = w;
@@ -119,13 +128,13 @@ std::vector<StepQueue::Handover> StepQueue::Leave(int worker, Presence to) {
 
 int StepQueue::LiveServers(int queue) const {
   int n = 0;
-  for (int w : servers_[queue]) n += workers_[w].presence != Presence::kGone;
+  for (int w : servers_[queue]) n += !MemberStateIsGone(workers_[w].state);
   return n;
 }
 
 int StepQueue::ActiveWorkers() const {
   int n = 0;
-  for (const Worker& w : workers_) n += w.presence == Presence::kActive;
+  for (const Worker& w : workers_) n += w.state == MemberState::kActive;
   return n;
 }
 
@@ -200,7 +209,7 @@ bool StepQueue::HasOwn(int worker) const {
 
 bool StepQueue::HasWork(int worker) const {
   const Worker& w = workers_[worker];
-  if (w.down || w.presence != Presence::kActive) return false;
+  if (w.down || w.state != MemberState::kActive) return false;
   if (options_.max_staleness >= 0 && Lead(worker) > options_.max_staleness) {
     return false;
   }
@@ -214,7 +223,7 @@ bool StepQueue::Stealable(int queue) const {
   if (q.empty()) return false;
   bool served = false;  // by a worker that is up
   for (int w : servers_[queue]) {
-    served |= workers_[w].presence == Presence::kActive && !workers_[w].down;
+    served |= workers_[w].state == MemberState::kActive && !workers_[w].down;
   }
   return !served ||
          q.size() >= static_cast<size_t>(std::max(0, options_.steal_threshold));

@@ -11,6 +11,7 @@
 
 #include "absl/time/time.h"
 #include "common/rpc/backoff.h"
+#include "coordinator/membership/member_state.h"
 #include "coordinator/step_future.h"
 #include "proto/worker_service.pb.h"
 
@@ -45,10 +46,13 @@ struct QueuedStep {
 // them is a running minimum, so the gate costs O(1) per wake-up and
 // O(log workers) per change instead of O(workers).
 //
-// A worker is joining (takes nothing until Activate), active, draining
-// (finishes what it holds, takes no more) or gone; an active one may also
-// be down (failed, not back). A worker that leaves hands its queues to
-// the active worker serving the fewest.
+// A worker's state is a MemberState, changed only as MemberStateMayBecome
+// allows: joining (takes nothing until Activate), active, draining
+// (finishes what it holds, takes no more), drained or removed. Down
+// (failed, not back) is kept beside it (SetDown): a down worker keeps its
+// queues and its state, active or draining, which it finds again when it
+// is back. A worker that leaves hands its queues to the active worker
+// serving the fewest.
 //
 // The owner runs the threads: `wake` (called from within the methods
 // below) tells it which waiting worker may now have a step, or
@@ -57,7 +61,6 @@ struct QueuedStep {
 // Thread safety: none; the owner serializes every call.
 class StepQueue {
  public:
-  enum class Presence { kJoining, kActive, kDraining, kGone };
   static constexpr int kEveryWorker = -1;
   struct Options {
     // See CoordinatorOptions: steal_threshold and max_staleness (-1: no
@@ -140,22 +143,25 @@ class StepQueue {
   // Steps `worker` finished (without the credit it joined with).
   int64_t progress(int worker) const;
 
-  Presence presence(int worker) const { return workers_[worker].presence; }
-  // A simple change of presence: joining to gone (it never became ready),
-  // draining to gone (its steps are over).
-  void set_presence(int worker, Presence presence);
+  // Never kDown: see SetDown and down.
+  MemberState state(int worker) const { return workers_[worker].state; }
+  // A simple change of state: joining to removed (it never became ready),
+  // draining to drained (its steps are over). REQUIRES:
+  // MemberStateMayBecome(state(worker), state).
+  void set_state(int worker, MemberState state);
   // Adds a joining worker serving nothing; returns its index.
   int AddWorker();
   // The joining `worker` serves `queue` and is active from now on. Under
   // a staleness bound it counts as level with the slowest active worker
   // that is up, so that it neither holds the others back nor runs ahead.
-  // REQUIRES: presence(worker) == kJoining, 0 <= queue < num_queues().
+  // REQUIRES: state(worker) == kJoining, 0 <= queue < num_queues().
   void Activate(int worker, int queue);
-  // `worker` leaves (`to`: kDraining or kGone; gone is no longer down):
+  // `worker` leaves (`to`: kDraining, or kRemoved, which is no longer
+  // down):
   // its queues go to the active workers serving the fewest. Returns where
   // each went (none where an active worker still serves it, or none is
   // left).
-  std::vector<Handover> Leave(int worker, Presence to);
+  std::vector<Handover> Leave(int worker, MemberState to);
   // The queue a worker added now would serve: the one with the fewest
   // live servers (then the most steps waiting, then the lowest index).
   int QueueForNewWorker() const;
@@ -164,7 +170,7 @@ class StepQueue {
 
  private:
   struct Worker {
-    Presence presence = Presence::kJoining;
+    MemberState state = MemberState::kJoining;
     bool down = false;
     bool busy = false;
     int64_t finished = 0;
@@ -182,6 +188,9 @@ class StepQueue {
   // (finished, worker): the running minimum of the finished counts.
   using Ranking = std::set<std::pair<int64_t, int>>;
 
+  // The one place a worker's state changes. REQUIRES (checked in debug
+  // builds): MemberStateMayBecome(state(worker), to).
+  void SetState(int worker, MemberState to);
   // The oldest stealable step. REQUIRES: stealable_count_ > 0.
   QueuedStep Steal();
   // Keeps stealable_ and stealable_count_ right after queue `queue` or its
@@ -192,7 +201,7 @@ class StepQueue {
   // Live servers of `queue` (not gone), down ones included.
   int LiveServers(int queue) const;
   // Puts `worker` back in up_ and holding_ after anything they rank by
-  // changed (its finished count, down, presence, busy, its queues).
+  // changed (its finished count, down, state, busy, its queues).
   // O(log workers).
   void Rerank(int worker);
   // After queue `queue` changed (`was_empty`: it was empty before):

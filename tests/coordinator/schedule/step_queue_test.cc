@@ -8,12 +8,11 @@
 #include <random>
 #include <vector>
 
+#include "coordinator/membership/member_state.h"
 #include "gtest/gtest.h"
 
 namespace tessera {
 namespace {
-
-using Presence = StepQueue::Presence;
 
 class StepQueueTest : public ::testing::Test {
  protected:
@@ -147,14 +146,14 @@ TEST_F(StepQueueTest, ADownWorkerDoesNotHoldTheOthersBack) {
 TEST_F(StepQueueTest, LeavingHandsTheQueuesToTheActiveWorkerServingFewest) {
   Make(3);
   const std::vector<StepQueue::Handover> first =
-      queue_->Leave(0, Presence::kDraining);
+      queue_->Leave(0, MemberState::kDraining);
   ASSERT_EQ(first.size(), 1u);
   EXPECT_EQ(first[0].queue, 0);
   EXPECT_EQ(first[0].to, 1);
-  EXPECT_EQ(queue_->presence(0), Presence::kDraining);
+  EXPECT_EQ(queue_->state(0), MemberState::kDraining);
   EXPECT_EQ(queue_->ActiveWorkers(), 2);
   const std::vector<StepQueue::Handover> second =
-      queue_->Leave(1, Presence::kGone);
+      queue_->Leave(1, MemberState::kRemoved);
   ASSERT_EQ(second.size(), 2u);
   EXPECT_EQ(second[0].to, 2);
   EXPECT_EQ(second[1].to, 2);
@@ -174,12 +173,12 @@ TEST_F(StepQueueTest, ANewcomerServesTheLeastServedQueueLevelWithTheSlowest) {
   EXPECT_EQ(queue_->QueueForNewWorker(), 0);  // a tie: the lowest index
   const int w = queue_->AddWorker();
   EXPECT_EQ(w, 2);
-  EXPECT_EQ(queue_->presence(w), Presence::kJoining);
+  EXPECT_EQ(queue_->state(w), MemberState::kJoining);
   EXPECT_FALSE(queue_->HasWork(w));
   woken_.clear();
   queue_->Activate(w, 1);
   EXPECT_EQ(woken_, (std::vector<int>{w}));
-  EXPECT_EQ(queue_->presence(w), Presence::kActive);
+  EXPECT_EQ(queue_->state(w), MemberState::kActive);
   EXPECT_EQ(queue_->progress(w), 0);  // credited with the slowest's 1
   EXPECT_EQ(queue_->QueueForNewWorker(), 0);
   Add(4, 1);
