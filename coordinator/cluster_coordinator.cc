@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/rpc/backoff.h"
+#include "coordinator/replica_repair.h"
 #include "glog/logging.h"
 
 namespace tessera {
@@ -23,6 +24,7 @@ ClusterCoordinator::ClusterCoordinator(
     CoordinatorOptions options)
     : options_(std::move(options)),
       num_queues_(static_cast<int>(workers.size())),
+      replica_losses_(std::make_unique<ReplicaLosses>()),
       queue_(num_queues_, QueueOptions(options_),
              // Called by queue_'s methods, under mu_.
              [this](int worker) ABSL_NO_THREAD_SAFETY_ANALYSIS {
@@ -360,12 +362,11 @@ void ClusterCoordinator::HandleFailure(int worker, WorkerStub* remote,
         "back to its last checkpoint; without checkpoints (--checkpoint_dir) "
         "the job stops"));
     LOG(ERROR) << lost.message();
-    bool first = false;
+    // Before the error and the future: whoever sees either may take the
+    // loss.
+    const bool first = replica_losses_->Lost();
     {
-      // Before the future: whoever sees the error may ask TakeReplicaLoss.
       absl::MutexLock lock(&mu_);
-      first = !replica_lost_;
-      replica_lost_ = true;
       RecordError(lost);
     }
     p.future.Set(lost);
@@ -388,10 +389,10 @@ void ClusterCoordinator::HandleFailure(int worker, WorkerStub* remote,
     // must be back first (RecoverWorker gives it its configuration), so
     // the step counts as in flight, and Join waits, until it is.
     if (remote->Probe() != WorkerHealth::kReady) {
+      replica_losses_->Restarted(worker);
       {
         absl::MutexLock lock(&mu_);
         queue_.SetDown(worker, true);
-        restarted_replicas_.insert(worker);
       }
       Tell(worker, MemberState::kDown, std::string(status.message()));
       RecoverWorker(worker, remote);
@@ -517,17 +518,6 @@ void ClusterCoordinator::RecoverWorker(int worker, WorkerStub* remote) {
   absl::MutexLock lock(&mu_);
   RecordError(
       absl::UnavailableError(absl::StrCat("worker ", worker, " ", why)));
-}
-
-bool ClusterCoordinator::TakeReplicaLoss() {
-  absl::MutexLock lock(&mu_);
-  restarted_replicas_.clear();
-  return std::exchange(replica_lost_, false);
-}
-
-std::vector<int> ClusterCoordinator::restarted_replicas() const {
-  absl::MutexLock lock(&mu_);
-  return {restarted_replicas_.begin(), restarted_replicas_.end()};
 }
 
 void ClusterCoordinator::CountRerun(int64_t steps) {

@@ -5,7 +5,6 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,6 +22,8 @@
 #include "proto/worker_service.pb.h"
 
 namespace tessera {
+
+class ReplicaLosses;  // coordinator/replica_repair.h
 
 struct CoordinatorOptions {
   // How long a failed worker may take to come back before the job fails.
@@ -56,7 +57,7 @@ struct CoordinatorOptions {
   // differs from the others for good, and running the step again would
   // pair all-reduces of different steps. A failed step then ends the
   // epoch with an Aborted error once the worker that failed answers again
-  // (TakeReplicaLoss says so): the job restores every replica and server
+  // (replica_losses() says so): the job restores every replica and server
   // from its last checkpoint (PsRecovery), or stops without one.
   bool replicas_in_lockstep = false;
   // A worker that is not back within worker_recovery_timeout is removed
@@ -145,14 +146,10 @@ class ClusterCoordinator {
   // The queues steps are scheduled to: the workers the coordinator was
   // started with.
   int num_queues() const { return num_queues_; }
-  // Whether a replica was lost (replicas_in_lockstep) since the last
-  // call: its worker failed a step and, unless its recovery timed out,
-  // answers again.
-  bool TakeReplicaLoss();
-  // The workers whose replica went with their process (they failed a step
-  // and were down) since the last TakeReplicaLoss, in index order; the
-  // others that failed a step then still hold their replica.
-  std::vector<int> restarted_replicas() const;
+  // The replicas lost (replicas_in_lockstep): a worker that failed a step
+  // is recorded there before its error is, and one that was down as
+  // restarted before it is back. ReplicaRepair and PsRecovery take them.
+  ReplicaLosses* replica_losses() const { return replica_losses_.get(); }
   // Counts steps that ran again after a repair (steps_rerun).
   void CountRerun(int64_t steps);
   int64_t steps_done() const;
@@ -201,6 +198,7 @@ class ClusterCoordinator {
 
   const CoordinatorOptions options_;
   const int num_queues_;
+  const std::unique_ptr<ReplicaLosses> replica_losses_;
 
   mutable absl::Mutex mu_;
   // Grows as workers join; a worker's thread holds its own worker's pointer.
@@ -219,8 +217,6 @@ class ClusterCoordinator {
   int64_t rerun_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  bool replica_lost_ ABSL_GUARDED_BY(mu_) = false;
-  std::set<int> restarted_replicas_ ABSL_GUARDED_BY(mu_);
 
   std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);
 };

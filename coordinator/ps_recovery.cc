@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "coordinator/replica_repair.h"
 #include "glog/logging.h"
 
 namespace tessera {
@@ -136,7 +137,7 @@ absl::StatusOr<JobPosition> PsRecovery::Recover(const absl::Status& error) {
   // Mirrored and hybrid: a worker that failed a step left its replica
   // behind the others', and its round could not run again (ReplicaRepair):
   // every replica goes back to the checkpoint.
-  if (coordinator_->TakeReplicaLoss()) {
+  if (coordinator_->replica_losses()->Take()) {
     failed.push_back("a worker's replica missed a step");
   }
   if (failed.empty()) return error;

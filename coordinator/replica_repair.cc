@@ -14,6 +14,27 @@
 
 namespace tessera {
 
+bool ReplicaLosses::Lost() {
+  absl::MutexLock lock(&mu_);
+  return !std::exchange(lost_, true);
+}
+
+void ReplicaLosses::Restarted(int worker) {
+  absl::MutexLock lock(&mu_);
+  restarted_.insert(worker);
+}
+
+bool ReplicaLosses::Take() {
+  absl::MutexLock lock(&mu_);
+  restarted_.clear();
+  return std::exchange(lost_, false);
+}
+
+std::vector<int> ReplicaLosses::restarted() const {
+  absl::MutexLock lock(&mu_);
+  return {restarted_.begin(), restarted_.end()};
+}
+
 ReplicaRepair::ReplicaRepair(ClusterCoordinator* coordinator,
                              ClusterHealth* health, WorkerReplicas* replicas,
                              std::string directory, JobConfig job,
@@ -37,7 +58,8 @@ absl::Status ReplicaRepair::Repair(int64_t global_step,
     return absl::FailedPreconditionError(absl::StrCat(
         "a parameter server failed too: ", absl::StrJoin(failed, "; ")));
   }
-  const std::vector<int> restarted = coordinator_->restarted_replicas();
+  const std::vector<int> restarted =
+      coordinator_->replica_losses()->restarted();
   if (restarted.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat("no worker restarted, so the round would fail again: ",
@@ -63,7 +85,7 @@ absl::Status ReplicaRepair::Repair(int64_t global_step,
   std::error_code ignored;
   std::filesystem::remove_all(directory_, ignored);
   if (!copied.ok()) return copied;
-  coordinator_->TakeReplicaLoss();
+  coordinator_->replica_losses()->Take();
   const std::string line = absl::StrFormat(
       "worker%s %s restarted inside global step %lld: every replica copied "
       "from worker %d's in %.2f s; the round runs again",

@@ -214,7 +214,7 @@ TEST_F(ReplicaRepairTest, CopiesTheFirstSurvivorsReplicaOntoEveryWorker) {
   workers_[2]->FailStep(7, /*die=*/false);
   absl::Status error = RunRound(7);
   ASSERT_FALSE(error.ok());
-  EXPECT_THAT(coordinator_->restarted_replicas(), ElementsAre(0));
+  EXPECT_THAT(coordinator_->replica_losses()->restarted(), ElementsAre(0));
 
   ASSERT_TRUE(repair_->Repair(3, error).ok());
   EXPECT_TRUE(workers_[0]->saved_into().empty());
@@ -239,7 +239,7 @@ TEST_F(ReplicaRepairTest, CopiesTheFirstSurvivorsReplicaOntoEveryWorker) {
   EXPECT_THAT(Out(), HasSubstr("worker 0 restarted inside global step 3: "
                                "every replica copied from worker 1's"));
   // Dealt with: the checkpoint recovery does not see it again.
-  EXPECT_FALSE(coordinator_->TakeReplicaLoss());
+  EXPECT_FALSE(coordinator_->replica_losses()->Take());
 }
 
 TEST_F(ReplicaRepairTest, RefusesWhenNoWorkerRestarted) {
@@ -253,7 +253,7 @@ TEST_F(ReplicaRepairTest, RefusesWhenNoWorkerRestarted) {
   EXPECT_TRUE(workers_[0]->saved_into().empty());
   EXPECT_TRUE(workers_[0]->restores().empty());
   // Left for the checkpoint recovery.
-  EXPECT_TRUE(coordinator_->TakeReplicaLoss());
+  EXPECT_TRUE(coordinator_->replica_losses()->Take());
 }
 
 TEST_F(ReplicaRepairTest, RefusesWhenNoReplicaSurvived) {
@@ -265,7 +265,7 @@ TEST_F(ReplicaRepairTest, RefusesWhenNoReplicaSurvived) {
   absl::Status s = repair_->Repair(2, error);
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
   EXPECT_THAT(s.message(), HasSubstr("no replica survived"));
-  EXPECT_TRUE(coordinator_->TakeReplicaLoss());
+  EXPECT_TRUE(coordinator_->replica_losses()->Take());
 }
 
 TEST_F(ReplicaRepairTest, AFailedCopyNamesTheWorkerAndLeavesTheLoss) {
@@ -281,7 +281,22 @@ TEST_F(ReplicaRepairTest, AFailedCopyNamesTheWorkerAndLeavesTheLoss) {
                                      "save its replica: disk full"));
   EXPECT_TRUE(workers_[1]->restores().empty());
   EXPECT_FALSE(std::filesystem::exists(directory_));
-  EXPECT_TRUE(coordinator_->TakeReplicaLoss());
+  EXPECT_TRUE(coordinator_->replica_losses()->Take());
+}
+
+TEST(ReplicaLossesTest, TheFirstLossAndTheRestartedUntilTaken) {
+  ReplicaLosses losses;
+  EXPECT_FALSE(losses.Take());
+  EXPECT_TRUE(losses.Lost());
+  EXPECT_FALSE(losses.Lost());  // the same round: told once
+  losses.Restarted(2);
+  losses.Restarted(0);
+  losses.Restarted(2);
+  EXPECT_EQ(losses.restarted(), (std::vector<int>{0, 2}));
+  EXPECT_TRUE(losses.Take());
+  EXPECT_TRUE(losses.restarted().empty());
+  EXPECT_FALSE(losses.Take());
+  EXPECT_TRUE(losses.Lost());
 }
 
 }  // namespace

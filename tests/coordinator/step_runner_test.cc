@@ -18,6 +18,7 @@
 #include "common/byte_codec.h"
 #include "common/training_mode.h"
 #include "coordinator/control/job_status_board.h"
+#include "coordinator/replica_repair.h"
 #include "coordinator/step_plan.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -113,9 +114,9 @@ TEST_F(StepRunnerRepairTest, TheRoundRunsAgainUnderItsStepIds) {
   std::vector<int> restarted;
   runner_->SetRoundRepair([&](int64_t global_step, const absl::Status& error) {
     repaired.push_back(global_step);
-    restarted = coord_->restarted_replicas();
+    restarted = coord_->replica_losses()->restarted();
     EXPECT_THAT(error.message(), HasSubstr("failed on worker"));
-    coord_->TakeReplicaLoss();
+    coord_->replica_losses()->Take();
     return absl::OkStatus();
   });
   EpochResult result;
@@ -186,7 +187,7 @@ TEST_F(StepRunnerRepairTest, ARoundThatKeepsFailingIsGivenUp) {
   runner_->SetRoundRepair([&](int64_t, const absl::Status&) {
     ++repairs;
     workers_[0]->Fail(2, absl::UnavailableError("killed again"), true, 1);
-    coord_->TakeReplicaLoss();
+    coord_->replica_losses()->Take();
     return absl::OkStatus();
   });
   workers_[0]->Fail(2, absl::UnavailableError("killed"), true, 1);
