@@ -1,20 +1,19 @@
 #include "common/example_digest.h"
 
-#include <cstring>
+#include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_format.h"
+#include "common/byte_codec.h"
+#include "common/counter_rng.h"
 
 namespace tessera {
 namespace {
 
-// SplitMix64's finalizer: neighbouring identities give unrelated hashes,
-// so no two small sets of indices sum alike by accident.
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+// SplitMix64's finalizer (CounterHash, seed 0): neighbouring identities
+// give unrelated hashes, so no two small sets of indices sum alike by
+// accident.
+uint64_t Mix(uint64_t identity) { return CounterHash(0, identity); }
 
 // Stream identities live apart from indices: shard in the top bits.
 uint64_t StreamIdentity(int32_t shard, int64_t position) {
@@ -43,16 +42,12 @@ uint64_t DigestOfStep(const StepRequest& step) {
     return DigestOfStreamRun(step.stream().shard(), step.stream().first(),
                              step.stream().count());
   }
-  // Little-endian int64s (common/byte_codec.h); this code runs on
-  // little-endian machines only, as the codec does.
-  const std::string& bytes = step.example_ids();
+  // Ids that do not decode were refused by the worker before the step ran.
+  absl::StatusOr<std::vector<int64_t>> ids =
+      DecodeRaw<int64_t>(step.example_ids(), "example_ids");
   uint64_t digest = 0;
-  for (size_t at = 0; at + sizeof(int64_t) <= bytes.size();
-       at += sizeof(int64_t)) {
-    int64_t id;
-    std::memcpy(&id, bytes.data() + at, sizeof(id));
-    digest += Mix(static_cast<uint64_t>(id));
-  }
+  if (!ids.ok()) return digest;
+  for (int64_t id : *ids) digest += Mix(static_cast<uint64_t>(id));
   return digest;
 }
 

@@ -30,13 +30,13 @@ TrainingJob::TrainingJob(JobCluster cluster, JobConfig job, VariablePlan plan,
   ResolveMode(num_workers);
   metrics_ =
       std::make_unique<MetricsWriter>(options_.run_dir, mode_.ToString(), out_);
-  std::vector<std::unique_ptr<WorkerStub>> stubs;
+  std::vector<std::unique_ptr<WorkerStub>> owned;
   for (std::unique_ptr<WorkerTask>& w : cluster.workers) {
     workers_.push_back(w.get());
-    stubs.push_back(std::move(w));
+    owned.push_back(std::move(w));
   }
   membership_ = std::make_unique<Membership>(workers_);
-  coordinator_ = std::make_unique<ClusterCoordinator>(std::move(stubs),
+  coordinator_ = std::make_unique<ClusterCoordinator>(std::move(owned),
                                                       SchedulerOptions());
   ElasticJoinsOptions joins;
   joins.mode = mode_;

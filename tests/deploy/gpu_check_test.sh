@@ -34,11 +34,11 @@ mkdir -p "$B/bin" "$B/libexec/tessera" "$B/share/tessera/jobs" "$W/fakebin"
 cp "$SOURCE/deploy/gpu_check.sh" "$B/gpu_check.sh"
 chmod +x "$B/gpu_check.sh"
 cp "$SOURCE"/deploy/jobs/*.textproto "$B/share/tessera/jobs/"
-stub() { # <path>: an executable bash script from stdin
+fake() { # <path>: an executable bash script from stdin
   { echo '#!/usr/bin/env bash'; cat; } > "$1"
   chmod +x "$1"
 }
-stub "$W/fakebin/nvidia-smi" << 'EOF'
+fake "$W/fakebin/nvidia-smi" << 'EOF'
 if [ "${1:-}" = -L ]; then
   for ((i = 0; i < ${FAKE_GPUS:-1}; i++)); do
     echo "GPU $i: NVIDIA H100 80GB HBM3 (UUID: GPU-$i)"
@@ -47,11 +47,11 @@ else
   echo "NVIDIA H100 80GB HBM3, 580.65.06, 81559 MiB"
 fi
 EOF
-stub "$B/bin/tessera_worker" <<< 'exit 0'
-stub "$B/bin/tessera_ctr_gen" << 'EOF'
+fake "$B/bin/tessera_worker" <<< 'exit 0'
+fake "$B/bin/tessera_ctr_gen" << 'EOF'
 for a in "$@"; do case "$a" in --out_dir=*) mkdir -p "${a#--out_dir=}" ;; esac; done
 EOF
-stub "$B/libexec/tessera/gpu_test" << 'EOF'
+fake "$B/libexec/tessera/gpu_test" << 'EOF'
 if [[ "$*" == *"=CudaLibrariesGpuTest.*"* ]]; then
   echo "cuBLAS: /opt/venv/nvidia/cu13/lib/libcublas.so.13"
   echo "NCCL: /opt/venv/nvidia/nccl/lib/libnccl.so.2"
@@ -64,7 +64,7 @@ fi
 echo "[  PASSED  ] 97 tests."
 EOF
 # As the real one: the reader refuses more examples than the file holds.
-stub "$B/bin/tessera_device_compare" << EOF
+fake "$B/bin/tessera_device_compare" << EOF
 data=""
 for a in "\$@"; do case "\$a" in --data_dir=*) data="\${a#--data_dir=}" ;; esac; done
 images="\$data/train-images-idx3-ubyte.gz"
@@ -78,7 +78,7 @@ if [ -f "\$images" ]; then
 fi
 echo "job: 20 steps, final loss cpu 0.5 cuda 0.5; max |loss diff| 1e-07; max |parameter diff| 2e-07 (tolerance 0.001)"
 EOF
-stub "$B/bin/tessera_local" << 'EOF'
+fake "$B/bin/tessera_local" << 'EOF'
 run="" mirrored=false
 for a in "$@"; do
   case "$a" in
@@ -99,7 +99,7 @@ echo "final test accuracy 0.9125"
 EOF
 # Prints the targets as bench_worker_step does, with the device name
 # bench_worker_step gives, and notes its arguments.
-stub "$B/libexec/tessera/bench_worker_step" << 'EOF'
+fake "$B/libexec/tessera/bench_worker_step" << 'EOF'
 echo "$*" >> "$FAKE_MARKS/bench_args"
 dev="cuda:0 (NVIDIA H100 80GB HBM3, 81559 MiB, sm_90, driver CUDA 13.0)"
 echo "# $dev"

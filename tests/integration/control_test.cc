@@ -125,6 +125,8 @@ TEST(ControlTest, StatusScheduleJoinCheckpointStop) {
   EXPECT_THAT(run.output, HasSubstr("schedule_exit=0"));
   EXPECT_THAT(run.output, HasSubstr("bad_schedule_exit=2"));
   EXPECT_THAT(run.output, HasSubstr("join_exit=0"));
+  // The moment happened: both workers stopped at their fault point.
+  EXPECT_THAT(run.output, HasSubstr("both_stopped"));
   EXPECT_THAT(run.output, HasSubstr("stop_exit=0"));
   EXPECT_THAT(run.output, HasSubstr("launcher_exit=0"));
 
@@ -204,7 +206,8 @@ TEST(ControlTest, StopInsideAnEpochCheckpointsThereAndResumes) {
       "export TESSERA_FAULT_POINTS=", faults.string(), "\n", local,
       " --run_dir=", rd.string(), job, " > ", out.string(),
       " 2>&1 &\nlauncher=$!\n", "for i in $(seq 1 1200); do [ -e ", hit0,
-      " ] && [ -e ", hit1, " ] && break; sleep 0.05; done\n",
+      " ] && [ -e ", hit1, " ] && break; sleep 0.05; done\n", "[ -e ", hit0,
+      " ] && [ -e ", hit1, " ] && echo both_stopped\n",
       "addr=$(awk '$1 == \"chief\" {print $2}' ", out.string(), ")\n",
       "export TESSERA_JOB_TOKEN=$(cat ", rd.string(), "/job.token)\n", ctl,
       " --coordinator=$addr stop 'mid epoch'; echo stop_exit=$?\n",

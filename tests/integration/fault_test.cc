@@ -151,6 +151,11 @@ class FaultTest : public ::testing::Test {
       absl::SimpleAtoi(shell.output.substr(exit_at + 14, 3),
                        &run.launcher_exit);
     }
+    // The victim reached its fault point (a kill that never came would
+    // leave an undisturbed run to compare).
+    if (!victim.empty()) {
+      EXPECT_TRUE(fs::exists(point + ".hit")) << victim << " was never killed";
+    }
     const size_t kill_at = shell.output.find("kill_time=");
     if (kill_at != std::string::npos) {
       run.kill_time = SecondsOfDay(shell.output.substr(kill_at + 10, 18));
