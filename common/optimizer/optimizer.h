@@ -18,8 +18,18 @@ class Optimizer {
  public:
   virtual ~Optimizer() = default;
 
-  // Number of slot arrays of the values' size this optimizer needs.
+  // Number of slot arrays this optimizer needs.
   virtual int num_slots() const = 0;
+
+  // Floats slot `slot` holds per row of `dim` values: `dim` for the
+  // element-wise optimizers, 1 for a row-wise one (rowwise_adagrad), whose
+  // slots are smaller than the values. REQUIRES: 0 <= slot < num_slots().
+  virtual int64_t slot_row_elements(int slot, int64_t dim) const { return dim; }
+
+  // True when Apply's n elements must be exactly one row of a table, its
+  // slots slot_row_elements(k, n) floats: a table is then applied row by
+  // row, and a dense variable refuses the optimizer.
+  virtual bool row_wise() const { return false; }
 
   // The value every element of slot `slot` starts at (Adagrad's and FTRL's
   // accumulators start above zero). REQUIRES: 0 <= slot < num_slots().

@@ -13,17 +13,18 @@
 
 namespace tessera {
 
-// The table's `rows` rows of `dim` floats are `values`, each slot k's
-// `slots[k]` alike. The update's gradient is zero but in rows `touched`
-// (distinct, each < rows), whose gradient rows are `grads`
-// (touched.size() * dim floats, in that order). `t` is the 1-based count
-// of the table's updates, this one included.
+// The table's `rows` rows of `dim` floats are `values`; slot k's `slots[k]`
+// holds optimizer.slot_row_elements(k, dim) floats per row. The update's
+// gradient is zero but in rows `touched` (distinct, each < rows), whose
+// gradient rows are `grads` (touched.size() * dim floats, in that order). `t`
+// is the 1-based count of the table's updates, this one included.
 //  - TABLE_UPDATES_LAZY: only the touched rows and their slots change,
 //    each with its gradient row (TF's sparse apply, LazyAdam).
 //  - TABLE_UPDATES_DENSE: the whole table steps, the untouched rows with
 //    a zero gradient (Keras' Adam and SGD with momentum on an Embedding);
 //    `scratch` holds the dense gradient and is kept for the next call.
-// SGD, Adagrad and FTRL give the same values either way.
+// SGD, Adagrad, FTRL and rowwise_adagrad give the same values either way
+// (a row-wise optimizer always takes the lazy path).
 void ApplyTableStep(const Optimizer& optimizer, int64_t rows, int64_t dim,
                     absl::Span<const int64_t> touched,
                     absl::Span<const float> grads, int64_t t, float* values,

@@ -1,0 +1,144 @@
+#include "common/optimizer/row_precision.h"
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "Eigen/Core"
+#include "gtest/gtest.h"
+
+namespace tessera {
+namespace {
+
+float Half(uint16_t bits) {
+  return static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(bits));
+}
+float Bf16(uint16_t bits) {
+  return static_cast<float>(Eigen::numext::bit_cast<Eigen::bfloat16>(bits));
+}
+
+TEST(RowPrecisionTest, NamesAndBytes) {
+  for (RowPrecision p : {ROW_FP32, ROW_FP16, ROW_BF16}) {
+    absl::StatusOr<RowPrecision> parsed =
+        ParseRowPrecision(RowPrecisionName(p));
+    ASSERT_TRUE(parsed.ok());
+    EXPECT_EQ(*parsed, p);
+  }
+  EXPECT_EQ(RowPrecisionBytes(ROW_FP32), 4);
+  EXPECT_EQ(RowPrecisionBytes(ROW_FP16), 2);
+  EXPECT_EQ(RowPrecisionBytes(ROW_BF16), 2);
+  absl::StatusOr<RowPrecision> bad = ParseRowPrecision("fp8");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("fp8"), std::string::npos);
+}
+
+TEST(RowPrecisionTest, StochasticRoundingPicksANeighbour) {
+  const float x = 1.0f + 1.0f / 3000.0f;  // between two halves near 1
+  const float lo = 1.0f, hi = 1.0f + 1.0f / 1024.0f;
+  EXPECT_EQ(Half(RoundHalfStochastic(x, 0.0f)), hi);
+  EXPECT_EQ(Half(RoundHalfStochastic(x, 0.999f)), lo);
+  EXPECT_EQ(Half(RoundHalfStochastic(-x, 0.0f)), -hi);
+  // Representable values never move, whatever the draw.
+  EXPECT_EQ(Half(RoundHalfStochastic(0.5f, 0.0f)), 0.5f);
+  EXPECT_EQ(Half(RoundHalfStochastic(0.5f, 0.99f)), 0.5f);
+  EXPECT_EQ(Bf16(RoundBfloat16Stochastic(0.5f, 0xFFFF)), 0.5f);
+  // fp16 saturates instead of overflowing.
+  EXPECT_EQ(Half(RoundHalfStochastic(1e6f, 0.5f)), 65504.0f);
+  EXPECT_EQ(Half(RoundHalfStochastic(-1e6f, 0.5f)), -65504.0f);
+  EXPECT_TRUE(std::isnan(Half(RoundHalfStochastic(NAN, 0.5f))));
+  EXPECT_EQ(Bf16(RoundBfloat16Stochastic(3.4e38f, 0xFFFF)),
+            Bf16(0x7F7F));  // bf16's largest finite
+  // Subnormal halves: the spacing is 2^-24.
+  const float tiny = 0.25f * std::ldexp(1.0f, -24);
+  EXPECT_EQ(Half(RoundHalfStochastic(tiny, 0.1f)), std::ldexp(1.0f, -24));
+  EXPECT_EQ(Half(RoundHalfStochastic(tiny, 0.3f)), 0.0f);
+}
+
+// The mean of many stochastic roundings of one value is the value; round to
+// nearest would be off by the whole distance to the nearer neighbour.
+TEST(RowPrecisionTest, StochasticRoundingIsUnbiased) {
+  constexpr int kDraws = 200000;
+  for (RowPrecision p : {ROW_FP16, ROW_BF16}) {
+    for (float x : {1.0f + 1.0f / 3000.0f, -0.0123456f, 3.14159f, 1e-6f}) {
+      std::vector<float> src(kDraws, x), back(kDraws);
+      std::vector<uint16_t> stored(kDraws);
+      NarrowRowStochastic(p, src.data(), stored.data(), kDraws, 42);
+      WidenRow(p, stored.data(), back.data(), kDraws);
+      double sum = 0;
+      for (float v : back) sum += v;
+      const double mean = sum / kDraws;
+      uint16_t nearest;
+      NarrowRowNearest(p, &x, &nearest, 1);
+      float near_value;
+      WidenRow(p, &nearest, &near_value, 1);
+      // The spacing around x, and 6 standard errors of the mean of a
+      // two-point distribution of that width.
+      const double ulp =
+          p == ROW_FP16 ? std::fabs(x) / 1024.0 + 6e-8 : std::fabs(x) / 128.0;
+      const double tolerance = 6 * ulp / 2 / std::sqrt(kDraws);
+      EXPECT_NEAR(mean, x, tolerance)
+          << RowPrecisionName(p) << " x=" << x << " nearest=" << near_value;
+    }
+  }
+}
+
+// Many updates too small for round-to-nearest still add up.
+TEST(RowPrecisionTest, SmallUpdatesAccumulate) {
+  for (RowPrecision p : {ROW_FP16, ROW_BF16}) {
+    uint16_t stochastic, nearest;
+    const float one = 1.0f;
+    NarrowRowNearest(p, &one, &stochastic, 1);
+    nearest = stochastic;
+    constexpr int kSteps = 20000;
+    const float delta = 1e-5f;  // far below half an ulp of 1 in both
+    for (int step = 0; step < kSteps; ++step) {
+      float v;
+      WidenRow(p, &stochastic, &v, 1);
+      v += delta;
+      NarrowRowStochastic(p, &v, &stochastic, 1, RowRoundingSeed(7, step, 0));
+      WidenRow(p, &nearest, &v, 1);
+      v += delta;
+      NarrowRowNearest(p, &v, &nearest, 1);
+    }
+    float s, n;
+    WidenRow(p, &stochastic, &s, 1);
+    WidenRow(p, &nearest, &n, 1);
+    EXPECT_EQ(n, 1.0f) << RowPrecisionName(p);
+    EXPECT_NEAR(s, 1.0f + kSteps * delta, 0.05f) << RowPrecisionName(p);
+  }
+}
+
+TEST(RowPrecisionTest, RoundingIsAPureFunctionOfSeedAndElement) {
+  std::vector<float> src(1000);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = 0.001f * i + 1e-4f;
+  for (RowPrecision p : {ROW_FP16, ROW_BF16}) {
+    std::vector<uint16_t> a(src.size()), b(src.size()), c(src.size());
+    NarrowRowStochastic(p, src.data(), a.data(), src.size(),
+                        RowRoundingSeed(11, 5, 3));
+    NarrowRowStochastic(p, src.data(), b.data(), src.size(),
+                        RowRoundingSeed(11, 5, 3));
+    NarrowRowStochastic(p, src.data(), c.data(), src.size(),
+                        RowRoundingSeed(11, 6, 3));
+    EXPECT_EQ(a, b);
+    EXPECT_NE(a, c);  // another step draws other bits
+  }
+  EXPECT_NE(RowTableSeed("emb_a", 1), RowTableSeed("emb_b", 1));
+  EXPECT_EQ(RowTableSeed("emb_a", 1), RowTableSeed("emb_a", 1));
+}
+
+TEST(RowPrecisionTest, WideningAndNearestRoundTripExactly) {
+  for (RowPrecision p : {ROW_FP16, ROW_BF16}) {
+    std::vector<uint16_t> all(1 << 16), back(1 << 16);
+    for (int i = 0; i < (1 << 16); ++i) all[i] = static_cast<uint16_t>(i);
+    std::vector<float> wide(1 << 16);
+    WidenRow(p, all.data(), wide.data(), all.size());
+    NarrowRowNearest(p, wide.data(), back.data(), all.size());
+    for (int i = 0; i < (1 << 16); ++i) {
+      if (std::isnan(wide[i])) continue;
+      ASSERT_EQ(back[i], all[i]) << RowPrecisionName(p) << " bits " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera
