@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/optimizer/learning_rate_schedule.h"
 #include "proto/job.pb.h"
 
 namespace tessera {
@@ -43,19 +44,41 @@ class Optimizer {
   virtual std::string slot_name(int slot) const = 0;
 
   // Updates values[0, n) from grad[0, n) and slots[k][0, n). `t` is the
-  // 1-based count of updates the shard has received, including this one.
-  // An embedding table's update goes through ApplyTableStep
+  // 1-based count of updates the shard (table, replica) has received,
+  // including this one. Every Apply starts with BeginUpdate, which gives
+  // it the scheduled rate of update t and applies the weight decay. An
+  // embedding table's update goes through ApplyTableStep
   // (common/optimizer/table_step.h), which calls it per touched row or on
   // the whole table as table_updates() says.
   virtual void Apply(float* values, const float* grad, float* const* slots,
                      int64_t n, int64_t t) const = 0;
 
+  // The rate of each update (OptimizerConfig.learning_rate and schedule).
+  const LearningRate& learning_rate() const { return rate_; }
+  void set_learning_rate(const LearningRate& rate) { rate_ = rate; }
+
+  // OptimizerConfig.weight_decay: decoupled, scaled by the update's rate.
+  float weight_decay() const { return weight_decay_; }
+  void set_weight_decay(float weight_decay) { weight_decay_ = weight_decay; }
+
   // Which rows of a table one update moves (OptimizerConfig.table_updates).
   TableUpdates table_updates() const { return table_updates_; }
   void set_table_updates(TableUpdates updates) { table_updates_ = updates; }
 
+ protected:
+  Optimizer() : rate_(0.0f) {}
+  explicit Optimizer(float learning_rate) : rate_(learning_rate) {}
+
+  // The first thing every Apply does: returns the rate of update `t`
+  // (learning_rate().Rate(t)) after shrinking values[0, n) by the weight
+  // decay at that rate, w -= w * weight_decay * lr (Keras 3 decays before
+  // the optimizer's step, in that order of the product).
+  float BeginUpdate(float* values, int64_t n, int64_t t) const;
+
  private:
   TableUpdates table_updates_ = TABLE_UPDATES_LAZY;
+  LearningRate rate_;
+  float weight_decay_ = 0;
 };
 
 // Builds the optimizer named by `config`; errors name the bad field.

@@ -77,18 +77,29 @@ bool UseOptimizerAvx2() {
 
 }  // namespace optimizer_internal
 
+float Optimizer::BeginUpdate(float* values, int64_t n, int64_t t) const {
+  const float lr = rate_.Rate(t);
+  if (weight_decay_ != 0) {
+    const float wd = weight_decay_;
+    for (int64_t i = 0; i < n; ++i) values[i] -= values[i] * wd * lr;
+  }
+  return lr;
+}
+
 void SgdOptimizer::Apply(float* values, const float* grad, float* const* slots,
                          int64_t n, int64_t t) const {
-  ArrayMap(values, n) -= lr_ * ConstArrayMap(grad, n);
+  const float lr = BeginUpdate(values, n, t);
+  ArrayMap(values, n) -= lr * ConstArrayMap(grad, n);
 }
 
 void MomentumOptimizer::Apply(float* values, const float* grad,
                               float* const* slots, int64_t n, int64_t t) const {
+  const float lr = BeginUpdate(values, n, t);
   ArrayMap w(values, n), v(slots[0], n);
   ConstArrayMap g(grad, n);
-  v = momentum_ * v - lr_ * g;
+  v = momentum_ * v - lr * g;
   if (nesterov_) {
-    w += momentum_ * v - lr_ * g;
+    w += momentum_ * v - lr * g;
   } else {
     w += v;
   }
@@ -96,11 +107,12 @@ void MomentumOptimizer::Apply(float* values, const float* grad,
 
 void AdamOptimizer::Apply(float* values, const float* grad, float* const* slots,
                           int64_t n, int64_t t) const {
+  const float lr = BeginUpdate(values, n, t);
   ArrayMap w(values, n), m(slots[0], n), v(slots[1], n);
   ConstArrayMap g(grad, n);
   const double td = static_cast<double>(t);
   const float lr_t =
-      static_cast<float>(lr_ * std::sqrt(1.0 - std::pow(beta2_, td)) /
+      static_cast<float>(lr * std::sqrt(1.0 - std::pow(beta2_, td)) /
                          (1.0 - std::pow(beta1_, td)));
   if (optimizer_internal::UseOptimizerAvx2()) {
     optimizer_internal::AdamAvx2(values, grad, slots[0], slots[1], n, beta1_,
@@ -114,22 +126,24 @@ void AdamOptimizer::Apply(float* values, const float* grad, float* const* slots,
 
 void AdagradOptimizer::Apply(float* values, const float* grad,
                              float* const* slots, int64_t n, int64_t t) const {
+  const float lr = BeginUpdate(values, n, t);
   if (optimizer_internal::UseOptimizerAvx2()) {
-    optimizer_internal::AdagradAvx2(values, grad, slots[0], n, lr_, epsilon_);
+    optimizer_internal::AdagradAvx2(values, grad, slots[0], n, lr, epsilon_);
     return;
   }
   ArrayMap w(values, n), acc(slots[0], n);
   ConstArrayMap g(grad, n);
   acc += g.square();
-  w -= lr_ * g / (Sqrt(acc) + epsilon_);
+  w -= lr * g / (Sqrt(acc) + epsilon_);
 }
 
 void FtrlOptimizer::Apply(float* values, const float* grad, float* const* slots,
                           int64_t n, int64_t t) const {
+  const float lr = BeginUpdate(values, n, t);
   float* acc = slots[0];
   float* linear = slots[1];
-  const float l2 = o_.l2 + o_.beta / (2.0f * o_.learning_rate);
-  const float inv_lr = 1.0f / o_.learning_rate;
+  const float l2 = o_.l2 + o_.beta / (2.0f * lr);
+  const float inv_lr = 1.0f / lr;
   // TF special-cases the default power for speed and accuracy; so do we.
   const bool sqrt_power = o_.learning_rate_power == -0.5f;
   const float neg_power = -o_.learning_rate_power;
@@ -232,6 +246,20 @@ void MovingAverageOptimizer::Apply(float* values, const float* grad,
 
 namespace {
 
+bool RateCanReachZero(const LearningRateSchedule& s) {
+  if (s.warmup_steps() > 0 && s.warmup_initial_learning_rate() == 0) {
+    return true;
+  }
+  switch (s.decay()) {
+    case LearningRateSchedule::DECAY_COSINE:
+      return s.alpha() == 0;
+    case LearningRateSchedule::DECAY_POLYNOMIAL:
+      return s.end_learning_rate() == 0;
+    default:
+      return false;
+  }
+}
+
 absl::StatusOr<std::unique_ptr<Optimizer>> CreateOptimizerKind(
     const OptimizerConfig& config) {
   if (config.has_moving_average()) {
@@ -298,7 +326,26 @@ absl::StatusOr<std::unique_ptr<Optimizer>> CreateOptimizer(
   }
   absl::StatusOr<std::unique_ptr<Optimizer>> optimizer =
       CreateOptimizerKind(config);
-  if (optimizer.ok()) (*optimizer)->set_table_updates(config.table_updates());
+  if (!optimizer.ok()) return optimizer;
+  (*optimizer)->set_table_updates(config.table_updates());
+  // A statistic's rule has no rate to schedule and nothing to decay.
+  if (config.has_moving_average()) return optimizer;
+  absl::StatusOr<LearningRate> rate = LearningRate::Create(config);
+  if (!rate.ok()) return rate.status();
+  const float wd = config.weight_decay();
+  if (!(wd >= 0) || !std::isfinite(wd)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "optimizer.weight_decay must be a finite number >= 0, got ", wd));
+  }
+  if (config.has_ftrl() && RateCanReachZero(config.schedule())) {
+    return absl::InvalidArgumentError(
+        "optimizer.schedule: FTRL divides by the learning rate, so its "
+        "schedule must stay above 0 (a warm-up needs "
+        "warmup_initial_learning_rate > 0, a cosine decay alpha > 0, a "
+        "polynomial decay end_learning_rate > 0)");
+  }
+  (*optimizer)->set_learning_rate(*rate);
+  (*optimizer)->set_weight_decay(wd);
   return optimizer;
 }
 

@@ -8,15 +8,12 @@ namespace tessera {
 // Plain SGD: w -= lr * g.
 class SgdOptimizer final : public Optimizer {
  public:
-  explicit SgdOptimizer(float learning_rate) : lr_(learning_rate) {}
+  explicit SgdOptimizer(float learning_rate) : Optimizer(learning_rate) {}
   int num_slots() const override { return 0; }
   std::string name() const override { return "sgd"; }
   std::string slot_name(int slot) const override { return ""; }
   void Apply(float* values, const float* grad, float* const* slots, int64_t n,
              int64_t t) const override;
-
- private:
-  const float lr_;
 };
 
 // Keras' SGD with momentum: v = m*v - lr*g; w += v (Nesterov:
@@ -24,7 +21,7 @@ class SgdOptimizer final : public Optimizer {
 class MomentumOptimizer final : public Optimizer {
  public:
   MomentumOptimizer(float learning_rate, float momentum, bool nesterov)
-      : lr_(learning_rate), momentum_(momentum), nesterov_(nesterov) {}
+      : Optimizer(learning_rate), momentum_(momentum), nesterov_(nesterov) {}
   int num_slots() const override { return 1; }
   std::string name() const override { return "momentum"; }
   std::string slot_name(int slot) const override { return "momentum"; }
@@ -32,7 +29,7 @@ class MomentumOptimizer final : public Optimizer {
              int64_t t) const override;
 
  private:
-  const float lr_, momentum_;
+  const float momentum_;
   const bool nesterov_;
 };
 
@@ -41,7 +38,10 @@ class MomentumOptimizer final : public Optimizer {
 class AdamOptimizer final : public Optimizer {
  public:
   AdamOptimizer(float learning_rate, float beta1, float beta2, float epsilon)
-      : lr_(learning_rate), beta1_(beta1), beta2_(beta2), epsilon_(epsilon) {}
+      : Optimizer(learning_rate),
+        beta1_(beta1),
+        beta2_(beta2),
+        epsilon_(epsilon) {}
   int num_slots() const override { return 2; }
   std::string name() const override { return "adam"; }
   std::string slot_name(int slot) const override {
@@ -51,7 +51,7 @@ class AdamOptimizer final : public Optimizer {
              int64_t t) const override;
 
  private:
-  const float lr_, beta1_, beta2_, epsilon_;
+  const float beta1_, beta2_, epsilon_;
 };
 
 // Keras' Adagrad (TF's ApplyAdagradV2): acc += g^2;
@@ -61,7 +61,7 @@ class AdagradOptimizer final : public Optimizer {
  public:
   AdagradOptimizer(float learning_rate, float initial_accumulator_value,
                    float epsilon)
-      : lr_(learning_rate),
+      : Optimizer(learning_rate),
         initial_accumulator_(initial_accumulator_value),
         epsilon_(epsilon) {}
   int num_slots() const override { return 1; }
@@ -74,7 +74,7 @@ class AdagradOptimizer final : public Optimizer {
              int64_t t) const override;
 
  private:
-  const float lr_, initial_accumulator_, epsilon_;
+  const float initial_accumulator_, epsilon_;
 };
 
 // FTRL-Proximal as TF's ApplyFtrlV2 / Keras' Ftrl, with p = lr_power:
@@ -93,7 +93,8 @@ class FtrlOptimizer final : public Optimizer {
     float initial_accumulator_value;
     float l1, l2, l2_shrinkage, beta;
   };
-  explicit FtrlOptimizer(const Options& options) : o_(options) {}
+  explicit FtrlOptimizer(const Options& options)
+      : Optimizer(options.learning_rate), o_(options) {}
   int num_slots() const override { return 2; }
   float slot_initial_value(int slot) const override {
     return slot == 0 ? o_.initial_accumulator_value : 0.0f;
@@ -116,7 +117,8 @@ class FtrlOptimizer final : public Optimizer {
 // in async mode once per worker push.
 class MovingAverageOptimizer final : public Optimizer {
  public:
-  explicit MovingAverageOptimizer(float momentum) : momentum_(momentum) {}
+  explicit MovingAverageOptimizer(float momentum)
+      : Optimizer(0.0f), momentum_(momentum) {}
   int num_slots() const override { return 0; }
   std::string name() const override { return "moving_average"; }
   std::string slot_name(int slot) const override { return ""; }
