@@ -8,6 +8,7 @@
 #include "common/model/table_placement.h"
 #include "common/model/variable_optimizer.h"
 #include "common/model_spec.h"
+#include "common/optimizer/gradient_clipping.h"
 #include "common/optimizer/optimizer.h"
 #include "common/training_mode.h"
 
@@ -57,6 +58,25 @@ absl::Status ValidateJobConfig(const JobConfig& job) {
         !opt.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "table_optimizers: \"", table, "\": ", opt.status().message()));
+    }
+  }
+  if (absl::Status s = ValidateGradientClip(GradientClipOf(job.optimizer()),
+                                            "optimizer.clipping");
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
+          ValidateGradientClip(GradientClipOf(job.embedding_optimizer()),
+                               "embedding_optimizer.clipping");
+      !s.ok()) {
+    return s;
+  }
+  for (const auto& [table, optimizer] : job.table_optimizers()) {
+    if (absl::Status s = ValidateGradientClip(
+            GradientClipOf(optimizer),
+            absl::StrCat("table_optimizers[\"", table, "\"].clipping"));
+        !s.ok()) {
+      return s;
     }
   }
   absl::StatusOr<TrainingMode> mode = ParseTrainingMode(job.mode());

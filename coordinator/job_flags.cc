@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
@@ -94,6 +95,18 @@ DEFINE_string(table_updates, "",
               "(only those the batch touched, as TF's LazyAdam) or dense "
               "(every row, as Keras' optimizers); empty: each optimizer's "
               "table_updates in the job file (unset: lazy).");
+DEFINE_double(clip_value, 0,
+              "Clip every gradient element into [-v, v] (Keras' clipvalue), "
+              "for every optimizer of the job; 0: the job file's. At most one "
+              "of --clip_value, --clip_norm, --global_clip_norm.");
+DEFINE_double(clip_norm, 0,
+              "Clip each variable's gradient to this L2 norm (Keras' "
+              "clipnorm), for every optimizer of the job; 0: the job file's.");
+DEFINE_double(global_clip_norm, 0,
+              "Clip the gradients of all the variables an optimizer trains "
+              "together to this L2 norm (Keras' global_clipnorm); 0: the job "
+              "file's. Each worker's own gradient in async, ssp and sync, the "
+              "all-reduced one in mirrored (docs/optimizers.md).");
 DEFINE_int64(expected_rows_per_shard, 0,
              "Growing tables: rows each parameter server's shard of a table "
              "expects (capacity hint; 0: default).");
@@ -251,6 +264,39 @@ absl::Status ApplyFlags(bool only_explicit, JobConfig* job) {
     }
     for (auto& [table, optimizer] : *job->mutable_table_optimizers()) {
       optimizer.set_table_updates(updates);
+    }
+  }
+  if ((use("clip_value") && FLAGS_clip_value != 0) ||
+      (use("clip_norm") && FLAGS_clip_norm != 0) ||
+      (use("global_clip_norm") && FLAGS_global_clip_norm != 0)) {
+    int set = 0;
+    for (const auto& [flag, v] :
+         {std::pair<const char*, double>{"--clip_value", FLAGS_clip_value},
+          {"--clip_norm", FLAGS_clip_norm},
+          {"--global_clip_norm", FLAGS_global_clip_norm}}) {
+      if (!std::isfinite(v) || v < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            flag, " must be a finite number >= 0 (0: off), got ", v));
+      }
+      set += v > 0;
+    }
+    if (set > 1) {
+      return absl::InvalidArgumentError(
+          "set at most one of --clip_value, --clip_norm and "
+          "--global_clip_norm (as Keras' clipvalue, clipnorm and "
+          "global_clipnorm)");
+    }
+    GradientClipping clipping;
+    clipping.set_value(static_cast<float>(FLAGS_clip_value));
+    clipping.set_norm(static_cast<float>(FLAGS_clip_norm));
+    clipping.set_global_norm(static_cast<float>(FLAGS_global_clip_norm));
+    // The flags replace every optimizer's clipping (VariableOptimizer).
+    *opt->mutable_clipping() = clipping;
+    if (job->has_embedding_optimizer()) {
+      *job->mutable_embedding_optimizer()->mutable_clipping() = clipping;
+    }
+    for (auto& [table, optimizer] : *job->mutable_table_optimizers()) {
+      *optimizer.mutable_clipping() = clipping;
     }
   }
   if (use("expected_rows_per_shard")) {

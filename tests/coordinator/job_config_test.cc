@@ -725,6 +725,38 @@ TEST_F(JobConfigTest, TableUpdatesFlagSetsEveryTablesOptimizer) {
                         "dense"));
 }
 
+// Issue #44 item 3: the clipping flags set every optimizer's clipping as
+// Keras' clipvalue, clipnorm and global_clipnorm; bad values and two at
+// once are refused by name, in flags and in a job file alike.
+TEST_F(JobConfigTest, ClippingFlagsSetEveryOptimizersClipping) {
+  JobConfig file = Defaults();
+  file.mutable_optimizer()->mutable_clipping()->set_norm(1.0f);
+  file.mutable_optimizer()->mutable_clipping()->set_value(2.0f);
+  absl::Status s = ValidateJobConfig(file);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("optimizer.clipping: set at most one"));
+
+  gflags::SetCommandLineOption("embedding_optimizer", "adagrad");
+  gflags::SetCommandLineOption("global_clip_norm", "1.5");
+  absl::StatusOr<JobConfig> job = JobConfigFromFlags();
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->optimizer().clipping().global_norm(), 1.5f);
+  EXPECT_EQ(job->embedding_optimizer().clipping().global_norm(), 1.5f);
+  EXPECT_EQ(job->optimizer().clipping().norm(), 0.0f);
+  EXPECT_TRUE(ValidateJobConfig(*job).ok());
+
+  gflags::SetCommandLineOption("clip_value", "0.5");
+  job = JobConfigFromFlags();
+  EXPECT_EQ(job.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(job.status().message(),
+              HasSubstr("at most one of --clip_value, --clip_norm"));
+  gflags::SetCommandLineOption("global_clip_norm", "0");
+  gflags::SetCommandLineOption("clip_value", "-1");
+  job = JobConfigFromFlags();
+  EXPECT_THAT(job.status().message(),
+              HasSubstr("--clip_value must be a finite number >= 0"));
+}
+
 // Issue #42, defect 14: in --table_placements=t:replicated,t:sharded the
 // last silently won.
 TEST_F(JobConfigTest, ATableNamedTwiceInTablePlacementsIsRefused) {
