@@ -12,6 +12,8 @@
 #include <string>
 #include <thread>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -41,6 +43,7 @@
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
+#include "worker/torch/init_weights.h"
 
 DEFINE_bool(dry_run, false,
             "Print the model with every default written out, each layer's "
@@ -98,6 +101,12 @@ DEFINE_string(init_checkpoint, "",
               "variables their first values, when the job has no checkpoint "
               "of its own to resume: a warm start at step 0 on any number of "
               "parameter servers (tessera_keras import --checkpoint_out).");
+DEFINE_string(init_weights, "",
+              "A safetensors file of the variables' first values: a PyTorch "
+              "state_dict (tessera_torch import --weights_out, the module's "
+              "names and layouts) or tensors named as the variables. Written "
+              "as a step-0 checkpoint in <file>.checkpoint and started from "
+              "as --init_checkpoint (a job with no checkpoint of its own).");
 DEFINE_bool(evaluate_only, false,
             "Evaluate the newest valid checkpoint in --checkpoint_dir on the "
             "whole test set and end, training nothing.");
@@ -138,6 +147,23 @@ int main(int argc, char** argv) {
   if (!job.ok()) {
     LOG(ERROR) << "bad job: " << job.status().message();
     return 2;
+  }
+  std::vector<tessera::VariableValues> init_weights;
+  if (!FLAGS_init_weights.empty()) {
+    if (!FLAGS_init_checkpoint.empty()) {
+      LOG(ERROR) << "--init_weights and --init_checkpoint both give the "
+                    "first values: name one";
+      return 2;
+    }
+    absl::StatusOr<std::vector<tessera::VariableValues>> read =
+        tessera::ReadInitWeights(*job, FLAGS_init_weights);
+    if (!read.ok()) {
+      LOG(ERROR) << "--init_weights: " << read.status().message();
+      return 2;
+    }
+    init_weights = std::move(*read);
+    std::printf("--init_weights=%s: %zu variables of the model\n",
+                FLAGS_init_weights.c_str(), init_weights.size());
   }
   if (FLAGS_print_job) {
     std::string text;
@@ -274,6 +300,16 @@ int main(int argc, char** argv) {
   options.keep_checkpoints = FLAGS_keep_checkpoints;
   options.restore = FLAGS_restore;
   options.init_checkpoint = FLAGS_init_checkpoint;
+  if (!init_weights.empty()) {
+    options.init_checkpoint =
+        tessera::InitWeightsCheckpointRoot(FLAGS_init_weights);
+    absl::StatusOr<std::string> written = tessera::WriteInitWeightsCheckpoint(
+        *job, init_weights, options.init_checkpoint);
+    if (!written.ok()) {
+      LOG(ERROR) << "--init_weights: " << written.status().message();
+      return 1;
+    }
+  }
   if (FLAGS_evaluate_only && FLAGS_checkpoint_dir.empty()) {
     LOG(ERROR) << "--evaluate_only needs --checkpoint_dir (the checkpoint to "
                   "evaluate)";

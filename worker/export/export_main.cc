@@ -7,7 +7,10 @@
 // one checkpoint folder (ckpt-0000000120) or a model file. Formats: ONNX
 // (worker/export/onnx_export.h: with the tables, or with pooled embeddings
 // as inputs and the tables as text files, --tables_dir), or the whole model
-// as one file (--format=tessera, worker/export/model_file.h). Exit codes as
+// as one file (--format=tessera, worker/export/model_file.h), or the
+// variables as a PyTorch state_dict in a safetensors file (--format=
+// safetensors, worker/torch/state_dict.h: the module's own names and
+// layouts, for module.load_state_dict). Exit codes as
 // every tool's (common/exit_code.h): 2 for a mistake in the command line or
 // its paths (no checkpoint there, a file that is not one), 1 for a failure
 // a retry might fix.
@@ -23,6 +26,7 @@
 #include "worker/export/onnx_export.h"
 #include "worker/export/table_files.h"
 #include "worker/export/trained_model.h"
+#include "worker/torch/state_dict.h"
 
 DEFINE_string(checkpoint, "",
               "A checkpoint root (its newest valid checkpoint), one "
@@ -31,7 +35,10 @@ DEFINE_string(output, "", "The file to write.");
 DEFINE_string(format, "onnx",
               "onnx: an ONNX model (opset 17); tessera: the whole model as "
               "one file tessera_predict --checkpoint loads, with no "
-              "parameter server.");
+              "parameter server; safetensors: the variables as a PyTorch "
+              "state_dict (module.load_state_dict(safetensors.torch."
+              "load_file(F))), a growing table's ids beside it as "
+              "<table>.ids.");
 DEFINE_string(embeddings, "tables",
               "tables: the embedding tables are in the model and its inputs "
               "are ids; pooled_inputs: the tables are left out and each "
@@ -56,9 +63,10 @@ int Run() {
     return Fail(
         absl::InvalidArgumentError("--checkpoint and --output are required"));
   }
-  if (FLAGS_format != "onnx" && FLAGS_format != "tessera") {
+  if (FLAGS_format != "onnx" && FLAGS_format != "tessera" &&
+      FLAGS_format != "safetensors") {
     return Fail(absl::InvalidArgumentError(absl::StrCat(
-        "--format: '", FLAGS_format, "' is neither onnx nor tessera")));
+        "--format: '", FLAGS_format, "' is not onnx, tessera or safetensors")));
   }
   if (FLAGS_embeddings != "tables" && FLAGS_embeddings != "pooled_inputs") {
     return Fail(absl::InvalidArgumentError(
@@ -72,10 +80,12 @@ int Run() {
       return Fail(s);
     }
   }
-  if (FLAGS_format == "tessera") {
-    if (absl::Status s = WriteModelFile(*model, FLAGS_output); !s.ok()) {
-      return Fail(s);
-    }
+  if (FLAGS_format == "tessera" || FLAGS_format == "safetensors") {
+    absl::Status s = FLAGS_format == "tessera"
+                         ? WriteModelFile(*model, FLAGS_output)
+                         : WriteSafetensorsFile(
+                               StateDictFromTrainedModel(*model), FLAGS_output);
+    if (!s.ok()) return Fail(s);
     std::printf(
         "tessera_export: wrote %s (checkpoint %s, after %lld worker steps)\n",
         FLAGS_output.c_str(), model->checkpoint.c_str(),
