@@ -64,16 +64,16 @@ absl::Status TrainingWorker::PrepareParameters(
     graph_->UseStagedParameters();
   } else {
     if (spare_ != nullptr) graph_->DiscardStagedParameters();
-    if (absl::Status s = params_->PullAll(sync_step); !s.ok()) return s;
-    if (absl::Status s = graph_->SetParameters(params_->values()); !s.ok()) {
+    if (absl::Status s = params_->Pull(sync_step); !s.ok()) return s;
+    if (absl::Status s = graph_->SetParameters(DenseValues()); !s.ok()) {
       return s;
     }
   }
   if (spare_ != nullptr) {
-    ShardedParameters* next = spare_.get();
+    ParameterSet* next = spare_.get();
     Graph* graph = graph_.get();
     prefetch_ = prefetcher_.Async([next, graph] {
-      absl::Status s = next->PullAll();
+      absl::Status s = next->Pull(std::nullopt);
       if (s.ok()) s = graph->StageParameters(next->values());
       return s;
     });
@@ -195,6 +195,8 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& given,
                                    backend_.get());
     if (!replica.ok()) return replica.status();
     mirrored = *std::move(replica);
+    mirrored->set_collective({all_reducer_, backend_.get(),
+                              /*device_sum=*/(*graph)->tables().empty()});
   }
 
   std::vector<std::unique_ptr<PsClient>> clients;
@@ -206,7 +208,7 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& given,
                                                  ps_options_));
     raw.push_back(clients.back().get());
   }
-  std::unique_ptr<ShardedParameters> params, spare;
+  std::unique_ptr<ParameterSet> params, spare;
   std::unique_ptr<SparseParameters> sparse;
   if (mirrored == nullptr) {
     // The dense variables on the parameter servers.
@@ -290,8 +292,8 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& given,
   sparse_push_ = std::move(sparse_push);
   sparse_index_ = std::move(sparse_index);
   kept_ = *std::move(kept);
-  mirrored_ = std::move(mirrored);
-  device_reduce_ = DeviceArray<float>();
+  replica_ = mirrored.get();
+  if (mirrored != nullptr) params_ = std::move(mirrored);
   shards_.clear();
   test_set_.reset();
   stream_ = std::move(stream);
@@ -351,8 +353,8 @@ absl::Status TrainingWorker::RunStep(const StepRequest& request,
     if (batch_.size == 0) {
       // Every position of the step held a bad record, all skipped.
       response->set_examples(0);
-      if (mirrored_ == nullptr) return absl::OkStatus();
-      return ReplicaWithoutData(request, response);
+      if (!params_->collective()) return absl::OkStatus();
+      return StepWithoutExamples(request, response);
     }
     return TrainBatch(request, response);
   }
@@ -365,14 +367,14 @@ absl::Status TrainingWorker::RunStep(const StepRequest& request,
   absl::StatusOr<std::vector<int64_t>> ids =
       DecodeRaw<int64_t>(request.example_ids(), "example_ids");
   if (!ids.ok()) return ids.status();
-  if (ids->empty() && mirrored_ == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("step ", request.step(), " names no examples"));
-  }
-  if (mirrored_ != nullptr && ids->empty()) {
+  if (ids->empty()) {
+    if (!params_->collective()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("step ", request.step(), " names no examples"));
+    }
     // This replica has no data left in the epoch but takes part in the
     // all-reduce with a zero gradient.
-    return ReplicaWithoutData(request, response);
+    return StepWithoutExamples(request, response);
   }
   for (int64_t& id : *ids) {
     if (id < begin || id >= end) {
@@ -430,32 +432,22 @@ absl::Status TrainingWorker::TrainBatch(const StepRequest& request,
   if (!graph_->tables().empty()) {
     rows = row_calls_.Async([this, sync_step] { return PullRows(sync_step); });
   }
-  absl::Status dense =
-      params_ != nullptr ? PrepareParameters(sync_step) : absl::OkStatus();
+  absl::Status dense = PrepareParameters(sync_step);
   absl::Status pulled = rows.valid() ? rows.get() : absl::OkStatus();
   if (!dense.ok()) return dense;
   if (!pulled.ok()) return pulled;
   response->set_pull_us(MicrosSince(t0));
 
   auto t1 = std::chrono::steady_clock::now();
-  // (PrepareParameters has put the sharded parameters on the device.)
-  if (mirrored_ != nullptr) {
-    if (absl::Status s = graph_->SetParameters(ReplicaDense()); !s.ok()) {
-      return s;
-    }
-  }
   const uint64_t seed = DeriveSeed(config_.seed(), request.step());
   // Mirrored on GPUs with NCCL: the gradients stay where the backward pass
   // left them, scaled by this replica's weight, for the all-reduce.
-  const bool on_device = ReduceOnDevice();
+  float* on_device = params_->device_gradients();
   absl::StatusOr<GraphResult> result =
-      on_device
+      on_device != nullptr
           ? graph_->TrainStepOnDevice(View(), seed, static_cast<float>(batch),
-                                      device_reduce_.data())
-          : graph_->TrainStep(
-                View(), seed,
-                mirrored_ ? ReplicaDenseGradients() : params_->gradients(),
-                &table_grads_);
+                                      on_device)
+          : graph_->TrainStep(View(), seed, DenseGradients(), &table_grads_);
   // A device fault is reported here, before a bad gradient can be pushed.
   if (!result.ok()) return result.status();
   response->set_compute_us(MicrosSince(t1));
@@ -466,7 +458,7 @@ absl::Status TrainingWorker::TrainBatch(const StepRequest& request,
 
   auto t2 = std::chrono::steady_clock::now();
   const float scale = request.sync_scale();
-  if (scale != 0 && scale != 1) ScaleGradients(scale);
+  if (scale != 0 && scale != 1) ScaleRowGradients(scale);
   // The graph's table gradients index this batch's distinct rows; push
   // them under their row ids.
   for (size_t t = 0; t < table_grads_.size(); ++t) {
@@ -481,7 +473,7 @@ absl::Status TrainingWorker::TrainBatch(const StepRequest& request,
       const int v = static_cast<int>(graph_->dense_variables().size()) +
                     kept_.slot(static_cast<int>(t));
       kept_.Scatter(static_cast<int>(t), push_ids_[t], push_grads_[t],
-                    mirrored_->gradients()[v], mirrored_->touched_rows(v));
+                    replica_->gradients()[v], replica_->touched_rows(v));
     }
   }
   // The rows go to the servers while the dense gradients are pushed, or
@@ -491,16 +483,9 @@ absl::Status TrainingWorker::TrainBatch(const StepRequest& request,
     // hybrid:ssp:S: the next steps train while this push is under way.
     row_pushes_in_flight_.push_back(std::move(row_push));
   }
-  absl::Status pushed;
-  if (mirrored_ != nullptr) {
-    pushed = MirroredUpdate(batch, on_device, response);
-  } else {
-    const SyncPush sync = SyncPushOf(request);
-    ShardedParameters::PushOutcome outcome;
-    pushed = params_->PushAll(sync.required > 0 ? &sync : nullptr, &outcome);
-    for (int64_t st : outcome.staleness) response->add_staleness(st);
-    response->set_late_shards(outcome.late_shards);
-  }
+  const SyncPush sync = SyncPushOf(request);
+  absl::Status pushed = params_->Push(
+      {batch, scale, sync.required > 0 ? &sync : nullptr}, response);
   absl::Status rows_pushed =
       row_push.valid() ? row_push.get() : absl::OkStatus();
   for (size_t t = 0; t < table_grads_.size(); ++t) {
@@ -548,17 +533,11 @@ absl::Status TrainingWorker::Evaluate(const EvaluateRequest& request,
     test_set_ = *std::move(test);
     test_begin_ = begin;
   }
-  if (mirrored_ != nullptr) {
-    if (absl::Status s = graph_->SetParameters(ReplicaDense()); !s.ok()) {
-      return s;
-    }
-  } else {
-    // Evaluate the freshest parameters, not a prefetched set.
-    CancelPrefetch();
-    if (absl::Status s = params_->PullAll(); !s.ok()) return s;
-    if (absl::Status s = graph_->SetParameters(params_->values()); !s.ok()) {
-      return s;
-    }
+  // Evaluate the freshest parameters, not a prefetched set.
+  CancelPrefetch();
+  if (absl::Status s = params_->Pull(std::nullopt); !s.ok()) return s;
+  if (absl::Status s = graph_->SetParameters(DenseValues()); !s.ok()) {
+    return s;
   }
   // One probability per example: the exact AUC needs them all.
   const bool probabilities =

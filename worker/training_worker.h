@@ -24,6 +24,7 @@
 #include "worker/data/stream/stream_examples.h"
 #include "worker/nn/graph.h"
 #include "worker/params/mirrored_parameters.h"
+#include "worker/params/parameter_set.h"
 #include "worker/params/replicated_tables.h"
 #include "worker/params/sharded_parameters.h"
 #include "worker/params/sparse_parameters.h"
@@ -92,16 +93,17 @@ class TrainingWorker {
   void CancelPrefetch();
   // Makes params_ and the graph's parameters this step's: the prefetched
   // set (already uploaded to the device) when there is one, else a fresh
-  // pull; starts the next prefetch if enabled, which pulls and uploads
-  // while this step computes.
+  // pull (for a replica: its own values); starts the next prefetch if
+  // enabled, which pulls and uploads while this step computes.
   // `sync_step`: sync mode's global step the values are pulled for.
   absl::Status PrepareParameters(std::optional<int64_t> sync_step);
   // Maps batch_'s ids of every table to distinct rows and pulls them into
   // rows_.
   absl::Status PullRows(std::optional<int64_t> sync_step = std::nullopt);
-  // Sync: multiplies this step's dense and table gradients by
-  // StepRequest.sync_scale before they are pushed.
-  void ScaleGradients(float scale);
+  // Sync: multiplies this step's gradients of the tables on the servers
+  // by StepRequest.sync_scale before they are pushed (ParameterSet::Push
+  // scales the dense ones).
+  void ScaleRowGradients(float scale);
   // The global step `request` belongs to, in modes whose servers
   // aggregate steps (sync, hybrid:sync); nullopt otherwise.
   std::optional<int64_t> SyncStepOf(const StepRequest& request) const;
@@ -114,29 +116,17 @@ class TrainingWorker {
   // Waits until at most `at_most` row pushes are in flight; the first
   // error among those waited for.
   absl::Status WaitForRowPushes(size_t at_most);
-  // The replica's dense variables and their gradients, without the kept
-  // tables after them: what the graph computes with.
-  std::vector<absl::Span<const float>> ReplicaDense() const;
-  std::vector<absl::Span<float>> ReplicaDenseGradients();
-  // A replica (mirrored, hybrid) without examples in this global step:
-  // takes part in the all-reduce with zeros and, in hybrid:sync, sends
-  // the servers its empty part of the step.
-  absl::Status ReplicaWithoutData(const StepRequest& request,
-                                  StepResponse* response);
+  // params_'s dense variables and their gradients, without a replica's
+  // kept tables after them: what the graph computes with.
+  std::vector<absl::Span<const float>> DenseValues() const;
+  std::vector<absl::Span<float>> DenseGradients();
+  // A worker without examples in a collective step (a replica): takes
+  // part in the push with zeros and, in hybrid:sync, sends the servers
+  // its empty part of the step.
+  absl::Status StepWithoutExamples(const StepRequest& request,
+                                   StepResponse* response);
   // The graph's view of batch_ and the pulled rows.
   GraphBatch View() const;
-
-  // Whether this mirrored step sums its gradients on the device: the
-  // all-reducer can (NCCL, once negotiated) and the model has no tables;
-  // makes device_reduce_ on first use.
-  bool ReduceOnDevice();
-  // The mirrored step after the forward and backward pass of `batch`
-  // examples (0: this replica has none, its gradients count as zero):
-  // all-reduce the weighted gradients, from device_reduce_ when
-  // `on_device` (TrainStepOnDevice filled it) else from the replica's host
-  // buffer (TrainStep filled it), and apply them to this replica.
-  absl::Status MirroredUpdate(int64_t batch, bool on_device,
-                              StepResponse* response);
 
   // Streamed formats: fills batch_ with the step's stream positions.
   absl::Status StreamBatch(const StepRequest& request, StepResponse* response);
@@ -157,19 +147,18 @@ class TrainingWorker {
   WorkerConfig config_;
   TrainingMode mode_;
   std::unique_ptr<Graph> graph_;
-  // Mirrored mode: this worker's full replica (params_ stays null), and
-  // its weighted gradients and weight on the device when the all-reduce
-  // sums there (ReduceOnDevice).
-  std::unique_ptr<MirroredParameters> mirrored_;
-  DeviceArray<float> device_reduce_;
+  // The dense variables: sharded on the servers, or this worker's full
+  // replica (mirrored, hybrid), which replica_ then names (for its
+  // checkpoints and the tables it keeps whole); else replica_ is null.
+  std::unique_ptr<ParameterSet> params_;
+  MirroredParameters* replica_ = nullptr;
   int64_t train_size_ = 0;  // examples in the training files (or subset)
   // The data files' verified counts, for this process: a configuration
   // again (a restarted chief probes the data anew) reads no file through.
   VerifiedCountCache counts_;
   const InflatedFiles inflated_;
   std::vector<std::unique_ptr<PsClient>> clients_;
-  std::unique_ptr<ShardedParameters> params_;  // the dense variables
-  std::unique_ptr<SparseParameters> sparse_;   // tables on the servers
+  std::unique_ptr<SparseParameters> sparse_;  // tables on the servers
   // Per table of the graph: its index in sparse_, -1 for a table the
   // replica keeps whole (kept_).
   std::vector<int> sparse_index_;
@@ -181,7 +170,7 @@ class TrainingWorker {
   std::deque<std::future<absl::Status>> row_pushes_in_flight_;
   // With prefetching: a second set of buffers, filled by `prefetch_` while
   // a step computes with params_; the next step swaps them.
-  std::unique_ptr<ShardedParameters> spare_;
+  std::unique_ptr<ParameterSet> spare_;
   std::future<absl::Status> prefetch_;
   std::map<std::pair<int64_t, int64_t>, std::unique_ptr<ExampleSet>> shards_;
   std::unique_ptr<ExampleSet> test_set_;

@@ -1,7 +1,7 @@
-// TrainingWorker's exchanges in a step: the table rows it pulls from and
-// pushes to the servers (or copies out of its replica), and the replica's
-// all-reduce with its peers. Kept apart from training_worker.cc, which
-// configures the worker and runs the step around these.
+// TrainingWorker's row exchange in a step: the table rows it pulls from
+// and pushes to the servers (or copies out of its replica). Kept apart
+// from training_worker.cc, which configures the worker and runs the step
+// around it.
 
 #include <utility>
 
@@ -14,7 +14,7 @@ namespace tessera {
 absl::Status TrainingWorker::PullRows(std::optional<int64_t> sync_step) {
   const std::vector<VariableDef>& tables = graph_->tables();
   std::vector<absl::Span<const float>> replica;
-  if (!kept_.empty()) replica = mirrored_->values();
+  if (!kept_.empty()) replica = replica_->values();
   const size_t dense = graph_->dense_variables().size();
   for (size_t t = 0; t < tables.size(); ++t) {
     CollectTableIds(*graph_, batch_, static_cast<int>(t), &table_ids_);
@@ -103,20 +103,20 @@ absl::Status TrainingWorker::WaitForRowPushes(size_t at_most) {
   return first;
 }
 
-std::vector<absl::Span<const float>> TrainingWorker::ReplicaDense() const {
-  std::vector<absl::Span<const float>> values = mirrored_->values();
+std::vector<absl::Span<const float>> TrainingWorker::DenseValues() const {
+  std::vector<absl::Span<const float>> values = params_->values();
   values.resize(graph_->dense_variables().size());
   return values;
 }
 
-std::vector<absl::Span<float>> TrainingWorker::ReplicaDenseGradients() {
-  std::vector<absl::Span<float>> gradients = mirrored_->gradients();
+std::vector<absl::Span<float>> TrainingWorker::DenseGradients() {
+  std::vector<absl::Span<float>> gradients = params_->gradients();
   gradients.resize(graph_->dense_variables().size());
   return gradients;
 }
 
-absl::Status TrainingWorker::ReplicaWithoutData(const StepRequest& request,
-                                                StepResponse* response) {
+absl::Status TrainingWorker::StepWithoutExamples(const StepRequest& request,
+                                                 StepResponse* response) {
   // Hybrid:sync: the servers wait for every part of the step, this
   // replica's empty one too.
   for (size_t t = 0; t < push_ids_.size(); ++t) {
@@ -126,75 +126,22 @@ absl::Status TrainingWorker::ReplicaWithoutData(const StepRequest& request,
   std::future<absl::Status> row_push = SyncStepOf(request).has_value()
                                            ? PushRows(request)
                                            : std::future<absl::Status>();
-  absl::Status reduced = MirroredUpdate(0, ReduceOnDevice(), response);
+  const SyncPush sync = SyncPushOf(request);
+  absl::Status reduced = params_->Push({/*examples=*/0, request.sync_scale(),
+                                        sync.required > 0 ? &sync : nullptr},
+                                       response);
   absl::Status rows_pushed =
       row_push.valid() ? row_push.get() : absl::OkStatus();
   if (!reduced.ok()) return reduced;
   return rows_pushed;
 }
 
-void TrainingWorker::ScaleGradients(float scale) {
-  // Replicas weigh their dense gradients by their examples in the
-  // all-reduce (MirroredUpdate); only the rows need scaling there.
-  if (params_ != nullptr) {
-    for (absl::Span<float> g : params_->gradients()) {
-      for (float& x : g) x *= scale;
-    }
-  }
+void TrainingWorker::ScaleRowGradients(float scale) {
   for (size_t t = 0; t < table_grads_.size(); ++t) {
     // A kept table's gradient is weighed in the all-reduce, as the dense.
     if (kept_.holds(static_cast<int>(t))) continue;
     for (float& x : table_grads_[t].values) x *= scale;
   }
-}
-
-bool TrainingWorker::ReduceOnDevice() {
-  if (mirrored_ == nullptr || !all_reducer_->on_device() ||
-      !graph_->tables().empty()) {
-    return false;
-  }
-  const int64_t n = mirrored_->reduce_buffer().size();
-  if (device_reduce_.size() != n) {
-    device_reduce_ = DeviceArray<float>(backend_.get(), n);
-  }
-  return device_reduce_.data() != nullptr;
-}
-
-absl::Status TrainingWorker::MirroredUpdate(int64_t batch, bool on_device,
-                                            StepResponse* response) {
-  const absl::Span<float> host = mirrored_->reduce_buffer();
-  if (on_device) {
-    // TrainStepOnDevice wrote the weighted gradients; the weight goes
-    // after them (a replica without examples sends zeros).
-    float* data = device_reduce_.data();
-    const int64_t n = static_cast<int64_t>(host.size());
-    if (batch == 0) {
-      backend_->Fill(n, 0.0f, data);
-    } else {
-      backend_->Fill(1, static_cast<float>(batch), data + n - 1);
-    }
-    if (absl::Status s = backend_->status(); !s.ok()) return s;
-    if (absl::Status s = all_reducer_->AllReduceOnDevice(
-            absl::MakeSpan(data, n), backend_->native_stream());
-        !s.ok()) {
-      return s;
-    }
-    // The sum's one trip to the host, where the optimizer runs (pinned
-    // memory on a GPU: no staging).
-    backend_->CopyToHost(data, host.data(), n * sizeof(float));
-    if (absl::Status s = backend_->Synchronize(); !s.ok()) return s;
-  } else {
-    if (batch == 0) {
-      mirrored_->ZeroGradients();
-    } else {
-      mirrored_->SetWeight(static_cast<double>(batch));
-    }
-    if (absl::Status s = all_reducer_->AllReduce(host); !s.ok()) return s;
-  }
-  if (absl::Status s = mirrored_->ApplyReduced(); !s.ok()) return s;
-  response->set_replica_checksum(mirrored_->Checksum());
-  if (batch == 0) response->set_examples(0);
-  return absl::OkStatus();
 }
 
 }  // namespace tessera

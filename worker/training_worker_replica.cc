@@ -9,7 +9,7 @@ namespace tessera {
 
 absl::Status TrainingWorker::SaveReplica(const SaveShardsRequest& request,
                                          SaveShardsResponse* response) {
-  if (mirrored_ == nullptr) {
+  if (replica_ == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat(
         "SaveReplica: this worker keeps no replica (",
         configured() ? mode_.ToString() + " mode" : "not configured", ")"));
@@ -17,12 +17,12 @@ absl::Status TrainingWorker::SaveReplica(const SaveShardsRequest& request,
   if (request.directory().empty()) {
     return absl::InvalidArgumentError("SaveReplica: no checkpoint directory");
   }
-  return tessera::SaveReplica(*mirrored_, request.directory(), response);
+  return tessera::SaveReplica(*replica_, request.directory(), response);
 }
 
 absl::Status TrainingWorker::RestoreReplica(
     const RestoreReplicaRequest& request, RestoreShardsResponse* response) {
-  if (mirrored_ == nullptr) {
+  if (replica_ == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat(
         "RestoreReplica: this worker keeps no replica (",
         configured() ? mode_.ToString() + " mode" : "not configured", ")"));
@@ -33,12 +33,12 @@ absl::Status TrainingWorker::RestoreReplica(
   CancelPrefetch();
   const RestoreShardsRequest& checkpoint = request.checkpoint();
   if (absl::Status s = tessera::RestoreReplica(
-          checkpoint.manifest(), checkpoint.directory(), mirrored_.get());
+          checkpoint.manifest(), checkpoint.directory(), replica_);
       !s.ok()) {
     return s;
   }
   response->set_shards_restored(
-      static_cast<int32_t>(mirrored_->variables().size()));
+      static_cast<int32_t>(replica_->variables().size()));
   if (request.collective_epoch() != 0) {
     if (absl::Status s = all_reducer_->Restart(request.collective_epoch());
         !s.ok()) {

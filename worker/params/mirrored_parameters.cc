@@ -137,6 +137,71 @@ absl::Status MirroredParameters::ApplyReduced() {
   return absl::OkStatus();
 }
 
+absl::Status MirroredParameters::Pull(std::optional<int64_t> /*sync_step*/) {
+  // The replicas are in step by their all-reduces: nothing to fetch.
+  return absl::OkStatus();
+}
+
+float* MirroredParameters::device_gradients() {
+  if (collective_.all_reducer == nullptr || !collective_.device_sum ||
+      !collective_.all_reducer->on_device()) {
+    return nullptr;
+  }
+  const int64_t n = reduce_.size();
+  if (device_reduce_.size() != n) {
+    device_reduce_ = DeviceArray<float>(collective_.backend, n);
+  }
+  return device_reduce_.data();
+}
+
+absl::Status MirroredParameters::Push(const StepPush& step,
+                                      StepResponse* response) {
+  if (collective_.all_reducer == nullptr) {
+    return absl::FailedPreconditionError(
+        "a replica without an all-reduce group cannot push");
+  }
+  absl::Status reduced = device_gradients() != nullptr
+                             ? ReduceOnDevice(step.examples)
+                             : ReduceOnHost(step.examples);
+  if (!reduced.ok()) return reduced;
+  if (absl::Status s = ApplyReduced(); !s.ok()) return s;
+  response->set_replica_checksum(Checksum());
+  if (step.examples == 0) response->set_examples(0);
+  return absl::OkStatus();
+}
+
+absl::Status MirroredParameters::ReduceOnDevice(int64_t examples) {
+  // TrainStepOnDevice wrote the weighted gradients; the weight goes after
+  // them (a replica without examples sends zeros).
+  Backend* backend = collective_.backend;
+  float* data = device_reduce_.data();
+  const int64_t n = reduce_.size();
+  if (examples == 0) {
+    backend->Fill(n, 0.0f, data);
+  } else {
+    backend->Fill(1, static_cast<float>(examples), data + n - 1);
+  }
+  if (absl::Status s = backend->status(); !s.ok()) return s;
+  if (absl::Status s = collective_.all_reducer->AllReduceOnDevice(
+          absl::MakeSpan(data, n), backend->native_stream());
+      !s.ok()) {
+    return s;
+  }
+  // The sum's one trip to the host, where the optimizer runs (pinned
+  // memory on a GPU: no staging).
+  backend->CopyToHost(data, reduce_.data(), n * sizeof(float));
+  return backend->Synchronize();
+}
+
+absl::Status MirroredParameters::ReduceOnHost(int64_t examples) {
+  if (examples == 0) {
+    ZeroGradients();
+  } else {
+    SetWeight(static_cast<double>(examples));
+  }
+  return collective_.all_reducer->AllReduce(reduce_buffer());
+}
+
 uint32_t MirroredParameters::Checksum() const {
   uint32_t crc = 0;
   for (const auto& v : values_) {

@@ -11,7 +11,10 @@
 #include "common/model_spec.h"
 #include "common/optimizer/optimizer.h"
 #include "proto/job.pb.h"
+#include "worker/backend/backend.h"
 #include "worker/backend/host_memory.h"
+#include "worker/collective/all_reducer.h"
+#include "worker/params/parameter_set.h"
 
 namespace tessera {
 
@@ -37,8 +40,13 @@ namespace tessera {
 // lazily, only those rows, or densely, every row, as the table's
 // optimizer's table_updates says.
 //
+// As a step's ParameterSet (with set_collective): Pull has nothing to
+// fetch, Push weighs the gradients by the step's examples, all-reduces
+// them among the replicas (on the device when the all-reducer sums there
+// and the graph can leave its gradients there) and applies the sum.
+//
 // Thread safety: one step at a time.
-class MirroredParameters {
+class MirroredParameters final : public ParameterSet {
  public:
   // The values and the reduce buffer come from `host_memory` (the
   // backend's: pinned on a GPU, so they travel to and from it without
@@ -47,9 +55,31 @@ class MirroredParameters {
       const std::vector<VariableDef>& variables,
       const OptimizerConfig& optimizer, HostAllocator* host_memory = nullptr);
 
-  std::vector<absl::Span<const float>> values() const;
-  // Per-variable views into the reduce buffer.
-  std::vector<absl::Span<float>> gradients();
+  // The all-reduce Push runs among the replicas (`all_reducer`: this
+  // worker's rank), the backend whose device memory device_gradients()
+  // is, and whether the step's graph can leave its gradients on the
+  // device (`device_sum`: a model without tables). Before the first Push;
+  // both must outlive this.
+  struct Collective {
+    AllReducer* all_reducer = nullptr;
+    Backend* backend = nullptr;
+    bool device_sum = false;
+  };
+  void set_collective(const Collective& collective) {
+    collective_ = collective;
+  }
+
+  // ParameterSet. values() and gradients() are every variable's (the kept
+  // tables after the dense ones); gradients() are views into the reduce
+  // buffer.
+  absl::Status Pull(std::optional<int64_t> sync_step) override;
+  absl::Status Push(const StepPush& step, StepResponse* response) override;
+  std::vector<absl::Span<const float>> values() const override;
+  std::vector<absl::Span<float>> gradients() override;
+  // Made on first use, when the all-reducer sums on the device (NCCL, once
+  // negotiated) and the collective allows it.
+  float* device_gradients() override;
+  bool collective() const override { return true; }
   // Variable v's touched-row marks in the reduce buffer, one per row
   // (empty unless v is a table): the caller sets those of its batch's rows
   // non-zero and the rest zero (ReplicatedTables::Scatter).
@@ -91,6 +121,14 @@ class MirroredParameters {
 
  private:
   MirroredParameters() = default;
+
+  // The all-reduce of Push from device_reduce_ (device_gradients() was
+  // used) or from the host's reduce buffer.
+  absl::Status ReduceOnDevice(int64_t examples);
+  absl::Status ReduceOnHost(int64_t examples);
+
+  Collective collective_;
+  DeviceArray<float> device_reduce_;
 
   std::vector<VariableDef> defs_;
   OptimizerConfig optimizer_;

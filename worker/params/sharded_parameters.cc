@@ -149,6 +149,26 @@ absl::Status ShardedParameters::PushAll(const SyncPush* sync,
   return absl::OkStatus();
 }
 
+absl::Status ShardedParameters::Pull(std::optional<int64_t> sync_step) {
+  return PullAll(sync_step);
+}
+
+absl::Status ShardedParameters::Push(const StepPush& step,
+                                     StepResponse* response) {
+  if (step.scale != 0 && step.scale != 1) {
+    for (absl::Span<float> g : grads_) {
+      for (float& x : g) x *= step.scale;
+    }
+  }
+  PushOutcome outcome;
+  absl::Status pushed = PushAll(step.sync, &outcome);
+  for (int64_t staleness : outcome.staleness) {
+    response->add_staleness(staleness);
+  }
+  response->set_late_shards(outcome.late_shards);
+  return pushed;
+}
+
 std::vector<absl::Span<const float>> ShardedParameters::values() const {
   std::vector<absl::Span<const float>> out;
   for (const auto& v : values_) out.emplace_back(v.data(), v.size());

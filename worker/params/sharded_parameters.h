@@ -15,16 +15,20 @@
 #include "proto/worker_service.pb.h"
 #include "ps_server/client/ps_client.h"
 #include "worker/backend/host_memory.h"
+#include "worker/params/parameter_set.h"
 
 namespace tessera {
 
 // A worker's view of the model's variables: one host buffer per variable
 // for values and one for gradients, and the knowledge of which parameter
 // server holds which rows. A shard is a row range of its variable, so it is
-// pulled straight into its slice of the variable's buffer.
+// pulled straight into its slice of the variable's buffer. As a step's
+// ParameterSet: Pull is PullAll, Push scales the gradients by the step's
+// sync scale and pushes them (PushAll), reporting the staleness and the
+// late shards.
 //
 // Thread safety: one step at a time.
-class ShardedParameters {
+class ShardedParameters final : public ParameterSet {
  public:
   // `clients[k]` talks to ps task k and must outlive this object. Every
   // model variable must have a placement of the same shape whose shards
@@ -62,8 +66,11 @@ class ShardedParameters {
   // sync mode (sync != nullptr) as the gradient of one global step.
   absl::Status PushAll(const SyncPush* sync, PushOutcome* outcome);
 
-  std::vector<absl::Span<const float>> values() const;
-  std::vector<absl::Span<float>> gradients();
+  // ParameterSet.
+  absl::Status Pull(std::optional<int64_t> sync_step) override;
+  absl::Status Push(const StepPush& step, StepResponse* response) override;
+  std::vector<absl::Span<const float>> values() const override;
+  std::vector<absl::Span<float>> gradients() override;
 
  private:
   // What one parameter server is asked for in a step.
