@@ -71,10 +71,10 @@ int ClusterCoordinator::QueueForNewWorker() const {
   return queue_.QueueForNewWorker();
 }
 
-absl::StatusOr<int> ClusterCoordinator::AddWorker(
+absl::StatusOr<int> ClusterCoordinator::AddSeat(
     std::unique_ptr<WorkerStub> worker) {
   absl::MutexLock lock(&mu_);
-  // A job recovering from an error takes it: it steps once Activate.
+  // A job recovering from an error takes it: it steps once it serves.
   if (stopping_) {
     return absl::FailedPreconditionError(
         "the job is stopping: no worker can join it now");
@@ -88,18 +88,9 @@ absl::StatusOr<int> ClusterCoordinator::AddWorker(
   return w;
 }
 
-absl::Status ClusterCoordinator::Activate(int worker, int queue) {
+absl::Status ClusterCoordinator::Serve(int worker, int queue) {
   {
     absl::MutexLock lock(&mu_);
-    if (worker < 0 || worker >= static_cast<int>(workers_.size()) ||
-        queue_.state(worker) != MemberState::kJoining) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("worker ", worker, " is not joining"));
-    }
-    if (queue < 0 || queue >= num_queues_) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("shard ", queue, " is not in [0, ", num_queues_, ")"));
-    }
     if (stopping_) {
       return absl::FailedPreconditionError(
           "the job is stopping: no worker can join it now");
@@ -112,58 +103,25 @@ absl::Status ClusterCoordinator::Activate(int worker, int queue) {
     queue_.Activate(worker, queue);
   }
   LOG(INFO) << "worker " << worker << " joined, serving shard " << queue;
-  Tell(worker, MemberState::kActive, absl::StrCat("serves shard ", queue));
   return absl::OkStatus();
 }
 
-void ClusterCoordinator::Forget(int worker) {
+absl::Status ClusterCoordinator::Leave(int worker, MemberState to) {
   absl::MutexLock lock(&mu_);
-  if (worker < 0 || worker >= static_cast<int>(workers_.size()) ||
-      queue_.state(worker) != MemberState::kJoining) {
-    return;
-  }
-  queue_.set_state(worker, MemberState::kRemoved);
-  wake_[worker].Signal();
-}
-
-absl::Status ClusterCoordinator::CheckDrain(int worker) const {
-  const int n = static_cast<int>(workers_.size());
-  if (worker < 0 || worker >= n) {
-    return absl::NotFoundError(absl::StrCat("there is no worker ", worker,
-                                            " (the job has workers 0 to ",
-                                            n - 1, ")"));
-  }
-  if (queue_.state(worker) != MemberState::kActive) {
-    const MemberState p = queue_.state(worker);
+  const MemberState from = queue_.state(worker);
+  if (!MemberStateMayBecome(from, to)) {
     return absl::FailedPreconditionError(
         absl::StrCat("worker ", worker, " ",
-                     p == MemberState::kJoining ? "is still joining"
-                     : p == MemberState::kDraining
+                     from == MemberState::kDraining
                          ? "is already draining"
                          : "has already left (drained or removed)"));
   }
-  const int floor = std::max(1, options_.min_workers);
-  if (queue_.ActiveWorkers() - 1 < floor) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "draining worker ", worker, " would leave ", queue_.ActiveWorkers() - 1,
-        " worker(s), fewer than the job's minimum of ", floor,
-        " (--min_workers)"));
+  if (from == MemberState::kJoining) {
+    // It served nothing, and the active workers are as many as before.
+    queue_.set_state(worker, to);
+  } else {
+    HandOver(worker, to, to == MemberState::kDraining ? "drained" : "left");
   }
-  return absl::OkStatus();
-}
-
-absl::Status ClusterCoordinator::Drain(int worker) {
-  {
-    absl::MutexLock lock(&mu_);
-    if (absl::Status s = CheckDrain(worker); !s.ok()) return s;
-  }
-  // Told before the worker can see it: an idle worker drains at once, and
-  // its kDrained must come after this one.
-  LOG(INFO) << "worker " << worker << " is draining";
-  Tell(worker, MemberState::kDraining, "finishes the steps it holds");
-  absl::MutexLock lock(&mu_);
-  if (absl::Status s = CheckDrain(worker); !s.ok()) return s;  // raced
-  HandOver(worker, MemberState::kDraining, "drained");
   wake_[worker].Signal();
   return absl::OkStatus();
 }

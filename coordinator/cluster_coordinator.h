@@ -16,6 +16,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "coordinator/membership/member_state.h"
+#include "coordinator/membership/worker_seats.h"
 #include "coordinator/schedule/step_queue.h"
 #include "coordinator/step_future.h"
 #include "coordinator/worker_stub.h"
@@ -65,14 +66,15 @@ struct CoordinatorOptions {
   // job. Nobody restarts: the job goes on with the workers it has. Not
   // with replicas_in_lockstep: their ring has a fixed size.
   bool remove_lost_workers = false;
-  // The floor: fewer workers than this (after removals and drains; at
-  // least 1) fail the job, and a drain that would cross it is refused.
+  // The floor: fewer active workers than this (after removals and drains;
+  // at least 1) fail the job. (Membership refuses a drain that would
+  // cross it.)
   int min_workers = 1;
-  // Told of every change of a worker's state (MemberState: it joined and
-  // is active, failed and is waited for (down), came back (active),
-  // drains, finished draining (it holds no step and takes none), or was
-  // removed after not coming back), on the thread that made it, outside
-  // the coordinator's lock. May be empty.
+  // Told of every change of a worker's state that the coordinator sees
+  // happen (MemberState: failed and waited for (down), came back (active),
+  // finished draining (it holds no step and takes none), or was removed
+  // after not coming back), on the thread that made it, outside the
+  // coordinator's lock: for Membership::Set. May be empty.
   std::function<void(int worker, MemberState state, const std::string& note)>
       on_member_event;
 };
@@ -89,21 +91,24 @@ struct CoordinatorOptions {
 // queued steps are cancelled and the error is returned once, by the next
 // Schedule or Join.
 //
-// Membership: steps are queued by the dataset shard they read (one queue
-// per worker the coordinator started with), and each worker serves one or
-// more queues. A worker that joins (AddWorker) serves the queue with the
-// fewest servers and takes steps at once; a worker that drains (Drain) or
-// is removed hands its queues to the worker serving the fewest, so its
-// steps run elsewhere with the same examples, each once.
+// Seats: steps are queued by the dataset shard they read (one queue per
+// worker the coordinator started with), and each worker serves one or more
+// queues. Membership decides who joins and drains and asks for it here
+// (WorkerSeats): a worker that joins serves the queue with the fewest
+// servers and takes steps at once (Serve); a worker that drains or is
+// removed hands its queues to the worker serving the fewest (Leave), so
+// its steps run elsewhere with the same examples, each once. What happens
+// to a worker meanwhile (down, back, removed after not coming back,
+// drained) on_member_event tells.
 //
 // Thread safety: every method may be called from any thread.
-class ClusterCoordinator {
+class ClusterCoordinator : public WorkerSeats {
  public:
   ClusterCoordinator(std::vector<std::unique_ptr<WorkerStub>> workers,
                      CoordinatorOptions options);
   // Stops the worker threads after their current step; queued steps are
   // cancelled.
-  ~ClusterCoordinator();
+  ~ClusterCoordinator() override;
   ClusterCoordinator(const ClusterCoordinator&) = delete;
   ClusterCoordinator& operator=(const ClusterCoordinator&) = delete;
 
@@ -121,31 +126,17 @@ class ClusterCoordinator {
   // parameter server that stops answering its heartbeat.
   void Abort(absl::Status error);
 
-  // Adds a worker to the running job, joining: it takes no step until
-  // Activate. Returns its index. FailedPrecondition once the coordinator
-  // is stopping.
-  absl::StatusOr<int> AddWorker(std::unique_ptr<WorkerStub> worker);
-  // The joining `worker` (configured meanwhile with the shard of `queue`,
-  // from QueueForNewWorker) serves `queue` and takes steps from now on.
-  // UNAVAILABLE while an error is recorded and not yet taken by Join (the
-  // job is recovering): ask again.
-  absl::Status Activate(int worker, int queue);
-  // The joining `worker` never became ready (it could not be configured):
-  // it leaves without having taken a step.
-  void Forget(int worker);
-  // The queue a worker added now would serve: the one with the fewest
-  // live servers (then the most steps waiting, then the lowest index).
-  int QueueForNewWorker() const;
-  // Lets `worker` finish the steps it holds and take no more; its queues
-  // go to the others at once, and on_member_event says kDrained once its
-  // last step is over. FailedPrecondition when it is not an active worker
-  // or when the workers left would be fewer than min_workers.
-  absl::Status Drain(int worker);
+  // WorkerSeats, as Membership drives them (it decides each change and
+  // checks it first).
+  absl::StatusOr<int> AddSeat(std::unique_ptr<WorkerStub> worker) override;
+  absl::Status Serve(int worker, int queue) override;
+  absl::Status Leave(int worker, MemberState to) override;
+  int QueueForNewWorker() const override;
 
   int num_workers() const;
   // The queues steps are scheduled to: the workers the coordinator was
   // started with.
-  int num_queues() const { return num_queues_; }
+  int num_queues() const override { return num_queues_; }
   // The replicas lost (replicas_in_lockstep): a worker that failed a step
   // is recorded there before its error is, and one that was down as
   // restarted before it is back. ReplicaRepair and PsRecovery take them.
@@ -182,8 +173,6 @@ class ClusterCoordinator {
   void HandOver(int worker, MemberState to, const std::string& why)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Tell(int worker, MemberState state, const std::string& note) const;
-  // Why `worker` cannot drain now, or OK.
-  absl::Status CheckDrain(int worker) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void WakeAll() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Waits for a failed worker to come back; past worker_recovery_timeout
   // removes it (remove_lost_workers) or fails the job.

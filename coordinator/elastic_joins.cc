@@ -11,11 +11,9 @@
 
 namespace tessera {
 
-ElasticJoins::ElasticJoins(ClusterCoordinator* coordinator,
-                           Membership* membership, JoinConfig join_config,
+ElasticJoins::ElasticJoins(Membership* membership, JoinConfig join_config,
                            std::FILE* out, ElasticJoinsOptions options)
-    : coordinator_(coordinator),
-      membership_(membership),
+    : membership_(membership),
       join_config_(std::move(join_config)),
       out_(out),
       options_(std::move(options)) {}
@@ -70,14 +68,13 @@ absl::StatusOr<AddWorkerResponse> ElasticJoins::AddWorker(
   }
   std::unique_ptr<WorkerTask> task = options_.connect_worker(address, index);
   WorkerTask* raw = task.get();
-  absl::StatusOr<int> added = coordinator_->AddWorker(std::move(task));
+  absl::StatusOr<int> added = membership_->Join(std::move(task));
   if (!added.ok()) return added.status();
   if (*added != index) {
     return absl::InternalError(absl::StrCat("the coordinator numbered worker ",
                                             address, " ", *added, ", not ",
                                             index));
   }
-  membership_->Add(index, raw);
   std::fprintf(out_, "worker %d (%s) asked to join; configuring it\n", index,
                address.c_str());
   std::fflush(out_);
@@ -90,7 +87,7 @@ absl::StatusOr<AddWorkerResponse> ElasticJoins::AddWorker(
 
 void ElasticJoins::FinishJoin(int index, WorkerTask* task) {
   // The shard it will serve, loaded as it is configured, as at start-up.
-  const int queue = coordinator_->QueueForNewWorker();
+  const int queue = membership_->QueueForNewWorker();
   absl::Status s;
   absl::StatusOr<WorkerConfig> config = join_config_(index, queue);
   if (!config.ok()) s = config.status();
@@ -115,7 +112,7 @@ void ElasticJoins::FinishJoin(int index, WorkerTask* task) {
   // A job recovering from a failure (a parameter server restored) takes
   // it once recovered.
   while (s.ok()) {
-    s = coordinator_->Activate(index, queue);
+    s = membership_->Activate(index, queue);
     if (s.ok() || !IsTransient(s) || joins_closed_ || absl::Now() >= deadline) {
       break;
     }
@@ -123,9 +120,7 @@ void ElasticJoins::FinishJoin(int index, WorkerTask* task) {
     absl::SleepFor(backoff.Next());
   }
   if (!s.ok()) {
-    coordinator_->Forget(index);
-    membership_->Set(index, MemberState::kRemoved,
-                     absl::StrCat("could not join: ", s.message()));
+    membership_->Forget(index, absl::StrCat("could not join: ", s.message()));
     // It may serve by now: it is told to go, as the job's workers are at
     // the end.
     task->Shutdown(absl::StrCat("could not join: ", s.message())).IgnoreError();
@@ -159,7 +154,7 @@ absl::StatusOr<int> ElasticJoins::DrainWorker(const std::string& worker) {
                        " (tessera_ctl status lists them)"));
     }
   }
-  if (absl::Status s = coordinator_->Drain(index); !s.ok()) return s;
+  if (absl::Status s = membership_->Drain(index); !s.ok()) return s;
   std::fprintf(out_, "worker %d is draining: it finishes its steps and exits\n",
                index);
   std::fflush(out_);

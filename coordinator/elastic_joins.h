@@ -16,7 +16,6 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/training_mode.h"
-#include "coordinator/cluster_coordinator.h"
 #include "coordinator/control/elastic_control.h"
 #include "coordinator/membership/membership.h"
 #include "coordinator/worker_task.h"
@@ -38,22 +37,22 @@ struct ElasticJoinsOptions {
   absl::Duration cluster_wait = absl::Seconds(60);
 };
 
-// A running job's workers coming and going: a worker joins (AddWorker: it
-// is given its index and cluster at once, then configured with the shard
-// it will serve, then takes steps) or drains (DrainWorker: the
-// ClusterCoordinator lets it finish the steps it holds and hands its
-// shard's steps to the others). The steps themselves never change: a step
-// names its examples (ids in a shard, or a run of a streamed shard), so
-// whichever worker runs it reads the same ones, and each step runs to
-// completion once. Sync rounds keep the parts the plan gave them (one per
-// shard), so a global step's batch, and the model, are those of a run
-// where the membership never changed.
+// A running job's workers coming and going, as the operator and the
+// workers ask: a worker joins (AddWorker: it is given its index and
+// cluster at once, then configured with the shard it will serve, then
+// takes steps) or drains (DrainWorker: it finishes the steps it holds and
+// its shard's steps go to the others). Membership makes each change. The steps
+// themselves never change: a step names its examples (ids in a shard, or a run
+// of a streamed shard), so whichever worker runs it reads the same ones, and
+// each step runs to completion once. Sync rounds keep the parts the plan gave
+// them (one per shard), so a global step's batch, and the model, are those of a
+// run where the membership never changed.
 //
 // Contract: joins and drains are taken only between Open and Close (the
 // job's epochs); before Open a join is UNAVAILABLE (the worker retries),
-// after Close refused. Joins are taken one at a time, so that the
-// coordinator's index and the membership's agree. Mirrored and hybrid
-// modes refuse both: their replicas meet in a ring of fixed size.
+// after Close refused. Joins are taken one at a time, so that the index a
+// worker's cluster is built with is the one Membership gives it. Mirrored and
+// hybrid modes refuse both: their replicas meet in a ring of fixed size.
 // `join_config(index, queue)` is the configuration of joining worker
 // `index` that will serve queue `queue`'s shard. Thread safety: any
 // thread; Close (and the destructor) waits for the joins being configured.
@@ -62,8 +61,7 @@ class ElasticJoins : public ElasticControl {
   using JoinConfig =
       std::function<absl::StatusOr<WorkerConfig>(int index, int queue)>;
 
-  ElasticJoins(ClusterCoordinator* coordinator, Membership* membership,
-               JoinConfig join_config, std::FILE* out,
+  ElasticJoins(Membership* membership, JoinConfig join_config, std::FILE* out,
                ElasticJoinsOptions options);
   ~ElasticJoins() override;
 
@@ -83,7 +81,6 @@ class ElasticJoins : public ElasticControl {
   // "mode X cannot ..." for a join or drain in a mode with replicas.
   absl::Status RefuseMembershipChange(const std::string& what) const;
 
-  ClusterCoordinator* const coordinator_;
   Membership* const membership_;
   const JoinConfig join_config_;
   std::FILE* const out_;
@@ -96,7 +93,7 @@ class ElasticJoins : public ElasticControl {
 };
 
 // ClusterCoordinator's news of a worker (its new state), into the
-// membership table; a drained worker is told to exit. Any thread (the
+// membership; a drained worker is told to exit. Any thread (the
 // coordinator's).
 void RecordMemberChange(Membership* membership, std::FILE* out, int worker,
                         MemberState state, const std::string& note);

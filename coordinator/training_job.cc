@@ -35,16 +35,18 @@ TrainingJob::TrainingJob(JobCluster cluster, JobConfig job, VariablePlan plan,
     workers_.push_back(w.get());
     owned.push_back(std::move(w));
   }
-  membership_ = std::make_unique<Membership>(workers_);
   coordinator_ = std::make_unique<ClusterCoordinator>(std::move(owned),
                                                       SchedulerOptions());
+  // No step is scheduled yet, so no news comes before the membership is.
+  membership_ = std::make_unique<Membership>(workers_, coordinator_.get(),
+                                             options_.coordinator.min_workers);
   ElasticJoinsOptions joins;
   joins.mode = mode_;
   joins.connect_worker = options_.connect_worker;
   joins.cluster_jobs = options_.cluster_jobs;
   joins.cluster_wait = options_.cluster_wait;
   joins_ = std::make_unique<ElasticJoins>(
-      coordinator_.get(), membership_.get(),
+      membership_.get(),
       [this](int index, int queue) { return setup_->JoinConfig(index, queue); },
       out_, std::move(joins));
   std::vector<PsClient*> clients;

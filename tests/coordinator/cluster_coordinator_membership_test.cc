@@ -9,9 +9,11 @@
 
 #include "absl/status/status.h"
 #include "coordinator/cluster_coordinator.h"
+#include "coordinator/membership/membership.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/coordinator/fake_worker.h"
+#include "tests/coordinator/membership/fake_seats.h"
 
 namespace tessera {
 namespace {
@@ -21,6 +23,7 @@ using ::tessera::coordinator_testing::CoordinatorFixture;
 using ::tessera::coordinator_testing::FakeWorker;
 using ::tessera::coordinator_testing::GetWithin;
 using ::tessera::coordinator_testing::Request;
+using ::tessera::membership_testing::AddressOnly;
 using ::testing::HasSubstr;
 
 class ClusterCoordinatorMembershipTest : public CoordinatorFixture {
@@ -56,12 +59,11 @@ TEST_F(ClusterCoordinatorMembershipTest, JoinedWorkerTakesTheShardItServes) {
   }
   ASSERT_TRUE(workers_[0]->WaitEntered());
   auto* joiner = new FakeWorker(1, &log_);
-  absl::StatusOr<int> w =
-      coord_->AddWorker(std::unique_ptr<WorkerStub>(joiner));
+  absl::StatusOr<int> w = coord_->AddSeat(std::unique_ptr<WorkerStub>(joiner));
   ASSERT_TRUE(w.ok()) << w.status();
   EXPECT_EQ(*w, 1);
   EXPECT_EQ(coord_->QueueForNewWorker(), 0);
-  ASSERT_TRUE(coord_->Activate(*w, 0).ok());
+  ASSERT_TRUE(coord_->Serve(*w, 0).ok());
   ASSERT_TRUE(log_.WaitForAttempts(9));  // the newcomer's nine
   workers_[0]->Open();
   ASSERT_TRUE(JoinBounded().ok());
@@ -69,15 +71,13 @@ TEST_F(ClusterCoordinatorMembershipTest, JoinedWorkerTakesTheShardItServes) {
   for (int64_t step = 1; step < 10; ++step) {
     EXPECT_EQ(RanOn(step), std::set<int>{1}) << "step " << step;
   }
-  EXPECT_TRUE(WaitForEvent(1, MemberState::kActive));
   EXPECT_EQ(coord_->num_workers(), 2);
 }
 
 TEST_F(ClusterCoordinatorMembershipTest, JoiningWorkerTakesNoStepUntilActive) {
   Start(1);
   auto* joiner = new FakeWorker(1, &log_);
-  absl::StatusOr<int> w =
-      coord_->AddWorker(std::unique_ptr<WorkerStub>(joiner));
+  absl::StatusOr<int> w = coord_->AddSeat(std::unique_ptr<WorkerStub>(joiner));
   ASSERT_TRUE(w.ok());
   for (int64_t step = 0; step < 6; ++step) MustSchedule(step, -1);
   ASSERT_TRUE(JoinBounded().ok());
@@ -85,8 +85,10 @@ TEST_F(ClusterCoordinatorMembershipTest, JoiningWorkerTakesNoStepUntilActive) {
   for (int64_t step = 0; step < 6; ++step) {
     EXPECT_EQ(RanOn(step), std::set<int>{0});
   }
-  coord_->Forget(*w);
-  EXPECT_FALSE(coord_->Activate(*w, 0).ok());  // forgotten: left for good
+  ASSERT_TRUE(coord_->Leave(*w, MemberState::kRemoved).ok());
+  // Forgotten: left for good.
+  EXPECT_EQ(coord_->Leave(*w, MemberState::kRemoved).code(),
+            absl::StatusCode::kFailedPrecondition);
 }
 
 // A job recovering from an error (its steps cancelled until Join takes
@@ -95,11 +97,11 @@ TEST_F(ClusterCoordinatorMembershipTest, JoinWaitsForTheJobToRecover) {
   Start(1);
   coord_->Abort(absl::UnavailableError("a parameter server failed"));
   absl::StatusOr<int> w =
-      coord_->AddWorker(std::make_unique<FakeWorker>(1, &log_));
+      coord_->AddSeat(std::make_unique<FakeWorker>(1, &log_));
   ASSERT_TRUE(w.ok()) << w.status();
-  EXPECT_EQ(coord_->Activate(*w, 0).code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(coord_->Serve(*w, 0).code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(JoinBounded().code(), absl::StatusCode::kUnavailable);
-  ASSERT_TRUE(coord_->Activate(*w, 0).ok());
+  ASSERT_TRUE(coord_->Serve(*w, 0).ok());
   for (int64_t step = 0; step < 4; ++step) MustSchedule(step, 0);
   ASSERT_TRUE(JoinBounded().ok());
   ExpectEachStepOnce(4);
@@ -115,8 +117,10 @@ TEST_F(ClusterCoordinatorMembershipTest,
     futures.push_back(MustSchedule(step, static_cast<int>(step % 2)));
   }
   ASSERT_TRUE(workers_[1]->WaitEntered());
-  ASSERT_TRUE(coord_->Drain(1).ok());
-  EXPECT_EQ(coord_->Drain(1).code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(coord_->Leave(1, MemberState::kDraining).ok());
+  const absl::Status again = coord_->Leave(1, MemberState::kDraining);
+  EXPECT_EQ(again.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(again.message(), HasSubstr("already draining"));
   workers_[1]->Open();
   ASSERT_TRUE(JoinBounded().ok());
   ExpectEachStepOnce(20);
@@ -133,27 +137,31 @@ TEST_F(ClusterCoordinatorMembershipTest,
   EXPECT_EQ(RanOn(21), std::set<int>{0});
 }
 
-// An idle worker drains at once: its kDrained still comes after its
-// kDraining, so the membership table ends with it drained.
-TEST_F(ClusterCoordinatorMembershipTest, IdleWorkerIsToldDrainingThenDrained) {
+// An idle worker drains at once: with the membership told of what the
+// coordinator sees, its kDrained still comes after the drain, so the
+// membership ends with it drained.
+TEST_F(ClusterCoordinatorMembershipTest, IdleWorkerDrainsAfterItsDrainBegan) {
+  AddressOnly a("h:1"), b("h:2");
+  std::unique_ptr<Membership> membership;
+  tell_also_ = [&](int worker, MemberState state, const std::string& note) {
+    membership->Set(worker, state, note);
+  };
   Start(2);
-  ASSERT_TRUE(coord_->Drain(1).ok());
+  membership = std::make_unique<Membership>(std::vector<WorkerTask*>{&a, &b},
+                                            coord_.get(), /*min_workers=*/1);
+  ASSERT_TRUE(membership->Drain(1).ok());
   ASSERT_TRUE(WaitForEvent(1, MemberState::kDrained));
-  std::vector<MemberState> of_1;
-  for (const auto& [worker, event] : events()) {
-    if (worker == 1) of_1.push_back(event);
-  }
-  EXPECT_EQ(of_1, (std::vector<MemberState>{MemberState::kDraining,
-                                            MemberState::kDrained}));
-}
-
-TEST_F(ClusterCoordinatorMembershipTest, DrainBelowTheFloorIsRefused) {
-  min_workers_ = 2;
-  Start(2);
-  const absl::Status s = coord_->Drain(0);
-  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(s.message(), HasSubstr("--min_workers"));
-  EXPECT_EQ(coord_->Drain(7).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(membership->state(1), MemberState::kDrained);
+  JobStatus status;
+  membership->Fill(&status);
+  ASSERT_EQ(status.membership_size(), 4);
+  EXPECT_EQ(status.membership(2).state(), "draining");
+  EXPECT_EQ(status.membership(3).state(), "drained");
+  // Its shard's steps run on the other worker.
+  StepFuture f = MustSchedule(0, 1);
+  ASSERT_TRUE(JoinBounded().ok());
+  EXPECT_EQ(RanOn(0), std::set<int>{0});
+  coord_.reset();  // its threads tell `membership`
 }
 
 TEST_F(ClusterCoordinatorMembershipTest,

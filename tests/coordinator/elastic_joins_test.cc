@@ -9,42 +9,15 @@
 #include "coordinator/membership/membership.h"
 #include "coordinator/worker_task.h"
 #include "gtest/gtest.h"
+#include "tests/coordinator/membership/fake_seats.h"
 
 namespace tessera {
 namespace {
 
-// A worker that is only an address and counts the shutdowns it is told.
-class AddressOnly : public WorkerTask {
- public:
-  explicit AddressOnly(std::string address) : address_(std::move(address)) {}
-  const std::string& address() const override { return address_; }
-  absl::Status Configure(const WorkerConfig&, ConfigureResponse*) override {
-    return absl::OkStatus();
-  }
-  absl::Status Evaluate(const EvaluateRequest&, EvaluateResponse*) override {
-    return absl::OkStatus();
-  }
-  absl::Status Health(HealthResponse*, double) override {
-    return absl::OkStatus();
-  }
-  absl::Status Shutdown(const std::string&) override {
-    ++shutdowns;
-    return absl::OkStatus();
-  }
-  absl::Status RunStep(const StepRequest&, StepResponse*) override {
-    return absl::OkStatus();
-  }
-  WorkerHealth Probe() override { return WorkerHealth::kReady; }
-  absl::Status Restore() override { return absl::OkStatus(); }
+using membership_testing::AddressOnly;
+using membership_testing::FakeSeats;
 
-  int shutdowns = 0;
-
- private:
-  std::string address_;
-};
-
-// The refusals come before the coordinator is asked anything: no
-// coordinator is needed to check them.
+// The refusals come before the membership is asked to change anything.
 ElasticJoins Joins(Membership* membership, const std::string& mode,
                    bool can_connect) {
   ElasticJoinsOptions options;
@@ -55,7 +28,7 @@ ElasticJoins Joins(Membership* membership, const std::string& mode,
     };
   }
   return ElasticJoins(
-      /*coordinator=*/nullptr, membership,
+      membership,
       [](int, int) { return absl::StatusOr<WorkerConfig>(WorkerConfig()); },
       stdout, std::move(options));
 }
@@ -97,14 +70,18 @@ TEST(ElasticJoinsTest,
 
 TEST(ElasticJoinsTest, MemberChangesGoToTheTableAndADrainedWorkerIsToldToExit) {
   AddressOnly a("h:1"), b("h:2");
-  Membership membership({&a, &b});
+  FakeSeats seats(2);
+  Membership membership({&a, &b}, &seats, 1);
   std::FILE* out = std::tmpfile();
   ASSERT_NE(out, nullptr);
   RecordMemberChange(&membership, out, 0, MemberState::kDown, "killed");
   EXPECT_EQ(membership.state(0), MemberState::kDown);
   RecordMemberChange(&membership, out, 0, MemberState::kActive, "back");
   EXPECT_EQ(membership.state(0), MemberState::kActive);
+  // A drain is the membership's to make; the coordinator tells the rest.
   RecordMemberChange(&membership, out, 1, MemberState::kDraining, "asked");
+  EXPECT_EQ(membership.state(1), MemberState::kActive);
+  ASSERT_TRUE(membership.Drain(1).ok());
   RecordMemberChange(&membership, out, 1, MemberState::kDrained, "done");
   EXPECT_EQ(membership.state(1), MemberState::kDrained);
   EXPECT_EQ(b.shutdowns, 1);

@@ -246,7 +246,8 @@ class CoordinatorFixture : public ::testing::Test {
     options.replicas_in_lockstep = replicas_in_lockstep_;
     options.min_workers = min_workers_;
     options.on_member_event = [this](int worker, MemberState event,
-                                     const std::string&) {
+                                     const std::string& note) {
+      if (tell_also_) tell_also_(worker, event, note);
       absl::MutexLock lock(&events_mu_);
       events_.emplace_back(worker, event);
     };
@@ -297,6 +298,9 @@ class CoordinatorFixture : public ::testing::Test {
   bool remove_lost_workers_ = false;
   bool replicas_in_lockstep_ = false;
   int min_workers_ = 1;
+  // Also told of every membership change, before events() has it (set
+  // before Start).
+  std::function<void(int, MemberState, const std::string&)> tell_also_;
   mutable absl::Mutex events_mu_;
   std::vector<std::pair<int, MemberState>> events_ ABSL_GUARDED_BY(events_mu_);
   Log log_;
