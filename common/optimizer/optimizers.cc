@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/optimizer/keras_defaults.h"
 #include "common/optimizer/optimizer_avx2.h"
+#include "common/optimizer/rowwise_adagrad.h"
 
 namespace tessera {
 namespace {
@@ -308,10 +309,12 @@ absl::StatusOr<std::unique_ptr<Optimizer>> CreateOptimizerKind(
       return CreateAdagrad(lr, config.adagrad());
     case OptimizerConfig::kFtrl:
       return CreateFtrl(lr, config.ftrl());
+    case OptimizerConfig::kRowwiseAdagrad:
+      return CreateRowwiseAdagrad(lr, config.rowwise_adagrad());
     default:
       return absl::InvalidArgumentError(
           "optimizer: no kind set (one of sgd, momentum, adam, adagrad, "
-          "ftrl)");
+          "ftrl, rowwise_adagrad)");
   }
 }
 

@@ -1,0 +1,48 @@
+#include "common/optimizer/rowwise_adagrad.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace tessera {
+
+void RowwiseAdagradOptimizer::Apply(float* values, const float* grad,
+                                    float* const* slots, int64_t n,
+                                    int64_t t) const {
+  if (n <= 0) return;
+  const float lr = BeginUpdate(values, n, t);
+  float sum = 0.0f;
+  for (int64_t j = 0; j < n; ++j) sum += grad[j] * grad[j];
+  float& acc = slots[0][0];
+  acc += sum / static_cast<float>(n);
+  const float step = lr / (std::sqrt(acc) + epsilon_);
+  for (int64_t j = 0; j < n; ++j) values[j] -= step * grad[j];
+}
+
+absl::StatusOr<std::unique_ptr<Optimizer>> CreateRowwiseAdagrad(
+    float learning_rate, const RowwiseAdagradOptions& options) {
+  const float initial =
+      options.has_initial_accumulator_value()
+          ? options.initial_accumulator_value()
+          : RowwiseAdagradOptimizer::kDefaultInitialAccumulator;
+  const float epsilon = options.has_epsilon()
+                            ? options.epsilon()
+                            : RowwiseAdagradOptimizer::kDefaultEpsilon;
+  if (!(initial >= 0) || !std::isfinite(initial)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "optimizer.rowwise_adagrad.initial_accumulator_value must be a finite "
+        "number >= 0, got ",
+        initial));
+  }
+  if (!(epsilon >= 0) || !std::isfinite(epsilon) ||
+      (initial == 0 && epsilon == 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "optimizer.rowwise_adagrad.epsilon must be a finite number >= 0, and "
+        "> 0 when initial_accumulator_value is 0, got ",
+        epsilon));
+  }
+  return std::make_unique<RowwiseAdagradOptimizer>(learning_rate, initial,
+                                                   epsilon);
+}
+
+}  // namespace tessera
