@@ -95,7 +95,8 @@ absl::StatusOr<std::unique_ptr<HashTable>> HashTable::Create(
   if (def.dtype() != DT_FLOAT) return bad("only float32 tables are supported");
   // A growing table has no whole to step: rows it does not hold yet would
   // move on their creation only.
-  if (optimizer->table_updates() == TABLE_UPDATES_DENSE) {
+  if (optimizer->table_updates() == TABLE_UPDATES_DENSE &&
+      !optimizer->row_wise()) {
     return bad(
         "a growing table takes lazy updates only, but its optimizer has "
         "table_updates TABLE_UPDATES_DENSE");
@@ -126,6 +127,10 @@ absl::StatusOr<std::unique_ptr<HashTable>> HashTable::Create(
     return bad("evict_unseen_steps must be below 2^31, got ",
                def.evict_unseen_steps());
   }
+  if (!RowPrecision_IsValid(def.precision())) {
+    return bad("precision ", def.precision(),
+               " is not one of ROW_FP32, ROW_FP16, ROW_BF16");
+  }
   if (optimizer->num_slots() > kMaxSlots) {
     return bad("optimizer ", optimizer->name(), " has too many slots");
   }
@@ -143,9 +148,22 @@ absl::StatusOr<std::unique_ptr<HashTable>> HashTable::Create(
 
 namespace {
 
-int64_t RecordBytes(int64_t header, int64_t dim, int slots) {
+int64_t ValuesBytes(RowPrecision precision, int64_t dim) {
+  // Padded to 4 so the fp32 slots after them stay aligned.
+  return (dim * RowPrecisionBytes(precision) + 3) / 4 * 4;
+}
+
+std::vector<int64_t> SlotOffsets(const Optimizer& optimizer, int64_t dim) {
+  std::vector<int64_t> offsets = {0};
+  for (int k = 0; k < optimizer.num_slots(); ++k) {
+    offsets.push_back(offsets.back() + optimizer.slot_row_elements(k, dim));
+  }
+  return offsets;
+}
+
+int64_t RecordBytes(int64_t header, int64_t values_bytes, int64_t slot_floats) {
   // Rounded to 8 so every record's 64-bit id stays aligned.
-  return (header + dim * 4 * (1 + slots) + 7) / 8 * 8;
+  return (header + values_bytes + slot_floats * 4 + 7) / 8 * 8;
 }
 
 uint32_t RowsPerBlock(int64_t record_bytes, int64_t expected_rows) {
@@ -177,8 +195,12 @@ HashTable::HashTable(const ShardDef& def, const Optimizer* optimizer)
       num_slots_(optimizer->num_slots()),
       track_seen_(def.evict_unseen_steps() > 0 || def.evict_min_count() > 0),
       header_bytes_(track_seen_ ? sizeof(RowHeader) : kShortHeader),
+      precision_(def.precision()),
+      rounding_seed_(RowTableSeed(def.variable(), def.initializer().seed())),
+      values_bytes_(ValuesBytes(def.precision(), def.dim())),
+      slot_offsets_(SlotOffsets(*optimizer, def.dim())),
       record_bytes_(
-          RecordBytes(header_bytes_, def.dim(), optimizer->num_slots())),
+          RecordBytes(header_bytes_, values_bytes_, slot_offsets_.back())),
       rows_per_block_(RowsPerBlock(record_bytes_, def.expected_rows())),
       block_shift_(__builtin_ctz(rows_per_block_)),
       max_rows_(int64_t{kStripes} * (kMaxRowsPerStripe / 2)),
@@ -216,12 +238,19 @@ void HashTable::InitRecord(Stripe& s, int64_t id, char* record) {
     header->last_seen = 0;
     header->state = 0;
   }
-  float* values = Values(record);
-  FillRowInit(&s.init, def_.initializer().seed(), id,
-              absl::MakeSpan(values, dim_));
+  if (narrow()) {
+    thread_local std::vector<float> wide;
+    wide.resize(dim_);
+    FillRowInit(&s.init, def_.initializer().seed(), id, absl::MakeSpan(wide));
+    NarrowRowNearest(precision_, wide.data(), Stored(record), dim_);
+  } else {
+    FillRowInit(&s.init, def_.initializer().seed(), id,
+                absl::MakeSpan(reinterpret_cast<float*>(Stored(record)), dim_));
+  }
+  float* slots = Slots(record);
   for (int k = 0; k < num_slots_; ++k) {
-    std::fill_n(values + (k + 1) * dim_, dim_,
-                optimizer_->slot_initial_value(k));
+    std::fill(slots + slot_offsets_[k], slots + slot_offsets_[k + 1],
+              optimizer_->slot_initial_value(k));
   }
 }
 
@@ -412,7 +441,7 @@ int64_t HashTable::Read(absl::Span<const int64_t> ids, float* dst) {
   const int64_t step = version();
   const size_t row_bytes = dim_ * sizeof(float);
   // A pull touches the header and the values, not the slots.
-  const int64_t touched = header_bytes_ + static_cast<int64_t>(row_bytes);
+  const int64_t touched = header_bytes_ + values_bytes_;
   for (int k = 0; k < kStripes; ++k) {
     if (starts[k] == starts[k + 1]) continue;
     Stripe& s = stripes_[k];
@@ -432,7 +461,11 @@ int64_t HashTable::Read(absl::Span<const int64_t> ids, float* dst) {
         continue;
       }
       if (track_seen_) Header(record)->last_seen = static_cast<uint32_t>(step);
-      std::memcpy(out, Values(record), row_bytes);
+      if (narrow()) {
+        WidenRow(precision_, Stored(record), out, dim_);
+      } else {
+        std::memcpy(out, Stored(record), row_bytes);
+      }
     }
   }
   return step;
@@ -448,6 +481,8 @@ int64_t HashTable::Apply(absl::Span<const int64_t> ids,
   const int64_t t = step_.fetch_add(1, std::memory_order_acq_rel) + 1;
   float* slots[kMaxSlots];
   int64_t dropped = 0;
+  thread_local std::vector<float> wide;
+  if (narrow()) wide.resize(dim_);
   for (int k = 0; k < kStripes; ++k) {
     if (starts[k] == starts[k + 1]) continue;
     Stripe& s = stripes_[k];
@@ -469,10 +504,20 @@ int64_t HashTable::Apply(absl::Span<const int64_t> ids,
         header->last_seen = static_cast<uint32_t>(t);
         if ((header->state & kCountMask) != kCountMask) ++header->state;
       }
-      float* values = Values(record);
-      for (int m = 0; m < num_slots_; ++m) slots[m] = values + (m + 1) * dim_;
-      optimizer_->Apply(values, grads.data() + static_cast<int64_t>(i) * dim_,
-                        slots, dim_, t);
+      float* row_slots = Slots(record);
+      for (int m = 0; m < num_slots_; ++m) {
+        slots[m] = row_slots + slot_offsets_[m];
+      }
+      const float* grad = grads.data() + static_cast<int64_t>(i) * dim_;
+      if (narrow()) {
+        WidenRow(precision_, Stored(record), wide.data(), dim_);
+        optimizer_->Apply(wide.data(), grad, slots, dim_, t);
+        NarrowRowStochastic(precision_, wide.data(), Stored(record), dim_,
+                            RowRoundingSeed(rounding_seed_, t, ids[i]));
+      } else {
+        optimizer_->Apply(reinterpret_cast<float*>(Stored(record)), grad, slots,
+                          dim_, t);
+      }
     }
   }
   if (dropped > 0) {
@@ -564,6 +609,7 @@ void HashTable::Rows::ForEach(
   const HashTable& t = *table_;
   const uint32_t now = static_cast<uint32_t>(step_);
   HashRowRef ref;
+  std::vector<float> wide(t.narrow() ? t.dim_ : 0);
   for (int k = 0; k < kStripes; ++k) {
     const Stripe& s = t.stripes_[k];
     for (uint32_t row = 0; row < s.high_water; ++row) {
@@ -577,7 +623,13 @@ void HashTable::Rows::ForEach(
         ref.swept = (header->state & kSurvivedBit) != 0;
       }
       ref.id = header->id;
-      ref.values = t.Values(record);
+      if (t.narrow()) {
+        WidenRow(t.precision_, t.Stored(record), wide.data(), t.dim_);
+        ref.values = wide.data();
+      } else {
+        ref.values = reinterpret_cast<const float*>(t.Stored(record));
+      }
+      ref.slots = t.Slots(record);
       fn(ref);
     }
   }
@@ -594,7 +646,8 @@ absl::StatusOr<std::unique_ptr<HashTable>> HashTable::BuildFromState(
   bool fits = state.values.size() == floats &&
               state.slots.size() == static_cast<size_t>(num_slots_);
   for (size_t k = 0; fits && k < state.slots.size(); ++k) {
-    fits = state.slots[k].size() == floats;
+    fits = state.slots[k].size() ==
+           n * static_cast<size_t>(slot_row_elements(static_cast<int>(k)));
   }
   for (const size_t size :
        {state.steps_unseen.size(), state.pushes.size(), state.swept.size()}) {
@@ -617,7 +670,6 @@ absl::StatusOr<std::unique_ptr<HashTable>> HashTable::BuildFromState(
   HashTable& table = **built;
   const int num_shards = def_.num_shards();
   const uint32_t now = static_cast<uint32_t>(state.step);
-  const size_t row_bytes = dim_ * sizeof(float);
   for (size_t i = 0; i < n; ++i) {
     const int64_t id = state.ids[i];
     if (num_shards > 1 && HashShardOf(id, num_shards) != def_.index()) {
@@ -636,11 +688,15 @@ absl::StatusOr<std::unique_ptr<HashTable>> HashTable::BuildFromState(
           ": out of memory or stripe capacity restoring ", n, " rows"));
     }
     if (s.live == before) return bad("id ", id, " is restored twice");
-    float* values = Values(record);
-    std::memcpy(values, state.values.data() + i * dim_, row_bytes);
+    // Nearest: exact for values saved from this precision, and a pure
+    // function of the checkpoint for fp32 ones.
+    NarrowRowNearest(precision_, state.values.data() + i * dim_, Stored(record),
+                     dim_);
+    float* slots = Slots(record);
     for (int k = 0; k < num_slots_; ++k) {
-      std::memcpy(values + (k + 1) * dim_, state.slots[k].data() + i * dim_,
-                  row_bytes);
+      const int64_t e = slot_row_elements(k);
+      std::memcpy(slots + slot_offsets_[k], state.slots[k].data() + i * e,
+                  e * sizeof(float));
     }
     if (track_seen_) {
       RowHeader* header = Header(record);

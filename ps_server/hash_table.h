@@ -13,6 +13,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "common/optimizer/optimizer.h"
+#include "common/optimizer/row_precision.h"
 #include "proto/job.pb.h"
 #include "proto/ps_service.pb.h"
 #include "ps_server/row_table.h"
@@ -28,8 +29,10 @@ void HashRowInitialValues(const Initializer& init, int64_t id,
 struct HashTableState {
   int64_t step = 0;  // the table's version and its optimizer's t
   std::vector<int64_t> ids;
-  std::vector<float> values;              // ids.size() rows of dim
-  std::vector<std::vector<float>> slots;  // per optimizer slot, as values
+  std::vector<float> values;  // ids.size() rows of dim, fp32
+  // Per optimizer slot k, ids.size() rows of the optimizer's
+  // slot_row_elements(k, dim) floats.
+  std::vector<std::vector<float>> slots;
   // Eviction bookkeeping per row, or empty when unknown (every row is then
   // taken as seen now, with no pushes): steps since the row was last
   // pulled or pushed, its push count, and whether it lived through a sweep.
@@ -41,8 +44,11 @@ struct HashTableState {
 // One row, borrowed from a table held still (HashTable::VisitRows).
 struct HashRowRef {
   int64_t id = 0;
-  const float* values = nullptr;  // dim floats, then dim per slot
-  uint32_t steps_unseen = 0;      // 0, 0, false without eviction
+  const float* values = nullptr;  // dim floats (a narrow row widened)
+  // The slots, one after another: slot k at HashTable::slot_offset(k),
+  // slot_row_elements(k, dim) floats.
+  const float* slots = nullptr;
+  uint32_t steps_unseen = 0;  // 0, 0, false without eviction
   uint32_t pushes = 0;
   bool swept = false;
 };
@@ -64,13 +70,19 @@ struct HashRowRef {
 // pushes; Apply runs it by itself every def.evict_interval_steps steps.
 //
 // Memory: each row is one record, its id (8 bytes; 16 with the last step
-// and push count when eviction is on) followed by its values and each slot
-// (dim floats each), in blocks of records of at most 256 KiB; evicted
-// records go to a free list. Rows are
+// and push count when eviction is on) followed by its values (dim of
+// def.precision: 4 bytes each for fp32, 2 for fp16 and bf16, padded to 4)
+// and each slot (the optimizer's slot_row_elements floats: dim for
+// element-wise optimizers, 1 for rowwise_adagrad), the record rounded up
+// to 8 bytes, in blocks of records of at most 256 KiB; evicted records go
+// to a free list. fp16/bf16 rows are widened to fp32 for every read and
+// update and rounded back stochastically (common/optimizer/row_precision.h)
+// with the seed RowRoundingSeed(table, step, id): the same bits on any
+// server, run or sharding. Rows are
 // found through an open-addressing index of 32-bit entries (24-bit record
 // number, 8-bit hash tag, so a probe rarely touches a record that does not
 // match), kept at most 3/4 full and sized from def.expected_rows up front.
-// Per row that is dim * 4 * (1 + slots) + 8 (or 16) + 4 / load bytes; see
+// Per row that is header + values + slots + 4 / load bytes; see
 // resident_bytes() and bench/embedding_bench.cc for the measured ratio.
 //
 // Thread safety: all methods may be called concurrently. Ids are spread
@@ -113,6 +125,13 @@ class HashTable final : public RowTable {
   int64_t version() const { return step_.load(std::memory_order_acquire); }
   // Bytes one row's record takes: header, values and slots.
   int64_t record_bytes() const { return record_bytes_; }
+  int64_t header_bytes() const { return header_bytes_; }
+  RowPrecision precision() const { return precision_; }
+  // Where slot k starts among a row's slot floats (HashRowRef::slots).
+  int64_t slot_offset(int k) const { return slot_offsets_[k]; }
+  int64_t slot_row_elements(int k) const {
+    return slot_offsets_[k + 1] - slot_offsets_[k];
+  }
 
   // Runs an eviction sweep now with the def's rules and returns the number
   // of rows dropped (0 when neither rule is set).
@@ -203,9 +222,12 @@ class HashTable final : public RowTable {
   void PrefetchWindow(const Stripe& s, const Batch& batch, int begin, int end,
                       int64_t record_bytes) const
       ABSL_SHARED_LOCKS_REQUIRED(s.mu);
-  float* Values(char* record) const {
-    return reinterpret_cast<float*>(record + header_bytes_);
+  // A row's stored values (dim of precision_) and its fp32 slots.
+  char* Stored(char* record) const { return record + header_bytes_; }
+  float* Slots(char* record) const {
+    return reinterpret_cast<float*>(record + header_bytes_ + values_bytes_);
   }
+  bool narrow() const { return precision_ != ROW_FP32; }
 
   const ShardDef def_;
   const Optimizer* const optimizer_;
@@ -215,6 +237,12 @@ class HashTable final : public RowTable {
   // record's header is the id alone.
   const bool track_seen_;
   const int64_t header_bytes_;
+  const RowPrecision precision_;
+  const uint64_t rounding_seed_;  // RowTableSeed of the variable
+  const int64_t values_bytes_;    // dim stored values, padded to 4 bytes
+  // Slot k's floats are [slot_offsets_[k], slot_offsets_[k + 1]) of a
+  // row's slots; slot_offsets_[num_slots_] is their total.
+  std::vector<int64_t> slot_offsets_;
   const int64_t record_bytes_;
   const uint32_t rows_per_block_;  // a power of two
   const int block_shift_;          // log2(rows_per_block_)

@@ -65,6 +65,11 @@ absl::StatusOr<std::unique_ptr<Shard>> Shard::Create(
     return absl::InvalidArgumentError(
         absl::StrCat("shard ", def.name(), ": ", s.message()));
   }
+  if (!RowPrecision_IsValid(def.precision())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shard ", def.name(), ": precision ", def.precision(),
+                     " is not one of ROW_FP32, ROW_FP16, ROW_BF16"));
+  }
   try {
     return std::unique_ptr<Shard>(
         new Shard(def, optimizer, rows, row_elements));
@@ -80,22 +85,42 @@ Shard::Shard(const ShardDef& def, const Optimizer* optimizer, int64_t rows,
     : def_(def),
       optimizer_(optimizer),
       rows_(rows),
-      row_elements_(row_elements) {
+      row_elements_(row_elements),
+      precision_(def.precision()),
+      rounding_seed_(RowTableSeed(def.variable(), def.initializer().seed())) {
   absl::MutexLock lock(&mu_);
   values_.resize(rows_ * row_elements_);
   FillInitialValues(def_.initializer(), def_.row_offset() * row_elements_,
                     absl::MakeSpan(values_));
+  if (narrow()) {
+    narrow_.resize(values_.size());
+    NarrowRowNearest(precision_, values_.data(), narrow_.data(),
+                     static_cast<int64_t>(values_.size()));
+    std::vector<float>().swap(values_);
+  }
   slots_.resize(optimizer_->num_slots());
   for (size_t k = 0; k < slots_.size(); ++k) {
     auto& slot = slots_[k];
-    slot.assign(values_.size(),
+    slot.assign(rows_ * slot_row_elements(static_cast<int>(k)),
                 optimizer_->slot_initial_value(static_cast<int>(k)));
     slot_ptrs_.push_back(slot.data());
   }
 }
 
+int64_t Shard::slot_row_elements(int k) const {
+  return optimizer_->slot_row_elements(k, row_elements_);
+}
+
 int64_t Shard::resident_bytes() const {
-  return byte_size() * (1 + optimizer_->num_slots());
+  int64_t bytes = num_elements() * RowPrecisionBytes(precision_);
+  for (int k = 0; k < optimizer_->num_slots(); ++k) {
+    bytes += rows_ * slot_row_elements(k) * static_cast<int64_t>(sizeof(float));
+  }
+  return bytes;
+}
+
+void Shard::WidenValues(int64_t begin, int64_t n, float* dst) const {
+  WidenRow(precision_, narrow_.data() + begin, dst, n);
 }
 
 int64_t Shard::version() const {
@@ -105,6 +130,16 @@ int64_t Shard::version() const {
 
 int64_t Shard::ReadBytes(int64_t offset, int64_t length, char* dst) const {
   absl::ReaderMutexLock lock(&mu_);
+  if (narrow()) {
+    // Whole floats around the range, widened, then the bytes asked for.
+    const int64_t first = offset / 4;
+    const int64_t end = (offset + length + 3) / 4;
+    std::vector<float> wide(end - first);
+    WidenValues(first, end - first, wide.data());
+    std::memcpy(dst, reinterpret_cast<const char*>(wide.data()) + offset % 4,
+                length);
+    return version_;
+  }
   std::memcpy(dst, reinterpret_cast<const char*>(values_.data()) + offset,
               length);
   return version_;
@@ -115,11 +150,23 @@ absl::Status Shard::VisitValues(
     absl::FunctionRef<absl::Status(absl::Span<const float>, int64_t)> fn)
     const {
   absl::ReaderMutexLock lock(&mu_);
+  if (narrow()) {
+    std::vector<float> wide(length);
+    WidenValues(offset, length, wide.data());
+    return fn(wide, version_);
+  }
   return fn(absl::MakeConstSpan(values_.data() + offset, length), version_);
 }
 
 int64_t Shard::ReadRows(absl::Span<const int64_t> rows, float* dst) const {
   absl::ReaderMutexLock lock(&mu_);
+  if (narrow()) {
+    for (size_t i = 0; i < rows.size(); ++i) {
+      WidenValues(rows[i] * row_elements_, row_elements_,
+                  dst + i * row_elements_);
+    }
+    return version_;
+  }
   for (size_t i = 0; i < rows.size(); ++i) {
     std::memcpy(dst + i * row_elements_,
                 values_.data() + rows[i] * row_elements_,
@@ -139,20 +186,83 @@ int64_t Shard::BeginUpdate() {
   return version_ + 1;
 }
 
+void Shard::ApplyWhole(float* values, const float* grad) {
+  if (!optimizer_->row_wise()) {
+    optimizer_->Apply(values, grad, slot_ptrs_.data(), num_elements(),
+                      updates_);
+    return;
+  }
+  // A row-wise optimizer takes one row at a time (a table's dense push).
+  std::vector<float*> row_slots(slots_.size());
+  for (int64_t r = 0; r < rows_; ++r) {
+    for (size_t k = 0; k < slots_.size(); ++k) {
+      row_slots[k] = slot_ptrs_[k] + r * slot_row_elements(static_cast<int>(k));
+    }
+    optimizer_->Apply(values + r * row_elements_, grad + r * row_elements_,
+                      row_slots.data(), row_elements_, updates_);
+  }
+}
+
 void Shard::FinishUpdate(absl::Span<const float> grad) {
   ++updates_;
-  optimizer_->Apply(values_.data(), grad.data(), slot_ptrs_.data(),
-                    static_cast<int64_t>(values_.size()), updates_);
+  if (narrow()) {
+    std::vector<float> wide(num_elements());
+    WidenValues(0, num_elements(), wide.data());
+    ApplyWhole(wide.data(), grad.data());
+    for (int64_t r = 0; r < rows_; ++r) {
+      const int64_t at = r * row_elements_;
+      NarrowRowStochastic(
+          precision_, wide.data() + at, narrow_.data() + at, row_elements_,
+          RowRoundingSeed(rounding_seed_, updates_, def_.row_offset() + r));
+    }
+  } else {
+    ApplyWhole(values_.data(), grad.data());
+  }
   ++version_;
   mu_.Unlock();
+}
+
+void Shard::ApplyNarrowRows(absl::Span<const int64_t> rows,
+                            const float* grads) {
+  std::vector<float> wide(row_elements_);
+  std::vector<float*> row_slots(slots_.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const int64_t at = rows[i] * row_elements_;
+    WidenValues(at, row_elements_, wide.data());
+    for (size_t k = 0; k < slots_.size(); ++k) {
+      row_slots[k] =
+          slot_ptrs_[k] + rows[i] * slot_row_elements(static_cast<int>(k));
+    }
+    optimizer_->Apply(wide.data(), grads + i * row_elements_, row_slots.data(),
+                      row_elements_, updates_);
+    NarrowRowStochastic(
+        precision_, wide.data(), narrow_.data() + at, row_elements_,
+        RowRoundingSeed(rounding_seed_, updates_, def_.row_offset() + rows[i]));
+  }
 }
 
 int64_t Shard::ApplyRows(absl::Span<const int64_t> rows,
                          absl::Span<const float> grads) {
   absl::MutexLock lock(&mu_);
   ++updates_;
-  ApplyTableStep(*optimizer_, rows_, row_elements_, rows, grads, updates_,
-                 values_.data(), slot_ptrs_, &dense_grad_);
+  if (!narrow()) {
+    ApplyTableStep(*optimizer_, rows_, row_elements_, rows, grads, updates_,
+                   values_.data(), slot_ptrs_, &dense_grad_);
+  } else if (optimizer_->table_updates() == TABLE_UPDATES_DENSE &&
+             !optimizer_->row_wise()) {
+    // Every row steps: the dense gradient of the whole shard, row by row.
+    dense_grad_.assign(num_elements(), 0.0f);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const float* g = grads.data() + i * row_elements_;
+      float* row = dense_grad_.data() + rows[i] * row_elements_;
+      for (int64_t j = 0; j < row_elements_; ++j) row[j] += g[j];
+    }
+    std::vector<int64_t> all(rows_);
+    for (int64_t r = 0; r < rows_; ++r) all[r] = r;
+    ApplyNarrowRows(all, dense_grad_.data());
+  } else {
+    ApplyNarrowRows(rows, grads.data());
+  }
   return ++version_;
 }
 
@@ -160,7 +270,14 @@ absl::Status Shard::VisitState(
     absl::FunctionRef<absl::Status(const ShardStateView&)> fn) const {
   absl::ReaderMutexLock lock(&mu_);
   ShardStateView view;
-  view.values = values_;
+  std::vector<float> wide;
+  if (narrow()) {
+    wide.resize(num_elements());
+    WidenValues(0, num_elements(), wide.data());
+    view.values = wide;
+  } else {
+    view.values = values_;
+  }
   for (const std::vector<float>& slot : slots_) view.slots.emplace_back(slot);
   view.version = version_;
   view.updates = updates_;
@@ -169,6 +286,11 @@ absl::Status Shard::VisitState(
 
 ShardState Shard::CopyState() const {
   absl::ReaderMutexLock lock(&mu_);
+  if (narrow()) {
+    std::vector<float> wide(num_elements());
+    WidenValues(0, num_elements(), wide.data());
+    return ShardState{std::move(wide), slots_, version_, updates_};
+  }
   return ShardState{values_, slots_, version_, updates_};
 }
 
@@ -176,7 +298,8 @@ absl::Status Shard::RestoreState(ShardState state) {
   const size_t n = static_cast<size_t>(num_elements());
   bool fits = state.values.size() == n && state.slots.size() == slots_.size();
   for (size_t k = 0; fits && k < state.slots.size(); ++k) {
-    fits = state.slots[k].size() == n;
+    fits = static_cast<int64_t>(state.slots[k].size()) ==
+           rows_ * slot_row_elements(static_cast<int>(k));
   }
   if (!fits) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -185,7 +308,14 @@ absl::Status Shard::RestoreState(ShardState state) {
         n, " values and ", slots_.size(), " slots"));
   }
   absl::MutexLock lock(&mu_);
-  values_ = std::move(state.values);
+  if (narrow()) {
+    // Nearest: exact for values saved from this precision, and a pure
+    // function of the checkpoint for fp32 ones.
+    NarrowRowNearest(precision_, state.values.data(), narrow_.data(),
+                     num_elements());
+  } else {
+    values_ = std::move(state.values);
+  }
   slots_ = std::move(state.slots);
   for (size_t k = 0; k < slots_.size(); ++k) slot_ptrs_[k] = slots_[k].data();
   version_ = state.version;

@@ -12,14 +12,17 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "common/optimizer/optimizer.h"
+#include "common/optimizer/row_precision.h"
 #include "proto/ps_service.pb.h"
 
 namespace tessera {
 
-// A shard's whole state, as a checkpoint holds it.
+// A shard's whole state, as a checkpoint holds it: values in fp32 whatever
+// the shard stores (an fp16/bf16 shard's widened, which is exact).
 struct ShardState {
   std::vector<float> values;
-  std::vector<std::vector<float>> slots;  // one per optimizer slot
+  // One per optimizer slot, rows() * slot_row_elements(k) floats each.
+  std::vector<std::vector<float>> slots;
   int64_t version = 0;
   int64_t updates = 0;  // the optimizer's step count (Adam's t)
 };
@@ -34,6 +37,13 @@ struct ShardStateView {
 
 // One shard of a variable: its values, its optimizer slots and a version
 // that counts applied updates.
+//
+// Precision: a table's shard may store its values as fp16 or bf16
+// (def.precision, common/optimizer/row_precision.h). Every read widens to
+// fp32; an update widens the rows it touches, applies the optimizer in
+// fp32 and rounds them back stochastically, seeded by (variable, update
+// count, row of the variable, element), so the bits depend on neither the
+// sharding nor the run. Slots stay fp32.
 //
 // Thread safety: all methods may be called concurrently. Reads take a
 // shared lock, updates an exclusive one, so pulls of one shard run in
@@ -52,9 +62,13 @@ class Shard {
   int64_t rows() const { return rows_; }
   int64_t row_elements() const { return row_elements_; }
   int64_t num_elements() const { return rows_ * row_elements_; }
+  // The values' size as fp32, as pulls and pushes carry them.
   int64_t byte_size() const { return num_elements() * sizeof(float); }
-  // Values plus optimizer slots.
+  // Values as stored plus optimizer slots.
   int64_t resident_bytes() const;
+  RowPrecision precision() const { return precision_; }
+  // Floats of slot k per row (the optimizer's slot_row_elements).
+  int64_t slot_row_elements(int k) const;
   int64_t version() const;
   const Optimizer& optimizer() const { return *optimizer_; }
 
@@ -121,13 +135,28 @@ class Shard {
   Shard(const ShardDef& def, const Optimizer* optimizer, int64_t rows,
         int64_t row_elements);
 
+  bool narrow() const { return precision_ != ROW_FP32; }
+  // A narrow shard's values [begin, begin + n) widened into dst.
+  void WidenValues(int64_t begin, int64_t n, float* dst) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Applies the optimizer to a narrow shard's local rows with the dense
+  // gradient rows `grad_rows` (rows.size() rows) and rounds them back.
+  void ApplyNarrowRows(absl::Span<const int64_t> rows, const float* grads)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Applies one dense update of the whole fp32 `values`.
+  void ApplyWhole(float* values, const float* grad)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   const ShardDef def_;
   const Optimizer* const optimizer_;
   const int64_t rows_;
   const int64_t row_elements_;
+  const RowPrecision precision_;
+  const uint64_t rounding_seed_;  // RowTableSeed of the variable
 
   mutable absl::Mutex mu_;
-  std::vector<float> values_ ABSL_GUARDED_BY(mu_);
+  std::vector<float> values_ ABSL_GUARDED_BY(mu_);     // fp32 shards
+  std::vector<uint16_t> narrow_ ABSL_GUARDED_BY(mu_);  // fp16/bf16 shards
   std::vector<std::vector<float>> slots_ ABSL_GUARDED_BY(mu_);
   std::vector<float*> slot_ptrs_ ABSL_GUARDED_BY(mu_);
   int64_t version_ ABSL_GUARDED_BY(mu_) = 0;

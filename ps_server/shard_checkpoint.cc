@@ -67,8 +67,15 @@ absl::Status WriteDense(const Shard& shard, CheckpointWriter* writer) {
     arrays.push_back(CheckpointArrayView::Of<float>(kCheckpointValuesKey,
                                                     view.values, dims));
     for (size_t k = 0; k < slots.size(); ++k) {
+      const int k_int = static_cast<int>(k);
+      // A row-wise slot is [rows, its floats per row].
+      const std::vector<int64_t> slot_dims =
+          shard.slot_row_elements(k_int) == shard.row_elements()
+              ? dims
+              : std::vector<int64_t>{shard.rows(),
+                                     shard.slot_row_elements(k_int)};
       arrays.push_back(CheckpointArrayView::Of<float>(
-          CheckpointSlotKey(slots[k]), view.slots[k], dims));
+          CheckpointSlotKey(slots[k]), view.slots[k], slot_dims));
     }
     const int64_t version = view.version;
     const int64_t updates = view.updates;
@@ -94,9 +101,10 @@ absl::Status WriteHash(const HashTable& table, CheckpointWriter* writer,
     arrays.push_back({kCheckpointIdsKey, CheckpointDtype::kInt64, {n}});
     arrays.push_back(
         {kCheckpointValuesKey, CheckpointDtype::kFloat32, {n, dim}});
-    for (const std::string& slot : slots) {
-      arrays.push_back(
-          {CheckpointSlotKey(slot), CheckpointDtype::kFloat32, {n, dim}});
+    for (size_t k = 0; k < slots.size(); ++k) {
+      arrays.push_back({CheckpointSlotKey(slots[k]),
+                        CheckpointDtype::kFloat32,
+                        {n, table.slot_row_elements(static_cast<int>(k))}});
     }
     arrays.push_back({kCheckpointStepKey, CheckpointDtype::kInt64, {1}});
     if (table.tracks_seen()) {
@@ -115,8 +123,11 @@ absl::Status WriteHash(const HashTable& table, CheckpointWriter* writer,
     view.ForEach(
         [&](const HashRowRef& row) { out.Add(row.values, row_bytes); });
     for (size_t k = 0; k < slots.size(); ++k) {
+      const int k_int = static_cast<int>(k);
+      const int64_t offset = table.slot_offset(k_int);
+      const size_t slot_bytes = table.slot_row_elements(k_int) * sizeof(float);
       view.ForEach([&](const HashRowRef& row) {
-        out.Add(row.values + (k + 1) * dim, row_bytes);
+        out.Add(row.slots + offset, slot_bytes);
       });
     }
     const int64_t step = view.step();

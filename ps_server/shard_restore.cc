@@ -158,8 +158,11 @@ absl::Status PlanTarget(
   t->rows = shard.rows();
   t->row_elements = shard.row_elements();
   t->dense.values.resize(shard.num_elements());
-  t->dense.slots.assign(t->slots.size(),
-                        std::vector<float>(shard.num_elements()));
+  t->dense.slots.clear();
+  for (size_t k = 0; k < t->slots.size(); ++k) {
+    t->dense.slots.emplace_back(shard.rows() *
+                                shard.slot_row_elements(static_cast<int>(k)));
+  }
   return absl::OkStatus();
 }
 
@@ -261,7 +264,12 @@ absl::Status LoadEntry(CheckpointReader& reader, const Need& need,
     if (key == kCheckpointValuesKey) {
       s = ReadChecked(reader, i, &dims, &out->values);
     } else if (key.rfind("slot/", 0) == 0 && wanted.contains(key)) {
-      s = ReadChecked(reader, i, &dims, &out->slots[key.substr(5)]);
+      // Element-wise slots are shaped as the values; a row-wise one
+      // (rowwise_adagrad) is [rows, its floats per row].
+      const std::vector<int64_t>& a = e.arrays[i].dims;
+      const bool row_wise = a.size() == 2 && a[0] == RowsOf(dims) && a[1] == 1;
+      s = ReadChecked(reader, i, row_wise ? &a : &dims,
+                      &out->slots[key.substr(5)]);
     } else if (is_hash && key == kCheckpointIdsKey) {
       s = ReadChecked(reader, i, &per_row, &out->ids);
     } else if (is_hash && key == kCheckpointStepsUnseenKey) {
@@ -307,9 +315,12 @@ void ScatterDense(const LoadedEntry& in, const CheckpointShard& saved,
   const int64_t dst = (lo - t->row_begin) * re;
   const int64_t n = (hi - lo) * re;
   std::copy_n(in.values.begin() + src, n, t->dense.values.begin() + dst);
+  const Shard& shard = *t->stored.shard;
   for (size_t k = 0; k < t->slots.size(); ++k) {
     const std::vector<float>& slot = in.slots.at(t->slots[k]);
-    std::copy_n(slot.begin() + src, n, t->dense.slots[k].begin() + dst);
+    const int64_t e = shard.slot_row_elements(static_cast<int>(k));
+    std::copy_n(slot.begin() + (lo - begin) * e, (hi - lo) * e,
+                t->dense.slots[k].begin() + (lo - t->row_begin) * e);
   }
   t->dense.version =
       t->has_counts ? std::max(t->dense.version, in.version) : in.version;
@@ -330,7 +341,12 @@ void ScatterHash(const LoadedEntry& in, Target* t) {
   h.step = t->has_counts ? std::max(h.step, in.step) : in.step;
   t->has_counts = true;
   std::vector<const std::vector<float>*> slots;
-  for (const std::string& name : t->slots) slots.push_back(&in.slots.at(name));
+  std::vector<int64_t> slot_elements;
+  for (size_t k = 0; k < t->slots.size(); ++k) {
+    slots.push_back(&in.slots.at(t->slots[k]));
+    slot_elements.push_back(
+        t->stored.table->slot_row_elements(static_cast<int>(k)));
+  }
   for (size_t i = 0; i < in.ids.size(); ++i) {
     const int64_t id = in.ids[i];
     if (num_shards > 1 && HashShardOf(id, num_shards) != def.index()) continue;
@@ -339,8 +355,9 @@ void ScatterHash(const LoadedEntry& in, Target* t) {
     h.values.insert(h.values.end(), in.values.begin() + at,
                     in.values.begin() + at + dim);
     for (size_t k = 0; k < slots.size(); ++k) {
-      h.slots[k].insert(h.slots[k].end(), slots[k]->begin() + at,
-                        slots[k]->begin() + at + dim);
+      const size_t from = i * slot_elements[k];
+      h.slots[k].insert(h.slots[k].end(), slots[k]->begin() + from,
+                        slots[k]->begin() + from + slot_elements[k]);
     }
     const int64_t unseen = in.steps_unseen.empty() ? 0 : in.steps_unseen[i];
     h.steps_unseen.push_back(

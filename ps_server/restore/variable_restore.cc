@@ -20,11 +20,15 @@ absl::Status TakeValue(const VariableDef& v, ShardStore& store,
   for (const StoredShard& stored : store.List()) {
     if (stored.def().name() != shard || stored.table == nullptr) continue;
     const int64_t dim = stored.table->row_elements();
-    std::vector<std::pair<int64_t, const float*>> rows;
+    // (id, where its values are in `seen`): a narrow table's row is
+    // widened into a buffer that the next row reuses, so each is copied.
+    std::vector<std::pair<int64_t, size_t>> rows;
+    std::vector<float> seen;
     absl::Status s = stored.table->VisitRows(
         [&](const HashTable::Rows& view) -> absl::Status {
           view.ForEach([&](const HashRowRef& row) {
-            rows.emplace_back(row.id, row.values);
+            rows.emplace_back(row.id, seen.size());
+            seen.insert(seen.end(), row.values, row.values + dim);
           });
           // Sorted by id, so an export is the same file however the rows
           // were laid out in memory.
@@ -33,7 +37,8 @@ absl::Status TakeValue(const VariableDef& v, ShardStore& store,
           out->values.resize(rows.size() * dim);
           for (size_t r = 0; r < rows.size(); ++r) {
             out->ids.push_back(rows[r].first);
-            std::copy_n(rows[r].second, dim, out->values.data() + r * dim);
+            std::copy_n(seen.data() + rows[r].second, dim,
+                        out->values.data() + r * dim);
           }
           return absl::OkStatus();
         });
