@@ -23,6 +23,10 @@ inline constexpr float kKerasAdagradInitialAccumulator = 0.1f;
 inline constexpr float kKerasAdagradEpsilon = 1e-7f;
 inline constexpr float kKerasFtrlLearningRatePower = -0.5f;
 inline constexpr float kKerasFtrlInitialAccumulator = 0.1f;
+// AdamW's weight_decay (every other optimizer's is none), and
+// PolynomialDecay's end_learning_rate.
+inline constexpr float kKerasAdamWWeightDecay = 0.004f;
+inline constexpr float kKerasPolynomialEndLearningRate = 0.0001f;
 
 // AdamOptions with Keras' beta_1, beta_2 and epsilon.
 inline AdamOptions KerasAdamOptions() {

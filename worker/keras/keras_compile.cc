@@ -1,9 +1,11 @@
 #include "worker/keras/keras_compile.h"
 
 #include <cmath>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "common/optimizer/keras_defaults.h"
+#include "common/optimizer/optimizer.h"
 #include "worker/keras/keras_config.h"
 #include "worker/keras/keras_graph.h"
 
@@ -50,6 +52,100 @@ absl::StatusOr<LossSpec> ParseLoss(const json& j, const std::string& output) {
   return spec;
 }
 
+namespace {
+
+// A Keras count of steps: a whole number, at least `min`.
+absl::StatusOr<int64_t> Steps(const json& c, const char* key, int64_t min,
+                              const std::string& what) {
+  if (IsNull(c, key) || !c[key].is_number() ||
+      c[key].get<double>() != std::floor(c[key].get<double>()) ||
+      c[key].get<double>() < static_cast<double>(min) ||
+      c[key].get<double>() > 9e15) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": ", key, " must be a whole number >= ", min, ", got ",
+        IsNull(c, key) ? std::string("nothing") : c[key].dump()));
+  }
+  return static_cast<int64_t>(c[key].get<double>());
+}
+
+// Keras' learning-rate schedule `j` (the optimizer's learning_rate when it
+// is not a number) into opt's learning_rate and schedule, as
+// proto/job.proto's LearningRateSchedule maps each one.
+absl::Status ParseSchedule(const json& j, const std::string& optimizer,
+                           OptimizerConfig* opt) {
+  const std::string cls = ObjectName(j);
+  const std::string what =
+      absl::StrCat(optimizer, ": learning_rate schedule ", cls);
+  const json c =
+      j.is_object() && j.contains("config") && j["config"].is_object()
+          ? j["config"]
+          : json::object();
+  LearningRateSchedule* s = opt->mutable_schedule();
+  if (cls == "ExponentialDecay") {
+    s->set_decay(LearningRateSchedule::DECAY_EXPONENTIAL);
+    opt->set_learning_rate(Float(c, "initial_learning_rate", NAN));
+    absl::StatusOr<int64_t> steps = Steps(c, "decay_steps", 1, what);
+    if (!steps.ok()) return steps.status();
+    s->set_decay_steps(*steps);
+    s->set_decay_rate(Float(c, "decay_rate", NAN));
+    s->set_staircase(c.value("staircase", false));
+  } else if (cls == "PiecewiseConstantDecay") {
+    s->set_decay(LearningRateSchedule::DECAY_PIECEWISE);
+    if (!c.contains("boundaries") || !c["boundaries"].is_array() ||
+        !c.contains("values") || !c["values"].is_array() ||
+        c["values"].size() != c["boundaries"].size() + 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": needs boundaries and one more value than boundaries"));
+    }
+    for (const json& b : c["boundaries"]) {
+      const json one = {{"boundary", b}};
+      absl::StatusOr<int64_t> step = Steps(one, "boundary", 0, what);
+      if (!step.ok()) return step.status();
+      s->add_boundaries(*step);
+    }
+    for (const json& v : c["values"]) {
+      s->add_values(v.is_number() ? v.get<float>() : NAN);
+    }
+    // The peak is the first value (learning_rate is not read then).
+    opt->set_learning_rate(s->values(0));
+  } else if (cls == "CosineDecay") {
+    s->set_decay(LearningRateSchedule::DECAY_COSINE);
+    absl::StatusOr<int64_t> steps = Steps(c, "decay_steps", 1, what);
+    if (!steps.ok()) return steps.status();
+    s->set_decay_steps(*steps);
+    s->set_alpha(Float(c, "alpha", 0.0f));
+    const float initial = Float(c, "initial_learning_rate", NAN);
+    if (IsNull(c, "warmup_target")) {
+      // Keras ignores warmup_steps without a warmup_target.
+      opt->set_learning_rate(initial);
+    } else {
+      absl::StatusOr<int64_t> warmup = Steps(c, "warmup_steps", 0, what);
+      if (!warmup.ok()) return warmup.status();
+      opt->set_learning_rate(Float(c, "warmup_target", NAN));
+      s->set_warmup_initial_learning_rate(initial);
+      s->set_warmup_steps(*warmup);
+    }
+  } else if (cls == "PolynomialDecay") {
+    s->set_decay(LearningRateSchedule::DECAY_POLYNOMIAL);
+    opt->set_learning_rate(Float(c, "initial_learning_rate", NAN));
+    absl::StatusOr<int64_t> steps = Steps(c, "decay_steps", 1, what);
+    if (!steps.ok()) return steps.status();
+    s->set_decay_steps(*steps);
+    s->set_end_learning_rate(
+        Float(c, "end_learning_rate", kKerasPolynomialEndLearningRate));
+    s->set_power(Float(c, "power", 1.0f));
+    s->set_cycle(c.value("cycle", false));
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what,
+        ": Tessera has ExponentialDecay, PiecewiseConstantDecay, CosineDecay "
+        "(with warm-up) and PolynomialDecay"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<OptimizerConfig> ParseOptimizer(const json& j) {
   const std::string cls = ObjectName(j);
   const std::string name = KerasSnakeCase(cls);
@@ -58,9 +154,7 @@ absl::StatusOr<OptimizerConfig> ParseOptimizer(const json& j) {
           ? j["config"]
           : json::object();
   const std::string what = absl::StrCat("optimizer ", cls);
-  for (const char* f :
-       {"weight_decay", "clipnorm", "global_clipnorm", "clipvalue",
-        "loss_scale_factor", "gradient_accumulation_steps"}) {
+  for (const char* f : {"loss_scale_factor", "gradient_accumulation_steps"}) {
     if (!IsNull(c, f) && !(c[f].is_number() && c[f].get<double>() == 0)) {
       return absl::InvalidArgumentError(absl::StrCat(
           what, ": ", f, " is set; Tessera's optimizers have no ", f));
@@ -73,15 +167,46 @@ absl::StatusOr<OptimizerConfig> ParseOptimizer(const json& j) {
                      "weights"));
   }
   OptimizerConfig opt;
-  if (c.contains("learning_rate") && !c["learning_rate"].is_number()) {
+  // AdamW is Adam with decoupled weight decay (Keras' default 0.004).
+  const bool adamw = cls == "AdamW";
+  const float weight_decay =
+      Float(c, "weight_decay", adamw ? kKerasAdamWWeightDecay : 0.0f);
+  if (!std::isfinite(weight_decay) || weight_decay < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": weight_decay must be a number >= 0"));
+  }
+  opt.set_weight_decay(weight_decay);
+  // Keras 3 takes at most one of the three (its constructor refuses more).
+  int clips = 0;
+  for (const char* f : {"clipvalue", "clipnorm", "global_clipnorm"}) {
+    const float v = Float(c, f, 0.0f);
+    if (!std::isfinite(v) || v < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": ", f, " must be a number >= 0"));
+    }
+    clips += v > 0;
+  }
+  if (clips > 1) {
     return absl::InvalidArgumentError(absl::StrCat(
-        what, ": learning_rate is a schedule (", ObjectName(c["learning_rate"]),
-        "); Tessera's learning rate is constant"));
+        what, ": set at most one of clipvalue, clipnorm and global_clipnorm"));
+  }
+  if (clips == 1) {
+    GradientClipping* clipping = opt.mutable_clipping();
+    clipping->set_value(Float(c, "clipvalue", 0.0f));
+    clipping->set_norm(Float(c, "clipnorm", 0.0f));
+    clipping->set_global_norm(Float(c, "global_clipnorm", 0.0f));
   }
   const float default_lr =
       name == "sgd" ? kKerasSgdLearningRate : kKerasLearningRate;
-  opt.set_learning_rate(Float(c, "learning_rate", default_lr));
-  if (name == "adam") {
+  if (c.contains("learning_rate") && c["learning_rate"].is_object()) {
+    if (absl::Status s = ParseSchedule(c["learning_rate"], what, &opt);
+        !s.ok()) {
+      return s;
+    }
+  } else {
+    opt.set_learning_rate(Float(c, "learning_rate", default_lr));
+  }
+  if (name == "adam" || adamw) {
     if (c.value("amsgrad", false)) {
       return absl::InvalidArgumentError(
           absl::StrCat(what, ": amsgrad: Tessera's Adam has no amsgrad"));
@@ -118,11 +243,17 @@ absl::StatusOr<OptimizerConfig> ParseOptimizer(const json& j) {
     return absl::InvalidArgumentError(absl::StrCat(
         what, ": Tessera has no ", cls.empty() ? "such" : cls,
         " optimizer (it has SGD, SGD with momentum and Nesterov, Adam, "
-        "Adagrad and Ftrl)"));
+        "AdamW, Adagrad and Ftrl)"));
   }
   if (!std::isfinite(opt.learning_rate()) || opt.learning_rate() <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": learning_rate must be a number > 0"));
+  }
+  // The schedule's own ranges, with the optimizer's errors.
+  if (absl::StatusOr<std::unique_ptr<Optimizer>> made = CreateOptimizer(opt);
+      !made.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": ", made.status().message()));
   }
   // Keras' optimizers step every row of an Embedding, touched or not
   // (Adam's moments and SGD's momentum move them all).

@@ -24,9 +24,15 @@ absl::StatusOr<LossSpec> ParseLoss(const nlohmann::json& j,
                                    const std::string& output);
 
 // The optimizer `j` with Keras' defaults for what it leaves unset: SGD
-// (with momentum and Nesterov), Adam, Adagrad or Ftrl at a constant
-// learning rate, without weight decay, clipping or a moving average; and
-// dense table updates (TABLE_UPDATES_DENSE), as Keras steps an Embedding.
+// (with momentum and Nesterov), Adam, AdamW (Adam with weight decay),
+// Adagrad or Ftrl; its learning rate a number or one of the schedules
+// ExponentialDecay, PiecewiseConstantDecay, CosineDecay (with warm-up) and
+// PolynomialDecay (OptimizerConfig.schedule, mapped as proto/job.proto
+// says); weight_decay; clipvalue, clipnorm or global_clipnorm
+// (OptimizerConfig.clipping); and dense table updates
+// (TABLE_UPDATES_DENSE), as Keras steps an Embedding. Refused by name:
+// other optimizers and schedules, a moving average (use_ema), loss
+// scaling and gradient accumulation.
 absl::StatusOr<OptimizerConfig> ParseOptimizer(const nlohmann::json& j);
 
 }  // namespace keras

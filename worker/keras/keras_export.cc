@@ -87,16 +87,96 @@ std::string ActivationName(Activation a) {
 
 json PaddingName(Padding p) { return p == SAME ? "same" : "valid"; }
 
-json OptimizerJson(const OptimizerConfig& opt) {
+// Keras' schedule for opt's learning_rate and schedule (proto/job.proto's
+// LearningRateSchedule names the mapping): a number without a schedule;
+// Unimplemented for what no Keras schedule does (a hold, or a warm-up
+// outside CosineDecay).
+absl::StatusOr<json> LearningRateJson(const OptimizerConfig& opt) {
+  const std::string m = "keras.optimizers.schedules";
+  if (!opt.has_schedule()) return json(Decimal(opt.learning_rate()));
+  const LearningRateSchedule& s = opt.schedule();
+  const auto refuse = [](absl::string_view why) {
+    return absl::UnimplementedError(
+        absl::StrCat("optimizer schedule: ", why,
+                     "; Keras' schedules have "
+                     "no such rate, so the model cannot be exported"));
+  };
+  if (s.hold_steps() > 0) return refuse("hold_steps > 0");
+  if (s.warmup_steps() > 0 && s.decay() != LearningRateSchedule::DECAY_COSINE) {
+    return refuse("a warm-up before a decay other than cosine");
+  }
+  switch (s.decay()) {
+    case LearningRateSchedule::DECAY_CONSTANT:
+      if (s.warmup_steps() > 0) return refuse("a warm-up to a constant rate");
+      return json(Decimal(opt.learning_rate()));
+    case LearningRateSchedule::DECAY_EXPONENTIAL:
+      return Object(m, "ExponentialDecay",
+                    {{"initial_learning_rate", Decimal(opt.learning_rate())},
+                     {"decay_steps", s.decay_steps()},
+                     {"decay_rate", Decimal(s.decay_rate())},
+                     {"staircase", s.staircase()},
+                     {"name", "ExponentialDecay"}});
+    case LearningRateSchedule::DECAY_PIECEWISE: {
+      json values = json::array();
+      for (float v : s.values()) values.push_back(Decimal(v));
+      return Object(m, "PiecewiseConstantDecay",
+                    {{"boundaries", s.boundaries()},
+                     {"values", values},
+                     {"name", "PiecewiseConstant"}});
+    }
+    case LearningRateSchedule::DECAY_COSINE: {
+      const bool warmup = s.warmup_steps() > 0;
+      return Object(m, "CosineDecay",
+                    {{"initial_learning_rate",
+                      Decimal(warmup ? s.warmup_initial_learning_rate()
+                                     : opt.learning_rate())},
+                     {"decay_steps", s.decay_steps()},
+                     {"alpha", Decimal(s.alpha())},
+                     {"name", "CosineDecay"},
+                     {"warmup_target",
+                      warmup ? json(Decimal(opt.learning_rate())) : json()},
+                     {"warmup_steps", s.warmup_steps()}});
+    }
+    case LearningRateSchedule::DECAY_POLYNOMIAL:
+      return Object(m, "PolynomialDecay",
+                    {{"initial_learning_rate", Decimal(opt.learning_rate())},
+                     {"decay_steps", s.decay_steps()},
+                     {"end_learning_rate", Decimal(s.end_learning_rate())},
+                     {"power", Decimal(s.has_power() ? s.power() : 1.0f)},
+                     {"cycle", s.cycle()},
+                     {"name", "PolynomialDecay"}});
+    default:
+      return refuse(absl::StrCat("decay ", s.decay()));
+  }
+}
+
+absl::StatusOr<json> OptimizerJson(const OptimizerConfig& opt) {
   const std::string m = "keras.optimizers";
-  json c = {{"learning_rate", Decimal(opt.learning_rate())}};
+  absl::StatusOr<json> rate = LearningRateJson(opt);
+  if (!rate.ok()) return rate.status();
+  const GradientClipping& clip = opt.clipping();
+  const auto clip_json = [](float v) {
+    return v > 0 ? json(Decimal(v)) : json();
+  };
+  json c = {
+      {"learning_rate", *rate},
+      {"weight_decay",
+       opt.weight_decay() > 0 ? json(Decimal(opt.weight_decay())) : json()},
+      {"clipnorm", clip_json(clip.norm())},
+      {"global_clipnorm", clip_json(clip.global_norm())},
+      {"clipvalue", clip_json(clip.value())}};
   switch (opt.kind_case()) {
     case OptimizerConfig::kAdam:
-      c["name"] = "adam";
       c["beta_1"] = Decimal(opt.adam().beta1());
       c["beta_2"] = Decimal(opt.adam().beta2());
       c["epsilon"] = Decimal(opt.adam().epsilon());
       c["amsgrad"] = false;
+      // Adam with decoupled weight decay is Keras' AdamW.
+      if (opt.weight_decay() > 0) {
+        c["name"] = "adamw";
+        return Object(m, "AdamW", c);
+      }
+      c["name"] = "adam";
       return Object(m, "Adam", c);
     case OptimizerConfig::kMomentum:
       c["name"] = "sgd";
@@ -120,11 +200,16 @@ json OptimizerJson(const OptimizerConfig& opt) {
       c["beta"] = Decimal(f.beta());
       return Object(m, "Ftrl", c);
     }
-    default:
+    case OptimizerConfig::kSgd:
+    case OptimizerConfig::KIND_NOT_SET:
       c["name"] = "sgd";
       c["momentum"] = 0.0;
       c["nesterov"] = false;
       return Object(m, "SGD", c);
+    default:
+      return absl::UnimplementedError(
+          "optimizer: Keras has no optimizer of this kind (row-wise "
+          "Adagrad), so the model cannot be exported");
   }
 }
 
@@ -514,7 +599,9 @@ class Exporter {
     }
     KerasExport out;
     out.model_name = "tessera_model";
-    json optimizer = OptimizerJson(m_.job.optimizer());
+    absl::StatusOr<json> made = OptimizerJson(m_.job.optimizer());
+    if (!made.ok()) return made.status();
+    json optimizer = *std::move(made);
     out.optimizer_name = optimizer["config"]["name"].get<std::string>();
     out.config = {{"module", "keras.src.models.functional"},
                   {"class_name", "Functional"},

@@ -29,7 +29,10 @@ struct KerasExport {
 // what the original Keras model's did. FailedPrecondition names a layer Keras
 // cannot express without custom objects (DotInteraction, Cross, FmOrder2, an
 // embedding bag of several fields, a shared or growing table, a sum over a
-// bag of several ids).
+// bag of several ids). The optimizer goes back with its schedule, weight
+// decay (Adam's as AdamW) and clipping; Unimplemented names what Keras'
+// schedules and optimizers lack (a hold before the decay, a warm-up before
+// a decay other than cosine, row-wise Adagrad).
 absl::StatusOr<KerasExport> ExportKerasModel(const TrainedModel& model);
 
 }  // namespace tessera

@@ -3,9 +3,11 @@
 #include <string>
 
 #include "common/model/model_graph.h"
+#include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "worker/keras/keras_compile.h"
 
 namespace tessera {
 namespace {
@@ -104,6 +106,102 @@ TEST(KerasExportTest, WritesFloatsAsTheDecimalsTheUserGave) {
   EXPECT_EQ(adam["epsilon"].dump(), "1e-07");
   EXPECT_EQ(adam["learning_rate"].dump(), "0.001");
   EXPECT_EQ(LayerConfig(out->config, "drop")["rate"].dump(), "0.3");
+}
+
+// Issue #44 item 4: a schedule, weight decay (Adam's as AdamW) and
+// clipping go back into the compile config as Keras writes them, and come
+// back through the importer to the same optimizer.
+TEST(KerasExportTest, ScheduleWeightDecayAndClippingRoundTrip) {
+  TrainedModel m =
+      Mlp(R"pb(loss { kind: SOFTMAX_CROSS_ENTROPY input: "logits" })pb");
+  OptimizerConfig* opt = m.job.mutable_optimizer();
+  opt->set_learning_rate(0.01f);
+  opt->set_weight_decay(0.004f);
+  opt->mutable_clipping()->set_global_norm(1.0f);
+  opt->mutable_schedule()->set_decay(LearningRateSchedule::DECAY_COSINE);
+  opt->mutable_schedule()->set_decay_steps(10);
+  opt->mutable_schedule()->set_alpha(0.1f);
+  opt->mutable_schedule()->set_warmup_steps(3);
+  opt->set_table_updates(TABLE_UPDATES_DENSE);  // what an import sets
+  absl::StatusOr<KerasExport> out = ExportKerasModel(m);
+  ASSERT_TRUE(out.ok()) << out.status();
+  const json& o = out->config["compile_config"]["optimizer"];
+  EXPECT_EQ(o["class_name"], "AdamW");
+  EXPECT_EQ(o["config"]["weight_decay"].dump(), "0.004");
+  EXPECT_EQ(o["config"]["global_clipnorm"].dump(), "1.0");
+  EXPECT_TRUE(o["config"]["clipnorm"].is_null());
+  const json& lr = o["config"]["learning_rate"];
+  EXPECT_EQ(lr["class_name"], "CosineDecay");
+  EXPECT_EQ(lr["config"]["warmup_target"].dump(), "0.01");
+  EXPECT_EQ(lr["config"]["initial_learning_rate"].dump(), "0.0");
+  EXPECT_EQ(lr["config"]["warmup_steps"], 3);
+  absl::StatusOr<OptimizerConfig> back = keras::ParseOptimizer(o);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->DebugString(), opt->DebugString());
+
+  // Each other schedule Keras has, and SGD's weight decay.
+  for (const char* text : {
+           R"pb(learning_rate: 0.1
+                sgd {}
+                weight_decay: 0.01
+                clipping { norm: 0.5 }
+                table_updates: TABLE_UPDATES_DENSE
+                schedule {
+                  decay: DECAY_PIECEWISE
+                  boundaries: [ 2, 4 ]
+                  values: [ 0.1, 0.05, 0.01 ]
+                })pb",
+           R"pb(learning_rate: 0.1
+                adagrad { initial_accumulator_value: 0.1 epsilon: 1e-7 }
+                clipping { value: 0.5 }
+                table_updates: TABLE_UPDATES_DENSE
+                schedule {
+                  decay: DECAY_EXPONENTIAL
+                  decay_steps: 5
+                  decay_rate: 0.5
+                  staircase: true
+                })pb",
+           R"pb(learning_rate: 0.1
+                table_updates: TABLE_UPDATES_DENSE
+                ftrl {
+                  learning_rate_power: -0.5
+                  initial_accumulator_value: 0.1
+                }
+                schedule {
+                  decay: DECAY_POLYNOMIAL
+                  decay_steps: 5
+                  end_learning_rate: 0.01
+                  power: 2
+                  cycle: true
+                })pb"}) {
+    OptimizerConfig want;
+    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &want));
+    *m.job.mutable_optimizer() = want;
+    out = ExportKerasModel(m);
+    ASSERT_TRUE(out.ok()) << out.status();
+    back = keras::ParseOptimizer(out->config["compile_config"]["optimizer"]);
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(back->DebugString(), want.DebugString());
+  }
+}
+
+TEST(KerasExportTest, RefusesAScheduleKerasLacksByName) {
+  TrainedModel m =
+      Mlp(R"pb(loss { kind: SOFTMAX_CROSS_ENTROPY input: "logits" })pb");
+  LearningRateSchedule* s = m.job.mutable_optimizer()->mutable_schedule();
+  s->set_decay(LearningRateSchedule::DECAY_POLYNOMIAL);
+  s->set_decay_steps(100);
+  s->set_hold_steps(10);
+  absl::StatusOr<KerasExport> out = ExportKerasModel(m);
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(out.status().message()),
+              ::testing::HasSubstr("hold_steps > 0"));
+  s->set_hold_steps(0);
+  s->set_warmup_steps(5);
+  out = ExportKerasModel(m);
+  EXPECT_THAT(std::string(out.status().message()),
+              ::testing::HasSubstr("a warm-up before a decay other than "
+                                   "cosine"));
 }
 
 }  // namespace
