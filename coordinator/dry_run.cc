@@ -8,10 +8,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/data_format.h"
 #include "common/model/model_graph.h"
 #include "common/model/model_summary.h"
+#include "common/model/variable_optimizer.h"
 #include "common/optimizer/optimizer.h"
+#include "common/optimizer/row_precision.h"
 #include "partitioners/variable_sharding.h"
 #include "worker/data/data_check.h"
 
@@ -100,28 +103,71 @@ absl::Status DryRun(const JobConfig& job, const ClusterSpec& cluster,
     }
     std::fprintf(out, "%s",
                  FormatShardTable(plan.shards, cluster.tasks("ps")).c_str());
-    // Each value of a shard comes with the optimizer's slots (Adam: two).
-    int slots = 0;
-    if (absl::StatusOr<std::unique_ptr<Optimizer>> optimizer =
-            CreateOptimizer(job.optimizer());
-        optimizer.ok()) {
-      slots = (*optimizer)->num_slots();
-    }
+    // What each server holds: values in their precision plus the slots
+    // of the variable's own optimizer (Adam: two per value; rowwise_adagrad
+    // one per row); a growing table counts expected_rows_per_shard rows.
     const int64_t memory =
         options.memory_bytes > 0 ? options.memory_bytes : MachineMemoryBytes();
     std::vector<int64_t> held(num_ps, 0);
-    for (const ShardInfo& s : plan.shards) {
-      if (s.ps_task >= 0 && s.ps_task < num_ps) {
-        held[s.ps_task] += s.bytes * (1 + slots);
+    std::string table_lines;
+    for (const VariableDef& v : plan.variables) {
+      absl::StatusOr<std::unique_ptr<Optimizer>> optimizer =
+          CreateOptimizer(VariableOptimizer(job, v));
+      if (!optimizer.ok()) continue;
+      const bool growing = plan.IsHashTable(v.name);
+      const int64_t dim = v.shape.size() > 1 ? v.shape.back() : 1;
+      const RowPrecision precision = plan.PrecisionOf(v.name);
+      const TableRowBytes row =
+          RowBytesOf(precision, dim, **optimizer, growing);
+      std::vector<int64_t> per_ps(num_ps, 0);
+      for (const ShardInfo& s : plan.shards) {
+        if (s.variable != v.name || s.ps_task < 0 || s.ps_task >= num_ps) {
+          continue;
+        }
+        int64_t rows = growing ? plan.expected_rows_per_shard : s.rows;
+        if (!v.sparse) {
+          // A dense shard: every value with one of each slot.
+          const int64_t n = s.bytes / static_cast<int64_t>(sizeof(float));
+          per_ps[s.ps_task] += n * 4 * (1 + (*optimizer)->num_slots());
+          continue;
+        }
+        per_ps[s.ps_task] += rows * row.total();
       }
+      for (int t = 0; t < num_ps; ++t) held[t] += per_ps[t];
+      if (!v.sparse) continue;
+      std::vector<std::string> servers;
+      for (int t = 0; t < num_ps; ++t) {
+        if (per_ps[t] > 0) servers.push_back(Bytes(per_ps[t]));
+      }
+      int64_t slot_floats = 0;
+      for (int k = 0; k < (*optimizer)->num_slots(); ++k) {
+        slot_floats += (*optimizer)->slot_row_elements(k, dim);
+      }
+      absl::StrAppendFormat(
+          &table_lines,
+          "  %s  %s  %s  %lld slot float%s/row  %lld B/row "
+          "(values %lld, slots %lld, record and index %lld)  per ps: %s\n",
+          v.name, RowPrecisionName(precision), (*optimizer)->name(),
+          static_cast<long long>(slot_floats), slot_floats == 1 ? "" : "s",
+          static_cast<long long>(row.total()),
+          static_cast<long long>(row.values), static_cast<long long>(row.slots),
+          static_cast<long long>(row.header + row.index),
+          growing && plan.expected_rows_per_shard == 0
+              ? "growing (set expected_rows_per_shard to count it)"
+              : absl::StrJoin(servers, ", "));
+    }
+    if (!table_lines.empty()) {
+      std::fprintf(out, "table memory on the servers:\n%s",
+                   table_lines.c_str());
     }
     for (int t = 0; t < num_ps; ++t) {
       if (memory > 0 && held[t] > memory) {
         std::fprintf(out,
-                     "warning: ps %d (%s) would hold %s with the optimizer's "
-                     "%d slot%s, more than this machine's %s of memory\n",
+                     "warning: ps %d (%s) would hold %s of values and "
+                     "optimizer slots, more than this machine's %s of "
+                     "memory\n",
                      t, cluster.tasks("ps")[t].c_str(), GiB(held[t]).c_str(),
-                     slots, slots == 1 ? "" : "s", GiB(memory).c_str());
+                     GiB(memory).c_str());
       }
     }
   }

@@ -6,6 +6,7 @@
 #include "common/model/model_presets.h"
 #include "common/model/model_support.h"
 #include "common/model/table_placement.h"
+#include "common/model/table_precision.h"
 #include "common/model/variable_optimizer.h"
 #include "common/model_spec.h"
 #include "common/optimizer/gradient_clipping.h"
@@ -86,6 +87,16 @@ absl::Status ValidateJobConfig(const JobConfig& job) {
   if (!tables.ok()) return tables.status();
   if (absl::Status s =
           CheckModeFits(graph->variables, *mode, ReplicatedTables(*tables));
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckTablePrecisions(job, graph->variables,
+                                            ReplicatedTables(*tables));
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckRowWiseOptimizers(job, graph->variables,
+                                              ReplicatedTables(*tables));
       !s.ok()) {
     return s;
   }

@@ -87,7 +87,12 @@ DEFINE_string(combiner, "sum",
               "Model ctr: how a bag's rows combine: sum, mean.");
 DEFINE_string(embedding_optimizer, "",
               "Optimizer of the embedding tables (sgd, momentum, adam, "
-              "adagrad, ftrl); empty: --optimizer.");
+              "adagrad, ftrl, rowwise_adagrad); empty: --optimizer.");
+DEFINE_string(table_precision, "fp32",
+              "How the parameter servers store every embedding table's rows "
+              "(fp32, fp16, bf16; the job file's table_precisions set it "
+              "per table): the optimizer computes in fp32 and fp16/bf16 "
+              "rows are rounded stochastically.");
 DEFINE_double(embedding_learning_rate, 0,
               "Learning rate of --embedding_optimizer; 0: --learning_rate.");
 DEFINE_string(table_updates, "",
@@ -132,10 +137,12 @@ absl::Status SetOptimizerKind(const char* flag, const std::string& kind,
     opt->mutable_adagrad();  // Keras' defaults when unset
   } else if (kind == "ftrl") {
     opt->mutable_ftrl();
+  } else if (kind == "rowwise_adagrad") {
+    opt->mutable_rowwise_adagrad();  // FBGEMM's defaults when unset
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat(flag, ": unknown optimizer \"", kind,
-                     "\" (sgd, momentum, adam, adagrad, ftrl)"));
+                     "\" (sgd, momentum, adam, adagrad, ftrl, rowwise_adagrad)"));
   }
   return absl::OkStatus();
 }
@@ -314,6 +321,19 @@ absl::Status ApplyFlags(bool only_explicit, JobConfig* job) {
   if (use("backup_workers")) job->set_backup_workers(FLAGS_backup_workers);
   if (use("replicate_tables_below")) {
     job->set_replicate_tables_below(FLAGS_replicate_tables_below);
+  }
+  if (use("table_precision")) {
+    if (FLAGS_table_precision == "fp32") {
+      job->set_table_precision(ROW_FP32);
+    } else if (FLAGS_table_precision == "fp16") {
+      job->set_table_precision(ROW_FP16);
+    } else if (FLAGS_table_precision == "bf16") {
+      job->set_table_precision(ROW_BF16);
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--table_precision: \"", FLAGS_table_precision,
+                       "\" is not fp32, fp16 or bf16"));
+    }
   }
   if (use("table_placements") && !FLAGS_table_placements.empty()) {
     // The flag replaces the job file's placements of the tables it names;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/model/model_graph.h"
 #include "common/model/model_presets.h"
+#include "common/model/table_precision.h"
 #include "common/model/variable_optimizer.h"
 #include "partitioners/partitioner_factory.h"
 
@@ -66,7 +67,15 @@ absl::StatusOr<VariablePlan> PlanVariables(const JobConfig& job, int num_ps) {
     }
   }
   plan.expected_rows_per_shard = job.expected_rows_per_shard();
+  for (const VariableDef& v : plan.variables) {
+    if (v.sparse) plan.precisions[v.name] = TablePrecisionOf(job, v.name);
+  }
   return plan;
+}
+
+RowPrecision VariablePlan::PrecisionOf(const std::string& variable) const {
+  auto it = precisions.find(variable);
+  return it == precisions.end() ? ROW_FP32 : it->second;
 }
 
 bool VariablePlan::IsHashTable(const std::string& variable) const {
@@ -91,6 +100,7 @@ void AddShardDef(const VariablePlan& plan, const ShardInfo& shard,
   for (int64_t d : shard.shape) def->mutable_shape()->add_dims(d);
   def->set_dtype(DT_FLOAT);
   *def->mutable_initializer() = var->initializer;
+  def->set_precision(plan.PrecisionOf(shard.variable));
   if (plan.IsHashTable(shard.variable)) {
     def->set_hash_table(true);
     def->set_dim(var->shape.size() > 1 ? var->shape[1] : 1);

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "common/model_spec.h"
@@ -29,8 +30,12 @@ struct VariablePlan {
   // Names of the growing tables, whose shards are hash shards.
   std::vector<std::string> hash_tables;
   int64_t expected_rows_per_shard = 0;  // the hash shards' capacity hint
+  // How each table's rows are stored (common/model/table_precision.h);
+  // tables not here, and dense variables, are fp32.
+  absl::flat_hash_map<std::string, RowPrecision> precisions;
 
   bool IsHashTable(const std::string& variable) const;
+  RowPrecision PrecisionOf(const std::string& variable) const;
 };
 
 absl::StatusOr<VariablePlan> PlanVariables(const JobConfig& job, int num_ps);

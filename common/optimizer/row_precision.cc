@@ -6,6 +6,7 @@
 #include "Eigen/Core"
 #include "absl/strings/str_cat.h"
 #include "common/counter_rng.h"
+#include "common/optimizer/optimizer.h"
 
 namespace tessera {
 namespace {
@@ -63,6 +64,21 @@ uint64_t RowTableSeed(absl::string_view variable, uint64_t initializer_seed) {
   uint64_t seed = DeriveSeed(initializer_seed, 0x5EED0F5A11ull);
   for (unsigned char c : variable) seed = CounterHash(seed, c);
   return seed;
+}
+
+TableRowBytes RowBytesOf(RowPrecision precision, int64_t dim,
+                         const Optimizer& optimizer, bool growing) {
+  TableRowBytes b;
+  b.values = (dim * RowPrecisionBytes(precision) + 3) / 4 * 4;
+  for (int k = 0; k < optimizer.num_slots(); ++k) {
+    b.slots += optimizer.slot_row_elements(k, dim) * 4;
+  }
+  if (growing) {
+    const int64_t record = (8 + b.values + b.slots + 7) / 8 * 8;
+    b.header = record - b.values - b.slots;
+    b.index = 4 * 4 / 3;  // 5.33 bytes at the most load; counted as 5
+  }
+  return b;
 }
 
 uint16_t RoundHalfStochastic(float x, float u) {

@@ -26,6 +26,8 @@
 
 namespace tessera {
 
+class Optimizer;
+
 // Bytes one stored value takes: 4 for ROW_FP32, 2 for ROW_FP16 and ROW_BF16.
 int RowPrecisionBytes(RowPrecision precision);
 
@@ -57,6 +59,21 @@ void NarrowRowStochastic(RowPrecision precision, const float* src, void* dst,
 // this precision, so a checkpoint round trip keeps every bit).
 void NarrowRowNearest(RowPrecision precision, const float* src, void* dst,
                       int64_t n);
+
+// What a parameter server holds per row of a table (the layout of
+// ps_server/hash_table.h and shard.h), for the dry run's and the status'
+// memory figures and the benches.
+struct TableRowBytes {
+  int64_t values = 0;  // dim stored values, padded to 4 bytes
+  int64_t slots = 0;   // the optimizer's slot floats of one row
+  int64_t header = 0;  // growing tables: the id, and padding to 8 bytes
+  int64_t index = 0;   // growing tables: 4-byte entries at 3/4 load
+  int64_t total() const { return values + slots + header + index; }
+};
+// `growing`: a hash table's record (8-byte id) and index entry; a fixed
+// shard holds values and slots only.
+TableRowBytes RowBytesOf(RowPrecision precision, int64_t dim,
+                         const Optimizer& optimizer, bool growing);
 
 // One value rounded stochastically with uniform draw u in [0, 1): the rule
 // NarrowRowStochastic applies per element, for tests.
