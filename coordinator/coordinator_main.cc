@@ -93,6 +93,14 @@ DEFINE_string(checkpoint_dir, "",
               "parameter server. Empty: no checkpoints.");
 DEFINE_int32(checkpoint_every_epochs, 1,
              "Epochs between checkpoints (the last epoch always writes one).");
+DEFINE_int64(checkpoint_every_steps, 0,
+             "Also a checkpoint inside an epoch every this many steps (global "
+             "steps in sync, hybrid and mirrored modes), at a step boundary "
+             "that every parameter server holds whole; a lost parameter "
+             "server then costs at most this many steps. 0: none.");
+DEFINE_double(checkpoint_every_seconds, 0,
+              "Also a checkpoint inside an epoch at the first step boundary "
+              "this many seconds after the last checkpoint. 0: none.");
 DEFINE_int32(keep_checkpoints, 3, "Complete checkpoints kept (>= 1).");
 DEFINE_bool(restore, true,
             "Resume from the newest valid checkpoint in --checkpoint_dir.");
@@ -295,8 +303,24 @@ int main(int argc, char** argv) {
                   ">= 1";
     return 2;
   }
+  if (FLAGS_checkpoint_every_steps < 0 || FLAGS_checkpoint_every_seconds < 0) {
+    LOG(ERROR) << "--checkpoint_every_steps and --checkpoint_every_seconds "
+                  "must be >= 0 (0: no checkpoints inside epochs), got "
+               << FLAGS_checkpoint_every_steps << " and "
+               << FLAGS_checkpoint_every_seconds;
+    return 2;
+  }
+  if ((FLAGS_checkpoint_every_steps > 0 ||
+       FLAGS_checkpoint_every_seconds > 0) &&
+      FLAGS_checkpoint_dir.empty()) {
+    LOG(ERROR) << "--checkpoint_every_steps and --checkpoint_every_seconds "
+                  "need --checkpoint_dir";
+    return 2;
+  }
   options.checkpoint_dir = FLAGS_checkpoint_dir;
   options.checkpoint_every_epochs = FLAGS_checkpoint_every_epochs;
+  options.checkpoint_every_steps = FLAGS_checkpoint_every_steps;
+  options.checkpoint_every = absl::Seconds(FLAGS_checkpoint_every_seconds);
   options.keep_checkpoints = FLAGS_keep_checkpoints;
   options.restore = FLAGS_restore;
   options.init_checkpoint = FLAGS_init_checkpoint;

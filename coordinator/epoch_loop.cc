@@ -55,6 +55,7 @@ absl::StatusOr<std::string> EpochLoop::SaveCheckpoint(
           ? parts_.checkpointer->Save(position)
           : absl::FailedPreconditionError(
                 "this job writes no checkpoints (no --checkpoint_dir)");
+  RestartCadence();
   if (saved.ok()) {
     last_checkpoint_step_ = position.global_step;
     parts_.board->Update([&](JobStatus* s) { s->set_last_checkpoint(*saved); });
@@ -175,6 +176,7 @@ absl::Status EpochLoop::ResumeAt(const JobPosition& position, int* epoch) {
   }
   parts_.runner->SetPosition(position.global_step,
                              parts_.runner->next_global_step());
+  RestartCadence();
   absl::StatusOr<std::unique_ptr<StepPlan>> data =
       parts_.setup->PlanData(*epoch);
   if (!data.ok()) return data.status();
@@ -233,6 +235,8 @@ absl::StatusOr<int> EpochLoop::TrainEpochs(JobPosition position) {
   const int epochs = job_.schedule().epochs();
   int epoch = position.epoch;
   resume_ = position;
+  // The job starts at a checkpoint (PsRecovery::Start writes one).
+  RestartCadence();
   parts_.board->Update([](JobStatus* s) { s->set_state("training"); });
   while (epoch <= epochs && !parts_.control->stop_requested()) {
     EpochResult result;
@@ -286,10 +290,22 @@ absl::Status EpochLoop::RunEpoch(int epoch, EpochResult* result) {
   const int64_t to_run = static_cast<int64_t>(steps.size());
   EpochResult part;
   std::vector<PlannedStep> not_run;
+  // Checkpoints inside the epoch hold its part before this run too.
+  const EpochResult before = *result;
+  StepRunner::Boundary boundary;
+  boundary.due = [this] { return CheckpointDue(); };
+  boundary.take = [&](int64_t left, const EpochResult& so_far) {
+    EpochResult total = before;
+    AddEpochPart(so_far, &total);
+    total.epoch = epoch;
+    return CheckpointInsideEpoch(epoch, planned, skipped + to_run - left,
+                                 total);
+  };
   *parts_.in_steps = true;
-  absl::Status s = parts_.runner->Run(
-      std::move(steps), epoch, *data_,
-      absl::StrFormat("epoch %d/%d", epoch, epochs), &part, stop, &not_run);
+  absl::Status s =
+      parts_.runner->Run(std::move(steps), epoch, *data_,
+                         absl::StrFormat("epoch %d/%d", epoch, epochs), &part,
+                         stop, &not_run, &boundary);
   *parts_.in_steps = false;
   AddEpochPart(part, result);
   result->epoch = epoch;
@@ -300,6 +316,54 @@ absl::Status EpochLoop::RunEpoch(int epoch, EpochResult* result) {
     return StopInsideEpoch(epoch, planned, skipped + to_run - left, *result);
   }
   return s;
+}
+
+void EpochLoop::RestartCadence() {
+  cadence_step_ = parts_.runner->next_step();
+  cadence_global_step_ = parts_.runner->next_global_step();
+  cadence_time_ = absl::Now();
+}
+
+bool EpochLoop::CheckpointDue() {
+  // Not twice at one step (a resumed epoch's first boundary).
+  if (parts_.runner->next_step() == last_checkpoint_step_) return false;
+  if (parts_.control->checkpoint_wanted()) return true;
+  if (parts_.checkpointer == nullptr) return false;
+  if (options_.checkpoint_every_steps > 0) {
+    const int64_t since =
+        options_.mode.lockstep()
+            ? parts_.runner->next_global_step() - cadence_global_step_
+            : parts_.runner->next_step() - cadence_step_;
+    if (since >= options_.checkpoint_every_steps) return true;
+  }
+  return options_.checkpoint_every > absl::ZeroDuration() &&
+         absl::Now() - cadence_time_ >= options_.checkpoint_every;
+}
+
+absl::Status EpochLoop::CheckpointInsideEpoch(int epoch, int64_t planned,
+                                              int64_t done,
+                                              const EpochResult& result) {
+  JobPosition at = PositionAfter(epoch);
+  at.next_step_in_epoch = done;
+  at.progress = ProgressOf(result);
+  absl::StatusOr<std::string> saved = SaveCheckpoint(at);
+  if (saved.ok()) {
+    LOG(INFO) << "checkpoint " << *saved << " inside epoch " << epoch
+              << " after " << done << " of its " << planned << " "
+              << (options_.mode.lockstep() ? "worker steps" : "steps")
+              << " (job step " << at.global_step << ")";
+    return absl::OkStatus();
+  }
+  if (parts_.recovery != nullptr && !parts_.health->FailedServers().empty()) {
+    return saved.status();
+  }
+  if (parts_.checkpointer != nullptr) {
+    parts_.metrics->RecordWriteFailure(absl::StrFormat(
+        "checkpoint after step %lld of %lld of epoch %d failed: %s",
+        static_cast<long long>(done), static_cast<long long>(planned), epoch,
+        saved.status().message()));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status EpochLoop::Recover(const absl::Status& failure, int* epoch) {

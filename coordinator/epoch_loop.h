@@ -10,6 +10,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/training_mode.h"
 #include "coordinator/cluster_coordinator.h"
 #include "coordinator/cluster_health.h"
@@ -49,6 +51,13 @@ struct EpochLoopOptions {
   TrainingMode mode;
   // A checkpoint after every this many epochs and after the last.
   int checkpoint_every_epochs = 1;
+  // Checkpoints inside an epoch too (0 / zero: none), at the first step
+  // boundary this many steps (global steps in lockstep modes) or this long
+  // after the last checkpoint: a lost parameter server then costs at most
+  // that much training. A checkpoint inside an epoch keeps the epoch's
+  // progress, so the job resumes it where it was taken.
+  int64_t checkpoint_every_steps = 0;
+  absl::Duration checkpoint_every = absl::ZeroDuration();
   // Where metrics.jsonl is (empty: nowhere), whose epochs a restarted
   // coordinator counts in the job's totals.
   std::string run_dir;
@@ -130,6 +139,18 @@ class EpochLoop {
   absl::Status CheckEpochCoverage(const EpochResult& result) const;
   // Resumes at `position` after a recovery.
   absl::Status ResumeAt(const JobPosition& position, int* epoch);
+  // Whether a checkpoint inside the epoch is due at this step boundary:
+  // its cadence (steps or time since the last checkpoint) or an operator.
+  bool CheckpointDue();
+  // The cadence counts from here: a checkpoint written (or tried), or
+  // restored.
+  void RestartCadence();
+  // A checkpoint at a step boundary inside epoch `epoch`, after `done` of
+  // its `planned` steps, which trained `result`. Returns the failure to
+  // recover from when a server lost its shards; a write that failed
+  // otherwise is recorded and training goes on.
+  absl::Status CheckpointInsideEpoch(int epoch, int64_t planned, int64_t done,
+                                     const EpochResult& result);
 
   const JobConfig job_;
   const EpochLoopParts parts_;
@@ -141,6 +162,10 @@ class EpochLoop {
   bool stopped_early_ = false;
   bool stopped_inside_epoch_ = false;
   int64_t last_checkpoint_step_ = -1;
+  // Where the cadence of checkpoints inside epochs counts from.
+  int64_t cadence_step_ = 0;         // the job's step
+  int64_t cadence_global_step_ = 0;  // lockstep modes' global step
+  absl::Time cadence_time_ = absl::InfinitePast();
   std::vector<EpochResult> results_;
   int resumed_epochs_ = 0;
   int64_t earlier_steps_rerun_ = 0;

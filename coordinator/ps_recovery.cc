@@ -174,10 +174,14 @@ absl::StatusOr<JobPosition> PsRecovery::Recover(const absl::Status& error) {
   const JobPosition position = PositionOf(latest->manifest);
   const std::string line = absl::StrFormat(
       "recovered in %.2f s: restored %s on every parameter server%s; "
-      "resuming epoch %d at %s",
+      "resuming epoch %d at %s%s",
       absl::ToDoubleSeconds(absl::Now() - start), latest->path,
       checkpointer_->has_replicas() ? " and every worker's replica" : "",
-      position.epoch, StepAt(position));
+      position.epoch, StepAt(position),
+      position.next_step_in_epoch > 0
+          ? absl::StrFormat(" (%lld steps of the epoch already done)",
+                            static_cast<long long>(position.next_step_in_epoch))
+          : "");
   LOG(INFO) << line;
   std::fprintf(out_, "%s\n", line.c_str());
   std::fflush(out_);

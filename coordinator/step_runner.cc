@@ -55,6 +55,27 @@ class RoundLatch {
   std::shared_ptr<Count> count_;
 };
 
+// The meter's training figures, into `result`.
+void AddFigures(const ProgressMeter& meter, int64_t correct,
+                EpochResult* result) {
+  result->steps = meter.steps();
+  result->examples = meter.examples();
+  result->train_loss = meter.mean_loss();
+  result->train_accuracy =
+      meter.examples() > 0 ? double(correct) / meter.examples() : 0;
+  result->seconds = absl::ToDoubleSeconds(meter.elapsed());
+  result->examples_per_second =
+      result->examples / std::max(1e-9, result->seconds);
+}
+
+// Steps of `steps` from `from` on that hold data (a mirrored round's
+// padding is no step of the plan).
+int64_t StepsWithData(const std::vector<PlannedStep>& steps, size_t from) {
+  int64_t n = 0;
+  for (size_t i = from; i < steps.size(); ++i) n += !steps[i].empty();
+  return n;
+}
+
 }  // namespace
 
 StepRunner::StepRunner(ClusterCoordinator* coordinator,
@@ -73,7 +94,8 @@ absl::Status StepRunner::Run(std::vector<PlannedStep> steps, int epoch,
                              const StepPlan& data, const std::string& label,
                              EpochResult* result,
                              const std::function<bool()>& pause,
-                             std::vector<PlannedStep>* not_run) {
+                             std::vector<PlannedStep>* not_run,
+                             const Boundary* boundary) {
   int64_t nonempty = 0;
   for (const PlannedStep& p : steps) nonempty += !p.empty();
   // Lockstep modes count global steps, a step per worker each, as the
@@ -82,21 +104,15 @@ absl::Status StepRunner::Run(std::vector<PlannedStep> steps, int epoch,
                       options_.mode.lockstep() ? options_.num_workers : 1);
   result->epoch = epoch;
   int64_t correct = 0;
-  absl::Status s = options_.mode.lockstep()
-                       ? RunLockstep(std::move(steps), epoch, data, pause,
-                                     not_run, &meter, result, &correct)
-                       : RunQueued(std::move(steps), epoch, data, pause,
-                                   not_run, &meter, result, &correct);
+  absl::Status s =
+      options_.mode.lockstep()
+          ? RunLockstep(std::move(steps), epoch, data, pause, not_run, boundary,
+                        &meter, result, &correct)
+          : RunQueued(std::move(steps), epoch, data, pause, not_run, boundary,
+                      &meter, result, &correct);
   if (!s.ok()) return s;
   meter.Finish();
-  result->steps = meter.steps();
-  result->examples = meter.examples();
-  result->train_loss = meter.mean_loss();
-  result->train_accuracy =
-      meter.examples() > 0 ? double(correct) / meter.examples() : 0;
-  result->seconds = absl::ToDoubleSeconds(meter.elapsed());
-  result->examples_per_second =
-      result->examples / std::max(1e-9, result->seconds);
+  AddFigures(meter, correct, result);
   return absl::OkStatus();
 }
 
@@ -104,6 +120,7 @@ absl::Status StepRunner::RunQueued(std::vector<PlannedStep> steps, int epoch,
                                    const StepPlan& data,
                                    const std::function<bool()>& pause,
                                    std::vector<PlannedStep>* not_run,
+                                   const Boundary* boundary,
                                    ProgressMeter* meter, EpochResult* result,
                                    int64_t* correct) {
   // Without a pause every step is queued at once. With one, a few steps per
@@ -135,6 +152,19 @@ absl::Status StepRunner::RunQueued(std::vector<PlannedStep> steps, int epoch,
   size_t next = 0;
   for (; next < steps.size() && !failed; ++next) {
     if (pause != nullptr && pause()) break;
+    if (boundary != nullptr && boundary->due()) {
+      // The cut: every step handed out so far is applied on every server
+      // before the checkpoint, and none after it is handed out yet.
+      while (!in_flight.empty() && !failed) finish_oldest();
+      if (failed) break;
+      if (absl::Status s = coordinator_->Join(); !s.ok()) return s;
+      EpochResult so_far = *result;
+      AddFigures(*meter, *correct, &so_far);
+      if (absl::Status s = boundary->take(StepsWithData(steps, next), so_far);
+          !s.ok()) {
+        return s;
+      }
+    }
     while (in_flight.size() >= window && !failed) finish_oldest();
     if (failed) break;
     StepRequest request = MakeRequest(epoch, steps[next], data);
@@ -161,6 +191,7 @@ absl::Status StepRunner::RunLockstep(std::vector<PlannedStep> steps, int epoch,
                                      const StepPlan& data,
                                      const std::function<bool()>& pause,
                                      std::vector<PlannedStep>* not_run,
+                                     const Boundary* boundary,
                                      ProgressMeter* meter, EpochResult* result,
                                      int64_t* correct) {
   // Replicas (mirrored, hybrid) all take part in every all-reduce.
@@ -189,6 +220,10 @@ absl::Status StepRunner::RunLockstep(std::vector<PlannedStep> steps, int epoch,
   std::deque<Round> in_flight;
   size_t r = 0;  // the next round to schedule
   bool paused = false;
+  // A boundary is due: no round is scheduled until those in flight ended.
+  bool at_boundary = false;
+  // After a repair, no boundary before the repaired round ran again.
+  size_t boundary_from = 0;
   // A round could not be scheduled after an error (Schedule hands the
   // error over): no more are, and the rounds in flight show which failed.
   absl::Status schedule_error;
@@ -234,6 +269,8 @@ absl::Status StepRunner::RunLockstep(std::vector<PlannedStep> steps, int epoch,
     next_step_ = failed.ids.front();
     next_global_step_ = failed.global_step;
     r = failed.index;
+    at_boundary = false;
+    boundary_from = r + 1;
     in_flight.clear();
     schedule_error = absl::OkStatus();
     ShowScheduled(epoch);
@@ -276,10 +313,14 @@ absl::Status StepRunner::RunLockstep(std::vector<PlannedStep> steps, int epoch,
     return std::nullopt;
   };
   while (true) {
-    if (!paused && schedule_error.ok() && r < rounds.size() &&
+    if (!paused && !at_boundary && schedule_error.ok() && r < rounds.size() &&
         in_flight.size() < window) {
       if (pause != nullptr && pause()) {
         paused = true;
+        continue;
+      }
+      if (boundary != nullptr && r >= boundary_from && boundary->due()) {
+        at_boundary = true;
         continue;
       }
       const std::vector<PlannedStep>& round = rounds[r];
@@ -325,6 +366,25 @@ absl::Status StepRunner::RunLockstep(std::vector<PlannedStep> steps, int epoch,
     }
     if (in_flight.empty()) {
       if (!schedule_error.ok()) return schedule_error;
+      if (at_boundary) {
+        // Backup workers' late steps end too: a server then holds every
+        // round before the boundary whole, and no part of a later one.
+        at_boundary = false;
+        if (absl::Status s = coordinator_->Join(); !s.ok()) return s;
+        for (auto& [id, future] : stragglers) {
+          absl::StatusOr<StepResponse> response = future.Get();
+          if (response.ok()) Record(*response, id, meter, result, correct);
+        }
+        stragglers.clear();
+        int64_t left = 0;
+        for (size_t k = r; k < rounds.size(); ++k) {
+          left += StepsWithData(rounds[k], 0);
+        }
+        EpochResult so_far = *result;
+        AddFigures(*meter, *correct, &so_far);
+        if (absl::Status s = boundary->take(left, so_far); !s.ok()) return s;
+        continue;
+      }
       break;
     }
     if (std::optional<absl::Status> end = finish_oldest();

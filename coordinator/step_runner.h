@@ -49,11 +49,29 @@ class StepRunner {
   // lockstep modes) is scheduled; once it says true, no more steps are
   // scheduled, the steps in flight finish, and the steps not run are moved
   // to *not_run, so the model is at a step boundary.
+  //
+  // With `boundary`: a checkpoint inside the steps (Boundary).
+  struct Boundary;
   absl::Status Run(std::vector<PlannedStep> steps, int epoch,
                    const StepPlan& data, const std::string& label,
                    EpochResult* result,
                    const std::function<bool()>& pause = nullptr,
-                   std::vector<PlannedStep>* not_run = nullptr);
+                   std::vector<PlannedStep>* not_run = nullptr,
+                   const Boundary* boundary = nullptr);
+
+  // A step boundary at which every parameter server (and replica) holds
+  // exactly the steps scheduled before it: `due` is asked before each step
+  // (each global step in lockstep modes) is scheduled; once it says true,
+  // no more steps are handed out, the steps in flight finish (their
+  // updates applied everywhere), and `take` is called with how many of the
+  // call's steps holding data are not yet scheduled and the figures of
+  // those done so far in the call. Then the steps go on. An error from
+  // `take` ends the run with it. Not right after a mirrored round ran
+  // again (the replicas are then repaired, not yet past the round).
+  struct Boundary {
+    std::function<bool()> due;
+    std::function<absl::Status(int64_t left, const EpochResult& so_far)> take;
+  };
 
   // Mirrored and hybrid: called when a round failed on some worker, every
   // step in flight has ended and no part of that round or a later one
@@ -80,14 +98,14 @@ class StepRunner {
                          const StepPlan& data,
                          const std::function<bool()>& pause,
                          std::vector<PlannedStep>* not_run,
-                         ProgressMeter* meter, EpochResult* result,
-                         int64_t* correct);
+                         const Boundary* boundary, ProgressMeter* meter,
+                         EpochResult* result, int64_t* correct);
   absl::Status RunLockstep(std::vector<PlannedStep> steps, int epoch,
                            const StepPlan& data,
                            const std::function<bool()>& pause,
                            std::vector<PlannedStep>* not_run,
-                           ProgressMeter* meter, EpochResult* result,
-                           int64_t* correct);
+                           const Boundary* boundary, ProgressMeter* meter,
+                           EpochResult* result, int64_t* correct);
   StepRequest MakeRequest(int epoch, const PlannedStep& planned,
                           const StepPlan& data);
   // Adds a finished step to the figures, the board and the step log.

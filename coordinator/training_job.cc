@@ -194,6 +194,8 @@ void TrainingJob::MakeEpochLoop() {
   EpochLoopOptions loop;
   loop.mode = mode_;
   loop.checkpoint_every_epochs = options_.checkpoint_every_epochs;
+  loop.checkpoint_every_steps = options_.checkpoint_every_steps;
+  loop.checkpoint_every = options_.checkpoint_every;
   loop.run_dir = options_.run_dir;
   loop.has_accuracy = has_accuracy_;
   loop_ = std::make_unique<EpochLoop>(job_, parts, std::move(loop));

@@ -67,6 +67,11 @@ struct TrainingJobOptions {
   // parameter server needs them.
   std::string checkpoint_dir;
   int checkpoint_every_epochs = 1;
+  // Checkpoints inside epochs too (0 / zero: none): at the first step
+  // boundary this many steps (global steps in lockstep modes) or this long
+  // after the last one (EpochLoopOptions).
+  int64_t checkpoint_every_steps = 0;
+  absl::Duration checkpoint_every = absl::ZeroDuration();
   int keep_checkpoints = 3;
   bool restore = true;
   // A checkpoint root to take the variables' first values from when the

@@ -69,8 +69,7 @@ class JobControl {
     };
     if (!mu_.AwaitWithTimeout(absl::Condition(&done), timeout)) {
       return absl::DeadlineExceededError(
-          "no checkpoint yet: one is taken at the end of an epoch, or at the "
-          "next step boundary of extra steps");
+          "no checkpoint yet: one is taken at the next step boundary");
     }
     if (checkpoints_written_ >= ticket) {
       if (!checkpoint_status_.ok()) return checkpoint_status_;
