@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/command_line.h"
 #include "common/exit_code.h"
@@ -35,6 +36,14 @@ DEFINE_int64(train_examples, -1,
              "Use only the first N training examples (-1: the job's cap).");
 DEFINE_int64(test_examples, -1,
              "Use only the first N test examples (-1: the job's cap).");
+DEFINE_string(init_checkpoint, "",
+              "Start from the newest checkpoint under this root (e.g. "
+              "tessera_keras import --checkpoint_out: a Keras model's own "
+              "initial values) instead of the job's initializers.");
+DEFINE_bool(step_losses, false,
+            "Also print every step's mean loss (before its update) as "
+            "\"step <n> loss <x>\" with 9 significant digits, to hold the "
+            "steps to another trainer's (Keras: keras_training_check.sh).");
 DEFINE_string(checkpoint_dir, "",
               "Write a checkpoint of the trained model under this root after "
               "the last epoch (one parameter server's layout), for "
@@ -69,6 +78,14 @@ int Run() {
   absl::StatusOr<std::unique_ptr<LocalTrainer>> trainer =
       LocalTrainer::Create(*job, &cpu);
   if (!trainer.ok()) return Fail(trainer.status());
+  if (!FLAGS_init_checkpoint.empty()) {
+    if (absl::Status s = (*trainer)->WarmStart(FLAGS_init_checkpoint);
+        !s.ok()) {
+      return Fail(absl::Status(
+          s.code(), absl::StrCat("--init_checkpoint: ", s.message())));
+    }
+  }
+  int64_t steps = 0;
   const int64_t total = (*trainer)->train_size();
   std::printf(
       "epoch  train_loss  train_acc  test_loss  test_acc     auc  log_loss  "
@@ -81,6 +98,11 @@ int Run() {
       const double secs = std::chrono::duration<double>(
                               std::chrono::steady_clock::now() - start)
                               .count();
+      if (FLAGS_step_losses) {
+        std::printf("step %lld loss %.9g\n", static_cast<long long>(++steps),
+                    (*trainer)->last_step_loss());
+        std::fflush(stdout);
+      }
       const double rate = done / std::max(secs, 1e-9);
       progress_line.Update(
           absl::StrFormat("epoch %d %6.1f%%  %8.0f ex/s  loss %.4f  ETA %4.0fs",

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/binary_metrics.h"
+#include "common/checkpoint/checkpoint_dir.h"
 #include "common/counter_rng.h"
 #include "common/model/model_graph.h"
 #include "common/model/model_presets.h"
@@ -50,10 +51,25 @@ absl::StatusOr<std::unique_ptr<LocalTrainer>> LocalTrainer::Create(
     if (!set.ok()) return set.status();
     (train ? t->train_ : t->test_) = *std::move(set);
   }
-  // Each variable gets the optimizer the coordinator would give it.
+  // Each variable gets the optimizer the coordinator would give it, and
+  // its clipping: one global norm per optimizer (the same object).
+  std::vector<const OptimizerConfig*> groups;
+  std::vector<GradientClip> table_clips;
+  std::vector<int> table_groups;
   for (const VariableDef& v : described->variables) {
-    absl::StatusOr<int> added = t->shards_.Add(v, VariableOptimizer(job, v));
+    const OptimizerConfig& optimizer = VariableOptimizer(t->job_, v);
+    absl::StatusOr<int> added = t->shards_.Add(v, optimizer);
     if (!added.ok()) return added.status();
+    const GradientClip clip = GradientClipOf(optimizer);
+    if (absl::Status s = ValidateGradientClip(clip, "optimizer.clipping");
+        !s.ok()) {
+      return s;
+    }
+    int group = static_cast<int>(
+        std::find(groups.begin(), groups.end(), &optimizer) - groups.begin());
+    if (group == static_cast<int>(groups.size())) groups.push_back(&optimizer);
+    (v.sparse ? table_clips : t->clips_).push_back(clip);
+    (v.sparse ? table_groups : t->clip_groups_).push_back(group);
     if (v.sparse) {
       t->tables_.push_back(*added);
       t->vocab_.push_back(v.shape[0]);
@@ -63,6 +79,9 @@ absl::StatusOr<std::unique_ptr<LocalTrainer>> LocalTrainer::Create(
       t->grads_.emplace_back(NumElements(v.shape));
     }
   }
+  t->clips_.insert(t->clips_.end(), table_clips.begin(), table_clips.end());
+  t->clip_groups_.insert(t->clip_groups_.end(), table_groups.begin(),
+                         table_groups.end());
   const size_t tables = t->tables_.size();
   t->unique_.resize(tables);
   t->positions_.resize(tables);
@@ -90,8 +109,27 @@ absl::Status LocalTrainer::Pull(const HostBatch& batch) {
 absl::StatusOr<GraphResult> LocalTrainer::TrainBatch(const HostBatch& batch) {
   absl::StatusOr<GraphResult> r =
       Step(batch, DeriveSeed(job_.schedule().seed(), step_));
-  if (r.ok()) ++step_;
+  if (r.ok()) {
+    ++step_;
+    last_step_loss_ = r->loss_sum / std::max<int64_t>(1, batch.size);
+  }
   return r;
+}
+
+absl::Status LocalTrainer::WarmStart(const std::string& root) {
+  absl::StatusOr<ValidCheckpoint> checkpoint =
+      CheckpointDir(root).LatestValid();
+  if (!checkpoint.ok()) {
+    return absl::Status(checkpoint.status().code(),
+                        absl::StrCat("checkpoint root ", root, ": ",
+                                     checkpoint.status().message()));
+  }
+  if (absl::Status s = shards_.Restore(checkpoint->manifest, checkpoint->path);
+      !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("checkpoint ", checkpoint->path,
+                                               ": ", s.message()));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<GraphResult> LocalTrainer::Step(const HostBatch& batch,
@@ -101,6 +139,18 @@ absl::StatusOr<GraphResult> LocalTrainer::Step(const HostBatch& batch,
   absl::StatusOr<GraphResult> result = graph_->TrainStep(
       ViewOf(batch, rows_, positions_), seed, grads, &table_grads_);
   if (!result.ok()) return result.status();
+  // Clipped as a worker clips its step's gradients before the push.
+  clipped_.clear();
+  for (size_t v = 0; v < grads_.size(); ++v) {
+    clipped_.push_back(
+        {absl::MakeSpan(grads_[v]), &clips_[v], clip_groups_[v]});
+  }
+  for (size_t t = 0; t < table_grads_.size(); ++t) {
+    const size_t i = grads_.size() + t;
+    clipped_.push_back(
+        {absl::MakeSpan(table_grads_[t].values), &clips_[i], clip_groups_[i]});
+  }
+  ClipGradients(clipped_);
   // A parameter server refuses a non-finite gradient; so does this.
   for (size_t v = 0; v < grads_.size(); ++v) {
     for (float g : grads_[v]) {
@@ -223,6 +273,7 @@ absl::StatusOr<LocalEpoch> LocalTrainer::RunEpoch(
     absl::StatusOr<GraphResult> r = Step(batch_, DeriveSeed(seed, step_));
     if (!r.ok()) return r.status();
     ++step_;
+    last_step_loss_ = r->loss_sum / n;
     loss += r->loss_sum;
     correct += r->correct;
     out.examples += n;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/optimizer/gradient_clipping.h"
 #include "proto/job.pb.h"
 #include "ps_server/embedded/embedded_shards.h"
 #include "worker/backend/backend.h"
@@ -44,6 +45,12 @@ class LocalTrainer {
   static absl::StatusOr<std::unique_ptr<LocalTrainer>> Create(
       const JobConfig& job, Backend* backend);
 
+  // Replaces every variable's values, slots and update counts with the
+  // newest valid checkpoint under checkpoint root `root` (tessera_keras
+  // import's initial values, or a run's), as a parameter server restores
+  // it. Errors name the checkpoint; on error the trainer is unusable.
+  absl::Status WarmStart(const std::string& root);
+
   int64_t train_size() const { return train_->size(); }
   int64_t test_size() const { return test_->size(); }
 
@@ -52,6 +59,10 @@ class LocalTrainer {
   // after each step with the examples done and the mean loss so far.
   absl::StatusOr<LocalEpoch> RunEpoch(
       int epoch, const std::function<void(int64_t, double)>& progress);
+
+  // The mean loss of the last step RunEpoch or TrainBatch trained (before
+  // its update), for a caller comparing steps with another trainer.
+  double last_step_loss() const { return last_step_loss_; }
 
   // The first `steps` steps of epoch 1's order (fewer if the epoch ends);
   // returns each step's mean loss. Two trainers of one job on different
@@ -93,7 +104,12 @@ class LocalTrainer {
   std::vector<int> tables_;     // shards_' index, per table
   std::vector<int64_t> vocab_;  // per table; 0: growing
   std::vector<std::vector<float>> values_, grads_;  // per dense variable
+  // Each variable's clipping (its optimizer's, VariableOptimizer) and the
+  // group of its optimizer's global norm: dense variables, then tables.
+  std::vector<GradientClip> clips_;
+  std::vector<int> clip_groups_;
   int64_t step_ = 0;
+  double last_step_loss_ = 0;
 
   // Per step, reused.
   HostBatch batch_;
@@ -102,6 +118,7 @@ class LocalTrainer {
   std::vector<std::vector<float>> rows_;
   std::vector<TableGradient> table_grads_;
   std::vector<int64_t> push_ids_;
+  std::vector<ClippedGradient> clipped_;
 };
 
 }  // namespace tessera
