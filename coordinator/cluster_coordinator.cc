@@ -25,6 +25,7 @@ ClusterCoordinator::ClusterCoordinator(
     : options_(std::move(options)),
       num_queues_(static_cast<int>(workers.size())),
       replica_losses_(std::make_unique<ReplicaLosses>()),
+      tally_(num_queues_),
       queue_(num_queues_, QueueOptions(options_),
              // Called by queue_'s methods, under mu_.
              [this](int worker) ABSL_NO_THREAD_SAFETY_ANALYSIS {
@@ -36,7 +37,6 @@ ClusterCoordinator::ClusterCoordinator(
              }) {
   absl::MutexLock lock(&mu_);
   for (int w = 0; w < num_queues_; ++w) {
-    finish_times_.emplace_back();
     wake_.emplace_back();
     WorkerStub* remote = workers[w].get();
     workers_.push_back(std::move(workers[w]));
@@ -80,7 +80,7 @@ absl::StatusOr<int> ClusterCoordinator::AddSeat(
         "the job is stopping: no worker can join it now");
   }
   const int w = queue_.AddWorker();
-  finish_times_.emplace_back();
+  tally_.AddWorker();
   wake_.emplace_back();
   WorkerStub* remote = worker.get();
   workers_.push_back(std::move(worker));
@@ -176,10 +176,7 @@ void ClusterCoordinator::Abort(absl::Status error) {
   RecordError(std::move(error));
 }
 
-int64_t ClusterCoordinator::steps_done() const {
-  absl::MutexLock lock(&mu_);
-  return done_;
-}
+int64_t ClusterCoordinator::steps_done() const { return tally_.done(); }
 
 std::vector<std::pair<int64_t, bool>> ClusterCoordinator::worker_progress()
     const {
@@ -192,10 +189,7 @@ std::vector<std::pair<int64_t, bool>> ClusterCoordinator::worker_progress()
   return progress;
 }
 
-int64_t ClusterCoordinator::steps_rerun() const {
-  absl::MutexLock lock(&mu_);
-  return rerun_;
-}
+int64_t ClusterCoordinator::steps_rerun() const { return tally_.rerun(); }
 
 int64_t ClusterCoordinator::max_lead() const {
   absl::MutexLock lock(&mu_);
@@ -229,47 +223,8 @@ void ClusterCoordinator::WorkerLoop(int worker, WorkerStub* remote) {
   StepsRequest request;  // reused: one copy of each step's request
   while (Take(worker, &taken)) {
     size_t finished = 0;
-    // Counts a finished step at once, so progress and a later failure see
-    // it as done.
-    auto done = [&](size_t i, StepResponse response) {
-      {
-        absl::MutexLock lock(&mu_);
-        queue_.Finish(worker);
-        std::deque<absl::Time>& times = finish_times_[worker];
-        times.push_back(absl::Now());
-        if (times.size() > kRateSamples) times.pop_front();
-      }
-      taken[i].future.Set(std::move(response));
-      finished = i + 1;
-      absl::MutexLock lock(&mu_);
-      --inflight_;
-      ++done_;
-      // The slowest worker's step may free the others: a worker held back
-      // waits for the slowest to move, so only a move wakes them, and only
-      // those it lets run (waking every worker on every step cost
-      // O(workers^2) per step).
-      queue_.WakeFreed();
-    };
-    absl::Status status;
-    if (taken.size() == 1) {
-      StepResponse response;
-      status = remote->RunStep(taken[0].request, &response);
-      if (status.ok()) done(0, std::move(response));
-    } else {
-      request.clear_steps();
-      for (const QueuedStep& p : taken) *request.add_steps() = p.request;
-      status = remote->RunSteps(request, [&](int i, StepResponse response) {
-        // Only in order, and only each step once.
-        if (static_cast<size_t>(i) == finished && finished < taken.size()) {
-          done(finished, std::move(response));
-        }
-      });
-      if (status.ok() && finished != taken.size()) {
-        status = absl::InternalError(
-            absl::StrCat("worker ", worker, " finished ", finished, " of ",
-                         taken.size(), " steps and reported no error"));
-      }
-    }
+    const absl::Status status =
+        RunTaken(worker, remote, &taken, &request, &finished);
     {
       absl::MutexLock lock(&mu_);
       // An idle worker with nothing queued no longer holds the others back.
@@ -277,118 +232,176 @@ void ClusterCoordinator::WorkerLoop(int worker, WorkerStub* remote) {
       queue_.WakeFreed();
     }
     if (finished == taken.size()) continue;
-    {
-      // The steps after the failed one did not run: back to the front of
-      // the queue, in order, as if never taken.
-      absl::MutexLock lock(&mu_);
-      for (size_t i = taken.size(); i-- > finished + 1;) {
-        --inflight_;
-        if (error_.ok() && !stopping_) {
-          queue_.Enqueue(std::move(taken[i]), /*front=*/true);
-        } else {
-          taken[i].future.Set(absl::CancelledError(
-              absl::StrCat("step ", taken[i].request.step(),
-                           " cancelled after an earlier error")));
-        }
-      }
-    }
+    RequeueAfter(&taken, finished + 1);
     HandleFailure(worker, remote, status, std::move(taken[finished]));
   }
-  // Its steps are over: a draining worker has drained.
-  bool drained = false;
-  {
+  EndDrain(worker);
+}
+
+absl::Status ClusterCoordinator::RunTaken(int worker, WorkerStub* remote,
+                                          std::vector<QueuedStep>* taken,
+                                          StepsRequest* request,
+                                          size_t* finished) {
+  // Counts a finished step at once, so progress and a later failure see it
+  // as done.
+  auto done = [&](size_t i, StepResponse response) {
+    {
+      absl::MutexLock lock(&mu_);
+      queue_.Finish(worker);
+    }
+    tally_.Finished(worker, absl::Now());
+    (*taken)[i].future.Set(std::move(response));
+    *finished = i + 1;
     absl::MutexLock lock(&mu_);
-    if (queue_.state(worker) == MemberState::kDraining) {
-      queue_.set_state(worker, MemberState::kDrained);
-      drained = true;
+    --inflight_;
+    // The slowest worker's step may free the others: a worker held back
+    // waits for the slowest to move, so only a move wakes them, and only
+    // those it lets run (waking every worker on every step cost
+    // O(workers^2) per step).
+    queue_.WakeFreed();
+  };
+  if (taken->size() == 1) {
+    StepResponse response;
+    absl::Status status = remote->RunStep((*taken)[0].request, &response);
+    if (status.ok()) done(0, std::move(response));
+    return status;
+  }
+  request->clear_steps();
+  for (const QueuedStep& p : *taken) *request->add_steps() = p.request;
+  absl::Status status =
+      remote->RunSteps(*request, [&](int i, StepResponse response) {
+        // Only in order, and only each step once.
+        if (static_cast<size_t>(i) == *finished && *finished < taken->size()) {
+          done(*finished, std::move(response));
+        }
+      });
+  if (status.ok() && *finished != taken->size()) {
+    status = absl::InternalError(absl::StrCat("worker ", worker, " finished ",
+                                              *finished, " of ", taken->size(),
+                                              " steps and reported no error"));
+  }
+  return status;
+}
+
+void ClusterCoordinator::RequeueAfter(std::vector<QueuedStep>* taken,
+                                      size_t first) {
+  // They did not run: back to the front of the queue, in order, as if
+  // never taken.
+  absl::MutexLock lock(&mu_);
+  for (size_t i = taken->size(); i-- > first;) {
+    QueuedStep& p = (*taken)[i];
+    --inflight_;
+    if (error_.ok() && !stopping_) {
+      queue_.Enqueue(std::move(p), /*front=*/true);
+    } else {
+      p.future.Set(absl::CancelledError(absl::StrCat(
+          "step ", p.request.step(), " cancelled after an earlier error")));
     }
   }
-  if (drained) {
-    LOG(INFO) << "worker " << worker << " drained";
-    Tell(worker, MemberState::kDrained, "its steps are done");
+}
+
+void ClusterCoordinator::EndDrain(int worker) {
+  // Its steps are over: a draining worker has drained.
+  {
+    absl::MutexLock lock(&mu_);
+    if (queue_.state(worker) != MemberState::kDraining) return;
+    queue_.set_state(worker, MemberState::kDrained);
   }
+  LOG(INFO) << "worker " << worker << " drained";
+  Tell(worker, MemberState::kDrained, "its steps are done");
 }
 
 void ClusterCoordinator::HandleFailure(int worker, WorkerStub* remote,
                                        const absl::Status& status,
                                        QueuedStep p) {
   if (options_.replicas_in_lockstep) {
-    const absl::Status lost = absl::AbortedError(absl::StrCat(
-        "step ", p.request.step(), " failed on worker ", worker, " (",
-        status.message(), "): its replica missed a step the others made, so ",
-        "the round runs again from the survivors' replica or the job goes "
-        "back to its last checkpoint; without checkpoints (--checkpoint_dir) "
-        "the job stops"));
-    LOG(ERROR) << lost.message();
-    // Before the error and the future: whoever sees either may take the
-    // loss.
-    const bool first = replica_losses_->Lost();
-    {
-      absl::MutexLock lock(&mu_);
-      RecordError(lost);
-    }
-    p.future.Set(lost);
-    if (first) {
-      // The others' all-reduce of this step would wait for this replica
-      // until its deadline.
-      const std::string reason =
-          absl::StrCat("step ", p.request.step(), " failed on worker ", worker);
-      std::vector<WorkerStub*> others;
-      {
-        absl::MutexLock lock(&mu_);
-        for (size_t w = 0; w < workers_.size(); ++w) {
-          if (static_cast<int>(w) != worker)
-            others.push_back(workers_[w].get());
-        }
-      }
-      for (WorkerStub* other : others) other->Interrupt(reason);
-    }
-    // The recovery restores every replica, the restarted one's too: it
-    // must be back first (RecoverWorker gives it its configuration), so
-    // the step counts as in flight, and Join waits, until it is.
-    if (remote->Probe() != WorkerHealth::kReady) {
-      replica_losses_->Restarted(worker);
-      {
-        absl::MutexLock lock(&mu_);
-        queue_.SetDown(worker, true);
-      }
-      Tell(worker, MemberState::kDown, std::string(status.message()));
-      RecoverWorker(worker, remote);
-    }
+    LoseReplica(worker, remote, status, std::move(p));
+  } else if (remote->Probe() != WorkerHealth::kReady) {
+    RerunAfterDeath(worker, remote, status, std::move(p));
+  } else if (!RetryLater(worker, status, &p)) {
+    p.future.Set(status);
     absl::MutexLock lock(&mu_);
     --inflight_;
-    return;
+    RecordError(status);
   }
+}
+
+void ClusterCoordinator::LoseReplica(int worker, WorkerStub* remote,
+                                     const absl::Status& status, QueuedStep p) {
+  const absl::Status lost = absl::AbortedError(absl::StrCat(
+      "step ", p.request.step(), " failed on worker ", worker, " (",
+      status.message(), "): its replica missed a step the others made, so ",
+      "the round runs again from the survivors' replica or the job goes "
+      "back to its last checkpoint; without checkpoints (--checkpoint_dir) "
+      "the job stops"));
+  LOG(ERROR) << lost.message();
+  // Before the error and the future: whoever sees either may take the
+  // loss.
+  const bool first = replica_losses_->Lost();
+  {
+    absl::MutexLock lock(&mu_);
+    RecordError(lost);
+  }
+  p.future.Set(lost);
+  if (first) {
+    // The others' all-reduce of this step would wait for this replica
+    // until its deadline.
+    InterruptOthers(worker, absl::StrCat("step ", p.request.step(),
+                                         " failed on worker ", worker));
+  }
+  // The recovery restores every replica, the restarted one's too: it
+  // must be back first (RecoverWorker gives it its configuration), so
+  // the step counts as in flight, and Join waits, until it is.
   if (remote->Probe() != WorkerHealth::kReady) {
+    replica_losses_->Restarted(worker);
     {
       absl::MutexLock lock(&mu_);
       queue_.SetDown(worker, true);
-      if (options_.max_staleness >= 0) WakeAll();
-      --inflight_;
-      const bool again = error_.ok() && !stopping_;
-      LOG(WARNING) << "worker " << worker << " failed during step "
-                   << p.request.step() << " (" << status << "); the step "
-                   << (again ? "will run again" : "is cancelled");
-      if (again) {
-        ++rerun_;
-        queue_.Enqueue(std::move(p), /*front=*/true);
-      } else {
-        // The queue was cancelled meanwhile (an abort, or another step's
-        // error): a step queued again now would outlive the Join that
-        // recovery waits for, and push an old gradient after a restore.
-        p.future.Set(absl::CancelledError(absl::StrCat(
-            "step ", p.request.step(), " cancelled after an earlier error")));
-      }
     }
     Tell(worker, MemberState::kDown, std::string(status.message()));
     RecoverWorker(worker, remote);
-    return;
   }
-  if (RetryLater(worker, status, &p)) return;
-  p.future.Set(status);
   absl::MutexLock lock(&mu_);
   --inflight_;
-  RecordError(status);
+}
+
+void ClusterCoordinator::InterruptOthers(int worker,
+                                         const std::string& reason) {
+  std::vector<WorkerStub*> others;
+  {
+    absl::MutexLock lock(&mu_);
+    for (size_t w = 0; w < workers_.size(); ++w) {
+      if (static_cast<int>(w) != worker) others.push_back(workers_[w].get());
+    }
+  }
+  for (WorkerStub* other : others) other->Interrupt(reason);
+}
+
+void ClusterCoordinator::RerunAfterDeath(int worker, WorkerStub* remote,
+                                         const absl::Status& status,
+                                         QueuedStep p) {
+  {
+    absl::MutexLock lock(&mu_);
+    queue_.SetDown(worker, true);
+    if (options_.max_staleness >= 0) WakeAll();
+    --inflight_;
+    const bool again = error_.ok() && !stopping_;
+    LOG(WARNING) << "worker " << worker << " failed during step "
+                 << p.request.step() << " (" << status << "); the step "
+                 << (again ? "will run again" : "is cancelled");
+    if (again) {
+      tally_.CountRerun(1);
+      queue_.Enqueue(std::move(p), /*front=*/true);
+    } else {
+      // The queue was cancelled meanwhile (an abort, or another step's
+      // error): a step queued again now would outlive the Join that
+      // recovery waits for, and push an old gradient after a restore.
+      p.future.Set(absl::CancelledError(absl::StrCat(
+          "step ", p.request.step(), " cancelled after an earlier error")));
+    }
+  }
+  Tell(worker, MemberState::kDown, std::string(status.message()));
+  RecoverWorker(worker, remote);
 }
 
 bool ClusterCoordinator::RetryLater(int worker, const absl::Status& status,
@@ -421,7 +434,7 @@ bool ClusterCoordinator::RetryLater(int worker, const absl::Status& status,
         "step ", p->request.step(), " cancelled after an earlier error")));
     return true;
   }
-  ++rerun_;
+  tally_.CountRerun(1);
   queue_.Enqueue(std::move(*p), /*front=*/true);
   return true;
 }
@@ -478,10 +491,7 @@ void ClusterCoordinator::RecoverWorker(int worker, WorkerStub* remote) {
       absl::UnavailableError(absl::StrCat("worker ", worker, " ", why)));
 }
 
-void ClusterCoordinator::CountRerun(int64_t steps) {
-  absl::MutexLock lock(&mu_);
-  rerun_ += steps;
-}
+void ClusterCoordinator::CountRerun(int64_t steps) { tally_.CountRerun(steps); }
 
 void ClusterCoordinator::RecordError(absl::Status error) {
   if (error_.ok()) {
@@ -505,22 +515,7 @@ absl::Status ClusterCoordinator::TakeError() {
 
 std::vector<double> ClusterCoordinator::steps_per_second(
     absl::Duration window) const {
-  const absl::Time now = absl::Now();
-  absl::MutexLock lock(&mu_);
-  std::vector<double> rates;
-  for (const std::deque<absl::Time>& times : finish_times_) {
-    // Steps finished within the window; when more than the samples kept
-    // finished in it, the rate over the samples' own span.
-    const auto first =
-        std::lower_bound(times.begin(), times.end(), now - window);
-    const int64_t n = times.end() - first;
-    absl::Duration span = window;
-    if (times.size() == kRateSamples && first == times.begin()) {
-      span = now - times.front();
-    }
-    rates.push_back(n / std::max(1e-9, absl::ToDoubleSeconds(span)));
-  }
-  return rates;
+  return tally_.per_second(window, absl::Now());
 }
 
 }  // namespace tessera

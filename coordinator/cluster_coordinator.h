@@ -18,6 +18,7 @@
 #include "coordinator/membership/member_state.h"
 #include "coordinator/membership/worker_seats.h"
 #include "coordinator/schedule/step_queue.h"
+#include "coordinator/schedule/step_tally.h"
 #include "coordinator/step_future.h"
 #include "coordinator/worker_stub.h"
 #include "proto/worker_service.pb.h"
@@ -163,10 +164,32 @@ class ClusterCoordinator : public WorkerSeats {
   // or in asynchronous mode up to steps_per_call of its own); false when
   // stopping.
   bool Take(int worker, std::vector<QueuedStep>* out);
+  // Runs the steps `worker` took (one call, or one per step); *finished
+  // counts those that finished, each counted and its future set at once.
+  // Returns the error of the first that failed.
+  absl::Status RunTaken(int worker, WorkerStub* remote,
+                        std::vector<QueuedStep>* taken, StepsRequest* request,
+                        size_t* finished);
+  // Puts the taken steps from `first` on, which did not run, back at the
+  // front of the queue (or cancels them after an error).
+  void RequeueAfter(std::vector<QueuedStep>* taken, size_t first);
+  // A draining worker whose steps are over has drained: tells it.
+  void EndDrain(int worker);
   // A step that failed on `worker` with `status`: re-run it (the worker
   // died, or it could not reach a server for a while) or fail the job.
   void HandleFailure(int worker, WorkerStub* remote, const absl::Status& status,
                      QueuedStep p);
+  // replicas_in_lockstep: the failed step ends the round for everyone
+  // (ReplicaLosses, the others interrupted); a restarted worker is waited
+  // for before the step stops counting as in flight.
+  void LoseReplica(int worker, WorkerStub* remote, const absl::Status& status,
+                   QueuedStep p);
+  // Tells every worker but `worker` to stop waiting in its all-reduce.
+  void InterruptOthers(int worker, const std::string& reason);
+  // `worker` died in step `p`: it runs again (elsewhere, or on `worker`
+  // once back) unless the job's error cancelled the queue meanwhile.
+  void RerunAfterDeath(int worker, WorkerStub* remote,
+                       const absl::Status& status, QueuedStep p);
   // `worker` leaves the job (`to`: kDraining or kRemoved): its queues go to
   // the active workers serving the fewest. Records the job's error when
   // no active worker is left or fewer than min_workers.
@@ -188,7 +211,12 @@ class ClusterCoordinator : public WorkerSeats {
   const CoordinatorOptions options_;
   const int num_queues_;
   const std::unique_ptr<ReplicaLosses> replica_losses_;
+  // Steps done and run again, and the rates: their own lock.
+  StepTally tally_;
 
+  // One concept: which thread runs which queued step now. The threads
+  // wait on the queue, a step in flight ends in it or in the job's error,
+  // and the error cancels what is queued, so these change together.
   mutable absl::Mutex mu_;
   // Grows as workers join; a worker's thread holds its own worker's pointer.
   std::vector<std::unique_ptr<WorkerStub>> workers_ ABSL_GUARDED_BY(mu_);
@@ -198,12 +226,7 @@ class ClusterCoordinator : public WorkerSeats {
   // for what it may take (queue_ says whom), not at every change of the
   // queue. A deque: a worker's CondVar stays put as others join.
   std::deque<absl::CondVar> wake_ ABSL_GUARDED_BY(mu_);
-  // Per worker: when its last kRateSamples steps finished.
-  static constexpr size_t kRateSamples = 1024;
-  std::vector<std::deque<absl::Time>> finish_times_ ABSL_GUARDED_BY(mu_);
   int64_t inflight_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t done_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t rerun_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 
