@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Creates the Python environment the checks need (TensorBoard's own event
 # file reader, matplotlib for charts, onnx's checker and ONNX Runtime for
-# exported models, Keras 3 on JAX's CPU backend for tessera_keras' checks)
+# exported models, Keras 3 on JAX's CPU backend for tessera_keras' checks,
+# PyTorch and safetensors for tessera_torch's)
 # at ${TESSERA_PYENV:-~/.cache/tessera/pyenv}, from PyPI, with pinned
 # versions. Safe to run any number of times: it does nothing when the
 # environment already holds exactly these pins.
@@ -25,6 +26,11 @@ REQUIREMENTS=(
   jax==0.10.2
   jaxlib==0.10.2
   h5py==3.16.0
+  # PyPI's wheel (the CPU-only index is not reachable from CI): about 3 GB
+  # with its CUDA libraries, which import torch needs even on a CPU, and
+  # about a minute to install; the checks run it on the CPU.
+  torch==2.15.0
+  safetensors==0.8.0
 )
 
 STAMP="$PYENV/.tessera-requirements"
@@ -53,6 +59,7 @@ import matplotlib
 import onnx, onnxruntime
 import os; os.environ["KERAS_BACKEND"] = "jax"
 import keras, h5py
+import torch, torch.fx, safetensors.torch
 '
 echo "$WANTED" > "$STAMP"
 echo "python_env.sh: done"
