@@ -4,6 +4,8 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/str_cat.h"
+#include "common/data_plane/descriptor_limit.h"
 #include "common/data_plane/socket.h"
 #include "common/process/process_start.h"
 #include "common/process/security_flags.h"
@@ -15,6 +17,13 @@
 #include "ps_server/data_plane/dense_plane_server.h"
 #include "ps_server/ps_service.h"
 #include "ps_server/shard_store.h"
+
+DEFINE_string(data_plane_server, "events",
+              "how the TCP data plane serves its connections: events (a "
+              "fixed pool of threads over epoll, any number of connections) "
+              "or threads (a thread per connection, the plane before #46)");
+DEFINE_int32(data_plane_threads, 0,
+             "the events data plane's pool of threads; 0: one per core");
 
 int main(int argc, char** argv) {
   tessera::ProcessStart start = tessera::StartProcess(
@@ -31,6 +40,31 @@ int main(int argc, char** argv) {
   if (!auth.ok()) {
     LOG(ERROR) << auth.status().message();
     return 2;
+  }
+
+  tessera::DataPlaneServing serving;
+  if (FLAGS_data_plane_server == "events") {
+    serving = tessera::DataPlaneServing::kEventPool;
+  } else if (FLAGS_data_plane_server == "threads") {
+    serving = tessera::DataPlaneServing::kThreadPerConnection;
+  } else {
+    LOG(ERROR) << "--data_plane_server: \"" << FLAGS_data_plane_server
+               << "\" is not one of events, threads";
+    return 2;
+  }
+  if (FLAGS_data_plane_threads < 0) {
+    LOG(ERROR) << "--data_plane_threads must be >= 0, got "
+               << FLAGS_data_plane_threads;
+    return 2;
+  }
+  // Every data plane connection holds a descriptor: take all the hard
+  // limit allows, and say how many that is.
+  absl::StatusOr<tessera::DescriptorLimit> limit =
+      tessera::RaiseDescriptorLimit();
+  if (limit.ok()) {
+    LOG(INFO) << "ps: " << tessera::DescribeDescriptorLimit(*limit);
+  } else {
+    LOG(WARNING) << "ps: " << limit.status().message();
   }
 
   tessera::ShardStore store;
@@ -58,6 +92,8 @@ int main(int argc, char** argv) {
   plane_options.job_token = options.auth.token();
   plane_options.timeout_s = FLAGS_rpc_timeout_s;
   plane_options.tls = start.server.tls;
+  plane_options.serving = serving;
+  plane_options.threads = FLAGS_data_plane_threads;
   absl::StatusOr<std::unique_ptr<tessera::DensePlaneServer>> data_plane =
       tessera::DensePlaneServer::Start(&core, plane_options);
   if (!data_plane.ok()) {
@@ -68,8 +104,12 @@ int main(int argc, char** argv) {
       tessera::StartServer(address, &service, start.server);
   if (server == nullptr) return 1;
   LOG(INFO) << "ps " << options.task_index << " serving at " << address
-            << ", data plane on port " << (*data_plane)->port()
-            << (start.server.tls.has_value() ? " (TLS)" : "");
+            << ", data plane on port " << (*data_plane)->port() << " ("
+            << ((*data_plane)->pool_threads() > 0
+                    ? absl::StrCat((*data_plane)->pool_threads(),
+                                   " pool threads")
+                    : std::string("a thread per connection"))
+            << ")" << (start.server.tls.has_value() ? " (TLS)" : "");
   const std::string why =
       tessera::WaitForShutdown(&service.shutdown_requested(), "request");
   LOG(INFO) << "ps " << options.task_index << " stopping (" << why << ")";

@@ -21,6 +21,8 @@ constexpr size_t kMacBytes = 32;
 constexpr size_t kHelloBytes = 8 + kNonceBytes;
 // hello[6]: TLS comes next (the clear greeting of a TLS server).
 constexpr uint8_t kHelloTls = 1;
+// hello[7]: the server refuses the connection; its code and reason follow.
+constexpr uint8_t kHelloRefused = 1;
 constexpr uint32_t kMaxReasonBytes = 4096;
 
 // HMAC-SHA256(token, role | server nonce | client nonce).
@@ -49,7 +51,29 @@ absl::Status Refuse(Socket& socket, const absl::Status& why) {
   return why;
 }
 
-// Reads a server's greeting into `hello` and checks that it is one.
+// Reads the code, length and reason of a refusal (Refuse's layout).
+absl::Status ReadRefusal(Socket& socket, int32_t code, bool code_read,
+                         absl::StatusCode otherwise, const char* fallback) {
+  if (!code_read) {
+    char head[4];
+    if (absl::Status s = socket.ReadFull(head, sizeof(head)); !s.ok()) {
+      return s;
+    }
+    std::memcpy(&code, head, 4);
+  }
+  uint32_t len = 0;
+  std::string reason;
+  if (socket.ReadFull(&len, sizeof(len)).ok() && len <= kMaxReasonBytes) {
+    reason.resize(len);
+    if (!socket.ReadFull(reason.data(), len).ok()) reason.clear();
+  }
+  return absl::Status(
+      code > 0 && code <= 16 ? static_cast<absl::StatusCode>(code) : otherwise,
+      reason.empty() ? fallback : reason);
+}
+
+// Reads a server's greeting into `hello` and checks that it is one; a
+// refusal greeting is returned as the server's error.
 absl::Status ReadGreeting(Socket& socket, uint8_t (&hello)[kHelloBytes]) {
   if (absl::Status s = socket.ReadFull(hello, sizeof(hello)); !s.ok()) {
     return s;
@@ -60,24 +84,33 @@ absl::Status ReadGreeting(Socket& socket, uint8_t (&hello)[kHelloBytes]) {
         "data plane: the server's greeting is not a Tessera data plane's "
         "(version 1)");
   }
+  if (hello[7] == kHelloRefused) {
+    return ReadRefusal(socket, 0, false, absl::StatusCode::kUnavailable,
+                       "data plane: the server refused the connection");
+  }
   return absl::OkStatus();
 }
 
 }  // namespace
 
-absl::Status AcceptDataPlaneHandshake(Socket& socket,
-                                      const std::string& token) {
+static_assert(kNonceBytes == 32,
+              "DataPlaneHandshakeServer::nonce_ holds one server nonce");
+
+absl::Status DataPlaneHandshakeServer::SendHello(Socket& socket) {
   uint8_t hello[kHelloBytes] = {};
   std::memcpy(hello, kHelloMagic, sizeof(kHelloMagic));
   hello[4] = kVersion;
-  hello[5] = token.empty() ? 0 : 1;
-  uint8_t* const server_nonce = hello + 8;
-  if (RAND_bytes(server_nonce, kNonceBytes) != 1) {
+  hello[5] = token_.empty() ? 0 : 1;
+  if (RAND_bytes(nonce_, kNonceBytes) != 1) {
     return absl::InternalError("data plane: no random bytes for a nonce");
   }
-  if (absl::Status s = socket.WriteFull(hello, sizeof(hello)); !s.ok()) {
-    return s;
-  }
+  std::memcpy(hello + 8, nonce_, kNonceBytes);
+  return socket.WriteFull(hello, sizeof(hello));
+}
+
+absl::Status DataPlaneHandshakeServer::Finish(Socket& socket) {
+  const std::string& token = token_;
+  const uint8_t* const server_nonce = nonce_;
   uint8_t answer[kNonceBytes + kMacBytes];
   if (absl::Status s = socket.ReadFull(answer, sizeof(answer)); !s.ok()) {
     return s;
@@ -102,6 +135,25 @@ absl::Status AcceptDataPlaneHandshake(Socket& socket,
     }
   }
   return socket.WriteFull(reply, sizeof(reply));
+}
+
+absl::Status AcceptDataPlaneHandshake(Socket& socket,
+                                      const std::string& token) {
+  DataPlaneHandshakeServer server(token);
+  if (absl::Status s = server.SendHello(socket); !s.ok()) return s;
+  return server.Finish(socket);
+}
+
+absl::Status SendRefusalGreeting(Socket& socket, const absl::Status& why) {
+  uint8_t hello[kHelloBytes] = {};
+  std::memcpy(hello, kHelloMagic, sizeof(kHelloMagic));
+  hello[4] = kVersion;
+  hello[7] = kHelloRefused;
+  if (absl::Status s = socket.WriteFull(hello, sizeof(hello)); !s.ok()) {
+    return s;
+  }
+  Refuse(socket, why).IgnoreError();
+  return absl::OkStatus();
 }
 
 absl::Status OfferDataPlaneHandshake(Socket& socket, const std::string& token) {
@@ -134,16 +186,8 @@ absl::Status OfferDataPlaneHandshake(Socket& socket, const std::string& token) {
   int32_t code;
   std::memcpy(&code, head, 4);
   if (code != 0) {
-    uint32_t len = 0;
-    std::string reason;
-    if (socket.ReadFull(&len, sizeof(len)).ok() && len <= kMaxReasonBytes) {
-      reason.resize(len);
-      if (!socket.ReadFull(reason.data(), len).ok()) reason.clear();
-    }
-    return absl::Status(
-        code > 0 && code <= 16 ? static_cast<absl::StatusCode>(code)
-                               : absl::StatusCode::kUnauthenticated,
-        reason.empty() ? "data plane: handshake refused" : reason);
+    return ReadRefusal(socket, code, true, absl::StatusCode::kUnauthenticated,
+                       "data plane: handshake refused");
   }
   uint8_t proof[kMacBytes];
   if (absl::Status s = socket.ReadFull(proof, sizeof(proof)); !s.ok()) {

@@ -24,15 +24,39 @@
 // greeting as its hello and stops with a clear error, rather than both
 // ends waiting for the other to speak first; a client with TLS that finds
 // tls = 0 stops likewise.
+//
+// A server that cannot take the connection (no descriptor left) sends, in
+// the clear, a greeting with refused = 1 (byte 7) and no nonce, then the
+// code (4) and a 4-byte length and the reason, and closes; a client,
+// with TLS or without, returns that code and reason.
 #ifndef TESSERA_COMMON_DATA_PLANE_HANDSHAKE_H_
 #define TESSERA_COMMON_DATA_PLANE_HANDSHAKE_H_
 
+#include <cstdint>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "common/data_plane/socket.h"
 
 namespace tessera {
+
+// The server's side in two halves, so that an event-driven server waits
+// for the client's answer without holding a thread: SendHello writes the
+// greeting with a fresh nonce, Finish reads and checks the answer and
+// replies, with AcceptDataPlaneHandshake's result.
+class DataPlaneHandshakeServer {
+ public:
+  explicit DataPlaneHandshakeServer(std::string token)
+      : token_(std::move(token)) {}
+  absl::Status SendHello(Socket& socket);
+  // REQUIRES: SendHello returned OK on `socket`.
+  absl::Status Finish(Socket& socket);
+
+ private:
+  std::string token_;
+  uint8_t nonce_[32] = {};
+};
 
 // The server's side, on a freshly accepted connection. OK when the client
 // proved it holds `token` (or `token` is empty); otherwise the client has
@@ -47,6 +71,10 @@ absl::Status OfferDataPlaneHandshake(Socket& socket, const std::string& token);
 // The clear greeting of a TLS server, sent on a freshly accepted
 // connection before TLS starts.
 absl::Status SendTlsGreeting(Socket& socket);
+
+// The greeting of a server refusing the connection with `why` (not OK),
+// sent in the clear on a freshly accepted connection before closing it.
+absl::Status SendRefusalGreeting(Socket& socket, const absl::Status& why);
 
 // Reads the server's clear greeting on a freshly made connection: OK when
 // it announces TLS; UNAVAILABLE saying so when the server speaks none, or

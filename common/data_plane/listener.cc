@@ -16,9 +16,8 @@
 
 namespace tessera {
 
-absl::StatusOr<std::unique_ptr<Listener>> Listener::Start(
-    const std::string& host, int port, Serve serve,
-    std::shared_ptr<const DataPlaneTls> tls, double tls_timeout_s) {
+absl::StatusOr<int> OpenListeningSocket(const std::string& host, int port,
+                                        int* bound_port) {
   const std::string where = absl::StrCat(host, ":", port);
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -50,7 +49,7 @@ absl::StatusOr<std::unique_ptr<Listener>> Listener::Start(
     setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
   }
   if (bind(fd, chosen->ai_addr, chosen->ai_addrlen) != 0 ||
-      listen(fd, 64) != 0) {
+      listen(fd, SOMAXCONN) != 0) {
     const int err = errno;
     freeaddrinfo(found);
     close(fd);
@@ -61,12 +60,23 @@ absl::StatusOr<std::unique_ptr<Listener>> Listener::Start(
   sockaddr_storage bound{};
   socklen_t len = sizeof(bound);
   getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
-  const int chosen_port =
-      bound.ss_family == AF_INET6
-          ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
-          : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  *bound_port = bound.ss_family == AF_INET6
+                    ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
+                    : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  return fd;
+}
+
+absl::StatusOr<std::unique_ptr<Listener>> Listener::Start(
+    const std::string& host, int port, Serve serve,
+    std::shared_ptr<const DataPlaneTls> tls, double tls_timeout_s) {
+  int chosen_port = 0;
+  absl::StatusOr<int> fd = OpenListeningSocket(host, port, &chosen_port);
+  if (!fd.ok()) return fd.status();
+  // Accepts only after poll says a connection waits; non-blocking, so one
+  // that went away meanwhile (or a refusal's second accept) never blocks.
+  fcntl(*fd, F_SETFL, fcntl(*fd, F_GETFL) | O_NONBLOCK);
   std::unique_ptr<Listener> listener(new Listener(
-      fd, chosen_port, std::move(serve), std::move(tls), tls_timeout_s));
+      *fd, chosen_port, std::move(serve), std::move(tls), tls_timeout_s));
   if (pipe2(listener->wake_, O_CLOEXEC) != 0) {
     return absl::InternalError("data plane: no pipe for the listener");
   }
@@ -126,9 +136,16 @@ void Listener::AcceptLoop() {
       return;
     }
     if (p[1].revents != 0) return;
-    const int client = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    const int client = AcceptOrRefuse(fd_, &spare_);
     if (client < 0) {
-      if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED) {
+      if (errno == EMFILE) {
+        LOG_EVERY_N(WARNING, 100)
+            << "data plane listener: no descriptor left: a connection was "
+               "refused (RESOURCE_EXHAUSTED to its client)";
+        // Without a spare nothing drained the backlog: wait a little
+        // rather than spin on a listening socket that stays readable.
+        if (!spare_.held()) poll(nullptr, 0, 100);
+      } else if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED) {
         LOG(WARNING) << "data plane listener: accept: " << std::strerror(errno);
       }
       continue;

@@ -16,10 +16,19 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "common/data_plane/descriptor_limit.h"
 #include "common/data_plane/socket.h"
 #include "common/data_plane/tls.h"
 
 namespace tessera {
+
+// A listening TCP socket on host:port ("::" or "" every interface,
+// dual-stack; port 0: one the kernel picks, set in *bound_port), with a
+// backlog of SOMAXCONN so a burst of workers connecting at once is not
+// dropped. UNAVAILABLE naming the address when it cannot. The caller owns
+// the descriptor.
+absl::StatusOr<int> OpenListeningSocket(const std::string& host, int port,
+                                        int* bound_port);
 
 class Listener {
  public:
@@ -66,6 +75,7 @@ class Listener {
   const std::shared_ptr<const DataPlaneTls> tls_;
   const double tls_timeout_s_;
   int wake_[2] = {-1, -1};  // a pipe that ends the accept loop
+  SpareDescriptor spare_;   // refuses a connection when none is left
   absl::Mutex mu_;
   std::list<Connection> connections_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

@@ -45,6 +45,26 @@ struct Incoming {
 
 }  // namespace
 
+// A connection of the event pool: its state, served one request at a time.
+class DensePlaneServer::PooledPlaneConnection : public PooledConnection {
+ public:
+  explicit PooledPlaneConnection(DensePlaneServer* server) : server_(server) {}
+
+  bool ServeOne(Socket& socket) override {
+    FrameHeader request;
+    absl::Status s = ReadNextFrameHeader(socket, &request);
+    if (s.ok()) s = server_->ServeRequest(socket, request, &state_, false);
+    if (!s.ok() && s.code() != absl::StatusCode::kUnavailable) {
+      LOG(WARNING) << "data plane: closing a connection: " << s;
+    }
+    return s.ok();
+  }
+
+ private:
+  DensePlaneServer* const server_;
+  ConnectionState state_;
+};
+
 absl::StatusOr<std::unique_ptr<DensePlaneServer>> DensePlaneServer::Start(
     PsCore* core, DensePlaneServerOptions options) {
   std::unique_ptr<DensePlaneServer> server(
@@ -57,12 +77,30 @@ absl::StatusOr<std::unique_ptr<DensePlaneServer>> DensePlaneServer::Start(
     if (!made.ok()) return made.status();
     tls = *std::move(made);
   }
-  absl::StatusOr<std::unique_ptr<Listener>> listener = Listener::Start(
-      self->options_.host, self->options_.port,
-      [self](Socket& socket) { self->Serve(socket); }, std::move(tls),
-      std::min(self->options_.timeout_s, 30.0));
-  if (!listener.ok()) return listener.status();
-  server->listener_ = *std::move(listener);
+  const double handshake_timeout_s = std::min(self->options_.timeout_s, 30.0);
+  if (self->options_.serving == DataPlaneServing::kEventPool) {
+    EventListenerOptions events;
+    events.host = self->options_.host;
+    events.port = self->options_.port;
+    events.threads = self->options_.threads;
+    events.job_token = self->options_.job_token;
+    events.tls = std::move(tls);
+    events.handshake_timeout_s = handshake_timeout_s;
+    events.timeout_s = self->options_.timeout_s;
+    absl::StatusOr<std::unique_ptr<EventListener>> listener =
+        EventListener::Start(std::move(events), [self] {
+          return std::make_unique<PooledPlaneConnection>(self);
+        });
+    if (!listener.ok()) return listener.status();
+    server->events_ = *std::move(listener);
+  } else {
+    absl::StatusOr<std::unique_ptr<Listener>> listener = Listener::Start(
+        self->options_.host, self->options_.port,
+        [self](Socket& socket) { self->Serve(socket); }, std::move(tls),
+        handshake_timeout_s);
+    if (!listener.ok()) return listener.status();
+    server->listener_ = *std::move(listener);
+  }
   core->set_data_plane_port(server->port());
   return server;
 }
@@ -77,6 +115,15 @@ DensePlaneServer::DensePlaneServer(PsCore* core,
 DensePlaneServer::~DensePlaneServer() {
   core_->set_data_plane_port(0);
   listener_.reset();
+  events_.reset();
+}
+
+int DensePlaneServer::port() const {
+  return events_ != nullptr ? events_->port() : listener_->port();
+}
+
+int DensePlaneServer::pool_threads() const {
+  return events_ != nullptr ? events_->threads() : 0;
 }
 
 void DensePlaneServer::Serve(Socket& socket) {
@@ -91,43 +138,37 @@ void DensePlaneServer::Serve(Socket& socket) {
   // next step as long as they like (ReadNextFrameHeader), while a transfer
   // under way must make progress.
   socket.SetTimeout(options_.timeout_s).IgnoreError();
-  std::vector<char> scratch;  // drains refused pushes, kept per connection
-  RowPlaneService::Scratch row_scratch;
-  // Applies this connection's pushes (ServePush); declared after
-  // `scratch`, so it finishes its updates before anything goes.
-  std::unique_ptr<SerialExecutor> applier;
+  ConnectionState state;
   while (true) {
     FrameHeader request;
     absl::Status s = ReadNextFrameHeader(socket, &request);
-    if (!s.ok()) {
-      if (s.code() != absl::StatusCode::kUnavailable) {
-        LOG(WARNING) << "data plane: " << s;
-      }
-      return;
-    }
-    switch (request.op) {
-      case FrameOp::kPullDense:
-        s = ServePull(socket, request);
-        break;
-      case FrameOp::kPushDense:
-        s = ServePush(socket, request, &scratch, &applier);
-        break;
-      case FrameOp::kPullRows:
-        s = rows_.ServePull(socket, request, &row_scratch);
-        break;
-      case FrameOp::kPushRows:
-        s = rows_.ServePush(socket, request, &row_scratch);
-        break;
-      default:
-        s = absl::InvalidArgumentError(absl::StrCat(
-            "data plane: unknown op ", static_cast<int>(request.op)));
-    }
+    if (s.ok()) s = ServeRequest(socket, request, &state, true);
     if (!s.ok()) {
       if (s.code() != absl::StatusCode::kUnavailable) {
         LOG(WARNING) << "data plane: closing a connection: " << s;
       }
       return;
     }
+  }
+}
+
+absl::Status DensePlaneServer::ServeRequest(Socket& socket,
+                                            const FrameHeader& request,
+                                            ConnectionState* state,
+                                            bool overlap) {
+  switch (request.op) {
+    case FrameOp::kPullDense:
+      return ServePull(socket, request);
+    case FrameOp::kPushDense:
+      return ServePush(socket, request, &state->scratch,
+                       overlap ? &state->applier : nullptr);
+    case FrameOp::kPullRows:
+      return rows_.ServePull(socket, request, &state->rows);
+    case FrameOp::kPushRows:
+      return rows_.ServePush(socket, request, &state->rows);
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "data plane: unknown op ", static_cast<int>(request.op)));
   }
 }
 
@@ -307,12 +348,11 @@ absl::Status DensePlaneServer::ServePush(
   // runs, so a stream of pushes costs the transfer, not transfer + update.
   // This thread waits only for the answer: the client sends nothing more
   // on this connection before it has it, so the two never write at once.
-  if (*applier == nullptr) *applier = std::make_unique<SerialExecutor>();
   auto job = std::make_shared<std::vector<Incoming>>(std::move(incoming));
   absl::Notification answered;
   absl::Status written;
   const uint32_t count = request.count;
-  (*applier)->Post([this, job, sync, count, &socket, &answered, &written] {
+  auto apply = [this, job, sync, count, &socket, &answered, &written] {
     std::vector<DenseGradient> grads;
     grads.reserve(job->size());
     for (Incoming& in : *job) {
@@ -342,7 +382,16 @@ absl::Status DensePlaneServer::ServePush(
           answered.Notify();
         });
     for (Incoming& in : *job) in.shard->ReleaseBuffer(std::move(in.grad));
-  });
+  };
+  if (applier == nullptr) {
+    // The pool: the update runs here after the answer went out; the
+    // connection is watched again once it is done, and other connections
+    // have the rest of the pool meanwhile.
+    apply();
+    return written;
+  }
+  if (*applier == nullptr) *applier = std::make_unique<SerialExecutor>();
+  (*applier)->Post(std::move(apply));
   answered.WaitForNotification();
   return written;
 }

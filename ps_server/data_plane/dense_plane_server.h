@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/data_plane/event_listener.h"
 #include "common/data_plane/frame.h"
 #include "common/data_plane/listener.h"
 #include "common/data_plane/socket.h"
@@ -17,6 +18,18 @@
 #include "ps_server/shard_store.h"
 
 namespace tessera {
+
+// How a data plane server runs its connections (issue #46).
+enum class DataPlaneServing {
+  // common/data_plane/listener.h: a thread per connection, blocking
+  // throughout; each connection's pushes are applied on a second thread of
+  // its own, overlapping its next transfer. Kept to compare against.
+  kThreadPerConnection,
+  // common/data_plane/event_listener.h: a fixed pool of threads over one
+  // epoll reactor, any number of connections; a push is applied on the
+  // pool thread that received it, after its answer went out.
+  kEventPool,
+};
 
 struct DensePlaneServerOptions {
   // Where to listen: "" or "::" every interface; port 0 lets the kernel
@@ -31,6 +44,9 @@ struct DensePlaneServerOptions {
   // TLS with the job's files (common/data_plane/tls.h), as its gRPC
   // server; nullopt: plain TCP.
   std::optional<TlsFiles> tls;
+  DataPlaneServing serving = DataPlaneServing::kEventPool;
+  // kEventPool's threads; 0: one per core (at least 2).
+  int threads = 0;
 };
 
 // A parameter server's TCP data plane (docs/design.md, "Bytes and
@@ -47,8 +63,8 @@ struct DensePlaneServerOptions {
 // under its shared lock (chunks of at most 4 MiB each, so a slow reader
 // holds off updates for one chunk at most), and a push is received
 // straight into the shard's reused gradient buffer and checked while it is
-// in cache; its update runs on a thread of the connection after the answer
-// went out, overlapping the next transfer.
+// in cache; its update runs after the answer went out (on a thread of the
+// connection, overlapping its next transfer, or on the pool thread).
 //
 // Thread safety: connections are served concurrently; the destructor
 // closes them all and returns once none is served.
@@ -60,15 +76,33 @@ class DensePlaneServer {
       PsCore* core, DensePlaneServerOptions options);
   ~DensePlaneServer();
 
-  int port() const { return listener_->port(); }
+  int port() const;
+  // The threads serving connections: the pool's size, or 0 for a thread
+  // per connection.
+  int pool_threads() const;
 
  private:
+  // What one connection reuses from request to request.
+  struct ConnectionState {
+    std::vector<char> scratch;  // drains refused pushes
+    RowPlaneService::Scratch rows;
+    // kThreadPerConnection: applies the connection's pushes; declared
+    // last, so it finishes its updates before the buffers go.
+    std::unique_ptr<SerialExecutor> applier;
+  };
+  class PooledPlaneConnection;
+
   DensePlaneServer(PsCore* core, DensePlaneServerOptions options);
+  // kThreadPerConnection: the handshake, then every request.
   void Serve(Socket& socket);
-  // Each returns an error only when the connection must close (it broke,
-  // or the peer does not speak the protocol); a refused request gets an
-  // error reply and the connection goes on.
+  // One request whose header was read. Each returns an error only when the
+  // connection must close (it broke, or the peer does not speak the
+  // protocol); a refused request gets an error reply and the connection
+  // goes on.
+  absl::Status ServeRequest(Socket& socket, const FrameHeader& request,
+                            ConnectionState* state, bool overlap);
   absl::Status ServePull(Socket& socket, const FrameHeader& request);
+  // `applier` null: the update runs on this thread after the answer.
   absl::Status ServePush(Socket& socket, const FrameHeader& request,
                          std::vector<char>* scratch,
                          std::unique_ptr<SerialExecutor>* applier);
@@ -77,7 +111,9 @@ class DensePlaneServer {
   ShardStore* const store_;  // the core's
   const DensePlaneServerOptions options_;
   RowPlaneService rows_;
-  std::unique_ptr<Listener> listener_;  // last: stops before the rest go
+  // Last: they stop before the rest go. One of them runs.
+  std::unique_ptr<Listener> listener_;
+  std::unique_ptr<EventListener> events_;
 };
 
 }  // namespace tessera

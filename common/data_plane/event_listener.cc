@@ -1,0 +1,328 @@
+#include "common/data_plane/event_listener.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/ssl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <optional>
+#include <thread>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "boost/asio/executor_work_guard.hpp"
+#include "boost/asio/io_context.hpp"
+#include "boost/asio/posix/stream_descriptor.hpp"
+#include "boost/asio/post.hpp"
+#include "boost/asio/steady_timer.hpp"
+#include "boost/asio/thread_pool.hpp"
+#include "common/data_plane/descriptor_limit.h"
+#include "common/data_plane/handshake.h"
+#include "common/data_plane/listener.h"
+#include "glog/logging.h"
+
+namespace tessera {
+namespace {
+
+namespace asio = boost::asio;
+using ErrorCode = boost::system::error_code;
+
+constexpr auto kWaitRead = asio::posix::descriptor_base::wait_read;
+
+// One connection, owned at any moment by exactly one of: a pool task, or
+// the reactor's wait on it (whose handler hands it on). Only the owner
+// touches `wait`, `socket` and `served`; the handshake's timer and the
+// `answered` flag are the reactor thread's.
+struct Conn {
+  Conn(asio::io_context& io, int fd, std::string token)
+      : socket(fd), wait(io), timer(io), handshake(std::move(token)) {}
+
+  Socket socket;
+  // Watches socket.fd() for the reactor; released before the socket
+  // closes, so the descriptor is closed once, by the socket.
+  asio::posix::stream_descriptor wait;
+  asio::steady_timer timer;
+  bool answered = false;
+  DataPlaneHandshakeServer handshake;
+  std::unique_ptr<PooledConnection> served;
+};
+
+std::chrono::steady_clock::duration Seconds(double s) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(std::max(s, 0.001)));
+}
+
+// Asio makes a descriptor non-blocking when it first waits on it; the
+// pool serves requests with blocking calls bounded by the socket's
+// timeout, so each wait hands the connection on in blocking mode.
+void MakeBlocking(int fd) {
+  const int flags = fcntl(fd, F_GETFL);
+  if (flags >= 0 && (flags & O_NONBLOCK) != 0) {
+    fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  }
+}
+
+// Bytes already received that no wait on the descriptor would announce
+// (held in OpenSSL's buffers), or a request already waiting in the kernel.
+bool ReadableNow(const Socket& socket) {
+  if (socket.tls() && SSL_has_pending(socket.tls_session()) != 0) return true;
+  pollfd p{socket.fd(), POLLIN, 0};
+  return poll(&p, 1, 0) > 0;
+}
+
+}  // namespace
+
+class EventListener::Impl {
+ public:
+  Impl(EventListenerOptions options, NewConnection new_connection, int fd,
+       int port, int threads)
+      : options_(std::move(options)),
+        new_connection_(std::move(new_connection)),
+        port_(port),
+        threads_(threads),
+        acceptor_(io_, fd),
+        accept_backoff_(io_),
+        work_(asio::make_work_guard(io_)),
+        pool_(threads) {}
+
+  void Begin() {
+    ArmAccept();
+    reactor_ = std::thread([this] { io_.run(); });
+  }
+
+  void Stop() {
+    {
+      absl::MutexLock lock(&mu_);
+      stopping_.store(true);
+      // Wakes pool threads blocked on a socket, and makes every watched
+      // one readable, so its owner sees `stopping_` and drops it.
+      for (auto& [raw, conn] : conns_) conn->socket.Shutdown();
+      auto none = [](absl::flat_hash_map<Conn*, std::shared_ptr<Conn>>* conns) {
+        return conns->empty();
+      };
+      mu_.Await(absl::Condition(+none, &conns_));
+    }
+    asio::post(io_, [this] {
+      ErrorCode ignored;
+      acceptor_.close(ignored);
+      accept_backoff_.cancel();
+    });
+    work_.reset();
+    reactor_.join();
+    pool_.join();
+  }
+
+  int port() const { return port_; }
+  int threads() const { return threads_; }
+
+ private:
+  // Reactor thread: takes every connection waiting in the backlog.
+  void ArmAccept() {
+    acceptor_.async_wait(kWaitRead, [this](const ErrorCode& ec) {
+      if (ec || stopping_.load()) return;
+      while (true) {
+        const int fd = AcceptOrRefuse(acceptor_.native_handle(), &spare_);
+        if (fd >= 0) {
+          Adopt(fd);
+          continue;
+        }
+        if (errno == EINTR || errno == ECONNABORTED) continue;
+        if (errno == EMFILE) {
+          LOG_EVERY_N(WARNING, 100)
+              << "data plane: no descriptor left: a connection was refused "
+                 "(RESOURCE_EXHAUSTED to its client)";
+          if (spare_.held()) continue;
+          // Nothing could drain the backlog: look again a little later
+          // rather than spin on a listening socket that stays readable.
+          accept_backoff_.expires_after(std::chrono::milliseconds(100));
+          accept_backoff_.async_wait([this](const ErrorCode& e) {
+            if (!e && !stopping_.load()) ArmAccept();
+          });
+          return;
+        }
+        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+          LOG(WARNING) << "data plane: accept: " << std::strerror(errno);
+        }
+        break;
+      }
+      ArmAccept();
+    });
+  }
+
+  // Reactor thread.
+  void Adopt(int fd) {
+    const int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    auto conn = std::make_shared<Conn>(io_, fd, options_.job_token);
+    ErrorCode ec;
+    conn->wait.assign(fd, ec);
+    if (ec) {
+      LOG(WARNING) << "data plane: cannot watch a connection: " << ec.message();
+      conn->wait.release();
+      return;  // the socket closes it
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_.load()) {
+        conn->wait.release();
+        return;
+      }
+      conns_.emplace(conn.get(), conn);
+    }
+    asio::post(pool_, [this, conn] { Greet(conn); });
+  }
+
+  // Pool thread: TLS, then the token handshake's greeting.
+  void Greet(const std::shared_ptr<Conn>& conn) {
+    if (stopping_.load()) return Drop(conn);
+    conn->socket.SetTimeout(options_.handshake_timeout_s).IgnoreError();
+    absl::Status s =
+        options_.tls != nullptr
+            ? options_.tls->Accept(conn->socket, options_.handshake_timeout_s)
+            : absl::OkStatus();
+    if (!s.ok()) {
+      LOG(WARNING) << "data plane: TLS refused a connection: " << s;
+      return Drop(conn);
+    }
+    s = conn->handshake.SendHello(conn->socket);
+    if (!s.ok()) {
+      LOG(WARNING) << "data plane: connection refused: " << s;
+      return Drop(conn);
+    }
+    // The timer is the reactor's: arm the wait there.
+    asio::post(io_, [this, conn] { WatchHandshake(conn); });
+  }
+
+  // Reactor thread: waits for the client's answer, at most the handshake's
+  // timeout, holding no thread.
+  void WatchHandshake(const std::shared_ptr<Conn>& conn) {
+    if (stopping_.load()) return Drop(conn);
+    if (ReadableNow(conn->socket)) {
+      asio::post(pool_, [this, conn] { Authenticate(conn); });
+      return;
+    }
+    conn->timer.expires_after(Seconds(options_.handshake_timeout_s));
+    conn->timer.async_wait([conn](const ErrorCode& ec) {
+      if (!ec && !conn->answered) conn->wait.cancel();
+    });
+    conn->wait.async_wait(kWaitRead, [this, conn](const ErrorCode& ec) {
+      conn->answered = true;
+      conn->timer.cancel();
+      if (ec || stopping_.load()) {
+        if (ec == asio::error::operation_aborted && !stopping_.load()) {
+          LOG(WARNING) << "data plane: connection refused: no handshake "
+                          "answer within "
+                       << options_.handshake_timeout_s << " s";
+        }
+        return Drop(conn);
+      }
+      MakeBlocking(conn->socket.fd());
+      asio::post(pool_, [this, conn] { Authenticate(conn); });
+    });
+  }
+
+  // Pool thread.
+  void Authenticate(const std::shared_ptr<Conn>& conn) {
+    if (stopping_.load()) return Drop(conn);
+    if (absl::Status s = conn->handshake.Finish(conn->socket); !s.ok()) {
+      LOG(WARNING) << "data plane: connection refused: " << s;
+      return Drop(conn);
+    }
+    conn->socket.SetTimeout(options_.timeout_s).IgnoreError();
+    conn->served = new_connection_();
+    Watch(conn);
+  }
+
+  // Pool thread: the connection's next request goes to the back of the
+  // pool's queue if it is here already, else waits on the reactor.
+  void Watch(const std::shared_ptr<Conn>& conn) {
+    if (stopping_.load()) return Drop(conn);
+    if (ReadableNow(conn->socket)) {
+      asio::post(pool_, [this, conn] { ServeNext(conn); });
+      return;
+    }
+    conn->wait.async_wait(kWaitRead, [this, conn](const ErrorCode& ec) {
+      if (ec || stopping_.load()) return Drop(conn);
+      MakeBlocking(conn->socket.fd());
+      asio::post(pool_, [this, conn] { ServeNext(conn); });
+    });
+  }
+
+  // Pool thread.
+  void ServeNext(const std::shared_ptr<Conn>& conn) {
+    if (stopping_.load() || !conn->served->ServeOne(conn->socket)) {
+      return Drop(conn);
+    }
+    Watch(conn);
+  }
+
+  // The owner ends the connection.
+  // Leaves the set first, so Stop no longer shuts the socket down while
+  // it closes; Stop joins the threads that may still be here.
+  void Drop(const std::shared_ptr<Conn>& conn) {
+    {
+      absl::MutexLock lock(&mu_);
+      conns_.erase(conn.get());
+    }
+    conn->wait.release();
+    conn->served.reset();
+    conn->socket.Close();
+  }
+
+  const EventListenerOptions options_;
+  const NewConnection new_connection_;
+  const int port_;
+  const int threads_;
+  // First among the Asio objects: destroyed after everything that uses
+  // it.
+  asio::io_context io_;
+  asio::posix::stream_descriptor acceptor_;  // owns the listening socket
+  asio::steady_timer accept_backoff_;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>>
+      work_;
+  std::thread reactor_;
+  asio::thread_pool pool_;
+  SpareDescriptor spare_;  // the reactor thread's
+  std::atomic<bool> stopping_{false};
+  absl::Mutex mu_;
+  absl::flat_hash_map<Conn*, std::shared_ptr<Conn>> conns_ ABSL_GUARDED_BY(mu_);
+};
+
+absl::StatusOr<std::unique_ptr<EventListener>> EventListener::Start(
+    EventListenerOptions options, NewConnection new_connection) {
+  int port = 0;
+  absl::StatusOr<int> fd =
+      OpenListeningSocket(options.host, options.port, &port);
+  if (!fd.ok()) return fd.status();
+  fcntl(*fd, F_SETFL, fcntl(*fd, F_GETFL) | O_NONBLOCK);
+  int threads = options.threads;
+  if (threads <= 0) {
+    threads =
+        std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
+  }
+  auto impl = std::make_unique<Impl>(
+      std::move(options), std::move(new_connection), *fd, port, threads);
+  impl->Begin();
+  return std::unique_ptr<EventListener>(new EventListener(std::move(impl)));
+}
+
+EventListener::EventListener(std::unique_ptr<Impl> impl)
+    : impl_(std::move(impl)) {}
+
+EventListener::~EventListener() { impl_->Stop(); }
+
+int EventListener::port() const { return impl_->port(); }
+
+int EventListener::threads() const { return impl_->threads(); }
+
+}  // namespace tessera

@@ -1,0 +1,99 @@
+// Accepts the data plane's connections and serves any number of them from
+// a fixed pool of threads (issue #46): one thread waits on every socket at
+// once (epoll, through Boost.Asio), and a connection gets a pool thread
+// only while a request of its own is being served. An idle connection
+// costs a descriptor and a few hundred bytes, not a thread and its stack,
+// so a server holds thousands of workers with threads = the pool + 1.
+//
+// Each connection runs the same steps as on Listener: with TLS, the clear
+// greeting and the TLS handshake, then the token handshake
+// (handshake.h); its first answer is waited for without a thread, and a
+// client that never sends it is dropped after `handshake_timeout_s`. Then,
+// each time its next request starts to arrive, a pool thread runs
+// `ServeOne` on it: one request read, served and answered with plain
+// blocking calls (the socket's own timeout bounds each), straight into and
+// out of the shards as before.
+//
+// Back-pressure: a connection is watched again only once its request has
+// been served, so a client that sends faster than the pool applies finds
+// the kernel's socket buffers full and TCP holds it back; it cannot take
+// more than one pool thread, and one that has its next request ready goes
+// to the back of the pool's queue, behind the others. A request that
+// stalls mid-way holds its pool thread until the socket's timeout.
+//
+// Descriptors: a connection the process has no descriptor for is refused
+// with RESOURCE_EXHAUSTED to its client (descriptor_limit.h).
+//
+// Thread safety: the destructor stops everything; nothing else mutates.
+#ifndef TESSERA_COMMON_DATA_PLANE_EVENT_LISTENER_H_
+#define TESSERA_COMMON_DATA_PLANE_EVENT_LISTENER_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "common/data_plane/socket.h"
+#include "common/data_plane/tls.h"
+
+namespace tessera {
+
+struct EventListenerOptions {
+  // Where to listen ("" or "::" every interface; port 0: the kernel's
+  // choice, see port()).
+  std::string host;
+  int port = 0;
+  // Pool threads serving requests; 0: one per core (at least 2).
+  int threads = 0;
+  // Proven by every connection (handshake.h); empty: none asked.
+  std::string job_token;
+  // Every connection runs TLS with it; null: plain TCP.
+  std::shared_ptr<const DataPlaneTls> tls;
+  // Bounds the TLS and token handshakes, including the wait for the
+  // client's answer.
+  double handshake_timeout_s = 30;
+  // The socket timeout while a request is served (no progress for this
+  // long closes the connection).
+  double timeout_s = 120;
+};
+
+// What a server keeps per connection.
+class PooledConnection {
+ public:
+  virtual ~PooledConnection() = default;
+  // Runs on a pool thread when the connection's next request has started
+  // to arrive (or the peer closed): reads one request, serves it and
+  // answers it. False when the connection must close (it broke, or the
+  // peer does not speak the protocol); never runs concurrently with itself.
+  virtual bool ServeOne(Socket& socket) = 0;
+};
+
+class EventListener {
+ public:
+  // Makes the state of a connection that passed its handshakes.
+  using NewConnection = std::function<std::unique_ptr<PooledConnection>()>;
+
+  // UNAVAILABLE naming the address when it cannot listen.
+  static absl::StatusOr<std::unique_ptr<EventListener>> Start(
+      EventListenerOptions options, NewConnection new_connection);
+
+  EventListener(const EventListener&) = delete;
+  EventListener& operator=(const EventListener&) = delete;
+  // Stops accepting, shuts every connection down and joins every thread:
+  // once it returns, no ServeOne runs.
+  ~EventListener();
+
+  int port() const;
+  // The pool's size.
+  int threads() const;
+
+  class Impl;
+
+ private:
+  explicit EventListener(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tessera
+
+#endif  // TESSERA_COMMON_DATA_PLANE_EVENT_LISTENER_H_
