@@ -172,8 +172,11 @@ absl::StatusOr<WorkerConfig> JobSetup::MakeWorkerConfig(int w, int64_t begin,
   *config.mutable_optimizer() = job_.optimizer();
   config.set_num_workers(static_cast<int>(workers_.size()));
   for (const VariableDef& v : plan_.variables) {
-    if (!replicated_.contains(v.name)) continue;
-    (*config.mutable_replicated_tables())[v.name] = VariableOptimizer(job_, v);
+    if (!v.sparse) continue;
+    (*(replicated_.contains(v.name)
+           ? config.mutable_replicated_tables()
+           : config.mutable_sharded_tables()))[v.name] =
+        VariableOptimizer(job_, v);
   }
   return config;
 }
