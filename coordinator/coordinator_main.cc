@@ -32,6 +32,7 @@
 #include "coordinator/control/coordinator_service.h"
 #include "coordinator/dry_run.h"
 #include "coordinator/job_cluster.h"
+#include "coordinator/learning_rates.h"
 #include "coordinator/job_config.h"
 #include "coordinator/job_flags.h"
 #include "coordinator/remote_worker.h"
@@ -224,6 +225,15 @@ int main(int argc, char** argv) {
     LOG(ERROR) << "bad job: " << mode.status().message();
     return 2;
   }
+  // The linear scaling rule needs the mode and the workers; applied once
+  // here, every server and worker gets the scaled rates.
+  absl::StatusOr<std::string> scaled = tessera::ApplyLearningRateScaling(
+      *mode, cluster->num_tasks("worker"), &*job);
+  if (!scaled.ok()) {
+    LOG(ERROR) << "bad job: " << scaled.status().message();
+    return 2;
+  }
+  if (!scaled->empty()) std::printf("%s\n", scaled->c_str());
   if (FLAGS_dry_run) {
     const tessera::VariablePlan served =
         tessera::ServedPlan(*plan, *mode, tessera::ReplicatedTables(*tables));

@@ -1,8 +1,10 @@
 #include "coordinator/job_flags.h"
 
 #include <cmath>
+#include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
@@ -16,6 +18,7 @@
 #include "common/model/variable_optimizer.h"
 #include "common/model_spec.h"
 #include "common/optimizer/keras_defaults.h"
+#include "common/optimizer/learning_rate_schedule.h"
 #include "common/optimizer/optimizer.h"
 #include "common/training_mode.h"
 
@@ -95,6 +98,34 @@ DEFINE_string(table_precision, "fp32",
               "rows are rounded stochastically.");
 DEFINE_double(embedding_learning_rate, 0,
               "Learning rate of --embedding_optimizer; 0: --learning_rate.");
+DEFINE_string(lr_schedule, "",
+              "The learning rate's schedule of --optimizer (and of the "
+              "tables while they have no optimizer of their own): a decay "
+              "(constant, piecewise, exponential, cosine, polynomial) and "
+              "comma-separated key=value pairs named as LearningRateSchedule's "
+              "fields, e.g. cosine,warmup_steps=500,decay_steps=20000,"
+              "alpha=0.01 (docs/optimizers.md); empty: the job file's.");
+DEFINE_string(embedding_lr_schedule, "",
+              "The same for the embedding tables' optimizers "
+              "(embedding_optimizer, made from --optimizer's if the job has "
+              "none, and every table_optimizers entry); empty: the job "
+              "file's.");
+DEFINE_double(weight_decay, 0,
+              "Decoupled weight decay of --optimizer, w -= lr * wd * w before "
+              "each update (Keras 3's weight_decay; AdamW with adam); 0: the "
+              "job file's.");
+DEFINE_double(embedding_weight_decay, 0,
+              "The same for the embedding tables' optimizers; 0: the job "
+              "file's.");
+DEFINE_string(lr_scaling, "",
+              "none or linear: the linear scaling rule, the rates of the "
+              "optimizers that average a global batch multiplied by the "
+              "global batch over --lr_reference_batch (sync, hybrid:sync, "
+              "mirrored; hybrid: the dense optimizer); refused in async and "
+              "ssp. Empty: the job file's.");
+DEFINE_int64(lr_reference_batch, 0,
+             "The batch the learning rates were tuned for (--lr_scaling); 0: "
+             "the job file's, or one worker's batch.");
 DEFINE_string(table_updates, "",
               "Which rows of every embedding table an update moves: lazy "
               "(only those the batch touched, as TF's LazyAdam) or dense "
@@ -122,6 +153,99 @@ namespace {
 bool Explicit(const char* flag) {
   gflags::CommandLineFlagInfo info;
   return gflags::GetCommandLineFlagInfo(flag, &info) && !info.is_default;
+}
+
+absl::StatusOr<LearningRateSchedule> ScheduleFlag(const char* flag,
+                                                  const std::string& text) {
+  absl::StatusOr<LearningRateSchedule> schedule =
+      ParseLearningRateSchedule(text);
+  if (!schedule.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, ": ", schedule.status().message()));
+  }
+  if (absl::Status s = ValidateLearningRateSchedule(*schedule, flag); !s.ok()) {
+    return s;
+  }
+  return schedule;
+}
+
+absl::Status CheckWeightDecayFlag(const char* flag, double value) {
+  if (!std::isfinite(value) || value < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        flag, " must be a finite number >= 0 (0: the job file's), got ",
+        value));
+  }
+  return absl::OkStatus();
+}
+
+// --lr_schedule, --embedding_lr_schedule, --weight_decay,
+// --embedding_weight_decay, --lr_scaling and --lr_reference_batch.
+template <typename Use>
+absl::Status ApplyLearningRateFlags(const Use& use, JobConfig* job) {
+  OptimizerConfig* opt = job->mutable_optimizer();
+  if (use("lr_schedule") && !FLAGS_lr_schedule.empty()) {
+    absl::StatusOr<LearningRateSchedule> s =
+        ScheduleFlag("--lr_schedule", FLAGS_lr_schedule);
+    if (!s.ok()) return s.status();
+    *opt->mutable_schedule() = *std::move(s);
+  }
+  if (use("weight_decay") && FLAGS_weight_decay != 0) {
+    if (absl::Status s =
+            CheckWeightDecayFlag("--weight_decay", FLAGS_weight_decay);
+        !s.ok()) {
+      return s;
+    }
+    opt->set_weight_decay(static_cast<float>(FLAGS_weight_decay));
+  }
+  std::optional<LearningRateSchedule> table_schedule;
+  if (use("embedding_lr_schedule") && !FLAGS_embedding_lr_schedule.empty()) {
+    absl::StatusOr<LearningRateSchedule> s =
+        ScheduleFlag("--embedding_lr_schedule", FLAGS_embedding_lr_schedule);
+    if (!s.ok()) return s.status();
+    table_schedule = *std::move(s);
+  }
+  const bool table_decay =
+      use("embedding_weight_decay") && FLAGS_embedding_weight_decay != 0;
+  if (table_decay) {
+    if (absl::Status s = CheckWeightDecayFlag("--embedding_weight_decay",
+                                              FLAGS_embedding_weight_decay);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (table_schedule.has_value() || table_decay) {
+    // The tables need an optimizer of their own to differ from the dense.
+    if (!job->has_embedding_optimizer()) {
+      *job->mutable_embedding_optimizer() = *opt;
+    }
+    std::vector<OptimizerConfig*> tables = {job->mutable_embedding_optimizer()};
+    for (auto& [table, optimizer] : *job->mutable_table_optimizers()) {
+      tables.push_back(&optimizer);
+    }
+    for (OptimizerConfig* t : tables) {
+      if (table_schedule.has_value()) *t->mutable_schedule() = *table_schedule;
+      if (table_decay) {
+        t->set_weight_decay(static_cast<float>(FLAGS_embedding_weight_decay));
+      }
+    }
+  }
+  if (use("lr_scaling") && !FLAGS_lr_scaling.empty()) {
+    if (FLAGS_lr_scaling != "none" && FLAGS_lr_scaling != "linear") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--lr_scaling: \"", FLAGS_lr_scaling,
+                       "\" is neither none nor linear"));
+    }
+    job->set_lr_scaling(FLAGS_lr_scaling);
+  }
+  if (use("lr_reference_batch") && FLAGS_lr_reference_batch != 0) {
+    if (FLAGS_lr_reference_batch < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--lr_reference_batch must be >= 0 (0: one worker's batch), got ",
+          FLAGS_lr_reference_batch));
+    }
+    job->set_lr_reference_batch(FLAGS_lr_reference_batch);
+  }
+  return absl::OkStatus();
 }
 
 // `flag`'s optimizer `kind` with Keras' defaults, learning rate kept.
@@ -253,6 +377,7 @@ absl::Status ApplyFlags(bool only_explicit, JobConfig* job) {
       return s;
     }
   }
+  if (absl::Status s = ApplyLearningRateFlags(use, job); !s.ok()) return s;
   if (use("table_updates") && !FLAGS_table_updates.empty()) {
     TableUpdates updates;
     if (FLAGS_table_updates == "lazy") {

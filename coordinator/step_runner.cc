@@ -426,9 +426,26 @@ void StepRunner::Record(const StepResponse& r, int64_t step,
   // Counted as it was scheduled, data or not.
   board_->Update([](JobStatus* s) { s->set_steps_done(s->steps_done() + 1); });
   if (r.examples() == 0) return;  // a mirrored replica without data
+  double rate = -1;
+  if (options_.learning_rates.has_value()) {
+    // The counts of the step just recorded: its update's t.
+    JobLearningRates::Rates rates;
+    board_->Update([&](JobStatus* s) {
+      rates =
+          options_.learning_rates->At(s->steps_done(), s->global_steps_done());
+      s->set_learning_rate(rates.dense);
+      if (rates.embedding.has_value()) {
+        s->set_embedding_learning_rate(*rates.embedding);
+      }
+    });
+    rate = rates.dense;
+    result->learning_rate = rates.dense;
+    result->embedding_learning_rate = rates.embedding.value_or(-1);
+    meter->SetLearningRate(rates.dense, rates.embedding.value_or(-1));
+  }
   meter->Step(r.examples(), r.loss());
   *correct += r.correct();
-  if (metrics_ != nullptr) metrics_->RecordStep(step, result->epoch, r);
+  if (metrics_ != nullptr) metrics_->RecordStep(step, result->epoch, r, rate);
   board_->Update([&](JobStatus* s) {
     s->set_examples_done(s->examples_done() + r.examples());
     s->set_last_loss(r.loss());

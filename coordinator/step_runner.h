@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "common/training_mode.h"
 #include "coordinator/cluster_coordinator.h"
 #include "coordinator/control/job_status_board.h"
+#include "coordinator/learning_rates.h"
 #include "coordinator/report/epoch_result.h"
 #include "coordinator/report/metrics_writer.h"
 #include "coordinator/report/progress_meter.h"
@@ -27,6 +29,9 @@ struct StepRunnerOptions {
   // Steps a worker takes per call (ClusterCoordinatorOptions): a run that
   // can be paused keeps enough steps queued to fill every call.
   int steps_per_call = 1;
+  // The job's learning rates: shown on the progress line and the status
+  // board, and kept in the step log and the epoch's figures.
+  std::optional<JobLearningRates> learning_rates;
 };
 
 // Runs planned steps on the cluster and counts what they did: async and

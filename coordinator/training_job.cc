@@ -13,6 +13,7 @@
 #include "common/model/variable_optimizer.h"
 #include "common/rpc/backoff.h"
 #include "coordinator/job_config.h"
+#include "coordinator/learning_rates.h"
 #include "coordinator/parallel/bounded_for_each.h"
 #include "coordinator/report/job_summary.h"
 #include "glog/logging.h"
@@ -160,6 +161,12 @@ void TrainingJob::MakeRunner(int num_workers) {
   runner.backup_workers = job_.backup_workers();
   runner.epochs = job_.schedule().epochs();
   runner.steps_per_call = options_.coordinator.steps_per_call;
+  // The job was validated before it started: its rates are good.
+  if (absl::StatusOr<JobLearningRates> rates =
+          JobLearningRates::Create(job_, mode_);
+      rates.ok()) {
+    runner.learning_rates = *std::move(rates);
+  }
   runner_ = std::make_unique<StepRunner>(coordinator_.get(), runner, &board_,
                                          metrics_.get(), out_);
   if (replica_checkpoints_ == nullptr) return;

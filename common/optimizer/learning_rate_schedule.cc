@@ -4,8 +4,11 @@
 #include <atomic>
 #include <cmath>
 #include <string>
+#include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 namespace tessera {
 namespace {
@@ -36,10 +39,9 @@ const char* DecayName(LearningRateSchedule::Decay decay) {
 
 }  // namespace
 
-absl::Status ValidateLearningRateSchedule(const OptimizerConfig& config,
-                                          absl::string_view field) {
-  const LearningRateSchedule& s = config.schedule();
-  const std::string at = absl::StrCat(field, ".schedule.");
+absl::Status ValidateLearningRateSchedule(const LearningRateSchedule& s,
+                                          absl::string_view prefix) {
+  const std::string at = absl::StrCat(prefix, ".");
   auto bad = [&](absl::string_view name, auto... what) {
     return absl::InvalidArgumentError(absl::StrCat(at, name, " ", what...));
   };
@@ -158,7 +160,9 @@ LearningRate::LearningRate(const LearningRateSchedule& schedule, float peak)
 
 absl::StatusOr<LearningRate> LearningRate::Create(const OptimizerConfig& config,
                                                   absl::string_view field) {
-  if (absl::Status s = ValidateLearningRateSchedule(config, field); !s.ok()) {
+  if (absl::Status s = ValidateLearningRateSchedule(
+          config.schedule(), absl::StrCat(field, ".schedule"));
+      !s.ok()) {
     return s;
   }
   const LearningRateSchedule& s = config.schedule();
@@ -224,6 +228,108 @@ double LearningRate::Compute(int64_t k) const {
     default:
       return peak_;
   }
+}
+
+absl::StatusOr<LearningRateSchedule> ParseLearningRateSchedule(
+    absl::string_view spec) {
+  std::vector<absl::string_view> parts = absl::StrSplit(spec, ',');
+  LearningRateSchedule s;
+  const absl::string_view decay = parts[0];
+  if (decay == "constant") {
+    s.set_decay(LearningRateSchedule::DECAY_CONSTANT);
+  } else if (decay == "piecewise") {
+    s.set_decay(LearningRateSchedule::DECAY_PIECEWISE);
+  } else if (decay == "exponential") {
+    s.set_decay(LearningRateSchedule::DECAY_EXPONENTIAL);
+  } else if (decay == "cosine") {
+    s.set_decay(LearningRateSchedule::DECAY_COSINE);
+  } else if (decay == "polynomial") {
+    s.set_decay(LearningRateSchedule::DECAY_POLYNOMIAL);
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "\"", decay,
+        "\" is not a decay (constant, piecewise, exponential, cosine, "
+        "polynomial; then ,key=value pairs)"));
+  }
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const absl::string_view part = parts[i];
+    const size_t eq = part.find('=');
+    const absl::string_view key = part.substr(0, eq);
+    const absl::string_view value =
+        eq == absl::string_view::npos ? "" : part.substr(eq + 1);
+    auto bad = [&](absl::string_view what) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("\"", part, "\": ", key, " must be ", what));
+    };
+    auto integer = [&](void (LearningRateSchedule::*set)(int64_t)) {
+      int64_t v;
+      if (!absl::SimpleAtoi(value, &v)) return bad("an integer");
+      (s.*set)(v);
+      return absl::OkStatus();
+    };
+    auto real = [&](void (LearningRateSchedule::*set)(float)) {
+      float v;
+      if (!absl::SimpleAtof(value, &v)) return bad("a number");
+      (s.*set)(v);
+      return absl::OkStatus();
+    };
+    auto boolean = [&](void (LearningRateSchedule::*set)(bool)) {
+      bool v;
+      if (value.empty() && eq == absl::string_view::npos) {
+        v = true;
+      } else if (!absl::SimpleAtob(value, &v)) {
+        return bad("true or false");
+      }
+      (s.*set)(v);
+      return absl::OkStatus();
+    };
+    absl::Status status;
+    if (key == "warmup_steps") {
+      status = integer(&LearningRateSchedule::set_warmup_steps);
+    } else if (key == "warmup_initial_learning_rate") {
+      status = real(&LearningRateSchedule::set_warmup_initial_learning_rate);
+    } else if (key == "hold_steps") {
+      status = integer(&LearningRateSchedule::set_hold_steps);
+    } else if (key == "decay_steps") {
+      status = integer(&LearningRateSchedule::set_decay_steps);
+    } else if (key == "decay_rate") {
+      status = real(&LearningRateSchedule::set_decay_rate);
+    } else if (key == "staircase") {
+      status = boolean(&LearningRateSchedule::set_staircase);
+    } else if (key == "alpha") {
+      status = real(&LearningRateSchedule::set_alpha);
+    } else if (key == "end_learning_rate") {
+      status = real(&LearningRateSchedule::set_end_learning_rate);
+    } else if (key == "power") {
+      status = real(&LearningRateSchedule::set_power);
+    } else if (key == "cycle") {
+      status = boolean(&LearningRateSchedule::set_cycle);
+    } else if (key == "boundaries") {
+      for (absl::string_view x : absl::StrSplit(value, ':')) {
+        int64_t v;
+        if (!absl::SimpleAtoi(x, &v)) {
+          return bad("steps separated by ':' (boundaries=1000:5000)");
+        }
+        s.add_boundaries(v);
+      }
+    } else if (key == "values") {
+      for (absl::string_view x : absl::StrSplit(value, ':')) {
+        float v;
+        if (!absl::SimpleAtof(x, &v)) {
+          return bad("rates separated by ':' (values=0.1:0.01:0.001)");
+        }
+        s.add_values(v);
+      }
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "\"", part,
+          "\": unknown key (warmup_steps, warmup_initial_learning_rate, "
+          "hold_steps, decay_steps, decay_rate, staircase, boundaries, values, "
+          "alpha, end_learning_rate, power, cycle)"));
+    }
+    if (!status.ok()) return status;
+  }
+  return s;
 }
 
 void ScaleLearningRate(double factor, OptimizerConfig* config) {

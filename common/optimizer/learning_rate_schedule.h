@@ -47,10 +47,21 @@ class LearningRate {
   uint64_t id_;
 };
 
-// Validates config.schedule (not learning_rate); errors name the field as
-// `field`.schedule.<name>.
-absl::Status ValidateLearningRateSchedule(const OptimizerConfig& config,
-                                          absl::string_view field);
+// Validates `schedule`; errors name the field as `prefix`.<name>
+// ("optimizer.schedule.decay_steps", "--lr_schedule.decay_steps").
+absl::Status ValidateLearningRateSchedule(const LearningRateSchedule& schedule,
+                                          absl::string_view prefix);
+
+// A schedule written as text, the flags' form: the decay (constant,
+// piecewise, exponential, cosine, polynomial), then comma-separated
+// key=value pairs named as LearningRateSchedule's fields, lists (boundaries,
+// values) colon-separated, booleans (staircase, cycle) as true/false or
+// the bare name:
+//   "cosine,warmup_steps=500,decay_steps=20000,alpha=0.01"
+//   "piecewise,boundaries=1000:5000,values=0.1:0.01:0.001"
+// InvalidArgument naming the bad part. Not validated (the optimizer is).
+absl::StatusOr<LearningRateSchedule> ParseLearningRateSchedule(
+    absl::string_view spec);
 
 // Multiplies every rate of `config` by `factor` (learning_rate, the
 // piecewise values and the polynomial decay's end rate; not the warm-up's

@@ -33,13 +33,23 @@ std::string FormatJobStatus(const JobStatus& s) {
       s.lockstep()
           ? absl::StrFormat(" (%d global steps)", s.global_steps_done())
           : std::string();
+  // The rate of the latest update (0: no step yet, or an older
+  // coordinator), and the tables' own one when they have one.
+  std::string rate;
+  if (s.learning_rate() > 0) {
+    rate = absl::StrFormat("; learning rate %.4g", s.learning_rate());
+    if (s.embedding_learning_rate() > 0) {
+      absl::StrAppendFormat(&rate, " (tables %.4g)",
+                            s.embedding_learning_rate());
+    }
+  }
   std::string text = absl::StrFormat(
       "state %s; epoch %d of %d; %d %s done%s, %d scheduled, %d re-run; %d "
-      "examples; last loss %s; last test %s %s\n",
+      "examples; last loss %s; last test %s %s%s\n",
       s.state(), s.epoch(), s.epochs(), s.steps_done(),
       s.lockstep() ? "worker steps" : "steps", global, s.steps_scheduled(),
       s.steps_rerun(), s.examples_done(), loss,
-      s.regression() ? "loss (MSE)" : "accuracy", accuracy);
+      s.regression() ? "loss (MSE)" : "accuracy", accuracy, rate);
   absl::StrAppendFormat(
       &text,
       "extra steps asked for %d; parameter-server recoveries %d; last "

@@ -31,6 +31,11 @@ void AddEpochPart(const EpochResult& part, EpochResult* total) {
   total->bad_records += part.bad_records;
   total->example_digest += part.example_digest;
   total->digest_known = total->digest_known && part.digest_known;
+  // The later part's rates are the latest.
+  if (part.learning_rate >= 0) total->learning_rate = part.learning_rate;
+  if (part.embedding_learning_rate >= 0) {
+    total->embedding_learning_rate = part.embedding_learning_rate;
+  }
 }
 
 absl::Status CheckExampleDigest(const EpochResult& result, uint64_t one_pass) {

@@ -49,6 +49,11 @@ struct EpochResult {
   // not evaluated; `planned_steps` is the whole epoch's.
   bool stopped = false;
   int64_t planned_steps = 0;
+  // The rate of the last update the steps made, of the dense optimizer
+  // and of the tables' own one (coordinator/learning_rates.h); -1: not
+  // known or, for the tables, none of their own.
+  double learning_rate = -1;
+  double embedding_learning_rate = -1;
 };
 
 // Adds the training figures of `part` (a run of some of an epoch's or

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/example_digest.h"
 #include "common/io/atomic_file.h"
 #include "common/io/line_log.h"
@@ -17,6 +19,15 @@
 #include "nlohmann/json.hpp"
 
 namespace tessera {
+namespace {
+
+// A rate is a float on the servers: its 7 significant digits, not the
+// double's 17 that would print 0.0004 as 0.0004000000189989805.
+double RateFigure(double rate) {
+  return std::strtod(absl::StrFormat("%.7g", rate).c_str(), nullptr);
+}
+
+}  // namespace
 
 MetricsWriter::MetricsWriter(std::string run_dir, std::string mode,
                              std::FILE* out)
@@ -41,7 +52,8 @@ absl::Status MetricsWriter::Open() {
   return absl::OkStatus();
 }
 
-void MetricsWriter::RecordStep(int64_t step, int epoch, const StepResponse& r) {
+void MetricsWriter::RecordStep(int64_t step, int epoch, const StepResponse& r,
+                               double learning_rate) {
   int64_t max_staleness = 0;
   for (int64_t s : r.staleness()) max_staleness = std::max(max_staleness, s);
   if (events_ != nullptr) {
@@ -63,6 +75,7 @@ void MetricsWriter::RecordStep(int64_t step, int epoch, const StepResponse& r) {
                          {"correct", r.correct()},
                          {"max_staleness", max_staleness},
                          {"late_shards", r.late_shards()}};
+  if (learning_rate >= 0) line["learning_rate"] = RateFigure(learning_rate);
   step_log_ << line.dump() << "\n";
   // Flushed per step (one write(2), a few microseconds against a step's
   // milliseconds): a killed chief's buffer would lose the steps it
@@ -97,6 +110,10 @@ void MetricsWriter::WriteEpochEvents(const EpochResult& r) {
       scalar("log_loss", r.log_loss);
     }
     scalar("examples_per_second", r.examples_per_second);
+    if (r.learning_rate >= 0) scalar("learning_rate", r.learning_rate);
+    if (r.embedding_learning_rate >= 0) {
+      scalar("embedding_learning_rate", r.embedding_learning_rate);
+    }
     if (!r.staleness.empty()) {
       std::vector<int64_t> counts(r.staleness.rbegin()->first + 1, 0);
       for (const auto& [staleness, count] : r.staleness) {
@@ -137,6 +154,10 @@ std::string MetricsWriter::EpochLine(const EpochResult& r,
   }
   if (r.bad_records > 0) line["bad_records"] = r.bad_records;
   if (r.steps_rerun > 0) line["steps_rerun"] = r.steps_rerun;
+  if (r.learning_rate >= 0) line["learning_rate"] = RateFigure(r.learning_rate);
+  if (r.embedding_learning_rate >= 0) {
+    line["embedding_learning_rate"] = RateFigure(r.embedding_learning_rate);
+  }
   if (r.auc >= 0) {
     line["auc"] = r.auc;
     line["log_loss"] = r.log_loss;

@@ -36,7 +36,9 @@ class MetricsWriter {
   // Opens steps.jsonl and the TensorBoard writer.
   absl::Status Open();
 
-  void RecordStep(int64_t step, int epoch, const StepResponse& response);
+  // `learning_rate`: the rate of the step's update (< 0: not known).
+  void RecordStep(int64_t step, int epoch, const StepResponse& response,
+                  double learning_rate = -1);
   // metrics.jsonl and TensorBoard; `best_auc` < 0 is unknown. Removes
   // the pending record (StagePendingEpoch).
   void WriteEpoch(const EpochResult& result, double best_auc);

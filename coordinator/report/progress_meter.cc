@@ -54,10 +54,17 @@ void ProgressMeter::Draw(bool final) {
   const int64_t shown_total = (total_ + per_shown_ - 1) / per_shown_;
   const int64_t shown_steps =
       final ? (steps_ + per_shown_ - 1) / per_shown_ : steps_ / per_shown_;
+  std::string rate;
+  if (learning_rate_ >= 0) {
+    rate = absl::StrFormat("  lr %.4g", learning_rate_);
+    if (embedding_learning_rate_ >= 0) {
+      absl::StrAppendFormat(&rate, "/%.4g", embedding_learning_rate_);
+    }
+  }
   const std::string line = absl::StrFormat(
-      "%s [%s] %d/%d %ssteps  %.0f steps/s  %.0f ex/s  loss %.4f  %s %s",
+      "%s [%s] %d/%d %ssteps  %.0f steps/s  %.0f ex/s  loss %.4f%s  %s %s",
       label_, bar, shown_steps, shown_total, per_shown_ > 1 ? "global " : "",
-      steps_per_s / per_shown_, examples_ / secs, recent_loss_,
+      steps_per_s / per_shown_, examples_ / secs, recent_loss_, rate,
       final ? "took" : "ETA", FormatEta(final ? elapsed() : eta));
   if (tty_) {
     absl::FPrintF(out_, "\r%s\033[K%s", line, final ? "\n" : "");

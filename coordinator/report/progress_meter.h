@@ -26,6 +26,12 @@ class ProgressMeter {
 
   // Records one finished step of `examples` examples and its loss.
   void Step(int64_t examples, double loss);
+  // The rate of the latest update, shown on the line as "lr 0.001"
+  // (with the tables' own rate, when they have one, as "lr 0.001/0.05").
+  void SetLearningRate(double dense, double embedding = -1) {
+    learning_rate_ = dense;
+    embedding_learning_rate_ = embedding;
+  }
   // Draws the final state of the epoch and ends the line.
   void Finish();
 
@@ -50,7 +56,9 @@ class ProgressMeter {
   int64_t steps_ = 0;
   int64_t examples_ = 0;
   double loss_sum_ = 0;
-  double recent_loss_ = 0;  // exponential moving average
+  double recent_loss_ = 0;     // exponential moving average
+  double learning_rate_ = -1;  // < 0: not shown
+  double embedding_learning_rate_ = -1;
 };
 
 }  // namespace tessera

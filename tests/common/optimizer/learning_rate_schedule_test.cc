@@ -320,5 +320,46 @@ TEST(LearningRateScheduleTest, ErrorsNameTheBadField) {
   }
 }
 
+TEST(LearningRateScheduleTest, ParsesTheFlagsText) {
+  absl::StatusOr<LearningRateSchedule> s = ParseLearningRateSchedule(
+      "polynomial,warmup_steps=100,warmup_initial_learning_rate=0.001,"
+      "hold_steps=50,decay_steps=1000,end_learning_rate=0,power=2,cycle");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->decay(), LearningRateSchedule::DECAY_POLYNOMIAL);
+  EXPECT_EQ(s->warmup_steps(), 100);
+  EXPECT_FLOAT_EQ(s->warmup_initial_learning_rate(), 0.001f);
+  EXPECT_EQ(s->hold_steps(), 50);
+  EXPECT_EQ(s->decay_steps(), 1000);
+  EXPECT_TRUE(s->has_power());
+  EXPECT_FLOAT_EQ(s->power(), 2.0f);
+  EXPECT_TRUE(s->cycle());
+
+  s = ParseLearningRateSchedule(
+      "piecewise,boundaries=1000:5000,values=0.1:0.01:0.001");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_THAT(s->boundaries(), ::testing::ElementsAre(1000, 5000));
+  EXPECT_THAT(s->values(), ::testing::ElementsAre(0.1f, 0.01f, 0.001f));
+
+  s = ParseLearningRateSchedule(
+      "exponential,decay_steps=10,decay_rate=0.9,"
+      "staircase=false");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_FALSE(s->staircase());
+  EXPECT_FLOAT_EQ(s->decay_rate(), 0.9f);
+
+  for (const auto& [spec, says] :
+       std::vector<std::pair<const char*, const char*>>{
+           {"linear", "\"linear\" is not a decay"},
+           {"cosine,decay_steps=ten", "decay_steps must be an integer"},
+           {"cosine,alpha=x", "alpha must be a number"},
+           {"cosine,warmup=5", "\"warmup=5\": unknown key"},
+           {"polynomial,cycle=maybe", "cycle must be true or false"},
+           {"piecewise,boundaries=1:b", "boundaries must be steps"}}) {
+    s = ParseLearningRateSchedule(spec);
+    ASSERT_FALSE(s.ok()) << spec;
+    EXPECT_THAT(s.status().message(), HasSubstr(says)) << spec;
+  }
+}
+
 }  // namespace
 }  // namespace tessera
