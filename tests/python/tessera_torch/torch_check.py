@@ -102,6 +102,30 @@ def roundtrip(name, state, exported, predictions=None, csv=None):
     return 1 if failures else 0
 
 
+def evaluate(name, exported, n, tessera_accuracy):
+    """The trained state_dict's test accuracy in PyTorch on the first n
+    Fashion-MNIST test examples, which must be Tessera's to the last digit
+    it printed."""
+    m = make(name)
+    m.load_state_dict(safetensors.torch.load_file(exported))
+    m.eval()
+    n = int(n)
+    with gzip.open(os.path.join(FASHION, "t10k-labels-idx1-ubyte.gz")) as f:
+        labels = np.frombuffer(f.read(), np.uint8, offset=8)[:n]
+    with torch.no_grad():
+        predicted = m(*fashion(name, n)).argmax(dim=1).numpy()
+    accuracy = float(np.mean(predicted == labels))
+    digits = len(tessera_accuracy.split(".")[1])
+    mine = "%.*f" % (digits, accuracy)
+    print("%s: test accuracy on %d examples: PyTorch %s, Tessera %s"
+          % (name, n, mine, tessera_accuracy))
+    if mine != tessera_accuracy:
+        print("FAIL: %s: PyTorch's accuracy %s is not Tessera's %s"
+              % (name, mine, tessera_accuracy))
+        return 1
+    return 0
+
+
 def write_csv(path, n):
     dense, ids = inputs("TwoInput", n, seed=3)
     with open(path, "w") as f:
@@ -127,6 +151,8 @@ if __name__ == "__main__":
         weights(sys.argv[2], sys.argv[3])
     elif cmd == "csv":
         write_csv(sys.argv[2], int(sys.argv[3]))
+    elif cmd == "evaluate":
+        sys.exit(evaluate(*sys.argv[2:6]))
     elif cmd == "roundtrip":
         args = sys.argv[2:] + [None] * (5 - len(sys.argv[2:]))
         sys.exit(roundtrip(*args[:5]))
