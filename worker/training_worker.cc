@@ -89,7 +89,7 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& given,
   // A prefetch or row push in flight uses the old clients and graph; let
   // it end first.
   CancelPrefetch();
-  WaitForRowPushes(0).IgnoreError();
+  if (rows_ != nullptr) rows_->WaitForPushes(0).IgnoreError();
   absl::StatusOr<ModelGraph> described =
       BuildModelGraph(config.model_def(), config.seed());
   if (!described.ok()) return described.status();
@@ -209,7 +209,6 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& given,
     raw.push_back(clients.back().get());
   }
   std::unique_ptr<ParameterSet> params, spare;
-  std::unique_ptr<SparseParameters> sparse;
   if (mirrored == nullptr) {
     // The dense variables on the parameter servers.
     const std::vector<VariableDef>& dense = (*graph)->dense_variables();
@@ -235,26 +234,18 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& given,
       if (absl::Status s = (*graph)->PrepareStaging(); !s.ok()) return s;
     }
   }
-  // The tables on the servers; sparse_index[t]: table t's index there.
-  std::vector<VariableDef> sharded;
-  std::vector<int> sparse_index;
-  for (size_t t = 0; t < (*graph)->tables().size(); ++t) {
-    const bool served = !kept->holds(static_cast<int>(t));
-    sparse_index.push_back(served ? static_cast<int>(sharded.size()) : -1);
-    if (served) sharded.push_back((*graph)->tables()[t]);
-  }
-  std::unique_ptr<SparseParameters> sparse_push;
-  if (mode->uses_parameter_servers() && !sharded.empty()) {
-    absl::StatusOr<std::unique_ptr<SparseParameters>> tables =
-        SparseParameters::Create(sharded, config.variables(), raw);
-    if (!tables.ok()) return tables.status();
-    sparse = *std::move(tables);
-    if (mode->ssp_rows && mode->staleness > 0) {
-      tables = SparseParameters::Create(sharded, config.variables(), raw);
-      if (!tables.ok()) return tables.status();
-      sparse_push = *std::move(tables);
-    }
-  }
+  RowExchange::Options row_options;
+  row_options.graph = graph->get();
+  row_options.kept = *std::move(kept);
+  row_options.replica = mirrored.get();
+  row_options.servers = mode->uses_parameter_servers();
+  row_options.placements = &config.variables();
+  row_options.clients = raw;
+  row_options.pushes_in_flight = mode->ssp_rows ? mode->staleness : 0;
+  row_options.host_memory = backend_.get();
+  absl::StatusOr<std::unique_ptr<RowExchange>> rows =
+      RowExchange::Create(std::move(row_options));
+  if (!rows.ok()) return rows.status();
   std::unique_ptr<ExampleSet> own;
   int64_t own_size = 0;
   if (stream != nullptr) {
@@ -288,10 +279,7 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& given,
   graph_ = *std::move(graph);
   params_ = std::move(params);
   spare_ = std::move(spare);
-  sparse_ = std::move(sparse);
-  sparse_push_ = std::move(sparse_push);
-  sparse_index_ = std::move(sparse_index);
-  kept_ = *std::move(kept);
+  rows_ = *std::move(rows);
   replica_ = mirrored.get();
   if (mirrored != nullptr) params_ = std::move(mirrored);
   shards_.clear();
@@ -302,12 +290,6 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& given,
                     std::move(own));
   }
   const size_t tables = graph_->tables().size();
-  unique_.assign(tables, {});
-  positions_.assign(tables, {});
-  rows_.clear();
-  for (size_t t = 0; t < tables; ++t) rows_.emplace_back(backend_.get());
-  push_ids_.assign(tables, {});
-  push_grads_.assign(tables, {});
 
   configured_.store(true);
   response->set_train_examples(own_size);
@@ -335,12 +317,6 @@ absl::StatusOr<const ExampleSet*> TrainingWorker::TrainShard(int64_t begin,
   if (!data.ok()) return data.status();
   LOG(INFO) << "loaded training examples [" << begin << ", " << end << ")";
   return shards_.emplace(key, *std::move(data)).first->second.get();
-}
-
-GraphBatch TrainingWorker::View() const {
-  std::vector<absl::Span<const float>> rows;
-  for (const HostBuffer<float>& buffer : rows_) rows.push_back(buffer.span());
-  return ViewOf(batch_, rows, positions_);
 }
 
 absl::Status TrainingWorker::RunStep(const StepRequest& request,
@@ -422,16 +398,15 @@ absl::Status TrainingWorker::TrainBatch(const StepRequest& request,
   auto t0 = std::chrono::steady_clock::now();
   // hybrid:ssp:S: at most S of this worker's row pushes still under way
   // when its rows are pulled (an earlier push's error surfaces here).
-  if (absl::Status s = WaitForRowPushes(mode_.ssp_rows ? mode_.staleness : 0);
+  if (absl::Status s =
+          rows_->WaitForPushes(mode_.ssp_rows ? mode_.staleness : 0);
       !s.ok()) {
     return s;
   }
   // Sync: the values after every global step before this one.
   const std::optional<int64_t> sync_step = SyncStepOf(request);
   std::future<absl::Status> rows;
-  if (!graph_->tables().empty()) {
-    rows = row_calls_.Async([this, sync_step] { return PullRows(sync_step); });
-  }
+  if (!rows_->empty()) rows = rows_->StartPull(batch_, sync_step);
   absl::Status dense = PrepareParameters(sync_step);
   absl::Status pulled = rows.valid() ? rows.get() : absl::OkStatus();
   if (!dense.ok()) return dense;
@@ -445,9 +420,10 @@ absl::Status TrainingWorker::TrainBatch(const StepRequest& request,
   float* on_device = params_->device_gradients();
   absl::StatusOr<GraphResult> result =
       on_device != nullptr
-          ? graph_->TrainStepOnDevice(View(), seed, static_cast<float>(batch),
-                                      on_device)
-          : graph_->TrainStep(View(), seed, DenseGradients(), &table_grads_);
+          ? graph_->TrainStepOnDevice(rows_->View(batch_), seed,
+                                      static_cast<float>(batch), on_device)
+          : graph_->TrainStep(rows_->View(batch_), seed, DenseGradients(),
+                              rows_->gradients());
   // A device fault is reported here, before a bad gradient can be pushed.
   if (!result.ok()) return result.status();
   response->set_compute_us(MicrosSince(t1));
@@ -458,43 +434,64 @@ absl::Status TrainingWorker::TrainBatch(const StepRequest& request,
 
   auto t2 = std::chrono::steady_clock::now();
   const float scale = request.sync_scale();
-  if (scale != 0 && scale != 1) ScaleRowGradients(scale);
-  // The graph's table gradients index this batch's distinct rows; push
-  // them under their row ids.
-  for (size_t t = 0; t < table_grads_.size(); ++t) {
-    const TableGradient& grad = table_grads_[t];
-    push_ids_[t].resize(grad.rows.size());
-    for (size_t k = 0; k < grad.rows.size(); ++k) {
-      push_ids_[t][k] = unique_[t][grad.rows[k]];
-    }
-    push_grads_[t].swap(table_grads_[t].values);
-    if (kept_.holds(static_cast<int>(t))) {
-      // Into the replica's gradient buffer, for the all-reduce.
-      const int v = static_cast<int>(graph_->dense_variables().size()) +
-                    kept_.slot(static_cast<int>(t));
-      kept_.Scatter(static_cast<int>(t), push_ids_[t], push_grads_[t],
-                    replica_->gradients()[v], replica_->touched_rows(v));
-    }
-  }
-  // The rows go to the servers while the dense gradients are pushed, or
-  // all-reduced among the replicas.
-  std::future<absl::Status> row_push = PushRows(request);
-  if (sparse_push_ != nullptr && row_push.valid()) {
-    // hybrid:ssp:S: the next steps train while this push is under way.
-    row_pushes_in_flight_.push_back(std::move(row_push));
-  }
   const SyncPush sync = SyncPushOf(request);
-  absl::Status pushed = params_->Push(
-      {batch, scale, sync.required > 0 ? &sync : nullptr}, response);
+  const SyncPush* tag = sync.required > 0 ? &sync : nullptr;
+  // The rows go to the servers (or into the replica's gradients) while
+  // the dense gradients are pushed, or all-reduced among the replicas.
+  std::future<absl::Status> row_push = rows_->StartPush(scale, tag);
+  absl::Status pushed = params_->Push({batch, scale, tag}, response);
   absl::Status rows_pushed =
       row_push.valid() ? row_push.get() : absl::OkStatus();
-  for (size_t t = 0; t < table_grads_.size(); ++t) {
-    push_grads_[t].swap(table_grads_[t].values);
-  }
   if (!pushed.ok()) return pushed;
   if (!rows_pushed.ok()) return rows_pushed;
   response->set_push_us(MicrosSince(t2));
   return absl::OkStatus();
+}
+
+std::optional<int64_t> TrainingWorker::SyncStepOf(
+    const StepRequest& request) const {
+  if (!mode_.aggregates_steps() || request.sync_required() <= 0) {
+    return std::nullopt;
+  }
+  return request.sync_step();
+}
+
+SyncPush TrainingWorker::SyncPushOf(const StepRequest& request) const {
+  SyncPush sync;
+  if (!SyncStepOf(request).has_value()) return sync;  // required 0: untagged
+  sync.step = request.sync_step();
+  sync.required = request.sync_required();
+  sync.part = request.sync_part();
+  return sync;
+}
+
+std::vector<absl::Span<const float>> TrainingWorker::DenseValues() const {
+  std::vector<absl::Span<const float>> values = params_->values();
+  values.resize(graph_->dense_variables().size());
+  return values;
+}
+
+std::vector<absl::Span<float>> TrainingWorker::DenseGradients() {
+  std::vector<absl::Span<float>> gradients = params_->gradients();
+  gradients.resize(graph_->dense_variables().size());
+  return gradients;
+}
+
+absl::Status TrainingWorker::StepWithoutExamples(const StepRequest& request,
+                                                 StepResponse* response) {
+  const SyncPush sync = SyncPushOf(request);
+  const SyncPush* tag = sync.required > 0 ? &sync : nullptr;
+  // Hybrid:sync: the servers wait for every part of the step, this
+  // replica's empty one too.
+  std::future<absl::Status> row_push = tag != nullptr
+                                           ? rows_->StartEmptyPush(sync)
+                                           : std::future<absl::Status>();
+  absl::Status reduced =
+      params_->Push({/*examples=*/0, request.sync_scale(), tag}, response);
+  absl::Status rows_pushed =
+      row_push.valid() ? row_push.get() : absl::OkStatus();
+  if (!reduced.ok()) return reduced;
+  return rows_pushed;
 }
 
 absl::Status TrainingWorker::Evaluate(const EvaluateRequest& request,
@@ -503,7 +500,7 @@ absl::Status TrainingWorker::Evaluate(const EvaluateRequest& request,
     return absl::FailedPreconditionError("worker is not configured yet");
   }
   // This worker's rows in flight land first (hybrid:ssp:S).
-  if (absl::Status s = WaitForRowPushes(0); !s.ok()) return s;
+  if (absl::Status s = rows_->WaitForPushes(0); !s.ok()) return s;
   const int64_t begin = request.begin(), end = request.end();
   int64_t test_size = 0;
   if (stream_ != nullptr) {
@@ -556,11 +553,11 @@ absl::Status TrainingWorker::Evaluate(const EvaluateRequest& request,
     }
     // A growing table makes the rows of ids seen only in the test set,
     // with their deterministic initial values.
-    if (!graph_->tables().empty()) {
-      if (absl::Status s = PullRows(); !s.ok()) return s;
+    if (!rows_->empty()) {
+      if (absl::Status s = rows_->Pull(batch_); !s.ok()) return s;
     }
-    absl::StatusOr<GraphResult> r =
-        graph_->Evaluate(View(), probabilities ? &predictions_ : nullptr);
+    absl::StatusOr<GraphResult> r = graph_->Evaluate(
+        rows_->View(batch_), probabilities ? &predictions_ : nullptr);
     if (!r.ok()) return r.status();
     response->set_examples(response->examples() + r->examples);
     response->set_correct(response->correct() + r->correct);

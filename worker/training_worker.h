@@ -25,9 +25,8 @@
 #include "worker/nn/graph.h"
 #include "worker/params/mirrored_parameters.h"
 #include "worker/params/parameter_set.h"
-#include "worker/params/replicated_tables.h"
+#include "worker/params/row_exchange.h"
 #include "worker/params/sharded_parameters.h"
-#include "worker/params/sparse_parameters.h"
 
 namespace tessera {
 
@@ -97,25 +96,11 @@ class TrainingWorker {
   // enabled, which pulls and uploads while this step computes.
   // `sync_step`: sync mode's global step the values are pulled for.
   absl::Status PrepareParameters(std::optional<int64_t> sync_step);
-  // Maps batch_'s ids of every table to distinct rows and pulls them into
-  // rows_.
-  absl::Status PullRows(std::optional<int64_t> sync_step = std::nullopt);
-  // Sync: multiplies this step's gradients of the tables on the servers
-  // by StepRequest.sync_scale before they are pushed (ParameterSet::Push
-  // scales the dense ones).
-  void ScaleRowGradients(float scale);
   // The global step `request` belongs to, in modes whose servers
   // aggregate steps (sync, hybrid:sync); nullopt otherwise.
   std::optional<int64_t> SyncStepOf(const StepRequest& request) const;
   // The tag of `request`'s pushes (required 0: untagged).
   SyncPush SyncPushOf(const StepRequest& request) const;
-  // Starts pushing push_ids_/push_grads_ (moved out) to the tables'
-  // servers: on row_pushes_ with sparse_push_, else on row_calls_; no
-  // future without tables on the servers.
-  std::future<absl::Status> PushRows(const StepRequest& request);
-  // Waits until at most `at_most` row pushes are in flight; the first
-  // error among those waited for.
-  absl::Status WaitForRowPushes(size_t at_most);
   // params_'s dense variables and their gradients, without a replica's
   // kept tables after them: what the graph computes with.
   std::vector<absl::Span<const float>> DenseValues() const;
@@ -125,8 +110,6 @@ class TrainingWorker {
   // its empty part of the step.
   absl::Status StepWithoutExamples(const StepRequest& request,
                                    StepResponse* response);
-  // The graph's view of batch_ and the pulled rows.
-  GraphBatch View() const;
 
   // Streamed formats: fills batch_ with the step's stream positions.
   absl::Status StreamBatch(const StepRequest& request, StepResponse* response);
@@ -158,16 +141,8 @@ class TrainingWorker {
   VerifiedCountCache counts_;
   const InflatedFiles inflated_;
   std::vector<std::unique_ptr<PsClient>> clients_;
-  std::unique_ptr<SparseParameters> sparse_;  // tables on the servers
-  // Per table of the graph: its index in sparse_, -1 for a table the
-  // replica keeps whole (kept_).
-  std::vector<int> sparse_index_;
-  ReplicatedTables kept_;
-  // hybrid:ssp:S with S > 0: a second view of the tables for the pushes
-  // left in flight (SparseParameters runs one call at a time), and those
-  // pushes, oldest first.
-  std::unique_ptr<SparseParameters> sparse_push_;
-  std::deque<std::future<absl::Status>> row_pushes_in_flight_;
+  // The embedding tables' rows, on the servers or kept in the replica.
+  std::unique_ptr<RowExchange> rows_;
   // With prefetching: a second set of buffers, filled by `prefetch_` while
   // a step computes with params_; the next step swaps them.
   std::unique_ptr<ParameterSet> spare_;
@@ -181,26 +156,12 @@ class TrainingWorker {
 
   // Per step, reused.
   HostBatch batch_;
-  std::vector<int64_t> table_ids_;
-  std::vector<std::vector<int64_t>> unique_, positions_;
-  // Pulled rows per table, in the backend's host memory (pinned on a GPU,
-  // so the copy to the device is asynchronous), kept across steps.
-  std::vector<HostBuffer<float>> rows_;
-  std::vector<TableGradient> table_grads_;
-  std::vector<std::vector<int64_t>> push_ids_;
-  std::vector<std::vector<float>> push_grads_;
   std::vector<float> predictions_;
 
   // Runs the prefetching pulls on one thread kept for the worker's life,
   // not a thread started per step. Last, so it finishes a pull in flight
   // while the buffers and clients it uses still exist.
   SerialExecutor prefetcher_;
-  // The row pull and push beside the dense ones, likewise on a kept thread.
-  SerialExecutor row_calls_;
-  // hybrid:ssp:S: the row pushes left in flight. Declared after
-  // row_calls_ so it is destroyed first, ending its pushes while
-  // sparse_push_ and the clients still exist.
-  SerialExecutor row_pushes_;
 };
 
 }  // namespace tessera

@@ -29,7 +29,7 @@ absl::Status TrainingWorker::RestoreReplica(
   }
   // Rows pushed before the restore must not land after the servers' own
   // restore; a prefetch holds values of before it.
-  WaitForRowPushes(0).IgnoreError();
+  rows_->WaitForPushes(0).IgnoreError();
   CancelPrefetch();
   const RestoreShardsRequest& checkpoint = request.checkpoint();
   if (absl::Status s = tessera::RestoreReplica(

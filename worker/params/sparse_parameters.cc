@@ -88,31 +88,26 @@ void SparseParameters::Localize(int table, absl::Span<const int64_t> ids,
 }
 
 absl::Status SparseParameters::Route(
-    absl::Span<const std::vector<int64_t>> rows, bool every_shard) {
+    absl::Span<const std::vector<int64_t>> rows, Routes* routes) const {
   if (rows.size() != tables_.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("rows of ", rows.size(), " tables given, the model has ",
                      tables_.size()));
   }
-  requests_.assign(clients_.size(), {});
+  routes->per_ps.assign(clients_.size(), {});
+  routes->rows.clear();
   for (size_t t = 0; t < tables_.size(); ++t) {
     const Table& table = tables_[t];
-    // Index in requests_[ps] of each shard's request, made on first use.
-    std::vector<int> request_of(table.shard_names.size(), -1);
-    auto request_for = [&](int shard) -> Request& {
-      std::vector<Request>& on_ps = requests_[table.shard_ps[shard]];
-      if (request_of[shard] < 0) {
-        request_of[shard] = static_cast<int>(on_ps.size());
-        on_ps.emplace_back();
-        on_ps.back().table = static_cast<int>(t);
-        on_ps.back().shard = shard;
-      }
-      return on_ps[request_of[shard]];
-    };
-    if (every_shard) {
-      for (size_t s = 0; s < table.shard_names.size(); ++s) {
-        request_for(static_cast<int>(s));
-      }
+    routes->rows.push_back(rows[t].size());
+    // Every shard's request, in shard order: the index in per_ps[ps] of
+    // each.
+    std::vector<int> request_of;
+    for (size_t s = 0; s < table.shard_names.size(); ++s) {
+      std::vector<Request>& on_ps = routes->per_ps[table.shard_ps[s]];
+      request_of.push_back(static_cast<int>(on_ps.size()));
+      on_ps.emplace_back();
+      on_ps.back().table = static_cast<int>(t);
+      on_ps.back().shard = static_cast<int>(s);
     }
     for (size_t i = 0; i < rows[t].size(); ++i) {
       const int64_t id = rows[t][i];
@@ -127,7 +122,8 @@ absl::Status SparseParameters::Route(
         }
         shard = located->shard;
       }
-      Request& request = request_for(shard);
+      Request& request =
+          routes->per_ps[table.shard_ps[shard]][request_of[shard]];
       request.ids.push_back(id);
       request.positions.push_back(static_cast<int64_t>(i));
     }
@@ -136,18 +132,25 @@ absl::Status SparseParameters::Route(
 }
 
 absl::Status SparseParameters::ForEachServer(
+    Routes* routes, bool any_shard,
     const std::function<absl::Status(PsClient*, std::vector<Request>&)>& call) {
   std::vector<int> busy;
-  for (size_t k = 0; k < requests_.size(); ++k) {
-    if (!requests_[k].empty()) busy.push_back(static_cast<int>(k));
+  for (size_t k = 0; k < routes->per_ps.size(); ++k) {
+    for (const Request& r : routes->per_ps[k]) {
+      if (any_shard || !r.ids.empty()) {
+        busy.push_back(static_cast<int>(k));
+        break;
+      }
+    }
   }
-  return calls_.Run(busy,
-                    [&](int k) { return call(clients_[k], requests_[k]); });
+  return calls_.Run(
+      busy, [&](int k) { return call(clients_[k], routes->per_ps[k]); });
 }
 
 absl::Status SparseParameters::Pull(absl::Span<const std::vector<int64_t>> rows,
                                     absl::Span<const absl::Span<float>> values,
-                                    std::optional<int64_t> sync_step) {
+                                    std::optional<int64_t> sync_step,
+                                    Routes* routes) {
   if (values.size() != tables_.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("row buffers for ", values.size(),
@@ -160,8 +163,11 @@ absl::Status SparseParameters::Pull(absl::Span<const std::vector<int64_t>> rows,
           " floats for ", rows[t].size(), " rows of ", tables_[t].dim));
     }
   }
-  if (absl::Status s = Route(rows); !s.ok()) return s;
+  Routes own;
+  if (routes == nullptr) routes = &own;
+  if (absl::Status s = Route(rows, routes); !s.ok()) return s;
   absl::Status s = ForEachServer(
+      routes, /*any_shard=*/false,
       [this, sync_step](PsClient* client, std::vector<Request>& requests) {
         // Every shard of this ps in one call: one round trip on the data
         // plane.
@@ -170,6 +176,7 @@ absl::Status SparseParameters::Pull(absl::Span<const std::vector<int64_t>> rows,
         parts.reserve(requests.size());
         out.reserve(requests.size());
         for (Request& r : requests) {
+          if (r.ids.empty()) continue;
           const Table& table = tables_[r.table];
           r.buffer.resize(r.ids.size() * table.dim);
           parts.push_back({table.shard_names[r.shard], table.dim, r.ids});
@@ -178,7 +185,7 @@ absl::Status SparseParameters::Pull(absl::Span<const std::vector<int64_t>> rows,
         return client->PullRows(parts, out, sync_step);
       });
   if (!s.ok()) return s;
-  for (const std::vector<Request>& on_ps : requests_) {
+  for (const std::vector<Request>& on_ps : routes->per_ps) {
     for (const Request& r : on_ps) {
       const int64_t dim = tables_[r.table].dim;
       float* out = values[r.table].data();
@@ -193,22 +200,28 @@ absl::Status SparseParameters::Pull(absl::Span<const std::vector<int64_t>> rows,
 absl::Status SparseParameters::Push(absl::Span<const std::vector<int64_t>> rows,
                                     absl::Span<const std::vector<float>> grads,
                                     const SyncPush* sync) {
+  Routes routes;
+  if (absl::Status s = Route(rows, &routes); !s.ok()) return s;
+  return PushAlong(&routes, grads, sync);
+}
+
+absl::Status SparseParameters::PushAlong(
+    Routes* routes, absl::Span<const std::vector<float>> grads,
+    const SyncPush* sync) {
   if (grads.size() != tables_.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("gradients of ", grads.size(),
                      " tables given, the model has ", tables_.size()));
   }
   for (size_t t = 0; t < tables_.size(); ++t) {
-    if (t < rows.size() && grads[t].size() != rows[t].size() * tables_[t].dim) {
+    const size_t rows = t < routes->rows.size() ? routes->rows[t] : 0;
+    if (grads[t].size() != rows * tables_[t].dim) {
       return absl::InvalidArgumentError(absl::StrCat(
           "table ", tables_[t].name, ": gradient of ", grads[t].size(),
-          " floats for ", rows[t].size(), " rows of ", tables_[t].dim));
+          " floats for ", rows, " rows of ", tables_[t].dim));
     }
   }
-  if (absl::Status s = Route(rows, /*every_shard=*/sync != nullptr); !s.ok()) {
-    return s;
-  }
-  for (std::vector<Request>& on_ps : requests_) {
+  for (std::vector<Request>& on_ps : routes->per_ps) {
     for (Request& r : on_ps) {
       const int64_t dim = tables_[r.table].dim;
       r.buffer.resize(r.ids.size() * dim);
@@ -218,13 +231,18 @@ absl::Status SparseParameters::Push(absl::Span<const std::vector<int64_t>> rows,
       }
     }
   }
+  // A sync push reaches every shard of every table, one without rows too.
+  const bool every_shard = sync != nullptr;
   return ForEachServer(
-      [this, sync](PsClient* client, std::vector<Request>& requests) {
+      routes, every_shard,
+      [this, sync, every_shard](PsClient* client,
+                                std::vector<Request>& requests) {
         std::vector<RowsPart> parts;
         std::vector<absl::Span<const float>> grads;
         parts.reserve(requests.size());
         grads.reserve(requests.size());
         for (const Request& r : requests) {
+          if (!every_shard && r.ids.empty()) continue;
           const Table& table = tables_[r.table];
           parts.push_back({table.shard_names[r.shard], table.dim, r.ids});
           grads.push_back(r.buffer);

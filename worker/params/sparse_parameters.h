@@ -9,10 +9,12 @@
 //    id is the feature id itself, and HashShardOf (partitioners/
 //    hash_routing.h) routes it.
 // A step localizes each table's ids (Localize: map, then deduplicate), pulls
-// the distinct rows from all parameter servers in parallel, and pushes one
-// summed gradient row per distinct row.
+// the distinct rows from all parameter servers in parallel, keeping the
+// routes (which shard of which server holds each row), and pushes one
+// summed gradient row per distinct row along the same routes.
 //
-// Thread safety: one step at a time (the calls share routing buffers).
+// Thread safety: one call at a time (the calls share the threads that
+// reach the servers); Routes belong to the caller.
 
 #ifndef TESSERA_WORKER_PARAMS_SPARSE_PARAMETERS_H_
 #define TESSERA_WORKER_PARAMS_SPARSE_PARAMETERS_H_
@@ -46,6 +48,22 @@ class SparseParameters {
       const google::protobuf::RepeatedPtrField<VariablePlacement>& placements,
       std::vector<PsClient*> clients);
 
+  // One PullRows or PushRows call: the rows of one shard.
+  struct Request {
+    int table = 0;
+    int shard = 0;
+    std::vector<int64_t> ids;
+    std::vector<int64_t> positions;  // of each id in rows[table]
+    std::vector<float> buffer;       // pulled values or gathered gradients
+  };
+  // Where a step's rows go: per parameter server, one request per shard of
+  // every table (a shard without rows too, for a sync push), and the rows
+  // of each table.
+  struct Routes {
+    std::vector<std::vector<Request>> per_ps;
+    std::vector<size_t> rows;
+  };
+
   int num_tables() const { return static_cast<int>(tables_.size()); }
   int64_t dim(int table) const { return tables_[table].dim; }
 
@@ -65,9 +83,11 @@ class SparseParameters {
   // InvalidArgument a buffer of the wrong size; a parameter server's
   // refusal is returned as it is. In sync mode (`sync_step` set) the rows
   // after every step before `sync_step`.
+  // With `routes`, the routes of the rows are kept there, for PushAlong.
   absl::Status Pull(absl::Span<const std::vector<int64_t>> rows,
                     absl::Span<const absl::Span<float>> values,
-                    std::optional<int64_t> sync_step = std::nullopt);
+                    std::optional<int64_t> sync_step = std::nullopt,
+                    Routes* routes = nullptr);
 
   // Pushes grads[t] ([rows[t].size(), dim]: one summed gradient per
   // distinct row) of every table, all parameter servers in parallel. Errors
@@ -77,6 +97,16 @@ class SparseParameters {
   absl::Status Push(absl::Span<const std::vector<int64_t>> rows,
                     absl::Span<const std::vector<float>> grads,
                     const SyncPush* sync = nullptr);
+  // As Push, for the rows `routes` holds (Pull's or Route's), without
+  // routing them again.
+  absl::Status PushAlong(Routes* routes,
+                         absl::Span<const std::vector<float>> grads,
+                         const SyncPush* sync = nullptr);
+
+  // Groups the rows by parameter server and shard into *routes.
+  // OutOfRange names a row id outside a fixed table.
+  absl::Status Route(absl::Span<const std::vector<int64_t>> rows,
+                     Routes* routes) const;
 
  private:
   struct Table {
@@ -87,33 +117,21 @@ class SparseParameters {
     std::vector<std::string> shard_names;
     std::vector<int> shard_ps;
   };
-  // One PullRows or PushRows call: the rows of one shard.
-  struct Request {
-    int table = 0;
-    int shard = 0;
-    std::vector<int64_t> ids;
-    std::vector<int64_t> positions;  // of each id in rows[table]
-    std::vector<float> buffer;       // pulled values or gathered gradients
-  };
-
   SparseParameters(std::vector<Table> tables, std::vector<PsClient*> clients)
       : tables_(std::move(tables)),
         clients_(std::move(clients)),
         calls_(static_cast<int>(clients_.size())) {}
 
-  // Groups the rows by parameter server into requests_ (per ps, per shard);
-  // with `every_shard`, shards without rows get an empty request.
-  absl::Status Route(absl::Span<const std::vector<int64_t>> rows,
-                     bool every_shard = false);
-  // Runs call(k, requests of ps k) for every ps with requests, in parallel.
+  // Runs call(k, requests of ps k) for every ps with a request that
+  // `any_shard` or one with rows, in parallel.
   absl::Status ForEachServer(
+      Routes* routes, bool any_shard,
       const std::function<absl::Status(PsClient*, std::vector<Request>&)>&
           call);
 
   const std::vector<Table> tables_;
   const std::vector<PsClient*> clients_;
-  std::vector<std::vector<Request>> requests_;  // per ps
-  ParallelCalls calls_;                         // one call per ps at once
+  ParallelCalls calls_;  // one call per ps at once
 };
 
 }  // namespace tessera

@@ -6,6 +6,7 @@
 #include "worker/params/sparse_parameters.h"
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -225,6 +226,44 @@ TEST_F(SparseParametersTest, RoutesHashIdsWithHashShardOf) {
   for (size_t i = 0; i < values[1].size(); ++i) {
     EXPECT_FLOAT_EQ(after[1][i], values[1][i] - 0.25f);
   }
+}
+
+TEST_F(SparseParametersTest, PushAlongThePullsRoutesMovesThePulledRows) {
+  std::unique_ptr<SparseParameters> p = Make();
+  ASSERT_NE(p, nullptr);
+  // Rows of both tables, on both servers: the pull keeps their routes.
+  const std::vector<std::vector<int64_t>> rows = {{8, 2}, {11, -4, 600}};
+  std::vector<std::vector<float>> values = {std::vector<float>(2 * kDim),
+                                            std::vector<float>(3 * kDim)};
+  SparseParameters::Routes routes;
+  ASSERT_TRUE(p->Pull(rows,
+                      {absl::MakeSpan(values[0]), absl::MakeSpan(values[1])},
+                      std::nullopt, &routes)
+                  .ok());
+  EXPECT_EQ(routes.rows, (std::vector<size_t>{2, 3}));
+  // Per table and row: the gradient of its position in `rows` (SGD,
+  // learning rate 1), pushed without routing again.
+  std::vector<std::vector<float>> grads = {std::vector<float>(2 * kDim),
+                                           std::vector<float>(3 * kDim)};
+  for (size_t t = 0; t < 2; ++t) {
+    for (size_t i = 0; i < grads[t].size(); ++i) {
+      grads[t][i] = 0.5f * static_cast<float>(t + 1 + i / kDim);
+    }
+  }
+  ASSERT_TRUE(p->PushAlong(&routes, grads).ok());
+  std::vector<std::vector<float>> after;
+  ASSERT_TRUE(PullInto(*p, rows, &after).ok());
+  for (size_t t = 0; t < 2; ++t) {
+    ASSERT_EQ(after[t].size(), values[t].size());
+    for (size_t i = 0; i < values[t].size(); ++i) {
+      EXPECT_FLOAT_EQ(after[t][i], values[t][i] - grads[t][i])
+          << "table " << t << " element " << i;
+    }
+  }
+  // Routes of other rows than the gradients' are refused.
+  routes.rows = {1, 3};
+  absl::Status s = p->PushAlong(&routes, grads);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
 }
 
 TEST_F(SparseParametersTest, RowOutsideAFixedTableIsOutOfRange) {
