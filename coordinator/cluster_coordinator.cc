@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/rpc/backoff.h"
-#include "coordinator/replica_repair.h"
+#include "coordinator/replica_losses.h"
 #include "glog/logging.h"
 
 namespace tessera {

@@ -25,7 +25,7 @@
 
 namespace tessera {
 
-class ReplicaLosses;  // coordinator/replica_repair.h
+class ReplicaLosses;  // coordinator/replica_losses.h
 
 struct CoordinatorOptions {
   // How long a failed worker may take to come back before the job fails.
