@@ -63,7 +63,11 @@ def load_python(path_and_name, what):
         "tessera_user_" + os.path.basename(path)[:-3], path)
     module = importlib.util.module_from_spec(spec)
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:  # the user's file: say which and why
+        raise Refusal("%s: %s does not run: %s: %s"
+                      % (what, path, type(e).__name__, e))
     if not hasattr(module, name):
         raise Refusal("%s: %s has no %s" % (what, path, name))
     return getattr(module, name)
@@ -77,7 +81,12 @@ def load_module(text):
         m = load_python(text, "--module")
         if isinstance(m, type) or callable(m) and not isinstance(
                 m, torch.nn.Module):
-            m = m()
+            try:
+                m = m()
+            except Exception as e:
+                raise Refusal("--module=%s: %s() fails (it is made with no "
+                              "arguments): %s: %s" % (text, m.__name__,
+                                                      type(e).__name__, e))
     if not isinstance(m, torch.nn.Module):
         raise Refusal("--module=%s is a %s, not an nn.Module"
                       % (text, type(m).__name__))
