@@ -1,5 +1,8 @@
 #include "coordinator/job_config.h"
 
+#include <memory>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "common/data_format.h"
 #include "common/model/model_graph.h"
@@ -15,20 +18,11 @@
 
 namespace tessera {
 
-absl::Status ValidateJobConfig(const JobConfig& job) {
-  // Checked whichever partitioner is chosen: a bad value is a mistake even
-  // where it is not read.
-  if (job.partitioner().max_shards() < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "partitioner.max_shards (--max_shards) must be >= 0 (0: no limit), "
-        "got ",
-        job.partitioner().max_shards()));
-  }
-  absl::StatusOr<ModelDef> model = JobModel(job);
-  if (!model.ok()) return model.status();
-  absl::StatusOr<ModelGraph> graph =
-      BuildModelGraph(*model, job.schedule().seed());
-  if (!graph.ok()) return graph.status();
+namespace {
+
+// The optimizers the job names, and their gradient clipping.
+absl::Status CheckOptimizers(const JobConfig& job,
+                             const std::vector<VariableDef>& variables) {
   // Moving averages are the model's rule for its statistics, not a way to
   // train weights from gradients.
   if (job.optimizer().has_moving_average() ||
@@ -50,7 +44,7 @@ absl::Status ValidateJobConfig(const JobConfig& job) {
           absl::StrCat("embedding_optimizer: ", opt.status().message()));
     }
   }
-  if (absl::Status s = CheckTableOptimizers(job, graph->variables); !s.ok()) {
+  if (absl::Status s = CheckTableOptimizers(job, variables); !s.ok()) {
     return s;
   }
   for (const auto& [table, optimizer] : job.table_optimizers()) {
@@ -80,27 +74,37 @@ absl::Status ValidateJobConfig(const JobConfig& job) {
       return s;
     }
   }
-  absl::StatusOr<TrainingMode> mode = ParseTrainingMode(job.mode());
-  if (!mode.ok()) return mode.status();
+  return absl::OkStatus();
+}
+
+// Where the tables go in `mode`, and what that placement allows.
+absl::Status CheckPlacement(const JobConfig& job,
+                            const std::vector<VariableDef>& variables,
+                            const TrainingMode& mode) {
   absl::StatusOr<std::vector<TablePlan>> tables =
-      PlaceTables(graph->variables, job, *mode);
+      PlaceTables(variables, job, mode);
   if (!tables.ok()) return tables.status();
   if (absl::Status s =
-          CheckModeFits(graph->variables, *mode, ReplicatedTables(*tables));
+          CheckModeFits(variables, mode, ReplicatedTables(*tables));
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = CheckTablePrecisions(job, graph->variables,
-                                            ReplicatedTables(*tables));
+  if (absl::Status s =
+          CheckTablePrecisions(job, variables, ReplicatedTables(*tables));
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = CheckRowWiseOptimizers(job, graph->variables,
-                                              ReplicatedTables(*tables));
+  if (absl::Status s =
+          CheckRowWiseOptimizers(job, variables, ReplicatedTables(*tables));
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = CheckDataFits(*model, job.data().format()); !s.ok()) {
+  return absl::OkStatus();
+}
+
+// The data's format against the model, and the files each format needs.
+absl::Status CheckDataSource(const JobConfig& job, const ModelDef& model) {
+  if (absl::Status s = CheckDataFits(model, job.data().format()); !s.ok()) {
     return s;
   }
   const bool streamed = IsStreamedFormat(job.data().format());
@@ -124,6 +128,11 @@ absl::Status ValidateJobConfig(const JobConfig& job) {
         "data format criteo needs train_path and test_path (--data_dir with "
         "train.tsv and test.tsv)");
   }
+  return absl::OkStatus();
+}
+
+// The counts beside the schedule: rows per shard, sync's backup workers.
+absl::Status CheckCounts(const JobConfig& job, const TrainingMode& mode) {
   if (job.expected_rows_per_shard() < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("expected_rows_per_shard must be >= 0, got ",
@@ -133,11 +142,15 @@ absl::Status ValidateJobConfig(const JobConfig& job) {
     return absl::InvalidArgumentError(absl::StrCat(
         "backup_workers must be >= 0, got ", job.backup_workers()));
   }
-  if (job.backup_workers() > 0 && mode->kind != TrainingMode::Kind::kSync) {
+  if (job.backup_workers() > 0 && mode.kind != TrainingMode::Kind::kSync) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "backup_workers is for mode sync; mode is ", mode->ToString()));
+        "backup_workers is for mode sync; mode is ", mode.ToString()));
   }
-  const ScheduleConfig& s = job.schedule();
+  return absl::OkStatus();
+}
+
+// Epochs, batches and steps, bounded where a typo would exhaust memory.
+absl::Status CheckSchedule(const ScheduleConfig& s) {
   if (s.epochs() < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("epochs must be >= 1, got ", s.epochs()));
@@ -164,6 +177,36 @@ absl::Status ValidateJobConfig(const JobConfig& job) {
                      s.batch_size(), " plans more than ", kMaxPlannedExamples,
                      " examples per epoch"));
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateJobConfig(const JobConfig& job) {
+  // Checked whichever partitioner is chosen: a bad value is a mistake even
+  // where it is not read.
+  if (job.partitioner().max_shards() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "partitioner.max_shards (--max_shards) must be >= 0 (0: no limit), "
+        "got ",
+        job.partitioner().max_shards()));
+  }
+  absl::StatusOr<ModelDef> model = JobModel(job);
+  if (!model.ok()) return model.status();
+  absl::StatusOr<ModelGraph> graph =
+      BuildModelGraph(*model, job.schedule().seed());
+  if (!graph.ok()) return graph.status();
+  if (absl::Status s = CheckOptimizers(job, graph->variables); !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<TrainingMode> mode = ParseTrainingMode(job.mode());
+  if (!mode.ok()) return mode.status();
+  if (absl::Status s = CheckPlacement(job, graph->variables, *mode); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckDataSource(job, *model); !s.ok()) return s;
+  if (absl::Status s = CheckCounts(job, *mode); !s.ok()) return s;
+  if (absl::Status s = CheckSchedule(job.schedule()); !s.ok()) return s;
   if (job.data().train_examples() < 0 || job.data().test_examples() < 0) {
     return absl::InvalidArgumentError(
         "train_examples and test_examples must be >= 0");
