@@ -96,4 +96,44 @@ void ClipGradients(absl::Span<const ClippedGradient> gradients, double weight) {
   }
 }
 
+absl::StatusOr<GradientClipPlan> GradientClipPlan::Create(
+    const std::vector<const OptimizerConfig*>& optimizers,
+    const std::vector<std::string>& names) {
+  GradientClipPlan plan;
+  std::vector<std::string> distinct;  // each group's optimizer, serialized
+  for (size_t i = 0; i < optimizers.size(); ++i) {
+    const OptimizerConfig* o = optimizers[i];
+    const GradientClip clip =
+        o != nullptr ? GradientClipOf(*o) : GradientClip{};
+    const std::string name = i < names.size() ? names[i] : "";
+    if (absl::Status s = ValidateGradientClip(
+            clip, absl::StrCat("optimizer of ", name, ": clipping"));
+        !s.ok()) {
+      return s;
+    }
+    int group = -1;
+    if (o != nullptr) {
+      const std::string key = o->SerializeAsString();
+      group = static_cast<int>(
+          std::find(distinct.begin(), distinct.end(), key) - distinct.begin());
+      if (group == static_cast<int>(distinct.size())) distinct.push_back(key);
+    }
+    plan.clips_.push_back(clip);
+    plan.groups_.push_back(group);
+    plan.any_ = plan.any_ || clip.any();
+  }
+  return plan;
+}
+
+void GradientClipPlan::Clip(absl::Span<const absl::Span<float>> gradients,
+                            double weight) const {
+  if (!any_) return;
+  std::vector<ClippedGradient> clipped;
+  for (size_t i = 0; i < gradients.size() && i < clips_.size(); ++i) {
+    if (!clips_[i].any() || gradients[i].empty()) continue;
+    clipped.push_back({gradients[i], &clips_[i], groups_[i]});
+  }
+  ClipGradients(clipped, weight);
+}
+
 }  // namespace tessera

@@ -18,9 +18,11 @@
 #ifndef TESSERA_COMMON_OPTIMIZER_GRADIENT_CLIPPING_H_
 #define TESSERA_COMMON_OPTIMIZER_GRADIENT_CLIPPING_H_
 
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "proto/job.pb.h"
@@ -69,6 +71,41 @@ void ClipGradients(absl::Span<const ClippedGradient> gradients,
 // ClipGradients computes it (in double, before any clipping): what the
 // global norm is, for a caller that reports it.
 double GlobalNorm(absl::Span<const ClippedGradient> gradients, int group);
+
+// The clipping of a step's variables, each by the optimizer that trains
+// it: what ClipGradients needs, made once (a worker at its configuration,
+// a replica at its creation, the one-process trainer at its start).
+// Variables whose optimizers are equal share one global norm: one
+// optimizer's. A variable without an optimizer (null: a moving statistic,
+// or a gradient clipped elsewhere) is left as it is.
+//
+// Thread safety: const after Create; Clip changes only the caller's spans.
+class GradientClipPlan {
+ public:
+  GradientClipPlan() = default;  // clips nothing
+
+  // `optimizers[i]`: the optimizer of variable i (may be null), named
+  // `names[i]` in errors. InvalidArgument names the variable whose
+  // optimizer's clipping is invalid. The configs need not outlive the plan.
+  static absl::StatusOr<GradientClipPlan> Create(
+      const std::vector<const OptimizerConfig*>& optimizers,
+      const std::vector<std::string>& names);
+
+  // Whether some variable is clipped at all.
+  bool any() const { return any_; }
+  size_t size() const { return clips_.size(); }
+
+  // Clips `gradients[i]`, variable i's gradient (an empty span: none this
+  // step), as ClipGradients with `weight`. REQUIRES: gradients.size() ==
+  // size().
+  void Clip(absl::Span<const absl::Span<float>> gradients,
+            double weight = 1) const;
+
+ private:
+  std::vector<GradientClip> clips_;
+  std::vector<int> groups_;
+  bool any_ = false;
+};
 
 }  // namespace tessera
 

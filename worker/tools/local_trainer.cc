@@ -52,24 +52,16 @@ absl::StatusOr<std::unique_ptr<LocalTrainer>> LocalTrainer::Create(
     (train ? t->train_ : t->test_) = *std::move(set);
   }
   // Each variable gets the optimizer the coordinator would give it, and
-  // its clipping: one global norm per optimizer (the same object).
-  std::vector<const OptimizerConfig*> groups;
-  std::vector<GradientClip> table_clips;
-  std::vector<int> table_groups;
+  // its clipping (a moving statistic's rule has none).
+  std::vector<const OptimizerConfig*> dense_optimizers, table_optimizers;
+  std::vector<std::string> dense_names, table_names;
   for (const VariableDef& v : described->variables) {
     const OptimizerConfig& optimizer = VariableOptimizer(t->job_, v);
     absl::StatusOr<int> added = t->shards_.Add(v, optimizer);
     if (!added.ok()) return added.status();
-    const GradientClip clip = GradientClipOf(optimizer);
-    if (absl::Status s = ValidateGradientClip(clip, "optimizer.clipping");
-        !s.ok()) {
-      return s;
-    }
-    int group = static_cast<int>(
-        std::find(groups.begin(), groups.end(), &optimizer) - groups.begin());
-    if (group == static_cast<int>(groups.size())) groups.push_back(&optimizer);
-    (v.sparse ? table_clips : t->clips_).push_back(clip);
-    (v.sparse ? table_groups : t->clip_groups_).push_back(group);
+    (v.sparse ? table_optimizers : dense_optimizers)
+        .push_back(v.update_rule.has_value() ? nullptr : &optimizer);
+    (v.sparse ? table_names : dense_names).push_back(v.name);
     if (v.sparse) {
       t->tables_.push_back(*added);
       t->vocab_.push_back(v.shape[0]);
@@ -79,9 +71,13 @@ absl::StatusOr<std::unique_ptr<LocalTrainer>> LocalTrainer::Create(
       t->grads_.emplace_back(NumElements(v.shape));
     }
   }
-  t->clips_.insert(t->clips_.end(), table_clips.begin(), table_clips.end());
-  t->clip_groups_.insert(t->clip_groups_.end(), table_groups.begin(),
-                         table_groups.end());
+  dense_optimizers.insert(dense_optimizers.end(), table_optimizers.begin(),
+                          table_optimizers.end());
+  dense_names.insert(dense_names.end(), table_names.begin(), table_names.end());
+  absl::StatusOr<GradientClipPlan> plan =
+      GradientClipPlan::Create(dense_optimizers, dense_names);
+  if (!plan.ok()) return plan.status();
+  t->clip_plan_ = *std::move(plan);
   const size_t tables = t->tables_.size();
   t->unique_.resize(tables);
   t->positions_.resize(tables);
@@ -140,17 +136,15 @@ absl::StatusOr<GraphResult> LocalTrainer::Step(const HostBatch& batch,
       ViewOf(batch, rows_, positions_), seed, grads, &table_grads_);
   if (!result.ok()) return result.status();
   // Clipped as a worker clips its step's gradients before the push.
-  clipped_.clear();
-  for (size_t v = 0; v < grads_.size(); ++v) {
-    clipped_.push_back(
-        {absl::MakeSpan(grads_[v]), &clips_[v], clip_groups_[v]});
+  if (clip_plan_.any()) {
+    clip_spans_.clear();
+    for (std::vector<float>& g : grads_)
+      clip_spans_.push_back(absl::MakeSpan(g));
+    for (TableGradient& g : table_grads_) {
+      clip_spans_.push_back(absl::MakeSpan(g.values));
+    }
+    clip_plan_.Clip(clip_spans_);
   }
-  for (size_t t = 0; t < table_grads_.size(); ++t) {
-    const size_t i = grads_.size() + t;
-    clipped_.push_back(
-        {absl::MakeSpan(table_grads_[t].values), &clips_[i], clip_groups_[i]});
-  }
-  ClipGradients(clipped_);
   // A parameter server refuses a non-finite gradient; so does this.
   for (size_t v = 0; v < grads_.size(); ++v) {
     for (float g : grads_[v]) {

@@ -104,10 +104,9 @@ class LocalTrainer {
   std::vector<int> tables_;     // shards_' index, per table
   std::vector<int64_t> vocab_;  // per table; 0: growing
   std::vector<std::vector<float>> values_, grads_;  // per dense variable
-  // Each variable's clipping (its optimizer's, VariableOptimizer) and the
-  // group of its optimizer's global norm: dense variables, then tables.
-  std::vector<GradientClip> clips_;
-  std::vector<int> clip_groups_;
+  // Each variable's clipping, by its optimizer (VariableOptimizer): dense
+  // variables, then tables.
+  GradientClipPlan clip_plan_;
   int64_t step_ = 0;
   double last_step_loss_ = 0;
 
@@ -118,7 +117,7 @@ class LocalTrainer {
   std::vector<std::vector<float>> rows_;
   std::vector<TableGradient> table_grads_;
   std::vector<int64_t> push_ids_;
-  std::vector<ClippedGradient> clipped_;
+  std::vector<absl::Span<float>> clip_spans_;
 };
 
 }  // namespace tessera

@@ -134,5 +134,50 @@ TEST(GradientClippingTest, ReadFromTheOptimizerConfig) {
   EXPECT_EQ(c.norm, 0.0f);
 }
 
+// A plan groups variables by their optimizer: equal configs are one
+// optimizer (one global norm), another config another; a variable without
+// an optimizer (a moving statistic) is neither clipped nor counted.
+TEST(GradientClipPlanTest, OneGlobalNormPerOptimizer) {
+  OptimizerConfig dense, tables;
+  dense.set_learning_rate(0.1f);
+  dense.mutable_clipping()->set_global_norm(1.0f);
+  OptimizerConfig dense_copy = dense;
+  tables.set_learning_rate(0.2f);
+  tables.mutable_clipping()->set_global_norm(1.0f);
+  absl::StatusOr<GradientClipPlan> plan = GradientClipPlan::Create(
+      {&dense, &dense_copy, nullptr, &tables}, {"a", "b", "moving", "t"});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(plan->any());
+  // Group {a, b}: |(3, 4, 12)| = 13 -> 1/13. moving: as it is. t: |(0, 2)|
+  // = 2 -> 1/2.
+  std::vector<float> a = {3.0f, 4.0f}, b = {12.0f}, moving = {100.0f},
+                     t = {0.0f, 2.0f};
+  plan->Clip({absl::MakeSpan(a), absl::MakeSpan(b), absl::MakeSpan(moving),
+              absl::MakeSpan(t)});
+  EXPECT_THAT(a, ElementsAre(FloatEq(3.0f / 13), FloatEq(4.0f / 13)));
+  EXPECT_THAT(b, ElementsAre(FloatEq(12.0f / 13)));
+  EXPECT_THAT(moving, ElementsAre(100.0f));
+  EXPECT_THAT(t, ElementsAre(0.0f, FloatEq(1.0f)));
+
+  // An empty span (no gradient this step) is skipped, the rest clipped.
+  std::vector<float> c = {6.0f, 8.0f};
+  plan->Clip({absl::MakeSpan(c), {}, {}, {}}, /*weight=*/2);
+  EXPECT_THAT(c, ElementsAre(FloatEq(1.2f), FloatEq(1.6f)));
+}
+
+TEST(GradientClipPlanTest, NamesTheVariableOfABadClipping) {
+  OptimizerConfig bad;
+  bad.mutable_clipping()->set_norm(-2.0f);
+  absl::StatusOr<GradientClipPlan> plan =
+      GradientClipPlan::Create({nullptr, &bad}, {"moving", "dense_0/kernel"});
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(plan.status().message(),
+              HasSubstr("optimizer of dense_0/kernel: clipping.norm"));
+  OptimizerConfig none;
+  plan = GradientClipPlan::Create({&none}, {"w"});
+  ASSERT_TRUE(plan.ok());
+  EXPECT_FALSE(plan->any());
+}
+
 }  // namespace
 }  // namespace tessera
