@@ -25,6 +25,10 @@
 //               rows, accounted bytes and VmRSS per server, and examples/s.
 //   dlrm        MLPerf DLRM's 26 tables over forked servers
 //               (bench/embedding_dlrm.h).
+//   table_bytes Bytes a server holds per row of a hash table and a fixed
+//               shard of --table_bytes_rows rows at each of --dims: fp32 +
+//               Adagrad against fp16 and bf16 + rowwise_adagrad
+//               (bench/embedding_table_bytes.h).
 // The default runs memory and throughput; the scale run takes ~7 GB.
 //
 // Progress goes to stderr, the tables to stdout. Exit status 0 unless a
@@ -55,6 +59,7 @@
 #include "absl/strings/str_split.h"
 #include "bench/embedding_dlrm.h"
 #include "bench/embedding_servers.h"
+#include "bench/embedding_table_bytes.h"
 #include "common/data_plane/data_plane_kind.h"
 #include "common/optimizer/optimizer.h"
 #include "common/rpc/grpc_channel.h"
@@ -96,6 +101,8 @@ DEFINE_int64(dlrm_row_divisor, 100,
              "dlrm mode: MLPerf DLRM's table rows are divided by this (1: "
              "the reference's 188M rows).");
 DEFINE_int64(dlrm_dim, 16, "dlrm mode: embedding dimension (reference 128).");
+DEFINE_int64(table_bytes_rows, 1000000,
+             "table_bytes mode: rows of each table measured.");
 DEFINE_int32(dlrm_servers, 2, "dlrm mode: parameter server processes.");
 DEFINE_int32(dlrm_batch, 2048, "dlrm mode: examples per step.");
 DEFINE_int32(dlrm_steps, 300, "dlrm mode: training steps.");
@@ -536,6 +543,10 @@ int main(int argc, char** argv) {
   const std::vector<int64_t> dims = tessera::ParseList(FLAGS_dims);
   // Children first: fork() before this process starts gRPC.
   if (tessera::HasMode("memory")) tessera::RunMemory(dims);
+  int table_bytes_rc = 0;
+  if (tessera::HasMode("table_bytes")) {
+    table_bytes_rc = tessera::RunTableBytes(dims, FLAGS_table_bytes_rows);
+  }
   std::vector<tessera::ServerProcess> scale_servers;
   if (tessera::HasMode("scale")) {
     for (int i = 0; i < FLAGS_scale_servers; ++i) {
@@ -548,7 +559,7 @@ int main(int argc, char** argv) {
       dlrm_servers.push_back(tessera::ForkServer());
     }
   }
-  int rc = 0;
+  int rc = table_bytes_rc;
   if (tessera::HasMode("throughput")) rc |= tessera::RunThroughput(dims);
   if (!scale_servers.empty()) rc |= tessera::RunScale(scale_servers);
   if (!dlrm_servers.empty()) {

@@ -1,5 +1,6 @@
 #include "ps_server/shard.h"
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 
@@ -89,14 +90,21 @@ Shard::Shard(const ShardDef& def, const Optimizer* optimizer, int64_t rows,
       precision_(def.precision()),
       rounding_seed_(RowTableSeed(def.variable(), def.initializer().seed())) {
   absl::MutexLock lock(&mu_);
-  values_.resize(rows_ * row_elements_);
-  FillInitialValues(def_.initializer(), def_.row_offset() * row_elements_,
-                    absl::MakeSpan(values_));
+  const int64_t first = def_.row_offset() * row_elements_;
   if (narrow()) {
-    narrow_.resize(values_.size());
-    NarrowRowNearest(precision_, values_.data(), narrow_.data(),
-                     static_cast<int64_t>(values_.size()));
-    std::vector<float>().swap(values_);
+    // In pieces, so a narrow shard never holds its fp32 values whole.
+    narrow_.resize(num_elements());
+    constexpr int64_t kPiece = 1 << 16;
+    std::vector<float> piece;
+    for (int64_t at = 0; at < num_elements(); at += kPiece) {
+      const int64_t n = std::min(kPiece, num_elements() - at);
+      piece.resize(n);
+      FillInitialValues(def_.initializer(), first + at, absl::MakeSpan(piece));
+      NarrowRowNearest(precision_, piece.data(), narrow_.data() + at, n);
+    }
+  } else {
+    values_.resize(num_elements());
+    FillInitialValues(def_.initializer(), first, absl::MakeSpan(values_));
   }
   slots_.resize(optimizer_->num_slots());
   for (size_t k = 0; k < slots_.size(); ++k) {
