@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -51,7 +52,11 @@ DEFINE_string(connections, "64,256,1024",
 DEFINE_string(planes, "threads,events",
               "server planes to compare: threads (a thread per connection) "
               "and events (a fixed pool over epoll)");
-DEFINE_double(rate, 2000, "requests per second, all connections together");
+DEFINE_double(rate, 2000,
+              "requests per second, all connections together; 0: as many "
+              "as the client threads get answered (closed loop, each thread "
+              "sending its next request when its last is answered), the "
+              "server's throughput");
 DEFINE_double(seconds, 5, "how long each run sends at --rate");
 DEFINE_int32(client_threads, 16,
              "threads driving the connections (each connection belongs to "
@@ -328,20 +333,38 @@ absl::StatusOr<RunResult> RunOne(const std::string& plane, int n) {
   }
   RunResult result;
   result.open = Sample(child->pid);
-  const int64_t total = static_cast<int64_t>(FLAGS_rate * FLAGS_seconds);
+  const bool open_loop = FLAGS_rate > 0;
+  const int64_t total = open_loop
+                            ? static_cast<int64_t>(FLAGS_rate * FLAGS_seconds)
+                            : std::numeric_limits<int64_t>::max();
   std::vector<std::vector<double>> latencies(threads);
   std::vector<int64_t> rows(threads, 0), bytes(threads, 0);
   const auto start =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+  const auto end =
+      start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                  std::chrono::duration<double>(FLAGS_seconds));
   std::vector<std::thread> drivers;
   for (int t = 0; t < threads; ++t) {
     drivers.emplace_back([&, t] {
-      latencies[t].reserve(total / threads + 1);
+      if (open_loop) latencies[t].reserve(total / threads + 1);
+      // Closed loop: thread t takes its connections in turn.
+      int64_t turn = 0;
+      std::this_thread::sleep_until(start);
       for (int64_t j = t; j < total; j += threads) {
-        const auto due = start + std::chrono::nanoseconds(static_cast<int64_t>(
-                                     j * 1e9 / FLAGS_rate));
-        std::this_thread::sleep_until(due);
-        absl::Status s = Call(slots[j % n], buffers[t], &rows[t], &bytes[t]);
+        auto due = start;
+        if (open_loop) {
+          due += std::chrono::nanoseconds(
+              static_cast<int64_t>(j * 1e9 / FLAGS_rate));
+          std::this_thread::sleep_until(due);
+        } else {
+          due = std::chrono::steady_clock::now();
+          if (due >= end) break;
+        }
+        const int slot = open_loop
+                             ? static_cast<int>(j % n)
+                             : static_cast<int>((t + threads * turn++) % n);
+        absl::Status s = Call(slots[slot], buffers[t], &rows[t], &bytes[t]);
         if (!s.ok() && errors.fetch_add(1) == 0) LOG(WARNING) << s;
         latencies[t].push_back(std::chrono::duration<double, std::milli>(
                                    std::chrono::steady_clock::now() - due)
@@ -384,12 +407,12 @@ absl::StatusOr<RunResult> RunOne(const std::string& plane, int n) {
 
 absl::Status Run() {
   if (!FLAGS_serve.empty()) return Serve(FLAGS_serve);
-  if (FLAGS_client_threads < 1 || FLAGS_rate <= 0 || FLAGS_seconds <= 0 ||
+  if (FLAGS_client_threads < 1 || FLAGS_rate < 0 || FLAGS_seconds <= 0 ||
       FLAGS_dense_floats < 1 || FLAGS_table_rows < 1 || FLAGS_row_dim < 1 ||
       FLAGS_rows_per_request < 1) {
     return absl::InvalidArgumentError(
-        "--client_threads, --rate, --seconds, --dense_floats, --table_rows, "
-        "--row_dim and --rows_per_request must be positive");
+        "--client_threads, --seconds, --dense_floats, --table_rows, "
+        "--row_dim and --rows_per_request must be positive, --rate >= 0");
   }
   std::vector<int> ns;
   for (absl::string_view s : absl::StrSplit(FLAGS_connections, ',')) {
@@ -411,7 +434,8 @@ absl::Status Run() {
   absl::StatusOr<DescriptorLimit> limit = RaiseDescriptorLimit();
   if (!limit.ok()) return limit.status();
   std::printf(
-      "bench_connections: %g requests/s in all for %g s per run, %d client "
+      "bench_connections: %g requests/s in all (0: closed loop) for %g s "
+      "per run, %d client "
       "threads; half the connections dense (%lld floats), half rows (%lld "
       "rows of %lld), each alternating pull and push; %ld cores; "
       "RLIMIT_NOFILE %llu\n\n",

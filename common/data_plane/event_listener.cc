@@ -41,8 +41,9 @@ constexpr auto kWaitRead = asio::posix::descriptor_base::wait_read;
 
 // One connection, owned at any moment by exactly one of: a pool task, or
 // the reactor's wait on it (whose handler hands it on). Only the owner
-// touches `wait`, `socket` and `served`; the handshake's timer and the
-// `answered` flag are the reactor thread's.
+// touches `socket` and `served`; `wait`, the handshake's timer and the
+// flags are touched on the reactor thread only (and by Drop, once nothing
+// waits).
 struct Conn {
   Conn(asio::io_context& io, int fd, std::string token)
       : socket(fd), wait(io), timer(io), handshake(std::move(token)) {}
@@ -52,7 +53,9 @@ struct Conn {
   // closes, so the descriptor is closed once, by the socket.
   asio::posix::stream_descriptor wait;
   asio::steady_timer timer;
-  bool answered = false;
+  bool answered = false;   // the wait's handler ran
+  bool kicked = false;     // readable already when the wait was queued
+  bool timed_out = false;  // no handshake answer in time
   DataPlaneHandshakeServer handshake;
   std::unique_ptr<PooledConnection> served;
 };
@@ -199,27 +202,42 @@ class EventListener::Impl {
       LOG(WARNING) << "data plane: connection refused: " << s;
       return Drop(conn);
     }
-    // The timer is the reactor's: arm the wait there.
-    asio::post(io_, [this, conn] { WatchHandshake(conn); });
+    asio::post(io_, [this, conn] { Arm(conn, Next::kAuthenticate); });
   }
 
-  // Reactor thread: waits for the client's answer, at most the handshake's
-  // timeout, holding no thread.
-  void WatchHandshake(const std::shared_ptr<Conn>& conn) {
+  enum class Next { kAuthenticate, kServe };
+
+  // Reactor thread: waits, holding no thread, for the connection to be
+  // readable, then hands it to the pool for `next`; the handshake's
+  // answer is waited for at most the handshake's timeout.
+  //
+  // Asio's epoll is edge-triggered and its waits do not look before they
+  // wait: bytes that arrived while no wait was queued (the client's next
+  // request, sent the moment it read the last reply) raise no new edge.
+  // So once the wait is queued the socket is looked at once more, and a
+  // readable one cancels its own wait, which its handler reads as ready.
+  // Everything here runs on the reactor thread, so the two cannot race.
+  void Arm(const std::shared_ptr<Conn>& conn, Next next) {
     if (stopping_.load()) return Drop(conn);
-    if (ReadableNow(conn->socket)) {
-      asio::post(pool_, [this, conn] { Authenticate(conn); });
-      return;
+    conn->kicked = false;
+    conn->timed_out = false;
+    conn->answered = false;
+    if (next == Next::kAuthenticate) {
+      conn->timer.expires_after(Seconds(options_.handshake_timeout_s));
+      conn->timer.async_wait([conn](const ErrorCode& ec) {
+        if (!ec && !conn->answered) {
+          conn->timed_out = true;
+          conn->wait.cancel();
+        }
+      });
     }
-    conn->timer.expires_after(Seconds(options_.handshake_timeout_s));
-    conn->timer.async_wait([conn](const ErrorCode& ec) {
-      if (!ec && !conn->answered) conn->wait.cancel();
-    });
-    conn->wait.async_wait(kWaitRead, [this, conn](const ErrorCode& ec) {
+    conn->wait.async_wait(kWaitRead, [this, conn, next](const ErrorCode& ec) {
       conn->answered = true;
-      conn->timer.cancel();
-      if (ec || stopping_.load()) {
-        if (ec == asio::error::operation_aborted && !stopping_.load()) {
+      if (next == Next::kAuthenticate) conn->timer.cancel();
+      const bool ready = !ec || (ec == asio::error::operation_aborted &&
+                                 conn->kicked && !conn->timed_out);
+      if (!ready || stopping_.load()) {
+        if (conn->timed_out && !stopping_.load()) {
           LOG(WARNING) << "data plane: connection refused: no handshake "
                           "answer within "
                        << options_.handshake_timeout_s << " s";
@@ -227,8 +245,16 @@ class EventListener::Impl {
         return Drop(conn);
       }
       MakeBlocking(conn->socket.fd());
-      asio::post(pool_, [this, conn] { Authenticate(conn); });
+      if (next == Next::kAuthenticate) {
+        asio::post(pool_, [this, conn] { Authenticate(conn); });
+      } else {
+        asio::post(pool_, [this, conn] { ServeNext(conn); });
+      }
     });
+    if (ReadableNow(conn->socket)) {
+      conn->kicked = true;
+      conn->wait.cancel();
+    }
   }
 
   // Pool thread.
@@ -251,11 +277,7 @@ class EventListener::Impl {
       asio::post(pool_, [this, conn] { ServeNext(conn); });
       return;
     }
-    conn->wait.async_wait(kWaitRead, [this, conn](const ErrorCode& ec) {
-      if (ec || stopping_.load()) return Drop(conn);
-      MakeBlocking(conn->socket.fd());
-      asio::post(pool_, [this, conn] { ServeNext(conn); });
-    });
+    asio::post(io_, [this, conn] { Arm(conn, Next::kServe); });
   }
 
   // Pool thread.

@@ -13,10 +13,12 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -146,6 +148,27 @@ TEST(EventPlaneTest, ManyConnectionsShareAFixedPool) {
   for (int i = kConnections - 1; i >= 0; i -= 7) {
     ASSERT_TRUE(Pull(*clients[i], &values).ok());
   }
+}
+
+TEST(EventPlaneTest, BackToBackRequestsAreNeverMissed) {
+  // A client sends its next request the moment it reads a reply, while
+  // the pool thread that answered is still handing the connection back:
+  // the request must be served, not wait for bytes that never come.
+  PlaneServer server(DataPlaneServing::kEventPool, 2);
+  std::vector<std::unique_ptr<DensePlaneClient>> clients;
+  for (int i = 0; i < 4; ++i) clients.push_back(server.Client());
+  std::vector<std::thread> threads;
+  std::atomic<int> failed{0};
+  for (auto& client : clients) {
+    threads.emplace_back([&client, &failed] {
+      std::vector<float> values;
+      for (int i = 0; i < 2000; ++i) {
+        if (!Pull(*client, &values).ok()) failed.fetch_add(1);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(failed.load(), 0);
 }
 
 TEST(EventPlaneTest, ClientSilentInTheHandshakeHoldsNoThread) {
