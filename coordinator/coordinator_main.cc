@@ -313,7 +313,9 @@ int main(int argc, char** argv) {
                   ">= 1";
     return 2;
   }
-  if (FLAGS_checkpoint_every_steps < 0 || FLAGS_checkpoint_every_seconds < 0) {
+  // Written so that NaN fails too.
+  if (FLAGS_checkpoint_every_steps < 0 ||
+      !(FLAGS_checkpoint_every_seconds >= 0)) {
     LOG(ERROR) << "--checkpoint_every_steps and --checkpoint_every_seconds "
                   "must be >= 0 (0: no checkpoints inside epochs), got "
                << FLAGS_checkpoint_every_steps << " and "

@@ -104,6 +104,27 @@ TEST_F(ExitCodesTest, EachToolExitsTwoNamingTheBadPath) {
   EXPECT_FALSE(fs::exists("/nonexistent-tessera"));
 }
 
+// Checkpoint intervals that mean nothing are the user's to fix, before
+// the cluster is waited for: a negative one, or one without a folder to
+// write into.
+TEST_F(ExitCodesTest, CheckpointIntervalsThatMeanNothingExitTwo) {
+  const std::string coordinator = absl::StrCat(
+      "TF_CONFIG='{\"cluster\": {\"chief\": [\"127.0.0.1:1\"], \"ps\": "
+      "[\"127.0.0.1:2\"], \"worker\": [\"127.0.0.1:3\"]}, \"task\": "
+      "{\"type\": \"chief\", \"index\": 0}}' ",
+      Bin("coordinator/tessera_coordinator"));
+  for (const std::string flags :
+       {"--checkpoint_every_steps=-1 --checkpoint_dir=/tmp",
+        "--checkpoint_every_seconds=-2 --checkpoint_dir=/tmp",
+        "--checkpoint_every_seconds=nan --checkpoint_dir=/tmp",
+        "--checkpoint_every_seconds=30"}) {
+    SCOPED_TRACE(flags);
+    const ShellResult run = Shell(absl::StrCat(coordinator, " ", flags));
+    EXPECT_EQ(run.exit_code, 2) << run.output;
+    EXPECT_THAT(run.output, HasSubstr(flags.substr(0, flags.find('='))));
+  }
+}
+
 // Streamed data whose glob names a folder that is not there: the worker
 // refuses its files at configure, and the job fails as the user's mistake
 // (exit 2, no restarts) with the folder named.
