@@ -1,0 +1,170 @@
+// fp16 and bf16 tables in real jobs (issue #43): a sync job with a fixed
+// table and a growing one, both stored in the narrow precision and trained
+// with rowwise_adagrad on two parameter servers by two workers, runs twice
+// through tessera_local and must end with the same bits in every variable
+// (the stochastic rounding is seeded by table, step and element, never by
+// time or thread). Every trained table value must be a value of the
+// precision: the servers really stored the rows narrow.
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "Eigen/Core"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/shell_command.h"
+#include "worker/export/trained_model.h"
+
+namespace tessera {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool Representable(const std::string& precision, float x) {
+  if (precision == "fp16") {
+    return static_cast<float>(Eigen::half(x)) == x;
+  }
+  return static_cast<float>(Eigen::bfloat16(x)) == x;
+}
+
+class TablePrecisionJobTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) /
+           absl::StrCat("tessera_table_precision_", getpid(), "_", GetParam());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    for (const char* split : {"train", "test"}) {
+      std::ofstream csv(dir_ / absl::StrCat(split, ".csv"));
+      csv << "id,big,x_0,x_1,x_2,label\n";
+      const int n = split[1] == 'r' ? 1024 : 128;
+      uint32_t state = split[1] == 'r' ? 12345u : 777u;
+      auto next = [&] {
+        state = state * 1664525u + 1013904223u;
+        return static_cast<double>(state >> 8) / (1 << 24);
+      };
+      for (int i = 0; i < n; ++i) {
+        const int id = static_cast<int>(50 * next() * next());
+        const int64_t big = int64_t{id} * 1000003 + 17;
+        double logit = 0.4 * (id % 5) - 0.8;
+        csv << id << "," << big;
+        for (int k = 0; k < 3; ++k) {
+          const double x = next() * 2 - 1;
+          logit += 0.5 * (k + 1) * x;
+          csv << "," << x;
+        }
+        csv << "," << (next() < 1 / (1 + std::exp(-logit)) ? 1 : 0) << "\n";
+      }
+    }
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string Job() {
+    const fs::path path = dir_ / "job.textproto";
+    std::ofstream(path) << absl::StrCat(
+        R"pb(
+          model_def {
+            inputs {
+              name: "id"
+              sparse { vocab_size: 50 }
+            }
+            inputs {
+              name: "big"
+              sparse {}
+            }
+            inputs {
+              name: "x"
+              dense { shape: [ 3 ] }
+            }
+            label { kind: BINARY }
+            layers {
+              name: "emb"
+              inputs: "id"
+              embedding_bag { dim: 8 }
+            }
+            layers {
+              name: "grown"
+              inputs: "big"
+              embedding_bag { dim: 4 }
+            }
+            layers {
+              name: "hidden"
+              inputs: [ "emb", "grown", "x" ]
+              dense { units: 8 activation: RELU }
+            }
+            layers {
+              name: "out"
+              inputs: "hidden"
+              dense { units: 1 }
+            }
+            loss { kind: SIGMOID_CROSS_ENTROPY input: "out" }
+          }
+          data { format: "csv" label_feature: "label"
+                 csv { sparse_type: "int" }
+                 shuffle_buffer: 1)pb",
+        "\n train_files: \"", (dir_ / "train.csv").string(), "\"",
+        "\n test_files: \"", (dir_ / "test.csv").string(), "\"\n}\n",
+        "optimizer { learning_rate: 0.01 adam { beta1: 0.9 beta2: 0.999 "
+        "epsilon: 1e-7 } }\n",
+        "embedding_optimizer { learning_rate: 0.1 rowwise_adagrad {} }\n",
+        "table_precision: ", GetParam() == "fp16" ? "ROW_FP16" : "ROW_BF16",
+        "\nschedule { epochs: 2 batch_size: 32 seed: 42 }\n");
+    return path.string();
+  }
+
+  TrainedModel Train(const std::string& name) {
+    const fs::path run_dir = dir_ / name;
+    ShellResult run = Shell(absl::StrCat(
+        BuildDir(), "/deploy/local/tessera_local --run_dir=", run_dir.string(),
+        " --num_ps=2 --num_workers=2 -- --mode=sync --job_file=", Job()));
+    EXPECT_EQ(run.exit_code, 0) << run.output;
+    absl::StatusOr<TrainedModel> model =
+        LoadTrainedModel((run_dir / "checkpoints").string());
+    EXPECT_TRUE(model.ok()) << model.status() << run.output;
+    return model.ok() ? *std::move(model) : TrainedModel();
+  }
+
+  fs::path dir_;
+};
+
+TEST_P(TablePrecisionJobTest, SyncJobIsBitIdenticalAndStoresNarrowRows) {
+  const TrainedModel first = Train("first");
+  const TrainedModel second = Train("second");
+  ASSERT_EQ(first.variables.size(), second.variables.size());
+  ASSERT_FALSE(first.variables.empty());
+  int tables = 0;
+  for (size_t v = 0; v < first.variables.size(); ++v) {
+    const TrainedVariable& a = first.variables[v];
+    const TrainedVariable& b = second.variables[v];
+    ASSERT_EQ(a.name, b.name);
+    ASSERT_EQ(a.values.size(), b.values.size()) << a.name;
+    EXPECT_EQ(std::memcmp(a.values.data(), b.values.data(),
+                          a.values.size() * sizeof(float)),
+              0)
+        << a.name << " differs between two runs of one sync job";
+    if (!a.table) continue;
+    ++tables;
+    int moved = 0;
+    for (float x : a.values) {
+      ASSERT_TRUE(Representable(GetParam(), x))
+          << a.name << " holds " << x << ", not a " << GetParam() << " value";
+      moved += x != 0;
+    }
+    EXPECT_GT(moved, 0) << a.name;
+  }
+  EXPECT_EQ(tables, 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Precisions, TablePrecisionJobTest,
+                         ::testing::Values("fp16", "bf16"));
+
+}  // namespace
+}  // namespace tessera
