@@ -1,5 +1,6 @@
 #include "worker/torch/state_dict.h"
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -212,6 +213,65 @@ TEST(StateDictTest, TrainedModelExportsEveryKeyAndTheBuffers) {
   for (size_t i = 0; i < back->size(); ++i) {
     EXPECT_EQ((*back)[i].values, model.variables[i].values) << (*back)[i].name;
   }
+}
+
+TEST(StateDictTest, GrowingTableExportsItsRowsAndTheirIds) {
+  ModelDef def;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"pb(
+        inputs {
+          name: "ids"
+          sparse { max_hotness: 1 vocab_size: 0 }
+        }
+        label { kind: BINARY }
+        layers {
+          name: "emb"
+          inputs: "ids"
+          embedding_bag { dim: 2 }
+        }
+        layers {
+          name: "fc"
+          inputs: "emb"
+          dense { units: 1 }
+        }
+        loss { kind: SIGMOID_CROSS_ENTROPY input: "fc" }
+      )pb",
+      &def));
+  absl::StatusOr<ModelGraph> graph = BuildModelGraph(def, 1);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  TrainedModel model;
+  model.graph = *graph;
+  for (const VariableDef& v : model.graph.variables) {
+    TrainedVariable t;
+    t.name = v.name;
+    t.shape = v.shape;
+    if (v.sparse) {
+      t.table = true;
+      t.shape = {3, 2};
+      t.ids = {5, 9, 12};
+    }
+    t.values = Iota(t.shape[0] * (t.shape.size() > 1 ? t.shape[1] : 1));
+    model.index[v.name] = model.variables.size();
+    model.variables.push_back(t);
+  }
+  const Safetensors file = StateDictFromTrainedModel(model);
+  const SafetensorsTensor* rows = file.Find("emb.weight");
+  const SafetensorsTensor* ids = file.Find("emb.ids");
+  ASSERT_NE(rows, nullptr);
+  ASSERT_NE(ids, nullptr);
+  EXPECT_EQ(rows->shape, (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(ids->dtype, "I64");
+  EXPECT_EQ(ids->shape, (std::vector<int64_t>{3}));
+  std::vector<int64_t> id_values(3);
+  std::memcpy(id_values.data(), ids->data.data(), 24);
+  EXPECT_THAT(id_values, ElementsAre(5, 9, 12));
+  // A growing table has no initial rows to start a job from.
+  Safetensors init;
+  init.tensors = {FloatTensor("emb.weight", {0, 2}, {}),
+                  FloatTensor("fc.weight", {1, 2}, {1, 2}),
+                  FloatTensor("fc.bias", {1}, {0})};
+  EXPECT_THAT(VariablesFromStateDict(*graph, init).status().message(),
+              HasSubstr("table emb grows with the data"));
 }
 
 }  // namespace
