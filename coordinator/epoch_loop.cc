@@ -174,6 +174,7 @@ absl::Status EpochLoop::ResumeAt(const JobPosition& position, int* epoch) {
   if (done > position.global_step) {
     parts_.coordinator->CountRerun(done - position.global_step);
   }
+  parts_.runner->UndoRoundsSince(position.next_sync_step);
   parts_.runner->SetPosition(position.global_step,
                              parts_.runner->next_global_step());
   RestartCadence();

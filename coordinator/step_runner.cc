@@ -431,8 +431,8 @@ void StepRunner::Record(const StepResponse& r, int64_t step,
     // The counts of the step just recorded: its update's t.
     JobLearningRates::Rates rates;
     board_->Update([&](JobStatus* s) {
-      rates =
-          options_.learning_rates->At(s->steps_done(), s->global_steps_done());
+      rates = options_.learning_rates->At(
+          s->steps_done(), s->global_steps_done() - undone_rounds_);
       s->set_learning_rate(rates.dense);
       if (rates.embedding.has_value()) {
         s->set_embedding_learning_rate(*rates.embedding);

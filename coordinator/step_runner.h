@@ -1,6 +1,7 @@
 #ifndef TESSERA_COORDINATOR_STEP_RUNNER_H_
 #define TESSERA_COORDINATOR_STEP_RUNNER_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -92,6 +93,14 @@ class StepRunner {
   // The id of the next step, and of the next global step (lockstep).
   int64_t next_step() const { return next_step_; }
   int64_t next_global_step() const { return next_global_step_; }
+
+  // The job went back to a checkpoint taken when the next global step was
+  // `next_sync_step`: the rounds after it were undone on the servers,
+  // whose update counts (the learning rate's t) went back with them, while
+  // the global step ids go on. The learning rate shown counts them out.
+  void UndoRoundsSince(int64_t next_sync_step) {
+    undone_rounds_ += std::max<int64_t>(0, next_global_step_ - next_sync_step);
+  }
   // Also the status board's steps done and scheduled (tessera_ctl status):
   // both count step ids from the checkpoint a job resumed at on, a step
   // when it is handed to a worker and when it finishes (once, however often
@@ -126,6 +135,7 @@ class StepRunner {
   RoundRepair repair_;
   int64_t next_step_ = 0;
   int64_t next_global_step_ = 0;
+  int64_t undone_rounds_ = 0;  // UndoRoundsSince
 };
 
 }  // namespace tessera
