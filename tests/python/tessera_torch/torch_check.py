@@ -42,6 +42,9 @@ def inputs(name, n, seed=0):
     if name == "TwoInput":
         return (torch.randn(n, 13, generator=g),
                 torch.randint(0, 50, (n, 4), generator=g))
+    if name == "Embed":
+        return (torch.randn(n, 4, generator=g),
+                torch.randint(0, 20, (n, 1), generator=g))
     shape = (n, 784) if name == "MLP" else (n, 1, 28, 28)
     return (torch.rand(shape, generator=g),)
 

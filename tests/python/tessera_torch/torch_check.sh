@@ -94,6 +94,23 @@ for spec in MLP:x:784:float32:cross_entropy:adam:0.001 \
   echo "ok: $name imported, dry run, exported, loaded by load_state_dict"
 done
 
+# nn.Embedding, squeeze, + and reshape: the job runs (dry run) and its
+# weights come back (no data to predict on).
+"${CHECK[@]}" weights Embed "$DIR/Embed.pt"
+import Embed --state_dict="$DIR/Embed.pt" --inputs=x:4:float32,ids:1:int64 \
+  --output="$DIR/Embed.textproto" --weights_out="$DIR/Embed.safetensors" \
+  --checkpoint_out="$DIR/Embed.ckpt" > "$DIR/Embed.import" 2>&1 ||
+  { cat "$DIR/Embed.import"; fail "import of Embed"; }
+"$COORD" --dry_run --check_data=false --init_weights="$DIR/Embed.safetensors" \
+  --job_file="$DIR/Embed.textproto" --chief_host=127.0.0.1:1 \
+  --ps_hosts=127.0.0.1:2 --worker_hosts=127.0.0.1:3 --task_type=chief \
+  > "$DIR/Embed.dry" 2>&1 || { cat "$DIR/Embed.dry"; fail "dry run of Embed"; }
+"$EXPORT" --format=safetensors --checkpoint="$DIR/Embed.ckpt" \
+  --output="$DIR/Embed.out.safetensors" > /dev/null || fail "export of Embed"
+"${CHECK[@]}" roundtrip Embed "$DIR/Embed.pt" "$DIR/Embed.out.safetensors" ||
+  fail "round trip of Embed"
+echo "ok: Embed imported, dry run, exported, loaded by load_state_dict"
+
 # The same job warm-started from a state_dict whose tensors do not fit.
 "${CHECK[@]}" weights MLP "$DIR/other.pt"
 code=0

@@ -57,6 +57,23 @@ class TwoInput(nn.Module):
         return self.top(self.bn(x))
 
 
+class Embed(nn.Module):
+    """One id per example through nn.Embedding ([N, 1, 4], squeezed),
+    added to a Linear of 4 features, and a reshape."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(20, 4)
+        self.fc = nn.Linear(4, 4)
+        self.norm = nn.LayerNorm(4)
+        self.head = nn.Linear(4, 3)
+
+    def forward(self, x, ids):
+        e = self.emb(ids).squeeze(1)
+        h = torch.relu(self.fc(x) + e)
+        return self.head(self.norm(h.reshape(-1, 4)))
+
+
 # Refused.
 class Recurrent(nn.Module):
     def __init__(self):
