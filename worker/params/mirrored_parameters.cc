@@ -18,6 +18,18 @@ absl::StatusOr<std::unique_ptr<MirroredParameters>> MirroredParameters::Create(
   p->optimizers_.push_back(*std::move(opt));
   p->defs_ = variables;
   p->optimizer_ = optimizer;
+  // Every variable trains with `optimizer` but a moving statistic, whose
+  // "gradient" is a batch statistic and is never clipped.
+  std::vector<const OptimizerConfig*> clipped_by;
+  std::vector<std::string> names;
+  for (const VariableDef& var : variables) {
+    clipped_by.push_back(var.update_rule.has_value() ? nullptr : &optimizer);
+    names.push_back(var.name);
+  }
+  absl::StatusOr<GradientClipPlan> plan =
+      GradientClipPlan::Create(clipped_by, names);
+  if (!plan.ok()) return plan.status();
+  p->clip_plan_ = *std::move(plan);
   int64_t total = 0;
   for (const VariableDef& var : variables) {
     int64_t n = 1;
@@ -101,6 +113,10 @@ absl::Status MirroredParameters::ApplyReduced() {
       }
     }
   }
+  // Clipped after the all-reduce, on the global batch's mean gradient (the
+  // buffer holds it times `total`), alike on every replica, as Keras clips
+  // under MirroredStrategy.
+  clip_plan_.Clip(gradients(), total);
   ++updates_;
   const float scale = 1.0f / total;
   std::vector<float> grad;

@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "common/model_spec.h"
+#include "common/optimizer/gradient_clipping.h"
 #include "common/optimizer/optimizer.h"
 #include "proto/job.pb.h"
 #include "worker/backend/backend.h"
@@ -94,7 +95,9 @@ class MirroredParameters final : public ParameterSet {
     return absl::MakeSpan(reduce_.data(), reduce_.size());
   }
 
-  // Applies sum / total weight with the optimizer. A non-finite sum (some
+  // Applies sum / total weight with the optimizer, clipped first as the
+  // optimizer's clipping says (OptimizerConfig.clipping: the global batch's
+  // mean gradient, moving statistics left out). A non-finite sum (some
   // worker's gradient was not finite) is refused by every replica alike,
   // naming the variable, and nothing changes; a total weight of zero
   // changes nothing.
@@ -142,6 +145,7 @@ class MirroredParameters final : public ParameterSet {
   std::vector<std::vector<std::vector<float>>> slots_;  // [variable][slot]
   std::vector<std::unique_ptr<Optimizer>> optimizers_;
   std::vector<Optimizer*> optimizer_of_;  // per variable
+  GradientClipPlan clip_plan_;            // optimizer_'s clipping
   int64_t updates_ = 0;
 };
 

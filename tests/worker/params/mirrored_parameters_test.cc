@@ -101,6 +101,38 @@ TEST(MirroredParameters, MovingStatisticFollowsItsRule) {
   EXPECT_NEAR(a->values()[1][1], 0.9f * 1 + 0.1f * 5, 1e-6);
 }
 
+// Issue #44: the clipping runs after the all-reduce, on the global batch's
+// mean gradient (Keras under MirroredStrategy), and leaves a moving
+// statistic out of the norm and unclipped.
+TEST(MirroredParameters, ClipsTheAllReducedMeanGradient) {
+  VariableDef w{"w", {2}, {}};  // zeros
+  VariableDef moving{"bn/moving_mean", {1}, {}};
+  OptimizerConfig rule;
+  rule.mutable_moving_average()->set_momentum(0.5f);
+  moving.update_rule = rule;
+  OptimizerConfig sgd = Sgd(1.0f);
+  sgd.mutable_clipping()->set_global_norm(1.0f);
+  auto a = *MirroredParameters::Create({w, moving}, sgd);
+  auto b = *MirroredParameters::Create({w, moving}, sgd);
+  // Both replicas' mean gradient is (3, 4) (1 and 3 examples), their batch
+  // mean 10: the global mean gradient (3, 4) has norm 5, clipped to
+  // (0.6, 0.8); the moving mean folds in 10 unclipped.
+  for (MirroredParameters* p : {a.get(), b.get()}) {
+    p->gradients()[0][0] = 3;
+    p->gradients()[0][1] = 4;
+    p->gradients()[1][0] = 10;
+  }
+  a->SetWeight(1);
+  b->SetWeight(3);
+  AllReduceByHand(a.get(), b.get());
+  ASSERT_TRUE(a->ApplyReduced().ok());
+  ASSERT_TRUE(b->ApplyReduced().ok());
+  EXPECT_EQ(a->Checksum(), b->Checksum());
+  EXPECT_NEAR(a->values()[0][0], -0.6f, 1e-6);
+  EXPECT_NEAR(a->values()[0][1], -0.8f, 1e-6);
+  EXPECT_NEAR(a->values()[1][0], 0.5f * 0 + 0.5f * 10, 1e-6);
+}
+
 TEST(MirroredParameters, ZeroWeightChangesNothing) {
   auto a = *MirroredParameters::Create(TwoVariables(), Sgd(1.0f));
   const uint32_t before = a->Checksum();
