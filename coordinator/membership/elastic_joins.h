@@ -1,5 +1,5 @@
-#ifndef TESSERA_COORDINATOR_ELASTIC_JOINS_H_
-#define TESSERA_COORDINATOR_ELASTIC_JOINS_H_
+#ifndef TESSERA_COORDINATOR_MEMBERSHIP_ELASTIC_JOINS_H_
+#define TESSERA_COORDINATOR_MEMBERSHIP_ELASTIC_JOINS_H_
 
 #include <atomic>
 #include <cstdio>
@@ -105,4 +105,4 @@ void PrintMembershipChanges(std::FILE* out, const JobStatus& now, int initial);
 
 }  // namespace tessera
 
-#endif  // TESSERA_COORDINATOR_ELASTIC_JOINS_H_
+#endif  // TESSERA_COORDINATOR_MEMBERSHIP_ELASTIC_JOINS_H_

@@ -1,4 +1,4 @@
-#include "coordinator/elastic_joins.h"
+#include "coordinator/membership/elastic_joins.h"
 
 #include <cstdio>
 #include <string>
