@@ -2,19 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/byte_codec.h"
 #include "common/counter_rng.h"
-#include "common/model/model_graph.h"
-#include "common/model/model_support.h"
-#include "common/rpc/grpc_channel.h"
 #include "glog/logging.h"
-#include "worker/data/batch_view.h"
-#include "worker/data/criteo/ctr_dataset.h"
-#include "worker/data/stream/file_assignment.h"
 
 namespace tessera {
 namespace {
@@ -51,8 +43,8 @@ absl::Status TrainingWorker::DrainPrefetch() {
 
 void TrainingWorker::CancelPrefetch() {
   DrainPrefetch().IgnoreError();
-  if (graph_ != nullptr && spare_ != nullptr) {
-    graph_->DiscardStagedParameters();
+  if (state_ != nullptr && state_->spare != nullptr) {
+    state_->graph->DiscardStagedParameters();
   }
 }
 
@@ -60,18 +52,18 @@ absl::Status TrainingWorker::PrepareParameters(
     std::optional<int64_t> sync_step) {
   if (prefetch_.valid() && DrainPrefetch().ok()) {
     // Pulled, and copied to the device, while the last step computed.
-    std::swap(params_, spare_);
-    graph_->UseStagedParameters();
+    std::swap(state_->params, state_->spare);
+    state_->graph->UseStagedParameters();
   } else {
-    if (spare_ != nullptr) graph_->DiscardStagedParameters();
-    if (absl::Status s = params_->Pull(sync_step); !s.ok()) return s;
-    if (absl::Status s = graph_->SetParameters(DenseValues()); !s.ok()) {
+    if (state_->spare != nullptr) state_->graph->DiscardStagedParameters();
+    if (absl::Status s = state_->params->Pull(sync_step); !s.ok()) return s;
+    if (absl::Status s = state_->graph->SetParameters(DenseValues()); !s.ok()) {
       return s;
     }
   }
-  if (spare_ != nullptr) {
-    ParameterSet* next = spare_.get();
-    Graph* graph = graph_.get();
+  if (state_->spare != nullptr) {
+    ParameterSet* next = state_->spare.get();
+    Graph* graph = state_->graph.get();
     prefetch_ = prefetcher_.Async([next, graph] {
       absl::Status s = next->Pull(std::nullopt);
       if (s.ok()) s = graph->StageParameters(next->values());
@@ -89,234 +81,53 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& given,
   // A prefetch or row push in flight uses the old clients and graph; let
   // it end first.
   CancelPrefetch();
-  if (rows_ != nullptr) rows_->WaitForPushes(0).IgnoreError();
-  absl::StatusOr<ModelGraph> described =
-      BuildModelGraph(config.model_def(), config.seed());
-  if (!described.ok()) return described.status();
-  absl::StatusOr<TrainingMode> mode = ParseTrainingMode(config.mode());
-  if (!mode.ok()) return mode.status();
-  absl::flat_hash_set<std::string> replicated;
-  for (const auto& [name, optimizer] : config.replicated_tables()) {
-    replicated.insert(name);
-  }
-  if (!replicated.empty() && !mode->replicates_dense()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("mode ", mode->ToString(), " has no replicas to keep ",
-                     "tables in, but the configuration replicates ",
-                     replicated.size(), " table(s)"));
-  }
-  if (absl::Status s = CheckModeFits(described->variables, *mode, replicated);
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s =
-          CheckDataFits(config.model_def(), config.data().format());
-      !s.ok()) {
-    return s;
-  }
-  absl::StatusOr<std::unique_ptr<Graph>> graph =
-      Graph::Create(*described, backend_.get());
-  if (!graph.ok()) return graph.status();
-  absl::StatusOr<ReplicatedTables> kept =
-      ReplicatedTables::Create((*graph)->tables(), config.replicated_tables());
-  if (!kept.ok()) return kept.status();
-  if (IsStreamedFormat(config.data().format()) &&
-      config.train_shards_size() == 0) {
-    // The coordinator's first call: this worker reads the data, so it
-    // globs, counts and assigns the files (AssignStreamedData) and answers
-    // with the assignment; it is configured by the next call.
-    absl::StatusOr<StreamedDataSet> assigned =
-        AssignStreamedData(config.data(), std::max(1, config.num_workers()));
-    if (!assigned.ok()) return assigned.status();
-    for (const StreamShard& shard : assigned->train_shards) {
-      *response->add_train_shards() = shard;
-    }
-    for (const FileSlice& file : assigned->test_files) {
-      *response->add_test_files() = file;
-    }
-    response->set_train_total(assigned->train_records);
-    response->set_test_examples(assigned->test_records);
-    response->set_device(device_name_);
-    return absl::OkStatus();
-  }
-  // Streamed formats: the coordinator sends the shards; nothing is loaded
-  // here.
-  std::unique_ptr<StreamExamples> stream;
-  absl::StatusOr<int64_t> train_size = int64_t{0}, test_size = int64_t{0};
-  if (IsStreamedFormat(config.data().format())) {
-    absl::StatusOr<std::unique_ptr<StreamExamples>> created =
-        StreamExamples::Create(
-            config.data(), config.model_def(), config.seed(),
-            {config.train_shards().begin(), config.train_shards().end()},
-            {config.test_files().begin(), config.test_files().end()});
-    if (!created.ok()) return created.status();
-    stream = *std::move(created);
-    train_size = stream->train_size();
-    test_size = stream->test_size();
-  } else {
-    // The coordinator plans by the counts worker 0 answers when probed
-    // with an empty shard: those are verified, each file read through. A
-    // worker given its shard reads only the files' headers here and loads
-    // (so checks) its own examples below, where each worker read both
-    // files through before.
-    const bool probe = config.train_begin() == config.train_end();
-    auto count = probe ? CountExamples : DeclaredExamples;
-    train_size = count(config.data(), true, &counts_);
-    if (!train_size.ok()) return train_size.status();
-    if (config.train_begin() < 0 || config.train_begin() > config.train_end() ||
-        config.train_end() > *train_size) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "dataset shard [", config.train_begin(), ", ", config.train_end(),
-          ") is not inside the ", *train_size, " training examples"));
-    }
-    test_size = count(config.data(), false, &counts_);
-    if (!test_size.ok()) return test_size.status();
-  }
-
-  std::unique_ptr<MirroredParameters> mirrored;
-  if (mode->replicates_dense()) {
-    if (all_reducer_ == nullptr ||
-        all_reducer_->num_ranks() != config.num_workers() ||
-        all_reducer_->rank() != config.worker_index()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          mode->ToString(), " mode: the job has ", config.num_workers(),
-          " workers and names this one ", config.worker_index(),
-          ", but this worker's all-reduce group was started as rank ",
-          all_reducer_ ? all_reducer_->rank() : -1, " of ",
-          all_reducer_ ? all_reducer_->num_ranks() : 0));
-    }
-    // Every replica builds the same initial values from the same seed;
-    // the tables it keeps whole follow the dense variables.
-    std::vector<VariableDef> variables = (*graph)->dense_variables();
-    variables.insert(variables.end(), kept->variables().begin(),
-                     kept->variables().end());
-    absl::StatusOr<std::unique_ptr<MirroredParameters>> replica =
-        MirroredParameters::Create(variables, config.optimizer(),
-                                   backend_.get());
-    if (!replica.ok()) return replica.status();
-    mirrored = *std::move(replica);
-    mirrored->set_collective({all_reducer_, backend_.get(),
-                              /*device_sum=*/(*graph)->tables().empty()});
-  }
-
-  std::vector<std::unique_ptr<PsClient>> clients;
-  std::vector<PsClient*> raw;
-  const std::vector<std::string>& ps = cluster_.tasks("ps");
-  for (size_t k = 0; k < ps.size(); ++k) {
-    clients.push_back(std::make_unique<PsClient>(ps[k], static_cast<int>(k),
-                                                 MakeChannel(ps[k], security_),
-                                                 ps_options_));
-    raw.push_back(clients.back().get());
-  }
-  std::unique_ptr<ParameterSet> params, spare;
-  if (mirrored == nullptr) {
-    // The dense variables on the parameter servers.
-    const std::vector<VariableDef>& dense = (*graph)->dense_variables();
-    // Where the device is the host, the pulls land in the graph's own
-    // buffers and the pushes go out from them. Not with prefetching: the
-    // next step's pull must not write what this step computes with.
-    const ShardedParameters::Borrowed in_graph{
-        (*graph)->HostVisibleValues(), (*graph)->HostVisibleGradients()};
-    const bool borrow =
-        !config.prefetch_parameters() && !in_graph.values.empty();
-    absl::StatusOr<std::unique_ptr<ShardedParameters>> sharded =
-        ShardedParameters::Create(dense, config.variables(), raw,
-                                  backend_.get(), borrow ? &in_graph : nullptr);
-    if (!sharded.ok()) return sharded.status();
-    params = *std::move(sharded);
-    if (config.prefetch_parameters()) {
-      absl::StatusOr<std::unique_ptr<ShardedParameters>> second =
-          ShardedParameters::Create(dense, config.variables(), raw,
-                                    backend_.get());
-      if (!second.ok()) return second.status();
-      spare = *std::move(second);
-      // The prefetched set goes to the device while a step computes.
-      if (absl::Status s = (*graph)->PrepareStaging(); !s.ok()) return s;
-    }
-  }
-  RowExchange::Options row_options;
-  row_options.graph = graph->get();
-  row_options.kept = *std::move(kept);
-  row_options.replica = mirrored.get();
-  row_options.servers = mode->uses_parameter_servers();
-  row_options.placements = &config.variables();
-  row_options.clients = raw;
-  row_options.pushes_in_flight = mode->ssp_rows ? mode->staleness : 0;
-  row_options.host_memory = backend_.get();
-  absl::StatusOr<std::unique_ptr<RowExchange>> rows =
-      RowExchange::Create(std::move(row_options));
-  if (!rows.ok()) return rows.status();
-  std::unique_ptr<ExampleSet> own;
-  int64_t own_size = 0;
-  if (stream != nullptr) {
-    own_size = stream->shard_size(config.worker_index());
-  } else {
-    absl::StatusOr<std::unique_ptr<ExampleSet>> loaded = LoadExamples(
-        config.data(), config.model_def(), /*train=*/true, config.train_begin(),
-        config.train_end() - config.train_begin());
-    if (!loaded.ok()) return loaded.status();
-    LOG(INFO) << "loaded training examples [" << config.train_begin() << ", "
-              << config.train_end() << ")";
-    own = *std::move(loaded);
-    own_size = own->size();
-  }
-
-  if (mirrored != nullptr && config.collective_epoch() != 0) {
-    // Before anything changes: a failure leaves the worker
-    // as it was.
+  if (state_ != nullptr) state_->rows->WaitForPushes(0).IgnoreError();
+  const WorkerContext context{&cluster_,  backend_.get(), ps_options_,
+                              &security_, all_reducer_,   &counts_};
+  absl::StatusOr<std::unique_ptr<WorkerState>> built =
+      BuildWorkerState(config, context, response);
+  if (!built.ok()) return built.status();
+  if (*built == nullptr) return absl::OkStatus();  // the data's assignment
+  const WorkerState& next = **built;
+  if (next.replica != nullptr && config.collective_epoch() != 0) {
+    // Before anything changes: a failure leaves the worker as it was.
     if (absl::Status s = all_reducer_->Restart(config.collective_epoch());
         !s.ok()) {
       return s;
     }
   }
-
-  // Only now, with everything valid, replace the old state. The cached
-  // data sets may come from other files: they go too.
-  config_ = config;
-  mode_ = *mode;
-  train_size_ = *train_size;
-  clients_ = std::move(clients);
-  graph_ = *std::move(graph);
-  params_ = std::move(params);
-  spare_ = std::move(spare);
-  rows_ = *std::move(rows);
-  replica_ = mirrored.get();
-  if (mirrored != nullptr) params_ = std::move(mirrored);
-  shards_.clear();
-  test_set_.reset();
-  stream_ = std::move(stream);
-  if (own != nullptr) {
-    shards_.emplace(std::make_pair(config.train_begin(), config.train_end()),
-                    std::move(own));
-  }
-  const size_t tables = graph_->tables().size();
-
-  configured_.store(true);
-  response->set_train_examples(own_size);
-  response->set_train_total(*train_size);
-  response->set_test_examples(*test_size);
+  response->set_train_examples(next.own_size);
+  response->set_train_total(next.train_size);
+  response->set_test_examples(next.test_size);
   response->set_device(device_name_);
   LOG(INFO) << "configured as worker " << config.worker_index() << " on "
-            << device_name_ << ", " << graph_->dense_variables().size()
-            << " dense variables and " << tables << " tables, "
-            << (stream_ != nullptr
+            << device_name_ << ", " << next.graph->dense_variables().size()
+            << " dense variables and " << next.graph->tables().size()
+            << " tables, "
+            << (next.stream != nullptr
                     ? absl::StrCat("streaming ", config.train_shards_size(),
-                                   " shards of ", *train_size, " records")
+                                   " shards of ", next.train_size, " records")
                     : absl::StrCat("dataset shard [", config.train_begin(),
                                    ", ", config.train_end(), ")"));
+  // The one change: the old state, with the data sets it cached (they may
+  // come from other files), goes whole. Calls are serialised by the
+  // service, so no step sees half of either.
+  state_ = *std::move(built);
+  configured_.store(true);
   return absl::OkStatus();
 }
 
 absl::StatusOr<const ExampleSet*> TrainingWorker::TrainShard(int64_t begin,
                                                              int64_t end) {
   auto key = std::make_pair(begin, end);
-  auto it = shards_.find(key);
-  if (it != shards_.end()) return it->second.get();
-  absl::StatusOr<std::unique_ptr<ExampleSet>> data = LoadExamples(
-      config_.data(), config_.model_def(), /*train=*/true, begin, end - begin);
+  auto it = state_->shards.find(key);
+  if (it != state_->shards.end()) return it->second.get();
+  absl::StatusOr<std::unique_ptr<ExampleSet>> data =
+      LoadExamples(state_->config.data(), state_->config.model_def(),
+                   /*train=*/true, begin, end - begin);
   if (!data.ok()) return data.status();
   LOG(INFO) << "loaded training examples [" << begin << ", " << end << ")";
-  return shards_.emplace(key, *std::move(data)).first->second.get();
+  return state_->shards.emplace(key, *std::move(data)).first->second.get();
 }
 
 absl::Status TrainingWorker::RunStep(const StepRequest& request,
@@ -329,22 +140,22 @@ absl::Status TrainingWorker::RunStep(const StepRequest& request,
     if (batch_.size == 0) {
       // Every position of the step held a bad record, all skipped.
       response->set_examples(0);
-      if (!params_->collective()) return absl::OkStatus();
+      if (!state_->params->collective()) return absl::OkStatus();
       return StepWithoutExamples(request, response);
     }
     return TrainBatch(request, response);
   }
   const int64_t begin = request.shard_begin(), end = request.shard_end();
-  if (begin < 0 || begin > end || end > train_size_) {
+  if (begin < 0 || begin > end || end > state_->train_size) {
     return absl::InvalidArgumentError(absl::StrCat(
         "step ", request.step(), ": dataset shard [", begin, ", ", end,
-        ") is not inside the ", train_size_, " training examples"));
+        ") is not inside the ", state_->train_size, " training examples"));
   }
   absl::StatusOr<std::vector<int64_t>> ids =
       DecodeRaw<int64_t>(request.example_ids(), "example_ids");
   if (!ids.ok()) return ids.status();
   if (ids->empty()) {
-    if (!params_->collective()) {
+    if (!state_->params->collective()) {
       return absl::InvalidArgumentError(
           absl::StrCat("step ", request.step(), " names no examples"));
     }
@@ -368,18 +179,19 @@ absl::Status TrainingWorker::RunStep(const StepRequest& request,
 
 absl::Status TrainingWorker::StreamBatch(const StepRequest& request,
                                          StepResponse* response) {
-  if (stream_ == nullptr) {
+  if (state_->stream == nullptr) {
     return absl::InvalidArgumentError(
         absl::StrCat("step ", request.step(),
                      " names stream positions, but the job's "
                      "data format \"",
-                     config_.data().format(), "\" is not streamed"));
+                     state_->config.data().format(), "\" is not streamed"));
   }
   const StreamStep& step = request.stream();
   int64_t bad = 0;
   std::string why_bad;
-  if (absl::Status s = stream_->Take(step.shard(), step.pass(), step.first(),
-                                     step.count(), &batch_, &bad, &why_bad);
+  if (absl::Status s =
+          state_->stream->Take(step.shard(), step.pass(), step.first(),
+                               step.count(), &batch_, &bad, &why_bad);
       !s.ok()) {
     return s;
   }
@@ -398,15 +210,15 @@ absl::Status TrainingWorker::TrainBatch(const StepRequest& request,
   auto t0 = std::chrono::steady_clock::now();
   // hybrid:ssp:S: at most S of this worker's row pushes still under way
   // when its rows are pulled (an earlier push's error surfaces here).
-  if (absl::Status s =
-          rows_->WaitForPushes(mode_.ssp_rows ? mode_.staleness : 0);
+  if (absl::Status s = state_->rows->WaitForPushes(
+          state_->mode.ssp_rows ? state_->mode.staleness : 0);
       !s.ok()) {
     return s;
   }
   // Sync: the values after every global step before this one.
   const std::optional<int64_t> sync_step = SyncStepOf(request);
   std::future<absl::Status> rows;
-  if (!rows_->empty()) rows = rows_->StartPull(batch_, sync_step);
+  if (!state_->rows->empty()) rows = state_->rows->StartPull(batch_, sync_step);
   absl::Status dense = PrepareParameters(sync_step);
   absl::Status pulled = rows.valid() ? rows.get() : absl::OkStatus();
   if (!dense.ok()) return dense;
@@ -414,16 +226,18 @@ absl::Status TrainingWorker::TrainBatch(const StepRequest& request,
   response->set_pull_us(MicrosSince(t0));
 
   auto t1 = std::chrono::steady_clock::now();
-  const uint64_t seed = DeriveSeed(config_.seed(), request.step());
+  const uint64_t seed = DeriveSeed(state_->config.seed(), request.step());
   // Mirrored on GPUs with NCCL: the gradients stay where the backward pass
   // left them, scaled by this replica's weight, for the all-reduce.
-  float* on_device = params_->device_gradients();
+  float* on_device = state_->params->device_gradients();
   absl::StatusOr<GraphResult> result =
       on_device != nullptr
-          ? graph_->TrainStepOnDevice(rows_->View(batch_), seed,
-                                      static_cast<float>(batch), on_device)
-          : graph_->TrainStep(rows_->View(batch_), seed, DenseGradients(),
-                              rows_->gradients());
+          ? state_->graph->TrainStepOnDevice(state_->rows->View(batch_), seed,
+                                             static_cast<float>(batch),
+                                             on_device)
+          : state_->graph->TrainStep(state_->rows->View(batch_), seed,
+                                     DenseGradients(),
+                                     state_->rows->gradients());
   // A device fault is reported here, before a bad gradient can be pushed.
   if (!result.ok()) return result.status();
   response->set_compute_us(MicrosSince(t1));
@@ -438,8 +252,8 @@ absl::Status TrainingWorker::TrainBatch(const StepRequest& request,
   const SyncPush* tag = sync.required > 0 ? &sync : nullptr;
   // The rows go to the servers (or into the replica's gradients) while
   // the dense gradients are pushed, or all-reduced among the replicas.
-  std::future<absl::Status> row_push = rows_->StartPush(scale, tag);
-  absl::Status pushed = params_->Push({batch, scale, tag}, response);
+  std::future<absl::Status> row_push = state_->rows->StartPush(scale, tag);
+  absl::Status pushed = state_->params->Push({batch, scale, tag}, response);
   absl::Status rows_pushed =
       row_push.valid() ? row_push.get() : absl::OkStatus();
   if (!pushed.ok()) return pushed;
@@ -450,7 +264,7 @@ absl::Status TrainingWorker::TrainBatch(const StepRequest& request,
 
 std::optional<int64_t> TrainingWorker::SyncStepOf(
     const StepRequest& request) const {
-  if (!mode_.aggregates_steps() || request.sync_required() <= 0) {
+  if (!state_->mode.aggregates_steps() || request.sync_required() <= 0) {
     return std::nullopt;
   }
   return request.sync_step();
@@ -466,14 +280,14 @@ SyncPush TrainingWorker::SyncPushOf(const StepRequest& request) const {
 }
 
 std::vector<absl::Span<const float>> TrainingWorker::DenseValues() const {
-  std::vector<absl::Span<const float>> values = params_->values();
-  values.resize(graph_->dense_variables().size());
+  std::vector<absl::Span<const float>> values = state_->params->values();
+  values.resize(state_->graph->dense_variables().size());
   return values;
 }
 
 std::vector<absl::Span<float>> TrainingWorker::DenseGradients() {
-  std::vector<absl::Span<float>> gradients = params_->gradients();
-  gradients.resize(graph_->dense_variables().size());
+  std::vector<absl::Span<float>> gradients = state_->params->gradients();
+  gradients.resize(state_->graph->dense_variables().size());
   return gradients;
 }
 
@@ -484,10 +298,10 @@ absl::Status TrainingWorker::StepWithoutExamples(const StepRequest& request,
   // Hybrid:sync: the servers wait for every part of the step, this
   // replica's empty one too.
   std::future<absl::Status> row_push = tag != nullptr
-                                           ? rows_->StartEmptyPush(sync)
+                                           ? state_->rows->StartEmptyPush(sync)
                                            : std::future<absl::Status>();
-  absl::Status reduced =
-      params_->Push({/*examples=*/0, request.sync_scale(), tag}, response);
+  absl::Status reduced = state_->params->Push(
+      {/*examples=*/0, request.sync_scale(), tag}, response);
   absl::Status rows_pushed =
       row_push.valid() ? row_push.get() : absl::OkStatus();
   if (!reduced.ok()) return reduced;
@@ -500,14 +314,14 @@ absl::Status TrainingWorker::Evaluate(const EvaluateRequest& request,
     return absl::FailedPreconditionError("worker is not configured yet");
   }
   // This worker's rows in flight land first (hybrid:ssp:S).
-  if (absl::Status s = rows_->WaitForPushes(0); !s.ok()) return s;
+  if (absl::Status s = state_->rows->WaitForPushes(0); !s.ok()) return s;
   const int64_t begin = request.begin(), end = request.end();
   int64_t test_size = 0;
-  if (stream_ != nullptr) {
-    test_size = stream_->test_size();
+  if (state_->stream != nullptr) {
+    test_size = state_->stream->test_size();
   } else {
     absl::StatusOr<int64_t> n =
-        DeclaredExamples(config_.data(), false, &counts_);
+        DeclaredExamples(state_->config.data(), false, &counts_);
     if (!n.ok()) return n.status();
     test_size = *n;
   }
@@ -516,48 +330,48 @@ absl::Status TrainingWorker::Evaluate(const EvaluateRequest& request,
                                               end, ") is not inside the ",
                                               test_size, " test examples"));
   }
-  if (stream_ == nullptr && begin < end &&
-      (test_set_ == nullptr || begin < test_begin_ ||
-       end > test_begin_ + test_set_->size())) {
+  if (state_->stream == nullptr && begin < end &&
+      (state_->test_set == nullptr || begin < state_->test_begin ||
+       end > state_->test_begin + state_->test_set->size())) {
     // Only the slice asked for (each epoch asks the same): each worker
     // evaluates its part of the test set, and every worker loading all of
     // it cost as much again as the evaluation. Loading verifies the
     // declared count up to the slice's end.
     absl::StatusOr<std::unique_ptr<ExampleSet>> test =
-        LoadExamples(config_.data(), config_.model_def(), /*train=*/false,
-                     begin, end - begin);
+        LoadExamples(state_->config.data(), state_->config.model_def(),
+                     /*train=*/false, begin, end - begin);
     if (!test.ok()) return test.status();
-    test_set_ = *std::move(test);
-    test_begin_ = begin;
+    state_->test_set = *std::move(test);
+    state_->test_begin = begin;
   }
   // Evaluate the freshest parameters, not a prefetched set.
   CancelPrefetch();
-  if (absl::Status s = params_->Pull(std::nullopt); !s.ok()) return s;
-  if (absl::Status s = graph_->SetParameters(DenseValues()); !s.ok()) {
+  if (absl::Status s = state_->params->Pull(std::nullopt); !s.ok()) return s;
+  if (absl::Status s = state_->graph->SetParameters(DenseValues()); !s.ok()) {
     return s;
   }
   // One probability per example: the exact AUC needs them all.
   const bool probabilities =
-      config_.model_def().label().kind() == LabelDef::BINARY &&
-      graph_->output_size() == 1;
+      state_->config.model_def().label().kind() == LabelDef::BINARY &&
+      state_->graph->output_size() == 1;
   std::vector<int64_t> indices;
   for (int64_t at = begin; at < end; at += kEvaluateSlice) {
     const int64_t n = std::min(kEvaluateSlice, end - at);
     indices.resize(n);
-    for (int64_t i = 0; i < n; ++i) indices[i] = at + i - test_begin_;
-    if (absl::Status s = stream_ != nullptr
-                             ? stream_->TakeTest(at, at + n, &batch_)
-                             : test_set_->Gather(indices, &batch_);
+    for (int64_t i = 0; i < n; ++i) indices[i] = at + i - state_->test_begin;
+    if (absl::Status s = state_->stream != nullptr
+                             ? state_->stream->TakeTest(at, at + n, &batch_)
+                             : state_->test_set->Gather(indices, &batch_);
         !s.ok()) {
       return s;
     }
     // A growing table makes the rows of ids seen only in the test set,
     // with their deterministic initial values.
-    if (!rows_->empty()) {
-      if (absl::Status s = rows_->Pull(batch_); !s.ok()) return s;
+    if (!state_->rows->empty()) {
+      if (absl::Status s = state_->rows->Pull(batch_); !s.ok()) return s;
     }
-    absl::StatusOr<GraphResult> r = graph_->Evaluate(
-        rows_->View(batch_), probabilities ? &predictions_ : nullptr);
+    absl::StatusOr<GraphResult> r = state_->graph->Evaluate(
+        state_->rows->View(batch_), probabilities ? &predictions_ : nullptr);
     if (!r.ok()) return r.status();
     response->set_examples(response->examples() + r->examples);
     response->set_correct(response->correct() + r->correct);

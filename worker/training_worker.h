@@ -23,10 +23,7 @@
 #include "worker/data/inflate_cache/inflated_files.h"
 #include "worker/data/stream/stream_examples.h"
 #include "worker/nn/graph.h"
-#include "worker/params/mirrored_parameters.h"
-#include "worker/params/parameter_set.h"
-#include "worker/params/row_exchange.h"
-#include "worker/params/sharded_parameters.h"
+#include "worker/worker_state.h"
 
 namespace tessera {
 
@@ -90,7 +87,7 @@ class TrainingWorker {
   absl::Status DrainPrefetch();
   // Waits for a prefetch in flight and drops what it staged.
   void CancelPrefetch();
-  // Makes params_ and the graph's parameters this step's: the prefetched
+  // Makes state_->params and the graph's parameters this step's: the prefetched
   // set (already uploaded to the device) when there is one, else a fresh
   // pull (for a replica: its own values); starts the next prefetch if
   // enabled, which pulls and uploads while this step computes.
@@ -101,7 +98,7 @@ class TrainingWorker {
   std::optional<int64_t> SyncStepOf(const StepRequest& request) const;
   // The tag of `request`'s pushes (required 0: untagged).
   SyncPush SyncPushOf(const StepRequest& request) const;
-  // params_'s dense variables and their gradients, without a replica's
+  // state_->params's dense variables and their gradients, without a replica's
   // kept tables after them: what the graph computes with.
   std::vector<absl::Span<const float>> DenseValues() const;
   std::vector<absl::Span<float>> DenseGradients();
@@ -116,8 +113,8 @@ class TrainingWorker {
   // The step on batch_, from the pull to the push.
   absl::Status TrainBatch(const StepRequest& request, StepResponse* response);
 
-  // The training examples [begin, end) of config_'s files, loaded on first
-  // use and kept until the next successful Configure.
+  // The training examples [begin, end) of the configured files, loaded on
+  // first use and kept until the next successful Configure.
   absl::StatusOr<const ExampleSet*> TrainShard(int64_t begin, int64_t end);
 
   const ClusterSpec cluster_;
@@ -127,31 +124,15 @@ class TrainingWorker {
   const std::string device_name_;
   AllReducer* const all_reducer_;
 
-  WorkerConfig config_;
-  TrainingMode mode_;
-  std::unique_ptr<Graph> graph_;
-  // The dense variables: sharded on the servers, or this worker's full
-  // replica (mirrored, hybrid), which replica_ then names (for its
-  // checkpoints and the tables it keeps whole); else replica_ is null.
-  std::unique_ptr<ParameterSet> params_;
-  MirroredParameters* replica_ = nullptr;
-  int64_t train_size_ = 0;  // examples in the training files (or subset)
   // The data files' verified counts, for this process: a configuration
   // again (a restarted chief probes the data anew) reads no file through.
   VerifiedCountCache counts_;
   const InflatedFiles inflated_;
-  std::vector<std::unique_ptr<PsClient>> clients_;
-  // The embedding tables' rows, on the servers or kept in the replica.
-  std::unique_ptr<RowExchange> rows_;
-  // With prefetching: a second set of buffers, filled by `prefetch_` while
-  // a step computes with params_; the next step swaps them.
-  std::unique_ptr<ParameterSet> spare_;
+  // What the last successful Configure built (null before it), replaced
+  // whole by the next.
+  std::unique_ptr<WorkerState> state_;
+  // The prefetch of state_->spare in flight, if any.
   std::future<absl::Status> prefetch_;
-  std::map<std::pair<int64_t, int64_t>, std::unique_ptr<ExampleSet>> shards_;
-  std::unique_ptr<ExampleSet> test_set_;
-  int64_t test_begin_ = 0;  // test_set_ holds the test examples from here
-  // Streamed formats (instead of shards_ and test_set_).
-  std::unique_ptr<StreamExamples> stream_;
   std::atomic<bool> configured_{false};
 
   // Per step, reused.

@@ -9,36 +9,38 @@ namespace tessera {
 
 absl::Status TrainingWorker::SaveReplica(const SaveShardsRequest& request,
                                          SaveShardsResponse* response) {
-  if (replica_ == nullptr) {
+  if (state_ == nullptr || state_->replica == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat(
         "SaveReplica: this worker keeps no replica (",
-        configured() ? mode_.ToString() + " mode" : "not configured", ")"));
+        configured() ? state_->mode.ToString() + " mode" : "not configured",
+        ")"));
   }
   if (request.directory().empty()) {
     return absl::InvalidArgumentError("SaveReplica: no checkpoint directory");
   }
-  return tessera::SaveReplica(*replica_, request.directory(), response);
+  return tessera::SaveReplica(*state_->replica, request.directory(), response);
 }
 
 absl::Status TrainingWorker::RestoreReplica(
     const RestoreReplicaRequest& request, RestoreShardsResponse* response) {
-  if (replica_ == nullptr) {
+  if (state_ == nullptr || state_->replica == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat(
         "RestoreReplica: this worker keeps no replica (",
-        configured() ? mode_.ToString() + " mode" : "not configured", ")"));
+        configured() ? state_->mode.ToString() + " mode" : "not configured",
+        ")"));
   }
   // Rows pushed before the restore must not land after the servers' own
   // restore; a prefetch holds values of before it.
-  rows_->WaitForPushes(0).IgnoreError();
+  state_->rows->WaitForPushes(0).IgnoreError();
   CancelPrefetch();
   const RestoreShardsRequest& checkpoint = request.checkpoint();
   if (absl::Status s = tessera::RestoreReplica(
-          checkpoint.manifest(), checkpoint.directory(), replica_);
+          checkpoint.manifest(), checkpoint.directory(), state_->replica);
       !s.ok()) {
     return s;
   }
   response->set_shards_restored(
-      static_cast<int32_t>(replica_->variables().size()));
+      static_cast<int32_t>(state_->replica->variables().size()));
   if (request.collective_epoch() != 0) {
     if (absl::Status s = all_reducer_->Restart(request.collective_epoch());
         !s.ok()) {
