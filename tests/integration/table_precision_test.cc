@@ -120,12 +120,30 @@ class TablePrecisionJobTest : public ::testing::TestWithParam<std::string> {
     return path.string();
   }
 
-  TrainedModel Train(const std::string& name) {
+  // One sync run; with `kill_ps1_at` > 0, ps-1 dies (SIGKILL at its fault
+  // point, common/process/fault_point.h) at that many pushes, is restarted
+  // by the launcher and restored from the job's checkpoint.
+  TrainedModel Train(const std::string& name, int kill_ps1_at = 0) {
     const fs::path run_dir = dir_ / name;
+    std::string env;
+    const fs::path faults = dir_ / (name + "_faults");
+    if (kill_ps1_at > 0) {
+      fs::create_directories(faults);
+      std::ofstream(faults / "ps-1.push") << "kill " << kill_ps1_at;
+      env = absl::StrCat("TESSERA_FAULT_POINTS=", faults.string(), " ");
+    }
     ShellResult run = Shell(absl::StrCat(
-        BuildDir(), "/deploy/local/tessera_local --run_dir=", run_dir.string(),
-        " --num_ps=2 --num_workers=2 -- --mode=sync --job_file=", Job()));
+        env, BuildDir(),
+        "/deploy/local/tessera_local --max_restarts=2 --run_dir=",
+        run_dir.string(), " --num_ps=2 --num_workers=2 -- --mode=sync ",
+        "--checkpoint_dir=", (run_dir / "checkpoints").string(),
+        " --job_file=", Job()));
     EXPECT_EQ(run.exit_code, 0) << run.output;
+    if (kill_ps1_at > 0) {
+      EXPECT_TRUE(fs::exists(faults / "ps-1.push.hit"))
+          << "ps-1 was never killed\n"
+          << run.output;
+    }
     absl::StatusOr<TrainedModel> model =
         LoadTrainedModel((run_dir / "checkpoints").string());
     EXPECT_TRUE(model.ok()) << model.status() << run.output;
@@ -161,6 +179,24 @@ TEST_P(TablePrecisionJobTest, SyncJobIsBitIdenticalAndStoresNarrowRows) {
     EXPECT_GT(moved, 0) << a.name;
   }
   EXPECT_EQ(tables, 2);
+}
+
+// A server holding narrow shards of both tables dies in the middle of the
+// second epoch; the recovered run ends with the undisturbed run's bits.
+TEST_P(TablePrecisionJobTest, ServerKilledMidJobTrainsTheSameBits) {
+  const TrainedModel undisturbed = Train("undisturbed");
+  const TrainedModel killed = Train("killed", 50);
+  ASSERT_EQ(undisturbed.variables.size(), killed.variables.size());
+  ASSERT_FALSE(killed.variables.empty());
+  for (size_t v = 0; v < undisturbed.variables.size(); ++v) {
+    const TrainedVariable& a = undisturbed.variables[v];
+    const TrainedVariable& b = killed.variables[v];
+    ASSERT_EQ(a.values.size(), b.values.size()) << a.name;
+    EXPECT_EQ(std::memcmp(a.values.data(), b.values.data(),
+                          a.values.size() * sizeof(float)),
+              0)
+        << a.name << " differs after ps-1 was killed and restored";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Precisions, TablePrecisionJobTest,
