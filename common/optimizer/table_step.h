@@ -24,7 +24,9 @@ namespace tessera {
 //    a zero gradient (Keras' Adam and SGD with momentum on an Embedding);
 //    `scratch` holds the dense gradient and is kept for the next call.
 // SGD, Adagrad, FTRL and rowwise_adagrad give the same values either way
-// (a row-wise optimizer always takes the lazy path).
+// (a row-wise optimizer always takes the lazy path), unless the optimizer
+// has a weight decay: it shrinks the rows an update moves, so a lazy update
+// decays only the touched rows (as TF's sparse apply ops), a dense one all.
 void ApplyTableStep(const Optimizer& optimizer, int64_t rows, int64_t dim,
                     absl::Span<const int64_t> touched,
                     absl::Span<const float> grads, int64_t t, float* values,

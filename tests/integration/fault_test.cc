@@ -500,7 +500,12 @@ TEST_F(FaultTest, StreamedTfRecordKeepsExactlyOnceWhenTheCoordinatorDies) {
 
 // Generated click data (kTrain examples) and the DLRM job file: a model
 // with growing embedding tables, Adagrad on the rows and Adam on the dense
-// layers. The flags that make Train use it, with global steps of 64.
+// layers, each with a learning-rate schedule and the dense one with weight
+// decay (#44): a server applies the rate of its update's t, which its
+// checkpoint keeps, so a restored job goes on with the schedule where it
+// was, and the lockstep modes still repeat the undisturbed run bit for bit
+// (a schedule restarted at t = 1, or run on another count, would not). The
+// flags that make Train use it, with global steps of 64.
 std::string ClickTableFlags() {
   static const std::string flags = [] {
     const fs::path dir = FaultTest::Dir("click_data");
@@ -512,7 +517,11 @@ std::string ClickTableFlags() {
     EXPECT_EQ(gen.exit_code, 0) << gen.output;
     return absl::StrCat(" --job_file=", TESSERA_SOURCE_DIR,
                         "/deploy/jobs/dlrm.textproto --data_dir=", dir.string(),
-                        " --batch_size=64");
+                        " --batch_size=64",
+                        " --lr_schedule=cosine,warmup_steps=40,decay_steps=600,"
+                        "alpha=0.2 --weight_decay=0.004",
+                        " --embedding_lr_schedule=exponential,decay_steps=100,"
+                        "decay_rate=0.8");
   }();
   return flags;
 }
@@ -583,7 +592,10 @@ TEST_P(TableFaultTest, EveryEpochOnceAndTheModelOfTheUndisturbedRun) {
   // as they come) differ by update order.
   const bool exact = mode == "sync" || mode == "hybrid:sync";
   for (size_t e = 0; e < run.metrics.size(); ++e) {
-    for (const char* key : {"train_loss", "test_loss", "auc", "log_loss"}) {
+    // The rates shown are the servers' too: counted out of the rounds a
+    // restore undid, they are the undisturbed run's.
+    for (const char* key : {"train_loss", "test_loss", "auc", "log_loss",
+                            "learning_rate", "embedding_learning_rate"}) {
       ASSERT_TRUE(run.metrics[e].contains(key)) << run.metrics[e].dump();
       if (!exact) continue;
       EXPECT_EQ(run.metrics[e][key].get<double>(),
