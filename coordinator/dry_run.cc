@@ -14,7 +14,6 @@
 #include "common/model/model_summary.h"
 #include "common/model/variable_optimizer.h"
 #include "common/optimizer/optimizer.h"
-#include "common/optimizer/row_precision.h"
 #include "partitioners/variable_sharding.h"
 #include "worker/data/data_check.h"
 
@@ -103,56 +102,40 @@ absl::Status DryRun(const JobConfig& job, const ClusterSpec& cluster,
     }
     std::fprintf(out, "%s",
                  FormatShardTable(plan.shards, cluster.tasks("ps")).c_str());
-    // What each server holds: values in their precision plus the slots
-    // of the variable's own optimizer (Adam: two per value; rowwise_adagrad
-    // one per row); a growing table counts expected_rows_per_shard rows.
+    // What each server holds: a dense shard's values with one of each of
+    // its optimizer's slots (Adam: two), and each table's rows in their
+    // precision with their slots (rowwise_adagrad: one float a row).
     const int64_t memory =
         options.memory_bytes > 0 ? options.memory_bytes : MachineMemoryBytes();
     std::vector<int64_t> held(num_ps, 0);
-    std::string table_lines;
     for (const VariableDef& v : plan.variables) {
+      if (v.sparse) continue;
       absl::StatusOr<std::unique_ptr<Optimizer>> optimizer =
           CreateOptimizer(VariableOptimizer(job, v));
-      if (!optimizer.ok()) continue;
-      const bool growing = plan.IsHashTable(v.name);
-      const int64_t dim = v.shape.size() > 1 ? v.shape.back() : 1;
-      const RowPrecision precision = plan.PrecisionOf(v.name);
-      const TableRowBytes row =
-          RowBytesOf(precision, dim, **optimizer, growing);
-      std::vector<int64_t> per_ps(num_ps, 0);
+      const int slots = optimizer.ok() ? (*optimizer)->num_slots() : 0;
       for (const ShardInfo& s : plan.shards) {
-        if (s.variable != v.name || s.ps_task < 0 || s.ps_task >= num_ps) {
-          continue;
+        if (s.variable == v.name && s.ps_task >= 0 && s.ps_task < num_ps) {
+          held[s.ps_task] += s.bytes * (1 + slots);
         }
-        int64_t rows = growing ? plan.expected_rows_per_shard : s.rows;
-        if (!v.sparse) {
-          // A dense shard: every value with one of each slot.
-          const int64_t n = s.bytes / static_cast<int64_t>(sizeof(float));
-          per_ps[s.ps_task] += n * 4 * (1 + (*optimizer)->num_slots());
-          continue;
-        }
-        per_ps[s.ps_task] += rows * row.total();
       }
-      for (int t = 0; t < num_ps; ++t) held[t] += per_ps[t];
-      if (!v.sparse) continue;
+    }
+    std::string table_lines;
+    for (const TableMemory& t : TableMemoryOf(plan, job, num_ps)) {
       std::vector<std::string> servers;
-      for (int t = 0; t < num_ps; ++t) {
-        if (per_ps[t] > 0) servers.push_back(Bytes(per_ps[t]));
-      }
-      int64_t slot_floats = 0;
-      for (int k = 0; k < (*optimizer)->num_slots(); ++k) {
-        slot_floats += (*optimizer)->slot_row_elements(k, dim);
+      for (int p = 0; p < t.bytes_per_server_size(); ++p) {
+        held[p] += t.bytes_per_server(p);
+        if (t.bytes_per_server(p) > 0) {
+          servers.push_back(Bytes(t.bytes_per_server(p)));
+        }
       }
       absl::StrAppendFormat(
           &table_lines,
-          "  %s  %s  %s  %lld slot float%s/row  %lld B/row "
-          "(values %lld, slots %lld, record and index %lld)  per ps: %s\n",
-          v.name, RowPrecisionName(precision), (*optimizer)->name(),
-          static_cast<long long>(slot_floats), slot_floats == 1 ? "" : "s",
-          static_cast<long long>(row.total()),
-          static_cast<long long>(row.values), static_cast<long long>(row.slots),
-          static_cast<long long>(row.header + row.index),
-          growing && plan.expected_rows_per_shard == 0
+          "  %s  %s  %s  %lld slot float%s/row  %lld B/row  per ps: %s\n",
+          t.name(), t.precision(), t.optimizer(),
+          static_cast<long long>(t.slot_floats_per_row()),
+          t.slot_floats_per_row() == 1 ? "" : "s",
+          static_cast<long long>(t.bytes_per_row()),
+          t.growing() && plan.expected_rows_per_shard == 0
               ? "growing (set expected_rows_per_shard to count it)"
               : absl::StrJoin(servers, ", "));
     }

@@ -71,7 +71,13 @@ TrainingJob::TrainingJob(JobCluster cluster, JobConfig job, VariablePlan plan,
       options_.coordinator.worker_recovery_timeout);
   MakeEpochLoop();
   MakeOperatorCommands();
-  board_.Update([&](JobStatus* s) { s->set_epochs(job_.schedule().epochs()); });
+  board_.Update([&](JobStatus* s) {
+    s->set_epochs(job_.schedule().epochs());
+    for (TableMemory& t :
+         TableMemoryOf(served_, job_, static_cast<int>(ps_.size()))) {
+      *s->add_tables() = std::move(t);
+    }
+  });
 }
 
 void TrainingJob::ResolveMode(int num_workers) {

@@ -8,6 +8,8 @@
 #include "common/model/model_presets.h"
 #include "common/model/table_precision.h"
 #include "common/model/variable_optimizer.h"
+#include "common/optimizer/optimizer.h"
+#include "common/optimizer/row_precision.h"
 #include "partitioners/partitioner_factory.h"
 
 namespace tessera {
@@ -201,6 +203,42 @@ std::vector<std::vector<CreateShardsRequest>> ShardRequestsByKind(
         out[k].push_back(std::move(requests[k]));
       }
     }
+  }
+  return out;
+}
+
+std::vector<TableMemory> TableMemoryOf(const VariablePlan& plan,
+                                       const JobConfig& job, int num_ps) {
+  std::vector<TableMemory> out;
+  for (const VariableDef& v : plan.variables) {
+    if (!v.sparse) continue;
+    absl::StatusOr<std::unique_ptr<Optimizer>> optimizer =
+        CreateOptimizer(VariableOptimizer(job, v));
+    if (!optimizer.ok()) continue;
+    const bool growing = plan.IsHashTable(v.name);
+    const int64_t dim = v.shape.size() > 1 ? v.shape.back() : 1;
+    const RowPrecision precision = plan.PrecisionOf(v.name);
+    const TableRowBytes row = RowBytesOf(precision, dim, **optimizer, growing);
+    TableMemory t;
+    t.set_name(v.name);
+    t.set_precision(RowPrecisionName(precision));
+    t.set_optimizer((*optimizer)->name());
+    for (int k = 0; k < (*optimizer)->num_slots(); ++k) {
+      t.set_slot_floats_per_row(t.slot_floats_per_row() +
+                                (*optimizer)->slot_row_elements(k, dim));
+    }
+    t.set_bytes_per_row(row.total());
+    t.set_growing(growing);
+    std::vector<int64_t> per_ps(std::max(num_ps, 0), 0);
+    for (const ShardInfo& s : plan.shards) {
+      if (s.variable != v.name || s.ps_task < 0 || s.ps_task >= num_ps) {
+        continue;
+      }
+      const int64_t rows = growing ? plan.expected_rows_per_shard : s.rows;
+      per_ps[s.ps_task] += rows * row.total();
+    }
+    for (int64_t bytes : per_ps) t.add_bytes_per_server(bytes);
+    out.push_back(std::move(t));
   }
   return out;
 }

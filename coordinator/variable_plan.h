@@ -10,6 +10,7 @@
 #include "common/model_spec.h"
 #include "common/training_mode.h"
 #include "partitioners/variable_sharding.h"
+#include "proto/coordinator_service.pb.h"
 #include "proto/job.pb.h"
 #include "proto/ps_service.pb.h"
 #include "proto/worker_service.pb.h"
@@ -65,6 +66,15 @@ std::vector<CreateShardsRequest> ShardRequests(const VariablePlan& plan,
 // update rules as they first appear), in the order to send them.
 std::vector<std::vector<CreateShardsRequest>> ShardRequestsByKind(
     const VariablePlan& plan, const JobConfig& job, int num_ps);
+
+// What each embedding table of `plan` costs `num_ps` parameter servers:
+// its precision, its optimizer (job's VariableOptimizer), the slot floats
+// and bytes per row (RowBytesOf, common/optimizer/row_precision.h) and
+// the bytes on each server (a growing table at expected_rows_per_shard
+// rows). Tables whose optimizer the job cannot make are left out (the
+// job's validation names them).
+std::vector<TableMemory> TableMemoryOf(const VariablePlan& plan,
+                                       const JobConfig& job, int num_ps);
 
 // What a worker needs to route its pulls and pushes.
 std::vector<VariablePlacement> Placements(const VariablePlan& plan);

@@ -82,6 +82,21 @@ std::string FormatJobStatus(const JobStatus& s) {
         p.resident_bytes() / 1e6, p.pulls_served(), p.pushes_served(),
         p.calls_per_second(), p.uptime_ms() / 1e3);
   }
+  // What each table costs the servers (planned: a growing table at its
+  // expected rows); the ps lines above are what they hold now.
+  for (const TableMemory& t : s.tables()) {
+    std::string servers;
+    for (int p = 0; p < t.bytes_per_server_size(); ++p) {
+      absl::StrAppendFormat(&servers, "%s%.1f", p == 0 ? "" : " ",
+                            t.bytes_per_server(p) / 1e6);
+    }
+    absl::StrAppendFormat(
+        &text, "  table %-16s %s %s, %d slot float%s/row, %d B/row%s%s\n",
+        t.name(), t.precision(), t.optimizer(), t.slot_floats_per_row(),
+        t.slot_floats_per_row() == 1 ? "" : "s", t.bytes_per_row(),
+        t.growing() ? ", growing" : "",
+        servers.empty() ? "" : ", MB per ps: " + servers);
+  }
   if (!s.membership().empty()) {
     absl::StrAppendFormat(&text, "membership (at least %d worker%s):\n",
                           std::max(1, s.min_workers()),

@@ -97,5 +97,64 @@ TEST_F(HybridDryRunTest, TheReplicatedTablesBytesAreCounted) {
                               "replicated on every worker"));
 }
 
+// Issue #43: a sync click model's three 1000-row dim-16 tables in fp16
+// with rowwise_adagrad, on two servers: 16 * 2 bytes of values and one
+// accumulator float, 36 bytes a row, against 128 in fp32 with Adagrad.
+TEST(TableMemoryTest, PrecisionAndRowWiseSlotsSetTheBytesPerRow) {
+  JobConfig job;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"pb(
+        model {
+          kind: "ctr"
+          embedding_dim: 16
+          num_fields: 3
+          vocab_size: 1000
+          hidden_units: 8
+        }
+        optimizer {
+          learning_rate: 0.1
+          adagrad {}
+        }
+        embedding_optimizer {
+          learning_rate: 0.1
+          rowwise_adagrad {}
+        }
+        table_precision: ROW_FP16
+        table_precisions { key: "embedding_1" value: ROW_FP32 }
+        mode: "sync"
+        schedule { epochs: 1 batch_size: 8 }
+      )pb",
+      &job));
+  absl::StatusOr<ModelDef> model = JobModel(job);
+  ASSERT_TRUE(model.ok()) << model.status();
+  *job.mutable_model_def() = *model;
+  absl::StatusOr<VariablePlan> plan = PlanVariables(job, 2);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::vector<TableMemory> tables = TableMemoryOf(*plan, job, 2);
+  ASSERT_EQ(tables.size(), 3u);
+  for (const TableMemory& t : tables) {
+    const bool fp32 = t.name() == "embedding_1";
+    EXPECT_EQ(t.precision(), fp32 ? "fp32" : "fp16") << t.name();
+    EXPECT_EQ(t.optimizer(), "rowwise_adagrad");
+    EXPECT_EQ(t.slot_floats_per_row(), 1);
+    EXPECT_EQ(t.bytes_per_row(), fp32 ? 68 : 36) << t.name();
+    ASSERT_EQ(t.bytes_per_server_size(), 2);
+    EXPECT_EQ(t.bytes_per_server(0) + t.bytes_per_server(1),
+              1000 * t.bytes_per_row());
+  }
+  // Every shard of the fp16 tables is created fp16.
+  for (const auto& requests : ShardRequestsByKind(*plan, job, 2)) {
+    for (const CreateShardsRequest& r : requests) {
+      for (const ShardDef& def : r.shards()) {
+        const bool table = def.variable().rfind("embedding_", 0) == 0;
+        EXPECT_EQ(def.precision(), table && def.variable() != "embedding_1"
+                                       ? ROW_FP16
+                                       : ROW_FP32)
+            << def.name();
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tessera

@@ -108,5 +108,21 @@ TEST(StatusTextTest, ShowsEachWorkersStateAndTheMembershipHistory) {
   EXPECT_THAT(text, HasSubstr("joining  asked to join"));
 }
 
+// Issue #43: each table's precision, optimizer and bytes per row.
+TEST(StatusTextTest, TablesShowPrecisionOptimizerAndBytes) {
+  JobStatus status;
+  TableMemory* t = status.add_tables();
+  t->set_name("table_C1");
+  t->set_precision("fp16");
+  t->set_optimizer("rowwise_adagrad");
+  t->set_slot_floats_per_row(1);
+  t->set_bytes_per_row(36);
+  t->add_bytes_per_server(18000000);
+  t->add_bytes_per_server(18000000);
+  EXPECT_THAT(FormatJobStatus(status),
+              HasSubstr("table table_C1         fp16 rowwise_adagrad, 1 slot "
+                        "float/row, 36 B/row, MB per ps: 18.0 18.0"));
+}
+
 }  // namespace
 }  // namespace tessera
