@@ -7,6 +7,7 @@
 #include "common/byte_codec.h"
 #include "common/counter_rng.h"
 #include "glog/logging.h"
+#include "worker/data/batch_view.h"
 
 namespace tessera {
 namespace {
@@ -205,43 +206,44 @@ absl::Status TrainingWorker::StreamBatch(const StepRequest& request,
 
 absl::Status TrainingWorker::TrainBatch(const StepRequest& request,
                                         StepResponse* response) {
+  WorkerState& state = *state_;
   const int64_t batch = batch_.size;
+  // A model without tables has no rows to exchange.
+  RowExchange* rows = state.rows->empty() ? nullptr : state.rows.get();
 
   auto t0 = std::chrono::steady_clock::now();
   // hybrid:ssp:S: at most S of this worker's row pushes still under way
   // when its rows are pulled (an earlier push's error surfaces here).
-  if (absl::Status s = state_->rows->WaitForPushes(
-          state_->mode.ssp_rows ? state_->mode.staleness : 0);
-      !s.ok()) {
-    return s;
+  if (rows != nullptr) {
+    const int in_flight = state.mode.ssp_rows ? state.mode.staleness : 0;
+    if (absl::Status s = rows->WaitForPushes(in_flight); !s.ok()) return s;
   }
   // Sync: the values after every global step before this one.
   const std::optional<int64_t> sync_step = SyncStepOf(request);
-  std::future<absl::Status> rows;
-  if (!state_->rows->empty()) rows = state_->rows->StartPull(batch_, sync_step);
+  std::future<absl::Status> row_pull;
+  if (rows != nullptr) row_pull = rows->StartPull(batch_, sync_step);
   absl::Status dense = PrepareParameters(sync_step);
-  absl::Status pulled = rows.valid() ? rows.get() : absl::OkStatus();
+  absl::Status pulled = row_pull.valid() ? row_pull.get() : absl::OkStatus();
   if (!dense.ok()) return dense;
   if (!pulled.ok()) return pulled;
   response->set_pull_us(MicrosSince(t0));
 
   auto t1 = std::chrono::steady_clock::now();
-  const uint64_t seed = DeriveSeed(state_->config.seed(), request.step());
+  const uint64_t seed = DeriveSeed(state.config.seed(), request.step());
+  const GraphBatch view =
+      ViewOf(batch_, state.rows->pulled(), state.rows->positions());
   // Mirrored on GPUs with NCCL: the gradients stay where the backward pass
   // left them, scaled by this replica's weight, for the all-reduce.
-  float* on_device = state_->params->device_gradients();
+  float* on_device = state.params->device_gradients();
   absl::StatusOr<GraphResult> result =
       on_device != nullptr
-          ? state_->graph->TrainStepOnDevice(state_->rows->View(batch_), seed,
-                                             static_cast<float>(batch),
-                                             on_device)
-          : state_->graph->TrainStep(state_->rows->View(batch_), seed,
-                                     DenseGradients(),
-                                     state_->rows->gradients());
+          ? state.graph->TrainStepOnDevice(view, seed,
+                                           static_cast<float>(batch), on_device)
+          : state.graph->TrainStep(view, seed, DenseGradients(),
+                                   state.rows->gradients());
   // A device fault is reported here, before a bad gradient can be pushed.
   if (!result.ok()) return result.status();
   response->set_compute_us(MicrosSince(t1));
-
   response->set_loss(static_cast<float>(result->loss_sum / batch));
   response->set_examples(batch);
   response->set_correct(result->correct);
@@ -252,8 +254,9 @@ absl::Status TrainingWorker::TrainBatch(const StepRequest& request,
   const SyncPush* tag = sync.required > 0 ? &sync : nullptr;
   // The rows go to the servers (or into the replica's gradients) while
   // the dense gradients are pushed, or all-reduced among the replicas.
-  std::future<absl::Status> row_push = state_->rows->StartPush(scale, tag);
-  absl::Status pushed = state_->params->Push({batch, scale, tag}, response);
+  std::future<absl::Status> row_push;
+  if (rows != nullptr) row_push = rows->StartPush(scale, tag);
+  absl::Status pushed = state.params->Push({batch, scale, tag}, response);
   absl::Status rows_pushed =
       row_push.valid() ? row_push.get() : absl::OkStatus();
   if (!pushed.ok()) return pushed;
@@ -371,7 +374,8 @@ absl::Status TrainingWorker::Evaluate(const EvaluateRequest& request,
       if (absl::Status s = state_->rows->Pull(batch_); !s.ok()) return s;
     }
     absl::StatusOr<GraphResult> r = state_->graph->Evaluate(
-        state_->rows->View(batch_), probabilities ? &predictions_ : nullptr);
+        ViewOf(batch_, state_->rows->pulled(), state_->rows->positions()),
+        probabilities ? &predictions_ : nullptr);
     if (!r.ok()) return r.status();
     response->set_examples(response->examples() + r->examples);
     response->set_correct(response->correct() + r->correct);

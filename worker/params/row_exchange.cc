@@ -2,7 +2,6 @@
 
 #include <utility>
 
-#include "worker/data/batch_view.h"
 #include "worker/data/criteo/ctr_dataset.h"
 
 namespace tessera {
@@ -49,6 +48,7 @@ RowExchange::RowExchange(Options options)
     rows_.emplace_back(options_.host_memory);
   }
   grads_.resize(tables_.size());
+  pulled_.resize(tables_.size());
 }
 
 RowExchange::~RowExchange() { WaitForPushes(0).IgnoreError(); }
@@ -62,6 +62,7 @@ absl::Status RowExchange::Pull(const HostBatch& batch,
     LocalizeTableIds(tables_[t].shape[0], ids_, &unique_[t], &positions_[t]);
     rows_[t].Resize(static_cast<int64_t>(unique_[t].size()) *
                     tables_[t].shape[1]);
+    pulled_[t] = rows_[t].span();
     if (served_[t] >= 0) continue;
     if (absl::Status s = GatherKept(static_cast<int>(t)); !s.ok()) return s;
   }
@@ -92,12 +93,6 @@ absl::Status RowExchange::GatherKept(int t) {
                    static_cast<size_t>(options_.kept.slot(t));
   return options_.kept.Gather(t, unique_[t], options_.replica->values()[v],
                               rows_[t].span());
-}
-
-GraphBatch RowExchange::View(const HostBatch& batch) const {
-  std::vector<absl::Span<const float>> rows;
-  for (const HostBuffer<float>& buffer : rows_) rows.push_back(buffer.span());
-  return ViewOf(batch, rows, positions_);
 }
 
 std::future<absl::Status> RowExchange::StartPush(float scale,

@@ -2,10 +2,10 @@
 // the batch to its distinct rows and routes them once (which shard of
 // which server holds each row), then fetches them: from the servers, or
 // copied out of the replica for a table the replica keeps whole
-// (ReplicatedTables). The graph reads them through View and writes the
-// rows' gradients into gradients(); Push sends those along the same
-// routes, or adds a kept table's into the replica's gradient buffer for
-// the all-reduce. The rows, their positions in the batch, the routes and
+// (ReplicatedTables). The graph reads them (pulled, positions) and
+// writes the rows' gradients into gradients(); Push sends those along the
+// same routes, or adds a kept table's into the replica's gradient buffer
+// for the all-reduce. The rows, their positions in the batch, the routes and
 // the gradients stay here from the pull to the push.
 //
 // Thread safety: one step at a time. StartPull and StartPush run on the
@@ -29,6 +29,7 @@
 #include "proto/worker_service.pb.h"
 #include "ps_server/client/ps_client.h"
 #include "worker/backend/host_memory.h"
+#include "worker/data/batch_view.h"
 #include "worker/data/example_set.h"
 #include "worker/nn/graph.h"
 #include "worker/params/mirrored_parameters.h"
@@ -75,8 +76,12 @@ class RowExchange {
                     std::optional<int64_t> sync_step = std::nullopt);
   std::future<absl::Status> StartPull(const HostBatch& batch,
                                       std::optional<int64_t> sync_step);
-  // The graph's view of `batch` with the pulled rows.
-  GraphBatch View(const HostBatch& batch) const;
+  // The pulled rows of each table, and per table each collected id's
+  // index among them: the graph's view of the batch (ViewOf).
+  const std::vector<absl::Span<const float>>& pulled() const { return pulled_; }
+  const std::vector<std::vector<int64_t>>& positions() const {
+    return positions_;
+  }
   // Where the graph writes this step's row gradients (Graph::TrainStep).
   std::vector<TableGradient>* gradients() { return &grads_; }
 
@@ -124,6 +129,7 @@ class RowExchange {
   std::vector<int64_t> ids_;
   std::vector<std::vector<int64_t>> unique_, positions_;
   std::vector<HostBuffer<float>> rows_;
+  std::vector<absl::Span<const float>> pulled_;  // views of rows_
   std::vector<TableGradient> grads_;
   SparseParameters::Routes routes_;
 

@@ -41,11 +41,8 @@ absl::StatusOr<std::unique_ptr<ShardedParameters>> ShardedParameters::Create(
                        absl::StrJoin(var.shape, ","), "] in the model but [",
                        absl::StrJoin(shape, ","), "] in the placement"));
     }
-    int64_t elements = 1, row_elements = 1;
-    for (size_t d = 0; d < shape.size(); ++d) {
-      elements *= shape[d];
-      if (d > 0) row_elements *= shape[d];
-    }
+    int64_t elements = 1;
+    for (int64_t d : shape) elements *= d;
     if (borrowed != nullptr) {
       if (static_cast<int64_t>(borrowed->values[v].size()) != elements ||
           static_cast<int64_t>(borrowed->grads[v].size()) != elements) {
@@ -63,42 +60,55 @@ absl::StatusOr<std::unique_ptr<ShardedParameters>> ShardedParameters::Create(
                                    elements);
       params->grads_.emplace_back(params->owned_grads_.back().data(), elements);
     }
-    absl::Span<float> values = params->values_.back();
-    absl::Span<float> grads = params->grads_.back();
-    const int64_t rows = shape.empty() ? 1 : shape[0];
-    int64_t next_row = 0;
-    for (const ShardPlacement& shard : placement->shards()) {
-      if (shard.row_offset() != next_row || shard.ps_task() < 0 ||
-          shard.ps_task() >= static_cast<int>(clients.size())) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("placement of ", var.name, ": shard ", shard.name(),
-                         " (rows from ", shard.row_offset(), ", ps ",
-                         shard.ps_task(), ") does not follow row ", next_row,
-                         " on one of ", clients.size(), " parameter servers"));
-      }
-      // 0 <= next_row <= rows holds here, so this cannot overflow, and
-      // neither can next_row below: every view stays inside the buffer.
-      if (shard.rows() < 0 || shard.rows() > rows - next_row) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("placement of ", var.name, ": shard ", shard.name(),
-                         " (", shard.rows(), " rows from ", shard.row_offset(),
-                         ") does not fit in the variable's ", rows, " rows"));
-      }
-      // A rank-0 variable is one shard of one element.
-      const int64_t begin = shard.row_offset() * row_elements;
-      const int64_t count = shape.empty() ? 1 : shard.rows() * row_elements;
-      ServerGroup& group = params->groups_[shard.ps_task()];
-      group.shards.push_back(shard.name());
-      group.values.emplace_back(values.data() + begin, count);
-      group.grads.emplace_back(grads.data() + begin, count);
-      next_row += shard.rows();
-    }
-    if (next_row != rows) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "placement of ", var.name, " covers ", next_row, " rows of ", rows));
+    if (absl::Status s = params->AddShards(var.name, shape, *placement);
+        !s.ok()) {
+      return s;
     }
   }
   return params;
+}
+
+absl::Status ShardedParameters::AddShards(const std::string& name,
+                                          const std::vector<int64_t>& shape,
+                                          const VariablePlacement& placement) {
+  int64_t row_elements = 1;
+  for (size_t d = 1; d < shape.size(); ++d) row_elements *= shape[d];
+  const absl::Span<float> values = values_.back();
+  const absl::Span<float> grads = grads_.back();
+  const int64_t rows = shape.empty() ? 1 : shape[0];
+  const int servers = static_cast<int>(groups_.size());
+  int64_t next_row = 0;
+  for (const ShardPlacement& shard : placement.shards()) {
+    if (shard.row_offset() != next_row || shard.ps_task() < 0 ||
+        shard.ps_task() >= servers) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("placement of ", name, ": shard ", shard.name(),
+                       " (rows from ", shard.row_offset(), ", ps ",
+                       shard.ps_task(), ") does not follow row ", next_row,
+                       " on one of ", servers, " parameter servers"));
+    }
+    // 0 <= next_row <= rows holds here, so this cannot overflow, and
+    // neither can next_row below: every view stays inside the buffer.
+    if (shard.rows() < 0 || shard.rows() > rows - next_row) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("placement of ", name, ": shard ", shard.name(), " (",
+                       shard.rows(), " rows from ", shard.row_offset(),
+                       ") does not fit in the variable's ", rows, " rows"));
+    }
+    // A rank-0 variable is one shard of one element.
+    const int64_t begin = shard.row_offset() * row_elements;
+    const int64_t count = shape.empty() ? 1 : shard.rows() * row_elements;
+    ServerGroup& group = groups_[shard.ps_task()];
+    group.shards.push_back(shard.name());
+    group.values.emplace_back(values.data() + begin, count);
+    group.grads.emplace_back(grads.data() + begin, count);
+    next_row += shard.rows();
+  }
+  if (next_row != rows) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "placement of ", name, " covers ", next_row, " rows of ", rows));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ShardedParameters::PullAll(std::optional<int64_t> sync_step) {

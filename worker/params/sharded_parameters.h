@@ -85,6 +85,13 @@ class ShardedParameters final : public ParameterSet {
 
   ShardedParameters() = default;
 
+  // The shards of the variable just added (the last of values_ and
+  // grads_) into the groups of their servers; InvalidArgument names a
+  // placement whose shards do not tile the variable's rows.
+  absl::Status AddShards(const std::string& name,
+                         const std::vector<int64_t>& shape,
+                         const VariablePlacement& placement);
+
   // Owned buffers (none when borrowed), and the views every call uses.
   std::vector<HostArray<float>> owned_values_, owned_grads_;
   std::vector<absl::Span<float>> values_, grads_;
