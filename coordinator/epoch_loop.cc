@@ -326,8 +326,8 @@ void EpochLoop::RestartCadence() {
 }
 
 bool EpochLoop::CheckpointDue() {
-  // Not twice at one step (a resumed epoch's first boundary).
-  if (parts_.runner->next_step() == last_checkpoint_step_) return false;
+  // Not twice at one step: the job starts, or resumes, at a checkpoint.
+  if (parts_.runner->next_step() == cadence_step_) return false;
   if (parts_.control->checkpoint_wanted()) return true;
   if (parts_.checkpointer == nullptr) return false;
   if (options_.checkpoint_every_steps > 0) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "common/byte_codec.h"
@@ -398,6 +400,51 @@ TEST_F(TrainingJobTest, CheckpointDuringExtraStepsIsTakenAtAStepBoundary) {
   const int64_t step = std::stoll(asked->substr(asked->rfind('-') + 1));
   EXPECT_GT(step, 22);
   EXPECT_LT(step, 50);
+}
+
+// Issue #44: checkpoints inside the epochs. With a cadence in seconds so
+// short that every step boundary is due, one is written at every step of
+// both epochs (10 steps each), each holding the epoch's position; the
+// epochs still train every example once.
+TEST_F(TrainingJobTest, CheckpointsOnACadenceAreTakenInsideTheEpochs) {
+  options_.checkpoint_dir = checkpoints_.path();
+  options_.checkpoint_every = absl::Nanoseconds(1);
+  options_.keep_checkpoints = 100;
+  TrainingJob* job = MakeJob(1);
+  ASSERT_TRUE(job->Run().ok()) << Output();
+  std::vector<std::string> names;
+  for (const auto& e :
+       std::filesystem::directory_iterator(checkpoints_.path())) {
+    names.push_back(e.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  std::vector<std::string> want;
+  for (int step = 0; step <= 20; ++step) {
+    want.push_back(absl::StrFormat("ckpt-%010d", step));
+  }
+  EXPECT_EQ(names, want);
+  ASSERT_EQ(job->results().size(), 2u);
+  for (const EpochResult& r : job->results()) EXPECT_EQ(r.examples, 40);
+}
+
+// With a cadence in steps, every 4 steps from the last checkpoint on: at
+// the epochs' own checkpoints (steps 0, 10, 20) the count starts again.
+TEST_F(TrainingJobTest, CheckpointsEveryNStepsCountFromTheLastOne) {
+  options_.checkpoint_dir = checkpoints_.path();
+  options_.checkpoint_every_steps = 4;
+  options_.keep_checkpoints = 100;
+  ASSERT_TRUE(MakeJob(1)->Run().ok()) << Output();
+  std::vector<std::string> names;
+  for (const auto& e :
+       std::filesystem::directory_iterator(checkpoints_.path())) {
+    names.push_back(e.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  std::vector<std::string> want;
+  for (int step : {0, 4, 8, 10, 14, 18, 20}) {
+    want.push_back(absl::StrFormat("ckpt-%010d", step));
+  }
+  EXPECT_EQ(names, want);
 }
 
 TEST_F(TrainingJobTest, StopDuringExtraStepsCheckpointsAndReportsThem) {

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <ostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -145,6 +146,9 @@ struct ModeCase {
   // 4 * workers + 4 queued, the lockstep modes 2 rounds (hybrid).
   int in_flight;
 };
+
+// CTest's test names show the mode, not the struct's bytes.
+void PrintTo(const ModeCase& c, std::ostream* os) { *os << c.mode; }
 
 class StepCheckpointTest : public ::testing::TestWithParam<ModeCase> {
  public:
