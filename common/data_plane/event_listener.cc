@@ -16,16 +16,18 @@
 #include <optional>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
+#include "boost/asio/bind_executor.hpp"
 #include "boost/asio/executor_work_guard.hpp"
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/posix/stream_descriptor.hpp"
 #include "boost/asio/post.hpp"
 #include "boost/asio/steady_timer.hpp"
-#include "boost/asio/thread_pool.hpp"
+#include "boost/asio/strand.hpp"
 #include "common/data_plane/descriptor_limit.h"
 #include "common/data_plane/handshake.h"
 #include "common/data_plane/listener.h"
@@ -39,15 +41,18 @@ using ErrorCode = boost::system::error_code;
 
 constexpr auto kWaitRead = asio::posix::descriptor_base::wait_read;
 
-// One connection, owned at any moment by exactly one of: a pool task, or
-// the reactor's wait on it (whose handler hands it on). Only the owner
-// touches `socket` and `served`; `wait`, the handshake's timer and the
-// flags are touched on the reactor thread only (and by Drop, once nothing
-// waits).
+// One connection. Everything it does runs on its strand, so one thing at
+// a time: the handshake, a request, or arming the wait for the next one;
+// the pool's threads take whichever connection's work is ready.
 struct Conn {
   Conn(asio::io_context& io, int fd, std::string token)
-      : socket(fd), wait(io), timer(io), handshake(std::move(token)) {}
+      : strand(asio::make_strand(io)),
+        socket(fd),
+        wait(io),
+        timer(io),
+        handshake(std::move(token)) {}
 
+  asio::strand<asio::io_context::executor_type> strand;
   Socket socket;
   // Watches socket.fd() for the reactor; released before the socket
   // closes, so the descriptor is closed once, by the socket.
@@ -95,12 +100,17 @@ class EventListener::Impl {
         threads_(threads),
         acceptor_(io_, fd),
         accept_backoff_(io_),
-        work_(asio::make_work_guard(io_)),
-        pool_(threads) {}
+        work_(asio::make_work_guard(io_)) {}
 
+  // The pool: every thread runs the reactor's loop (one at a time waits in
+  // epoll) and the handlers it makes ready, so the thread that saw a
+  // connection become readable usually serves its request itself, with no
+  // hand-over between threads.
   void Begin() {
     ArmAccept();
-    reactor_ = std::thread([this] { io_.run(); });
+    for (int i = 0; i < threads_; ++i) {
+      pool_.emplace_back([this] { io_.run(); });
+    }
   }
 
   void Stop() {
@@ -121,15 +131,15 @@ class EventListener::Impl {
       accept_backoff_.cancel();
     });
     work_.reset();
-    reactor_.join();
-    pool_.join();
+    for (std::thread& t : pool_) t.join();
   }
 
   int port() const { return port_; }
   int threads() const { return threads_; }
 
  private:
-  // Reactor thread: takes every connection waiting in the backlog.
+  // Takes every connection waiting in the backlog (one wait at a time, so
+  // never concurrently).
   void ArmAccept() {
     acceptor_.async_wait(kWaitRead, [this](const ErrorCode& ec) {
       if (ec || stopping_.load()) return;
@@ -162,7 +172,6 @@ class EventListener::Impl {
     });
   }
 
-  // Reactor thread.
   void Adopt(int fd) {
     const int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -182,10 +191,10 @@ class EventListener::Impl {
       }
       conns_.emplace(conn.get(), conn);
     }
-    asio::post(pool_, [this, conn] { Greet(conn); });
+    asio::post(conn->strand, [this, conn] { Greet(conn); });
   }
 
-  // Pool thread: TLS, then the token handshake's greeting.
+  // On the strand: TLS, then the token handshake's greeting.
   void Greet(const std::shared_ptr<Conn>& conn) {
     if (stopping_.load()) return Drop(conn);
     conn->socket.SetTimeout(options_.handshake_timeout_s).IgnoreError();
@@ -202,21 +211,21 @@ class EventListener::Impl {
       LOG(WARNING) << "data plane: connection refused: " << s;
       return Drop(conn);
     }
-    asio::post(io_, [this, conn] { Arm(conn, Next::kAuthenticate); });
+    Arm(conn, Next::kAuthenticate);
   }
 
   enum class Next { kAuthenticate, kServe };
 
-  // Reactor thread: waits, holding no thread, for the connection to be
-  // readable, then hands it to the pool for `next`; the handshake's
-  // answer is waited for at most the handshake's timeout.
+  // On the strand: waits, holding no thread, for the connection to be
+  // readable, then does `next`; the handshake's answer is waited for at
+  // most the handshake's timeout.
   //
   // Asio's epoll is edge-triggered and its waits do not look before they
   // wait: bytes that arrived while no wait was queued (the client's next
   // request, sent the moment it read the last reply) raise no new edge.
   // So once the wait is queued the socket is looked at once more, and a
   // readable one cancels its own wait, which its handler reads as ready.
-  // Everything here runs on the reactor thread, so the two cannot race.
+  // The handlers run on the connection's strand, after this returns.
   void Arm(const std::shared_ptr<Conn>& conn, Next next) {
     if (stopping_.load()) return Drop(conn);
     conn->kicked = false;
@@ -224,14 +233,15 @@ class EventListener::Impl {
     conn->answered = false;
     if (next == Next::kAuthenticate) {
       conn->timer.expires_after(Seconds(options_.handshake_timeout_s));
-      conn->timer.async_wait([conn](const ErrorCode& ec) {
-        if (!ec && !conn->answered) {
-          conn->timed_out = true;
-          conn->wait.cancel();
-        }
-      });
+      conn->timer.async_wait(
+          asio::bind_executor(conn->strand, [conn](const ErrorCode& ec) {
+            if (!ec && !conn->answered) {
+              conn->timed_out = true;
+              conn->wait.cancel();
+            }
+          }));
     }
-    conn->wait.async_wait(kWaitRead, [this, conn, next](const ErrorCode& ec) {
+    auto ready = [this, conn, next](const ErrorCode& ec) {
       conn->answered = true;
       if (next == Next::kAuthenticate) conn->timer.cancel();
       const bool ready = !ec || (ec == asio::error::operation_aborted &&
@@ -244,20 +254,26 @@ class EventListener::Impl {
         }
         return Drop(conn);
       }
+      // Readiness is a hint: an edge reported before this wait was queued
+      // may complete it with nothing to read, and a blocking read then
+      // would hold a pool thread until the client's next request.
+      if (!ReadableNow(conn->socket)) return Arm(conn, next);
       MakeBlocking(conn->socket.fd());
       if (next == Next::kAuthenticate) {
-        asio::post(pool_, [this, conn] { Authenticate(conn); });
+        Authenticate(conn);
       } else {
-        asio::post(pool_, [this, conn] { ServeNext(conn); });
+        ServeNext(conn);
       }
-    });
+    };
+    conn->wait.async_wait(kWaitRead,
+                          asio::bind_executor(conn->strand, std::move(ready)));
     if (ReadableNow(conn->socket)) {
       conn->kicked = true;
       conn->wait.cancel();
     }
   }
 
-  // Pool thread.
+  // On the strand.
   void Authenticate(const std::shared_ptr<Conn>& conn) {
     if (stopping_.load()) return Drop(conn);
     if (absl::Status s = conn->handshake.Finish(conn->socket); !s.ok()) {
@@ -269,18 +285,18 @@ class EventListener::Impl {
     Watch(conn);
   }
 
-  // Pool thread: the connection's next request goes to the back of the
-  // pool's queue if it is here already, else waits on the reactor.
+  // On the strand: the connection's next request goes to the back of the
+  // pool's queue if it is here already, else waits for it.
   void Watch(const std::shared_ptr<Conn>& conn) {
     if (stopping_.load()) return Drop(conn);
     if (ReadableNow(conn->socket)) {
-      asio::post(pool_, [this, conn] { ServeNext(conn); });
+      asio::post(conn->strand, [this, conn] { ServeNext(conn); });
       return;
     }
-    asio::post(io_, [this, conn] { Arm(conn, Next::kServe); });
+    Arm(conn, Next::kServe);
   }
 
-  // Pool thread.
+  // On the strand.
   void ServeNext(const std::shared_ptr<Conn>& conn) {
     if (stopping_.load() || !conn->served->ServeOne(conn->socket)) {
       return Drop(conn);
@@ -312,9 +328,8 @@ class EventListener::Impl {
   asio::steady_timer accept_backoff_;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>>
       work_;
-  std::thread reactor_;
-  asio::thread_pool pool_;
-  SpareDescriptor spare_;  // the reactor thread's
+  std::vector<std::thread> pool_;
+  SpareDescriptor spare_;  // the accepting handler's
   std::atomic<bool> stopping_{false};
   absl::Mutex mu_;
   absl::flat_hash_map<Conn*, std::shared_ptr<Conn>> conns_ ABSL_GUARDED_BY(mu_);

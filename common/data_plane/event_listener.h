@@ -1,18 +1,20 @@
 // Accepts the data plane's connections and serves any number of them from
-// a fixed pool of threads (issue #46): one thread waits on every socket at
-// once (epoll, through Boost.Asio), and a connection gets a pool thread
-// only while a request of its own is being served. An idle connection
-// costs a descriptor and a few hundred bytes, not a thread and its stack,
-// so a server holds thousands of workers with threads = the pool + 1.
+// a fixed pool of threads (issue #46): the pool's threads run one epoll
+// loop (Boost.Asio's io_context; one thread at a time waits in epoll) and
+// the work it makes ready, and a connection holds a thread only while a
+// request of its own is being served. An idle connection costs a
+// descriptor and a few kilobytes, not a thread and its stack, so a server
+// holds thousands of workers with the pool's threads alone.
 //
 // Each connection runs the same steps as on Listener: with TLS, the clear
 // greeting and the TLS handshake, then the token handshake
-// (handshake.h); its first answer is waited for without a thread, and a
-// client that never sends it is dropped after `handshake_timeout_s`. Then,
-// each time its next request starts to arrive, a pool thread runs
-// `ServeOne` on it: one request read, served and answered with plain
-// blocking calls (the socket's own timeout bounds each), straight into and
-// out of the shards as before.
+// (handshake.h); its answer is waited for without a thread, and a client
+// that never sends it is dropped after `handshake_timeout_s`. Then, each
+// time its next request starts to arrive, a pool thread runs `ServeOne`
+// on it: one request read, served and answered with plain blocking calls
+// (the socket's own timeout bounds each), straight into and out of the
+// shards as before. A connection's steps run on its own strand, one at a
+// time.
 //
 // Back-pressure: a connection is watched again only once its request has
 // been served, so a client that sends faster than the pool applies finds
@@ -43,7 +45,8 @@ struct EventListenerOptions {
   // choice, see port()).
   std::string host;
   int port = 0;
-  // Pool threads serving requests; 0: one per core (at least 2).
+  // Pool threads (the epoll loop and the requests); 0: one per core (at
+  // least 2).
   int threads = 0;
   // Proven by every connection (handshake.h); empty: none asked.
   std::string job_token;
