@@ -247,6 +247,16 @@ absl::Status TrainingWorker::TrainBatch(const StepRequest& request,
   response->set_loss(static_cast<float>(result->loss_sum / batch));
   response->set_examples(batch);
   response->set_correct(result->correct);
+  // This worker's own gradient, each variable whole, clipped before the
+  // push (before a sync step's scale): as Keras per replica under TF's
+  // ParameterServerStrategy (docs/design.md#gradient-clipping).
+  if (state.clip.any()) {
+    std::vector<absl::Span<float>> clipped = DenseGradients();
+    for (TableGradient& g : *state.rows->gradients()) {
+      clipped.push_back(absl::MakeSpan(g.values));
+    }
+    state.clip.Clip(clipped);
+  }
 
   auto t2 = std::chrono::steady_clock::now();
   const float scale = request.sync_scale();

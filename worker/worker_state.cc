@@ -216,6 +216,33 @@ absl::Status BuildParameters(const WorkerConfig& config,
   return absl::OkStatus();
 }
 
+// WorkerState::clip: a replica's variables (dense in mirrored and hybrid
+// modes, the tables it keeps) are clipped by the replica after its
+// all-reduce, a moving statistic never; the rest by its optimizer here.
+absl::StatusOr<GradientClipPlan> PushClipPlan(const WorkerConfig& config,
+                                              const TrainingMode& mode,
+                                              const Graph& graph) {
+  std::vector<const OptimizerConfig*> optimizers;
+  std::vector<std::string> names;
+  for (const VariableDef& v : graph.dense_variables()) {
+    optimizers.push_back(mode.replicates_dense() || v.update_rule.has_value()
+                             ? nullptr
+                             : &config.optimizer());
+    names.push_back(v.name);
+  }
+  for (const VariableDef& t : graph.tables()) {
+    const OptimizerConfig* optimizer = nullptr;
+    if (!config.replicated_tables().count(t.name)) {
+      auto it = config.sharded_tables().find(t.name);
+      optimizer = it != config.sharded_tables().end() ? &it->second
+                                                      : &config.optimizer();
+    }
+    optimizers.push_back(optimizer);
+    names.push_back(t.name);
+  }
+  return GradientClipPlan::Create(optimizers, names);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<WorkerState>> BuildWorkerState(
@@ -233,6 +260,10 @@ absl::StatusOr<std::unique_ptr<WorkerState>> BuildWorkerState(
       Graph::Create(*described, context.backend);
   if (!graph.ok()) return graph.status();
   state->graph = *std::move(graph);
+  absl::StatusOr<GradientClipPlan> clip =
+      PushClipPlan(config, *mode, *state->graph);
+  if (!clip.ok()) return clip.status();
+  state->clip = *std::move(clip);
   absl::StatusOr<ReplicatedTables> kept = ReplicatedTables::Create(
       state->graph->tables(), config.replicated_tables());
   if (!kept.ok()) return kept.status();

@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/cluster/cluster_spec.h"
+#include "common/optimizer/gradient_clipping.h"
 #include "common/rpc/grpc_channel.h"
 #include "common/training_mode.h"
 #include "proto/worker_service.pb.h"
@@ -52,6 +53,11 @@ struct WorkerState {
   // computes with `params`; the next step swaps them.
   std::unique_ptr<ParameterSet> spare;
   std::unique_ptr<RowExchange> rows;
+  // What a step clips before its push (docs/design.md#gradient-clipping):
+  // the dense variables on the servers and the tables on the servers, the
+  // graph's dense variables then its tables, each by the optimizer that
+  // trains it; a replica clips its own after the all-reduce.
+  GradientClipPlan clip;
 
   // The training examples per dataset shard [begin, end), loaded on first
   // use; the test examples from test_begin on, loaded by the evaluation

@@ -42,7 +42,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int kWorkers = 2;
-constexpr int64_t kBatch = 128;  // global: 64 per worker
+constexpr int64_t kBatch = 128;  // global: 64 per worker of two
 constexpr int kEpochs = 2;
 // 12 full global steps and a last one of 41 + 40 examples per epoch: the
 // parts of that one differ, and the coordinator's sync_scale must weigh
@@ -86,18 +86,28 @@ class SyncEquivalenceTest
                         ".textproto");
   }
 
+  void Compare(int workers, double global_clip_norm);
+
   fs::path dir_;
 };
 
-TEST_P(SyncEquivalenceTest, SyncStepsEqualOneProcessOnTheGlobalBatch) {
+// Runs the job in the mode with `workers` workers (and the clipping
+// flag `global_clip_norm`, 0: none) and holds every global step's loss to
+// one process's on the same global batches, trained with the same
+// clipping; with clipping, the one process's losses must also differ from
+// an unclipped run's, so the comparison tests the clipping.
+void SyncEquivalenceTest::Compare(int workers, double global_clip_norm) {
   // The cluster: the mode's synchronous steps, two epochs.
   const fs::path run_dir = dir_ / "run";
   ShellResult run = Shell(absl::StrCat(
       BuildDir(), "/deploy/local/tessera_local --num_ps=2 --num_workers=",
-      kWorkers, " --run_dir=", run_dir.string(), " -- --job_file=", JobFile(),
+      workers, " --run_dir=", run_dir.string(), " -- --job_file=", JobFile(),
       " --data_dir=", Data().string(), " --mode=", Mode(),
       " --epochs=", kEpochs, " --batch_size=", kBatch,
-      " --train_examples=", kExamples, " --test_examples=512"));
+      " --train_examples=", kExamples, " --test_examples=512",
+      global_clip_norm > 0
+          ? absl::StrCat(" --global_clip_norm=", global_clip_norm)
+          : std::string()));
   ASSERT_EQ(run.exit_code, 0) << run.output;
   // Step id -> the part's mean loss and examples.
   std::map<int64_t, std::pair<double, int64_t>> parts;
@@ -108,7 +118,7 @@ TEST_P(SyncEquivalenceTest, SyncStepsEqualOneProcessOnTheGlobalBatch) {
                                        j["examples"].get<int64_t>()};
   }
   ASSERT_EQ(parts.size(),
-            static_cast<size_t>(kEpochs * kStepsPerEpoch * kWorkers))
+            static_cast<size_t>(kEpochs * kStepsPerEpoch * workers))
       << run.output;
 
   // One process on the same global batches.
@@ -118,7 +128,23 @@ TEST_P(SyncEquivalenceTest, SyncStepsEqualOneProcessOnTheGlobalBatch) {
   job->mutable_data()->set_train_examples(kExamples);
   job->mutable_data()->set_test_examples(512);
   job->mutable_schedule()->set_batch_size(kBatch);
+  // The unclipped job, then the clipping as the flag sets it: every
+  // optimizer's.
   CpuBackend cpu;
+  absl::StatusOr<std::unique_ptr<LocalTrainer>> unclipped =
+      LocalTrainer::Create(*job, &cpu);
+  ASSERT_TRUE(unclipped.ok()) << unclipped.status();
+  if (global_clip_norm > 0) {
+    GradientClipping clipping;
+    clipping.set_global_norm(static_cast<float>(global_clip_norm));
+    *job->mutable_optimizer()->mutable_clipping() = clipping;
+    if (job->has_embedding_optimizer()) {
+      *job->mutable_embedding_optimizer()->mutable_clipping() = clipping;
+    }
+    for (auto& [table, optimizer] : *job->mutable_table_optimizers()) {
+      *optimizer.mutable_clipping() = clipping;
+    }
+  }
   absl::StatusOr<std::unique_ptr<LocalTrainer>> trainer =
       LocalTrainer::Create(*job, &cpu);
   ASSERT_TRUE(trainer.ok()) << trainer.status();
@@ -129,17 +155,17 @@ TEST_P(SyncEquivalenceTest, SyncStepsEqualOneProcessOnTheGlobalBatch) {
   ASSERT_TRUE(examples.ok()) << examples.status();
   // The coordinator's plan: each worker's shard, batches of kBatch / N.
   absl::StatusOr<DataPlan> plan = DataPlan::Create(
-      kExamples, kWorkers, kBatch / kWorkers, 0, job->schedule().seed());
+      kExamples, workers, kBatch / workers, 0, job->schedule().seed());
   ASSERT_TRUE(plan.ok()) << plan.status();
   std::vector<std::vector<PlannedStep>> rounds;
   for (int e = 0; e < kEpochs; ++e) {
     std::vector<std::vector<PlannedStep>> epoch =
-        GroupIntoGlobalSteps(plan->NextEpoch(), kWorkers, false);
+        GroupIntoGlobalSteps(plan->NextEpoch(), workers, false);
     ASSERT_EQ(epoch.size(), static_cast<size_t>(kStepsPerEpoch));
     for (auto& round : epoch) rounds.push_back(std::move(round));
   }
 
-  double worst = 0;
+  double worst = 0, clipping_changed = 0;
   int64_t id = 0;  // step ids run through the rounds in order
   const int64_t total = static_cast<int64_t>(rounds.size());
   for (int64_t g = 0; g < total; ++g) {
@@ -157,6 +183,11 @@ TEST_P(SyncEquivalenceTest, SyncStepsEqualOneProcessOnTheGlobalBatch) {
     absl::StatusOr<GraphResult> r = (*trainer)->TrainBatch(batch);
     ASSERT_TRUE(r.ok()) << r.status();
     const double one = r->loss_sum / static_cast<double>(ids.size());
+    absl::StatusOr<GraphResult> u = (*unclipped)->TrainBatch(batch);
+    ASSERT_TRUE(u.ok()) << u.status();
+    clipping_changed =
+        std::max(clipping_changed, std::abs(u->loss_sum - r->loss_sum) /
+                                       std::max(1e-3, r->loss_sum));
     const double diff = std::abs(cluster - one) / std::max(1e-3, std::abs(one));
     worst = std::max(worst, diff);
     if (g < 2 || g % kStepsPerEpoch >= kStepsPerEpoch - 1 ||
@@ -173,6 +204,26 @@ TEST_P(SyncEquivalenceTest, SyncStepsEqualOneProcessOnTheGlobalBatch) {
   std::printf("%s %s: %lld global steps, largest relative difference %.2e\n",
               Job().c_str(), Mode().c_str(), static_cast<long long>(total),
               worst);
+  if (global_clip_norm > 0) {
+    std::printf("%s %s: clipping changed one process's losses by up to %.2e\n",
+                Job().c_str(), Mode().c_str(), clipping_changed);
+    EXPECT_GT(clipping_changed, 1e-4) << "the clipping did nothing here";
+  }
+}
+
+TEST_P(SyncEquivalenceTest, SyncStepsEqualOneProcessOnTheGlobalBatch) {
+  Compare(kWorkers, 0);
+}
+
+// Issue #44: in sync a worker clips its own gradient before the push, each
+// variable whole although its shards are on two servers; in hybrid:sync
+// the replica clips the dense variables after the all-reduce and the
+// worker the servers' tables before the push. With one worker the global
+// norms are the global batch's, so the cluster trains what one process
+// trains with the same --global_clip_norm (dense layers and tables are
+// each their optimizer's group).
+TEST_P(SyncEquivalenceTest, OneWorkerWithGlobalClipNormEqualsOneProcess) {
+  Compare(1, 0.05);
 }
 
 INSTANTIATE_TEST_SUITE_P(
