@@ -122,8 +122,11 @@ absl::Status ParseSchedule(const json& j, const std::string& optimizer,
       absl::StatusOr<int64_t> warmup = Steps(c, "warmup_steps", 0, what);
       if (!warmup.ok()) return warmup.status();
       opt->set_learning_rate(Float(c, "warmup_target", NAN));
-      s->set_warmup_initial_learning_rate(initial);
-      s->set_warmup_steps(*warmup);
+      // Without warm-up steps the decay starts from the target at once.
+      if (*warmup > 0) {
+        s->set_warmup_initial_learning_rate(initial);
+        s->set_warmup_steps(*warmup);
+      }
     }
   } else if (cls == "PolynomialDecay") {
     s->set_decay(LearningRateSchedule::DECAY_POLYNOMIAL);

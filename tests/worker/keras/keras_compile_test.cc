@@ -120,6 +120,18 @@ TEST(KerasCompileTest, CosineDecayWithoutWarmupTargetHasNoWarmup) {
   EXPECT_EQ(opt.weight_decay(), 0.0f);
 }
 
+TEST(KerasCompileTest, CosineDecayToATargetWithoutWarmupStepsStartsThere) {
+  // Keras decays from warmup_target at once when warmup_steps is 0; the
+  // job then has no warm-up, and its export says the same schedule.
+  const OptimizerConfig opt = Parse(R"({"class_name": "Adam", "config": {
+    "learning_rate": {"class_name": "CosineDecay", "config": {
+    "initial_learning_rate": 0.5, "decay_steps": 100, "alpha": 0.0,
+    "warmup_target": 0.01, "warmup_steps": 0}}}})");
+  EXPECT_FLOAT_EQ(opt.learning_rate(), 0.01f);
+  EXPECT_EQ(opt.schedule().warmup_steps(), 0);
+  EXPECT_EQ(opt.schedule().warmup_initial_learning_rate(), 0.0f);
+}
+
 TEST(KerasCompileTest, RefusesWhatTesseraLacksByName) {
   const auto error = [](const std::string& text) {
     absl::StatusOr<OptimizerConfig> opt = ParseOptimizer(json::parse(text));
