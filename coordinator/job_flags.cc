@@ -142,7 +142,7 @@ DEFINE_double(global_clip_norm, 0,
               "Clip the gradients of all the variables an optimizer trains "
               "together to this L2 norm (Keras' global_clipnorm); 0: the job "
               "file's. Each worker's own gradient in async, ssp and sync, the "
-              "all-reduced one in mirrored (docs/optimizers.md).");
+              "all-reduced one in mirrored (docs/design.md).");
 DEFINE_int64(expected_rows_per_shard, 0,
              "Growing tables: rows each parameter server's shard of a table "
              "expects (capacity hint; 0: default).");
