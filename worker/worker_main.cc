@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/data_plane/data_plane_kind.h"
 #include "common/process/cluster_flags.h"
@@ -67,6 +68,93 @@ DEFINE_string(inflated_data_dir, "",
               "Where --inflate_gzip_data keeps the inflated copies (one per "
               "file version); empty: $TMPDIR (or /tmp)/tessera-inflated-UID.");
 
+namespace {
+
+// The backend of --device; with auto, the CPU when the GPU that answered
+// cannot be used. *choice says what was chosen.
+absl::StatusOr<std::unique_ptr<tessera::Backend>> MakeWorkerBackend(
+    tessera::DeviceChoice* choice) {
+  absl::StatusOr<std::unique_ptr<tessera::Backend>> backend =
+      tessera::MakeBackend(*choice);
+  if (!backend.ok() && FLAGS_device == "auto") {
+    LOG(WARNING) << "device: " << choice->device
+                 << " answered but cannot be used (" << backend.status()
+                 << "); auto falls back to the CPU";
+    choice->cuda = false;
+    choice->device = "cpu";
+    choice->reason = "auto: the GPU could not be used";
+    backend = tessera::MakeBackend(*choice);
+  }
+  return backend;
+}
+
+// The data plane of --data_plane, logged.
+absl::StatusOr<tessera::DataPlaneKind> DataPlane(
+    const tessera::ChannelSecurity& security) {
+  absl::StatusOr<tessera::DataPlaneKind> data_plane =
+      tessera::ParseDataPlaneKind(FLAGS_data_plane);
+  if (!data_plane.ok()) return data_plane.status();
+  LOG(INFO) << "data plane: " << tessera::DataPlaneName(*data_plane)
+            << (*data_plane == tessera::DataPlaneKind::kTcp &&
+                        security.tls.has_value()
+                    ? " (TLS)"
+                    : "");
+  return data_plane;
+}
+
+// How this worker reaches the parameter servers.
+tessera::PsClientOptions PsOptions(tessera::DataPlaneKind data_plane,
+                                   const tessera::ChannelSecurity& security) {
+  tessera::PsClientOptions ps_options;
+  ps_options.chunk_bytes = FLAGS_chunk_bytes;
+  ps_options.timeout_s = FLAGS_rpc_timeout_s;
+  ps_options.data_plane = data_plane;
+  ps_options.job_token = security.job_token;
+  ps_options.tls = security.tls;
+  ps_options.tls_target_name_override = security.tls_target_name_override;
+  return ps_options;
+}
+
+// This worker's rank in the all-reduce group of mirrored training. It
+// serves on the worker's own port; only mirrored jobs use it.
+absl::StatusOr<std::unique_ptr<tessera::RingAllReduce>> MakeRing(
+    const tessera::ClusterSpec& cluster, tessera::DataPlaneKind data_plane,
+    const tessera::ChannelSecurity& security) {
+  tessera::RingAllReduceOptions ring_options;
+  ring_options.chunk_bytes = FLAGS_chunk_bytes;
+  ring_options.timeout_s = FLAGS_rpc_timeout_s;
+  ring_options.security = security;
+  ring_options.data_plane = data_plane;
+  const std::vector<std::string>& peers = cluster.tasks("worker");
+  absl::StatusOr<std::unique_ptr<tessera::RingAllReduce>> ring =
+      tessera::RingAllReduce::Create(
+          cluster.task().index, static_cast<int>(peers.size()), ring_options);
+  if (!ring.ok()) return ring.status();
+  if (absl::Status s = (*ring)->SetPeers(peers); !s.ok()) return s;
+  return ring;
+}
+
+// A worker that joined a running job stops, as if signalled, once that
+// job no longer counts it, or its coordinator has not answered for a
+// minute (nobody else would tell it: a restarted coordinator knows only
+// its cluster spec's workers). Null for a worker of the cluster spec.
+std::unique_ptr<tessera::JoinWatch> WatchTheJoinedJob(
+    const tessera::ChannelSecurity& security) {
+  if (FLAGS_join.empty()) return nullptr;
+  tessera::JoinOptions join;
+  join.chief = FLAGS_join;
+  join.address = FLAGS_join_address;
+  join.security = security;
+  join.timeout = absl::Minutes(1);
+  return std::make_unique<tessera::JoinWatch>(
+      join, absl::Seconds(2), [](const std::string& why) {
+        LOG(WARNING) << "stopping: " << why;
+        kill(getpid(), SIGTERM);  // to the process: the signal thread
+      });
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   tessera::ProcessStart start = tessera::StartProcess(
       &argc, &argv,
@@ -92,16 +180,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   absl::StatusOr<std::unique_ptr<tessera::Backend>> backend =
-      tessera::MakeBackend(*choice);
-  if (!backend.ok() && FLAGS_device == "auto") {
-    LOG(WARNING) << "device: " << choice->device
-                 << " answered but cannot be used (" << backend.status()
-                 << "); auto falls back to the CPU";
-    choice->cuda = false;
-    choice->device = "cpu";
-    choice->reason = "auto: the GPU could not be used";
-    backend = tessera::MakeBackend(*choice);
-  }
+      MakeWorkerBackend(&*choice);
   if (!backend.ok()) {
     LOG(ERROR) << backend.status().message();
     return 2;
@@ -111,41 +190,15 @@ int main(int argc, char** argv) {
   const int task_index = cluster.task().index;
   const std::string address = cluster.own_address();
 
-  absl::StatusOr<tessera::DataPlaneKind> data_plane =
-      tessera::ParseDataPlaneKind(FLAGS_data_plane);
+  absl::StatusOr<tessera::DataPlaneKind> data_plane = DataPlane(start.security);
   if (!data_plane.ok()) {
     LOG(ERROR) << data_plane.status().message();
     return 2;
   }
-  LOG(INFO) << "data plane: " << tessera::DataPlaneName(*data_plane)
-            << (*data_plane == tessera::DataPlaneKind::kTcp &&
-                        start.security.tls.has_value()
-                    ? " (TLS)"
-                    : "");
-  tessera::PsClientOptions ps_options;
-  ps_options.chunk_bytes = FLAGS_chunk_bytes;
-  ps_options.timeout_s = FLAGS_rpc_timeout_s;
-  ps_options.data_plane = *data_plane;
-  ps_options.job_token = start.security.job_token;
-  ps_options.tls = start.security.tls;
-  ps_options.tls_target_name_override = start.security.tls_target_name_override;
-  tessera::RingAllReduceOptions ring_options;
-  ring_options.chunk_bytes = FLAGS_chunk_bytes;
-  ring_options.timeout_s = FLAGS_rpc_timeout_s;
-  ring_options.security = start.security;
-  ring_options.data_plane = *data_plane;
-  // This worker's rank in the all-reduce group of mirrored training. It
-  // serves on the worker's own port; only mirrored jobs use it.
-  const std::vector<std::string>& peers = cluster.tasks("worker");
   absl::StatusOr<std::unique_ptr<tessera::RingAllReduce>> ring =
-      tessera::RingAllReduce::Create(task_index, static_cast<int>(peers.size()),
-                                     ring_options);
+      MakeRing(cluster, *data_plane, start.security);
   if (!ring.ok()) {
     LOG(ERROR) << ring.status().message();
-    return 2;
-  }
-  if (absl::Status s = (*ring)->SetPeers(peers); !s.ok()) {
-    LOG(ERROR) << s.message();
     return 2;
   }
   // Every call to this worker (Worker and Collective) must carry the
@@ -162,7 +215,8 @@ int main(int argc, char** argv) {
       tessera::DefaultNcclChoice(choice->cuda ? choice->ordinal : -1,
                                  FLAGS_rpc_timeout_s));
   tessera::TrainingWorker worker(
-      cluster, *std::move(backend), ps_options, &all_reducer, start.security,
+      cluster, *std::move(backend), PsOptions(*data_plane, start.security),
+      &all_reducer, start.security,
       FLAGS_inflate_gzip_data ? (FLAGS_inflated_data_dir.empty()
                                      ? tessera::InflatedFiles::DefaultDir()
                                      : FLAGS_inflated_data_dir)
@@ -174,23 +228,7 @@ int main(int argc, char** argv) {
       [&](grpc::ServerBuilder* builder) { (*ring)->RegisterService(builder); });
   if (server == nullptr) return 1;
   LOG(INFO) << "worker " << task_index << " serving at " << address;
-  // A worker that joined a running job stops, as if signalled, once that
-  // job no longer counts it, or its coordinator has not answered for a
-  // minute (nobody else would tell it: a restarted coordinator knows only
-  // its cluster spec's workers).
-  std::unique_ptr<tessera::JoinWatch> watch;
-  if (!FLAGS_join.empty()) {
-    tessera::JoinOptions join;
-    join.chief = FLAGS_join;
-    join.address = FLAGS_join_address;
-    join.security = start.security;
-    join.timeout = absl::Minutes(1);
-    watch = std::make_unique<tessera::JoinWatch>(
-        join, absl::Seconds(2), [](const std::string& why) {
-          LOG(WARNING) << "stopping: " << why;
-          kill(getpid(), SIGTERM);  // to the process: the signal thread
-        });
-  }
+  std::unique_ptr<tessera::JoinWatch> watch = WatchTheJoinedJob(start.security);
   const std::string why =
       tessera::WaitForShutdown(&service.shutdown_requested(), "request");
   LOG(INFO) << "worker " << task_index << " stopping (" << why << ")";
