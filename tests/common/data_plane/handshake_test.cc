@@ -1,7 +1,8 @@
 // The data plane's token handshake between a real Listener and client
 // sockets on loopback: the right token passes both ways, a missing or
 // wrong one is refused with UNAUTHENTICATED, and a server without a token
-// takes every client, as its gRPC service does.
+// takes every client, as its gRPC service does; a refusal greeting
+// reaches the client as the server's error.
 
 #include "common/data_plane/handshake.h"
 
@@ -121,6 +122,28 @@ TEST(DataPlaneSocketTest, PeerClosingIsUnavailableAndSilenceIsDeadline) {
   closer->reset();
   EXPECT_EQ(Socket::Connect("127.0.0.1", port, 5).status().code(),
             absl::StatusCode::kUnavailable);
+}
+
+TEST(DataPlaneHandshakeTest, RefusalGreetingGivesTheClientTheCodeAndReason) {
+  // What a server out of descriptors sends (descriptor_limit.h): the
+  // client, with TLS files or without, returns the server's code and
+  // reason instead of a broken handshake.
+  const absl::Status why = absl::ResourceExhaustedError(
+      "data plane: the parameter server has no descriptor left");
+  absl::StatusOr<std::unique_ptr<Listener>> server =
+      Listener::Start("127.0.0.1", 0, [why](Socket& socket) {
+        SendRefusalGreeting(socket, why).IgnoreError();
+      });
+  ASSERT_TRUE(server.ok()) << server.status();
+  for (bool tls : {false, true}) {
+    absl::StatusOr<Socket> socket =
+        Socket::Connect("127.0.0.1", (*server)->port(), 5);
+    ASSERT_TRUE(socket.ok());
+    absl::Status s = tls ? ReadTlsGreeting(*socket)
+                         : OfferDataPlaneHandshake(*socket, "any-token");
+    EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+    EXPECT_THAT(s.message(), HasSubstr("no descriptor left"));
+  }
 }
 
 }  // namespace
