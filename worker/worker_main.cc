@@ -70,10 +70,14 @@ DEFINE_string(inflated_data_dir, "",
 
 namespace {
 
-// The backend of --device; with auto, the CPU when the GPU that answered
-// cannot be used. *choice says what was chosen.
+// The backend of --device, logged; with auto, the CPU when the GPU that
+// answered cannot be used. *choice says what was chosen.
 absl::StatusOr<std::unique_ptr<tessera::Backend>> MakeWorkerBackend(
     tessera::DeviceChoice* choice) {
+  absl::StatusOr<tessera::DeviceChoice> chosen =
+      tessera::ChooseDeviceForFlag(FLAGS_device);
+  if (!chosen.ok()) return chosen.status();
+  *choice = *chosen;
   absl::StatusOr<std::unique_ptr<tessera::Backend>> backend =
       tessera::MakeBackend(*choice);
   if (!backend.ok() && FLAGS_device == "auto") {
@@ -84,6 +88,10 @@ absl::StatusOr<std::unique_ptr<tessera::Backend>> MakeWorkerBackend(
     choice->device = "cpu";
     choice->reason = "auto: the GPU could not be used";
     backend = tessera::MakeBackend(*choice);
+  }
+  if (backend.ok()) {
+    LOG(INFO) << "device: " << (*backend)->device_name() << " ("
+              << choice->reason << ")";
   }
   return backend;
 }
@@ -173,20 +181,13 @@ int main(int argc, char** argv) {
       });
   if (!start.cluster) return start.exit_code;
   const tessera::ClusterSpec& cluster = *start.cluster;
-  absl::StatusOr<tessera::DeviceChoice> choice =
-      tessera::ChooseDeviceForFlag(FLAGS_device);
-  if (!choice.ok()) {
-    LOG(ERROR) << choice.status().message();
-    return 2;
-  }
+  tessera::DeviceChoice choice;
   absl::StatusOr<std::unique_ptr<tessera::Backend>> backend =
-      MakeWorkerBackend(&*choice);
+      MakeWorkerBackend(&choice);
   if (!backend.ok()) {
     LOG(ERROR) << backend.status().message();
     return 2;
   }
-  LOG(INFO) << "device: " << (*backend)->device_name() << " (" << choice->reason
-            << ")";
   const int task_index = cluster.task().index;
   const std::string address = cluster.own_address();
 
@@ -211,9 +212,8 @@ int main(int argc, char** argv) {
   // Mirrored jobs sum through NCCL when every worker has a GPU: the first
   // all-reduce asks the others, through the ring.
   tessera::NegotiatedAllReducer all_reducer(
-      ring->get(),
-      tessera::DefaultNcclChoice(choice->cuda ? choice->ordinal : -1,
-                                 FLAGS_rpc_timeout_s));
+      ring->get(), tessera::DefaultNcclChoice(choice.cuda ? choice.ordinal : -1,
+                                              FLAGS_rpc_timeout_s));
   tessera::TrainingWorker worker(
       cluster, *std::move(backend), PsOptions(*data_plane, start.security),
       &all_reducer, start.security,
