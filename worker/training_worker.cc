@@ -85,11 +85,11 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& given,
   if (state_ != nullptr) state_->rows->WaitForPushes(0).IgnoreError();
   const WorkerContext context{&cluster_,  backend_.get(), ps_options_,
                               &security_, all_reducer_,   &counts_};
-  absl::StatusOr<std::unique_ptr<WorkerState>> built =
+  absl::StatusOr<std::unique_ptr<ConfiguredState>> built =
       BuildWorkerState(config, context, response);
   if (!built.ok()) return built.status();
   if (*built == nullptr) return absl::OkStatus();  // the data's assignment
-  const WorkerState& next = **built;
+  const ConfiguredState& next = **built;
   if (next.replica != nullptr && config.collective_epoch() != 0) {
     // Before anything changes: a failure leaves the worker as it was.
     if (absl::Status s = all_reducer_->Restart(config.collective_epoch());
@@ -206,7 +206,7 @@ absl::Status TrainingWorker::StreamBatch(const StepRequest& request,
 
 absl::Status TrainingWorker::TrainBatch(const StepRequest& request,
                                         StepResponse* response) {
-  WorkerState& state = *state_;
+  ConfiguredState& state = *state_;
   const int64_t batch = batch_.size;
   // A model without tables has no rows to exchange.
   RowExchange* rows = state.rows->empty() ? nullptr : state.rows.get();

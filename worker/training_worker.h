@@ -130,7 +130,7 @@ class TrainingWorker {
   const InflatedFiles inflated_;
   // What the last successful Configure built (null before it), replaced
   // whole by the next.
-  std::unique_ptr<WorkerState> state_;
+  std::unique_ptr<ConfiguredState> state_;
   // The prefetch of state_->spare in flight, if any.
   std::future<absl::Status> prefetch_;
   std::atomic<bool> configured_{false};

@@ -68,7 +68,7 @@ absl::Status AnswerAssignment(const WorkerConfig& config,
 // The data's counts into *state: streamed formats take the shards the
 // coordinator sends and load nothing here.
 absl::Status CountData(const WorkerConfig& config, VerifiedCountCache* counts,
-                       WorkerState* state) {
+                       ConfiguredState* state) {
   if (IsStreamedFormat(config.data().format())) {
     absl::StatusOr<std::unique_ptr<StreamExamples>> created =
         StreamExamples::Create(
@@ -105,7 +105,7 @@ absl::Status CountData(const WorkerConfig& config, VerifiedCountCache* counts,
 }
 
 // This worker's dataset shard, loaded (so checked) whole.
-absl::Status LoadOwnShard(const WorkerConfig& config, WorkerState* state) {
+absl::Status LoadOwnShard(const WorkerConfig& config, ConfiguredState* state) {
   absl::StatusOr<std::unique_ptr<ExampleSet>> own = LoadExamples(
       config.data(), config.model_def(), /*train=*/true, config.train_begin(),
       config.train_end() - config.train_begin());
@@ -153,7 +153,7 @@ absl::StatusOr<std::unique_ptr<MirroredParameters>> BuildReplica(
 absl::Status BuildServed(const WorkerConfig& config,
                          const WorkerContext& context,
                          const std::vector<PsClient*>& clients,
-                         WorkerState* state) {
+                         ConfiguredState* state) {
   Graph& graph = *state->graph;
   const std::vector<VariableDef>& dense = graph.dense_variables();
   // Where the device is the host, the pulls land in the graph's own
@@ -181,7 +181,7 @@ absl::Status BuildServed(const WorkerConfig& config,
 // The parameters and the row exchange of state->graph into *state.
 absl::Status BuildParameters(const WorkerConfig& config,
                              const WorkerContext& context,
-                             ReplicatedTables kept, WorkerState* state) {
+                             ReplicatedTables kept, ConfiguredState* state) {
   const std::vector<std::string>& ps = context.cluster->tasks("ps");
   std::vector<PsClient*> clients;
   for (size_t k = 0; k < ps.size(); ++k) {
@@ -216,7 +216,7 @@ absl::Status BuildParameters(const WorkerConfig& config,
   return absl::OkStatus();
 }
 
-// WorkerState::clip: a replica's variables (dense in mirrored and hybrid
+// ConfiguredState::clip: a replica's variables (dense in mirrored and hybrid
 // modes, the tables it keeps) are clipped by the replica after its
 // all-reduce, a moving statistic never; the rest by its optimizer here.
 absl::StatusOr<GradientClipPlan> PushClipPlan(const WorkerConfig& config,
@@ -245,7 +245,7 @@ absl::StatusOr<GradientClipPlan> PushClipPlan(const WorkerConfig& config,
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<WorkerState>> BuildWorkerState(
+absl::StatusOr<std::unique_ptr<ConfiguredState>> BuildWorkerState(
     const WorkerConfig& config, const WorkerContext& context,
     ConfigureResponse* response) {
   absl::StatusOr<ModelGraph> described =
@@ -253,7 +253,7 @@ absl::StatusOr<std::unique_ptr<WorkerState>> BuildWorkerState(
   if (!described.ok()) return described.status();
   absl::StatusOr<TrainingMode> mode = CheckConfig(config, *described);
   if (!mode.ok()) return mode.status();
-  auto state = std::make_unique<WorkerState>();
+  auto state = std::make_unique<ConfiguredState>();
   state->config = config;
   state->mode = *mode;
   absl::StatusOr<std::unique_ptr<Graph>> graph =

@@ -35,7 +35,7 @@ namespace tessera {
 
 // Members in the order they are made: each is destroyed before what it
 // uses (the rows and parameters before the graph and the clients).
-struct WorkerState {
+struct ConfiguredState {
   WorkerConfig config;
   TrainingMode mode;
   int64_t train_size = 0;  // examples in the training files (or subset)
@@ -83,7 +83,7 @@ struct WorkerContext {
 // the clients, and loads this worker's dataset shard. The first call of a
 // streamed job (no train shards yet) answers with the data's assignment
 // in *response and returns no state (null): the next call configures.
-absl::StatusOr<std::unique_ptr<WorkerState>> BuildWorkerState(
+absl::StatusOr<std::unique_ptr<ConfiguredState>> BuildWorkerState(
     const WorkerConfig& config, const WorkerContext& context,
     ConfigureResponse* response);
 
