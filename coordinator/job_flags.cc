@@ -264,9 +264,9 @@ absl::Status SetOptimizerKind(const char* flag, const std::string& kind,
   } else if (kind == "rowwise_adagrad") {
     opt->mutable_rowwise_adagrad();  // FBGEMM's defaults when unset
   } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag, ": unknown optimizer \"", kind,
-                     "\" (sgd, momentum, adam, adagrad, ftrl, rowwise_adagrad)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        flag, ": unknown optimizer \"", kind,
+        "\" (sgd, momentum, adam, adagrad, ftrl, rowwise_adagrad)"));
   }
   return absl::OkStatus();
 }
@@ -364,17 +364,25 @@ absl::Status ApplyFlags(bool only_explicit, JobConfig* job) {
   if ((use("embedding_optimizer") || use("embedding_learning_rate")) &&
       (!FLAGS_embedding_optimizer.empty() ||
        FLAGS_embedding_learning_rate > 0)) {
+    // A rate alone keeps the tables' optimizer: the job file's
+    // embedding_optimizer, or else the dense optimizer the tables trained
+    // with until now (it took --optimizer's default kind, so a job file's
+    // Adagrad tables became Adam).
+    const bool had_tables_optimizer = job->has_embedding_optimizer();
     OptimizerConfig* emb = job->mutable_embedding_optimizer();
-    emb->set_learning_rate(FLAGS_embedding_learning_rate > 0
-                               ? FLAGS_embedding_learning_rate
-                               : opt->learning_rate());
-    if (absl::Status s = SetOptimizerKind("--embedding_optimizer",
-                                          FLAGS_embedding_optimizer.empty()
-                                              ? FLAGS_optimizer
-                                              : FLAGS_embedding_optimizer,
-                                          emb);
-        !s.ok()) {
-      return s;
+    if (!FLAGS_embedding_optimizer.empty()) {
+      if (absl::Status s = SetOptimizerKind("--embedding_optimizer",
+                                            FLAGS_embedding_optimizer, emb);
+          !s.ok()) {
+        return s;
+      }
+    } else if (!had_tables_optimizer) {
+      *emb = *opt;
+    }
+    if (FLAGS_embedding_learning_rate > 0) {
+      emb->set_learning_rate(FLAGS_embedding_learning_rate);
+    } else if (!had_tables_optimizer) {
+      emb->set_learning_rate(opt->learning_rate());
     }
   }
   if (absl::Status s = ApplyLearningRateFlags(use, job); !s.ok()) return s;

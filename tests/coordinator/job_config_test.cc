@@ -725,6 +725,35 @@ TEST_F(JobConfigTest, TableUpdatesFlagSetsEveryTablesOptimizer) {
                         "dense"));
 }
 
+// --embedding_learning_rate alone changes the tables' rate, not their
+// optimizer: a job file's Adagrad tables stayed Adam (--optimizer's default)
+// once the rate was given on the command line.
+TEST_F(JobConfigTest, EmbeddingLearningRateAloneKeepsTheTablesOptimizer) {
+  gflags::SetCommandLineOption(
+      "job_file",
+      absl::StrCat(TESSERA_SOURCE_DIR, "/deploy/jobs/dlrm.textproto").c_str());
+  gflags::SetCommandLineOption("data_dir", "/tmp/ctr");
+  absl::StatusOr<JobConfig> before = JobConfigFromFlags();
+  ASSERT_TRUE(before.ok()) << before.status();
+  ASSERT_TRUE(before->has_embedding_optimizer());
+  gflags::SetCommandLineOption("embedding_learning_rate", "0.07");
+  absl::StatusOr<JobConfig> job = JobConfigFromFlags();
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->embedding_optimizer().kind_case(),
+            before->embedding_optimizer().kind_case());
+  EXPECT_FLOAT_EQ(job->embedding_optimizer().learning_rate(), 0.07f);
+
+  // Without a tables' optimizer in the job, the rate goes to a copy of the
+  // dense optimizer, its kind and options kept.
+  gflags::SetCommandLineOption("job_file", "");
+  gflags::SetCommandLineOption("data_dir", "/usr/share/datasets/fashion-mnist");
+  gflags::SetCommandLineOption("optimizer", "momentum");
+  job = JobConfigFromFlags();
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_TRUE(job->embedding_optimizer().has_momentum());
+  EXPECT_FLOAT_EQ(job->embedding_optimizer().learning_rate(), 0.07f);
+}
+
 // Issue #44 item 3: the clipping flags set every optimizer's clipping as
 // Keras' clipvalue, clipnorm and global_clipnorm; bad values and two at
 // once are refused by name, in flags and in a job file alike.
