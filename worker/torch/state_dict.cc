@@ -146,63 +146,57 @@ std::vector<std::string> StateDictBufferKeys(const ModelGraph& graph) {
   return keys;
 }
 
-std::vector<float> ToStateDictLayout(const StateDictEntry& e,
-                                     const std::vector<float>& values) {
-  std::vector<float> out(values.size());
+namespace {
+
+// Where each element of a Tessera variable (row-major in its own shape)
+// sits in the state_dict's tensor: one map for both directions, so the
+// two conversions cannot disagree. Empty when the layouts are the same.
+std::vector<int64_t> StateDictPositions(const StateDictEntry& e, size_t n) {
+  std::vector<int64_t> at;
   if (e.layout == StateDictEntry::Layout::kDenseKernel) {
+    at.resize(n);
     const int64_t in = e.shape[0], units = e.shape[1];
     const std::vector<int64_t> columns = DenseColumns(e);
     for (int64_t r = 0; r < in; ++r) {
       for (int64_t u = 0; u < units; ++u) {
-        out[u * in + columns[r]] = values[r * units + u];
+        at[r * units + u] = u * in + columns[r];
       }
     }
   } else if (e.layout == StateDictEntry::Layout::kConvKernel) {
+    at.resize(n);
     const int64_t kh = e.shape[0], kw = e.shape[1], ci = e.shape[2],
                   co = e.shape[3];
     for (int64_t y = 0; y < kh; ++y) {
       for (int64_t x = 0; x < kw; ++x) {
         for (int64_t i = 0; i < ci; ++i) {
           for (int64_t o = 0; o < co; ++o) {
-            out[((o * ci + i) * kh + y) * kw + x] =
-                values[((y * kw + x) * ci + i) * co + o];
+            at[((y * kw + x) * ci + i) * co + o] =
+                ((o * ci + i) * kh + y) * kw + x;
           }
         }
       }
     }
-  } else {
-    out = values;
   }
+  return at;
+}
+
+}  // namespace
+
+std::vector<float> ToStateDictLayout(const StateDictEntry& e,
+                                     const std::vector<float>& values) {
+  const std::vector<int64_t> at = StateDictPositions(e, values.size());
+  if (at.empty()) return values;
+  std::vector<float> out(values.size());
+  for (size_t k = 0; k < values.size(); ++k) out[at[k]] = values[k];
   return out;
 }
 
 std::vector<float> FromStateDictLayout(const StateDictEntry& e,
                                        const std::vector<float>& values) {
+  const std::vector<int64_t> at = StateDictPositions(e, values.size());
+  if (at.empty()) return values;
   std::vector<float> out(values.size());
-  if (e.layout == StateDictEntry::Layout::kDenseKernel) {
-    const int64_t in = e.shape[0], units = e.shape[1];
-    const std::vector<int64_t> columns = DenseColumns(e);
-    for (int64_t r = 0; r < in; ++r) {
-      for (int64_t u = 0; u < units; ++u) {
-        out[r * units + u] = values[u * in + columns[r]];
-      }
-    }
-  } else if (e.layout == StateDictEntry::Layout::kConvKernel) {
-    const int64_t kh = e.shape[0], kw = e.shape[1], ci = e.shape[2],
-                  co = e.shape[3];
-    for (int64_t y = 0; y < kh; ++y) {
-      for (int64_t x = 0; x < kw; ++x) {
-        for (int64_t i = 0; i < ci; ++i) {
-          for (int64_t o = 0; o < co; ++o) {
-            out[((y * kw + x) * ci + i) * co + o] =
-                values[((o * ci + i) * kh + y) * kw + x];
-          }
-        }
-      }
-    }
-  } else {
-    out = values;
-  }
+  for (size_t k = 0; k < values.size(); ++k) out[k] = values[at[k]];
   return out;
 }
 
