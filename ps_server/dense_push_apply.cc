@@ -14,7 +14,7 @@ struct Update {
 };
 
 void LockAnswerUpdate(
-    std::vector<Update>& updates, PushResponse& response,
+    std::vector<Update>& updates, int64_t schedule_step, PushResponse& response,
     absl::FunctionRef<void(const absl::Status&, const PushResponse&)> answer) {
   std::sort(updates.begin(), updates.end(),
             [](const Update& a, const Update& b) {
@@ -26,7 +26,7 @@ void LockAnswerUpdate(
     applied->set_version(u.shard->BeginUpdate());
   }
   answer(absl::OkStatus(), response);
-  for (Update& u : updates) u.shard->FinishUpdate(u.grad);
+  for (Update& u : updates) u.shard->FinishUpdate(u.grad, schedule_step);
 }
 
 }  // namespace
@@ -36,13 +36,14 @@ void ApplyDensePush(
     SyncSteps* sync_steps,
     absl::FunctionRef<void(const absl::Status&, const PushResponse&)> answer) {
   PushResponse response;
-  if (!sync.has_value()) {
+  if (!sync.has_value() || !sync->lockstep()) {
     std::vector<Update> updates;
     updates.reserve(grads.size());
     for (const DenseGradient& g : grads) {
       updates.push_back({g.shard.get(), g.grad});
     }
-    LockAnswerUpdate(updates, response, answer);
+    LockAnswerUpdate(updates, sync.has_value() ? sync->step : 0, response,
+                     answer);
     return;
   }
   sync_steps->ApplyBefore(sync->step);

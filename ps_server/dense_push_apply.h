@@ -25,7 +25,8 @@ struct DenseGradient {
 // and the TCP data plane (data_plane/dense_plane_server.h) both end here,
 // so every mode means the same on both planes.
 //
-// Asynchronous (`sync` empty): every shard is updated by its optimizer and
+// Asynchronous (`sync` empty, or not lockstep: its step number sets the
+// rate of the schedule): every shard is updated by its optimizer and
 // the reply lists each with the version its update produced; `answer` is
 // called once the shards to update are locked (in name order, so
 // concurrent pushes cannot deadlock) and before the arithmetic: the reply

@@ -472,13 +472,14 @@ int64_t HashTable::Read(absl::Span<const int64_t> ids, float* dst) {
 }
 
 int64_t HashTable::Apply(absl::Span<const int64_t> ids,
-                         absl::Span<const float> grads) {
+                         absl::Span<const float> grads, int64_t schedule_step) {
   const Batch& batch = GroupByStripe(ids);
   const uint64_t* hashes = batch.hashes.data();
   const int* order = batch.order.data();
   const int* starts = batch.starts.data();
   absl::ReaderMutexLock whole_push(&apply_mu_);
   const int64_t t = step_.fetch_add(1, std::memory_order_acq_rel) + 1;
+  const UpdateStep update(t, schedule_step > 0 ? schedule_step : t);
   float* slots[kMaxSlots];
   int64_t dropped = 0;
   thread_local std::vector<float> wide;
@@ -511,12 +512,12 @@ int64_t HashTable::Apply(absl::Span<const int64_t> ids,
       const float* grad = grads.data() + static_cast<int64_t>(i) * dim_;
       if (narrow()) {
         WidenRow(precision_, Stored(record), wide.data(), dim_);
-        optimizer_->Apply(wide.data(), grad, slots, dim_, t);
+        optimizer_->Apply(wide.data(), grad, slots, dim_, update);
         NarrowRowStochastic(precision_, wide.data(), Stored(record), dim_,
                             RowRoundingSeed(rounding_seed_, t, ids[i]));
       } else {
         optimizer_->Apply(reinterpret_cast<float*>(Stored(record)), grad, slots,
-                          dim_, t);
+                          dim_, update);
       }
     }
   }

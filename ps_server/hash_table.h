@@ -116,8 +116,9 @@ class HashTable final : public RowTable {
   // others are OutOfRange naming the id and the shard it belongs to.
   absl::Status CheckIds(absl::Span<const int64_t> ids) const override;
   int64_t Read(absl::Span<const int64_t> ids, float* dst) override;
-  int64_t Apply(absl::Span<const int64_t> ids,
-                absl::Span<const float> grads) override;
+  using RowTable::Apply;
+  int64_t Apply(absl::Span<const int64_t> ids, absl::Span<const float> grads,
+                int64_t schedule_step) override;
 
   // Rows held now.
   int64_t rows() const { return rows_.load(std::memory_order_relaxed); }

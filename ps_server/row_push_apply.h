@@ -27,7 +27,8 @@ struct RowGradient {
 // TCP data plane (data_plane/row_plane_service.h) both end here, so every
 // mode means the same on both.
 //
-// Asynchronous (`sync` empty): repeated ids are summed (SumDuplicateIds,
+// Asynchronous (`sync` empty, or not lockstep: its step number sets the
+// rate of the schedule): repeated ids are summed (SumDuplicateIds,
 // which may reorder *ids and *grads) and every shard is updated; the reply
 // lists each with its new version. Sync: the complete steps before this
 // one are applied first, then each shard's rows are added to its pending

@@ -35,8 +35,9 @@ int64_t FixedRowTable::Read(absl::Span<const int64_t> ids, float* dst) {
 }
 
 int64_t FixedRowTable::Apply(absl::Span<const int64_t> ids,
-                             absl::Span<const float> grads) {
-  return shard_->ApplyRows(LocalRows(ids), grads);
+                             absl::Span<const float> grads,
+                             int64_t schedule_step) {
+  return shard_->ApplyRows(LocalRows(ids), grads, schedule_step);
 }
 
 void SumDuplicateIds(std::vector<int64_t>* ids, std::vector<float>* grads,

@@ -44,9 +44,16 @@ class RowTable {
 
   // Applies one gradient row per id (grads holds ids.size() rows) with the
   // optimizer, touching only those rows and their slots, and returns the
-  // new version. REQUIRES: CheckIds(ids).ok(), ids unique, grads finite.
+  // new version. `schedule_step`: the update's step on the learning-rate
+  // schedule, an asynchronous push's own step number (UpdateStep); 0: the
+  // table's count of updates. REQUIRES: CheckIds(ids).ok(), ids unique,
+  // grads finite.
   virtual int64_t Apply(absl::Span<const int64_t> ids,
-                        absl::Span<const float> grads) = 0;
+                        absl::Span<const float> grads,
+                        int64_t schedule_step) = 0;
+  int64_t Apply(absl::Span<const int64_t> ids, absl::Span<const float> grads) {
+    return Apply(ids, grads, /*schedule_step=*/0);
+  }
 };
 
 // A Shard's rows [row_offset, row_offset + rows) by variable id. One
@@ -62,8 +69,9 @@ class FixedRowTable final : public RowTable {
   int64_t used_bytes() const override { return shard_->resident_bytes(); }
   absl::Status CheckIds(absl::Span<const int64_t> ids) const override;
   int64_t Read(absl::Span<const int64_t> ids, float* dst) override;
-  int64_t Apply(absl::Span<const int64_t> ids,
-                absl::Span<const float> grads) override;
+  using RowTable::Apply;
+  int64_t Apply(absl::Span<const int64_t> ids, absl::Span<const float> grads,
+                int64_t schedule_step) override;
 
  private:
   std::vector<int64_t> LocalRows(absl::Span<const int64_t> ids) const;

@@ -183,9 +183,9 @@ int64_t Shard::ReadRows(absl::Span<const int64_t> rows, float* dst) const {
   return version_;
 }
 
-int64_t Shard::ApplyDense(absl::Span<const float> grad) {
+int64_t Shard::ApplyDense(absl::Span<const float> grad, int64_t schedule_step) {
   const int64_t version = BeginUpdate();
-  FinishUpdate(grad);
+  FinishUpdate(grad, schedule_step);
   return version;
 }
 
@@ -194,10 +194,9 @@ int64_t Shard::BeginUpdate() {
   return version_ + 1;
 }
 
-void Shard::ApplyWhole(float* values, const float* grad) {
+void Shard::ApplyWhole(float* values, const float* grad, UpdateStep t) {
   if (!optimizer_->row_wise()) {
-    optimizer_->Apply(values, grad, slot_ptrs_.data(), num_elements(),
-                      updates_);
+    optimizer_->Apply(values, grad, slot_ptrs_.data(), num_elements(), t);
     return;
   }
   // A row-wise optimizer takes one row at a time (a table's dense push).
@@ -207,16 +206,17 @@ void Shard::ApplyWhole(float* values, const float* grad) {
       row_slots[k] = slot_ptrs_[k] + r * slot_row_elements(static_cast<int>(k));
     }
     optimizer_->Apply(values + r * row_elements_, grad + r * row_elements_,
-                      row_slots.data(), row_elements_, updates_);
+                      row_slots.data(), row_elements_, t);
   }
 }
 
-void Shard::FinishUpdate(absl::Span<const float> grad) {
+void Shard::FinishUpdate(absl::Span<const float> grad, int64_t schedule_step) {
   ++updates_;
+  const UpdateStep t = StepOf(schedule_step);
   if (narrow()) {
     std::vector<float> wide(num_elements());
     WidenValues(0, num_elements(), wide.data());
-    ApplyWhole(wide.data(), grad.data());
+    ApplyWhole(wide.data(), grad.data(), t);
     for (int64_t r = 0; r < rows_; ++r) {
       const int64_t at = r * row_elements_;
       NarrowRowStochastic(
@@ -224,14 +224,14 @@ void Shard::FinishUpdate(absl::Span<const float> grad) {
           RowRoundingSeed(rounding_seed_, updates_, def_.row_offset() + r));
     }
   } else {
-    ApplyWhole(values_.data(), grad.data());
+    ApplyWhole(values_.data(), grad.data(), t);
   }
   ++version_;
   mu_.Unlock();
 }
 
-void Shard::ApplyNarrowRows(absl::Span<const int64_t> rows,
-                            const float* grads) {
+void Shard::ApplyNarrowRows(absl::Span<const int64_t> rows, const float* grads,
+                            UpdateStep t) {
   std::vector<float> wide(row_elements_);
   std::vector<float*> row_slots(slots_.size());
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -242,7 +242,7 @@ void Shard::ApplyNarrowRows(absl::Span<const int64_t> rows,
           slot_ptrs_[k] + rows[i] * slot_row_elements(static_cast<int>(k));
     }
     optimizer_->Apply(wide.data(), grads + i * row_elements_, row_slots.data(),
-                      row_elements_, updates_);
+                      row_elements_, t);
     NarrowRowStochastic(
         precision_, wide.data(), narrow_.data() + at, row_elements_,
         RowRoundingSeed(rounding_seed_, updates_, def_.row_offset() + rows[i]));
@@ -250,11 +250,12 @@ void Shard::ApplyNarrowRows(absl::Span<const int64_t> rows,
 }
 
 int64_t Shard::ApplyRows(absl::Span<const int64_t> rows,
-                         absl::Span<const float> grads) {
+                         absl::Span<const float> grads, int64_t schedule_step) {
   absl::MutexLock lock(&mu_);
   ++updates_;
+  const UpdateStep t = StepOf(schedule_step);
   if (!narrow()) {
-    ApplyTableStep(*optimizer_, rows_, row_elements_, rows, grads, updates_,
+    ApplyTableStep(*optimizer_, rows_, row_elements_, rows, grads, t,
                    values_.data(), slot_ptrs_, &dense_grad_);
   } else if (optimizer_->table_updates() == TABLE_UPDATES_DENSE &&
              !optimizer_->row_wise()) {
@@ -267,9 +268,9 @@ int64_t Shard::ApplyRows(absl::Span<const int64_t> rows,
     }
     std::vector<int64_t> all(rows_);
     for (int64_t r = 0; r < rows_; ++r) all[r] = r;
-    ApplyNarrowRows(all, dense_grad_.data());
+    ApplyNarrowRows(all, dense_grad_.data(), t);
   } else {
-    ApplyNarrowRows(rows, grads.data());
+    ApplyNarrowRows(rows, grads.data(), t);
   }
   return ++version_;
 }

@@ -92,7 +92,11 @@ class Shard {
 
   // Applies a gradient of the whole shard with the optimizer and returns
   // the new version. REQUIRES: grad.size() == num_elements(), all finite.
-  int64_t ApplyDense(absl::Span<const float> grad);
+  //
+  // `schedule_step` (here, FinishUpdate and ApplyRows): the update's step
+  // on the learning-rate schedule, an asynchronous push's own step number
+  // (UpdateStep); 0: the shard's count of updates, this one included.
+  int64_t ApplyDense(absl::Span<const float> grad, int64_t schedule_step = 0);
 
   // The same update in two phases, so a server can answer a push before
   // the arithmetic and overlap it with the next transfer: BeginUpdate
@@ -102,14 +106,15 @@ class Shard {
   // REQUIRES: one FinishUpdate per BeginUpdate, on the same thread; a
   // thread holding several shards took them in a consistent order.
   int64_t BeginUpdate() ABSL_EXCLUSIVE_LOCK_FUNCTION(mu_);
-  void FinishUpdate(absl::Span<const float> grad) ABSL_UNLOCK_FUNCTION(mu_);
+  void FinishUpdate(absl::Span<const float> grad, int64_t schedule_step = 0)
+      ABSL_UNLOCK_FUNCTION(mu_);
 
   // Applies gradients of single rows (grads holds rows.size() rows), and
   // returns the new version: one update of the table's shard, lazy or
   // dense as the optimizer's table_updates says (common/optimizer/
   // table_step.h). REQUIRES: rows in range and distinct, all finite.
   int64_t ApplyRows(absl::Span<const int64_t> rows,
-                    absl::Span<const float> grads);
+                    absl::Span<const float> grads, int64_t schedule_step = 0);
 
   // Calls `fn` with the shard's state under its shared lock, so what it
   // sees is one version: pulls go on meanwhile, updates wait until `fn`
@@ -141,11 +146,16 @@ class Shard {
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Applies the optimizer to a narrow shard's local rows with the dense
   // gradient rows `grad_rows` (rows.size() rows) and rounds them back.
-  void ApplyNarrowRows(absl::Span<const int64_t> rows, const float* grads)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ApplyNarrowRows(absl::Span<const int64_t> rows, const float* grads,
+                       UpdateStep t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Applies one dense update of the whole fp32 `values`.
-  void ApplyWhole(float* values, const float* grad)
+  void ApplyWhole(float* values, const float* grad, UpdateStep t)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The UpdateStep of the update that made updates_ what it is.
+  UpdateStep StepOf(int64_t schedule_step) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return UpdateStep(updates_, schedule_step > 0 ? schedule_step : updates_);
+  }
 
   const ShardDef def_;
   const Optimizer* const optimizer_;

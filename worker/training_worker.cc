@@ -261,7 +261,7 @@ absl::Status TrainingWorker::TrainBatch(const StepRequest& request,
   auto t2 = std::chrono::steady_clock::now();
   const float scale = request.sync_scale();
   const SyncPush sync = SyncPushOf(request);
-  const SyncPush* tag = sync.required > 0 ? &sync : nullptr;
+  const SyncPush* tag = &sync;
   // The rows go to the servers (or into the replica's gradients) while
   // the dense gradients are pushed, or all-reduced among the replicas.
   std::future<absl::Status> row_push;
@@ -285,7 +285,11 @@ std::optional<int64_t> TrainingWorker::SyncStepOf(
 
 SyncPush TrainingWorker::SyncPushOf(const StepRequest& request) const {
   SyncPush sync;
-  if (!SyncStepOf(request).has_value()) return sync;  // required 0: untagged
+  if (!SyncStepOf(request).has_value()) {
+    // Asynchronous: the step's own number, 1-based, for the schedule.
+    sync.step = request.step() + 1;
+    return sync;
+  }
   sync.step = request.sync_step();
   sync.required = request.sync_required();
   sync.part = request.sync_part();
@@ -307,7 +311,7 @@ std::vector<absl::Span<float>> TrainingWorker::DenseGradients() {
 absl::Status TrainingWorker::StepWithoutExamples(const StepRequest& request,
                                                  StepResponse* response) {
   const SyncPush sync = SyncPushOf(request);
-  const SyncPush* tag = sync.required > 0 ? &sync : nullptr;
+  const SyncPush* tag = sync.lockstep() ? &sync : nullptr;
   // Hybrid:sync: the servers wait for every part of the step, this
   // replica's empty one too.
   std::future<absl::Status> row_push = tag != nullptr

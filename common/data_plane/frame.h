@@ -10,7 +10,7 @@
 //        6     2  flags (op-specific)
 //        8     4  code: absl::StatusCode of a reply (0 in requests)
 //       12     4  count: shards (or rows) the frame is about
-//       16     8  a: op-specific (a sync push or pull: its step)
+//       16     8  a: op-specific (a push or a sync pull: its step)
 //       24     8  b: op-specific (a sync push: its parts and part)
 //       32     8  bytes: payload bytes that follow
 //
@@ -62,6 +62,10 @@ inline constexpr size_t kFrameHeaderBytes = 40;
 inline constexpr uint16_t kFrameSyncPush = 1;
 // Flags of kPullDense and kPullRows: a holds the sync step pulled for.
 inline constexpr uint16_t kFrameSyncPull = 2;
+// Flags of an asynchronous kPushDense and kPushRows: a holds the number of
+// the worker step the gradients come from, for the learning-rate schedule
+// (8: ps_server/wire/row_wire.h takes 4 for kPushRows).
+inline constexpr uint16_t kFramePushStep = 8;
 // The most bytes of request metadata (shard names and sizes) a server
 // reads before the tensor bytes: a peer claiming more is not speaking this
 // protocol, and is hung up on.

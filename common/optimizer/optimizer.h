@@ -11,6 +11,22 @@
 
 namespace tessera {
 
+// Which update an Apply makes. `count` is the 1-based count of updates the
+// shard (table, replica) has received, this one included: Adam's bias
+// correction and the slots' history follow it. `schedule` is the update's
+// step on the learning-rate schedule: the same number, except for an
+// asynchronous push, which carries its worker step's own number (the
+// schedule then follows the job's steps, not the arrival order at one
+// shard, and a table shard that few pushes touch keeps the dense rate).
+// One number converts to both.
+struct UpdateStep {
+  UpdateStep(int64_t t) : count(t), schedule(t) {}  // NOLINT: implicit
+  UpdateStep(int64_t count, int64_t schedule)
+      : count(count), schedule(schedule) {}
+  int64_t count;
+  int64_t schedule;
+};
+
 // A server-side optimizer. It is stateless itself: the state ("slots", each
 // as large as the values) belongs to the shard, so one optimizer serves
 // every shard of a server. Apply is called with the shard's lock held and
@@ -43,15 +59,15 @@ class Optimizer {
   // that the optimizer changed. REQUIRES: 0 <= slot < num_slots().
   virtual std::string slot_name(int slot) const = 0;
 
-  // Updates values[0, n) from grad[0, n) and slots[k][0, n). `t` is the
-  // 1-based count of updates the shard (table, replica) has received,
-  // including this one. Every Apply starts with BeginUpdate, which gives
-  // it the scheduled rate of update t and applies the weight decay. An
+  // Updates values[0, n) from grad[0, n) and slots[k][0, n). `t` says
+  // which update this is (UpdateStep). Every Apply starts with
+  // BeginUpdate, which gives it the scheduled rate of t.schedule and
+  // applies the weight decay. An
   // embedding table's update goes through ApplyTableStep
   // (common/optimizer/table_step.h), which calls it per touched row or on
   // the whole table as table_updates() says.
   virtual void Apply(float* values, const float* grad, float* const* slots,
-                     int64_t n, int64_t t) const = 0;
+                     int64_t n, UpdateStep t) const = 0;
 
   // The rate of each update (OptimizerConfig.learning_rate and schedule).
   const LearningRate& learning_rate() const { return rate_; }
@@ -70,10 +86,10 @@ class Optimizer {
   explicit Optimizer(float learning_rate) : rate_(learning_rate) {}
 
   // The first thing every Apply does: returns the rate of update `t`
-  // (learning_rate().Rate(t)) after shrinking values[0, n) by the weight
-  // decay at that rate, w -= w * weight_decay * lr (Keras 3 decays before
-  // the optimizer's step, in that order of the product).
-  float BeginUpdate(float* values, int64_t n, int64_t t) const;
+  // (learning_rate().Rate(t.schedule)) after shrinking values[0, n) by the
+  // weight decay at that rate, w -= w * weight_decay * lr (Keras 3 decays
+  // before the optimizer's step, in that order of the product).
+  float BeginUpdate(float* values, int64_t n, UpdateStep t) const;
 
  private:
   TableUpdates table_updates_ = TABLE_UPDATES_LAZY;

@@ -78,8 +78,8 @@ bool UseOptimizerAvx2() {
 
 }  // namespace optimizer_internal
 
-float Optimizer::BeginUpdate(float* values, int64_t n, int64_t t) const {
-  const float lr = rate_.Rate(t);
+float Optimizer::BeginUpdate(float* values, int64_t n, UpdateStep t) const {
+  const float lr = rate_.Rate(t.schedule);
   if (weight_decay_ != 0) {
     const float wd = weight_decay_;
     for (int64_t i = 0; i < n; ++i) values[i] -= values[i] * wd * lr;
@@ -88,13 +88,14 @@ float Optimizer::BeginUpdate(float* values, int64_t n, int64_t t) const {
 }
 
 void SgdOptimizer::Apply(float* values, const float* grad, float* const* slots,
-                         int64_t n, int64_t t) const {
+                         int64_t n, UpdateStep t) const {
   const float lr = BeginUpdate(values, n, t);
   ArrayMap(values, n) -= lr * ConstArrayMap(grad, n);
 }
 
 void MomentumOptimizer::Apply(float* values, const float* grad,
-                              float* const* slots, int64_t n, int64_t t) const {
+                              float* const* slots, int64_t n,
+                              UpdateStep t) const {
   const float lr = BeginUpdate(values, n, t);
   ArrayMap w(values, n), v(slots[0], n);
   ConstArrayMap g(grad, n);
@@ -107,11 +108,11 @@ void MomentumOptimizer::Apply(float* values, const float* grad,
 }
 
 void AdamOptimizer::Apply(float* values, const float* grad, float* const* slots,
-                          int64_t n, int64_t t) const {
+                          int64_t n, UpdateStep t) const {
   const float lr = BeginUpdate(values, n, t);
   ArrayMap w(values, n), m(slots[0], n), v(slots[1], n);
   ConstArrayMap g(grad, n);
-  const double td = static_cast<double>(t);
+  const double td = static_cast<double>(t.count);
   const float lr_t =
       static_cast<float>(lr * std::sqrt(1.0 - std::pow(beta2_, td)) /
                          (1.0 - std::pow(beta1_, td)));
@@ -126,7 +127,8 @@ void AdamOptimizer::Apply(float* values, const float* grad, float* const* slots,
 }
 
 void AdagradOptimizer::Apply(float* values, const float* grad,
-                             float* const* slots, int64_t n, int64_t t) const {
+                             float* const* slots, int64_t n,
+                             UpdateStep t) const {
   const float lr = BeginUpdate(values, n, t);
   if (optimizer_internal::UseOptimizerAvx2()) {
     optimizer_internal::AdagradAvx2(values, grad, slots[0], n, lr, epsilon_);
@@ -139,7 +141,7 @@ void AdagradOptimizer::Apply(float* values, const float* grad,
 }
 
 void FtrlOptimizer::Apply(float* values, const float* grad, float* const* slots,
-                          int64_t n, int64_t t) const {
+                          int64_t n, UpdateStep t) const {
   const float lr = BeginUpdate(values, n, t);
   float* acc = slots[0];
   float* linear = slots[1];
@@ -240,7 +242,7 @@ absl::StatusOr<std::unique_ptr<Optimizer>> CreateFtrl(float lr,
 
 void MovingAverageOptimizer::Apply(float* values, const float* grad,
                                    float* const* slots, int64_t n,
-                                   int64_t t) const {
+                                   UpdateStep t) const {
   const float keep = momentum_, take = 1.0f - momentum_;
   for (int64_t i = 0; i < n; ++i) values[i] = keep * values[i] + take * grad[i];
 }

@@ -13,7 +13,7 @@ class SgdOptimizer final : public Optimizer {
   std::string name() const override { return "sgd"; }
   std::string slot_name(int slot) const override { return ""; }
   void Apply(float* values, const float* grad, float* const* slots, int64_t n,
-             int64_t t) const override;
+             UpdateStep t) const override;
 };
 
 // Keras' SGD with momentum: v = m*v - lr*g; w += v (Nesterov:
@@ -26,7 +26,7 @@ class MomentumOptimizer final : public Optimizer {
   std::string name() const override { return "momentum"; }
   std::string slot_name(int slot) const override { return "momentum"; }
   void Apply(float* values, const float* grad, float* const* slots, int64_t n,
-             int64_t t) const override;
+             UpdateStep t) const override;
 
  private:
   const float momentum_;
@@ -48,7 +48,7 @@ class AdamOptimizer final : public Optimizer {
     return slot == 0 ? "m" : "v";
   }
   void Apply(float* values, const float* grad, float* const* slots, int64_t n,
-             int64_t t) const override;
+             UpdateStep t) const override;
 
  private:
   const float beta1_, beta2_, epsilon_;
@@ -71,7 +71,7 @@ class AdagradOptimizer final : public Optimizer {
   std::string name() const override { return "adagrad"; }
   std::string slot_name(int slot) const override { return "accumulator"; }
   void Apply(float* values, const float* grad, float* const* slots, int64_t n,
-             int64_t t) const override;
+             UpdateStep t) const override;
 
  private:
   const float initial_accumulator_, epsilon_;
@@ -104,7 +104,7 @@ class FtrlOptimizer final : public Optimizer {
     return slot == 0 ? "accumulator" : "linear";
   }
   void Apply(float* values, const float* grad, float* const* slots, int64_t n,
-             int64_t t) const override;
+             UpdateStep t) const override;
 
  private:
   const Options o_;
@@ -123,7 +123,7 @@ class MovingAverageOptimizer final : public Optimizer {
   std::string name() const override { return "moving_average"; }
   std::string slot_name(int slot) const override { return ""; }
   void Apply(float* values, const float* grad, float* const* slots, int64_t n,
-             int64_t t) const override;
+             UpdateStep t) const override;
 
  private:
   const float momentum_;

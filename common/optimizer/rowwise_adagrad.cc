@@ -8,7 +8,7 @@ namespace tessera {
 
 void RowwiseAdagradOptimizer::Apply(float* values, const float* grad,
                                     float* const* slots, int64_t n,
-                                    int64_t t) const {
+                                    UpdateStep t) const {
   if (n <= 0) return;
   const float lr = BeginUpdate(values, n, t);
   float sum = 0.0f;

@@ -40,7 +40,7 @@ class RowwiseAdagradOptimizer final : public Optimizer {
   std::string name() const override { return "rowwise_adagrad"; }
   std::string slot_name(int slot) const override { return "row_accumulator"; }
   void Apply(float* values, const float* grad, float* const* slots, int64_t n,
-             int64_t t) const override;
+             UpdateStep t) const override;
 
  private:
   const float initial_accumulator_, epsilon_;

@@ -4,7 +4,7 @@ namespace tessera {
 
 void ApplyTableStep(const Optimizer& optimizer, int64_t rows, int64_t dim,
                     absl::Span<const int64_t> touched,
-                    absl::Span<const float> grads, int64_t t, float* values,
+                    absl::Span<const float> grads, UpdateStep t, float* values,
                     absl::Span<float* const> slots,
                     std::vector<float>* scratch) {
   // A row-wise optimizer steps row by row; its rows with a zero gradient

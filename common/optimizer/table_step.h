@@ -17,7 +17,8 @@ namespace tessera {
 // holds optimizer.slot_row_elements(k, dim) floats per row. The update's
 // gradient is zero but in rows `touched` (distinct, each < rows), whose
 // gradient rows are `grads` (touched.size() * dim floats, in that order). `t`
-// is the 1-based count of the table's updates, this one included.
+// is which update of the table this is (its count, this one included, and
+// its step on the rate schedule: UpdateStep).
 //  - TABLE_UPDATES_LAZY: only the touched rows and their slots change,
 //    each with its gradient row (TF's sparse apply, LazyAdam).
 //  - TABLE_UPDATES_DENSE: the whole table steps, the untouched rows with
@@ -29,7 +30,7 @@ namespace tessera {
 // decays only the touched rows (as TF's sparse apply ops), a dense one all.
 void ApplyTableStep(const Optimizer& optimizer, int64_t rows, int64_t dim,
                     absl::Span<const int64_t> touched,
-                    absl::Span<const float> grads, int64_t t, float* values,
+                    absl::Span<const float> grads, UpdateStep t, float* values,
                     absl::Span<float* const> slots,
                     std::vector<float>* scratch);
 

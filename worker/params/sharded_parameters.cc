@@ -144,7 +144,7 @@ absl::Status ShardedParameters::PushAll(const SyncPush* sync,
   outcome->late_shards = 0;
   for (const ServerGroup& g : groups_) {
     outcome->late_shards += g.response.late_size();
-    if (sync != nullptr) continue;
+    if (sync != nullptr && sync->lockstep()) continue;
     // The update this push made is version v; it was computed from the
     // pulled version, so v - 1 - pulled updates came in between.
     for (const ShardVersion& applied : g.response.applied()) {

@@ -232,7 +232,7 @@ absl::Status SparseParameters::PushAlong(
     }
   }
   // A sync push reaches every shard of every table, one without rows too.
-  const bool every_shard = sync != nullptr;
+  const bool every_shard = sync != nullptr && sync->lockstep();
   return ForEachServer(
       routes, every_shard,
       [this, sync, every_shard](PsClient* client,
