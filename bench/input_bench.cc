@@ -29,7 +29,7 @@
 #include "bench/bench_main.h"
 #include "bench/input_dlrm.h"
 #include "common/counter_rng.h"
-#include "worker/data/convert/example_converter.h"
+#include "tools/convert/example_converter.h"
 #include "worker/data/criteo/criteo_reader.h"
 #include "worker/data/records/csv_parser.h"
 #include "worker/data/records/example_parser.h"

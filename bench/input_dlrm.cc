@@ -14,14 +14,14 @@
 #include "absl/types/span.h"
 #include "common/job_file.h"
 #include "common/model/model_presets.h"
+#include "tools/convert/example_converter.h"
+#include "tools/ctr_gen/ctr_generator.h"
+#include "tools/local_train/local_trainer.h"
 #include "worker/backend/cpu/cpu_backend.h"
-#include "worker/data/convert/example_converter.h"
 #include "worker/data/criteo/criteo_reader.h"
-#include "worker/data/ctr_gen/ctr_generator.h"
 #include "worker/data/stream/example_layout.h"
 #include "worker/data/stream/file_assignment.h"
 #include "worker/data/stream/stream_reader.h"
-#include "worker/tools/local_trainer.h"
 
 namespace tessera {
 namespace {

@@ -44,7 +44,7 @@
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
-#include "worker/torch/init_weights.h"
+#include "tools/torch/init_weights.h"
 
 DEFINE_bool(dry_run, false,
             "Print the model with every default written out, each layer's "

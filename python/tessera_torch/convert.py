@@ -2,7 +2,7 @@
 
 Python only converts: the training loop is Tessera's C++. The layers are
 named after the modules that made them ("features.0"), so the state_dict
-keys are the module's own (worker/torch/state_dict.h is the C++ owner of
+keys are the module's own (tools/torch/state_dict.h is the C++ owner of
 the names and layouts both ways); the initial weights are the module's
 state_dict as it is.
 

@@ -25,7 +25,7 @@ fail() {
 }
 
 TRAIN_DEFAULT="$(sed -n 's/^DEFINE_int64(train_examples, \([0-9]*\),.*/\1/p' \
-  "$SOURCE/worker/tools/device_compare_main.cc")"
+  "$SOURCE/tools/local_train/device_compare_main.cc")"
 [ -n "$TRAIN_DEFAULT" ] || fail "no --train_examples default in device_compare_main.cc"
 
 # ---- the stand-ins -------------------------------------------------------------

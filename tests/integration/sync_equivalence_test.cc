@@ -2,7 +2,7 @@
 // batch b in sync mode train exactly what one process training the global
 // batch N * b trains. Two parameter servers and two workers run through
 // tessera_local (real processes, real gRPC and TCP data plane on loopback)
-// on generated click data; the one-process trainer (worker/tools/
+// on generated click data; the one-process trainer (tools/local_train/
 // local_trainer.h, the parameter servers' own shards and optimizers) is fed
 // the same global batches, which the coordinator's data plan rebuilt here
 // gives. Every global step's loss must agree: dense layers (Adam) and table
@@ -32,9 +32,9 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/shell_command.h"
+#include "tools/local_train/local_trainer.h"
 #include "worker/backend/cpu/cpu_backend.h"
 #include "worker/data/example_set.h"
-#include "worker/tools/local_trainer.h"
 
 namespace tessera {
 namespace {

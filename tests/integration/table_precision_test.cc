@@ -21,7 +21,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/shell_command.h"
-#include "worker/export/trained_model.h"
+#include "tools/export/trained_model.h"
 
 namespace tessera {
 namespace {
