@@ -130,144 +130,133 @@ DEFINE_bool(wait_for_commands, false,
 DEFINE_bool(shutdown_cluster, true,
             "Stop the parameter servers and workers when the job ends.");
 
-int main(int argc, char** argv) {
-  tessera::ProcessStart start = tessera::StartProcess(
-      &argc, &argv,
-      "tessera_coordinator: the chief of a training job. The cluster comes "
-      "from TF_CONFIG, --tf_config, --ps_hosts/--worker_hosts/--chief_host "
-      "with --task_type=chief, or (under srun) --slurm_jobs.",
-      "chief");
-  if (!start.cluster) return start.exit_code;
-  std::optional<tessera::ClusterSpec>& cluster = start.cluster;
-  // A chief and workers without parameter servers train mirrored, as a
-  // TF cluster without ps tasks would with MirroredStrategy.
-  const bool mirrored_cluster = cluster->num_tasks("ps") == 0 &&
-                                cluster->num_tasks("chief") == 1 &&
-                                cluster->num_tasks("worker") >= 1;
-  if (absl::Status s = cluster->ValidateForParameterServerTraining();
-      !s.ok() && !mirrored_cluster) {
-    LOG(ERROR) << s.message();
-    return 2;
-  }
+namespace {
+
+// The job as the command line and the cluster make it, checked against each
+// other before anything starts.
+struct PlannedJob {
+  tessera::JobConfig job;
+  tessera::VariablePlan plan;
+  tessera::TrainingMode mode;
+  std::vector<tessera::TablePlan> tables;
+  std::string mode_note;
+  std::vector<tessera::VariableValues> init_weights;
+};
+
+// An error every restart would repeat: logged as is, exit 2.
+absl::Status UserError(absl::string_view prefix, const absl::Status& s) {
+  return absl::InvalidArgumentError(absl::StrCat(prefix, s.message()));
+}
+
+absl::Status ReadJob(PlannedJob* planned) {
   absl::StatusOr<tessera::JobConfig> job = tessera::JobConfigFromFlags();
   if (job.ok()) {
     if (absl::Status s = tessera::ValidateJobConfig(*job); !s.ok()) job = s;
   }
-  if (!job.ok()) {
-    LOG(ERROR) << "bad job: " << job.status().message();
-    return 2;
+  if (!job.ok()) return UserError("bad job: ", job.status());
+  planned->job = *std::move(job);
+  if (FLAGS_init_weights.empty()) return absl::OkStatus();
+  if (!FLAGS_init_checkpoint.empty()) {
+    return absl::InvalidArgumentError(
+        "--init_weights and --init_checkpoint both give the first values: "
+        "name one");
   }
-  std::vector<tessera::VariableValues> init_weights;
-  if (!FLAGS_init_weights.empty()) {
-    if (!FLAGS_init_checkpoint.empty()) {
-      LOG(ERROR) << "--init_weights and --init_checkpoint both give the "
-                    "first values: name one";
-      return 2;
-    }
-    absl::StatusOr<std::vector<tessera::VariableValues>> read =
-        tessera::ReadInitWeights(*job, FLAGS_init_weights);
-    if (!read.ok()) {
-      LOG(ERROR) << "--init_weights: " << read.status().message();
-      return 2;
-    }
-    init_weights = std::move(*read);
-    std::printf("--init_weights=%s: %zu variables of the model\n",
-                FLAGS_init_weights.c_str(), init_weights.size());
-  }
-  if (FLAGS_print_job) {
-    std::string text;
-    google::protobuf::TextFormat::PrintToString(*job, &text);
-    std::printf("%s", text.c_str());
-  }
-  // Mirrored jobs place nothing; the plan still lists the variables.
-  const int num_ps = std::max(1, cluster->num_tasks("ps"));
-  absl::StatusOr<tessera::VariablePlan> plan =
-      tessera::PlanVariables(*job, num_ps);
-  if (!plan.ok()) {
-    LOG(ERROR) << "cannot place the variables: " << plan.status().message();
-    return 2;
-  }
-  // The mode this cluster gives the job (none of its parameter servers:
-  // mirrored), checked against the model before anything starts: a worker
-  // refusing it at configuration would cost the whole start-up.
-  std::string mode_note;
-  absl::StatusOr<tessera::TrainingMode> mode = tessera::ModeForCluster(
-      job->mode(), cluster->num_tasks("ps"), &mode_note);
-  absl::StatusOr<std::vector<tessera::TablePlan>> tables;
-  if (mode.ok()) {
-    tables = tessera::PlaceTables(plan->variables, *job, *mode);
-    if (!tables.ok()) mode = tables.status();
-  }
-  if (mode.ok()) {
-    if (absl::Status s = tessera::CheckModeFits(
-            plan->variables, *mode, tessera::ReplicatedTables(*tables));
-        !s.ok()) {
-      mode = absl::InvalidArgumentError(absl::StrCat(
-          s.message(),
-          cluster->num_tasks("ps") == 0
-              ? "; the cluster has no parameter servers, so the job would "
-                "train mirrored: start some (tessera_local --num_ps=2)"
-              : ""));
-    }
+  absl::StatusOr<std::vector<tessera::VariableValues>> read =
+      tessera::ReadInitWeights(planned->job, FLAGS_init_weights);
+  if (!read.ok()) return UserError("--init_weights: ", read.status());
+  planned->init_weights = std::move(*read);
+  std::printf("--init_weights=%s: %zu variables of the model\n",
+              FLAGS_init_weights.c_str(), planned->init_weights.size());
+  return absl::OkStatus();
+}
+
+// The mode this cluster gives the job (none of its parameter servers:
+// mirrored), checked against the model before anything starts: a worker
+// refusing it at configuration would cost the whole start-up.
+absl::Status ResolveMode(const tessera::ClusterSpec& cluster,
+                         PlannedJob* planned) {
+  const int num_ps = cluster.num_tasks("ps");
+  absl::StatusOr<tessera::TrainingMode> mode =
+      tessera::ModeForCluster(planned->job.mode(), num_ps, &planned->mode_note);
+  if (!mode.ok()) return UserError("bad job: ", mode.status());
+  absl::StatusOr<std::vector<tessera::TablePlan>> tables =
+      tessera::PlaceTables(planned->plan.variables, planned->job, *mode);
+  if (!tables.ok()) return UserError("bad job: ", tables.status());
+  if (absl::Status s = tessera::CheckModeFits(
+          planned->plan.variables, *mode, tessera::ReplicatedTables(*tables));
+      !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bad job: ", s.message(),
+        num_ps == 0
+            ? "; the cluster has no parameter servers, so the job would "
+              "train mirrored: start some (tessera_local --num_ps=2)"
+            : ""));
   }
   // What the workers' count decides is refused here too, before the dry
   // run's plan: found after the cluster started, it cost the whole start-up
   // and read as a failed job.
-  if (mode.ok()) {
-    if (absl::Status s = tessera::ValidateJobForWorkers(
-            *job, *mode, cluster->num_tasks("worker"),
-            FLAGS_remove_lost_workers);
-        !s.ok()) {
-      mode = s;
-    }
+  if (absl::Status s = tessera::ValidateJobForWorkers(
+          planned->job, *mode, cluster.num_tasks("worker"),
+          FLAGS_remove_lost_workers);
+      !s.ok()) {
+    return UserError("bad job: ", s);
   }
-  if (!mode.ok()) {
-    LOG(ERROR) << "bad job: " << mode.status().message();
-    return 2;
+  planned->mode = *mode;
+  planned->tables = *std::move(tables);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<PlannedJob> PlanJob(const tessera::ClusterSpec& cluster) {
+  PlannedJob planned;
+  if (absl::Status s = ReadJob(&planned); !s.ok()) return s;
+  if (FLAGS_print_job) {
+    std::string text;
+    google::protobuf::TextFormat::PrintToString(planned.job, &text);
+    std::printf("%s", text.c_str());
   }
+  // Mirrored jobs place nothing; the plan still lists the variables.
+  absl::StatusOr<tessera::VariablePlan> plan =
+      tessera::PlanVariables(planned.job, std::max(1, cluster.num_tasks("ps")));
+  if (!plan.ok()) {
+    return UserError("cannot place the variables: ", plan.status());
+  }
+  planned.plan = *std::move(plan);
+  if (absl::Status s = ResolveMode(cluster, &planned); !s.ok()) return s;
   // The linear scaling rule needs the mode and the workers; applied once
   // here, every server and worker gets the scaled rates.
   absl::StatusOr<std::string> scaled = tessera::ApplyLearningRateScaling(
-      *mode, cluster->num_tasks("worker"), &*job);
-  if (!scaled.ok()) {
-    LOG(ERROR) << "bad job: " << scaled.status().message();
+      planned.mode, cluster.num_tasks("worker"), &planned.job);
+  if (!scaled.ok()) return UserError("bad job: ", scaled.status());
+  if (!scaled->empty()) std::printf("%s\n", scaled->c_str());
+  return planned;
+}
+
+int RunDryRun(const PlannedJob& planned, const tessera::ClusterSpec& cluster) {
+  const tessera::VariablePlan served = tessera::ServedPlan(
+      planned.plan, planned.mode, tessera::ReplicatedTables(planned.tables));
+  tessera::DryRunOptions dry_run;
+  dry_run.mode_note = planned.mode_note;
+  if (const std::string idle = tessera::IdleServersNote(
+          planned.mode, served, cluster.num_tasks("ps"));
+      !idle.empty()) {
+    dry_run.mode_note = idle;
+  }
+  dry_run.check_data = FLAGS_check_data;
+  dry_run.dense_on_workers = planned.mode.replicates_dense();
+  dry_run.tables = planned.tables;
+  if (absl::Status s =
+          tessera::DryRun(planned.job, cluster, served, dry_run, stdout);
+      !s.ok()) {
+    std::fflush(stdout);
+    LOG(ERROR) << "bad job: " << s.message();
     return 2;
   }
-  if (!scaled->empty()) std::printf("%s\n", scaled->c_str());
-  if (FLAGS_dry_run) {
-    const tessera::VariablePlan served =
-        tessera::ServedPlan(*plan, *mode, tessera::ReplicatedTables(*tables));
-    tessera::DryRunOptions dry_run;
-    dry_run.mode_note = mode_note;
-    if (const std::string idle =
-            tessera::IdleServersNote(*mode, served, cluster->num_tasks("ps"));
-        !idle.empty()) {
-      dry_run.mode_note = idle;
-    }
-    dry_run.check_data = FLAGS_check_data;
-    dry_run.dense_on_workers = mode->replicates_dense();
-    dry_run.tables = *tables;
-    if (absl::Status s =
-            tessera::DryRun(*job, *cluster, served, dry_run, stdout);
-        !s.ok()) {
-      std::fflush(stdout);
-      LOG(ERROR) << "bad job: " << s.message();
-      return 2;
-    }
-    return 0;
-  }
-  if (!FLAGS_run_dir.empty()) {
-    std::error_code error;
-    std::filesystem::create_directories(FLAGS_run_dir, error);
-    if (error) {
-      LOG(ERROR) << "cannot create --run_dir " << FLAGS_run_dir << ": "
-                 << error.message();
-      return 2;
-    }
-  }
+  return 0;
+}
 
-  // Durations: a negative or NaN one would make deadlines in the past (the
-  // job fails at once with a misleading timeout) or never.
+// Durations: a negative or NaN one would make deadlines in the past (the
+// job fails at once with a misleading timeout) or never.
+absl::Status CheckDurationFlags() {
   for (const auto& [name, value, zero_ok] :
        {std::tuple<const char*, double, bool>{"cluster_wait_s",
                                               FLAGS_cluster_wait_s, false},
@@ -276,59 +265,67 @@ int main(int argc, char** argv) {
         {"ps_recovery_timeout_s", FLAGS_ps_recovery_timeout_s, true},
         {"heartbeat_s", FLAGS_heartbeat_s, true}}) {
     if (!std::isfinite(value) || value < 0 || (value == 0 && !zero_ok)) {
-      LOG(ERROR) << "--" << name << " must be a finite number of seconds "
-                 << (zero_ok ? ">= 0" : "> 0") << ", got " << value;
-      return 2;
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", name, " must be a finite number of seconds ",
+                       zero_ok ? ">= 0" : "> 0", ", got ", value));
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status CheckCheckpointFlags() {
+  if (FLAGS_keep_checkpoints < 1 || FLAGS_checkpoint_every_epochs < 1) {
+    return absl::InvalidArgumentError(
+        "--keep_checkpoints and --checkpoint_every_epochs must be >= 1");
+  }
+  // Written so that NaN fails too.
+  if (FLAGS_checkpoint_every_steps < 0 ||
+      !(FLAGS_checkpoint_every_seconds >= 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--checkpoint_every_steps and --checkpoint_every_seconds must be >= 0 "
+        "(0: no checkpoints inside epochs), got ",
+        FLAGS_checkpoint_every_steps, " and ", FLAGS_checkpoint_every_seconds));
+  }
+  if ((FLAGS_checkpoint_every_steps > 0 ||
+       FLAGS_checkpoint_every_seconds > 0) &&
+      FLAGS_checkpoint_dir.empty()) {
+    return absl::InvalidArgumentError(
+        "--checkpoint_every_steps and --checkpoint_every_seconds need "
+        "--checkpoint_dir");
+  }
+  return absl::OkStatus();
+}
+
+// The job's options from the flags, every one checked (a user error).
+absl::StatusOr<tessera::TrainingJobOptions> OptionsFromFlags() {
+  if (absl::Status s = CheckDurationFlags(); !s.ok()) return s;
+  if (FLAGS_startup_concurrency < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--startup_concurrency must be >= 1, got ", FLAGS_startup_concurrency));
+  }
+  if (FLAGS_steps_per_call < 1 || FLAGS_steps_per_call > 1024) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--steps_per_call must be between 1 and 1024, got ",
+                     FLAGS_steps_per_call));
+  }
+  if (FLAGS_min_workers < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--min_workers must be >= 1, got ", FLAGS_min_workers));
+  }
+  if (absl::Status s = CheckCheckpointFlags(); !s.ok()) return s;
   tessera::TrainingJobOptions options;
   options.run_dir = FLAGS_run_dir;
   options.cluster_wait = absl::Seconds(FLAGS_cluster_wait_s);
-  if (FLAGS_startup_concurrency < 1) {
-    LOG(ERROR) << "--startup_concurrency must be >= 1, got "
-               << FLAGS_startup_concurrency;
-    return 2;
-  }
   options.startup_concurrency = FLAGS_startup_concurrency;
   options.shutdown_cluster = FLAGS_shutdown_cluster;
   options.prefetch_parameters = FLAGS_prefetch_parameters;
-  if (FLAGS_steps_per_call < 1 || FLAGS_steps_per_call > 1024) {
-    LOG(ERROR) << "--steps_per_call must be between 1 and 1024, got "
-               << FLAGS_steps_per_call;
-    return 2;
-  }
   options.coordinator.steps_per_call = FLAGS_steps_per_call;
   options.coordinator.worker_recovery_timeout =
       absl::Seconds(FLAGS_worker_recovery_timeout_s);
   options.coordinator.step_retry_timeout =
       absl::Seconds(FLAGS_step_retry_timeout_s);
-  if (FLAGS_min_workers < 1) {
-    LOG(ERROR) << "--min_workers must be >= 1, got " << FLAGS_min_workers;
-    return 2;
-  }
   options.coordinator.remove_lost_workers = FLAGS_remove_lost_workers;
   options.coordinator.min_workers = FLAGS_min_workers;
-  if (FLAGS_keep_checkpoints < 1 || FLAGS_checkpoint_every_epochs < 1) {
-    LOG(ERROR) << "--keep_checkpoints and --checkpoint_every_epochs must be "
-                  ">= 1";
-    return 2;
-  }
-  // Written so that NaN fails too.
-  if (FLAGS_checkpoint_every_steps < 0 ||
-      !(FLAGS_checkpoint_every_seconds >= 0)) {
-    LOG(ERROR) << "--checkpoint_every_steps and --checkpoint_every_seconds "
-                  "must be >= 0 (0: no checkpoints inside epochs), got "
-               << FLAGS_checkpoint_every_steps << " and "
-               << FLAGS_checkpoint_every_seconds;
-    return 2;
-  }
-  if ((FLAGS_checkpoint_every_steps > 0 ||
-       FLAGS_checkpoint_every_seconds > 0) &&
-      FLAGS_checkpoint_dir.empty()) {
-    LOG(ERROR) << "--checkpoint_every_steps and --checkpoint_every_seconds "
-                  "need --checkpoint_dir";
-    return 2;
-  }
   options.checkpoint_dir = FLAGS_checkpoint_dir;
   options.checkpoint_every_epochs = FLAGS_checkpoint_every_epochs;
   options.checkpoint_every_steps = FLAGS_checkpoint_every_steps;
@@ -336,42 +333,18 @@ int main(int argc, char** argv) {
   options.keep_checkpoints = FLAGS_keep_checkpoints;
   options.restore = FLAGS_restore;
   options.init_checkpoint = FLAGS_init_checkpoint;
-  if (!init_weights.empty()) {
-    options.init_checkpoint =
-        tessera::InitWeightsCheckpointRoot(FLAGS_init_weights);
-    absl::StatusOr<std::string> written = tessera::WriteInitWeightsCheckpoint(
-        *job, init_weights, options.init_checkpoint);
-    if (!written.ok()) {
-      LOG(ERROR) << "--init_weights: " << written.status().message();
-      return 1;
-    }
-  }
-  if (FLAGS_evaluate_only && FLAGS_checkpoint_dir.empty()) {
-    LOG(ERROR) << "--evaluate_only needs --checkpoint_dir (the checkpoint to "
-                  "evaluate)";
-    return 2;
-  }
   options.evaluate_only = FLAGS_evaluate_only;
   options.ps_recovery_timeout = absl::Seconds(FLAGS_ps_recovery_timeout_s);
   options.heartbeat_interval = absl::Seconds(FLAGS_heartbeat_s);
   options.wait_for_commands = FLAGS_wait_for_commands;
-  tessera::ConnectOptions connect;
-  connect.timeout_s = FLAGS_rpc_timeout_s;
-  connect.chunk_bytes = FLAGS_chunk_bytes;
-  connect.security = start.security;
-  // Workers that join later are reached as those of the cluster spec.
-  options.connect_worker = [connect](const std::string& address, int index) {
-    return std::unique_ptr<tessera::WorkerTask>(
-        std::make_unique<tessera::RemoteWorker>(
-            address, index, tessera::MakeChannel(address, connect.security),
-            connect.timeout_s));
-  };
-  for (const auto& [name, addresses] : cluster->jobs()) {
-    options.cluster_jobs[name] = addresses;
-  }
-  tessera::TrainingJob training(tessera::ConnectCluster(*cluster, connect),
-                                *job, *std::move(plan), options);
+  return options;
+}
 
+// Serves tessera_ctl's service while the job trains; the process's exit
+// code.
+int TrainAndServe(tessera::TrainingJob& training,
+                  const tessera::ClusterSpec& cluster,
+                  const tessera::ServerOptions& server_options) {
   absl::StatusOr<tessera::RpcAuth> auth = tessera::RpcAuthFromFlags();
   if (!auth.ok()) {
     LOG(ERROR) << auth.status().message();
@@ -381,9 +354,8 @@ int main(int argc, char** argv) {
       [&training] { return training.status(); }, training.control(),
       [&training](const std::string& reason) { training.Stop(reason); },
       *std::move(auth), &training);
-  const std::string address = cluster->own_address();
   std::unique_ptr<grpc::Server> server =
-      tessera::StartServer(address, &service, start.server);
+      tessera::StartServer(cluster.own_address(), &service, server_options);
   if (server == nullptr) return 1;
 
   absl::Status result;
@@ -412,4 +384,80 @@ int main(int argc, char** argv) {
   // failure, but no launcher may take it for a finished job either.
   if (training.stopped_early()) return tessera::kExitStopped;
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  tessera::ProcessStart start = tessera::StartProcess(
+      &argc, &argv,
+      "tessera_coordinator: the chief of a training job. The cluster comes "
+      "from TF_CONFIG, --tf_config, --ps_hosts/--worker_hosts/--chief_host "
+      "with --task_type=chief, or (under srun) --slurm_jobs.",
+      "chief");
+  if (!start.cluster) return start.exit_code;
+  const tessera::ClusterSpec& cluster = *start.cluster;
+  // A chief and workers without parameter servers train mirrored, as a
+  // TF cluster without ps tasks would with MirroredStrategy.
+  const bool mirrored_cluster = cluster.num_tasks("ps") == 0 &&
+                                cluster.num_tasks("chief") == 1 &&
+                                cluster.num_tasks("worker") >= 1;
+  if (absl::Status s = cluster.ValidateForParameterServerTraining();
+      !s.ok() && !mirrored_cluster) {
+    LOG(ERROR) << s.message();
+    return 2;
+  }
+  absl::StatusOr<PlannedJob> planned = PlanJob(cluster);
+  if (!planned.ok()) {
+    LOG(ERROR) << planned.status().message();
+    return 2;
+  }
+  if (FLAGS_dry_run) return RunDryRun(*planned, cluster);
+  if (!FLAGS_run_dir.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(FLAGS_run_dir, error);
+    if (error) {
+      LOG(ERROR) << "cannot create --run_dir " << FLAGS_run_dir << ": "
+                 << error.message();
+      return 2;
+    }
+  }
+  absl::StatusOr<tessera::TrainingJobOptions> options = OptionsFromFlags();
+  if (!options.ok()) {
+    LOG(ERROR) << options.status().message();
+    return 2;
+  }
+  if (!planned->init_weights.empty()) {
+    options->init_checkpoint =
+        tessera::InitWeightsCheckpointRoot(FLAGS_init_weights);
+    absl::StatusOr<std::string> written = tessera::WriteInitWeightsCheckpoint(
+        planned->job, planned->init_weights, options->init_checkpoint);
+    if (!written.ok()) {
+      LOG(ERROR) << "--init_weights: " << written.status().message();
+      return 1;
+    }
+  }
+  if (FLAGS_evaluate_only && FLAGS_checkpoint_dir.empty()) {
+    LOG(ERROR) << "--evaluate_only needs --checkpoint_dir (the checkpoint to "
+                  "evaluate)";
+    return 2;
+  }
+  tessera::ConnectOptions connect;
+  connect.timeout_s = FLAGS_rpc_timeout_s;
+  connect.chunk_bytes = FLAGS_chunk_bytes;
+  connect.security = start.security;
+  // Workers that join later are reached as those of the cluster spec.
+  options->connect_worker = [connect](const std::string& address, int index) {
+    return std::unique_ptr<tessera::WorkerTask>(
+        std::make_unique<tessera::RemoteWorker>(
+            address, index, tessera::MakeChannel(address, connect.security),
+            connect.timeout_s));
+  };
+  for (const auto& [name, addresses] : cluster.jobs()) {
+    options->cluster_jobs[name] = addresses;
+  }
+  tessera::TrainingJob training(tessera::ConnectCluster(cluster, connect),
+                                planned->job, std::move(planned->plan),
+                                *options);
+  return TrainAndServe(training, cluster, start.server);
 }
