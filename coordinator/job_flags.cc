@@ -178,10 +178,19 @@ absl::Status CheckWeightDecayFlag(const char* flag, double value) {
   return absl::OkStatus();
 }
 
+// Whether a flag's value goes into the job: every flag's on the first pass
+// (the defaults a job file then overlays), only those given on the command
+// line on the second (over the file).
+struct FlagUse {
+  bool only_explicit;
+  bool operator()(const char* flag) const {
+    return !only_explicit || Explicit(flag);
+  }
+};
+
 // --lr_schedule, --embedding_lr_schedule, --weight_decay,
 // --embedding_weight_decay, --lr_scaling and --lr_reference_batch.
-template <typename Use>
-absl::Status ApplyLearningRateFlags(const Use& use, JobConfig* job) {
+absl::Status ApplyLearningRateFlags(const FlagUse& use, JobConfig* job) {
   OptimizerConfig* opt = job->mutable_optimizer();
   if (use("lr_schedule") && !FLAGS_lr_schedule.empty()) {
     absl::StatusOr<LearningRateSchedule> s =
@@ -271,8 +280,10 @@ absl::Status SetOptimizerKind(const char* flag, const std::string& kind,
   return absl::OkStatus();
 }
 
-absl::Status ApplyFlags(bool only_explicit, JobConfig* job) {
-  auto use = [&](const char* flag) { return !only_explicit || Explicit(flag); };
+// --model and the preset's shape: --hidden_units, --dropout, and the
+// click-through model's --embedding_dim, --num_fields, --num_dense,
+// --vocab_size and --combiner.
+absl::Status ApplyModelFlags(const FlagUse& use, JobConfig* job) {
   ModelConfig* model = job->mutable_model();
   if (use("model")) model->set_kind(FLAGS_model);
   if (model->input_dim() == 0) model->set_input_dim(784);
@@ -301,8 +312,13 @@ absl::Status ApplyFlags(bool only_explicit, JobConfig* job) {
     if (use("vocab_size")) model->set_vocab_size(FLAGS_vocab_size);
     if (use("combiner")) model->set_combiner(FLAGS_combiner);
   }
+  return absl::OkStatus();
+}
 
+// --data_format, --data_dir, --train_examples and --test_examples.
+absl::Status ApplyDataFlags(const FlagUse& use, JobConfig* job) {
   DataConfig* data = job->mutable_data();
+  const bool ctr = job->model().kind() == "ctr";
   std::string format = FLAGS_data_format;
   if (format.empty()) {
     format = !data->format().empty() && !use("model")
@@ -341,7 +357,12 @@ absl::Status ApplyFlags(bool only_explicit, JobConfig* job) {
   }
   if (use("train_examples")) data->set_train_examples(FLAGS_train_examples);
   if (use("test_examples")) data->set_test_examples(FLAGS_test_examples);
+  return absl::OkStatus();
+}
 
+// --learning_rate, --optimizer, --momentum, --embedding_optimizer and
+// --embedding_learning_rate.
+absl::Status ApplyOptimizerFlags(const FlagUse& use, JobConfig* job) {
   OptimizerConfig* opt = job->mutable_optimizer();
   if (use("learning_rate")) opt->set_learning_rate(FLAGS_learning_rate);
   if (use("optimizer") || opt->kind_case() == OptimizerConfig::KIND_NOT_SET) {
@@ -385,7 +406,12 @@ absl::Status ApplyFlags(bool only_explicit, JobConfig* job) {
       emb->set_learning_rate(opt->learning_rate());
     }
   }
-  if (absl::Status s = ApplyLearningRateFlags(use, job); !s.ok()) return s;
+  return absl::OkStatus();
+}
+
+// --table_updates, for every optimizer a table can train with.
+absl::Status ApplyTableUpdatesFlag(const FlagUse& use, JobConfig* job) {
+  OptimizerConfig* opt = job->mutable_optimizer();
   if (use("table_updates") && !FLAGS_table_updates.empty()) {
     TableUpdates updates;
     if (FLAGS_table_updates == "lazy") {
@@ -406,6 +432,12 @@ absl::Status ApplyFlags(bool only_explicit, JobConfig* job) {
       optimizer.set_table_updates(updates);
     }
   }
+  return absl::OkStatus();
+}
+
+// --clip_value, --clip_norm and --global_clip_norm.
+absl::Status ApplyClippingFlags(const FlagUse& use, JobConfig* job) {
+  OptimizerConfig* opt = job->mutable_optimizer();
   if ((use("clip_value") && FLAGS_clip_value != 0) ||
       (use("clip_norm") && FLAGS_clip_norm != 0) ||
       (use("global_clip_norm") && FLAGS_global_clip_norm != 0)) {
@@ -439,21 +471,34 @@ absl::Status ApplyFlags(bool only_explicit, JobConfig* job) {
       *optimizer.mutable_clipping() = clipping;
     }
   }
-  if (use("expected_rows_per_shard")) {
-    job->set_expected_rows_per_shard(FLAGS_expected_rows_per_shard);
-  }
+  return absl::OkStatus();
+}
 
+// --partitioner, --num_shards, --min_shard_bytes, --max_shard_bytes and
+// --max_shards.
+void ApplyPartitionerFlags(const FlagUse& use, JobConfig* job) {
   PartitionerConfig* part = job->mutable_partitioner();
   if (use("partitioner")) part->set_kind(FLAGS_partitioner);
   if (use("num_shards")) part->set_num_shards(FLAGS_num_shards);
   if (use("min_shard_bytes")) part->set_min_shard_bytes(FLAGS_min_shard_bytes);
   if (use("max_shard_bytes")) part->set_max_shard_bytes(FLAGS_max_shard_bytes);
   if (use("max_shards")) part->set_max_shards(FLAGS_max_shards);
+}
 
+// --mode, --backup_workers and --replicate_tables_below.
+void ApplyModeFlags(const FlagUse& use, JobConfig* job) {
   if (use("mode")) job->set_mode(FLAGS_mode);
   if (use("backup_workers")) job->set_backup_workers(FLAGS_backup_workers);
   if (use("replicate_tables_below")) {
     job->set_replicate_tables_below(FLAGS_replicate_tables_below);
+  }
+}
+
+// Where and how tables are kept: --expected_rows_per_shard,
+// --table_precision and --table_placements.
+absl::Status ApplyTableFlags(const FlagUse& use, JobConfig* job) {
+  if (use("expected_rows_per_shard")) {
+    job->set_expected_rows_per_shard(FLAGS_expected_rows_per_shard);
   }
   if (use("table_precision")) {
     if (FLAGS_table_precision == "fp32") {
@@ -496,12 +541,32 @@ absl::Status ApplyFlags(bool only_explicit, JobConfig* job) {
       (*job->mutable_table_placements())[table] = placement;
     }
   }
+  return absl::OkStatus();
+}
+
+// --epochs, --steps_per_epoch, --batch_size and --seed.
+void ApplyScheduleFlags(const FlagUse& use, JobConfig* job) {
   ScheduleConfig* schedule = job->mutable_schedule();
   if (use("epochs")) schedule->set_epochs(FLAGS_epochs);
   if (use("steps_per_epoch"))
     schedule->set_steps_per_epoch(FLAGS_steps_per_epoch);
   if (use("batch_size")) schedule->set_batch_size(FLAGS_batch_size);
   if (use("seed")) schedule->set_seed(FLAGS_seed);
+}
+
+absl::Status ApplyFlags(bool only_explicit, JobConfig* job) {
+  const FlagUse use{only_explicit};
+  // In this order: a command line with several bad flags names the same
+  // one first as it always has.
+  for (absl::Status (*apply)(const FlagUse&, JobConfig*) :
+       {ApplyModelFlags, ApplyDataFlags, ApplyOptimizerFlags,
+        ApplyLearningRateFlags, ApplyTableUpdatesFlag, ApplyClippingFlags}) {
+    if (absl::Status s = apply(use, job); !s.ok()) return s;
+  }
+  ApplyPartitionerFlags(use, job);
+  ApplyModeFlags(use, job);
+  if (absl::Status s = ApplyTableFlags(use, job); !s.ok()) return s;
+  ApplyScheduleFlags(use, job);
   return absl::OkStatus();
 }
 
