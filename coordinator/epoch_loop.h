@@ -104,6 +104,10 @@ class EpochLoop {
   JobPosition PositionAfter(int epoch) const;
   // Keeps a finished epoch or extra steps: summary, metrics, charts.
   void Keep(EpochResult result);
+  // Whether a checkpoint is due at this step boundary (inside an epoch or
+  // among tessera_ctl's extra steps): its cadence (steps or time since the
+  // last checkpoint) or an operator.
+  bool CheckpointDue();
 
   StepPlan* data() const { return data_.get(); }
   // Epochs and extra steps, in order.
@@ -139,9 +143,6 @@ class EpochLoop {
   absl::Status CheckEpochCoverage(const EpochResult& result) const;
   // Resumes at `position` after a recovery.
   absl::Status ResumeAt(const JobPosition& position, int* epoch);
-  // Whether a checkpoint inside the epoch is due at this step boundary:
-  // its cadence (steps or time since the last checkpoint) or an operator.
-  bool CheckpointDue();
   // The cadence counts from here: a checkpoint written (or tried), or
   // restored.
   void RestartCadence();

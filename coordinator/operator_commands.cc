@@ -74,11 +74,12 @@ absl::Status OperatorCommands::RunExtraSteps(int64_t steps) {
   const int epoch = options_.epochs + 1;
   const std::string label = absl::StrFormat("steps %d-%d", extra_steps_run_ + 1,
                                             extra_steps_run_ + steps);
-  // A checkpoint or a stop asked for meanwhile is taken at the next step
+  // A checkpoint or a stop asked for meanwhile, or the checkpoint cadence
+  // (--checkpoint_every_steps/seconds), is taken at the next step
   // boundary, not at an epoch's end that extra steps may never reach.
   auto pause = [this] {
     return parts_.control->checkpoint_wanted() ||
-           parts_.control->stop_requested();
+           parts_.control->stop_requested() || parts_.loop->CheckpointDue();
   };
   *parts_.in_steps = true;
   EpochResult result;

@@ -45,7 +45,8 @@ struct OperatorCommandsOptions {
 
 // What tessera_ctl asks of a job once its epochs are over: extra steps
 // (continuing the data order, evaluated and reported like an epoch),
-// checkpoints between steps, and stop.
+// checkpoints between steps (asked for, or by the job's cadence of
+// --checkpoint_every_steps/seconds), and stop.
 //
 // Contract: Serve runs on the job's thread after the epochs, until a stop
 // or (without wait_for_commands) until nothing is asked; a checkpoint or

@@ -447,6 +447,31 @@ TEST_F(TrainingJobTest, CheckpointsEveryNStepsCountFromTheLastOne) {
   EXPECT_EQ(names, want);
 }
 
+// The cadence goes on through tessera_ctl's extra steps (steps 20-29),
+// which may run far longer than an epoch.
+TEST_F(TrainingJobTest, CheckpointsEveryNStepsGoOnDuringExtraSteps) {
+  options_.checkpoint_dir = checkpoints_.path();
+  options_.checkpoint_every_steps = 4;
+  options_.keep_checkpoints = 100;
+  TrainingJob* job = MakeJob(1);
+  job->control()->AddSteps(10);
+  ASSERT_TRUE(job->Run().ok()) << Output();
+  std::vector<std::string> names;
+  for (const auto& e :
+       std::filesystem::directory_iterator(checkpoints_.path())) {
+    names.push_back(e.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  std::vector<std::string> want;
+  for (int step : {0, 4, 8, 10, 14, 18, 20, 24, 28}) {
+    want.push_back(absl::StrFormat("ckpt-%010d", step));
+  }
+  EXPECT_EQ(names, want);
+  ASSERT_EQ(job->results().size(), 3u);
+  EXPECT_EQ(job->results()[2].extra_steps, "steps 1-10");
+  EXPECT_EQ(job->results()[2].steps, 10);
+}
+
 TEST_F(TrainingJobTest, StopDuringExtraStepsCheckpointsAndReportsThem) {
   options_.checkpoint_dir = checkpoints_.path();
   TrainingJob* job = MakeJob(1);
