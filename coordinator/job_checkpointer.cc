@@ -121,6 +121,9 @@ absl::StatusOr<std::string> JobCheckpointer::SaveInto(
     directory = dir_.Prepare(position.global_step);
   }
   if (!directory.ok()) return directory.status();
+  if (replicas_ != nullptr) {
+    if (absl::Status s = replicas_->SettleRowPushes(); !s.ok()) return s;
+  }
   std::vector<SaveShardsResponse> responses(ps_.size());
   if (absl::Status s =
           ForEachServer(ps_.size(),

@@ -41,6 +41,10 @@ class ReplicaCheckpoints {
                             SaveShardsResponse* response) = 0;
   // Every replica loads `checkpoint`, and their all-reduce starts over.
   virtual absl::Status Restore(const ValidCheckpoint& checkpoint) = 0;
+  // Before the servers save: every worker's row pushes still under way
+  // land (hybrid:ssp:S leaves up to S of them in flight after a step
+  // ended), so the servers hold every step before the checkpoint whole.
+  virtual absl::Status SettleRowPushes() = 0;
 };
 
 // Takes and restores a job's checkpoints through its parameter servers,
@@ -71,7 +75,9 @@ class JobCheckpointer {
   // valid-looking file without them.
   void ExpectShards(std::vector<int64_t> per_ps);
 
-  // Every parameter server saves its shards, in parallel; then the
+  // With replicas, their row pushes in flight land first
+  // (ReplicaCheckpoints::SettleRowPushes). Every parameter server saves its
+  // shards, in parallel; then the
   // manifest (variables, shapes, partitioning, position, the job) is
   // committed and checkpoints beyond the newest `keep` are deleted.
   // Returns the checkpoint's directory. A failure leaves no manifest, so a

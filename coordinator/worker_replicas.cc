@@ -31,6 +31,19 @@ absl::Status WorkerReplicas::Save(const std::string& directory, int64_t step,
                                              absl::StrJoin(errors, "; ")));
 }
 
+absl::Status WorkerReplicas::SettleRowPushes() {
+  return BoundedForEach(
+      static_cast<int>(workers_.size()), max_concurrency_, [&](int w) {
+        EvaluateRequest empty;  // [0, 0)
+        EvaluateResponse response;
+        absl::Status s = workers_[w]->Evaluate(empty, &response);
+        if (s.ok()) return s;
+        return absl::Status(
+            s.code(), absl::StrCat("worker ", w, " (", workers_[w]->address(),
+                                   ") settling its row pushes: ", s.message()));
+      });
+}
+
 absl::Status WorkerReplicas::Restore(const ValidCheckpoint& checkpoint) {
   RestoreReplicaRequest request;
   request.mutable_checkpoint()->set_directory(checkpoint.path);

@@ -30,6 +30,10 @@ class WorkerReplicas final : public ReplicaCheckpoints {
   // one new epoch (microseconds since 1970, above any count of calls and
   // above the epoch before).
   absl::Status Restore(const ValidCheckpoint& checkpoint) override;
+  // Every worker, in parallel, is asked to evaluate an empty range of the
+  // test set: Evaluate first waits for the worker's row pushes in flight
+  // (and returns the error of one that failed), and evaluates nothing.
+  absl::Status SettleRowPushes() override;
 
   // Saves worker `from`'s replica into `directory` (made if missing) and
   // restores every worker from it, `from` too, as Restore does: replicas

@@ -142,5 +142,56 @@ TEST_F(JobCheckpointerTest, FailedSaveKeepsAFolderItDidNotCreate) {
   EXPECT_TRUE(fs::exists(folder + "/notes.txt"));
 }
 
+// Replicas whose row pushes settle (hybrid:ssp:S) and whose save fails,
+// recording whether the server's file was there at each call.
+class RecordingReplicas : public ReplicaCheckpoints {
+ public:
+  explicit RecordingReplicas(std::string server_file, absl::Status settle)
+      : server_file_(std::move(server_file)), settle_(std::move(settle)) {}
+  absl::Status Save(const std::string& directory, int64_t step,
+                    SaveShardsResponse* response) override {
+    server_file_at_save = fs::exists(server_file_);
+    return absl::UnavailableError("no replica in this test");
+  }
+  absl::Status Restore(const ValidCheckpoint& checkpoint) override {
+    return absl::OkStatus();
+  }
+  absl::Status SettleRowPushes() override {
+    settled = true;
+    server_file_at_settle = fs::exists(server_file_);
+    return settle_;
+  }
+  bool settled = false;
+  bool server_file_at_settle = false;
+  bool server_file_at_save = false;
+
+ private:
+  const std::string server_file_;
+  const absl::Status settle_;
+};
+
+// Issue #44: a hybrid:ssp:S worker's row pushes left in flight land before
+// the servers save, so the cut holds every step before it.
+TEST_F(JobCheckpointerTest, RowPushesInFlightSettleBeforeTheServersSave) {
+  RecordingReplicas replicas(dir_.path() + "/ckpt-0000000070/ps-0.shards",
+                             absl::OkStatus());
+  checkpointer_->SetReplicas(&replicas);
+  EXPECT_FALSE(checkpointer_->Save(At(70)).ok());  // the replica's save
+  EXPECT_TRUE(replicas.settled);
+  EXPECT_FALSE(replicas.server_file_at_settle);
+  EXPECT_TRUE(replicas.server_file_at_save);
+}
+
+TEST_F(JobCheckpointerTest, ARowPushThatFailedToSettleFailsTheCheckpoint) {
+  RecordingReplicas replicas(
+      dir_.path() + "/ckpt-0000000080/ps-0.shards",
+      absl::UnavailableError("worker 1 settling its row pushes: ps down"));
+  checkpointer_->SetReplicas(&replicas);
+  absl::StatusOr<std::string> saved = checkpointer_->Save(At(80));
+  ASSERT_FALSE(saved.ok());
+  EXPECT_THAT(saved.status().message(), HasSubstr("settling its row pushes"));
+  EXPECT_FALSE(fs::exists(dir_.path() + "/ckpt-0000000080"));
+}
+
 }  // namespace
 }  // namespace tessera

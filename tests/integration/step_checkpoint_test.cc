@@ -235,6 +235,8 @@ INSTANTIATE_TEST_SUITE_P(
                       ModeCase{"ssp:2", false, "ps-1", false, 12},
                       ModeCase{"sync", false, "ps-1", true, 1},
                       ModeCase{"hybrid", true, "ps-1", false, 2},
+                      // The cut waits for the row pushes left in flight.
+                      ModeCase{"hybrid:ssp:2", true, "ps-1", false, 2},
                       ModeCase{"hybrid:sync", true, "ps-1", true, 1},
                       ModeCase{"mirrored", false, "chief-0", true, 1}),
     [](const ::testing::TestParamInfo<ModeCase>& i) {
