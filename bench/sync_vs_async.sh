@@ -8,7 +8,8 @@
 #
 # For each generated set (written once under DATA_ROOT, default
 # /tmp/tessera_sync_vs_async) and each job file (deploy/jobs/dlrm, deepfm),
-# trains with 2 parameter servers and 2 workers, EPOCHS (default 2) epochs,
+# trains with 2 parameter servers and 2 workers, EPOCHS (default 4, where
+# every run of these sets has converged) epochs,
 # the job's seed and 256 examples per worker in every mode: async, then
 # sync and hybrid:sync (global batch 512) with today's defaults, then sync
 # and hybrid:sync with the rule. Prints a markdown table of the final test
@@ -20,7 +21,8 @@
 # (--lr_scaling=linear: rates x global batch / one worker's batch = x2),
 # SCALING=sqrt (the same flag with --lr_reference_batch=362: x1.414) or
 # none, and a
-# linear warm-up over WARMUP global steps (default 100) from the unscaled
+# linear warm-up over WARMUP global steps (default 200, about an epoch)
+# from the unscaled
 # rate to the scaled one, for the dense and the table optimizers
 # (--lr_schedule, --embedding_lr_schedule with
 # warmup_initial_learning_rate = the job's rate).
@@ -34,11 +36,11 @@ case "${1:-}" in -h | --help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0
 BUILD="${TESSERA_BUILD_DIR:-build}"
 DATA_ROOT="${DATA_ROOT:-/tmp/tessera_sync_vs_async}"
 OUT="${1:-$DATA_ROOT/out}"
-EPOCHS="${EPOCHS:-2}"
+EPOCHS="${EPOCHS:-4}"
 SETS="${SETS:-s7 s13 s29}"
 MODELS="${MODELS:-dlrm deepfm}"
 SCALING="${SCALING:-linear}"
-WARMUP="${WARMUP:-100}"
+WARMUP="${WARMUP:-200}"
 WORKERS=2
 BATCH=256  # per worker, every mode
 
