@@ -11,6 +11,7 @@
 #include "common/model/model_presets.h"
 #include "common/model/table_placement.h"
 #include "common/model/variable_optimizer.h"
+#include "common/process/fault_point.h"
 #include "common/rpc/backoff.h"
 #include "coordinator/job_config.h"
 #include "coordinator/learning_rates.h"
@@ -430,6 +431,9 @@ absl::Status TrainingJob::Run() {
   }
   PrintMembershipChanges(out_, this->status(),
                          static_cast<int>(workers_.size()));
+  // Tests: a kill once the job's result is complete, before the cluster
+  // is shut down (the chaos test's after_summary moment).
+  FaultPoint("summary");
   if (options_.shutdown_cluster) ShutdownCluster();
   return status;
 }

@@ -60,8 +60,12 @@ def outcome(mode, base, run, epochs):
     got, want = run[epochs][key], base[epochs][key]
     if want - got > ASYNC_NOISE:
         return f"accuracy_off final {key} {got:.4f} against {want:.4f}"
+    # Not required outside sync and hybrid:sync, but worth seeing (a
+    # mirrored round run again repeats the undisturbed run's model).
+    same = all(base[e].get(k) == run[e].get(k)
+               for e in range(1, epochs + 1) for k in EXACT)
     return (f"ok every example once per epoch; final {key} {got:.4f} "
-            f"(undisturbed {want:.4f})")
+            f"(undisturbed {want:.4f}; bit for bit: {'yes' if same else 'no'})")
 
 
 def main():
