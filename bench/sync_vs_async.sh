@@ -116,6 +116,10 @@ train() {  # DIR JOB DATA MODE BATCH FLAGS...
   tail -1 "$dir/metrics.jsonl" | sed -n 's/.*"auc":\([0-9.]*\).*/\1/p'
 }
 
+# tools/ctr_gen since the offline tools left worker/ (older builds: there).
+CTR_GEN=$(ls "$BUILD"/tools/ctr_gen/tessera_ctr_gen "$BUILD"/worker/tessera_ctr_gen \
+  2>/dev/null | head -1 || true)
+
 gap() { awk "BEGIN {printf \"%+.4f\", $1 - $2}"; }
 auc4() { awk "BEGIN {printf \"%.4f\", $1}"; }
 
@@ -133,7 +137,7 @@ for s in $SETS; do
   data="$DATA_ROOT/$s"
   if [ ! -f "$data/meta.json" ]; then
     # shellcheck disable=SC2086
-    "$BUILD/worker/tessera_ctr_gen" ${GEN[$s]} --out_dir="$data" >"$DATA_ROOT.$s.gen.log" 2>&1 ||
+    "$CTR_GEN" ${GEN[$s]} --out_dir="$data" >"$DATA_ROOT.$s.gen.log" 2>&1 ||
       { echo "tessera_ctr_gen failed for $s; see $DATA_ROOT.$s.gen.log" >&2; exit 1; }
   fi
   for m in $MODELS; do
