@@ -100,10 +100,44 @@ absl::Status ClusterCoordinator::Serve(int worker, int queue) {
       return absl::UnavailableError(
           "the job is recovering from a failure; the worker joins after it");
     }
+    if (options_.replicas_in_lockstep) {
+      // A replica takes exactly its part of each round: a queue of its
+      // own, which the rounds fill once the ring has it (TakeRing).
+      queue = queue_.AddQueue();
+      ring_changed_ = true;
+    }
     queue_.Activate(worker, queue);
   }
-  LOG(INFO) << "worker " << worker << " joined, serving shard " << queue;
+  LOG(INFO) << "worker " << worker << " joined, serving "
+            << (options_.replicas_in_lockstep ? "its place in the ring"
+                                              : absl::StrCat("shard ", queue));
   return absl::OkStatus();
+}
+
+bool ClusterCoordinator::ring_changed() const {
+  absl::MutexLock lock(&mu_);
+  return ring_changed_;
+}
+
+std::vector<ClusterCoordinator::RingSeat> ClusterCoordinator::TakeRing() {
+  absl::MutexLock lock(&mu_);
+  ring_changed_ = false;
+  for (int w : leaving_) {
+    if (queue_.state(w) != MemberState::kActive) continue;
+    // Its queue is empty: no round is in flight. The worker it goes to
+    // keeps its own queue first, the one its parts are scheduled to.
+    HandOver(w, MemberState::kDraining, "drained");
+    wake_[w].Signal();  // it holds no step: it has drained
+  }
+  leaving_.clear();
+  std::vector<RingSeat> ring;
+  for (int w = 0; w < queue_.num_workers(); ++w) {
+    if (queue_.state(w) != MemberState::kActive || queue_.serves(w).empty()) {
+      continue;
+    }
+    ring.push_back({w, queue_.serves(w).front()});
+  }
+  return ring;
 }
 
 absl::Status ClusterCoordinator::Leave(int worker, MemberState to) {
@@ -119,6 +153,13 @@ absl::Status ClusterCoordinator::Leave(int worker, MemberState to) {
   if (from == MemberState::kJoining) {
     // It served nothing, and the active workers are as many as before.
     queue_.set_state(worker, to);
+  } else if (options_.replicas_in_lockstep && to == MemberState::kDraining) {
+    // Its parts of the rounds already scheduled are its own to run (no
+    // other member may take a second part of a round): it leaves the ring
+    // at the next round boundary (TakeRing), with nothing queued.
+    leaving_.insert(worker);
+    ring_changed_ = true;
+    return absl::OkStatus();
   } else {
     HandOver(worker, to, to == MemberState::kDraining ? "drained" : "left");
   }
@@ -147,7 +188,7 @@ absl::StatusOr<StepFuture> ClusterCoordinator::Schedule(StepRequest request,
   if (!error_.ok()) return TakeError();
   QueuedStep p;
   p.request = std::move(request);
-  p.queue = preferred_worker < num_queues_ ? preferred_worker : -1;
+  p.queue = preferred_worker < queue_.num_queues() ? preferred_worker : -1;
   StepFuture future = p.future;
   queue_.Enqueue(std::move(p), /*front=*/false);
   return future;

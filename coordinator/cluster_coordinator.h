@@ -5,6 +5,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -134,6 +135,22 @@ class ClusterCoordinator : public WorkerSeats {
   absl::Status Leave(int worker, MemberState to) override;
   int QueueForNewWorker() const override;
 
+  // Replicas (replicas_in_lockstep): the all-reduce ring. Every active
+  // worker (down ones included) is a member with a queue of its own, from
+  // which it takes its part of each round: a worker of the start serves
+  // its shard's queue, one that joined (Serve) a new queue, so it takes no
+  // step until the rounds have a part for it. A member that drains (Leave)
+  // runs its parts of the rounds scheduled and leaves at the next TakeRing.
+  // ring_changed() says that the
+  // members changed since the last TakeRing; TakeRing (at a round boundary,
+  // no step in flight) returns them in index order and clears it.
+  struct RingSeat {
+    int worker;
+    int queue;
+  };
+  bool ring_changed() const;
+  std::vector<RingSeat> TakeRing();
+
   int num_workers() const;
   // The queues steps are scheduled to: the workers the coordinator was
   // started with.
@@ -229,6 +246,9 @@ class ClusterCoordinator : public WorkerSeats {
   int64_t inflight_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool ring_changed_ ABSL_GUARDED_BY(mu_) = false;
+  // Replicas that drain: they leave the ring at the next TakeRing.
+  std::set<int> leaving_ ABSL_GUARDED_BY(mu_);
 
   std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);
 };

@@ -36,4 +36,22 @@ std::vector<std::vector<PlannedStep>> GroupIntoGlobalSteps(
   return rounds;
 }
 
+std::vector<std::vector<PlannedStep>> GroupIntoRounds(
+    std::vector<PlannedStep> steps, int parts) {
+  std::vector<std::vector<PlannedStep>> rounds;
+  for (PlannedStep& step : steps) {
+    if (step.empty()) continue;
+    if (rounds.empty() || static_cast<int>(rounds.back().size()) == parts) {
+      rounds.emplace_back();
+    }
+    rounds.back().push_back(std::move(step));
+  }
+  if (!rounds.empty()) {
+    while (static_cast<int>(rounds.back().size()) < parts) {
+      rounds.back().push_back({0, {}, {}});
+    }
+  }
+  return rounds;
+}
+
 }  // namespace tessera

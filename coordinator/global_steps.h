@@ -17,6 +17,14 @@ namespace tessera {
 std::vector<std::vector<PlannedStep>> GroupIntoGlobalSteps(
     std::vector<PlannedStep> steps, int num_shards, bool pad_missing);
 
+// The rounds of a ring of `parts` replicas that no longer matches the
+// plan's shards (workers joined or left a mirrored or hybrid job): `parts`
+// steps each, in the order given, the empty ones left out, and the last
+// round padded with empty steps, so that every member takes part in every
+// all-reduce. Part i of a round is member i's. REQUIRES: parts >= 1.
+std::vector<std::vector<PlannedStep>> GroupIntoRounds(
+    std::vector<PlannedStep> steps, int parts);
+
 }  // namespace tessera
 
 #endif  // TESSERA_COORDINATOR_GLOBAL_STEPS_H_

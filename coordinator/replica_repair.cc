@@ -47,7 +47,8 @@ absl::Status ReplicaRepair::Repair(int64_t global_step,
   const std::vector<std::pair<int64_t, bool>> workers =
       coordinator_->worker_progress();
   int survivor = -1;
-  for (int w = 0; w < static_cast<int>(workers.size()); ++w) {
+  // The ring's members: a worker that drained is none.
+  for (int w : replicas_->indices()) {
     const bool was_restarted =
         std::find(restarted.begin(), restarted.end(), w) != restarted.end();
     if (workers[w].second) {

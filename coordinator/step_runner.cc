@@ -198,8 +198,12 @@ absl::Status StepRunner::RunLockstep(std::vector<PlannedStep> steps, int epoch,
   const bool replicas = options_.mode.replicates_dense();
   // Steps of earlier rounds still running (backup workers' late steps).
   std::vector<std::pair<int64_t, StepFuture>> stragglers;
-  std::vector<std::vector<PlannedStep>> rounds = GroupIntoGlobalSteps(
-      std::move(steps), options_.num_workers, /*pad_missing=*/replicas);
+  std::vector<std::vector<PlannedStep>> rounds =
+      part_queues_.empty()
+          ? GroupIntoGlobalSteps(std::move(steps), options_.num_workers,
+                                 /*pad_missing=*/replicas)
+          : GroupIntoRounds(std::move(steps),
+                            static_cast<int>(part_queues_.size()));
   // Rounds in flight at once. A server aggregating steps needs the
   // chief's barrier between rounds (sync_steps.h: the next round's pulls
   // must find the last one complete), so sync and hybrid:sync run one
@@ -222,6 +226,8 @@ absl::Status StepRunner::RunLockstep(std::vector<PlannedStep> steps, int epoch,
   bool paused = false;
   // A boundary is due: no round is scheduled until those in flight ended.
   bool at_boundary = false;
+  // The ring's members changed: re-formed once no round is in flight.
+  bool at_reform = false;
   // After a repair, no boundary before the repaired round ran again.
   size_t boundary_from = 0;
   // A round could not be scheduled after an error (Schedule hands the
@@ -313,10 +319,14 @@ absl::Status StepRunner::RunLockstep(std::vector<PlannedStep> steps, int epoch,
     return std::nullopt;
   };
   while (true) {
-    if (!paused && !at_boundary && schedule_error.ok() && r < rounds.size() &&
-        in_flight.size() < window) {
+    if (!paused && !at_boundary && !at_reform && schedule_error.ok() &&
+        r < rounds.size() && in_flight.size() < window) {
       if (pause != nullptr && pause()) {
         paused = true;
+        continue;
+      }
+      if (replicas && reform_ != nullptr && coordinator_->ring_changed()) {
+        at_reform = true;
         continue;
       }
       if (boundary != nullptr && r >= boundary_from && boundary->due()) {
@@ -337,6 +347,9 @@ absl::Status StepRunner::RunLockstep(std::vector<PlannedStep> steps, int epoch,
       const bool weigh = options_.mode.aggregates_steps() &&
                          scheduled.required == size && examples > 0;
       for (const PlannedStep& planned : round) {
+        const int queue = part_queues_.empty()
+                              ? planned.shard
+                              : part_queues_[scheduled.ids.size()];
         StepRequest request = MakeRequest(epoch, planned, data);
         request.set_sync_step(scheduled.global_step);
         request.set_sync_required(scheduled.required);
@@ -347,7 +360,7 @@ absl::Status StepRunner::RunLockstep(std::vector<PlannedStep> steps, int epoch,
         }
         scheduled.ids.push_back(request.step());
         absl::StatusOr<StepFuture> future =
-            coordinator_->Schedule(std::move(request), planned.shard);
+            coordinator_->Schedule(std::move(request), queue);
         if (!future.ok()) {
           schedule_error = future.status();
           scheduled.ids.pop_back();
@@ -366,6 +379,11 @@ absl::Status StepRunner::RunLockstep(std::vector<PlannedStep> steps, int epoch,
     }
     if (in_flight.empty()) {
       if (!schedule_error.ok()) return schedule_error;
+      if (at_reform) {
+        at_reform = false;
+        if (absl::Status s = ReformRing(&rounds, r); !s.ok()) return s;
+        continue;
+      }
       if (at_boundary) {
         // Backup workers' late steps end too: a server then holds every
         // round before the boundary whole, and no part of a later one.
@@ -402,6 +420,35 @@ absl::Status StepRunner::RunLockstep(std::vector<PlannedStep> steps, int epoch,
     for (; r < rounds.size(); ++r) {
       for (PlannedStep& step : rounds[r]) not_run->push_back(std::move(step));
     }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StepRunner::ReformRing(
+    std::vector<std::vector<PlannedStep>>* rounds, size_t next) {
+  if (absl::Status s = coordinator_->Join(); !s.ok()) return s;
+  const std::vector<ClusterCoordinator::RingSeat> ring =
+      coordinator_->TakeRing();
+  if (ring.empty()) {
+    return absl::UnavailableError("no worker is left for the all-reduce ring");
+  }
+  std::vector<int> workers, queues;
+  for (const ClusterCoordinator::RingSeat& seat : ring) {
+    workers.push_back(seat.worker);
+    queues.push_back(seat.queue);
+  }
+  if (absl::Status s = reform_(workers, next_global_step_); !s.ok()) return s;
+  part_queues_ = std::move(queues);
+  // The rounds not yet run, one part per member now: the same steps, in
+  // the same order, each once.
+  std::vector<PlannedStep> left;
+  for (size_t k = next; k < rounds->size(); ++k) {
+    for (PlannedStep& step : (*rounds)[k]) left.push_back(std::move(step));
+  }
+  rounds->resize(next);
+  for (std::vector<PlannedStep>& round : GroupIntoRounds(
+           std::move(left), static_cast<int>(part_queues_.size()))) {
+    rounds->push_back(std::move(round));
   }
   return absl::OkStatus();
 }

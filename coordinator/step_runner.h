@@ -90,6 +90,18 @@ class StepRunner {
       std::function<absl::Status(int64_t global_step, const absl::Status&)>;
   void SetRoundRepair(RoundRepair repair) { repair_ = std::move(repair); }
 
+  // Mirrored and hybrid: the all-reduce ring's members changed (a worker
+  // joined: ClusterCoordinator::ring_changed). At the next round boundary,
+  // no step in flight, this is called with the ring's members (worker
+  // indices, in ring order) and the global step about to run; OK means
+  // every member's all-reduce has the new ring and a newcomer the others'
+  // replica, and the rounds from then on have one part per member
+  // (GroupIntoRounds), part i scheduled to member i's queue. Else the
+  // epoch ends with the error.
+  using RingReform = std::function<absl::Status(const std::vector<int>& ring,
+                                                int64_t global_step)>;
+  void SetRingReform(RingReform reform) { reform_ = std::move(reform); }
+
   // The id of the next step, and of the next global step (lockstep).
   int64_t next_step() const { return next_step_; }
   int64_t next_global_step() const { return next_global_step_; }
@@ -120,6 +132,10 @@ class StepRunner {
                            std::vector<PlannedStep>* not_run,
                            const Boundary* boundary, ProgressMeter* meter,
                            EpochResult* result, int64_t* correct);
+  // At a round boundary (none in flight): the ring's new members (reform_),
+  // and the rounds from `next` on regrouped, one part per member.
+  absl::Status ReformRing(std::vector<std::vector<PlannedStep>>* rounds,
+                          size_t next);
   StepRequest MakeRequest(int epoch, const PlannedStep& planned,
                           const StepPlan& data);
   // Adds a finished step to the figures, the board and the step log.
@@ -133,6 +149,10 @@ class StepRunner {
   MetricsWriter* const metrics_;
   std::FILE* const out_;
   RoundRepair repair_;
+  RingReform reform_;
+  // Each part's queue once the ring was re-formed (part i: member i's);
+  // empty: the rounds of the plan, part by shard.
+  std::vector<int> part_queues_;
   int64_t next_step_ = 0;
   int64_t next_global_step_ = 0;
   int64_t undone_rounds_ = 0;  // UndoRoundsSince

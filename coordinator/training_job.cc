@@ -5,9 +5,11 @@
 #include <functional>
 #include <limits>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/model/model_presets.h"
 #include "common/model/table_placement.h"
 #include "common/model/variable_optimizer.h"
@@ -47,6 +49,9 @@ TrainingJob::TrainingJob(JobCluster cluster, JobConfig job, VariablePlan plan,
   joins.connect_worker = options_.connect_worker;
   joins.cluster_jobs = options_.cluster_jobs;
   joins.cluster_wait = options_.cluster_wait;
+  // The newcomer's replica is copied through the checkpoint folder.
+  joins.reforms_ring =
+      mode_.replicates_dense() && !options_.checkpoint_dir.empty();
   joins_ = std::make_unique<ElasticJoins>(
       membership_.get(),
       [this](int index, int queue) { return setup_->JoinConfig(index, queue); },
@@ -67,7 +72,20 @@ TrainingJob::TrainingJob(JobCluster cluster, JobConfig job, VariablePlan plan,
   MakeRunner(num_workers);
   // The workers active when an evaluation starts share the test set.
   evaluator_ = std::make_unique<TestSetEvaluator>(
-      [this] { return membership_->Active(); },
+      [this] {
+        std::vector<WorkerTask*> active = membership_->Active();
+        if (replica_checkpoints_ == nullptr) return active;
+        // A worker that joined a mirrored job holds the members' replica
+        // only once the ring has it.
+        const std::vector<WorkerTask*>& ring = replica_checkpoints_->members();
+        active.erase(std::remove_if(active.begin(), active.end(),
+                                    [&](WorkerTask* w) {
+                                      return std::find(ring.begin(), ring.end(),
+                                                       w) == ring.end();
+                                    }),
+                     active.end());
+        return active;
+      },
       static_cast<int>(workers_.size()),
       options_.coordinator.worker_recovery_timeout);
   MakeEpochLoop();
@@ -189,6 +207,30 @@ void TrainingJob::MakeRunner(int num_workers) {
       [this](int64_t global_step, const absl::Status& error) {
         return replica_repair_->Repair(global_step, error);
       });
+  // A worker that joined gets its place in the ring at the next round
+  // boundary, and the members' replica through the same folder.
+  runner_->SetRingReform([this](const std::vector<int>& ring,
+                                int64_t global_step) {
+    const absl::Time start = absl::Now();
+    std::vector<WorkerTask*> tasks;
+    for (int w : ring) tasks.push_back(membership_->task(w));
+    if (absl::Status s = replica_checkpoints_->Reform(
+            ring, std::move(tasks),
+            (std::filesystem::path(options_.checkpoint_dir) / "replica-copy")
+                .string(),
+            job_);
+        !s.ok()) {
+      return s;
+    }
+    std::fprintf(out_,
+                 "global step %lld: the all-reduce ring re-formed with "
+                 "workers %s in %.2f s\n",
+                 static_cast<long long>(global_step),
+                 absl::StrJoin(ring, ", ").c_str(),
+                 absl::ToDoubleSeconds(absl::Now() - start));
+    std::fflush(out_);
+    return absl::OkStatus();
+  });
 }
 
 void TrainingJob::MakeEpochLoop() {

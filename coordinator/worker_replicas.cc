@@ -14,7 +14,11 @@ namespace tessera {
 
 WorkerReplicas::WorkerReplicas(std::vector<WorkerTask*> workers,
                                int max_concurrency)
-    : workers_(std::move(workers)), max_concurrency_(max_concurrency) {}
+    : workers_(std::move(workers)), max_concurrency_(max_concurrency) {
+  for (size_t w = 0; w < workers_.size(); ++w) {
+    indices_.push_back(static_cast<int>(w));
+  }
+}
 
 absl::Status WorkerReplicas::Save(const std::string& directory, int64_t step,
                                   SaveShardsResponse* response) {
@@ -45,16 +49,28 @@ absl::Status WorkerReplicas::SettleRowPushes() {
 }
 
 absl::Status WorkerReplicas::Restore(const ValidCheckpoint& checkpoint) {
+  return RestoreMembers(&checkpoint, {});
+}
+
+absl::Status WorkerReplicas::RestoreMembers(const ValidCheckpoint* checkpoint,
+                                            const std::vector<bool>& only) {
   RestoreReplicaRequest request;
-  request.mutable_checkpoint()->set_directory(checkpoint.path);
-  *request.mutable_checkpoint()->mutable_manifest() = checkpoint.manifest;
   last_epoch_ = std::max(
       last_epoch_ + 1, static_cast<uint64_t>(absl::ToUnixMicros(absl::Now())));
   request.set_collective_epoch(last_epoch_);
+  if (reformed_) {
+    for (WorkerTask* w : workers_) request.add_ring_peers(w->address());
+  }
   return BoundedForEach(
       static_cast<int>(workers_.size()), max_concurrency_, [&](int w) {
+        RestoreReplicaRequest mine = request;
+        if (checkpoint != nullptr && (only.empty() || only[w])) {
+          mine.mutable_checkpoint()->set_directory(checkpoint->path);
+          *mine.mutable_checkpoint()->mutable_manifest() = checkpoint->manifest;
+        }
+        mine.set_ring_rank(w);
         RestoreShardsResponse response;
-        absl::Status s = workers_[w]->RestoreReplica(request, &response);
+        absl::Status s = workers_[w]->RestoreReplica(mine, &response);
         if (s.ok()) return s;
         return absl::Status(
             s.code(), absl::StrCat("worker ", w, " (", workers_[w]->address(),
@@ -62,11 +78,66 @@ absl::Status WorkerReplicas::Restore(const ValidCheckpoint& checkpoint) {
       });
 }
 
-absl::Status WorkerReplicas::Copy(int from, const std::string& directory,
+absl::Status WorkerReplicas::Reform(std::vector<int> indices,
+                                    std::vector<WorkerTask*> ring,
+                                    const std::string& directory,
+                                    const JobConfig& job) {
+  if (ring.empty() || indices.size() != ring.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("an all-reduce ring of ",
+                                                   ring.size(), " members and ",
+                                                   indices.size(), " indices"));
+  }
+  std::vector<bool> newcomer(ring.size(), false);
+  WorkerTask* survivor = nullptr;
+  for (size_t i = 0; i < ring.size(); ++i) {
+    newcomer[i] =
+        std::find(workers_.begin(), workers_.end(), ring[i]) == workers_.end();
+    if (!newcomer[i] && survivor == nullptr) survivor = ring[i];
+  }
+  const bool any_new =
+      std::find(newcomer.begin(), newcomer.end(), true) != newcomer.end();
+  if (any_new && survivor == nullptr) {
+    return absl::FailedPreconditionError(
+        "no member of the all-reduce ring holds the job's replica");
+  }
+  ValidCheckpoint copy;
+  if (any_new) {
+    std::error_code error;
+    std::filesystem::create_directories(directory, error);
+    if (error) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot make ", directory,
+                       " for a replica's copy: ", error.message()));
+    }
+    SaveShardsRequest request;
+    request.set_directory(directory);
+    SaveShardsResponse saved;
+    if (absl::Status s = survivor->SaveReplica(request, &saved); !s.ok()) {
+      return absl::Status(
+          s.code(), absl::StrCat(survivor->address(),
+                                 " could not save its replica: ", s.message()));
+    }
+    copy.path = directory;
+    AddSavedFiles({saved}, job, &copy.manifest);
+  }
+  workers_ = std::move(ring);
+  indices_ = std::move(indices);
+  reformed_ = true;
+  absl::Status s = RestoreMembers(any_new ? &copy : nullptr, newcomer);
+  if (any_new) {
+    std::error_code ignored;
+    std::filesystem::remove_all(directory, ignored);
+  }
+  return s;
+}
+
+absl::Status WorkerReplicas::Copy(int index, const std::string& directory,
                                   const JobConfig& job) {
-  if (from < 0 || from >= static_cast<int>(workers_.size())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("no worker ", from, " to copy a replica from"));
+  const int from = static_cast<int>(
+      std::find(indices_.begin(), indices_.end(), index) - indices_.begin());
+  if (from >= static_cast<int>(workers_.size())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "worker ", index, " holds no replica of the ring to copy from"));
   }
   std::error_code error;
   std::filesystem::create_directories(directory, error);
@@ -79,8 +150,9 @@ absl::Status WorkerReplicas::Copy(int from, const std::string& directory,
   SaveShardsResponse saved;
   if (absl::Status s = workers_[from]->SaveReplica(request, &saved); !s.ok()) {
     return absl::Status(
-        s.code(), absl::StrCat("worker ", from, " (", workers_[from]->address(),
-                               ") could not save its replica: ", s.message()));
+        s.code(),
+        absl::StrCat("worker ", index, " (", workers_[from]->address(),
+                     ") could not save its replica: ", s.message()));
   }
   // The manifest of a checkpoint holding the replica alone.
   ValidCheckpoint copy;

@@ -35,17 +35,41 @@ class WorkerReplicas final : public ReplicaCheckpoints {
   // (and returns the error of one that failed), and evaluates nothing.
   absl::Status SettleRowPushes() override;
 
-  // Saves worker `from`'s replica into `directory` (made if missing) and
-  // restores every worker from it, `from` too, as Restore does: replicas
-  // that parted (a worker restarted with its initializers) are one again.
-  // `job` gives the copy's manifest its optimizer and partitioner.
+  // Saves worker `from`'s replica (the worker of that index) into `directory`
+  // (made if missing) and restores every worker from it, `from` too, as Restore
+  // does: replicas that parted (a worker restarted with its initializers) are
+  // one again. `job` gives the copy's manifest its optimizer and partitioner.
   absl::Status Copy(int from, const std::string& directory,
                     const JobConfig& job);
 
+  // The all-reduce ring re-formed with `ring` (every member, in ring
+  // order, worker `indices[i]` the i-th; not owned, must outlive this): a
+  // member that was not one before gets the replica of the first member that
+  // was, through `directory` (removed after), and every member's all-reduce
+  // starts over with the new ring at one new epoch. From then on Save, Restore
+  // and Copy are the new members', and every Restore gives them the ring
+  // again (a restarted member starts with the ring of its start).
+  // Errors name the worker; the members may then hold different rings,
+  // and the job goes back to its last checkpoint, which re-forms it again.
+  absl::Status Reform(std::vector<int> indices, std::vector<WorkerTask*> ring,
+                      const std::string& directory, const JobConfig& job);
+  // The ring's members, in ring order, and their indices (the
+  // coordinator's: Copy's `from`).
+  const std::vector<WorkerTask*>& members() const { return workers_; }
+  const std::vector<int>& indices() const { return indices_; }
+
  private:
-  const std::vector<WorkerTask*> workers_;
+  // Restores every member from `checkpoint`, or only those in `only`
+  // (non-empty) and re-forms the others' ring alone.
+  absl::Status RestoreMembers(const ValidCheckpoint* checkpoint,
+                              const std::vector<bool>& only);
+
+  std::vector<WorkerTask*> workers_;
+  std::vector<int> indices_;  // of workers_: 0 to n - 1 until a Reform
   const int max_concurrency_;
   uint64_t last_epoch_ = 0;
+  // Set once the ring was re-formed: every Restore passes it on.
+  bool reformed_ = false;
 };
 
 }  // namespace tessera

@@ -1,5 +1,8 @@
 // The replica of a mirrored or hybrid worker in the job's checkpoints.
 
+#include <string>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 #include "worker/params/replica_checkpoint.h"
@@ -29,26 +32,47 @@ absl::Status TrainingWorker::RestoreReplica(
         configured() ? state_->mode.ToString() + " mode" : "not configured",
         ")"));
   }
-  // Rows pushed before the restore must not land after the servers' own
-  // restore; a prefetch holds values of before it.
-  state_->rows->WaitForPushes(0).IgnoreError();
-  CancelPrefetch();
   const RestoreShardsRequest& checkpoint = request.checkpoint();
-  if (absl::Status s = tessera::RestoreReplica(
-          checkpoint.manifest(), checkpoint.directory(), state_->replica);
-      !s.ok()) {
-    return s;
+  const bool reform = request.ring_peers_size() > 0;
+  if (checkpoint.directory().empty() && !reform) {
+    return absl::InvalidArgumentError(
+        "RestoreReplica: neither a checkpoint directory nor a ring to re-form");
   }
-  response->set_shards_restored(
-      static_cast<int32_t>(state_->replica->variables().size()));
-  if (request.collective_epoch() != 0) {
+  if (reform && request.collective_epoch() == 0) {
+    return absl::InvalidArgumentError(
+        "RestoreReplica: a ring re-formed needs a collective epoch");
+  }
+  if (!checkpoint.directory().empty()) {
+    // Rows pushed before the restore must not land after the servers' own
+    // restore; a prefetch holds values of before it.
+    state_->rows->WaitForPushes(0).IgnoreError();
+    CancelPrefetch();
+    if (absl::Status s = tessera::RestoreReplica(
+            checkpoint.manifest(), checkpoint.directory(), state_->replica);
+        !s.ok()) {
+      return s;
+    }
+    response->set_shards_restored(
+        static_cast<int32_t>(state_->replica->variables().size()));
+    LOG(INFO) << "replica restored from " << checkpoint.directory() << " (step "
+              << checkpoint.manifest().global_step() << ")";
+  }
+  if (reform) {
+    std::vector<std::string> peers(request.ring_peers().begin(),
+                                   request.ring_peers().end());
+    if (absl::Status s = all_reducer_->Reform(request.ring_rank(), peers,
+                                              request.collective_epoch());
+        !s.ok()) {
+      return s;
+    }
+    LOG(INFO) << "all-reduce ring re-formed: rank " << request.ring_rank()
+              << " of " << peers.size();
+  } else if (request.collective_epoch() != 0) {
     if (absl::Status s = all_reducer_->Restart(request.collective_epoch());
         !s.ok()) {
       return s;
     }
   }
-  LOG(INFO) << "replica restored from " << checkpoint.directory() << " (step "
-            << checkpoint.manifest().global_step() << ")";
   return absl::OkStatus();
 }
 

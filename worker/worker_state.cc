@@ -9,8 +9,8 @@
 #include "common/data_format.h"
 #include "common/model/model_graph.h"
 #include "common/model/model_support.h"
+#include "data/stream/file_assignment.h"
 #include "glog/logging.h"
-#include "worker/data/stream/file_assignment.h"
 #include "worker/params/replicated_tables.h"
 #include "worker/params/sharded_parameters.h"
 
@@ -126,8 +126,13 @@ absl::StatusOr<std::unique_ptr<MirroredParameters>> BuildReplica(
     const TrainingMode& mode, const Graph& graph,
     const ReplicatedTables& kept) {
   AllReducer* group = context.all_reducer;
-  if (group == nullptr || group->num_ranks() != config.num_workers() ||
-      group->rank() != config.worker_index()) {
+  // A worker that joined a running job (an index past the job's first
+  // workers) is given its place when the chief re-forms the ring at a
+  // round boundary (RestoreReplica), before its first step.
+  const bool joined = config.worker_index() >= config.num_workers();
+  if (group == nullptr ||
+      (!joined && (group->num_ranks() != config.num_workers() ||
+                   group->rank() != config.worker_index()))) {
     return absl::FailedPreconditionError(absl::StrCat(
         mode.ToString(), " mode: the job has ", config.num_workers(),
         " workers and names this one ", config.worker_index(),

@@ -25,15 +25,16 @@ absl::Status ElasticJoins::RefuseMembershipChange(
   return absl::FailedPreconditionError(absl::StrCat(
       "mode ", options_.mode.ToString(), ": ", what,
       " is refused: every worker of a mirrored or hybrid job holds a "
-      "replica that meets the others' in a ring of fixed size, which "
-      "Tessera cannot yet re-form or fill for a newcomer; run such a job "
-      "with the workers it needs (docs/operations.md, \"Growing and "
-      "shrinking a job\")"));
+      "replica that meets the others' in an all-reduce ring, which is "
+      "re-formed between rounds only with a --checkpoint_dir (a newcomer's "
+      "replica is copied through it); run the job with one, or with the "
+      "workers it needs (docs/operations.md, \"Growing and shrinking a "
+      "job\")"));
 }
 
 absl::StatusOr<AddWorkerResponse> ElasticJoins::AddWorker(
     const std::string& address) {
-  if (options_.mode.replicates_dense()) {
+  if (options_.mode.replicates_dense() && !options_.reforms_ring) {
     return RefuseMembershipChange(
         absl::StrCat("a worker joining at ", address));
   }
@@ -129,17 +130,24 @@ void ElasticJoins::FinishJoin(int index, WorkerTask* task) {
     std::fflush(out_);
     return;
   }
-  std::fprintf(out_,
-               "worker %d (%s) joined on %s; it takes shard %d's steps with "
-               "%s\n",
-               index, task->address().c_str(), response.device().c_str(), queue,
-               "the workers already serving it");
+  if (options_.mode.replicates_dense()) {
+    std::fprintf(out_,
+                 "worker %d (%s) joined on %s; it takes a part of every "
+                 "round once the all-reduce ring has it\n",
+                 index, task->address().c_str(), response.device().c_str());
+  } else {
+    std::fprintf(out_,
+                 "worker %d (%s) joined on %s; it takes shard %d's steps "
+                 "with the workers already serving it\n",
+                 index, task->address().c_str(), response.device().c_str(),
+                 queue);
+  }
   std::fflush(out_);
 }
 
 absl::StatusOr<int> ElasticJoins::DrainWorker(const std::string& worker) {
-  if (options_.mode.replicates_dense()) {
-    return RefuseMembershipChange(absl::StrCat("draining worker ", worker, ""));
+  if (options_.mode.replicates_dense() && !options_.reforms_ring) {
+    return RefuseMembershipChange(absl::StrCat("draining worker ", worker));
   }
   if (!accepting_joins_ || joins_closed_) {
     return absl::FailedPreconditionError(

@@ -35,6 +35,12 @@ struct ElasticJoinsOptions {
   std::map<std::string, std::vector<std::string>> cluster_jobs;
   // How long a joining worker may take to be configured and take steps.
   absl::Duration cluster_wait = absl::Seconds(60);
+  // Mirrored and hybrid: a worker that joins gets its place in the
+  // all-reduce ring, and the members' replica, and one that drains leaves
+  // it, at the next round boundary (StepRunner::SetRingReform), which
+  // needs the checkpoint folder for the copy. False: joins and drains are
+  // refused in the modes with replicas.
+  bool reforms_ring = false;
 };
 
 // A running job's workers coming and going, as the operator and the
@@ -51,8 +57,12 @@ struct ElasticJoinsOptions {
 // Contract: joins and drains are taken only between Open and Close (the
 // job's epochs); before Open a join is UNAVAILABLE (the worker retries),
 // after Close refused. Joins are taken one at a time, so that the index a
-// worker's cluster is built with is the one Membership gives it. Mirrored and
-// hybrid modes refuse both: their replicas meet in a ring of fixed size.
+// worker's cluster is built with is the one Membership gives it. A mirrored
+// or hybrid job takes joins and drains when its ring can be re-formed
+// (reforms_ring): the ring changes at the next round boundary, a newcomer
+// taking no step and a drained worker running its parts of the rounds
+// scheduled until then; without reforms_ring both are refused, naming the
+// mode.
 // `join_config(index, queue)` is the configuration of joining worker
 // `index` that will serve queue `queue`'s shard. Thread safety: any
 // thread; Close (and the destructor) waits for the joins being configured.

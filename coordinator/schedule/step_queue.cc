@@ -10,6 +10,7 @@ namespace tessera {
 
 StepQueue::StepQueue(int num_queues, Options options, WakeFn wake)
     : num_queues_(num_queues),
+      num_shards_(num_queues),
       options_(options),
       wake_(std::move(wake)),
       workers_(num_queues),
@@ -52,6 +53,13 @@ int StepQueue::AddWorker() {
   workers_.emplace_back();
   Rerank(num_workers() - 1);
   return num_workers() - 1;
+}
+
+int StepQueue::AddQueue() {
+  servers_.emplace_back();
+  own_.emplace_back();
+  stealable_.push_back(false);
+  return num_queues_++;
 }
 
 void StepQueue::SetState(int worker, MemberState to) {
@@ -139,8 +147,9 @@ int StepQueue::ActiveWorkers() const {
 }
 
 int StepQueue::QueueForNewWorker() const {
+  // A shard's queue: those AddQueue made read no shard of their own.
   int best = 0;
-  for (int q = 1; q < num_queues_; ++q) {
+  for (int q = 1; q < num_shards_; ++q) {
     const int servers = LiveServers(q), best_servers = LiveServers(best);
     if (servers < best_servers ||
         (servers == best_servers && own_[q].size() > own_[best].size())) {

@@ -151,6 +151,14 @@ class StepQueue {
   void set_state(int worker, MemberState state);
   // Adds a joining worker serving nothing; returns its index.
   int AddWorker();
+  // Adds an empty queue that nobody serves yet; returns its index. For a
+  // worker that must take only the steps scheduled for it (a replica's
+  // place in a mirrored round), not share a shard's queue.
+  int AddQueue();
+  // The queues `worker` serves.
+  const std::vector<int>& serves(int worker) const {
+    return workers_[worker].serves;
+  }
   // The joining `worker` serves `queue` and is active from now on. Under
   // a staleness bound it counts as level with the slowest active worker
   // that is up, so that it neither holds the others back nor runs ahead.
@@ -208,7 +216,8 @@ class StepQueue {
   // keeps its servers' serves_queued right.
   void QueueChanged(int queue, bool was_empty);
 
-  const int num_queues_;
+  int num_queues_;        // grows by AddQueue
+  const int num_shards_;  // the queues of the start, one per shard
   const Options options_;
   const WakeFn wake_;
   std::vector<Worker> workers_;

@@ -57,5 +57,19 @@ TEST(GlobalSteps, EveryExampleKeepsItsPlace) {
   EXPECT_EQ(examples, 1000u);
 }
 
+TEST(GlobalSteps, RoundsOfARingReformedTakeStepsInOrderAndPadTheLast) {
+  std::vector<PlannedStep> steps = {
+      {0, {1, 2}}, {1, {}}, {1, {3}}, {0, {4}}, {1, {5}}};
+  auto rounds = GroupIntoRounds(steps, 3);
+  ASSERT_EQ(rounds.size(), 2u);
+  EXPECT_EQ(Shards(rounds[0]), (std::vector<int>{0, 1, 0}));
+  EXPECT_EQ(rounds[0][2].example_ids, (std::vector<int64_t>{4}));
+  ASSERT_EQ(rounds[1].size(), 3u);
+  EXPECT_EQ(rounds[1][0].example_ids, (std::vector<int64_t>{5}));
+  EXPECT_TRUE(rounds[1][1].empty());
+  EXPECT_TRUE(rounds[1][2].empty());
+  EXPECT_TRUE(GroupIntoRounds({}, 2).empty());
+}
+
 }  // namespace
 }  // namespace tessera

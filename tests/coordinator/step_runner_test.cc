@@ -30,6 +30,7 @@ namespace {
 
 using ::tessera::coordinator_testing::Attempt;
 using ::tessera::coordinator_testing::CoordinatorFixture;
+using ::tessera::coordinator_testing::FakeWorker;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -151,6 +152,59 @@ TEST_F(StepRunnerRepairTest, TheRoundRunsAgainUnderItsStepIds) {
   // failure showed: two parts per round.
   EXPECT_THAT(coord_->steps_rerun(), ::testing::AnyOf(2, 4));
   EXPECT_EQ(runner_->next_global_step(), 3);
+}
+
+// Elastic mirrored (#48 item 5): a worker that joins gets its place in
+// the ring at the next round boundary, with none in flight; from then on a
+// round has a part per member, the newcomer's on its own queue, and every
+// step still runs once.
+TEST_F(StepRunnerRepairTest, AJoinReformsTheRingAtARoundBoundary) {
+  auto* joiner = new FakeWorker(2, &log_);
+  absl::StatusOr<int> seat =
+      coord_->AddSeat(std::unique_ptr<WorkerStub>(joiner));
+  ASSERT_TRUE(seat.ok()) << seat.status();
+  ASSERT_EQ(*seat, 2);
+  EXPECT_FALSE(coord_->ring_changed());
+  ASSERT_TRUE(coord_->Serve(2, 0).ok());
+  EXPECT_TRUE(coord_->ring_changed());
+  std::vector<std::vector<int>> rings;
+  std::vector<int64_t> at;
+  runner_->SetRingReform([&](const std::vector<int>& ring, int64_t step) {
+    rings.push_back(ring);
+    at.push_back(step);
+    return absl::OkStatus();
+  });
+  EpochResult result;
+  absl::Status s = runner_->Run(Steps(), 1, plan_, "epoch 1/1", &result);
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_THAT(rings, ElementsAre(ElementsAre(0, 1, 2)));
+  EXPECT_THAT(at, ElementsAre(0));
+  EXPECT_FALSE(coord_->ring_changed());
+  std::map<int64_t, int> successes = log_.Successes();
+  for (int64_t step = 0; step < 6; ++step) {
+    EXPECT_EQ(successes[step], 1) << "step " << step;
+  }
+  // Two rounds of three parts, one per member: the newcomer took one
+  // part of each.
+  std::map<int, int> per_worker;
+  for (const Attempt& a : log_.attempts()) per_worker[a.worker] += a.ok;
+  EXPECT_EQ(per_worker[0], 2);
+  EXPECT_EQ(per_worker[1], 2);
+  EXPECT_EQ(per_worker[2], 2);
+  EXPECT_EQ(runner_->next_global_step(), 2);
+  EXPECT_EQ(result.examples, 48);
+}
+
+TEST_F(StepRunnerRepairTest, AFailedReformEndsTheEpoch) {
+  ASSERT_TRUE(coord_->AddSeat(std::make_unique<FakeWorker>(2, &log_)).ok());
+  ASSERT_TRUE(coord_->Serve(2, 0).ok());
+  runner_->SetRingReform([&](const std::vector<int>&, int64_t) {
+    return absl::UnavailableError("worker 0 could not save its replica");
+  });
+  EpochResult result;
+  absl::Status s = runner_->Run(Steps(), 1, plan_, "epoch 1/1", &result);
+  EXPECT_TRUE(absl::IsUnavailable(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("could not save its replica"));
 }
 
 TEST_F(StepRunnerRepairTest, ARefusedRepairEndsTheEpochNamingWhy) {

@@ -325,5 +325,92 @@ INSTANTIATE_TEST_SUITE_P(
           {{":", ""}});
     });
 
+// Elastic mirrored (#48 item 5): a worker joins a mirrored job of two mid
+// epoch; at the next round boundary the chief re-forms the all-reduce ring
+// with three members and copies a member's replica onto the newcomer, and
+// the rounds from then on have a part per member. Every epoch still trains
+// each example once, by identity, and the newcomer takes steps. A round
+// then holds three parts, not two, so the model is not the undisturbed
+// run's (that one is printed beside it).
+JobRun TrainMirrored(const std::string& name, bool join) {
+  JobRun run;
+  const fs::path dir = Dir(name);
+  const fs::path rd = dir / "run";
+  const std::string local = BuildDir() + "/deploy/local/tessera_local";
+  std::string script = absl::StrCat(
+      local,
+      " --num_ps=0 --num_workers=2 --max_restarts=0 --run_dir=", rd.string(),
+      " -- --mode=mirrored --epochs=", kEpochs,
+      " --batch_size=64 --checkpoint_dir=", rd.string(), "/checkpoints",
+      IdxFlags(), " > ", (dir / "launcher.out").string(),
+      " 2>&1 &\nlauncher=$!\n");
+  const std::string event_out = (dir / "event.out").string();
+  if (join) {
+    absl::StrAppend(
+        &script, "for i in $(seq 1 2400); do\n", "  n=$(cat ", rd.string(),
+        "/steps.jsonl 2>/dev/null | wc -l)\n", "  [ \"$n\" -ge ", kTriggerLines,
+        " ] && break; sleep 0.02\ndone\n", local, " --join=", rd.string(),
+        " --num_workers=1 > ", event_out, " 2>&1 &\njoiner=$!\n");
+  }
+  absl::StrAppend(&script, "wait $launcher; echo launcher_exit=$?\n");
+  if (join) absl::StrAppend(&script, "wait $joiner; echo event_exit=$?\n");
+  const fs::path script_path = dir / "run.sh";
+  std::ofstream(script_path) << script;
+  ShellResult shell = Shell("bash " + script_path.string());
+  run.output = ReadFile(dir / "launcher.out");
+  run.event_output = ReadFile(event_out);
+  run.launcher_exit = ExitAfter(shell.output, "launcher_exit=");
+  run.event_exit = ExitAfter(shell.output, "event_exit=");
+  std::ifstream metrics(rd / "metrics.jsonl");
+  std::string line;
+  while (std::getline(metrics, line)) {
+    run.metrics.push_back(nlohmann::json::parse(line));
+  }
+  return run;
+}
+
+TEST(ElasticMirroredTest,
+     AJoinReformsTheRingAndEveryEpochTrainsEachExampleOnce) {
+  if (!fs::exists(kData))
+    TESSERA_SKIP_UNLESS_REQUIRED(kRequireData) << kData << " is not installed";
+  const JobRun base = TrainMirrored("mirrored_baseline", false);
+  ASSERT_EQ(base.launcher_exit, 0) << base.output;
+  const JobRun run = TrainMirrored("join_mirrored_idx", true);
+  ASSERT_EQ(run.launcher_exit, 0) << run.output;
+  EXPECT_EQ(run.event_exit, 0) << run.event_output;
+  ASSERT_EQ(run.metrics.size(), static_cast<size_t>(kEpochs)) << run.output;
+  ASSERT_EQ(base.metrics.size(), static_cast<size_t>(kEpochs)) << base.output;
+  EXPECT_THAT(run.output, HasSubstr("asked to join"));
+  EXPECT_THAT(run.output,
+              MatchesRegex("(.|\n)*global step [0-9]+: the all-reduce ring "
+                           "re-formed with workers 0, 1, 2 in (.|\n)*"));
+  for (int e = 0; e < kEpochs; ++e) {
+    EXPECT_EQ(run.metrics[e]["examples"].get<int64_t>(), kTrain)
+        << "epoch " << e + 1;
+    EXPECT_EQ(run.metrics[e]["example_digest"],
+              DigestText(DigestOfIndices(0, kTrain)))
+        << "epoch " << e + 1;
+    for (const JobRun* r : {&base, &run}) {
+      std::printf(
+          "[elastic] mirrored %-9s epoch %d: steps %lld train_loss "
+          "%.6f train_accuracy %.4f test_accuracy %.4f\n",
+          r == &base ? "undisturbed" : "join", e + 1,
+          static_cast<long long>(r->metrics[e]["steps"].get<int64_t>()),
+          r->metrics[e]["train_loss"].get<double>(),
+          r->metrics[e]["train_accuracy"].get<double>(),
+          r->metrics[e]["test_accuracy"].get<double>());
+    }
+  }
+  // Before the join the rounds are the undisturbed run's, bit for bit.
+  EXPECT_EQ(run.metrics[0]["train_loss"], base.metrics[0]["train_loss"]);
+  EXPECT_EQ(run.metrics[0]["test_accuracy"], base.metrics[0]["test_accuracy"]);
+  EXPECT_GT(run.metrics.back()["test_accuracy"].get<double>(), 0.6);
+  // The newcomer took steps: the end report's line for worker 2.
+  const size_t at = run.output.find("  worker 2 ");
+  ASSERT_NE(at, std::string::npos) << run.output;
+  const std::string row = run.output.substr(at, run.output.find('\n', at) - at);
+  EXPECT_THAT(row, MatchesRegex(".* active +[1-9][0-9]* steps")) << row;
+}
+
 }  // namespace
 }  // namespace tessera

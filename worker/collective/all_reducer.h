@@ -2,6 +2,8 @@
 #define TESSERA_WORKER_COLLECTIVE_ALL_REDUCER_H_
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
@@ -52,6 +54,18 @@ class AllReducer {
   virtual absl::Status Restart(uint64_t epoch) {
     return absl::UnimplementedError(
         "this all-reduce cannot start over after a failure");
+  }
+
+  // The group's members changed between calls (a worker joined or left a
+  // mirrored or hybrid job): this is rank `rank` of peers.size(), `peers`
+  // every rank's address in rank order, and the calls start over at
+  // `epoch` as with Restart. Every member calls it with the same peers
+  // and epoch before its next AllReduce. Unimplemented for a group of
+  // fixed size.
+  virtual absl::Status Reform(int rank, std::vector<std::string> peers,
+                              uint64_t epoch) {
+    return absl::UnimplementedError(
+        "this all-reduce cannot change its members");
   }
 
   // Whether AllReduceOnDevice may be called now: true for a group that

@@ -174,7 +174,7 @@ void NegotiatedAllReducer::Abort(const absl::Status& why) {
   if (nccl_ != nullptr) nccl_->Abort(why);
 }
 
-absl::Status NegotiatedAllReducer::Restart(uint64_t epoch) {
+void NegotiatedAllReducer::LeaveNccl() {
   std::unique_ptr<AllReducer> nccl;
   {
     std::lock_guard<std::mutex> lock(abort_mu_);
@@ -185,7 +185,18 @@ absl::Status NegotiatedAllReducer::Restart(uint64_t epoch) {
   }
   nccl.reset();
   negotiated_ = false;
+}
+
+absl::Status NegotiatedAllReducer::Restart(uint64_t epoch) {
+  LeaveNccl();
   return ring_->Restart(epoch);
+}
+
+absl::Status NegotiatedAllReducer::Reform(int rank,
+                                          std::vector<std::string> peers,
+                                          uint64_t epoch) {
+  LeaveNccl();
+  return ring_->Reform(rank, std::move(peers), epoch);
 }
 
 absl::Status NegotiatedAllReducer::AllReduce(absl::Span<float> data) {

@@ -78,6 +78,11 @@ class NegotiatedAllReducer final : public AllReducer {
   // finalizing would wait for it; a restarted rank has no communicator),
   // and the ring starts over; the next AllReduce negotiates again.
   absl::Status Restart(uint64_t epoch) override;
+  // As Restart, the ring re-formed with the new members: the next
+  // AllReduce negotiates again, so a new NCCL communicator of the new
+  // size is made when every member votes for it.
+  absl::Status Reform(int rank, std::vector<std::string> peers,
+                      uint64_t epoch) override;
 
   // False until the first AllReduce, then whether the NCCL group sums
   // device memory.
@@ -92,6 +97,8 @@ class NegotiatedAllReducer final : public AllReducer {
 
  private:
   absl::Status Negotiate();
+  // Leaves NCCL (Restart, Reform).
+  void LeaveNccl();
 
   AllReducer* const ring_;
   NcclChoice choice_;

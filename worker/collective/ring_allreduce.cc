@@ -111,6 +111,38 @@ absl::Status RingAllReduce::Restart(uint64_t epoch) {
   return absl::OkStatus();
 }
 
+absl::Status RingAllReduce::Reform(int rank, std::vector<std::string> peers,
+                                   uint64_t epoch) {
+  const int n = static_cast<int>(peers.size());
+  if (n < 1 || rank < 0 || rank >= n) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ring all-reduce: cannot re-form as rank ", rank, " of ", n));
+  }
+  if (options_.data_plane == DataPlaneKind::kTcp && n > kMaxRingTcpRanks) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ring all-reduce: the TCP data plane takes at most ",
+                     kMaxRingTcpRanks, " ranks, not ", n));
+  }
+  if (epoch < generation_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ring all-reduce: rank ", rank_, " cannot re-form at ",
+                     epoch, ": it already made ", generation_, " calls"));
+  }
+  if (absl::Status s = transport_->Reform(rank, n); !s.ok()) return s;
+  rank_ = rank;
+  num_ranks_ = n;
+  peers_ = std::move(peers);
+  const int left = (rank + n - 1) % n;
+  receiver_->Reform(rank, n, PeerName(left));
+  if (n > 1) {
+    const int right = (rank + 1) % n;
+    transport_->SetRight(peers_[right], PeerName(right));
+  }
+  generation_ = epoch;
+  receiver_->ClearAbort();
+  return absl::OkStatus();
+}
+
 absl::Status RingAllReduce::AllReduce(absl::Span<float> data) {
   if (num_ranks_ == 1) return absl::OkStatus();
   if (peers_.empty()) {

@@ -103,13 +103,20 @@ class RingAllReduce final : public AllReducer {
   // Ends an abort. InvalidArgument when `epoch` is below the calls this
   // rank made.
   absl::Status Restart(uint64_t epoch) override;
+  // The ring re-formed between calls: this is rank `rank` of
+  // peers.size(), `peers` every rank's address in ring order, and the
+  // calls count from `epoch` as after Restart. InvalidArgument for a rank
+  // out of range, too many ranks for the TCP data plane, or an epoch below
+  // the calls made; nothing changes then.
+  absl::Status Reform(int rank, std::vector<std::string> peers,
+                      uint64_t epoch) override;
 
  private:
   RingAllReduce(int rank, int num_ranks, RingAllReduceOptions options);
   std::string PeerName(int rank) const;
 
-  const int rank_;
-  const int num_ranks_;
+  int rank_;  // Reform changes both
+  int num_ranks_;
   const RingAllReduceOptions options_;
   std::vector<std::string> peers_;
   std::unique_ptr<RingReceiver> receiver_;

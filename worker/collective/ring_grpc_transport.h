@@ -21,9 +21,14 @@ class GrpcRingTransport final : public RingTransport {
   absl::Status Send(RingCall* call, absl::Span<const float> data,
                     absl::Time deadline) override;
   void Reset() override {}
+  absl::Status Reform(int rank, int num_ranks) override {
+    link_.rank = rank;
+    link_.num_ranks = num_ranks;
+    return absl::OkStatus();
+  }
 
  private:
-  const RingLink link_;
+  RingLink link_;
   std::string right_name_;
   std::unique_ptr<Collective::Stub> right_;
 };

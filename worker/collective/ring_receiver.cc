@@ -405,6 +405,13 @@ void RingReceiver::SetLeftName(std::string left_name) {
   left_name_ = std::move(left_name);
 }
 
+void RingReceiver::Reform(int rank, int num_ranks, std::string left_name) {
+  absl::MutexLock lock(&mu_);
+  rank_ = rank;
+  num_ranks_ = num_ranks;
+  left_name_ = std::move(left_name);
+}
+
 void RingReceiver::Abort(const absl::Status& why) {
   absl::MutexLock lock(&mu_);
   aborted_ = why;

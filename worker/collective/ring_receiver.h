@@ -77,6 +77,10 @@ class RingReceiver final : public Collective::CallbackService {
   RingReceiver(int rank, int num_ranks, std::string left_name, RpcAuth auth);
   // Renames it (once its address is known).
   void SetLeftName(std::string left_name);
+  // The ring was re-formed: this is rank `rank` of `num_ranks` from the
+  // next call on, and `left_name` its left neighbour. REQUIRES: no call
+  // active.
+  void Reform(int rank, int num_ranks, std::string left_name);
   RingReceiver(const RingReceiver&) = delete;
   RingReceiver& operator=(const RingReceiver&) = delete;
 
@@ -161,8 +165,10 @@ class RingReceiver final : public Collective::CallbackService {
   static void AdvanceLocked(RingCall* call);
   static bool ReceivedLocked(const RingCall& call, int step, int64_t elements);
 
-  const int rank_;
-  const int num_ranks_;
+  // Changed by Reform only, under mu_, between calls: a stream's header is
+  // checked under mu_, and the other reads name them in a call's errors.
+  int rank_;
+  int num_ranks_;
   const RpcAuth auth_;
   mutable absl::Mutex mu_;
   std::string left_name_ ABSL_GUARDED_BY(mu_);

@@ -38,7 +38,12 @@ absl::StatusOr<std::unique_ptr<TcpRingTransport>> TcpRingTransport::Start(
     RingLink link) {
   std::unique_ptr<TcpRingTransport> t(new TcpRingTransport(std::move(link)));
   if (t->link_.num_ranks == 1) return t;  // no neighbour
-  const RingLink& l = t->link_;
+  if (absl::Status s = t->StartListener(); !s.ok()) return s;
+  return t;
+}
+
+absl::Status TcpRingTransport::StartListener() {
+  const RingLink& l = link_;
   std::shared_ptr<const DataPlaneTls> tls_server;
   if (l.security.tls.has_value()) {
     absl::StatusOr<std::shared_ptr<const DataPlaneTls>> server =
@@ -48,18 +53,25 @@ absl::StatusOr<std::unique_ptr<TcpRingTransport>> TcpRingTransport::Start(
         DataPlaneTls::Create(*l.security.tls, DataPlaneTls::Role::kClient);
     if (!client.ok()) return client.status();
     tls_server = *std::move(server);
-    t->tls_client_ = *std::move(client);
+    tls_client_ = *std::move(client);
   }
   // Every interface: the left neighbour dials the host of this rank's
   // gRPC address.
-  TcpRingTransport* self = t.get();
   absl::StatusOr<std::unique_ptr<Listener>> listener = Listener::Start(
-      "::", 0, [self](Socket& socket) { self->ServeLeft(socket); },
+      "::", 0, [this](Socket& socket) { ServeLeft(socket); },
       std::move(tls_server), std::min(l.timeout_s, kMaxHandshakeS));
   if (!listener.ok()) return listener.status();
-  t->listener_ = *std::move(listener);
-  l.receiver->SetDataPlanePort(t->listener_->port());
-  return t;
+  listener_ = *std::move(listener);
+  l.receiver->SetDataPlanePort(listener_->port());
+  return absl::OkStatus();
+}
+
+absl::Status TcpRingTransport::Reform(int rank, int num_ranks) {
+  link_.rank = rank;
+  link_.num_ranks = num_ranks;
+  Reset();
+  if (num_ranks > 1 && listener_ == nullptr) return StartListener();
+  return absl::OkStatus();
 }
 
 void TcpRingTransport::SetRight(const std::string& address,

@@ -37,6 +37,8 @@ class TcpRingTransport final : public RingTransport {
   absl::Status Send(RingCall* call, absl::Span<const float> data,
                     absl::Time deadline) override;
   void Reset() override;
+  // Starts the listener when the ring grows from one rank.
+  absl::Status Reform(int rank, int num_ranks) override;
   int64_t connections_opened() const override { return connections_opened_; }
   int port() const override {
     return listener_ == nullptr ? 0 : listener_->port();
@@ -44,12 +46,14 @@ class TcpRingTransport final : public RingTransport {
 
  private:
   explicit TcpRingTransport(RingLink link) : link_(std::move(link)) {}
+  // The listener and the TLS contexts (a ring of more than one rank).
+  absl::Status StartListener();
   // A connection from the left neighbour, on its listener thread.
   void ServeLeft(Socket& socket);
   // The connection to the right neighbour for one call, handshake done.
   absl::StatusOr<Socket> ConnectRight(absl::Time deadline);
 
-  const RingLink link_;
+  RingLink link_;  // rank and num_ranks change in Reform
   std::string right_address_;
   std::string right_name_;
   std::unique_ptr<Collective::Stub> right_;  // asks for its port

@@ -63,6 +63,12 @@ class RingTransport {
   // transport kept of the right one (a connection, a port) is dropped.
   virtual void Reset() = 0;
 
+  // The ring was re-formed (RingAllReduce::Reform): this rank is `rank` of
+  // `num_ranks` from the next call on, and the right neighbour may be
+  // another (SetRight follows). Called between calls. Errors: what this
+  // rank's receiving end needs for a larger ring cannot start (a listener).
+  virtual absl::Status Reform(int rank, int num_ranks) = 0;
+
   // Connections opened to the right neighbour (the data plane); 0 for
   // transports that keep none of their own.
   virtual int64_t connections_opened() const { return 0; }

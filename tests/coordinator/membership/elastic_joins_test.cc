@@ -19,9 +19,10 @@ using membership_testing::FakeSeats;
 
 // The refusals come before the membership is asked to change anything.
 ElasticJoins Joins(Membership* membership, const std::string& mode,
-                   bool can_connect) {
+                   bool can_connect, bool reforms_ring = false) {
   ElasticJoinsOptions options;
   options.mode = *ParseTrainingMode(mode);
+  options.reforms_ring = reforms_ring;
   if (can_connect) {
     options.connect_worker = [](const std::string&, int) {
       return std::unique_ptr<WorkerTask>();
@@ -62,6 +63,23 @@ TEST(ElasticJoinsTest,
   EXPECT_NE(join.message().find("mode mirrored"), std::string::npos) << join;
   EXPECT_EQ(mirrored.DrainWorker("0").status().code(),
             absl::StatusCode::kFailedPrecondition);
+  // With a ring that can be re-formed (a checkpoint folder for the
+  // replica's copy) mirrored and hybrid jobs take joins and drains: the
+  // mode no longer refuses them (the job not training yet, or its
+  // minimum of workers, still does).
+  for (const char* mode : {"mirrored", "hybrid:sync"}) {
+    ElasticJoins reforming = Joins(&membership, mode, true, true);
+    EXPECT_EQ(reforming.AddWorker("h:2").status().code(),
+              absl::StatusCode::kUnavailable)
+        << mode;  // not open yet: retried
+    reforming.Open();
+    absl::Status drain = reforming.DrainWorker("0").status();
+    EXPECT_EQ(drain.code(), absl::StatusCode::kFailedPrecondition) << mode;
+    EXPECT_EQ(drain.message().find("mode "), std::string::npos) << drain;
+    EXPECT_NE(drain.message().find("--min_workers"), std::string::npos)
+        << drain;
+    reforming.Close();
+  }
   ElasticJoins unreachable = Joins(&membership, "async", false);
   unreachable.Open();
   EXPECT_EQ(unreachable.AddWorker("h:2").status().code(),

@@ -1,5 +1,6 @@
 #include "worker/collective/ring_allreduce.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -12,6 +13,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "common/data_plane/data_plane_kind.h"
 #include "common/data_plane/handshake.h"
@@ -35,11 +37,14 @@ using ::testing::HasSubstr;
 // n ranks in this process, each with its own gRPC server on 127.0.0.1.
 class Ring {
  public:
+  // `singletons`: each rank starts as a ring of its own (a mirrored job's
+  // one worker, or a worker that joins), to be re-formed by the test.
   explicit Ring(int n, RingAllReduceOptions options = {},
-                int without_server = -1) {
+                int without_server = -1, bool singletons = false) {
     std::vector<std::string> peers;
     for (int r = 0; r < n; ++r) {
-      auto ring = RingAllReduce::Create(r, n, options);
+      auto ring = singletons ? RingAllReduce::Create(0, 1, options)
+                             : RingAllReduce::Create(r, n, options);
       EXPECT_TRUE(ring.ok()) << ring.status();
       ranks_.push_back(*std::move(ring));
       int port = 0;
@@ -53,7 +58,12 @@ class Ring {
     }
     // A dead peer: its port was real a moment ago, nothing listens now.
     if (without_server >= 0) Stop(without_server);
-    for (auto& rank : ranks_) EXPECT_TRUE(rank->SetPeers(peers).ok());
+    for (int r = 0; r < n; ++r) {
+      EXPECT_TRUE(ranks_[r]
+                      ->SetPeers(singletons ? std::vector<std::string>{peers[r]}
+                                            : peers)
+                      .ok());
+    }
     peers_ = peers;
   }
 
@@ -368,6 +378,60 @@ TEST_P(RingTransportTest, AbortEndsAWaitingCallAndRestartRejoinsTheRing) {
   EXPECT_TRUE(absl::IsInvalidArgument(too_low)) << too_low;
   for (int r = 0; r < 2; ++r) ASSERT_TRUE(ring.rank(r).Restart(1000).ok());
   ExpectAllReduceSums(ring, RandomInputs(2, 333, 9));
+}
+
+// Runs one all-reduce of `x` on the ranks `members` of `ring` (the ring
+// as re-formed: members[i] is rank i) and checks each ends with the
+// documented sum of the members' values.
+void ExpectReformedSums(Ring& ring, const std::vector<int>& members,
+                        std::vector<std::vector<float>> x) {
+  const std::vector<float> want = RingOrderSum(x);
+  std::vector<absl::Status> status = ring.Run(
+      [&](int r) {
+        const int i = static_cast<int>(
+            std::find(members.begin(), members.end(), r) - members.begin());
+        return ring.rank(r).AllReduce(absl::MakeSpan(x[i]));
+      },
+      members);
+  for (size_t i = 0; i < members.size(); ++i) {
+    ASSERT_TRUE(status[members[i]].ok())
+        << "rank " << members[i] << ": " << status[members[i]];
+    EXPECT_EQ(std::memcmp(x[i].data(), want.data(), want.size() * 4), 0)
+        << "member " << i << " differs from the documented summation order";
+  }
+}
+
+// Elastic mirrored jobs (#48): between calls the ring is re-formed with
+// new members, growing from one rank (no data plane listener yet), then
+// shrinking, and each ring sums its own members only.
+TEST_P(RingTransportTest, ReformGrowsAndShrinksTheRingBetweenCalls) {
+  Ring ring(4, Options({.chunk_bytes = 64, .timeout_s = 30}), -1,
+            /*singletons=*/true);
+  std::vector<float> alone = {1, 2, 3};
+  ASSERT_TRUE(ring.rank(0).AllReduce(absl::MakeSpan(alone)).ok());
+  EXPECT_EQ(alone, (std::vector<float>{1, 2, 3}));
+  uint64_t epoch = 100;
+  auto reform = [&](const std::vector<int>& members) {
+    std::vector<std::string> peers;
+    for (int m : members) peers.push_back(ring.address(m));
+    for (size_t i = 0; i < members.size(); ++i) {
+      ASSERT_TRUE(
+          ring.rank(members[i]).Reform(static_cast<int>(i), peers, epoch).ok());
+    }
+    epoch += 100;
+  };
+  for (const std::vector<int>& members : std::vector<std::vector<int>>{
+           {0, 1}, {0, 1, 3}, {0, 1, 2, 3}, {3, 0}, {2, 3, 0}}) {
+    SCOPED_TRACE(absl::StrJoin(members, ","));
+    reform(members);
+    const int n = static_cast<int>(members.size());
+    ExpectReformedSums(ring, members, RandomInputs(n, 1001, 5 * n));
+    ExpectReformedSums(ring, members, RandomInputs(n, 7, 5 * n + 1));
+  }
+  absl::Status too_low = ring.rank(0).Reform(0, {ring.address(0)}, 1);
+  EXPECT_TRUE(absl::IsInvalidArgument(too_low)) << too_low;
+  absl::Status out_of_range = ring.rank(0).Reform(2, {ring.address(0)}, epoch);
+  EXPECT_TRUE(absl::IsInvalidArgument(out_of_range)) << out_of_range;
 }
 
 TEST(RingAllReduceTcpTest, ChecksTheJobTokenOnTheDataPlane) {
