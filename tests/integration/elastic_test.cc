@@ -46,9 +46,14 @@ constexpr int kEpochs = 3;
 constexpr int64_t kTrain = 6000;
 constexpr int64_t kTest = 1000;
 // Async steps of 32 examples, sync global steps of 64 (2 parts of 32):
-// 188 lines of steps.jsonl per epoch either way. The change comes early in
-// the second epoch; hidden layers of 512 make an epoch last about a second
-// on two shared cores, so a joining worker still finds most of the job.
+// about 94 steps per worker and epoch either way. The change comes early
+// in the second epoch: both workers stop themselves at a fault point in
+// their kTriggerStep-th step, the worker joins or drains, and they go on
+// once the coordinator has taken the change, so it lands inside the job
+// whatever the machine's load (a count of steps.jsonl lines raced the
+// job's end).
+constexpr int kTriggerStep = 110;
+// The same moment as a count of steps.jsonl lines (188 per epoch).
 constexpr int kTriggerLines = 220;
 // The steps worker 1 takes before it dies in the "die" cases.
 constexpr int kDieAfterSteps = 60;
@@ -111,6 +116,7 @@ struct JobRun {
   std::string status;                   // tessera_ctl status after a drain
   std::vector<nlohmann::json> metrics;  // metrics.jsonl, in order
   bool fault_hit = false;               // a fault point was reached
+  bool both_stopped = false;  // join, drain: both workers stopped for it
 };
 
 int ExitAfter(const std::string& text, const std::string& key) {
@@ -122,10 +128,10 @@ int ExitAfter(const std::string& text, const std::string& key) {
   return code;
 }
 
-// Trains kEpochs with 2 parameter servers and 2 workers; once
-// kTriggerLines steps are in steps.jsonl, `event` happens: "join" (a third
-// worker joins), "drain" (worker 1 drains), "die" (worker 1 is killed and
-// never restarted), or nothing ("").
+// Trains kEpochs with 2 parameter servers and 2 workers; while both are
+// stopped in their kTriggerStep-th step, `event` happens: "join" (a third
+// worker joins), "drain" (worker 1 drains); or "die" (worker 1 is killed
+// in its kDieAfterSteps-th step and never restarted), or nothing ("").
 JobRun Train(const std::string& name, const std::string& mode,
              const std::string& data_flags, const std::string& event) {
   JobRun run;
@@ -133,13 +139,21 @@ JobRun Train(const std::string& name, const std::string& mode,
   const fs::path rd = dir / "run";
   const std::string local = BuildDir() + "/deploy/local/tessera_local";
   std::string script;
+  const fs::path faults = dir / "faults";
+  fs::create_directories(faults);
+  if (event == "join" || event == "drain") {
+    for (const char* worker : {"worker-0", "worker-1"}) {
+      std::ofstream(faults / absl::StrCat(worker, ".step"))
+          << "stop " << kTriggerStep - 1;
+    }
+    script =
+        absl::StrCat("export TESSERA_FAULT_POINTS=", faults.string(), "\n");
+  }
   if (event == "die") {
     // Worker 1 dies inside its 61st step, at a fault point: inside the
     // job whatever the machine's load (it takes about 90 steps an epoch),
     // where a kill after a count of lines in steps.jsonl could land after
     // the job's end.
-    const fs::path faults = dir / "faults";
-    fs::create_directories(faults);
     std::ofstream(faults / "worker-1.step") << "kill " << kDieAfterSteps;
     script =
         absl::StrCat("export TESSERA_FAULT_POINTS=", faults.string(), "\n");
@@ -150,26 +164,42 @@ JobRun Train(const std::string& name, const std::string& mode,
       " --batch_size=", mode == "sync" ? 64 : 32,
       " --worker_recovery_timeout_s=1", data_flags, " > ",
       (dir / "launcher.out").string(), " 2>&1 &\nlauncher=$!\n");
+  const std::string hit0 = (faults / "worker-0.step.hit").string();
+  const std::string hit1 = (faults / "worker-1.step.hit").string();
+  const std::string pids = (rd / "pids").string();
   if (event == "join" || event == "drain") {
-    absl::StrAppend(&script, "for i in $(seq 1 2400); do\n", "  n=$(cat ",
-                    rd.string(), "/steps.jsonl 2>/dev/null | wc -l)\n",
-                    "  [ \"$n\" -ge ", kTriggerLines,
-                    " ] && break; sleep 0.02\ndone\n");
+    // Both workers stopped at their fault point (or the job ended).
+    absl::StrAppend(&script, "for i in $(seq 1 2400); do [ -e ", hit0,
+                    " ] && [ -e ", hit1,
+                    " ] && break; kill -0 $launcher 2>/dev/null || break; "
+                    "sleep 0.05; done\n[ -e ",
+                    hit0, " ] && [ -e ", hit1, " ] && echo both_stopped\n");
   }
   const std::string event_out = (dir / "event.out").string();
+  const std::string launcher_out = (dir / "launcher.out").string();
   if (event == "join") {
-    absl::StrAppend(&script, local, " --join=", rd.string(),
-                    " --num_workers=1 > ", event_out, " 2>&1 &\njoiner=$!\n");
+    // The workers go on once the coordinator says the newcomer joined
+    // (or could not).
+    absl::StrAppend(
+        &script, local, " --join=", rd.string(), " --num_workers=1 > ",
+        event_out, " 2>&1 &\njoiner=$!\n",
+        "for i in $(seq 1 2400); do grep -q 'worker 2 (.*) \\(joined on\\|"
+        "could not join\\)' ",
+        launcher_out, " && break; sleep 0.05; done\n");
   } else if (event == "drain") {
     absl::StrAppend(
         &script, "chief=$(grep -A1 '\"chief\"' ", rd.string(),
         "/cluster.json | tail -1 | tr -d ' \",')\n", BuildDir(),
         "/coordinator/tessera_ctl --coordinator=$chief --job_token_file=",
         rd.string(), "/job.token drain 1 > ", event_out,
-        " 2>&1; echo event_exit=$?\nsleep 0.3\n", BuildDir(),
+        " 2>&1; echo event_exit=$?\n", BuildDir(),
         "/coordinator/tessera_ctl --coordinator=$chief --job_token_file=",
         rd.string(), "/job.token status > ", (dir / "status.out").string(),
         " 2>&1\n");
+  }
+  if (event == "join" || event == "drain") {
+    absl::StrAppend(&script, "kill -CONT $(cat ", pids, "/worker-0) $(cat ",
+                    pids, "/worker-1)\n");
   }
   absl::StrAppend(&script, "wait $launcher; echo launcher_exit=$?\n");
   if (event == "join") {
@@ -182,6 +212,7 @@ JobRun Train(const std::string& name, const std::string& mode,
   run.event_output = ReadFile(event_out);
   run.status = ReadFile(dir / "status.out");
   run.fault_hit = fs::exists(dir / "faults" / "worker-1.step.hit");
+  run.both_stopped = shell.output.find("both_stopped") != std::string::npos;
   run.launcher_exit = ExitAfter(shell.output, "launcher_exit=");
   run.event_exit = ExitAfter(shell.output, "event_exit=");
   std::ifstream metrics(rd / "metrics.jsonl");
@@ -260,6 +291,10 @@ TEST_P(ElasticTest, EveryEpochTrainsEveryExampleOnce) {
   const double accuracy = run.metrics.back()["test_accuracy"].get<double>();
   // Three epochs over 6,000 images: an MLP is well past chance (0.1).
   EXPECT_GT(accuracy, 0.6);
+  if (event == "join" || event == "drain") {
+    EXPECT_TRUE(run.both_stopped)
+        << "the workers never reached step " << kTriggerStep;
+  }
   if (event == "join") {
     EXPECT_EQ(run.event_exit, 0) << run.event_output;
     EXPECT_THAT(run.output, HasSubstr("asked to join"));

@@ -406,16 +406,27 @@ TEST_F(FaultTest, ParameterServerPausedPastItsHeartbeatIsRestored) {
   const fs::path dir = Dir("paused_ps");
   const fs::path rd = dir / "run";
   const fs::path out = dir / "launcher.out";
+  // The server stops itself at a fault point, at its push in the middle of
+  // epoch 2 (a part of each global step reaches it: 376 an epoch), where a
+  // stop after epoch 1's line and a sleep could land after the job's end;
+  // it stays stopped for 4 s, past its heartbeat, then goes on.
+  const fs::path faults = dir / "faults";
+  fs::create_directories(faults);
+  constexpr int kPushesPerEpoch = 2 * ((kTrain + 63) / 64);
+  std::ofstream(faults / "ps-1.push")
+      << "stop " << kPushesPerEpoch + kPushesPerEpoch / 2;
+  const std::string hit = (faults / "ps-1.push.hit").string();
   const std::string script = absl::StrCat(
-      BuildDir(), "/deploy/local/tessera_local --num_ps=2 --num_workers=2",
+      "export TESSERA_FAULT_POINTS=", faults.string(), "\n", BuildDir(),
+      "/deploy/local/tessera_local --num_ps=2 --num_workers=2",
       " --run_dir=", rd.string(), " -- --mode=sync --epochs=", kEpochs,
       " --train_examples=", kTrain, " --test_examples=10000",
       " --checkpoint_dir=", rd.string(), "/checkpoints > ", out.string(),
-      " 2>&1 &\nlauncher=$!\n", "for i in $(seq 1 6000); do\n  n=$(cat ",
-      rd.string(), "/metrics.jsonl 2>/dev/null | wc -l)\n",
-      "  [ \"$n\" -ge 1 ] && break; sleep 0.01\ndone\nsleep 0.2\n", "p=$(cat ",
-      rd.string(), "/pids/ps-1)\nkill -STOP $p\nsleep 4\n",
-      "kill -CONT $p\nwait $launcher; echo launcher_exit=$?\n");
+      " 2>&1 &\nlauncher=$!\n", "for i in $(seq 1 6000); do [ -e ", hit,
+      " ] && break; kill -0 $launcher 2>/dev/null || break; sleep 0.02; "
+      "done\n[ -e ",
+      hit, " ] && echo ps_stopped\nsleep 4\n", "kill -CONT $(cat ", rd.string(),
+      "/pids/ps-1)\nwait $launcher; echo launcher_exit=$?\n");
   std::ofstream(dir / "run.sh") << script;
   ShellResult shell = Shell("bash " + (dir / "run.sh").string());
   JobRun run;
@@ -427,6 +438,8 @@ TEST_F(FaultTest, ParameterServerPausedPastItsHeartbeatIsRestored) {
   while (std::getline(metrics, line)) {
     run.metrics.push_back(nlohmann::json::parse(line));
   }
+  EXPECT_THAT(shell.output, HasSubstr("ps_stopped"))
+      << "ps 1 never reached its fault point";
   ExpectCompleteAndExact(run);
   EXPECT_THAT(run.output, HasSubstr("missed its heartbeat and answers again"));
   EXPECT_THAT(run.output, HasSubstr("recovered in"));

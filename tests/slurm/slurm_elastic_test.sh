@@ -2,11 +2,14 @@
 # A worker joins a running Slurm job through a second srun into its
 # allocation (issue #35; docs/operations.md, "Growing and shrinking a
 # job"): a real Slurm on this machine (tests/slurm/local_slurm.sh, one
-# node) runs deploy/slurm/train.sbatch with 1 ps and 2 workers; once the job
-# trains,
+# node) runs deploy/slurm/train.sbatch with 1 ps and 2 workers; while both
+# workers are stopped at a fault point in their 50th step (SIGSTOP by
+# themselves, common/process/fault_point.h: the join lands inside the job
+# whatever the machine's load),
 #   srun --jobid=JOB --overlap -N1 -n1 bash -c \
 #     'tessera_worker --join=CHIEF --join_address=$(hostname):PORT ...'
-# adds a third worker. The job must complete, train every example of every
+# adds a third worker, and the workers go on once the coordinator says it
+# joined. The job must complete, train every example of every
 # epoch once, count the newcomer active with steps of its own, and the
 # newcomer's srun must end cleanly when the job does.
 #
@@ -65,20 +68,29 @@ trap cleanup EXIT
 
 base=$(slurm_free_port_base 4)
 RD=$WORK/run
+# sbatch passes the environment on to the job's tasks.
+FAULTS=$WORK/faults
+mkdir -p "$FAULTS"
+echo "stop 49" >"$FAULTS/worker-0.step"
+echo "stop 49" >"$FAULTS/worker-1.step"
+export TESSERA_FAULT_POINTS=$FAULTS
 id=$(cd "$ROOT" && TESSERA_BUILD="$BUILD" RUN_DIR="$RD" NUM_PS=1 \
   NUM_WORKERS=2 EPOCHS=$EPOCHS BATCH_SIZE=32 PORT_BASE=$base \
   sbatch --parsable --ntasks=4 --output="$WORK/job.out" \
   deploy/slurm/train.sbatch --train_examples=$TRAIN --test_examples=1000 \
   --hidden_units=512,512)
-say "job $id; waiting for it to train"
+say "job $id; waiting for both workers to stop in their 50th step"
 deadline=$((SECONDS + JOB_TIMEOUT_S))
-until [ "$(cat "$RD/steps.jsonl" 2>/dev/null | wc -l)" -ge 100 ]; do
+until [ -e "$FAULTS/worker-0.step.hit" ] && [ -e "$FAULTS/worker-1.step.hit" ]; do
   [ "$SECONDS" -lt "$deadline" ] || {
-    say "FAIL: the job did not train within ${JOB_TIMEOUT_S}s"
+    say "FAIL: the workers did not reach their 50th step within ${JOB_TIMEOUT_S}s"
     exit 1
   }
   sleep 0.2
 done
+# The pids of the stopped workers: the .hit files name them.
+stopped=$(sed -n 's/^hit by pid \([0-9]*\)$/\1/p' \
+  "$FAULTS/worker-0.step.hit" "$FAULTS/worker-1.step.hit")
 chief=$(sed -n 's/.*task=chief:0 address=\([^ ]*\).*/\1/p' "$RD/cluster.txt")
 say "srun --jobid=$id --overlap -N1 -n1: a worker joins $chief"
 srun --jobid="$id" --overlap -N1 -n1 bash -c \
@@ -86,6 +98,13 @@ srun --jobid="$id" --overlap -N1 -n1 bash -c \
    --join_address=\$(hostname):$((base + 100)) \
    --job_token_file='$RD/job.token'" >"$WORK/joined.log" 2>&1 &
 joiner=$!
+until grep -q "worker 2 (.*) \(joined on\|could not join\)" "$RD/rank-0.log" \
+  2>/dev/null; do
+  [ "$SECONDS" -lt "$deadline" ] || break
+  sleep 0.2
+done
+# shellcheck disable=SC2086  # two pids
+kill -CONT $stopped
 state=""
 while [ "$SECONDS" -lt "$deadline" ]; do
   state=$(scontrol show job -o "$id" | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
