@@ -14,4 +14,13 @@ cd "$BUILD_DIR"
 # without them fails instead (tests/skip_unless_required.h).
 export TESSERA_REQUIRE_DATA="${TESSERA_REQUIRE_DATA:-1}"
 export TESSERA_REQUIRE_TLS="${TESSERA_REQUIRE_TLS:-1}"
-ctest --output-on-failure -j2 --timeout 900
+# The tests that kill, stop or time processes (labels fault, elastic,
+# chaos) run twice, so that one that passes by luck fails CI once in a
+# while instead of never (#48; bench/results/flakes.md has the long gate).
+# Both runs go on whatever the other's result; either failing fails.
+KILL_LABELS='^(fault|elastic|chaos)$'
+rc=0
+ctest --output-on-failure -j2 --timeout 900 -LE "$KILL_LABELS" || rc=$?
+ctest --output-on-failure -j2 --timeout 900 -L "$KILL_LABELS" \
+  --repeat until-fail:2 || rc=$?
+exit "$rc"
