@@ -340,12 +340,24 @@ run_job() { # run_job <name> <with_partition>
   head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$run/job.token"
   chmod 600 "$run/job.token"
   local common=("${CLUSTER[@]}" --job_token_file="$run/job.token")
-  local pids=() i
+  local pids=() i fp=()
+  if [ "$with_partition" = 1 ]; then
+    # Each worker stops itself (SIGSTOP) at a fault point in its step 20
+    # of epoch 2 (common/process/fault_point.h); the partition begins while
+    # they are stopped, and they go on inside it: mid-epoch 2 whatever the
+    # machine's load, where a count of steps.jsonl lines (written in
+    # blocks) could land anywhere.
+    mkdir -p "$run/faults"
+    local per_worker=$(((TRAIN + BATCH - 1) / BATCH))
+    echo "stop $((per_worker + 19))" >"$run/faults/worker-0.step"
+    echo "stop $((per_worker + 19))" >"$run/faults/worker-1.step"
+    fp=(env "TESSERA_FAULT_POINTS=$run/faults")
+  fi
   for i in 0 1; do
     ip netns exec "$P-ps$i" "$PS" "${common[@]}" --task_type=ps \
       --task_index="$i" >"$run/ps-$i.log" 2>&1 &
     pids+=($!)
-    ip netns exec "$P-w$i" "$WORKER" "${common[@]}" --task_type=worker \
+    ip netns exec "$P-w$i" "${fp[@]}" "$WORKER" "${common[@]}" --task_type=worker \
       --task_index="$i" --device=cpu >"$run/worker-$i.log" 2>&1 &
     pids+=($!)
   done
@@ -357,18 +369,23 @@ run_job() { # run_job <name> <with_partition>
   local chief=$!
 
   if [ "$with_partition" = 1 ]; then
-    # Mid-epoch 2: epoch 1 reported and some of epoch 2's steps written
-    # (steps.jsonl is flushed in pieces), epoch 2 not reported.
-    local per_epoch=$((2 * ((TRAIN + BATCH - 1) / BATCH)))
+    # Mid-epoch 2: both workers stopped at their fault point, epoch 1
+    # reported, epoch 2 not.
     local waited=0
-    until [ "$(lines_of "$run/metrics.jsonl")" -ge 1 ] &&
-      [ "$(lines_of "$run/steps.jsonl")" -gt "$per_epoch" ]; do
+    until [ -e "$run/faults/worker-0.step.hit" ] &&
+      [ -e "$run/faults/worker-1.step.hit" ] &&
+      [ "$(lines_of "$run/metrics.jsonl")" -ge 1 ]; do
       kill -0 "$chief" 2>/dev/null || break
       sleep 0.02
       waited=$((waited + 1))
       [ "$waited" -lt $((JOB_TIMEOUT_S * 50)) ] || break
     done
     partition ps1 w0 w1
+    # The workers go on, into the partition (the .hit files name them).
+    # shellcheck disable=SC2046  # two pids
+    kill -CONT $(sed -n 's/^hit by pid \([0-9]*\)$/\1/p' \
+      "$run/faults/worker-0.step.hit" "$run/faults/worker-1.step.hit") \
+      2>/dev/null || true
     local cut_at
     cut_at=$(date +%s.%N)
     PART_EPOCHS_DONE=$(lines_of "$run/metrics.jsonl")
