@@ -29,14 +29,14 @@
 #include "bench/bench_main.h"
 #include "bench/input_dlrm.h"
 #include "common/counter_rng.h"
+#include "data/criteo/criteo_reader.h"
+#include "data/records/csv_parser.h"
+#include "data/records/example_parser.h"
+#include "data/records/record_reader.h"
+#include "data/stream/example_layout.h"
+#include "data/stream/file_assignment.h"
+#include "data/stream/stream_reader.h"
 #include "tools/convert/example_converter.h"
-#include "worker/data/criteo/criteo_reader.h"
-#include "worker/data/records/csv_parser.h"
-#include "worker/data/records/example_parser.h"
-#include "worker/data/records/record_reader.h"
-#include "worker/data/stream/example_layout.h"
-#include "worker/data/stream/file_assignment.h"
-#include "worker/data/stream/stream_reader.h"
 
 DEFINE_int64(records, 200000, "Examples per file.");
 DEFINE_string(dir, "/tmp", "Where the bench writes its files.");

@@ -14,14 +14,14 @@
 #include "absl/types/span.h"
 #include "common/job_file.h"
 #include "common/model/model_presets.h"
+#include "data/criteo/criteo_reader.h"
+#include "data/stream/example_layout.h"
+#include "data/stream/file_assignment.h"
+#include "data/stream/stream_reader.h"
 #include "tools/convert/example_converter.h"
 #include "tools/ctr_gen/ctr_generator.h"
 #include "tools/local_train/local_trainer.h"
 #include "worker/backend/cpu/cpu_backend.h"
-#include "worker/data/criteo/criteo_reader.h"
-#include "worker/data/stream/example_layout.h"
-#include "worker/data/stream/file_assignment.h"
-#include "worker/data/stream/stream_reader.h"
 
 namespace tessera {
 namespace {

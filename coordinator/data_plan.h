@@ -17,7 +17,7 @@ struct DataShard {
 
 // A step of a streamed data set (DataConfig.train_files): positions
 // [first, first + count) of pass `pass` of shard `shard`'s stream, which
-// the worker reads with worker/data/stream/stream_reader.h. The coordinator
+// the worker reads with data/stream/stream_reader.h. The coordinator
 // sends it as StepRequest.stream (proto StreamStep, the same four fields).
 struct PlannedStreamStep {
   int shard = 0;

@@ -14,8 +14,8 @@
 #include "common/model/model_summary.h"
 #include "common/model/variable_optimizer.h"
 #include "common/optimizer/optimizer.h"
+#include "data/data_check.h"
 #include "partitioners/variable_sharding.h"
-#include "worker/data/data_check.h"
 
 namespace tessera {
 namespace {

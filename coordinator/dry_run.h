@@ -39,7 +39,7 @@ struct DryRunOptions {
 // parameter servers, that every worker holds every variable) and warnings,
 // after reading the first example of the training and test data through
 // the workers' reader and checking it against the model
-// (worker/data/data_check.h). The data check's error (InvalidArgument or
+// (data/data_check.h). The data check's error (InvalidArgument or
 // NotFound, naming the file) is returned; the plan is printed either way.
 absl::Status DryRun(const JobConfig& job, const ClusterSpec& cluster,
                     const VariablePlan& plan, const DryRunOptions& options,

@@ -14,14 +14,14 @@
 #include "common/rpc/grpc_channel.h"
 #include "common/serial_executor.h"
 #include "common/training_mode.h"
+#include "data/count_cache/verified_count_cache.h"
+#include "data/example_set.h"
+#include "data/inflate_cache/inflated_files.h"
+#include "data/stream/stream_examples.h"
 #include "proto/worker_service.pb.h"
 #include "ps_server/client/ps_client.h"
 #include "worker/backend/backend.h"
 #include "worker/collective/all_reducer.h"
-#include "worker/data/count_cache/verified_count_cache.h"
-#include "worker/data/example_set.h"
-#include "worker/data/inflate_cache/inflated_files.h"
-#include "worker/data/stream/stream_examples.h"
 #include "worker/nn/graph.h"
 #include "worker/worker_state.h"
 
@@ -43,7 +43,7 @@ class TrainingWorker {
   // and TLS).
   // Gzipped data files are read through inflated copies in
   // `inflated_data_dir`, shared by the workers of a machine
-  // (worker/data/inflate_cache/inflated_files.h); empty: read as they are.
+  // (data/inflate_cache/inflated_files.h); empty: read as they are.
   TrainingWorker(ClusterSpec cluster, std::unique_ptr<Backend> backend,
                  PsClientOptions ps_options, AllReducer* all_reducer = nullptr,
                  ChannelSecurity security = {},

@@ -63,7 +63,7 @@ absl::Status CheckDataFits(const ModelDef& model, const std::string& format) {
   }
   if (format == "tfrecord" || format == "csv") {
     // Any inputs: the job's DataConfig names the feature or column of each
-    // (worker/data/stream/example_layout.h checks them against the files).
+    // (data/stream/example_layout.h checks them against the files).
     return absl::OkStatus();
   }
   return absl::InvalidArgumentError(absl::StrCat(

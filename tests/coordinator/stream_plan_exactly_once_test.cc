@@ -9,10 +9,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "coordinator/data_plan.h"
+#include "data/stream/file_assignment.h"
+#include "data/stream/stream_examples.h"
 #include "gtest/gtest.h"
-#include "tests/worker/data/stream/stream_test_files.h"
-#include "worker/data/stream/file_assignment.h"
-#include "worker/data/stream/stream_examples.h"
+#include "tests/data/stream/stream_test_files.h"
 
 namespace tessera {
 namespace {

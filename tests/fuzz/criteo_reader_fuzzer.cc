@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "data/criteo/criteo_reader.h"
 #include "tests/fuzz/memfd_path.h"
-#include "worker/data/criteo/criteo_reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;

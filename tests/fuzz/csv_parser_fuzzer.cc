@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "worker/data/records/csv_parser.h"
+#include "data/records/csv_parser.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "worker/data/records/example_parser.h"
+#include "data/records/example_parser.h"
 
 namespace {
 

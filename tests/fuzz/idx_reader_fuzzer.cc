@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "data/idx/idx_reader.h"
 #include "tests/fuzz/memfd_path.h"
-#include "worker/data/idx/idx_reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;

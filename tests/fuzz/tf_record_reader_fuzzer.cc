@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "data/records/tf_record_file_reader.h"
 #include "tests/fuzz/memfd_path.h"
-#include "worker/data/records/tf_record_file_reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   tessera::fuzz::MemFile file(data, size);

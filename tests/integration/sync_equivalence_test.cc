@@ -28,13 +28,13 @@
 #include "common/model/model_presets.h"
 #include "coordinator/data_plan.h"
 #include "coordinator/global_steps.h"
+#include "data/example_set.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/shell_command.h"
 #include "tools/local_train/local_trainer.h"
 #include "worker/backend/cpu/cpu_backend.h"
-#include "worker/data/example_set.h"
 
 namespace tessera {
 namespace {

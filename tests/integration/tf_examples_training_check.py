@@ -13,8 +13,8 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "worker",
-                                "data", "stream"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "data",
+                                "stream"))
 from tf_examples_check import example_classes, write  # noqa: E402
 
 FM = "/usr/share/datasets/fashion-mnist"

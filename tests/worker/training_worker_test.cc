@@ -17,16 +17,16 @@
 #include "common/byte_codec.h"
 #include "common/cluster/cluster_spec.h"
 #include "common/model/model_presets.h"
+#include "data/idx/mnist_dataset.h"
+#include "data/stream/file_assignment.h"
+#include "data/stream/stream_reader.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/data/idx/idx_test_files.h"
 #include "tests/skip_unless_required.h"
-#include "tests/worker/data/idx/idx_test_files.h"
 #include "tools/convert/example_converter.h"
 #include "worker/backend/cpu/cpu_backend.h"
 #include "worker/collective/all_reducer.h"
-#include "worker/data/idx/mnist_dataset.h"
-#include "worker/data/stream/file_assignment.h"
-#include "worker/data/stream/stream_reader.h"
 
 namespace tessera {
 namespace {

@@ -9,9 +9,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/data_format.h"
+#include "data/io/gz_file.h"
+#include "data/records/tf_record_file_writer.h"
 #include "proto/tf_example.pb.h"
-#include "worker/data/io/gz_file.h"
-#include "worker/data/records/tf_record_file_writer.h"
 
 namespace tessera {
 namespace {

@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "worker/data/criteo/ctr_dataset.h"
-#include "worker/data/idx/mnist_dataset.h"
+#include "data/criteo/ctr_dataset.h"
+#include "data/idx/mnist_dataset.h"
 
 namespace tessera {
 

@@ -19,10 +19,10 @@
 #include "common/data_format.h"
 #include "common/exit_code.h"
 #include "common/io/output_folder.h"
+#include "data/criteo/criteo_reader.h"
+#include "data/idx/mnist_dataset.h"
 #include "gflags/gflags.h"
 #include "tools/convert/example_converter.h"
-#include "worker/data/criteo/criteo_reader.h"
-#include "worker/data/idx/mnist_dataset.h"
 
 DEFINE_string(from, "idx", "Source format: idx or criteo.");
 DEFINE_string(images, "", "idx: the images file (gzipped or not).");

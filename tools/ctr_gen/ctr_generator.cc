@@ -17,10 +17,10 @@
 #include "absl/strings/str_format.h"
 #include "common/binary_metrics.h"
 #include "common/counter_rng.h"
+#include "data/criteo/criteo_reader.h"
+#include "data/criteo/hex_id.h"
 #include "nlohmann/json.hpp"
 #include "tools/ctr_gen/hidden_ctr_model.h"
-#include "worker/data/criteo/criteo_reader.h"
-#include "worker/data/criteo/hex_id.h"
 
 namespace tessera {
 namespace {

@@ -1,5 +1,5 @@
 // Generates click-through data in the Criteo format
-// (worker/data/criteo/criteo_reader.h) from a hidden model, so that the best
+// (data/criteo/criteo_reader.h) from a hidden model, so that the best
 // AUC any model can reach on it is known.
 //
 // Examples: each categorical field draws an id rank from a Zipf law over
@@ -54,7 +54,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "worker/data/criteo/ctr_dataset.h"
+#include "data/criteo/ctr_dataset.h"
 
 namespace tessera {
 

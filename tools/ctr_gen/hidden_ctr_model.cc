@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "worker/data/criteo/criteo_reader.h"
+#include "data/criteo/criteo_reader.h"
 
 namespace tessera {
 namespace ctr_gen {

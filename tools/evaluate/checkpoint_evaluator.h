@@ -20,8 +20,8 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "common/tensorboard/event_file_writer.h"
+#include "data/example_set.h"
 #include "worker/backend/backend.h"
-#include "worker/data/example_set.h"
 
 namespace tessera {
 

@@ -7,9 +7,9 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
+#include "data/example_set.h"
 #include "tools/export/trained_model.h"
 #include "worker/backend/backend.h"
-#include "worker/data/example_set.h"
 
 namespace tessera {
 

@@ -15,8 +15,8 @@
 #include "common/model/model_support.h"
 #include "common/model/variable_optimizer.h"
 #include "common/model_spec.h"
+#include "data/criteo/ctr_dataset.h"
 #include "worker/data/batch_view.h"
-#include "worker/data/criteo/ctr_dataset.h"
 
 namespace tessera {
 namespace {

@@ -19,10 +19,10 @@
 
 #include "absl/status/statusor.h"
 #include "common/optimizer/gradient_clipping.h"
+#include "data/example_set.h"
 #include "proto/job.pb.h"
 #include "ps_server/embedded/embedded_shards.h"
 #include "worker/backend/backend.h"
-#include "worker/data/example_set.h"
 #include "worker/nn/graph.h"
 
 namespace tessera {

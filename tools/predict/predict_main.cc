@@ -33,13 +33,13 @@
 #include "common/exit_code.h"
 #include "common/job_file.h"
 #include "common/progress_line.h"
+#include "data/example_set.h"
+#include "data/stream/stream_examples.h"
 #include "gflags/gflags.h"
 #include "tools/export/trained_model.h"
 #include "tools/predict/prediction_lines.h"
 #include "tools/predict/predictor.h"
 #include "worker/backend/device_choice.h"
-#include "worker/data/example_set.h"
-#include "worker/data/stream/stream_examples.h"
 
 DEFINE_string(checkpoint, "",
               "A checkpoint root (its newest valid checkpoint), one "

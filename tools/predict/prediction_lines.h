@@ -9,9 +9,9 @@
 #include <string>
 
 #include "absl/types/span.h"
+#include "data/example_set.h"
 #include "proto/model.pb.h"
 #include "tools/predict/predictor.h"
-#include "worker/data/example_set.h"
 
 namespace tessera {
 

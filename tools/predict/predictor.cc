@@ -4,8 +4,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "data/criteo/ctr_dataset.h"
 #include "worker/data/batch_view.h"
-#include "worker/data/criteo/ctr_dataset.h"
 
 namespace tessera {
 

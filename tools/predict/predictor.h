@@ -13,9 +13,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "data/example_set.h"
 #include "tools/export/trained_model.h"
 #include "worker/backend/backend.h"
-#include "worker/data/example_set.h"
 #include "worker/nn/graph.h"
 
 namespace tessera {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/types/span.h"
-#include "worker/data/example_set.h"
+#include "data/example_set.h"
 #include "worker/nn/graph.h"
 
 namespace tessera {

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "worker/data/criteo/ctr_dataset.h"
+#include "data/criteo/ctr_dataset.h"
 
 namespace tessera {
 namespace {

@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "data/criteo/ctr_dataset.h"
 #include "partitioners/hash_routing.h"
-#include "worker/data/criteo/ctr_dataset.h"
 
 namespace tessera {
 

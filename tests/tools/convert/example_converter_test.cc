@@ -8,16 +8,16 @@
 #include <string>
 #include <vector>
 
+#include "data/criteo/criteo_reader.h"
+#include "data/idx/mnist_dataset.h"
+#include "data/records/record_reader.h"
+#include "data/stream/example_layout.h"
+#include "data/stream/file_assignment.h"
+#include "data/stream/stream_reader.h"
 #include "gtest/gtest.h"
+#include "tests/data/stream/stream_test_files.h"
 #include "tests/skip_unless_required.h"
-#include "tests/worker/data/stream/stream_test_files.h"
 #include "tools/ctr_gen/ctr_generator.h"
-#include "worker/data/criteo/criteo_reader.h"
-#include "worker/data/idx/mnist_dataset.h"
-#include "worker/data/records/record_reader.h"
-#include "worker/data/stream/example_layout.h"
-#include "worker/data/stream/file_assignment.h"
-#include "worker/data/stream/stream_reader.h"
 
 namespace tessera {
 namespace {

@@ -15,10 +15,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/binary_metrics.h"
+#include "data/criteo/criteo_reader.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "worker/data/criteo/criteo_reader.h"
 
 namespace tessera {
 namespace {
