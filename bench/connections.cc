@@ -15,6 +15,7 @@
 // timed part), its CPU per request, p50/p99 latency, rows/s and dense
 // MB/s.
 
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/resource.h>
@@ -25,6 +26,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <limits>
@@ -67,6 +69,14 @@ DEFINE_int64(dense_floats, 16384,
 DEFINE_int64(table_rows, 100000, "rows of the embedding table");
 DEFINE_int64(row_dim, 16, "floats per row");
 DEFINE_int64(rows_per_request, 64, "rows per row pull or push");
+DEFINE_string(server_cpus, "",
+              "cores the server process runs on (e.g. 0); empty: any. With "
+              "--client_cpus, the server and the 16 client threads do not "
+              "contend for the same cores, as on a cluster where workers "
+              "run on other machines: then a plane's throughput is its own, "
+              "not its share of the scheduler (a thread per connection "
+              "has 98 threads against 16 client threads; the pool 2)");
+DEFINE_string(client_cpus, "", "cores the client threads run on; empty: any");
 DEFINE_string(serve, "",
               "internal: run the server half with this plane, print its "
               "port, and stop when stdin closes");
@@ -98,8 +108,32 @@ ShardDef Def(const std::string& variable, int64_t rows, int64_t dim) {
   return def;
 }
 
+// Runs this process (and the threads it starts later) on `cpus`, a list
+// of core numbers ("" leaves it alone).
+absl::Status PinTo(const std::string& cpus, const char* flag) {
+  if (cpus.empty()) return absl::OkStatus();
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (absl::string_view c : absl::StrSplit(cpus, ',')) {
+    int cpu = -1;
+    if (!absl::SimpleAtoi(c, &cpu) || cpu < 0 || cpu >= CPU_SETSIZE) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, ": \"", c, "\" is not a core number"));
+    }
+    CPU_SET(cpu, &set);
+  }
+  if (sched_setaffinity(0, sizeof(set), &set) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", flag, "=", cpus, ": cannot run there: ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
 // The child: a parameter server's data plane until stdin closes.
 absl::Status Serve(const std::string& plane) {
+  if (absl::Status s = PinTo(FLAGS_server_cpus, "server_cpus"); !s.ok()) {
+    return s;
+  }
   absl::StatusOr<DataPlaneServing> serving = ParseServing(plane);
   if (!serving.ok()) return serving.status();
   absl::StatusOr<DescriptorLimit> limit = RaiseDescriptorLimit();
@@ -149,6 +183,7 @@ absl::StatusOr<ServerProcess> SpawnServer(const std::string& plane) {
       "/proc/self/exe",
       absl::StrCat("--serve=", plane),
       absl::StrCat("--server_threads=", FLAGS_server_threads),
+      absl::StrCat("--server_cpus=", FLAGS_server_cpus),
       absl::StrCat("--dense_floats=", FLAGS_dense_floats),
       absl::StrCat("--table_rows=", FLAGS_table_rows),
       absl::StrCat("--row_dim=", FLAGS_row_dim)};
@@ -431,8 +466,23 @@ absl::Status Run() {
   for (const std::string& p : planes) {
     if (absl::Status s = ParseServing(p).status(); !s.ok()) return s;
   }
+  // Checked here, so a bad list fails before any server starts.
+  cpu_set_t all;
+  sched_getaffinity(0, sizeof(all), &all);
+  if (absl::Status s = PinTo(FLAGS_server_cpus, "server_cpus"); !s.ok()) {
+    return s;
+  }
+  sched_setaffinity(0, sizeof(all), &all);
+  if (absl::Status s = PinTo(FLAGS_client_cpus, "client_cpus"); !s.ok()) {
+    return s;
+  }
   absl::StatusOr<DescriptorLimit> limit = RaiseDescriptorLimit();
   if (!limit.ok()) return limit.status();
+  if (!FLAGS_server_cpus.empty() || !FLAGS_client_cpus.empty()) {
+    std::printf("server on cores %s, clients on cores %s\n",
+                FLAGS_server_cpus.empty() ? "any" : FLAGS_server_cpus.c_str(),
+                FLAGS_client_cpus.empty() ? "any" : FLAGS_client_cpus.c_str());
+  }
   std::printf(
       "bench_connections: %g requests/s in all (0: closed loop) for %g s "
       "per run, %d client "

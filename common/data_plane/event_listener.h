@@ -10,11 +10,14 @@
 // greeting and the TLS handshake, then the token handshake
 // (handshake.h); its answer is waited for without a thread, and a client
 // that never sends it is dropped after `handshake_timeout_s`. Then, each
-// time its next request starts to arrive, a pool thread runs `ServeOne`
-// on it: one request read, served and answered with plain blocking calls
-// (the socket's own timeout bounds each), straight into and out of the
-// shards as before. A connection's steps run on its own strand, one at a
-// time.
+// time its next request's header has arrived, a pool thread runs
+// `ServeOne` on it: the request read, served and answered with plain
+// blocking calls (the socket's own timeout bounds each), straight into and
+// out of the shards as before. After a reply the next header is looked for
+// at once (one non-blocking read): in a closed loop it is usually there,
+// and the same thread serves it with no epoll wake-up; only a connection
+// with nothing to read goes back to epoll. A connection's steps run on its
+// own strand, one at a time.
 //
 // Back-pressure: a connection is watched again only once its request has
 // been served, so a client that sends faster than the pool applies finds
@@ -30,6 +33,7 @@
 #ifndef TESSERA_COMMON_DATA_PLANE_EVENT_LISTENER_H_
 #define TESSERA_COMMON_DATA_PLANE_EVENT_LISTENER_H_
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -64,11 +68,14 @@ struct EventListenerOptions {
 class PooledConnection {
  public:
   virtual ~PooledConnection() = default;
-  // Runs on a pool thread when the connection's next request has started
-  // to arrive (or the peer closed): reads one request, serves it and
-  // answers it. False when the connection must close (it broke, or the
-  // peer does not speak the protocol); never runs concurrently with itself.
-  virtual bool ServeOne(Socket& socket) = 0;
+  // Runs on a pool thread once the connection's next request's first
+  // kFrameHeaderBytes (frame.h) have been read into `head`: reads the rest
+  // of the request, serves it and answers it. False when the connection
+  // must close (it broke, or the peer does not speak the protocol); never
+  // runs concurrently with itself. What it needs only while a request is
+  // served belongs to the pool thread, not the connection (thousands of
+  // idle connections hold no buffers).
+  virtual bool ServeOne(Socket& socket, const char* head) = 0;
 };
 
 class EventListener {
@@ -89,6 +96,8 @@ class EventListener {
   int port() const;
   // The pool's size.
   int threads() const;
+  // Connections accepted so far (refused ones not counted).
+  int64_t accepted() const;
 
   class Impl;
 

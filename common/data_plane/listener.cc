@@ -158,6 +158,7 @@ void Listener::AcceptLoop() {
       close(client);
       return;
     }
+    accepted_.fetch_add(1);
     connections_.emplace_back();
     Connection* c = &connections_.back();
     c->socket = Socket(client);

@@ -7,6 +7,8 @@
 #ifndef TESSERA_COMMON_DATA_PLANE_LISTENER_H_
 #define TESSERA_COMMON_DATA_PLANE_LISTENER_H_
 
+#include <atomic>
+#include <cstdint>
 #include <functional>
 #include <list>
 #include <memory>
@@ -55,6 +57,8 @@ class Listener {
   ~Listener();
 
   int port() const { return port_; }
+  // Connections accepted so far (refused ones not counted).
+  int64_t accepted() const { return accepted_.load(); }
 
  private:
   struct Connection {
@@ -79,6 +83,7 @@ class Listener {
   absl::Mutex mu_;
   std::list<Connection> connections_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::atomic<int64_t> accepted_{0};
   std::thread accept_;
 };
 

@@ -45,24 +45,53 @@ struct Incoming {
 
 }  // namespace
 
-// A connection of the event pool: its state, served one request at a time.
+// A connection of the event pool, served one request at a time. It keeps
+// no buffers: a request runs start to end on one pool thread, so the
+// buffers it reuses are the thread's (thousands of idle connections cost
+// none), and one that grew for a large request is given back after it.
 class DensePlaneServer::PooledPlaneConnection : public PooledConnection {
  public:
   explicit PooledPlaneConnection(DensePlaneServer* server) : server_(server) {}
 
-  bool ServeOne(Socket& socket) override {
+  bool ServeOne(Socket& socket, const char* head) override {
+    thread_local ConnectionState state;
     FrameHeader request;
-    absl::Status s = ReadNextFrameHeader(socket, &request);
-    if (s.ok()) s = server_->ServeRequest(socket, request, &state_, false);
+    absl::Status s = DecodeFrameHeader(head, &request);
+    if (s.ok()) s = server_->ServeRequest(socket, request, &state, false);
     if (!s.ok() && s.code() != absl::StatusCode::kUnavailable) {
       LOG(WARNING) << "data plane: closing a connection: " << s;
     }
+    ShrinkLarge(&state);
     return s.ok();
   }
 
  private:
+  // A pool thread keeps what a steady stream of ordinary requests needs,
+  // not the peak of the largest.
+  static void ShrinkLarge(ConnectionState* state) {
+    constexpr size_t kKeepBytes = size_t{4} << 20;
+    RowPlaneService::Scratch& rows = state->rows;
+    if (rows.values.capacity() * sizeof(float) > kKeepBytes) {
+      std::vector<float>().swap(rows.values);
+    }
+    if (rows.ids.capacity() * sizeof(int64_t) > kKeepBytes) {
+      std::vector<int64_t>().swap(rows.ids);
+    }
+    for (RowPlaneService::Scratch::Part& part : rows.parts) {
+      if (part.grads.capacity() * sizeof(float) > kKeepBytes) {
+        std::vector<float>().swap(part.grads);
+      }
+      if (part.ids.capacity() * sizeof(int64_t) > kKeepBytes) {
+        std::vector<int64_t>().swap(part.ids);
+      }
+      part.table.reset();  // the table, not kept alive by an idle thread
+    }
+    if (state->scratch.capacity() > kKeepBytes) {
+      std::vector<char>().swap(state->scratch);
+    }
+  }
+
   DensePlaneServer* const server_;
-  ConnectionState state_;
 };
 
 absl::StatusOr<std::unique_ptr<DensePlaneServer>> DensePlaneServer::Start(
@@ -124,6 +153,10 @@ int DensePlaneServer::port() const {
 
 int DensePlaneServer::pool_threads() const {
   return events_ != nullptr ? events_->threads() : 0;
+}
+
+int64_t DensePlaneServer::connections_accepted() const {
+  return events_ != nullptr ? events_->accepted() : listener_->accepted();
 }
 
 void DensePlaneServer::Serve(Socket& socket) {

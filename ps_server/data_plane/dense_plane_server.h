@@ -80,6 +80,8 @@ class DensePlaneServer {
   // The threads serving connections: the pool's size, or 0 for a thread
   // per connection.
   int pool_threads() const;
+  // Connections accepted so far.
+  int64_t connections_accepted() const;
 
  private:
   // What one connection reuses from request to request.
