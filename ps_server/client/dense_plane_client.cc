@@ -7,7 +7,12 @@
 namespace tessera {
 
 DensePlaneClient::DensePlaneClient(DensePlaneClientOptions options)
-    : connections_(std::move(options)) {}
+    : owned_(std::make_shared<PlaneConnections>(std::move(options))),
+      connections_(*owned_) {}
+
+DensePlaneClient::DensePlaneClient(
+    std::shared_ptr<PlaneConnections> connections)
+    : owned_(std::move(connections)), connections_(*owned_) {}
 
 absl::Status DensePlaneClient::CheckPullSizes(
     absl::Span<const std::string> shards,
@@ -30,7 +35,7 @@ absl::Status DensePlaneClient::PullDense(
 
 DensePlaneClient::Pending DensePlaneClient::BeginPullDense(
     absl::Span<const std::string> shards, std::optional<int64_t> sync_step) {
-  absl::StatusOr<Socket> socket = Acquire();
+  absl::StatusOr<PlaneLease> socket = Acquire();
   if (!socket.ok()) return Pending(Prefixed("PullDense", socket.status()));
   std::string table;
   for (const std::string& name : shards) AppendString16(name, &table);
@@ -54,7 +59,7 @@ absl::Status DensePlaneClient::FinishPullDense(
   if (absl::Status s = CheckPullSizes(shards, out); !s.ok()) return s;
   if (versions != nullptr) versions->assign(shards.size(), 0);
   if (!call.socket_.ok()) return call.socket_.status();
-  absl::StatusOr<Socket>& socket = call.socket_;
+  absl::StatusOr<PlaneLease>& socket = call.socket_;
   FrameHeader reply;
   if (absl::Status s =
           ReadReplyHeader(*socket, FrameOp::kPullDenseReply, &reply);
@@ -117,7 +122,7 @@ DensePlaneClient::Pending DensePlaneClient::BeginPushDense(
         connections_.peer(), " PushDense: ", shards.size(), " shards, ",
         grads.size(), " gradients and ", base_versions.size(), " versions")));
   }
-  absl::StatusOr<Socket> socket = Acquire();
+  absl::StatusOr<PlaneLease> socket = Acquire();
   if (!socket.ok()) return Pending(Prefixed("PushDense", socket.status()));
   std::string table;
   for (size_t i = 0; i < shards.size(); ++i) {
@@ -148,7 +153,7 @@ DensePlaneClient::Pending DensePlaneClient::BeginPushDense(
 absl::Status DensePlaneClient::FinishPushDense(Pending call,
                                                PushResponse* response) {
   if (!call.socket_.ok()) return call.socket_.status();
-  absl::StatusOr<Socket>& socket = call.socket_;
+  absl::StatusOr<PlaneLease>& socket = call.socket_;
   FrameHeader reply;
   if (absl::Status s =
           ReadReplyHeader(*socket, FrameOp::kPushDenseReply, &reply);

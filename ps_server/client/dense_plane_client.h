@@ -2,6 +2,7 @@
 #define TESSERA_PS_SERVER_CLIENT_DENSE_PLANE_CLIENT_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,14 +25,17 @@ using DensePlaneClientOptions = PlaneConnectionOptions;
 // received straight into the caller's buffers, and gradients are sent
 // straight from the caller's (no copy in user space on either side).
 //
-// Connections are kept in a pool (plane_connections.h): concurrent calls
-// each have their own, and a broken one is dropped and reads as gRPC's
+// Calls share the one connection to the server (plane_connections.h),
+// with the row calls when the transport shares it: concurrent calls take
+// turns, and a broken connection is dropped and reads as gRPC's
 // UNAVAILABLE or DEADLINE_EXCEEDED.
 //
 // Thread safety: all methods may be called concurrently.
 class DensePlaneClient {
  public:
   explicit DensePlaneClient(DensePlaneClientOptions options);
+  // On `connections`, shared with other clients of the same server.
+  explicit DensePlaneClient(std::shared_ptr<PlaneConnections> connections);
 
   // `sync_step`: sync mode's step the pull reads for (sync_push.h).
   absl::Status PullDense(absl::Span<const std::string> shards,
@@ -48,7 +52,8 @@ class DensePlaneClient {
   // instead of a thread per server, which costs a wake-up each way per
   // call. Begin* sends the request; Finish* reads the reply, with the
   // arguments and the result of the whole call, and reports an error of
-  // either half. A Pending that is never finished closes its connection.
+  // either half. A Pending holds the server's connection until it is
+  // finished; one that is never finished closes the connection.
   class Pending {
    public:
     Pending(Pending&&) = default;
@@ -56,9 +61,9 @@ class DensePlaneClient {
 
    private:
     friend class DensePlaneClient;
-    explicit Pending(absl::StatusOr<Socket> socket)
+    explicit Pending(absl::StatusOr<PlaneLease> socket)
         : socket_(std::move(socket)) {}
-    absl::StatusOr<Socket> socket_;
+    absl::StatusOr<PlaneLease> socket_;
   };
   Pending BeginPullDense(absl::Span<const std::string> shards,
                          std::optional<int64_t> sync_step = std::nullopt);
@@ -76,13 +81,14 @@ class DensePlaneClient {
  private:
   absl::Status CheckPullSizes(absl::Span<const std::string> shards,
                               absl::Span<const absl::Span<float>> out) const;
-  absl::StatusOr<Socket> Acquire() { return connections_.Acquire(); }
-  void Release(Socket socket) { connections_.Release(std::move(socket)); }
+  absl::StatusOr<PlaneLease> Acquire() { return connections_.Acquire(); }
+  void Release(PlaneLease socket) { connections_.Release(std::move(socket)); }
   absl::Status Prefixed(const char* call, const absl::Status& s) const {
     return connections_.Prefixed(call, s);
   }
 
-  PlaneConnections connections_;
+  const std::shared_ptr<PlaneConnections> owned_;
+  PlaneConnections& connections_;
 };
 
 }  // namespace tessera

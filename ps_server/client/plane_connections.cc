@@ -5,6 +5,20 @@
 
 namespace tessera {
 
+PlaneLease::~PlaneLease() {
+  if (owner_ != nullptr) owner_->Lost();
+}
+
+PlaneLease& PlaneLease::operator=(PlaneLease&& other) noexcept {
+  if (this != &other) {
+    if (owner_ != nullptr) owner_->Lost();
+    owner_ = other.owner_;
+    Socket::operator=(std::move(other));
+    other.owner_ = nullptr;
+  }
+  return *this;
+}
+
 PlaneConnections::PlaneConnections(PlaneConnectionOptions options)
     : options_(std::move(options)) {}
 
@@ -14,16 +28,29 @@ absl::Status PlaneConnections::Prefixed(const char* call,
       s.code(), absl::StrCat(options_.peer, " ", call, ": ", s.message()));
 }
 
-absl::StatusOr<Socket> PlaneConnections::Acquire() {
+absl::StatusOr<PlaneLease> PlaneConnections::Acquire() {
+  std::optional<Socket> idle;
   {
     absl::MutexLock lock(&mu_);
-    while (!idle_.empty()) {
-      Socket socket = std::move(idle_.back());
-      idle_.pop_back();
-      // A server that restarted closed it; take the next, or connect.
-      if (socket.IdleAndOpen()) return socket;
-    }
+    mu_.Await(absl::Condition(
+        +[](bool* leased) { return !*leased; }, &leased_));
+    leased_ = true;
+    idle.swap(idle_);
   }
+  // A server that restarted closed it: connect again.
+  if (idle.has_value() && idle->IdleAndOpen()) {
+    return PlaneLease(this, *std::move(idle));
+  }
+  idle.reset();
+  absl::StatusOr<Socket> socket = Connect();
+  if (!socket.ok()) {
+    Lost();
+    return socket.status();
+  }
+  return PlaneLease(this, *std::move(socket));
+}
+
+absl::StatusOr<Socket> PlaneConnections::Connect() {
   absl::StatusOr<int> port = options_.resolve_port();
   if (!port.ok()) return port.status();
   if (*port <= 0) {
@@ -33,6 +60,10 @@ absl::StatusOr<Socket> PlaneConnections::Acquire() {
   absl::StatusOr<Socket> socket =
       Socket::Connect(options_.host, *port, options_.timeout_s);
   if (!socket.ok()) return socket.status();
+  {
+    absl::MutexLock lock(&mu_);
+    ++connects_;
+  }
   if (options_.tls != nullptr) {
     if (absl::Status s =
             options_.tls->Connect(*socket, options_.tls_server_name.empty()
@@ -49,9 +80,21 @@ absl::StatusOr<Socket> PlaneConnections::Acquire() {
   return socket;
 }
 
-void PlaneConnections::Release(Socket socket) {
+void PlaneConnections::Release(PlaneLease lease) {
   absl::MutexLock lock(&mu_);
-  idle_.push_back(std::move(socket));
+  idle_.emplace(std::move(static_cast<Socket&>(lease)));
+  lease.owner_ = nullptr;
+  leased_ = false;
+}
+
+void PlaneConnections::Lost() {
+  absl::MutexLock lock(&mu_);
+  leased_ = false;
+}
+
+int64_t PlaneConnections::connects() const {
+  absl::MutexLock lock(&mu_);
+  return connects_;
 }
 
 }  // namespace tessera

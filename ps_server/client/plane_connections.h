@@ -3,8 +3,8 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
-#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -31,32 +31,75 @@ struct PlaneConnectionOptions {
   std::string tls_server_name;
 };
 
-// The authenticated connections a worker holds to one parameter server's
-// data plane, shared by the dense and the row clients' calls.
+class PlaneConnections;
+
+// The connection while one call has it (a Socket: the call reads and
+// writes it as one), for the call's request and reply. Given back with
+// PlaneConnections::Release once the reply was read in full; dropped
+// otherwise (the connection broke, or the stream is out of step), which
+// closes it, and the next call connects afresh.
+class PlaneLease : public Socket {
+ public:
+  PlaneLease(PlaneLease&& other) noexcept
+      : Socket(std::move(other)), owner_(other.owner_) {
+    other.owner_ = nullptr;
+  }
+  PlaneLease& operator=(PlaneLease&& other) noexcept;
+  PlaneLease(const PlaneLease&) = delete;
+  ~PlaneLease();
+
+ private:
+  friend class PlaneConnections;
+  PlaneLease(PlaneConnections* owner, Socket socket)
+      : Socket(std::move(socket)), owner_(owner) {}
+
+  PlaneConnections* owner_;
+};
+
+// The one authenticated connection a worker holds to one parameter
+// server's data plane (#46: one descriptor per worker on the server, not
+// one per kind of call), shared by every kind of call: dense pulls and
+// pushes, row pulls and pushes.
 //
-// A call takes an idle connection (or makes one: connect, handshake) and
-// gives it back once its reply is read, so concurrent calls (a prefetching
-// pull beside a push) each have their own. A connection that broke or
-// timed out is not given back: the caller drops it, its call returns
-// UNAVAILABLE or DEADLINE_EXCEEDED as on gRPC, and the next call connects
-// afresh.
+// A call leases the connection (making it first: connect, handshake) from
+// its request until its reply was read, so calls on one connection are
+// whole and in order; a second call waits for the first's reply. Calls to
+// different servers run at once. A connection that broke or timed out is
+// not given back: its call returns UNAVAILABLE or DEADLINE_EXCEEDED as on
+// gRPC, and the next call connects afresh.
+//
+// Deadlock: a thread holding a lease (a dense call begun and not yet
+// finished) may lease another server's connection, never a second lease of
+// the same one; threads that hold leases of several servers at once take
+// them in the same order (ShardedParameters: by ps task).
 //
 // Thread safety: all methods may be called concurrently.
 class PlaneConnections {
  public:
   explicit PlaneConnections(PlaneConnectionOptions options);
 
-  absl::StatusOr<Socket> Acquire();
+  // Waits while another call holds the connection.
+  absl::StatusOr<PlaneLease> Acquire();
   // Gives back a connection whose last reply was read in full.
-  void Release(Socket socket);
+  void Release(PlaneLease lease);
   // `s` with the peer and the call in front of its message.
   absl::Status Prefixed(const char* call, const absl::Status& s) const;
   const std::string& peer() const { return options_.peer; }
 
+  // Connections made so far (a broken one is replaced by a new one).
+  int64_t connects() const;
+
  private:
+  friend class PlaneLease;
+  absl::StatusOr<Socket> Connect();
+  // A lease ended without Release: its connection is gone.
+  void Lost();
+
   const PlaneConnectionOptions options_;
-  absl::Mutex mu_;
-  std::vector<Socket> idle_ ABSL_GUARDED_BY(mu_);
+  mutable absl::Mutex mu_;
+  bool leased_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<Socket> idle_ ABSL_GUARDED_BY(mu_);
+  int64_t connects_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace tessera

@@ -11,15 +11,21 @@
 namespace tessera {
 
 // Data calls on a parameter server's TCP data plane
-// (ps_server/data_plane/dense_plane_server.h): dense calls on one pool of
-// connections, row calls on another, since a worker's row and dense calls
-// of one step run at once. The split calls are real halves: Begin sends
-// the request, Finish reads the reply, so one thread keeps a call in
-// flight at every server without a wake-up per call.
+// (ps_server/data_plane/dense_plane_server.h): dense and row calls on one
+// connection (plane_connections.h), so a server holds one descriptor per
+// worker (#46); a worker's calls to one server take turns on it. The split
+// calls are real halves: Begin sends the request, Finish reads the reply,
+// so one thread keeps a call in flight at every server without a wake-up
+// per call.
 class PlaneTransport final : public PsTransport {
  public:
   explicit PlaneTransport(const PlaneConnectionOptions& options)
-      : dense_(options), rows_(options) {}
+      : connections_(std::make_shared<PlaneConnections>(options)),
+        dense_(connections_),
+        rows_(connections_) {}
+
+  // Connections made to the server so far (one unless one broke).
+  int64_t connects() const { return connections_->connects(); }
 
   absl::Status PullDense(absl::Span<const std::string> shards,
                          absl::Span<const absl::Span<float>> out,
@@ -55,6 +61,7 @@ class PlaneTransport final : public PsTransport {
   }
 
  private:
+  const std::shared_ptr<PlaneConnections> connections_;
   DensePlaneClient dense_;
   RowPlaneClient rows_;
 };

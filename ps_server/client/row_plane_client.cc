@@ -45,7 +45,11 @@ absl::Status CheckSizes(const char* call, absl::Span<const RowsPart> parts,
 }  // namespace
 
 RowPlaneClient::RowPlaneClient(RowPlaneClientOptions options)
-    : connections_(std::move(options)) {}
+    : owned_(std::make_shared<PlaneConnections>(std::move(options))),
+      connections_(*owned_) {}
+
+RowPlaneClient::RowPlaneClient(std::shared_ptr<PlaneConnections> connections)
+    : owned_(std::move(connections)), connections_(*owned_) {}
 
 absl::Status RowPlaneClient::PullRows(absl::Span<const RowsPart> parts,
                                       absl::Span<const absl::Span<float>> out,
@@ -56,7 +60,7 @@ absl::Status RowPlaneClient::PullRows(absl::Span<const RowsPart> parts,
       !s.ok()) {
     return s;
   }
-  absl::StatusOr<Socket> socket = connections_.Acquire();
+  absl::StatusOr<PlaneLease> socket = connections_.Acquire();
   if (!socket.ok()) return connections_.Prefixed("PullRows", socket.status());
   const std::string table = RowsTable(parts);
   FrameHeader request;
@@ -128,7 +132,7 @@ absl::Status RowPlaneClient::PushRows(
       !s.ok()) {
     return s;
   }
-  absl::StatusOr<Socket> socket = connections_.Acquire();
+  absl::StatusOr<PlaneLease> socket = connections_.Acquire();
   if (!socket.ok()) return connections_.Prefixed("PushRows", socket.status());
   const std::string table = RowsTable(parts);
   FrameHeader request;

@@ -2,6 +2,7 @@
 #define TESSERA_PS_SERVER_CLIENT_ROW_PLANE_CLIENT_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -28,6 +29,8 @@ using RowPlaneClientOptions = PlaneConnectionOptions;
 class RowPlaneClient {
  public:
   explicit RowPlaneClient(RowPlaneClientOptions options);
+  // On `connections`, shared with other clients of the same server.
+  explicit RowPlaneClient(std::shared_ptr<PlaneConnections> connections);
 
   // Pulls parts[i]'s rows, in order (repeats allowed), into out[i], which
   // must hold exactly ids.size() * row_elements floats.
@@ -43,7 +46,8 @@ class RowPlaneClient {
                         PushResponse* response, const SyncPush* sync = nullptr);
 
  private:
-  PlaneConnections connections_;
+  const std::shared_ptr<PlaneConnections> owned_;
+  PlaneConnections& connections_;
 };
 
 }  // namespace tessera

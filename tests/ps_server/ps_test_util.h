@@ -145,6 +145,9 @@ class TestPsServer {
     return server_ != nullptr && port_ > 0 && plane_ != nullptr;
   }
   int data_plane_port() const { return plane_ ? plane_->port() : 0; }
+  int64_t data_plane_connections() const {
+    return plane_ ? plane_->connections_accepted() : 0;
+  }
   const std::string& address() const { return address_; }
   ShardStore& store() { return store_; }
   ParameterServerService& service() { return service_; }
