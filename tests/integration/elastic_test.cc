@@ -360,35 +360,50 @@ INSTANTIATE_TEST_SUITE_P(
           {{":", ""}});
     });
 
-// Elastic mirrored (#48 item 5): a worker joins a mirrored job of two mid
-// epoch; at the next round boundary the chief re-forms the all-reduce ring
-// with three members and copies a member's replica onto the newcomer, and
-// the rounds from then on have a part per member. Every epoch still trains
-// each example once, by identity, and the newcomer takes steps. A round
-// then holds three parts, not two, so the model is not the undisturbed
-// run's (that one is printed beside it).
-JobRun TrainMirrored(const std::string& name, bool join) {
+// Elastic mirrored and hybrid (#48 item 5): while a job of two workers
+// trains its second epoch, a worker joins ("join") or worker 1 drains
+// ("drain"); at the next round boundary the chief re-forms the all-reduce
+// ring (three members, or one) and copies a member's replica onto a
+// newcomer, and the rounds from then on have a part per member. Every
+// epoch still trains each example once, by identity, and the newcomer
+// takes steps or the drained worker leaves. A round then holds another
+// number of parts, so the model is not the undisturbed run's after the
+// change (both are printed); before it, it is, bit for bit.
+JobRun TrainReplicas(const std::string& name, const std::string& mode,
+                     const std::string& event) {
   JobRun run;
   const fs::path dir = Dir(name);
   const fs::path rd = dir / "run";
   const std::string local = BuildDir() + "/deploy/local/tessera_local";
-  std::string script = absl::StrCat(
-      local,
-      " --num_ps=0 --num_workers=2 --max_restarts=0 --run_dir=", rd.string(),
-      " -- --mode=mirrored --epochs=", kEpochs,
-      " --batch_size=64 --checkpoint_dir=", rd.string(), "/checkpoints",
-      IdxFlags(), " > ", (dir / "launcher.out").string(),
-      " 2>&1 &\nlauncher=$!\n");
+  std::string script =
+      absl::StrCat(local, " --num_ps=", mode == "mirrored" ? 0 : 2,
+                   " --num_workers=2 --max_restarts=0 --run_dir=", rd.string(),
+                   " -- --mode=", mode, " --epochs=", kEpochs,
+                   " --batch_size=64 --checkpoint_dir=", rd.string(),
+                   "/checkpoints", IdxFlags(), " > ",
+                   (dir / "launcher.out").string(), " 2>&1 &\nlauncher=$!\n");
   const std::string event_out = (dir / "event.out").string();
-  if (join) {
+  if (!event.empty()) {
+    absl::StrAppend(&script, "for i in $(seq 1 2400); do\n", "  n=$(cat ",
+                    rd.string(), "/steps.jsonl 2>/dev/null | wc -l)\n",
+                    "  [ \"$n\" -ge ", kTriggerLines,
+                    " ] && break; sleep 0.02\ndone\n");
+  }
+  if (event == "join") {
+    absl::StrAppend(&script, local, " --join=", rd.string(),
+                    " --num_workers=1 > ", event_out, " 2>&1 &\njoiner=$!\n");
+  } else if (event == "drain") {
     absl::StrAppend(
-        &script, "for i in $(seq 1 2400); do\n", "  n=$(cat ", rd.string(),
-        "/steps.jsonl 2>/dev/null | wc -l)\n", "  [ \"$n\" -ge ", kTriggerLines,
-        " ] && break; sleep 0.02\ndone\n", local, " --join=", rd.string(),
-        " --num_workers=1 > ", event_out, " 2>&1 &\njoiner=$!\n");
+        &script, "chief=$(grep -A1 '\"chief\"' ", rd.string(),
+        "/cluster.json | tail -1 | tr -d ' \",')\n", BuildDir(),
+        "/coordinator/tessera_ctl --coordinator=$chief --job_token_file=",
+        rd.string(), "/job.token drain 1 > ", event_out,
+        " 2>&1; echo event_exit=$?\n");
   }
   absl::StrAppend(&script, "wait $launcher; echo launcher_exit=$?\n");
-  if (join) absl::StrAppend(&script, "wait $joiner; echo event_exit=$?\n");
+  if (event == "join") {
+    absl::StrAppend(&script, "wait $joiner; echo event_exit=$?\n");
+  }
   const fs::path script_path = dir / "run.sh";
   std::ofstream(script_path) << script;
   ShellResult shell = Shell("bash " + script_path.string());
@@ -404,21 +419,34 @@ JobRun TrainMirrored(const std::string& name, bool join) {
   return run;
 }
 
-TEST(ElasticMirroredTest,
-     AJoinReformsTheRingAndEveryEpochTrainsEachExampleOnce) {
-  if (!fs::exists(kData))
-    TESSERA_SKIP_UNLESS_REQUIRED(kRequireData) << kData << " is not installed";
-  const JobRun base = TrainMirrored("mirrored_baseline", false);
+using ReplicaCase = std::tuple<std::string, std::string>;
+
+class ElasticReplicasTest : public ::testing::TestWithParam<ReplicaCase> {
+ public:
+  void SetUp() override {
+    if (!fs::exists(kData))
+      TESSERA_SKIP_UNLESS_REQUIRED(kRequireData)
+          << kData << " is not installed";
+  }
+};
+
+TEST_P(ElasticReplicasTest,
+       TheRingIsReformedAndEveryEpochTrainsEachExampleOnce) {
+  const auto& [event, mode] = GetParam();
+  const std::string tag = absl::StrReplaceAll(mode, {{":", ""}});
+  const JobRun base = TrainReplicas(absl::StrCat(tag, "_baseline"), mode, "");
   ASSERT_EQ(base.launcher_exit, 0) << base.output;
-  const JobRun run = TrainMirrored("join_mirrored_idx", true);
+  const JobRun run =
+      TrainReplicas(absl::StrCat(event, "_", tag, "_idx"), mode, event);
   ASSERT_EQ(run.launcher_exit, 0) << run.output;
   EXPECT_EQ(run.event_exit, 0) << run.event_output;
   ASSERT_EQ(run.metrics.size(), static_cast<size_t>(kEpochs)) << run.output;
   ASSERT_EQ(base.metrics.size(), static_cast<size_t>(kEpochs)) << base.output;
-  EXPECT_THAT(run.output, HasSubstr("asked to join"));
   EXPECT_THAT(run.output,
-              MatchesRegex("(.|\n)*global step [0-9]+: the all-reduce ring "
-                           "re-formed with workers 0, 1, 2 in (.|\n)*"));
+              MatchesRegex(absl::StrCat(
+                  "(.|\n)*global step [0-9]+: the all-reduce ring re-formed "
+                  "with workers ",
+                  event == "join" ? "0, 1, 2" : "0", " in (.|\n)*")));
   for (int e = 0; e < kEpochs; ++e) {
     EXPECT_EQ(run.metrics[e]["examples"].get<int64_t>(), kTrain)
         << "epoch " << e + 1;
@@ -427,25 +455,45 @@ TEST(ElasticMirroredTest,
         << "epoch " << e + 1;
     for (const JobRun* r : {&base, &run}) {
       std::printf(
-          "[elastic] mirrored %-9s epoch %d: steps %lld train_loss "
-          "%.6f train_accuracy %.4f test_accuracy %.4f\n",
-          r == &base ? "undisturbed" : "join", e + 1,
+          "[elastic] %s %-11s epoch %d: steps %lld train_loss %.6f "
+          "train_accuracy %.4f test_loss %.6f test_accuracy %.4f\n",
+          mode.c_str(), r == &base ? "undisturbed" : event.c_str(), e + 1,
           static_cast<long long>(r->metrics[e]["steps"].get<int64_t>()),
           r->metrics[e]["train_loss"].get<double>(),
           r->metrics[e]["train_accuracy"].get<double>(),
+          r->metrics[e]["test_loss"].get<double>(),
           r->metrics[e]["test_accuracy"].get<double>());
     }
   }
-  // Before the join the rounds are the undisturbed run's, bit for bit.
+  // Before the change the rounds are the undisturbed run's, bit for bit.
   EXPECT_EQ(run.metrics[0]["train_loss"], base.metrics[0]["train_loss"]);
   EXPECT_EQ(run.metrics[0]["test_accuracy"], base.metrics[0]["test_accuracy"]);
   EXPECT_GT(run.metrics.back()["test_accuracy"].get<double>(), 0.6);
-  // The newcomer took steps: the end report's line for worker 2.
-  const size_t at = run.output.find("  worker 2 ");
-  ASSERT_NE(at, std::string::npos) << run.output;
-  const std::string row = run.output.substr(at, run.output.find('\n', at) - at);
-  EXPECT_THAT(row, MatchesRegex(".* active +[1-9][0-9]* steps")) << row;
+  if (event == "join") {
+    EXPECT_THAT(run.output, HasSubstr("asked to join"));
+    // The newcomer took steps: the end report's line for worker 2.
+    const size_t at = run.output.find("  worker 2 ");
+    ASSERT_NE(at, std::string::npos) << run.output;
+    const std::string row =
+        run.output.substr(at, run.output.find('\n', at) - at);
+    EXPECT_THAT(row, MatchesRegex(".* active +[1-9][0-9]* steps")) << row;
+  } else {
+    EXPECT_THAT(run.output, HasSubstr("worker 1 drained and told to exit"));
+    EXPECT_THAT(
+        run.output,
+        MatchesRegex("(.|\n)*  worker 1 [^\n]* drained +[0-9]+ steps(.|\n)*"));
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    ElasticReplicas, ElasticReplicasTest,
+    ::testing::Combine(::testing::Values("join", "drain"),
+                       ::testing::Values("mirrored", "hybrid:sync")),
+    [](const ::testing::TestParamInfo<ReplicaCase>& info) {
+      return absl::StrReplaceAll(
+          absl::StrCat(std::get<0>(info.param), "_", std::get<1>(info.param)),
+          {{":", ""}});
+    });
 
 }  // namespace
 }  // namespace tessera
