@@ -15,8 +15,8 @@
 // Shard k of n holds examples [k * N / n, (k + 1) * N / n), so the shards
 // in order are the source's examples in order.
 
-#ifndef TESSERA_WORKER_DATA_EXAMPLE_CONVERTER_H_
-#define TESSERA_WORKER_DATA_EXAMPLE_CONVERTER_H_
+#ifndef TESSERA_TOOLS_CONVERT_EXAMPLE_CONVERTER_H_
+#define TESSERA_TOOLS_CONVERT_EXAMPLE_CONVERTER_H_
 
 #include <string>
 #include <vector>
@@ -44,4 +44,4 @@ absl::StatusOr<std::vector<std::string>> ConvertCtr(
 
 }  // namespace tessera
 
-#endif  // TESSERA_WORKER_DATA_EXAMPLE_CONVERTER_H_
+#endif  // TESSERA_TOOLS_CONVERT_EXAMPLE_CONVERTER_H_
