@@ -9,6 +9,7 @@ PACKAGES=(
   libabsl-dev libgoogle-glog-dev libgflags-dev libgtest-dev libgmock-dev
   libeigen3-dev nlohmann-json3-dev libgoogle-perftools-dev zlib1g-dev
   libboost-dev
+  librocksdb-dev
   libonnx-dev
   libhdf5-dev libzip-dev
   clang libclang-rt-14-dev lld

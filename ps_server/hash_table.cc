@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/counter_rng.h"
 #include "common/initializer.h"
+#include "common/process/fault_point.h"
 #include "glog/logging.h"
 #include "partitioners/hash_routing.h"
 
@@ -29,9 +30,10 @@ constexpr int kPrefetchWindow = 32;  // top 6 bits of the hash pick the stripe
 static_assert(HashTable::kStripes == 1 << (64 - kStripeShift),
               "stripe bits and stripe count disagree");
 
-// The start of every record. Tables without eviction keep only `id`
-// (kShortHeader bytes): nothing is ever freed or swept there. A free record
-// keeps the next free record number in `id` and has kFreeBit in `state`.
+// The start of every record. Tables without eviction or a memory budget
+// keep only `id` (kShortHeader bytes): nothing is ever freed or swept
+// there. A free record keeps the next free record number in `id` and has
+// kFreeBit in `state`.
 struct RowHeader {
   int64_t id;
   uint32_t last_seen;  // low 32 bits of the step of the last pull or push
@@ -39,6 +41,9 @@ struct RowHeader {
 };
 static_assert(sizeof(RowHeader) == 16, "row header must stay 16 bytes");
 constexpr int64_t kShortHeader = sizeof(int64_t);
+// A stripe short of room moves 1/kSpillShare of its rows to disk at once,
+// so one scan of its headers pays for many new rows.
+constexpr uint32_t kSpillShare = 16;
 
 // The in-table hash. Distinct from HashRoutingMix on purpose: the ids of a
 // shard all share HashShardOf(id, n), so reusing the routing hash would
@@ -68,6 +73,23 @@ void FillRowInit(Initializer* scratch, uint64_t seed, int64_t id,
   FillInitialValues(*scratch, 0, out);
 }
 
+// Applies `def`'s eviction rules to one row's header at step `now` (and
+// marks it swept); true when the row is to go.
+bool Doomed(const ShardDef& def, RowHeader* header, uint32_t now) {
+  const int64_t unseen_steps = def.evict_unseen_steps();
+  const int64_t min_count = def.evict_min_count();
+  // Unsigned difference: right across the 32-bit wrap of the step.
+  bool evict =
+      unseen_steps > 0 && static_cast<uint32_t>(now - header->last_seen) >=
+                              static_cast<uint64_t>(unseen_steps);
+  if (!evict && min_count > 0 &&
+      (header->state & kCountMask) < static_cast<uint64_t>(min_count)) {
+    evict = header->state & kSurvivedBit;
+    header->state |= kSurvivedBit;
+  }
+  return evict;
+}
+
 }  // namespace
 
 void HashRowInitialValues(const Initializer& init, int64_t id,
@@ -87,7 +109,8 @@ struct HashTable::Stripe {
 };
 
 absl::StatusOr<std::unique_ptr<HashTable>> HashTable::Create(
-    const ShardDef& def, const Optimizer* optimizer) {
+    const ShardDef& def, const Optimizer* optimizer,
+    std::shared_ptr<RowMemoryBudget> budget) {
   auto bad = [&](auto... what) {
     return absl::InvalidArgumentError(
         absl::StrCat("hash table shard ", def.name(), ": ", what...));
@@ -138,7 +161,8 @@ absl::StatusOr<std::unique_ptr<HashTable>> HashTable::Create(
     return bad(s.message());
   }
   try {
-    return std::unique_ptr<HashTable>(new HashTable(def, optimizer));
+    return std::unique_ptr<HashTable>(
+        new HashTable(def, optimizer, std::move(budget)));
   } catch (const std::bad_alloc&) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "hash table shard ", def.name(), ": out of memory reserving ",
@@ -188,12 +212,15 @@ int64_t EvictInterval(const ShardDef& def) {
 
 }  // namespace
 
-HashTable::HashTable(const ShardDef& def, const Optimizer* optimizer)
+HashTable::HashTable(const ShardDef& def, const Optimizer* optimizer,
+                     std::shared_ptr<RowMemoryBudget> budget)
     : def_(def),
       optimizer_(optimizer),
       dim_(def.dim()),
       num_slots_(optimizer->num_slots()),
-      track_seen_(def.evict_unseen_steps() > 0 || def.evict_min_count() > 0),
+      budget_(std::move(budget)),
+      evicts_(def.evict_unseen_steps() > 0 || def.evict_min_count() > 0),
+      track_seen_(evicts_ || budget_ != nullptr),
       header_bytes_(track_seen_ ? sizeof(RowHeader) : kShortHeader),
       precision_(def.precision()),
       rounding_seed_(RowTableSeed(def.variable(), def.initializer().seed())),
@@ -213,8 +240,13 @@ HashTable::HashTable(const ShardDef& def, const Optimizer* optimizer)
     s.index.assign(IndexCapacityFor(per_stripe), kEmpty);
     s.blocks.reserve((per_stripe + rows_per_block_ - 1) / rows_per_block_);
     s.init = def_.initializer();
-    allocated_bytes_.fetch_add(StripeBytes(s), std::memory_order_relaxed);
+    AddAllocated(StripeBytes(s));
   }
+}
+
+void HashTable::AddAllocated(int64_t bytes) {
+  allocated_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  if (budget_ != nullptr) budget_->Charge(bytes);
 }
 
 int64_t HashTable::StripeBytes(const Stripe& s) const {
@@ -224,7 +256,11 @@ int64_t HashTable::StripeBytes(const Stripe& s) const {
              record_bytes_;
 }
 
-HashTable::~HashTable() = default;
+HashTable::~HashTable() {
+  if (budget_ != nullptr) {
+    budget_->Charge(-allocated_bytes_.load(std::memory_order_relaxed));
+  }
+}
 
 char* HashTable::Record(const Stripe& s, uint32_t row) const {
   return s.blocks[row >> block_shift_].get() +
@@ -254,11 +290,11 @@ void HashTable::InitRecord(Stripe& s, int64_t id, char* record) {
   }
 }
 
-char* HashTable::FindOrCreate(Stripe& s, int64_t id, uint64_t hash) {
+char* HashTable::FindOrCreate(Stripe& s, int64_t id, uint64_t hash,
+                              bool* fresh) {
   const uint32_t tag = TagOf(hash);
   size_t mask = s.index.size() - 1;
-  size_t i = hash & mask;
-  for (;; i = (i + 1) & mask) {
+  for (size_t i = hash & mask;; i = (i + 1) & mask) {
     const uint32_t e = s.index[i];
     if (e == kEmpty) break;
     if ((e & 0xFF) == tag) {
@@ -267,45 +303,141 @@ char* HashTable::FindOrCreate(Stripe& s, int64_t id, uint64_t hash) {
     }
   }
   if (s.live >= kMaxRowsPerStripe) return nullptr;
-  if ((s.live + 1) * size_t{4} > s.index.size() * 3) {
-    Grow(s);
-    mask = s.index.size() - 1;
-    for (i = hash & mask; s.index[i] != kEmpty; i = (i + 1) & mask) {
-    }
-  }
+  // Before the index slot is chosen: a spill moves index entries.
   uint32_t row;
-  char* record;
-  if (s.free_head != kNoRow) {
-    row = s.free_head;
-    record = Record(s, row);
-    s.free_head = static_cast<uint32_t>(Header(record)->id);
-  } else {
-    row = s.high_water;
-    if ((row >> block_shift_) >= s.blocks.size()) {
-      // Uninitialised on purpose: a record is written when handed out.
-      char* block = new (std::nothrow) char[rows_per_block_ * record_bytes_];
-      if (block == nullptr) return nullptr;
-      const int64_t before = StripeBytes(s);
-      s.blocks.emplace_back(block);
-      allocated_bytes_.fetch_add(StripeBytes(s) - before,
-                                 std::memory_order_relaxed);
-    }
-    ++s.high_water;
-    record = Record(s, row);
+  char* record = AllocateRecord(s, &row);
+  if (record == nullptr) return nullptr;
+  bool reloaded = false;
+  RowDiskStore* disk = disk_ptr_.load(std::memory_order_acquire);
+  // A row of this stripe went to disk under this stripe's lock, so the
+  // count includes it if it is there.
+  if (disk != nullptr && disk->rows() > 0) {
+    absl::StatusOr<bool> taken = disk->Take(id, record);
+    CHECK(taken.ok()) << "hash table shard " << def_.name()
+                      << " lost its disk tier: " << taken.status();
+    reloaded = *taken;
   }
-  InitRecord(s, id, record);
+  if (reloaded) {
+    reloaded_.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    InitRecord(s, id, record);
+  }
+  if (fresh != nullptr) *fresh = !reloaded;
+  if ((s.live + 1) * size_t{4} > s.index.size() * 3) Grow(s);
+  mask = s.index.size() - 1;
+  size_t i = hash & mask;
+  while (s.index[i] != kEmpty) i = (i + 1) & mask;
   s.index[i] = (row << 8) | tag;
   ++s.live;
   rows_.fetch_add(1, std::memory_order_relaxed);
   return record;
 }
 
+char* HashTable::AllocateRecord(Stripe& s, uint32_t* row) {
+  if (s.free_head == kNoRow &&
+      (s.high_water >> block_shift_) >= s.blocks.size()) {
+    const int64_t block_bytes = int64_t{rows_per_block_} * record_bytes_;
+    // A stripe with no block takes one whatever the budget says: it has
+    // no rows to move out.
+    bool charged = false;
+    if (budget_ != nullptr && !s.blocks.empty()) {
+      charged = budget_->TryCharge(block_bytes);
+      if (!charged) Spill(s);
+    }
+    if (s.free_head == kNoRow) {
+      // Uninitialised on purpose: a record is written when handed out.
+      char* block = new (std::nothrow) char[block_bytes];
+      if (block == nullptr) {
+        if (charged) budget_->Charge(-block_bytes);
+        return nullptr;
+      }
+      const int64_t before = StripeBytes(s);
+      s.blocks.emplace_back(block);
+      const int64_t grown = StripeBytes(s) - before;
+      allocated_bytes_.fetch_add(grown, std::memory_order_relaxed);
+      if (budget_ != nullptr) {
+        budget_->Charge(grown - (charged ? block_bytes : 0));
+      }
+    }
+  }
+  if (s.free_head != kNoRow) {
+    *row = s.free_head;
+    char* record = Record(s, *row);
+    s.free_head = static_cast<uint32_t>(Header(record)->id);
+    return record;
+  }
+  *row = s.high_water++;
+  return Record(s, *row);
+}
+
+void HashTable::Spill(Stripe& s) {
+  const uint32_t now = static_cast<uint32_t>(version());
+  thread_local std::vector<std::pair<uint32_t, uint32_t>> by_age;
+  by_age.clear();
+  for (uint32_t row = 0; row < s.high_water; ++row) {
+    const RowHeader* header = Header(Record(s, row));
+    if (header->state & kFreeBit) continue;
+    // Unsigned difference: right across the 32-bit wrap of the step.
+    by_age.emplace_back(now - header->last_seen, row);
+  }
+  if (by_age.empty()) return;
+  const size_t n = std::max<size_t>(1, by_age.size() / kSpillShare);
+  // The n oldest first; among equals the lower record, so a spill is a
+  // function of the table's history.
+  std::nth_element(by_age.begin(), by_age.begin() + (n - 1), by_age.end(),
+                   [](const auto& a, const auto& b) {
+                     return a.first != b.first ? a.first > b.first
+                                               : a.second < b.second;
+                   });
+  thread_local std::vector<int64_t> ids;
+  thread_local std::vector<const char*> records;
+  ids.clear();
+  records.clear();
+  for (size_t k = 0; k < n; ++k) {
+    char* record = Record(s, by_age[k].second);
+    ids.push_back(Header(record)->id);
+    records.push_back(record);
+  }
+  const absl::Status put = Disk()->Put(ids, records);
+  CHECK(put.ok()) << "hash table shard " << def_.name()
+                  << " cannot spill rows to its disk tier: " << put;
+  // tests: a server killed with the rows on disk and still in memory.
+  FaultPoint("spill");
+  for (size_t k = 0; k < n; ++k) Remove(s, by_age[k].second);
+  spilled_.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed);
+}
+
+RowDiskStore* HashTable::Disk() {
+  RowDiskStore* disk = disk_ptr_.load(std::memory_order_acquire);
+  if (disk != nullptr) return disk;
+  absl::MutexLock lock(&disk_mu_);
+  if (disk_ == nullptr) {
+    absl::StatusOr<std::unique_ptr<RowDiskStore>> opened =
+        RowDiskStore::Open(budget_->NewTierDirectory(def_.name()),
+                           record_bytes_, budget_->disk_memory());
+    CHECK(opened.ok()) << "hash table shard " << def_.name()
+                       << " cannot open its disk tier: " << opened.status();
+    disk_ = *std::move(opened);
+    disk_ptr_.store(disk_.get(), std::memory_order_release);
+  }
+  return disk_.get();
+}
+
+int64_t HashTable::disk_rows() const {
+  const RowDiskStore* disk = disk_ptr_.load(std::memory_order_acquire);
+  return disk == nullptr ? 0 : disk->rows();
+}
+
+std::string HashTable::disk_directory() const {
+  const RowDiskStore* disk = disk_ptr_.load(std::memory_order_acquire);
+  return disk == nullptr ? std::string() : disk->directory();
+}
+
 void HashTable::Grow(Stripe& s) {
   const int64_t before = StripeBytes(s);
   std::vector<uint32_t> old(s.index.size() * 2, kEmpty);
   old.swap(s.index);
-  allocated_bytes_.fetch_add(StripeBytes(s) - before,
-                             std::memory_order_relaxed);
+  AddAllocated(StripeBytes(s) - before);
   const size_t mask = s.index.size() - 1;
   for (uint32_t e : old) {
     if (e == kEmpty) continue;
@@ -549,20 +681,60 @@ int64_t HashTable::Evict() {
     for (uint32_t row = 0; row < s.high_water; ++row) {
       RowHeader* header = Header(Record(s, row));
       if (header->state & kFreeBit) continue;
-      // Unsigned difference: right across the 32-bit wrap of the step.
-      bool evict =
-          unseen_steps > 0 && static_cast<uint32_t>(now - header->last_seen) >=
-                                  static_cast<uint64_t>(unseen_steps);
-      if (!evict && min_count > 0 &&
-          (header->state & kCountMask) < static_cast<uint64_t>(min_count)) {
-        evict = header->state & kSurvivedBit;
-        header->state |= kSurvivedBit;
-      }
-      if (evict) doomed.push_back(row);
+      if (Doomed(def_, header, now)) doomed.push_back(row);
     }
     for (uint32_t row : doomed) Remove(s, row);
     evicted += static_cast<int64_t>(doomed.size());
   }
+  if (disk_rows() > 0) evicted += EvictFromDisk(now);
+  return evicted;
+}
+
+int64_t HashTable::EvictFromDisk(uint32_t now) {
+  // The table held still, so no row moves between the tiers meanwhile.
+  // Rare (a sweep per evict_interval_steps), and the disk tier is read
+  // once, in order.
+  RowDiskStore* disk = Disk();
+  constexpr size_t kBatch = 4096;
+  std::vector<int64_t> doomed;
+  std::vector<int64_t> marked;
+  std::string marked_bytes;
+  int64_t evicted = 0;
+  auto flush = [&] {
+    if (!doomed.empty()) {
+      const absl::Status s = disk->Delete(doomed);
+      CHECK(s.ok()) << "hash table shard " << def_.name() << ": " << s;
+      evicted += static_cast<int64_t>(doomed.size());
+      doomed.clear();
+    }
+    if (!marked.empty()) {
+      std::vector<const char*> records;
+      for (size_t k = 0; k < marked.size(); ++k) {
+        records.push_back(marked_bytes.data() + k * record_bytes_);
+      }
+      const absl::Status s = disk->Overwrite(marked, records);
+      CHECK(s.ok()) << "hash table shard " << def_.name() << ": " << s;
+      marked.clear();
+      marked_bytes.clear();
+    }
+  };
+  LockAllStripes();
+  const absl::Status read = disk->ForEach([&](int64_t id, const char* stored) {
+    std::string record(stored, record_bytes_);
+    RowHeader* header = Header(record.data());
+    const uint32_t state = header->state;
+    if (Doomed(def_, header, now)) {
+      doomed.push_back(id);
+    } else if (header->state != state) {
+      marked.push_back(id);
+      marked_bytes += record;
+    }
+    if (doomed.size() + marked.size() >= kBatch) flush();
+  });
+  CHECK(read.ok()) << "hash table shard " << def_.name()
+                   << " lost its disk tier: " << read;
+  flush();
+  UnlockAllStripes();
   return evicted;
 }
 
@@ -577,7 +749,13 @@ bool HashTable::Contains(int64_t id) const {
       return true;
     }
   }
-  return false;
+  const RowDiskStore* disk = disk_ptr_.load(std::memory_order_acquire);
+  if (disk == nullptr || disk->rows() == 0) return false;
+  std::vector<char> record(record_bytes_);
+  absl::StatusOr<bool> found = disk->Get(id, record.data());
+  CHECK(found.ok()) << "hash table shard " << def_.name()
+                    << " lost its disk tier: " << found.status();
+  return *found;
 }
 
 int64_t HashTable::resident_bytes() const {
@@ -598,7 +776,7 @@ absl::Status HashTable::VisitRows(
   absl::MutexLock no_pushes(&apply_mu_);
   absl::MutexLock no_sweeps(&evict_mu_);
   LockAllStripes();
-  const Rows rows(this, version(), this->rows());
+  const Rows rows(this, version(), total_rows());
   absl::Status status = fn(rows);
   UnlockAllStripes();
   return status;
@@ -611,29 +789,40 @@ void HashTable::Rows::ForEach(
   const uint32_t now = static_cast<uint32_t>(step_);
   HashRowRef ref;
   std::vector<float> wide(t.narrow() ? t.dim_ : 0);
+  auto visit = [&](char* record) {
+    const RowHeader* header = Header(record);
+    if (t.track_seen_) {
+      ref.steps_unseen = now - header->last_seen;
+      ref.pushes = header->state & kCountMask;
+      ref.swept = (header->state & kSurvivedBit) != 0;
+    }
+    ref.id = header->id;
+    if (t.narrow()) {
+      WidenRow(t.precision_, t.Stored(record), wide.data(), t.dim_);
+      ref.values = wide.data();
+    } else {
+      ref.values = reinterpret_cast<const float*>(t.Stored(record));
+    }
+    ref.slots = t.Slots(record);
+    fn(ref);
+  };
   for (int k = 0; k < kStripes; ++k) {
     const Stripe& s = t.stripes_[k];
     for (uint32_t row = 0; row < s.high_water; ++row) {
       char* record = t.Record(s, row);
-      const RowHeader* header = Header(record);
-      // Records are freed only by eviction, which needs the long header.
-      if (t.track_seen_) {
-        if (header->state & kFreeBit) continue;
-        ref.steps_unseen = now - header->last_seen;
-        ref.pushes = header->state & kCountMask;
-        ref.swept = (header->state & kSurvivedBit) != 0;
-      }
-      ref.id = header->id;
-      if (t.narrow()) {
-        WidenRow(t.precision_, t.Stored(record), wide.data(), t.dim_);
-        ref.values = wide.data();
-      } else {
-        ref.values = reinterpret_cast<const float*>(t.Stored(record));
-      }
-      ref.slots = t.Slots(record);
-      fn(ref);
+      // Records are freed only by eviction or a spill, which need the long
+      // header.
+      if (t.track_seen_ && (Header(record)->state & kFreeBit)) continue;
+      visit(record);
     }
   }
+  // Then the rows on disk, which the held table keeps where they are.
+  const RowDiskStore* disk = t.disk_ptr_.load(std::memory_order_acquire);
+  if (disk == nullptr) return;
+  const absl::Status read = disk->ForEach(
+      [&](int64_t, const char* record) { visit(const_cast<char*>(record)); });
+  CHECK(read.ok()) << "hash table shard " << t.def_.name()
+                   << " lost its disk tier: " << read;
 }
 
 absl::StatusOr<std::unique_ptr<HashTable>> HashTable::BuildFromState(
@@ -661,12 +850,13 @@ absl::StatusOr<std::unique_ptr<HashTable>> HashTable::BuildFromState(
                num_slots_, " slots");
   }
   if (state.step < 0) return bad("a restored step must be >= 0");
-  if (static_cast<int64_t>(n) > max_rows_) {
+  if (budget_ == nullptr && static_cast<int64_t>(n) > max_rows_) {
     return absl::ResourceExhaustedError(
         absl::StrCat("hash table shard ", def_.name(), " cannot hold ", n,
                      " restored rows (at most ", max_rows_, ")"));
   }
-  absl::StatusOr<std::unique_ptr<HashTable>> built = Create(def_, optimizer_);
+  absl::StatusOr<std::unique_ptr<HashTable>> built =
+      Create(def_, optimizer_, budget_);
   if (!built.ok()) return built.status();
   HashTable& table = **built;
   const int num_shards = def_.num_shards();
@@ -681,14 +871,14 @@ absl::StatusOr<std::unique_ptr<HashTable>> HashTable::BuildFromState(
     const uint64_t hash = TableHash(id);
     Stripe& s = table.stripes_[StripeOf(hash)];
     absl::MutexLock lock(&s.mu);
-    const uint32_t before = s.live;
-    char* record = table.FindOrCreate(s, id, hash);
+    bool fresh = false;
+    char* record = table.FindOrCreate(s, id, hash, &fresh);
     if (record == nullptr) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "hash table shard ", def_.name(),
           ": out of memory or stripe capacity restoring ", n, " rows"));
     }
-    if (s.live == before) return bad("id ", id, " is restored twice");
+    if (!fresh) return bad("id ", id, " is restored twice");
     // Nearest: exact for values saved from this precision, and a pure
     // function of the checkpoint for fp32 ones.
     NarrowRowNearest(precision_, state.values.data() + i * dim_, Stored(record),
@@ -737,6 +927,14 @@ void HashTable::TakeRowsFrom(HashTable& built) {
   const int64_t step = built.version();
   built.step_.store(version(), std::memory_order_release);
   step_.store(step, std::memory_order_release);
+  {
+    // Their disk tier holds the rest of their rows; ours goes with them.
+    absl::MutexLock mine(&disk_mu_);
+    absl::MutexLock theirs(&built.disk_mu_);
+    disk_.swap(built.disk_);
+    disk_ptr_.store(disk_.get(), std::memory_order_release);
+    built.disk_ptr_.store(built.disk_.get(), std::memory_order_release);
+  }
   UnlockAllStripes();
 }
 

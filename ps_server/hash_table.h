@@ -16,6 +16,8 @@
 #include "common/optimizer/row_precision.h"
 #include "proto/job.pb.h"
 #include "proto/ps_service.pb.h"
+#include "ps_server/row_disk_store.h"
+#include "ps_server/row_memory_budget.h"
 #include "ps_server/row_table.h"
 
 namespace tessera {
@@ -85,6 +87,21 @@ struct HashRowRef {
 // Per row that is header + values + slots + 4 / load bytes; see
 // resident_bytes() and bench/embedding_bench.cc for the measured ratio.
 //
+// Memory budget and disk tier: a table made with a RowMemoryBudget
+// (tessera_ps --row_memory_budget) charges the budget what it allocates.
+// When a stripe needs a new block and the budget has no room, the stripe
+// moves its least recently touched sixteenth of rows (by the step each
+// was last pulled or pushed: LRU in batches, the policy of Paddle's SSD
+// tables) to the table's disk tier (RowDiskStore) and reuses their
+// records. A row comes back, its whole record (values in the table's
+// precision, slots and bookkeeping, so bit for bit), the next time it is
+// pulled or pushed, and may send colder rows out. An id is in one tier
+// at a time. Checkpoints and eviction sweeps see both tiers. The tier is
+// a cache of this server's state: a killed server's is discarded, and the
+// job restores the rows from its checkpoint, as for any lost server. A
+// server that cannot read its tier stops (CHECK): its rows would be lost,
+// and stopping hands it to that recovery.
+//
 // Thread safety: all methods may be called concurrently. Ids are spread
 // over kStripes stripes by hash, each with its own lock, index and records,
 // so concurrent pulls and pushes of one table run in parallel. A push is
@@ -99,8 +116,12 @@ class HashTable final : public RowTable {
   // Validates def (dtype float, dim > 0, 0 <= index < num_shards, the
   // initializer, non-negative hints) and reserves room for
   // def.expected_rows rows. `optimizer` must outlive the table.
+  // With `budget`, rows beyond it move to a disk tier under
+  // budget->disk_root() (see above); the budget must be shared by every
+  // table of the server.
   static absl::StatusOr<std::unique_ptr<HashTable>> Create(
-      const ShardDef& def, const Optimizer* optimizer);
+      const ShardDef& def, const Optimizer* optimizer,
+      std::shared_ptr<RowMemoryBudget> budget = nullptr);
 
   ~HashTable() override;
   HashTable(const HashTable&) = delete;
@@ -144,7 +165,21 @@ class HashTable final : public RowTable {
   const Optimizer& optimizer() const { return *optimizer_; }
   int num_slots() const { return num_slots_; }
   // Whether rows carry eviction bookkeeping (an eviction rule is set).
-  bool tracks_seen() const { return track_seen_; }
+  bool tracks_seen() const { return evicts_; }
+
+  // Rows on the disk tier (0 without a budget); rows() are those in
+  // memory, total_rows() both.
+  int64_t disk_rows() const;
+  int64_t total_rows() const { return rows() + disk_rows(); }
+  // Rows moved to the disk tier, and back, so far.
+  int64_t spilled_rows() const {
+    return spilled_.load(std::memory_order_relaxed);
+  }
+  int64_t reloaded_rows() const {
+    return reloaded_.load(std::memory_order_relaxed);
+  }
+  // The disk tier's folder; "" until the first spill.
+  std::string disk_directory() const;
 
   // Every row of a table held still, for checkpoints: only valid inside
   // VisitRows.
@@ -186,12 +221,28 @@ class HashTable final : public RowTable {
  private:
   struct Stripe;
 
-  HashTable(const ShardDef& def, const Optimizer* optimizer);
+  HashTable(const ShardDef& def, const Optimizer* optimizer,
+            std::shared_ptr<RowMemoryBudget> budget);
 
-  // The record of `id` in `s`, created when missing; nullptr only when the
-  // stripe is full (kMaxRowsPerStripe).
-  char* FindOrCreate(Stripe& s, int64_t id, uint64_t hash)
+  // The record of `id` in `s`: in memory, brought back from the disk tier,
+  // or created; *fresh (when given) says it was created. nullptr only when
+  // the stripe is full (kMaxRowsPerStripe) or memory ran out.
+  char* FindOrCreate(Stripe& s, int64_t id, uint64_t hash,
+                     bool* fresh = nullptr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  // A record of `s` for a new row (its number in *row): a free one, one of
+  // a new block, or, when the budget has no room for a block, one freed by
+  // Spill. nullptr when memory ran out.
+  char* AllocateRecord(Stripe& s, uint32_t* row)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  // Moves the least recently touched sixteenth of `s`'s rows (at least
+  // one) to the disk tier and frees their records. REQUIRES: s holds rows.
+  void Spill(Stripe& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  // The disk tier, opened on first use.
+  RowDiskStore* Disk();
+  // Counts `bytes` (negative: freed) as allocated, and charges the budget.
+  void AddAllocated(int64_t bytes);
+  // The eviction sweep of the disk tier's rows; their number dropped.
+  int64_t EvictFromDisk(uint32_t now);
   // Index slot holding record `row`, whose id hashes to `hash`.
   size_t SlotOf(const Stripe& s, uint32_t row, uint64_t hash) const
       ABSL_SHARED_LOCKS_REQUIRED(s.mu);
@@ -234,8 +285,10 @@ class HashTable final : public RowTable {
   const Optimizer* const optimizer_;
   const int64_t dim_;
   const int num_slots_;
-  // Eviction needs each row's last step and push count; without it a
-  // record's header is the id alone.
+  std::shared_ptr<RowMemoryBudget> budget_;  // null: all rows in memory
+  const bool evicts_;                        // an eviction rule is set
+  // Eviction and spilling need each row's last step and push count;
+  // without either a record's header is the id alone.
   const bool track_seen_;
   const int64_t header_bytes_;
   const RowPrecision precision_;
@@ -261,6 +314,14 @@ class HashTable final : public RowTable {
   // TakeRowsFrom, so those never see a push applied to some stripes only.
   mutable absl::Mutex apply_mu_;
   std::unique_ptr<Stripe[]> stripes_;
+
+  // The disk tier: made under disk_mu_ on the first spill, then read
+  // through disk_ptr_ without it.
+  mutable absl::Mutex disk_mu_;
+  std::unique_ptr<RowDiskStore> disk_ ABSL_GUARDED_BY(disk_mu_);
+  std::atomic<RowDiskStore*> disk_ptr_{nullptr};
+  std::atomic<int64_t> spilled_{0};
+  std::atomic<int64_t> reloaded_{0};
 };
 
 }  // namespace tessera

@@ -46,7 +46,7 @@ absl::Status ShardStore::Create(const CreateShardsRequest& request,
     }
     if (def.hash_table()) {
       absl::StatusOr<std::unique_ptr<HashTable>> table =
-          HashTable::Create(def, optimizer->get());
+          HashTable::Create(def, optimizer->get(), options_.row_budget);
       if (!table.ok()) return table.status();
       std::shared_ptr<HashTable> shared = *std::move(table);
       created.push_back(Entry{nullptr, shared, optimizer_text, shared});
@@ -60,6 +60,10 @@ absl::Status ShardStore::Create(const CreateShardsRequest& request,
                             optimizer_text, nullptr});
   }
   for (Entry& entry : created) {
+    // A fixed shard cannot spill: it takes its share of the budget whole.
+    if (options_.row_budget != nullptr && entry.shard != nullptr) {
+      options_.row_budget->Charge(entry.shard->resident_bytes());
+    }
     std::string name = entry.rows->def().name();
     shards_.emplace(std::move(name), std::move(entry));
   }

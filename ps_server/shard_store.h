@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -13,6 +14,7 @@
 #include "common/optimizer/optimizer.h"
 #include "proto/ps_service.pb.h"
 #include "ps_server/hash_table.h"
+#include "ps_server/row_memory_budget.h"
 #include "ps_server/row_table.h"
 #include "ps_server/shard.h"
 
@@ -26,6 +28,13 @@ struct StoredShard {
   const ShardDef& def() const { return shard ? shard->def() : table->def(); }
 };
 
+struct ShardStoreOptions {
+  // The server's budget for rows in memory (tessera_ps
+  // --row_memory_budget), or null for none. Fixed shards are charged their
+  // size when made; growing tables move the rows beyond it to disk.
+  std::shared_ptr<RowMemoryBudget> row_budget;
+};
+
 // The shards one parameter server holds, by name: fixed row ranges of
 // variables (Shard) and shards of growing tables (HashTable, for the
 // definitions with hash_table set).
@@ -34,7 +43,8 @@ struct StoredShard {
 // out as shared_ptr so a request keeps its shard alive while it works.
 class ShardStore {
  public:
-  ShardStore() = default;
+  explicit ShardStore(ShardStoreOptions options = {})
+      : options_(std::move(options)) {}
   ShardStore(const ShardStore&) = delete;
   ShardStore& operator=(const ShardStore&) = delete;
 
@@ -73,6 +83,7 @@ class ShardStore {
     std::shared_ptr<HashTable> table;  // `rows` again for a hash table
   };
 
+  const ShardStoreOptions options_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, Entry> shards_ ABSL_GUARDED_BY(mu_);
   std::vector<std::unique_ptr<Optimizer>> optimizers_ ABSL_GUARDED_BY(mu_);

@@ -1,0 +1,168 @@
+#include "ps_server/row_disk_store.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "ps_server/row_memory_budget.h"
+
+namespace tessera {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int64_t kRecordBytes = 40;
+
+std::string RecordOf(int64_t id) {
+  std::string record(kRecordBytes, '\0');
+  for (int64_t i = 0; i < kRecordBytes; ++i) {
+    record[i] = static_cast<char>((id * 31 + i * 7) & 0xFF);
+  }
+  return record;
+}
+
+class RowDiskStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) /
+           absl::StrCat("tessera_row_disk_store_", getpid());
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::unique_ptr<RowDiskStore> Open(const std::string& name) {
+    absl::StatusOr<std::unique_ptr<RowDiskStore>> store =
+        RowDiskStore::Open((dir_ / name).string(), kRecordBytes);
+    EXPECT_TRUE(store.ok()) << store.status();
+    return store.ok() ? *std::move(store) : nullptr;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(RowDiskStoreTest, PutTakeRoundTripsRecordsBitForBit) {
+  std::unique_ptr<RowDiskStore> store = Open("t");
+  ASSERT_NE(store, nullptr);
+  std::vector<int64_t> ids = {-5, 0, 7, int64_t{1} << 40};
+  std::vector<std::string> records;
+  std::vector<const char*> pointers;
+  for (int64_t id : ids) records.push_back(RecordOf(id));
+  for (const std::string& r : records) pointers.push_back(r.data());
+  ASSERT_TRUE(store->Put(ids, pointers).ok());
+  EXPECT_EQ(store->rows(), 4);
+
+  char out[kRecordBytes];
+  absl::StatusOr<bool> got = store->Get(7, out);
+  ASSERT_TRUE(got.ok() && *got);
+  EXPECT_EQ(std::string(out, kRecordBytes), RecordOf(7));
+  EXPECT_EQ(store->rows(), 4);
+
+  got = store->Take(-5, out);
+  ASSERT_TRUE(got.ok() && *got);
+  EXPECT_EQ(std::string(out, kRecordBytes), RecordOf(-5));
+  EXPECT_EQ(store->rows(), 3);
+  got = store->Take(-5, out);  // taken: gone
+  ASSERT_TRUE(got.ok());
+  EXPECT_FALSE(*got);
+  got = store->Get(12345, out);  // never held
+  ASSERT_TRUE(got.ok());
+  EXPECT_FALSE(*got);
+
+  std::map<int64_t, std::string> seen;
+  ASSERT_TRUE(store
+                  ->ForEach([&](int64_t id, const char* record) {
+                    seen[id] = std::string(record, kRecordBytes);
+                  })
+                  .ok());
+  ASSERT_EQ(seen.size(), 3u);
+  for (int64_t id : {int64_t{0}, int64_t{7}, int64_t{1} << 40}) {
+    EXPECT_EQ(seen[id], RecordOf(id)) << id;
+  }
+
+  const std::string changed(kRecordBytes, 'x');
+  const char* changed_ptr = changed.data();
+  const int64_t seven = 7;
+  ASSERT_TRUE(store->Overwrite({&seven, 1}, {&changed_ptr, 1}).ok());
+  ASSERT_TRUE(store->Get(7, out).ok());
+  EXPECT_EQ(std::string(out, kRecordBytes), changed);
+  EXPECT_EQ(store->rows(), 3);
+  ASSERT_TRUE(store->Delete({&seven, 1}).ok());
+  EXPECT_EQ(store->rows(), 2);
+  got = store->Get(7, out);
+  ASSERT_TRUE(got.ok());
+  EXPECT_FALSE(*got);
+}
+
+TEST_F(RowDiskStoreTest, OpenDiscardsWhatAKilledServerLeftAndCloseRemoves) {
+  const fs::path folder = dir_ / "tier";
+  fs::create_directories(folder);
+  std::ofstream(folder / "leftover.sst") << "a killed server's file";
+  {
+    std::unique_ptr<RowDiskStore> store = Open("tier");
+    ASSERT_NE(store, nullptr);
+    EXPECT_FALSE(fs::exists(folder / "leftover.sst"));
+    EXPECT_EQ(store->rows(), 0);
+    int visited = 0;
+    ASSERT_TRUE(store->ForEach([&](int64_t, const char*) { ++visited; }).ok());
+    EXPECT_EQ(visited, 0);
+  }
+  EXPECT_FALSE(fs::exists(folder));
+}
+
+TEST_F(RowDiskStoreTest, OpenRefusesAFolderItCannotMake) {
+  fs::create_directories(dir_);
+  std::ofstream(dir_ / "file") << "x";
+  absl::StatusOr<std::unique_ptr<RowDiskStore>> store =
+      RowDiskStore::Open((dir_ / "file" / "tier").string(), kRecordBytes);
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(store.status().message().find((dir_ / "file").string()),
+            std::string::npos)
+      << store.status();
+}
+
+TEST(ParseByteCountTest, TakesSuffixesAndRefusesTheRest) {
+  EXPECT_EQ(*ParseByteCount("1048576"), 1048576);
+  EXPECT_EQ(*ParseByteCount("512M"), int64_t{512} << 20);
+  EXPECT_EQ(*ParseByteCount("2G"), int64_t{2} << 30);
+  EXPECT_EQ(*ParseByteCount("64k"), int64_t{64} << 10);
+  EXPECT_EQ(*ParseByteCount("1T"), int64_t{1} << 40);
+  for (const char* bad :
+       {"", "0", "-5", "1.5G", "G", "12Q", "9999999999T", "+3", "2 G"}) {
+    absl::StatusOr<int64_t> parsed = ParseByteCount(bad);
+    EXPECT_FALSE(parsed.ok()) << bad;
+    if (!parsed.ok()) {
+      EXPECT_NE(parsed.status().message().find(absl::StrCat("\"", bad, "\"")),
+                std::string::npos)
+          << parsed.status();
+    }
+  }
+}
+
+TEST(RowMemoryBudgetTest, ChargesWithinTheLimitAndNamesTierFolders) {
+  constexpr int64_t kMiB = 1 << 20;
+  RowMemoryBudget budget(64 * kMiB, "/tmp/tiers");
+  // The tiers' shared memory comes first: 1/16 of the limit.
+  EXPECT_EQ(budget.tier_memory_bytes(), 4 * kMiB);
+  EXPECT_EQ(budget.used_bytes(), 4 * kMiB);
+  EXPECT_TRUE(budget.TryCharge(40 * kMiB));
+  EXPECT_FALSE(budget.TryCharge(21 * kMiB));
+  EXPECT_EQ(budget.used_bytes(), 44 * kMiB);
+  budget.Charge(30 * kMiB);  // forced past the limit
+  EXPECT_EQ(budget.used_bytes(), 74 * kMiB);
+  budget.Charge(-30 * kMiB);
+  EXPECT_TRUE(budget.TryCharge(20 * kMiB));
+  EXPECT_EQ(RowMemoryBudget(1 << 30, "/x").tier_memory_bytes(), 64 * kMiB);
+  EXPECT_EQ(RowMemoryBudget(1 << 20, "/x").tier_memory_bytes(), kMiB);
+  EXPECT_EQ(budget.NewTierDirectory("emb/part_0"), "/tmp/tiers/emb_part_0.0");
+  EXPECT_EQ(budget.NewTierDirectory("emb/part_0"), "/tmp/tiers/emb_part_0.1");
+}
+
+}  // namespace
+}  // namespace tessera
