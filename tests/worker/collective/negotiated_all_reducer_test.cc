@@ -448,6 +448,54 @@ TEST(NegotiatedAllReducerTest, RestartAbortsNcclBeforeLeavingIt) {
   EXPECT_EQ(made, 2) << "the next AllReduce negotiates again";
 }
 
+// A ring re-formed between rounds (a worker joined or left a mirrored
+// job, #48) leaves the NCCL communicator of the old members, aborted
+// first, and hands the new members to the ring; the next AllReduce
+// negotiates a communicator of the new size.
+TEST(NegotiatedAllReducerTest, ReformLeavesNcclAndReformsTheRing) {
+  class ReformableRing final : public AllReducer {
+   public:
+    int rank() const override { return rank_; }
+    int num_ranks() const override { return static_cast<int>(peers_.size()); }
+    Memory memory() const override { return Memory::kHost; }
+    absl::Status AllReduce(absl::Span<float>) override {
+      return absl::OkStatus();
+    }
+    absl::Status Reform(int rank, std::vector<std::string> peers,
+                        uint64_t epoch) override {
+      rank_ = rank;
+      peers_ = std::move(peers);
+      epoch_ = epoch;
+      return absl::OkStatus();
+    }
+    int rank_ = 0;
+    std::vector<std::string> peers_ = {"a:1"};
+    uint64_t epoch_ = 0;
+  } ring;
+  bool aborted_at_end = false;
+  std::vector<int> sizes;
+  NcclChoice choice = OneGpuChoice(nullptr);
+  choice.make =
+      [&](int rank, int n,
+          const std::string&) -> absl::StatusOr<std::unique_ptr<AllReducer>> {
+    sizes.push_back(n);
+    return std::unique_ptr<AllReducer>(
+        std::make_unique<AbortableReducer>(&aborted_at_end));
+  };
+  NegotiatedAllReducer reducer(&ring, choice);
+  std::vector<float> data = {1.0f};
+  ASSERT_TRUE(reducer.AllReduce(absl::MakeSpan(data)).ok());
+  ASSERT_TRUE(reducer.using_nccl());
+  ASSERT_TRUE(reducer.Reform(0, {"a:1"}, 500).ok());
+  EXPECT_TRUE(aborted_at_end);
+  EXPECT_FALSE(reducer.using_nccl());
+  EXPECT_EQ(ring.epoch_, 500u);
+  ASSERT_TRUE(reducer.AllReduce(absl::MakeSpan(data)).ok());
+  EXPECT_TRUE(reducer.using_nccl());
+  EXPECT_EQ(sizes, (std::vector<int>{1, 1}))
+      << "each negotiation makes a communicator of the ring's size";
+}
+
 // NCCL's join gives up well before the ring's vote on it does.
 TEST(NegotiatedAllReducerTest, NcclInitGivesUpBeforeTheRingsVote) {
   EXPECT_LE(NcclInitTimeout(120), 60);
