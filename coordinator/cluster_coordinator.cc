@@ -230,6 +230,11 @@ std::vector<std::pair<int64_t, bool>> ClusterCoordinator::worker_progress()
   return progress;
 }
 
+bool ClusterCoordinator::gone(int worker) const {
+  absl::MutexLock lock(&mu_);
+  return MemberStateIsGone(queue_.state(worker));
+}
+
 int64_t ClusterCoordinator::steps_rerun() const { return tally_.rerun(); }
 
 int64_t ClusterCoordinator::max_lead() const {

@@ -166,6 +166,9 @@ class ClusterCoordinator : public WorkerSeats {
   // Per worker: steps finished, and whether it is down (failed, not back)
   // or gone (drained or removed).
   std::vector<std::pair<int64_t, bool>> worker_progress() const;
+  // Whether `worker` left the job for good (drained or removed): nothing
+  // waits for it to come back.
+  bool gone(int worker) const;
   // Per worker: steps finished per second over the last `window` (0 for a
   // worker that finished none in it, so an idle worker does not show the
   // job's average).
