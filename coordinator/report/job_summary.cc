@@ -60,13 +60,19 @@ void PrintEpochResult(std::FILE* out, const EpochResult& r, int epochs,
   std::fflush(out);
 }
 
-void PrintSummary(std::FILE* out, const JobSummary& s) {
-  if (s.results.empty()) {
-    std::fprintf(out, "\nno epoch left to train; wall time %.1f s\n",
-                 absl::ToDoubleSeconds(s.wall));
-    std::fflush(out);
-    return;
-  }
+namespace {
+
+// What the table's rows add up to, for the lines under it.
+struct SummaryTotals {
+  int64_t examples = 0;
+  int64_t bad_records = 0;
+  double train_seconds = 0;
+  int epochs = 0;
+  const EpochResult* evaluated = nullptr;  // the last row with test metrics
+  const EpochResult* stopped = nullptr;
+};
+
+SummaryTotals PrintTable(std::FILE* out, const JobSummary& s) {
   // A regression's rows have no accuracy columns: its loss is the MSE.
   const bool acc = s.has_accuracy;
   if (acc) {
@@ -77,11 +83,7 @@ void PrintSummary(std::FILE* out, const JobSummary& s) {
     std::fprintf(out, "\n%-13s %10s %10s %10s %8s\n", "epoch", "train_mse",
                  "test_mse", "ex/s", "secs");
   }
-  int64_t examples = 0, bad_records = 0;
-  double train_seconds = 0;
-  int epochs = 0;
-  const EpochResult* evaluated = nullptr;  // the last row with test metrics
-  const EpochResult* stopped = nullptr;
+  SummaryTotals t;
   for (const EpochResult& r : s.results) {
     const std::string test_loss =
         r.stopped ? "-" : absl::StrFormat("%.4f", r.test_loss);
@@ -97,31 +99,38 @@ void PrintSummary(std::FILE* out, const JobSummary& s) {
                    r.train_loss, test_loss.c_str(), r.examples_per_second,
                    r.seconds);
     }
-    (r.stopped ? stopped : evaluated) = &r;
-    examples += r.examples;
-    train_seconds += r.seconds;
-    epochs += r.extra_steps.empty() && !r.stopped ? 1 : 0;
-    bad_records += r.bad_records;
+    (r.stopped ? t.stopped : t.evaluated) = &r;
+    t.examples += r.examples;
+    t.train_seconds += r.seconds;
+    t.epochs += r.extra_steps.empty() && !r.stopped ? 1 : 0;
+    t.bad_records += r.bad_records;
   }
-  std::string after =
-      evaluated == nullptr || evaluated->extra_steps.empty()
-          ? absl::StrCat(epochs, " epochs")
-          : absl::StrCat(epochs, " epochs and extra ", evaluated->extra_steps);
-  if (stopped != nullptr) {
+  return t;
+}
+
+// The line of the final figure, what it came after, and the throughput.
+void PrintFinalLine(std::FILE* out, const JobSummary& s,
+                    const SummaryTotals& t) {
+  std::string after = t.evaluated == nullptr || t.evaluated->extra_steps.empty()
+                          ? absl::StrCat(t.epochs, " epochs")
+                          : absl::StrCat(t.epochs, " epochs and extra ",
+                                         t.evaluated->extra_steps);
+  if (t.stopped != nullptr) {
     absl::StrAppendFormat(&after,
                           " and %lld of the %lld %s of epoch %d (stopped "
                           "by the operator)",
-                          static_cast<long long>(stopped->steps),
-                          static_cast<long long>(stopped->planned_steps),
+                          static_cast<long long>(t.stopped->steps),
+                          static_cast<long long>(t.stopped->planned_steps),
                           s.lockstep ? "worker steps" : "steps",
-                          stopped->epoch);
+                          t.stopped->epoch);
   }
+  const bool acc = s.has_accuracy;
   const char* figure = acc ? "test accuracy" : "test loss (MSE)";
   const std::string accuracy =
-      evaluated == nullptr ? absl::StrCat("no ", figure, " yet")
-                           : absl::StrFormat("final %s %.4f", figure,
-                                             acc ? evaluated->test_accuracy
-                                                 : evaluated->test_loss);
+      t.evaluated == nullptr ? absl::StrCat("no ", figure, " yet")
+                             : absl::StrFormat("final %s %.4f", figure,
+                                               acc ? t.evaluated->test_accuracy
+                                                   : t.evaluated->test_loss);
   if (s.resumed_epochs > 0) {
     absl::StrAppendFormat(&after, " (%s before the coordinator restarted)",
                           s.resumed_epochs == 1
@@ -132,26 +141,15 @@ void PrintSummary(std::FILE* out, const JobSummary& s) {
       out,
       "\n%s after %s; %lld examples in %.1f s of "
       "training (%.0f examples/s); wall time %.1f s%s; %lld %s re-run\n",
-      accuracy.c_str(), after.c_str(), static_cast<long long>(examples),
-      train_seconds, examples / std::max(1e-9, train_seconds),
+      accuracy.c_str(), after.c_str(), static_cast<long long>(t.examples),
+      t.train_seconds, t.examples / std::max(1e-9, t.train_seconds),
       absl::ToDoubleSeconds(s.wall),
       s.resumed_epochs > 0 ? " (this coordinator)" : "",
       static_cast<long long>(s.steps_rerun),
       s.lockstep ? "worker steps" : "steps");
-  const EpochResult& last =
-      evaluated != nullptr ? *evaluated : s.results.back();
-  if (last.auc >= 0) {
-    std::fprintf(
-        out, "final test AUC %.4f, best achievable %s, log loss %.4f\n",
-        last.auc,
-        BestAuc(s.best_auc, "unknown (no meta.json beside the test file)")
-            .c_str(),
-        last.log_loss);
-  }
-  if (bad_records > 0) {
-    std::fprintf(out, "%lld bad records were skipped (skip_bad_records)\n",
-                 static_cast<long long>(bad_records));
-  }
+}
+
+void PrintServerBytes(std::FILE* out, const JobSummary& s) {
   // Allocated is not used: a growing table reserves room for the rows it
   // expects, which a short job never fills.
   std::string per_server;
@@ -173,6 +171,34 @@ void PrintSummary(std::FILE* out, const JobSummary& s) {
                  "%.1f MB allocated (%s)\n",
                  used / 1e6, allocated / 1e6, per_server.c_str());
   }
+}
+
+}  // namespace
+
+void PrintSummary(std::FILE* out, const JobSummary& s) {
+  if (s.results.empty()) {
+    std::fprintf(out, "\nno epoch left to train; wall time %.1f s\n",
+                 absl::ToDoubleSeconds(s.wall));
+    std::fflush(out);
+    return;
+  }
+  const SummaryTotals totals = PrintTable(out, s);
+  PrintFinalLine(out, s, totals);
+  const EpochResult& last =
+      totals.evaluated != nullptr ? *totals.evaluated : s.results.back();
+  if (last.auc >= 0) {
+    std::fprintf(
+        out, "final test AUC %.4f, best achievable %s, log loss %.4f\n",
+        last.auc,
+        BestAuc(s.best_auc, "unknown (no meta.json beside the test file)")
+            .c_str(),
+        last.log_loss);
+  }
+  if (totals.bad_records > 0) {
+    std::fprintf(out, "%lld bad records were skipped (skip_bad_records)\n",
+                 static_cast<long long>(totals.bad_records));
+  }
+  PrintServerBytes(out, s);
   std::fflush(out);
 }
 
