@@ -87,6 +87,51 @@ std::string NegativeCountError(int argc, char** argv) {
   return "";
 }
 
+// tessera_ctl schedule N.
+int Schedule(Coordinator::Stub& stub, int argc, char** argv) {
+  grpc::ClientContext context;
+  int64_t steps = 0;
+  if (argc != 3 || !absl::SimpleAtoi(argv[2], &steps) || steps <= 0) {
+    std::fprintf(stderr,
+                 "tessera_ctl schedule: the number of steps must be a "
+                 "positive integer, got %s\n",
+                 argc < 3 ? "none" : argv[2]);
+    return kExitUserError;
+  }
+  SetDeadline(&context, kShortCallDeadlineS);
+  ScheduleStepsRequest request;
+  request.set_steps(steps);
+  ScheduleStepsResponse response;
+  grpc::Status s = stub.ScheduleSteps(&context, request, &response);
+  if (!s.ok()) return Fail(s, "schedule");
+  std::printf("scheduled %lld steps (%lld extra steps asked for in all)\n",
+              static_cast<long long>(steps),
+              static_cast<long long>(response.extra_steps_requested()));
+  return 0;
+}
+
+// tessera_ctl drain WORKER.
+int Drain(Coordinator::Stub& stub, int argc, char** argv) {
+  grpc::ClientContext context;
+  if (argc != 3) {
+    std::fprintf(stderr,
+                 "tessera_ctl drain: name one worker, by its index or its "
+                 "address HOST:PORT (tessera_ctl status lists them)\n");
+    return kExitUserError;
+  }
+  SetDeadline(&context, kShortCallDeadlineS);
+  DrainWorkerRequest request;
+  request.set_worker(argv[2]);
+  DrainWorkerResponse response;
+  grpc::Status s = stub.DrainWorker(&context, request, &response);
+  if (!s.ok()) return Fail(s, "drain");
+  std::printf(
+      "worker %d is draining: it finishes the steps it holds, then exits "
+      "(tessera_ctl status shows when it has drained)\n",
+      response.worker_index());
+  return 0;
+}
+
 int Run(int argc, char** argv, const ChannelSecurity& security) {
   if (FLAGS_coordinator.empty() || argc < 2) {
     std::fprintf(stderr, "%s\n", gflags::ProgramUsage());
@@ -108,26 +153,7 @@ int Run(int argc, char** argv, const ChannelSecurity& security) {
     PrintStatus(status);
     return 0;
   }
-  if (command == "schedule") {
-    int64_t steps = 0;
-    if (argc != 3 || !absl::SimpleAtoi(argv[2], &steps) || steps <= 0) {
-      std::fprintf(stderr,
-                   "tessera_ctl schedule: the number of steps must be a "
-                   "positive integer, got %s\n",
-                   argc < 3 ? "none" : argv[2]);
-      return kExitUserError;
-    }
-    SetDeadline(&context, kShortCallDeadlineS);
-    ScheduleStepsRequest request;
-    request.set_steps(steps);
-    ScheduleStepsResponse response;
-    grpc::Status s = stub->ScheduleSteps(&context, request, &response);
-    if (!s.ok()) return Fail(s, "schedule");
-    std::printf("scheduled %lld steps (%lld extra steps asked for in all)\n",
-                static_cast<long long>(steps),
-                static_cast<long long>(response.extra_steps_requested()));
-    return 0;
-  }
+  if (command == "schedule") return Schedule(*stub, argc, argv);
   if (command == "join") {
     SetDeadline(&context, FLAGS_wait_s + kShortCallDeadlineS);
     JoinRequest request;
@@ -158,25 +184,7 @@ int Run(int argc, char** argv, const ChannelSecurity& security) {
     std::printf("stop requested\n");
     return 0;
   }
-  if (command == "drain") {
-    if (argc != 3) {
-      std::fprintf(stderr,
-                   "tessera_ctl drain: name one worker, by its index or its "
-                   "address HOST:PORT (tessera_ctl status lists them)\n");
-      return kExitUserError;
-    }
-    SetDeadline(&context, kShortCallDeadlineS);
-    DrainWorkerRequest request;
-    request.set_worker(argv[2]);
-    DrainWorkerResponse response;
-    grpc::Status s = stub->DrainWorker(&context, request, &response);
-    if (!s.ok()) return Fail(s, "drain");
-    std::printf(
-        "worker %d is draining: it finishes the steps it holds, then exits "
-        "(tessera_ctl status shows when it has drained)\n",
-        response.worker_index());
-    return 0;
-  }
+  if (command == "drain") return Drain(*stub, argc, argv);
   std::fprintf(stderr, "tessera_ctl: unknown command '%s'\n%s\n",
                command.c_str(), gflags::ProgramUsage());
   return kExitUserError;
