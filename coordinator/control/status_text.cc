@@ -16,9 +16,9 @@ std::string TimeOfDay(int64_t unix_ms) {
                           absl::UTCTimeZone());
 }
 
-}  // namespace
-
-std::string FormatJobStatus(const JobStatus& s) {
+// The job's two lines: progress, then extra steps, recoveries and the last
+// checkpoint.
+std::string JobLines(const JobStatus& s) {
   const std::string loss = s.steps_done() > 0
                                ? absl::StrFormat("%.4f", s.last_loss())
                                : std::string("none yet");
@@ -56,6 +56,11 @@ std::string FormatJobStatus(const JobStatus& s) {
       "checkpoint %s\n",
       s.extra_steps_requested(), s.ps_recoveries(),
       s.last_checkpoint().empty() ? "none" : s.last_checkpoint());
+  return text;
+}
+
+// One line per worker and per parameter server.
+void AppendTaskLines(const JobStatus& s, std::string* out) {
   for (const WorkerState& w : s.workers()) {
     // The membership state, since when (elastic jobs); older coordinators
     // send none.
@@ -64,24 +69,28 @@ std::string FormatJobStatus(const JobStatus& s) {
       state = absl::StrFormat("  %s since %s", w.state(),
                               TimeOfDay(w.state_since_ms()));
     }
-    absl::StrAppendFormat(
-        &text, "  worker %d %-21s %8d steps %8.1f steps/s%s\n", w.index(),
-        w.address(), w.steps_done(), w.steps_per_second(), state);
+    absl::StrAppendFormat(out, "  worker %d %-21s %8d steps %8.1f steps/s%s\n",
+                          w.index(), w.address(), w.steps_done(),
+                          w.steps_per_second(), state);
   }
   for (const ServerState& p : s.servers()) {
     if (!p.up()) {
-      absl::StrAppendFormat(&text, "  ps %d     %-21s DOWN: %s\n", p.index(),
+      absl::StrAppendFormat(out, "  ps %d     %-21s DOWN: %s\n", p.index(),
                             p.address(), p.error());
       continue;
     }
     absl::StrAppendFormat(
-        &text,
+        out,
         "  ps %d     %-21s %8d shards %10.1f MB used of %.1f MB allocated  "
         "%d pulls %d pushes (%.0f calls/s)  up %.0f s\n",
         p.index(), p.address(), p.num_shards(), p.used_bytes() / 1e6,
         p.resident_bytes() / 1e6, p.pulls_served(), p.pushes_served(),
         p.calls_per_second(), p.uptime_ms() / 1e3);
   }
+}
+
+// The tables' costs, then the membership's changes (elastic jobs).
+void AppendTableAndMembershipLines(const JobStatus& s, std::string* out) {
   // What each table costs the servers (planned: a growing table at its
   // expected rows); the ps lines above are what they hold now.
   for (const TableMemory& t : s.tables()) {
@@ -91,22 +100,30 @@ std::string FormatJobStatus(const JobStatus& s) {
                             t.bytes_per_server(p) / 1e6);
     }
     absl::StrAppendFormat(
-        &text, "  table %-16s %s %s, %d slot float%s/row, %d B/row%s%s\n",
+        out, "  table %-16s %s %s, %d slot float%s/row, %d B/row%s%s\n",
         t.name(), t.precision(), t.optimizer(), t.slot_floats_per_row(),
         t.slot_floats_per_row() == 1 ? "" : "s", t.bytes_per_row(),
         t.growing() ? ", growing" : "",
         servers.empty() ? "" : ", MB per ps: " + servers);
   }
   if (!s.membership().empty()) {
-    absl::StrAppendFormat(&text, "membership (at least %d worker%s):\n",
+    absl::StrAppendFormat(out, "membership (at least %d worker%s):\n",
                           std::max(1, s.min_workers()),
                           std::max(1, s.min_workers()) == 1 ? "" : "s");
     for (const MembershipChange& c : s.membership()) {
-      absl::StrAppendFormat(&text, "  %s worker %d %-21s %-8s %s\n",
+      absl::StrAppendFormat(out, "  %s worker %d %-21s %-8s %s\n",
                             TimeOfDay(c.time_ms()), c.worker(), c.address(),
                             c.state(), c.note());
     }
   }
+}
+
+}  // namespace
+
+std::string FormatJobStatus(const JobStatus& s) {
+  std::string text = JobLines(s);
+  AppendTaskLines(s, &text);
+  AppendTableAndMembershipLines(s, &text);
   return text;
 }
 
