@@ -29,6 +29,24 @@ absl::Status ForEachServer(size_t n,
   return absl::OkStatus();
 }
 
+// The manifest that commits a checkpoint of `responses` at `position`.
+CheckpointManifest ManifestOf(const JobPosition& position, int num_ps,
+                              const std::vector<SaveShardsResponse>& responses,
+                              const JobConfig& job) {
+  CheckpointManifest manifest;
+  manifest.set_global_step(position.global_step);
+  manifest.set_epoch(position.epoch);
+  manifest.set_next_step_in_epoch(position.next_step_in_epoch);
+  manifest.set_next_sync_step(position.next_sync_step);
+  if (position.next_step_in_epoch > 0) {
+    *manifest.mutable_epoch_progress() = position.progress;
+  }
+  manifest.set_num_ps(num_ps);
+  manifest.set_created_unix_micros(absl::ToUnixMicros(absl::Now()));
+  AddSavedFiles(responses, job, &manifest);
+  return manifest;
+}
+
 }  // namespace
 
 void AddSavedFiles(const std::vector<SaveShardsResponse>& saved,
@@ -97,39 +115,14 @@ absl::StatusOr<std::string> JobCheckpointer::Save(const JobPosition& position) {
   return saved;
 }
 
-absl::StatusOr<std::string> JobCheckpointer::SaveInto(
-    const JobPosition& position) {
-  const absl::Time start = absl::Now();
-  absl::StatusOr<std::string> directory = dir_.Prepare(position.global_step);
-  if (absl::IsAlreadyExists(directory.status())) {
-    // Asked twice at one step (a checkpoint right after the last epoch's),
-    // or left by an earlier run: keep it if it is sound.
-    const CheckpointRef ref{position.global_step,
-                            dir_.PathFor(position.global_step), true};
-    absl::StatusOr<CheckpointManifest> existing = dir_.Validate(ref);
-    if (existing.ok()) {
-      LOG(INFO) << "checkpoint " << ref.path << " already holds step "
-                << position.global_step;
-      return ref.path;
-    }
-    LOG(WARNING) << "checkpoint " << ref.path
-                 << " is damaged and will be rewritten: "
-                 << existing.status().message();
-    if (absl::StatusOr<std::string> aside = dir_.SetAside(ref); !aside.ok()) {
-      return aside.status();
-    }
-    directory = dir_.Prepare(position.global_step);
-  }
-  if (!directory.ok()) return directory.status();
-  if (replicas_ != nullptr) {
-    if (absl::Status s = replicas_->SettleRowPushes(); !s.ok()) return s;
-  }
+absl::StatusOr<std::vector<SaveShardsResponse>> JobCheckpointer::SaveShards(
+    const std::string& directory, const JobPosition& position) {
   std::vector<SaveShardsResponse> responses(ps_.size());
   if (absl::Status s =
           ForEachServer(ps_.size(),
                         [&](size_t k) {
                           SaveShardsRequest request;
-                          request.set_directory(*directory);
+                          request.set_directory(directory);
                           request.set_ps_index(static_cast<int>(k));
                           request.set_global_step(position.global_step);
                           return ps_[k]->SaveShards(request, &responses[k]);
@@ -157,27 +150,52 @@ absl::StatusOr<std::string> JobCheckpointer::SaveInto(
   if (replicas_ != nullptr) {
     SaveShardsResponse& replica = responses.emplace_back();
     if (absl::Status s =
-            replicas_->Save(*directory, position.global_step, &replica);
+            replicas_->Save(directory, position.global_step, &replica);
         !s.ok()) {
       return absl::Status(
           s.code(), absl::StrCat("checkpoint at step ", position.global_step,
                                  ": the workers' replica: ", s.message()));
     }
   }
+  return responses;
+}
 
-  CheckpointManifest manifest;
-  manifest.set_global_step(position.global_step);
-  manifest.set_epoch(position.epoch);
-  manifest.set_next_step_in_epoch(position.next_step_in_epoch);
-  manifest.set_next_sync_step(position.next_sync_step);
-  if (position.next_step_in_epoch > 0) {
-    *manifest.mutable_epoch_progress() = position.progress;
+absl::StatusOr<std::string> JobCheckpointer::SaveInto(
+    const JobPosition& position) {
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::string> directory = dir_.Prepare(position.global_step);
+  if (absl::IsAlreadyExists(directory.status())) {
+    // Asked twice at one step (a checkpoint right after the last epoch's),
+    // or left by an earlier run: keep it if it is sound.
+    const CheckpointRef ref{position.global_step,
+                            dir_.PathFor(position.global_step), true};
+    absl::StatusOr<CheckpointManifest> existing = dir_.Validate(ref);
+    if (existing.ok()) {
+      LOG(INFO) << "checkpoint " << ref.path << " already holds step "
+                << position.global_step;
+      return ref.path;
+    }
+    LOG(WARNING) << "checkpoint " << ref.path
+                 << " is damaged and will be rewritten: "
+                 << existing.status().message();
+    if (absl::StatusOr<std::string> aside = dir_.SetAside(ref); !aside.ok()) {
+      return aside.status();
+    }
+    directory = dir_.Prepare(position.global_step);
   }
-  manifest.set_num_ps(static_cast<int>(ps_.size()));
-  manifest.set_created_unix_micros(absl::ToUnixMicros(absl::Now()));
-  AddSavedFiles(responses, job_, &manifest);
+  if (!directory.ok()) return directory.status();
+  if (replicas_ != nullptr) {
+    if (absl::Status s = replicas_->SettleRowPushes(); !s.ok()) return s;
+  }
+  absl::StatusOr<std::vector<SaveShardsResponse>> responses =
+      SaveShards(*directory, position);
+  if (!responses.ok()) return responses.status();
+  const CheckpointManifest manifest =
+      ManifestOf(position, static_cast<int>(ps_.size()), *responses, job_);
   int64_t bytes = 0;
-  for (const SaveShardsResponse& r : responses) bytes += r.file().size_bytes();
+  for (const SaveShardsResponse& r : *responses) {
+    bytes += r.file().size_bytes();
+  }
   if (absl::Status s = dir_.Commit(manifest); !s.ok()) return s;
   if (absl::Status s = dir_.KeepLast(keep_); !s.ok()) {
     // The new checkpoint is complete; failing to prune is not fatal.

@@ -106,6 +106,11 @@ class JobCheckpointer {
  private:
   // Save without the clean-up of a failure.
   absl::StatusOr<std::string> SaveInto(const JobPosition& position);
+  // Every server's shards (and the replica's) saved into `directory`; the
+  // servers' answers, the replica's last. FailedPrecondition for a server
+  // that saved fewer shards than this job put on it.
+  absl::StatusOr<std::vector<SaveShardsResponse>> SaveShards(
+      const std::string& directory, const JobPosition& position);
 
   CheckpointDir dir_;
   const int keep_;
