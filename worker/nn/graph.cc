@@ -30,106 +30,136 @@ void Predict(LossDef::Kind loss, int64_t rows, int64_t cols, float* out) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Graph>> Graph::Create(const ModelGraph& model,
-                                                     Backend* backend) {
-  std::unique_ptr<Graph> graph(new Graph(backend));
-  graph->model_ = model.resolved;
-  absl::flat_hash_map<std::string, int> var_index, table_index;
+struct Graph::Names {
+  absl::flat_hash_map<std::string, int> variable, table, tensor, sparse;
+};
+
+void Graph::AddVariables(const ModelGraph& model, Names* names) {
   for (const VariableDef& var : model.variables) {
     if (var.sparse) {
-      table_index[var.name] = static_cast<int>(graph->tables_.size());
-      graph->tables_.push_back(var);
-      graph->table_reads_.emplace_back();
+      names->table[var.name] = static_cast<int>(tables_.size());
+      tables_.push_back(var);
+      table_reads_.emplace_back();
       TableBuffers buffers;
       buffers.dim = var.shape.size() > 1 ? var.shape[1] : 1;
-      graph->table_buffers_.push_back(std::move(buffers));
+      table_buffers_.push_back(std::move(buffers));
       continue;
     }
-    var_index[var.name] = static_cast<int>(graph->variables_.size());
-    graph->variables_.push_back(var);
-    graph->values_.emplace_back(backend, NumElements(var.shape));
-    graph->grads_.emplace_back(backend, NumElements(var.shape));
+    names->variable[var.name] = static_cast<int>(variables_.size());
+    variables_.push_back(var);
+    values_.emplace_back(backend_, NumElements(var.shape));
+    grads_.emplace_back(backend_, NumElements(var.shape));
   }
-  absl::flat_hash_map<std::string, int> tensor_index, sparse_index;
-  auto add_tensor = [&](const std::string& name, bool input) {
-    tensor_index[name] = static_cast<int>(graph->tensors_.size());
-    Tensor t;
-    t.size = NumElements(model.tensors.at(name).shape);
-    t.model_input = input;
-    graph->tensors_.push_back(std::move(t));
-  };
-  for (const InputDef& in : graph->model_.inputs()) {
+}
+
+void Graph::AddTensor(const ModelGraph& model, const std::string& name,
+                      bool input, Names* names) {
+  names->tensor[name] = static_cast<int>(tensors_.size());
+  Tensor t;
+  t.size = NumElements(model.tensors.at(name).shape);
+  t.model_input = input;
+  tensors_.push_back(std::move(t));
+}
+
+void Graph::AddInputs(const ModelGraph& model, Names* names) {
+  for (const InputDef& in : model_.inputs()) {
     if (in.has_sparse()) {
-      sparse_index[in.name()] = static_cast<int>(graph->sparse_names_.size());
-      graph->sparse_names_.push_back(in.name());
-      graph->sparse_.emplace_back();
+      names->sparse[in.name()] = static_cast<int>(sparse_names_.size());
+      sparse_names_.push_back(in.name());
+      sparse_.emplace_back();
       continue;
     }
-    add_tensor(in.name(), true);
-    graph->dense_inputs_.push_back(tensor_index[in.name()]);
-    graph->dense_names_.push_back(in.name());
+    AddTensor(model, in.name(), true, names);
+    dense_inputs_.push_back(names->tensor[in.name()]);
+    dense_names_.push_back(in.name());
   }
-  int dropouts = 0;
-  for (int i : model.order) {
-    const LayerDef& def = graph->model_.layers(i);
-    add_tensor(def.output(), false);
-    if (def.has_embedding_bag()) {
-      // Shape inference let embedding_bag read only sparse inputs.
-      const int fields = def.inputs_size();
-      for (int k = 0; k < fields; ++k) {
-        Embedding e;
-        e.input = sparse_index.at(def.inputs(k));
-        e.table = table_index.at(def.embedding_bag().table());
-        e.output = tensor_index[def.output()];
-        e.dim = def.embedding_bag().dim();
-        e.column = k * e.dim;
-        e.stride = fields * e.dim;
-        e.combiner = def.embedding_bag().combiner() == MEAN
-                         ? Backend::Combiner::kMean
-                         : Backend::Combiner::kSum;
-        graph->table_reads_[e.table].push_back(e.input);
-        graph->embeddings_.push_back(e);
-      }
-      continue;
-    }
-    LayerSpec spec;
-    spec.def = &def;
-    spec.output = model.tensors.at(def.output()).shape;
-    Node node;
-    for (const std::string& in : def.inputs()) {
-      spec.inputs.push_back(model.tensors.at(in));
-      node.inputs.push_back(tensor_index[in]);
-      ++graph->tensors_[tensor_index[in]].readers;
-    }
-    for (const LayerVariable& v : LayerVariables(def, spec.inputs)) {
-      const int k = var_index.at(v.name);
-      node.params.push_back(k);
-      spec.params.values.push_back(graph->values_[k].data());
-      spec.params.grads.push_back(graph->grads_[k].data());
-    }
-    if (def.has_dropout()) spec.dropout_index = dropouts++;
-    absl::StatusOr<std::unique_ptr<Layer>> layer = CreateLayer(spec, backend);
-    if (!layer.ok()) return layer.status();
-    node.layer = *std::move(layer);
-    node.output = tensor_index[def.output()];
-    graph->nodes_.push_back(std::move(node));
+}
+
+void Graph::AddEmbeddingBag(const LayerDef& def, const Names& names) {
+  // Shape inference let embedding_bag read only sparse inputs.
+  const int fields = def.inputs_size();
+  for (int k = 0; k < fields; ++k) {
+    Embedding e;
+    e.input = names.sparse.at(def.inputs(k));
+    e.table = names.table.at(def.embedding_bag().table());
+    e.output = names.tensor.at(def.output());
+    e.dim = def.embedding_bag().dim();
+    e.column = k * e.dim;
+    e.stride = fields * e.dim;
+    e.combiner = def.embedding_bag().combiner() == MEAN
+                     ? Backend::Combiner::kMean
+                     : Backend::Combiner::kSum;
+    table_reads_[e.table].push_back(e.input);
+    embeddings_.push_back(e);
   }
-  // A tensor read more than once gets one gradient buffer per read, summed
-  // into its own after each reader's backward pass.
-  for (Node& node : graph->nodes_) {
+}
+
+absl::Status Graph::AddLayer(const ModelGraph& model, const LayerDef& def,
+                             int* dropouts, Names* names) {
+  LayerSpec spec;
+  spec.def = &def;
+  spec.output = model.tensors.at(def.output()).shape;
+  Node node;
+  for (const std::string& in : def.inputs()) {
+    spec.inputs.push_back(model.tensors.at(in));
+    node.inputs.push_back(names->tensor[in]);
+    ++tensors_[names->tensor[in]].readers;
+  }
+  for (const LayerVariable& v : LayerVariables(def, spec.inputs)) {
+    const int k = names->variable.at(v.name);
+    node.params.push_back(k);
+    spec.params.values.push_back(values_[k].data());
+    spec.params.grads.push_back(grads_[k].data());
+  }
+  if (def.has_dropout()) spec.dropout_index = (*dropouts)++;
+  absl::StatusOr<std::unique_ptr<Layer>> layer = CreateLayer(spec, backend_);
+  if (!layer.ok()) return layer.status();
+  node.layer = *std::move(layer);
+  node.output = names->tensor[def.output()];
+  nodes_.push_back(std::move(node));
+  return absl::OkStatus();
+}
+
+// A tensor read more than once gets one gradient buffer per read, summed
+// into its own after each reader's backward pass.
+void Graph::AssignGradientSlots() {
+  for (Node& node : nodes_) {
     for (int t : node.inputs) {
-      const Tensor& tensor = graph->tensors_[t];
+      const Tensor& tensor = tensors_[t];
       if (tensor.model_input) {
         node.slot.push_back(-1);
       } else if (tensor.readers == 1) {
         node.slot.push_back(-2);  // the tensor's own gradient buffer
       } else {
-        node.slot.push_back(static_cast<int>(graph->slot_sizes_.size()));
-        graph->slot_sizes_.push_back(tensor.size);
+        node.slot.push_back(static_cast<int>(slot_sizes_.size()));
+        slot_sizes_.push_back(tensor.size);
       }
     }
   }
-  graph->loss_input_ = tensor_index.at(graph->model_.loss().input());
+}
+
+absl::StatusOr<std::unique_ptr<Graph>> Graph::Create(const ModelGraph& model,
+                                                     Backend* backend) {
+  std::unique_ptr<Graph> graph(new Graph(backend));
+  graph->model_ = model.resolved;
+  Names names;
+  graph->AddVariables(model, &names);
+  graph->AddInputs(model, &names);
+  int dropouts = 0;
+  for (int i : model.order) {
+    const LayerDef& def = graph->model_.layers(i);
+    graph->AddTensor(model, def.output(), false, &names);
+    if (def.has_embedding_bag()) {
+      graph->AddEmbeddingBag(def, names);
+      continue;
+    }
+    if (absl::Status s = graph->AddLayer(model, def, &dropouts, &names);
+        !s.ok()) {
+      return s;
+    }
+  }
+  graph->AssignGradientSlots();
+  graph->loss_input_ = names.tensor.at(graph->model_.loss().input());
   return graph;
 }
 

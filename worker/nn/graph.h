@@ -180,6 +180,18 @@ class Graph {
   };
 
   explicit Graph(Backend* backend) : backend_(backend) {}
+  // Create's steps. Names holds where each variable, table, tensor and
+  // sparse input went, by name, while the graph is built.
+  struct Names;
+  void AddVariables(const ModelGraph& model, Names* names);
+  void AddTensor(const ModelGraph& model, const std::string& name, bool input,
+                 Names* names);
+  void AddInputs(const ModelGraph& model, Names* names);
+  // An embedding bag's reads: one per field, pooled by ForwardEmbeddings.
+  void AddEmbeddingBag(const LayerDef& def, const Names& names);
+  absl::Status AddLayer(const ModelGraph& model, const LayerDef& def,
+                        int* dropouts, Names* names);
+  void AssignGradientSlots();
   // InvalidArgument unless `values` has one span of the right size per
   // dense variable.
   absl::Status CheckParameters(
