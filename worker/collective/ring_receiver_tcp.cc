@@ -13,6 +13,51 @@
 #include "worker/collective/ring_wire.h"
 
 namespace tessera {
+namespace {
+
+// One chunk's frame and its bytes; InvalidArgument for a frame that is not
+// a chunk, the socket's error for a connection that ended.
+absl::Status ReadChunk(Socket& socket, FrameHeader* frame,
+                       std::vector<char>* buffer) {
+  absl::Status status = ReadFrameHeader(socket, frame);
+  if (status.ok() && (frame->op != FrameOp::kRingChunk || frame->bytes < 0 ||
+                      frame->bytes > kMaxChunkBytes)) {
+    status = absl::InvalidArgumentError(absl::StrCat(
+        "ring all-reduce: ", "a frame of op ", static_cast<int>(frame->op),
+        " and ", frame->bytes, " bytes where a chunk belongs"));
+  }
+  if (status.ok()) {
+    buffer->resize(frame->bytes);
+    status = socket.ReadFull(buffer->data(), buffer->size());
+  }
+  return status;
+}
+
+// InvalidArgument unless the chunk of `bytes` is the one `call` expects
+// next from `left`: its call, step, segment and offset, whole floats, and
+// no more than the segment holds.
+absl::Status CheckNextChunk(const RingCall& call, const FrameHeader& frame,
+                            size_t bytes, uint64_t generation, int rank,
+                            const std::string& left) {
+  const RingSchedule& s = *call.schedule;
+  const int step = call.recv_step;
+  const int segment = s.RecvSegment(step);
+  const int64_t expected_offset = s.SegmentBegin(segment) + call.recv_done;
+  const int64_t count = static_cast<int64_t>(bytes / sizeof(float));
+  if (static_cast<uint64_t>(frame.a) != generation ||
+      frame.count != static_cast<uint32_t>(step) || frame.flags != segment ||
+      frame.b != expected_offset || bytes % sizeof(float) != 0 || count == 0 ||
+      call.recv_done + count > s.SegmentSize(segment)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ring all-reduce: ", left, " sent call ", frame.a, " step ",
+        frame.count, " segment ", frame.flags, " at element ", frame.b, " (",
+        bytes, " bytes) where rank ", rank, " expected call ", generation,
+        " step ", step, " segment ", segment, " at element ", expected_offset));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 grpc::ServerUnaryReactor* RingReceiver::DataPlane(
     grpc::CallbackServerContext* context, const DataPlaneRequest* /*request*/,
@@ -151,17 +196,7 @@ absl::Status RingReceiver::ReceiveTcp(Socket& socket, uint64_t generation) {
   if (generation == 0) return absl::OkStatus();  // nothing to receive
   while (true) {
     FrameHeader frame;
-    absl::Status status = ReadFrameHeader(socket, &frame);
-    if (status.ok() && (frame.op != FrameOp::kRingChunk || frame.bytes < 0 ||
-                        frame.bytes > kMaxChunkBytes)) {
-      status = absl::InvalidArgumentError(absl::StrCat(
-          "ring all-reduce: ", "a frame of op ", static_cast<int>(frame.op),
-          " and ", frame.bytes, " bytes where a chunk belongs"));
-    }
-    if (status.ok()) {
-      buffer.resize(frame.bytes);
-      status = socket.ReadFull(buffer.data(), buffer.size());
-    }
+    absl::Status status = ReadChunk(socket, &frame, &buffer);
     RingCall* call = nullptr;
     float* dst = nullptr;
     bool reduce = false;
@@ -187,29 +222,16 @@ absl::Status RingReceiver::ReceiveTcp(Socket& socket, uint64_t generation) {
         call->tcp = nullptr;
         return status;
       }
-      const RingSchedule& s = *call->schedule;
-      const int step = call->recv_step;
-      const int segment = s.RecvSegment(step);
-      const int64_t expected_offset = s.SegmentBegin(segment) + call->recv_done;
-      const size_t bytes = buffer.size();
-      count = static_cast<int64_t>(bytes / sizeof(float));
-      if (static_cast<uint64_t>(frame.a) != generation ||
-          frame.count != static_cast<uint32_t>(step) ||
-          frame.flags != segment || frame.b != expected_offset ||
-          bytes % sizeof(float) != 0 || count == 0 ||
-          call->recv_done + count > s.SegmentSize(segment)) {
-        status = absl::InvalidArgumentError(absl::StrCat(
-            "ring all-reduce: ", left_name_, " sent call ", frame.a, " step ",
-            frame.count, " segment ", frame.flags, " at element ", frame.b,
-            " (", bytes, " bytes) where rank ", rank_, " expected call ",
-            generation, " step ", step, " segment ", segment, " at element ",
-            expected_offset));
+      status = CheckNextChunk(*call, frame, buffer.size(), generation, rank_,
+                              left_name_);
+      if (!status.ok()) {
         FailLocked(call, status);
         call->tcp = nullptr;
         return status;
       }
+      count = static_cast<int64_t>(buffer.size() / sizeof(float));
       dst = call->data + frame.b;
-      reduce = s.Reduces(step);
+      reduce = call->schedule->Reduces(call->recv_step);
       ++call->tcp_busy;
     }
     // The arithmetic runs outside the mutex: End() waits for tcp_busy.
