@@ -32,6 +32,26 @@ double SecondsLeft(absl::Time deadline) {
   return std::max(absl::ToDoubleSeconds(deadline - absl::Now()), 1e-3);
 }
 
+// The call's end after its chunks were written with `sent`: the
+// receiver's answer once it has everything, or why it refused the call.
+absl::Status AwaitReply(Socket& socket, absl::Status sent) {
+  FrameHeader reply;
+  if (sent.ok()) {
+    // The receiver answers once it has everything, or says why not.
+    return ReadReplyHeader(socket, FrameOp::kRingReply, &reply);
+  }
+  if (absl::IsUnavailable(sent)) {
+    // A receiver that refused the call wrote why before it hung up.
+    socket.SetTimeout(0.2).IgnoreError();
+    absl::Status why = ReadReplyHeader(socket, FrameOp::kRingReply, &reply);
+    if (!why.ok() && !absl::IsUnavailable(why) &&
+        !absl::IsDeadlineExceeded(why) && !absl::IsInternal(why)) {
+      return why;
+    }
+  }
+  return sent;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<TcpRingTransport>> TcpRingTransport::Start(
@@ -149,6 +169,22 @@ absl::StatusOr<Socket> TcpRingTransport::ConnectRight(absl::Time deadline) {
   return socket;
 }
 
+// One connection serves call after call: a connection and its handshake
+// per call cost more than a small buffer's transfer. A kept one the
+// neighbour closed is replaced before anything is written to it.
+absl::Status TcpRingTransport::KeepRightConnected(absl::Time deadline) {
+  if (right_socket_.valid() && right_socket_.IdleAndOpen()) {
+    right_socket_.SetTimeout(SecondsLeft(deadline)).IgnoreError();
+    return absl::OkStatus();
+  }
+  right_socket_.Close();
+  absl::StatusOr<Socket> connected = ConnectRight(deadline);
+  if (!connected.ok()) return connected.status();
+  right_socket_ = *std::move(connected);
+  ++connections_opened_;
+  return absl::OkStatus();
+}
+
 absl::Status TcpRingTransport::Send(RingCall* call,
                                     absl::Span<const float> data,
                                     absl::Time deadline) {
@@ -159,20 +195,8 @@ absl::Status TcpRingTransport::Send(RingCall* call,
     return absl::Status(s.code(),
                         absl::StrCat(peer, " data plane: ", s.message()));
   };
-  // One connection serves call after call: a connection and its
-  // handshake per call cost more than a small buffer's transfer. A kept
-  // one the neighbour closed (it restarted, or gave a call up) is
-  // replaced before anything is written to it.
-  if (!right_socket_.valid() || !right_socket_.IdleAndOpen()) {
-    right_socket_.Close();
-    absl::StatusOr<Socket> connected = ConnectRight(deadline);
-    if (!connected.ok()) {
-      return link_.receiver->Fail(call, named(connected.status()));
-    }
-    right_socket_ = *std::move(connected);
-    ++connections_opened_;
-  } else {
-    right_socket_.SetTimeout(SecondsLeft(deadline)).IgnoreError();
+  if (absl::Status connected = KeepRightConnected(deadline); !connected.ok()) {
+    return link_.receiver->Fail(call, named(connected));
   }
   Socket& socket = right_socket_;
 
@@ -223,19 +247,7 @@ absl::Status TcpRingTransport::Send(RingCall* call,
       done += n;
     }
   }
-  FrameHeader reply;
-  if (status.ok()) {
-    // The receiver answers once it has everything, or says why not.
-    status = ReadReplyHeader(socket, FrameOp::kRingReply, &reply);
-  } else if (absl::IsUnavailable(status)) {
-    // A receiver that refused the call wrote why before it hung up.
-    socket.SetTimeout(0.2).IgnoreError();
-    absl::Status why = ReadReplyHeader(socket, FrameOp::kRingReply, &reply);
-    if (!why.ok() && !absl::IsUnavailable(why) &&
-        !absl::IsDeadlineExceeded(why) && !absl::IsInternal(why)) {
-      status = why;
-    }
-  }
+  status = AwaitReply(socket, status);
   // After an error the connection is in an unknown state.
   if (!status.ok()) right_socket_.Close();
   // The first error of the call wins: a local one or the right

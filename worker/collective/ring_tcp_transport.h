@@ -52,6 +52,9 @@ class TcpRingTransport final : public RingTransport {
   void ServeLeft(Socket& socket);
   // The connection to the right neighbour for one call, handshake done.
   absl::StatusOr<Socket> ConnectRight(absl::Time deadline);
+  // right_socket_ open for a call: the kept connection, or a new one in
+  // place of one the neighbour closed (it restarted, or gave a call up).
+  absl::Status KeepRightConnected(absl::Time deadline);
 
   RingLink link_;  // rank and num_ranks change in Reform
   std::string right_address_;
