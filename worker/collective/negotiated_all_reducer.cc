@@ -52,6 +52,57 @@ absl::StatusOr<int> CountVotes(float total, int n, const char* what) {
   return static_cast<int>(total);
 }
 
+// This rank's vote: 1 for NCCL if it can load and use it, then rank 0's
+// NCCL unique id as one float per byte (0 from the other ranks), so that
+// the sum carries it to every rank.
+std::vector<float> Offer(const NcclChoice& choice, int rank) {
+  bool can = choice.cuda_device >= 0 && choice.make != nullptr;
+  if (can && choice.load != nullptr) {
+    // Loaded only now, by a worker that could use it: a CPU worker, or a
+    // job without mirrored training, never maps NCCL.
+    if (absl::Status loaded = choice.load(); !loaded.ok()) {
+      LOG(WARNING) << "all-reduce: this worker votes for the ring, NCCL "
+                      "cannot be loaded here: "
+                   << loaded.message();
+      can = false;
+    }
+  }
+  std::vector<float> offer(1 + kIdBytes, 0.0f);
+  offer[0] = can ? 1.0f : 0.0f;
+  if (rank == 0 && can) {
+    absl::StatusOr<std::string> id = choice.new_id();
+    if (!id.ok() || id->size() != kIdBytes) {
+      LOG(WARNING) << "all-reduce: no NCCL unique id ("
+                   << (id.ok() ? absl::StrCat(id->size(), " bytes")
+                               : id.status().ToString())
+                   << "); voting for the ring";
+      offer[0] = 0.0f;
+    } else {
+      for (int i = 0; i < kIdBytes; ++i) {
+        offer[1 + i] = static_cast<float>(static_cast<uint8_t>((*id)[i]));
+      }
+    }
+  }
+  return offer;
+}
+
+// The NCCL unique id in a summed offer; DataLoss for a sum that is not a
+// byte.
+absl::StatusOr<std::string> IdOf(absl::Span<const float> offer) {
+  std::string id(kIdBytes, '\0');
+  for (int i = 0; i < kIdBytes; ++i) {
+    // Only rank 0 adds id bytes; a sum outside a byte is some peer's fault.
+    const float byte = offer[1 + i];
+    if (!(byte >= 0.0f && byte <= 255.0f) || byte != std::floor(byte)) {
+      return absl::DataLossError(absl::StrCat(
+          "all-reduce negotiation: byte ", i, " of the NCCL unique id sums to ",
+          byte, ", not a byte value"));
+    }
+    id[i] = static_cast<char>(static_cast<uint8_t>(byte));
+  }
+  return id;
+}
+
 }  // namespace
 
 double NcclInitTimeout(double timeout_s) { return timeout_s / 2; }
@@ -80,33 +131,7 @@ NegotiatedAllReducer::NegotiatedAllReducer(AllReducer* ring, NcclChoice nccl)
 
 absl::Status NegotiatedAllReducer::Negotiate() {
   const int n = num_ranks();
-  bool can = choice_.cuda_device >= 0 && choice_.make != nullptr;
-  if (can && choice_.load != nullptr) {
-    // Loaded only now, by a worker that could use it: a CPU worker, or a
-    // job without mirrored training, never maps NCCL.
-    if (absl::Status loaded = choice_.load(); !loaded.ok()) {
-      LOG(WARNING) << "all-reduce: this worker votes for the ring, NCCL "
-                      "cannot be loaded here: "
-                   << loaded.message();
-      can = false;
-    }
-  }
-  std::vector<float> offer(1 + kIdBytes, 0.0f);
-  offer[0] = can ? 1.0f : 0.0f;
-  if (rank() == 0 && can) {
-    absl::StatusOr<std::string> id = choice_.new_id();
-    if (!id.ok() || id->size() != kIdBytes) {
-      LOG(WARNING) << "all-reduce: no NCCL unique id ("
-                   << (id.ok() ? absl::StrCat(id->size(), " bytes")
-                               : id.status().ToString())
-                   << "); voting for the ring";
-      offer[0] = 0.0f;
-    } else {
-      for (int i = 0; i < kIdBytes; ++i) {
-        offer[1 + i] = static_cast<float>(static_cast<uint8_t>((*id)[i]));
-      }
-    }
-  }
+  std::vector<float> offer = Offer(choice_, rank());
   // What this rank voted (rank 0 may have withdrawn for want of an id).
   const bool voted = offer[0] == 1.0f;
   if (absl::Status s = ring_->AllReduce(absl::MakeSpan(offer)); !s.ok()) {
@@ -119,24 +144,15 @@ absl::Status NegotiatedAllReducer::Negotiate() {
               << " workers have a GPU and NCCL; NCCL needs all of them)";
     return absl::OkStatus();
   }
-  std::string id(kIdBytes, '\0');
-  for (int i = 0; i < kIdBytes; ++i) {
-    // Only rank 0 adds id bytes; a sum outside a byte is some peer's fault.
-    const float byte = offer[1 + i];
-    if (!(byte >= 0.0f && byte <= 255.0f) || byte != std::floor(byte)) {
-      return absl::DataLossError(absl::StrCat(
-          "all-reduce negotiation: byte ", i, " of the NCCL unique id sums to ",
-          byte, ", not a byte value"));
-    }
-    id[i] = static_cast<char>(static_cast<uint8_t>(byte));
-  }
+  absl::StatusOr<std::string> id = IdOf(offer);
+  if (!id.ok()) return id.status();
   // A total of n votes does not prove this rank voted 1 (a peer may have
   // miscounted): only a rank that voted for NCCL tries to join, and the
   // others vote 0 below, so that every rank stays on the ring together.
   absl::StatusOr<std::unique_ptr<AllReducer>> nccl =
       absl::FailedPreconditionError("this worker voted for the ring");
   if (voted) {
-    nccl = choice_.make(rank(), n, id);
+    nccl = choice_.make(rank(), n, *id);
     if (!nccl.ok()) {
       LOG(WARNING) << "all-reduce: joining NCCL failed on this worker: "
                    << nccl.status();
