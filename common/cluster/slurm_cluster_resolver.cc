@@ -322,8 +322,19 @@ absl::StatusOr<std::map<std::string, int>> ParseJobs(absl::string_view text) {
   return jobs;
 }
 
-absl::StatusOr<SlurmResolution> ResolveSlurmCluster(
-    const SlurmOptions& options,
+namespace {
+
+// The step's variables, parsed and checked against each other.
+struct SlurmStep {
+  int rank = 0;
+  int num_tasks = 0;
+  std::string nodelist;    // SLURM_STEP_NODELIST as given
+  std::string tasks_text;  // SLURM_STEP_TASKS_PER_NODE as given
+  std::vector<std::string> nodes;
+  std::vector<int> tasks_per_node;
+};
+
+absl::StatusOr<SlurmStep> ReadSlurmStep(
     const std::function<const char*(const char*)>& getenv) {
   // SLURM_PROCID first: it is the variable that says "inside Slurm".
   absl::StatusOr<std::string> procid = Required(getenv, "SLURM_PROCID");
@@ -385,10 +396,20 @@ absl::StatusOr<SlurmResolution> ResolveSlurmCluster(
         absl::StrCat("SLURM_PROCID is ", *rank, " but the step has only ",
                      *num_tasks, " tasks (SLURM_STEP_NUM_TASKS)"));
   }
+  return SlurmStep{*rank,
+                   *num_tasks,
+                   *std::move(nodelist),
+                   *std::move(tasks_text),
+                   *std::move(nodes),
+                   *std::move(tasks_per_node)};
+}
 
-  // Jobs: TF's default is one worker per task.
-  std::map<std::string, int> jobs = options.jobs;
-  if (jobs.empty()) jobs["worker"] = *num_tasks;
+// The jobs the step's tasks are split into; TF's default is one worker
+// per task.
+absl::StatusOr<std::map<std::string, int>> JobsOfStep(
+    const std::map<std::string, int>& asked, int num_tasks) {
+  std::map<std::string, int> jobs = asked;
+  if (jobs.empty()) jobs["worker"] = num_tasks;
   int64_t wanted = 0;
   for (const auto& [name, count] : jobs) {
     if (count < 1) {
@@ -398,34 +419,34 @@ absl::StatusOr<SlurmResolution> ResolveSlurmCluster(
     }
     wanted += count;
   }
-  if (wanted != *num_tasks) {
+  if (wanted != num_tasks) {
     return absl::InvalidArgumentError(absl::StrCat(
         "jobs ", JobsText(jobs), " add up to ", wanted,
-        " tasks but the Slurm step has ", *num_tasks,
+        " tasks but the Slurm step has ", num_tasks,
         " (SLURM_STEP_NUM_TASKS); start as many tasks as the jobs name "
         "(srun -n ",
         wanted, ")"));
   }
+  return jobs;
+}
 
-  // Checked before placing ranks: no node may run more tasks than it has
-  // ports.
-  const int max_tasks =
-      *std::max_element(tasks_per_node->begin(), tasks_per_node->end());
-  if (options.port_base < 1 ||
-      static_cast<int64_t>(options.port_base) + max_tasks - 1 > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("port_base is ", options.port_base, "; with up to ",
-                     max_tasks, " task(s) on one node the ports run to ",
-                     static_cast<int64_t>(options.port_base) + max_tasks - 1,
-                     ", outside 1..65535"));
+// No node may run more tasks than it has ports.
+absl::Status CheckPortRange(int port_base, int max_tasks) {
+  if (port_base < 1 ||
+      static_cast<int64_t>(port_base) + max_tasks - 1 > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "port_base is ", port_base, "; with up to ", max_tasks,
+        " task(s) on one node the ports run to ",
+        static_cast<int64_t>(port_base) + max_tasks - 1, ", outside 1..65535"));
   }
+  return absl::OkStatus();
+}
 
-  // Where Slurm put each rank.
-  absl::StatusOr<int> per_round = RanksPerRound(getenv);
-  if (!per_round.ok()) return per_round.status();
-  const std::vector<Placement> placements =
-      PlaceRanks(*tasks_per_node, *per_round, *num_tasks);
-  const Placement& own = placements[*rank];
+// SLURM_NODEID and SLURM_LOCALID, where Slurm sets them, must be where the
+// layout computed puts this rank: otherwise every address would be wrong.
+absl::Status CheckReportedPlacement(
+    const std::function<const char*(const char*)>& getenv,
+    const SlurmStep& step, const Placement& own) {
   for (const auto& [name, actual] :
        {std::pair<const char*, int>{"SLURM_NODEID", own.node},
         std::pair<const char*, int>{"SLURM_LOCALID", own.local}}) {
@@ -435,16 +456,45 @@ absl::StatusOr<SlurmResolution> ResolveSlurmCluster(
     if (!reported.ok()) return reported.status();
     if (*reported != actual) {
       return absl::FailedPreconditionError(absl::StrCat(
-          name, " is ", *reported, " but the layout computed for rank ", *rank,
-          " from SLURM_DISTRIBUTION ",
+          name, " is ", *reported, " but the layout computed for rank ",
+          step.rank, " from SLURM_DISTRIBUTION ",
           Quote(Optional(getenv, "SLURM_DISTRIBUTION").value_or("")),
-          " (unset means block), SLURM_STEP_NODELIST ", Quote(*nodelist),
-          " and SLURM_STEP_TASKS_PER_NODE ", Quote(*tasks_text),
-          " puts it on node ", own.node, " (", (*nodes)[own.node],
+          " (unset means block), SLURM_STEP_NODELIST ", Quote(step.nodelist),
+          " and SLURM_STEP_TASKS_PER_NODE ", Quote(step.tasks_text),
+          " puts it on node ", own.node, " (", step.nodes[own.node],
           ") as local task ", own.local,
           "; Slurm placed the tasks in a way Tessera cannot map; ",
           kUseBlockOrCyclic));
     }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<SlurmResolution> ResolveSlurmCluster(
+    const SlurmOptions& options,
+    const std::function<const char*(const char*)>& getenv) {
+  absl::StatusOr<SlurmStep> step = ReadSlurmStep(getenv);
+  if (!step.ok()) return step.status();
+  absl::StatusOr<std::map<std::string, int>> jobs =
+      JobsOfStep(options.jobs, step->num_tasks);
+  if (!jobs.ok()) return jobs.status();
+  // Checked before placing ranks.
+  const int max_tasks = *std::max_element(step->tasks_per_node.begin(),
+                                          step->tasks_per_node.end());
+  if (absl::Status s = CheckPortRange(options.port_base, max_tasks); !s.ok()) {
+    return s;
+  }
+
+  // Where Slurm put each rank.
+  absl::StatusOr<int> per_round = RanksPerRound(getenv);
+  if (!per_round.ok()) return per_round.status();
+  const std::vector<Placement> placements =
+      PlaceRanks(step->tasks_per_node, *per_round, step->num_tasks);
+  const Placement& own = placements[step->rank];
+  if (absl::Status s = CheckReportedPlacement(getenv, *step, own); !s.ok()) {
+    return s;
   }
 
   // Jobs take ranks in name order (std::map: chief < evaluator < ps <
@@ -452,15 +502,15 @@ absl::StatusOr<SlurmResolution> ResolveSlurmCluster(
   std::map<std::string, std::vector<std::string>> cluster;
   TaskId task;
   int first = 0;
-  for (const auto& [name, count] : jobs) {
+  for (const auto& [name, count] : *jobs) {
     std::vector<std::string>& addresses = cluster[name];
     for (int r = first; r < first + count; ++r) {
       const Placement& p = placements[r];
       addresses.push_back(
-          absl::StrCat((*nodes)[p.node], ":", options.port_base + p.local));
+          absl::StrCat(step->nodes[p.node], ":", options.port_base + p.local));
     }
-    if (*rank >= first && *rank < first + count) {
-      task = TaskId{name, *rank - first};
+    if (step->rank >= first && step->rank < first + count) {
+      task = TaskId{name, step->rank - first};
     }
     first += count;
   }
@@ -474,7 +524,7 @@ absl::StatusOr<SlurmResolution> ResolveSlurmCluster(
   absl::StatusOr<ClusterSpec> spec =
       ClusterSpec::FromParts(std::move(cluster), std::move(task));
   if (!spec.ok()) {
-    return WithPrefix(absl::StrCat("Slurm cluster from jobs ", JobsText(jobs)),
+    return WithPrefix(absl::StrCat("Slurm cluster from jobs ", JobsText(*jobs)),
                       spec.status());
   }
   const bool told = getenv("CUDA_VISIBLE_DEVICES") != nullptr ||
