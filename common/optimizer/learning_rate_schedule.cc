@@ -37,18 +37,20 @@ const char* DecayName(LearningRateSchedule::Decay decay) {
   }
 }
 
-}  // namespace
+// "<prefix>.<name> <what...>" as InvalidArgument.
+template <typename... What>
+absl::Status Bad(absl::string_view prefix, absl::string_view name,
+                 const What&... what) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(prefix, ".", name, " ", what...));
+}
 
-absl::Status ValidateLearningRateSchedule(const LearningRateSchedule& s,
-                                          absl::string_view prefix) {
-  const std::string at = absl::StrCat(prefix, ".");
+// The warm-up and the hold before the decay.
+absl::Status CheckWarmup(const LearningRateSchedule& s,
+                         absl::string_view prefix) {
   auto bad = [&](absl::string_view name, auto... what) {
-    return absl::InvalidArgumentError(absl::StrCat(at, name, " ", what...));
+    return Bad(prefix, name, what...);
   };
-  if (!LearningRateSchedule::Decay_IsValid(s.decay())) {
-    return bad("decay", "is not a known decay (got ", s.decay(), ")");
-  }
-  const LearningRateSchedule::Decay d = s.decay();
   if (s.warmup_steps() < 0) {
     return bad("warmup_steps", "must be >= 0, got ", s.warmup_steps());
   }
@@ -65,7 +67,17 @@ absl::Status ValidateLearningRateSchedule(const LearningRateSchedule& s,
     return bad("warmup_initial_learning_rate",
                "is set but warmup_steps is 0 (no warm-up)");
   }
-  // A field the decay does not read is a mistake in the job, not a no-op.
+  return absl::OkStatus();
+}
+
+// A field the decay does not read is a mistake in the job, not a no-op;
+// decay_steps must be set for a decay that reads it.
+absl::Status CheckFieldsRead(const LearningRateSchedule& s,
+                             absl::string_view prefix) {
+  auto bad = [&](absl::string_view name, auto... what) {
+    return Bad(prefix, name, what...);
+  };
+  const LearningRateSchedule::Decay d = s.decay();
   auto only = [&](bool set, absl::string_view name,
                   LearningRateSchedule::Decay reader) -> absl::Status {
     if (set && d != reader) {
@@ -100,7 +112,16 @@ absl::Status ValidateLearningRateSchedule(const LearningRateSchedule& s,
   if (!uses_steps && s.decay_steps() != 0) {
     return bad("decay_steps", "is not read by ", DecayName(d));
   }
-  switch (d) {
+  return absl::OkStatus();
+}
+
+// The options of the decay itself.
+absl::Status CheckDecayOptions(const LearningRateSchedule& s,
+                               absl::string_view prefix) {
+  auto bad = [&](absl::string_view name, auto... what) {
+    return Bad(prefix, name, what...);
+  };
+  switch (s.decay()) {
     case LearningRateSchedule::DECAY_EXPONENTIAL:
       if (!(s.decay_rate() > 0) || !Finite(s.decay_rate())) {
         return bad("decay_rate", "must be a finite number > 0, got ",
@@ -144,6 +165,98 @@ absl::Status ValidateLearningRateSchedule(const LearningRateSchedule& s,
       break;
     default:
       break;
+  }
+  return absl::OkStatus();
+}
+
+// One key=value part after the decay, into *s.
+absl::Status SetScheduleKey(absl::string_view part, LearningRateSchedule* s) {
+  const size_t eq = part.find('=');
+  const absl::string_view key = part.substr(0, eq);
+  const absl::string_view value =
+      eq == absl::string_view::npos ? "" : part.substr(eq + 1);
+  auto bad = [&](absl::string_view what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("\"", part, "\": ", key, " must be ", what));
+  };
+  auto integer = [&](void (LearningRateSchedule::*set)(int64_t)) {
+    int64_t v;
+    if (!absl::SimpleAtoi(value, &v)) return bad("an integer");
+    (s->*set)(v);
+    return absl::OkStatus();
+  };
+  auto real = [&](void (LearningRateSchedule::*set)(float)) {
+    float v;
+    if (!absl::SimpleAtof(value, &v)) return bad("a number");
+    (s->*set)(v);
+    return absl::OkStatus();
+  };
+  auto boolean = [&](void (LearningRateSchedule::*set)(bool)) {
+    bool v;
+    if (value.empty() && eq == absl::string_view::npos) {
+      v = true;
+    } else if (!absl::SimpleAtob(value, &v)) {
+      return bad("true or false");
+    }
+    (s->*set)(v);
+    return absl::OkStatus();
+  };
+  absl::Status status;
+  if (key == "warmup_steps") {
+    status = integer(&LearningRateSchedule::set_warmup_steps);
+  } else if (key == "warmup_initial_learning_rate") {
+    status = real(&LearningRateSchedule::set_warmup_initial_learning_rate);
+  } else if (key == "hold_steps") {
+    status = integer(&LearningRateSchedule::set_hold_steps);
+  } else if (key == "decay_steps") {
+    status = integer(&LearningRateSchedule::set_decay_steps);
+  } else if (key == "decay_rate") {
+    status = real(&LearningRateSchedule::set_decay_rate);
+  } else if (key == "staircase") {
+    status = boolean(&LearningRateSchedule::set_staircase);
+  } else if (key == "alpha") {
+    status = real(&LearningRateSchedule::set_alpha);
+  } else if (key == "end_learning_rate") {
+    status = real(&LearningRateSchedule::set_end_learning_rate);
+  } else if (key == "power") {
+    status = real(&LearningRateSchedule::set_power);
+  } else if (key == "cycle") {
+    status = boolean(&LearningRateSchedule::set_cycle);
+  } else if (key == "boundaries") {
+    for (absl::string_view x : absl::StrSplit(value, ':')) {
+      int64_t v;
+      if (!absl::SimpleAtoi(x, &v)) {
+        return bad("steps separated by ':' (boundaries=1000:5000)");
+      }
+      s->add_boundaries(v);
+    }
+  } else if (key == "values") {
+    for (absl::string_view x : absl::StrSplit(value, ':')) {
+      float v;
+      if (!absl::SimpleAtof(x, &v)) {
+        return bad("rates separated by ':' (values=0.1:0.01:0.001)");
+      }
+      s->add_values(v);
+    }
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "\"", part,
+        "\": unknown key (warmup_steps, warmup_initial_learning_rate, "
+        "hold_steps, decay_steps, decay_rate, staircase, boundaries, values, "
+        "alpha, end_learning_rate, power, cycle)"));
+  }
+  return status;
+}
+
+}  // namespace
+
+absl::Status ValidateLearningRateSchedule(const LearningRateSchedule& s,
+                                          absl::string_view prefix) {
+  if (!LearningRateSchedule::Decay_IsValid(s.decay())) {
+    return Bad(prefix, "decay", "is not a known decay (got ", s.decay(), ")");
+  }
+  for (auto check : {CheckWarmup, CheckFieldsRead, CheckDecayOptions}) {
+    if (absl::Status status = check(s, prefix); !status.ok()) return status;
   }
   return absl::OkStatus();
 }
@@ -252,82 +365,9 @@ absl::StatusOr<LearningRateSchedule> ParseLearningRateSchedule(
         "polynomial; then ,key=value pairs)"));
   }
   for (size_t i = 1; i < parts.size(); ++i) {
-    const absl::string_view part = parts[i];
-    const size_t eq = part.find('=');
-    const absl::string_view key = part.substr(0, eq);
-    const absl::string_view value =
-        eq == absl::string_view::npos ? "" : part.substr(eq + 1);
-    auto bad = [&](absl::string_view what) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("\"", part, "\": ", key, " must be ", what));
-    };
-    auto integer = [&](void (LearningRateSchedule::*set)(int64_t)) {
-      int64_t v;
-      if (!absl::SimpleAtoi(value, &v)) return bad("an integer");
-      (s.*set)(v);
-      return absl::OkStatus();
-    };
-    auto real = [&](void (LearningRateSchedule::*set)(float)) {
-      float v;
-      if (!absl::SimpleAtof(value, &v)) return bad("a number");
-      (s.*set)(v);
-      return absl::OkStatus();
-    };
-    auto boolean = [&](void (LearningRateSchedule::*set)(bool)) {
-      bool v;
-      if (value.empty() && eq == absl::string_view::npos) {
-        v = true;
-      } else if (!absl::SimpleAtob(value, &v)) {
-        return bad("true or false");
-      }
-      (s.*set)(v);
-      return absl::OkStatus();
-    };
-    absl::Status status;
-    if (key == "warmup_steps") {
-      status = integer(&LearningRateSchedule::set_warmup_steps);
-    } else if (key == "warmup_initial_learning_rate") {
-      status = real(&LearningRateSchedule::set_warmup_initial_learning_rate);
-    } else if (key == "hold_steps") {
-      status = integer(&LearningRateSchedule::set_hold_steps);
-    } else if (key == "decay_steps") {
-      status = integer(&LearningRateSchedule::set_decay_steps);
-    } else if (key == "decay_rate") {
-      status = real(&LearningRateSchedule::set_decay_rate);
-    } else if (key == "staircase") {
-      status = boolean(&LearningRateSchedule::set_staircase);
-    } else if (key == "alpha") {
-      status = real(&LearningRateSchedule::set_alpha);
-    } else if (key == "end_learning_rate") {
-      status = real(&LearningRateSchedule::set_end_learning_rate);
-    } else if (key == "power") {
-      status = real(&LearningRateSchedule::set_power);
-    } else if (key == "cycle") {
-      status = boolean(&LearningRateSchedule::set_cycle);
-    } else if (key == "boundaries") {
-      for (absl::string_view x : absl::StrSplit(value, ':')) {
-        int64_t v;
-        if (!absl::SimpleAtoi(x, &v)) {
-          return bad("steps separated by ':' (boundaries=1000:5000)");
-        }
-        s.add_boundaries(v);
-      }
-    } else if (key == "values") {
-      for (absl::string_view x : absl::StrSplit(value, ':')) {
-        float v;
-        if (!absl::SimpleAtof(x, &v)) {
-          return bad("rates separated by ':' (values=0.1:0.01:0.001)");
-        }
-        s.add_values(v);
-      }
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "\"", part,
-          "\": unknown key (warmup_steps, warmup_initial_learning_rate, "
-          "hold_steps, decay_steps, decay_rate, staircase, boundaries, values, "
-          "alpha, end_learning_rate, power, cycle)"));
+    if (absl::Status status = SetScheduleKey(parts[i], &s); !status.ok()) {
+      return status;
     }
-    if (!status.ok()) return status;
   }
   return s;
 }
