@@ -57,6 +57,114 @@ float HalfToFloat(uint16_t h) {
   return sign ? -value : value;
 }
 
+absl::Status ParseMetadata(const Json& entry, absl::string_view what,
+                           Safetensors* file) {
+  if (!entry.is_object()) {
+    return Invalid(what, "__metadata__ is not an object");
+  }
+  for (auto m = entry.begin(); m != entry.end(); ++m) {
+    if (!m.value().is_string()) {
+      return Invalid(
+          what, absl::StrCat("__metadata__ \"", m.key(), "\" is not a string"));
+    }
+    file->metadata[m.key()] = m.value().get<std::string>();
+  }
+  return absl::OkStatus();
+}
+
+// One tensor's entry of the header, its bytes taken from `data`; its
+// byte range in *range.
+absl::Status ParseTensor(const std::string& name, const Json& entry,
+                         absl::string_view data, absl::string_view what,
+                         SafetensorsTensor* tensor,
+                         std::pair<uint64_t, uint64_t>* range) {
+  const std::string where = absl::StrCat("tensor \"", name, "\"");
+  if (!entry.is_object() || !entry.contains("dtype") ||
+      !entry.contains("shape") || !entry.contains("data_offsets")) {
+    return Invalid(what, absl::StrCat(where,
+                                      " lacks dtype, shape or "
+                                      "data_offsets"));
+  }
+  SafetensorsTensor& t = *tensor;
+  t.name = name;
+  if (!entry["dtype"].is_string()) {
+    return Invalid(what, absl::StrCat(where, ": dtype is not a string"));
+  }
+  t.dtype = entry["dtype"].get<std::string>();
+  const int size = SafetensorsDtypeSize(t.dtype);
+  if (size == 0) {
+    return Invalid(what,
+                   absl::StrCat(where, ": unknown dtype \"", t.dtype, "\""));
+  }
+  const Json& shape = entry["shape"];
+  if (!shape.is_array()) {
+    return Invalid(what, absl::StrCat(where, ": shape is not an array"));
+  }
+  for (const Json& d : shape) {
+    if (!d.is_number_integer() || d.get<int64_t>() < 0) {
+      return Invalid(what, absl::StrCat(where, ": shape ", shape.dump(),
+                                        " is not of sizes >= 0"));
+    }
+    t.shape.push_back(d.get<int64_t>());
+  }
+  const Json& offsets = entry["data_offsets"];
+  if (!offsets.is_array() || offsets.size() != 2 ||
+      !offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned()) {
+    return Invalid(what, absl::StrCat(where, ": data_offsets ", offsets.dump(),
+                                      " is not [begin, end]"));
+  }
+  const uint64_t begin = offsets[0].get<uint64_t>();
+  const uint64_t end = offsets[1].get<uint64_t>();
+  uint64_t count = 0;
+  if (!ElementCount(t.shape, &count)) {
+    return Invalid(
+        what, absl::StrCat(where, ": shape ", shape.dump(), " is too large"));
+  }
+  if (begin > end || end > data.size()) {
+    return Invalid(what, absl::StrCat(where, ": data_offsets [", begin, ", ",
+                                      end, "] lie outside the ", data.size(),
+                                      " bytes of data (truncated file?)"));
+  }
+  if (end - begin != count * size) {
+    return Invalid(what, absl::StrCat(where, ": ", end - begin,
+                                      " bytes for shape ", shape.dump(), " of ",
+                                      t.dtype, ", which needs ", count * size));
+  }
+  t.data = std::string(data.substr(begin, end - begin));
+  *range = {begin, end};
+  return absl::OkStatus();
+}
+
+// The format's rule: the tensors' bytes tile the data exactly. Sorts
+// the tensors by where their bytes lie.
+absl::Status SortTiled(absl::string_view what, uint64_t data_bytes,
+                       const std::vector<std::pair<uint64_t, uint64_t>>& ranges,
+                       Safetensors* file) {
+  std::vector<size_t> order(file->tensors.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return ranges[a] < ranges[b]; });
+  uint64_t at = 0;
+  for (size_t i : order) {
+    if (ranges[i].first != at) {
+      return Invalid(what, absl::StrCat("tensor \"", file->tensors[i].name,
+                                        "\" starts at byte ", ranges[i].first,
+                                        " of the data, not at ", at,
+                                        " (a gap or an overlap)"));
+    }
+    at = ranges[i].second;
+  }
+  if (at != data_bytes) {
+    return Invalid(what, absl::StrCat("the tensors cover ", at, " of the ",
+                                      data_bytes, " bytes of data"));
+  }
+  std::vector<SafetensorsTensor> sorted;
+  sorted.reserve(order.size());
+  for (size_t i : order) sorted.push_back(std::move(file->tensors[i]));
+  file->tensors = std::move(sorted);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 const SafetensorsTensor* Safetensors::Find(absl::string_view name) const {
@@ -106,99 +214,23 @@ absl::StatusOr<Safetensors> ParseSafetensors(absl::string_view bytes,
     const std::string& name = it.key();
     const Json& entry = it.value();
     if (name == "__metadata__") {
-      if (!entry.is_object()) {
-        return Invalid(what, "__metadata__ is not an object");
-      }
-      for (auto m = entry.begin(); m != entry.end(); ++m) {
-        if (!m.value().is_string()) {
-          return Invalid(what, absl::StrCat("__metadata__ \"", m.key(),
-                                            "\" is not a string"));
-        }
-        file.metadata[m.key()] = m.value().get<std::string>();
+      if (absl::Status s = ParseMetadata(entry, what, &file); !s.ok()) {
+        return s;
       }
       continue;
     }
-    const std::string where = absl::StrCat("tensor \"", name, "\"");
-    if (!entry.is_object() || !entry.contains("dtype") ||
-        !entry.contains("shape") || !entry.contains("data_offsets")) {
-      return Invalid(what, absl::StrCat(where,
-                                        " lacks dtype, shape or "
-                                        "data_offsets"));
-    }
     SafetensorsTensor t;
-    t.name = name;
-    if (!entry["dtype"].is_string()) {
-      return Invalid(what, absl::StrCat(where, ": dtype is not a string"));
+    std::pair<uint64_t, uint64_t> range;
+    if (absl::Status s = ParseTensor(name, entry, data, what, &t, &range);
+        !s.ok()) {
+      return s;
     }
-    t.dtype = entry["dtype"].get<std::string>();
-    const int size = SafetensorsDtypeSize(t.dtype);
-    if (size == 0) {
-      return Invalid(what,
-                     absl::StrCat(where, ": unknown dtype \"", t.dtype, "\""));
-    }
-    const Json& shape = entry["shape"];
-    if (!shape.is_array()) {
-      return Invalid(what, absl::StrCat(where, ": shape is not an array"));
-    }
-    for (const Json& d : shape) {
-      if (!d.is_number_integer() || d.get<int64_t>() < 0) {
-        return Invalid(what, absl::StrCat(where, ": shape ", shape.dump(),
-                                          " is not of sizes >= 0"));
-      }
-      t.shape.push_back(d.get<int64_t>());
-    }
-    const Json& offsets = entry["data_offsets"];
-    if (!offsets.is_array() || offsets.size() != 2 ||
-        !offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned()) {
-      return Invalid(what,
-                     absl::StrCat(where, ": data_offsets ", offsets.dump(),
-                                  " is not [begin, end]"));
-    }
-    const uint64_t begin = offsets[0].get<uint64_t>();
-    const uint64_t end = offsets[1].get<uint64_t>();
-    uint64_t count = 0;
-    if (!ElementCount(t.shape, &count)) {
-      return Invalid(
-          what, absl::StrCat(where, ": shape ", shape.dump(), " is too large"));
-    }
-    if (begin > end || end > data.size()) {
-      return Invalid(what, absl::StrCat(where, ": data_offsets [", begin, ", ",
-                                        end, "] lie outside the ", data.size(),
-                                        " bytes of data (truncated file?)"));
-    }
-    if (end - begin != count * size) {
-      return Invalid(
-          what, absl::StrCat(where, ": ", end - begin, " bytes for shape ",
-                             shape.dump(), " of ", t.dtype, ", which needs ",
-                             count * size));
-    }
-    t.data = std::string(data.substr(begin, end - begin));
-    ranges.emplace_back(begin, end);
+    ranges.push_back(range);
     file.tensors.push_back(std::move(t));
   }
-  // The format's rule: the tensors' bytes tile the data exactly.
-  std::vector<size_t> order(file.tensors.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(),
-            [&](size_t a, size_t b) { return ranges[a] < ranges[b]; });
-  uint64_t at = 0;
-  for (size_t i : order) {
-    if (ranges[i].first != at) {
-      return Invalid(what, absl::StrCat("tensor \"", file.tensors[i].name,
-                                        "\" starts at byte ", ranges[i].first,
-                                        " of the data, not at ", at,
-                                        " (a gap or an overlap)"));
-    }
-    at = ranges[i].second;
+  if (absl::Status s = SortTiled(what, data.size(), ranges, &file); !s.ok()) {
+    return s;
   }
-  if (at != data.size()) {
-    return Invalid(what, absl::StrCat("the tensors cover ", at, " of the ",
-                                      data.size(), " bytes of data"));
-  }
-  std::vector<SafetensorsTensor> sorted;
-  sorted.reserve(order.size());
-  for (size_t i : order) sorted.push_back(std::move(file.tensors[i]));
-  file.tensors = std::move(sorted);
   return file;
 }
 
