@@ -117,6 +117,101 @@ const char* FieldName(int field) {
   return "unknown";
 }
 
+absl::Status Malformed(const PieceReader& in, int64_t at,
+                       absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat("malformed TensorChunk (",
+                                                 in.size(), " bytes): ", what,
+                                                 " at byte ", at));
+}
+
+// The tag of the field that starts at `start`: its number and wire type,
+// checked against what the message declares for a known field.
+absl::Status ReadFieldTag(PieceReader& in, int64_t start, int* field_out,
+                          uint32_t* wire_type_out) {
+  auto malformed = [&](int64_t at, absl::string_view what) {
+    return Malformed(in, at, what);
+  };
+  uint64_t tag = 0;
+  if (absl::string_view bad = in.ReadVarint(&tag); !bad.empty()) {
+    return malformed(start, absl::StrCat(bad, " field tag"));
+  }
+  const uint64_t field64 = tag >> 3;
+  const uint32_t wire_type = static_cast<uint32_t>(tag & 7);
+  if (field64 == 0 || field64 > kMaxFieldNumber) {
+    return malformed(start, absl::StrCat("invalid field number ", field64));
+  }
+  const int field = static_cast<int>(field64);
+  const bool known = field <= kVersionField || field == kDataField;
+  if (known) {
+    const uint32_t expected =
+        field == kNameField || field == kDataField ? kLengthDelimited : kVarint;
+    if (wire_type != expected) {
+      return malformed(start, absl::StrCat("field ", field, " (",
+                                           FieldName(field), ") has wire type ",
+                                           wire_type, ", expected ", expected));
+    }
+  }
+  *field_out = field;
+  *wire_type_out = wire_type;
+  return absl::OkStatus();
+}
+
+// The field's value for a varint (stored in *header; *length 0 and
+// *consumed), else the length of the bytes that follow.
+absl::Status ReadFieldLength(PieceReader& in, int64_t start, int field,
+                             uint32_t wire_type, TensorChunkHeader* header,
+                             int64_t* length, bool* consumed) {
+  auto malformed = [&](int64_t at, absl::string_view what) {
+    return Malformed(in, at, what);
+  };
+  *consumed = false;
+  switch (wire_type) {
+    case kVarint: {
+      uint64_t value = 0;
+      if (absl::string_view bad = in.ReadVarint(&value); !bad.empty()) {
+        return malformed(start, absl::StrCat(bad, " varint of field ", field,
+                                             " (", FieldName(field), ")"));
+      }
+      // int64 fields carry two's complement in 64 bits.
+      const int64_t v = static_cast<int64_t>(value);
+      if (field == kOffsetField) header->offset = v;
+      if (field == kTotalBytesField) header->total_bytes = v;
+      if (field == kVersionField) header->version = v;
+      *consumed = true;
+      return absl::OkStatus();
+    }
+    case kFixed64:
+      *length = 8;
+      break;
+    case kFixed32:
+      *length = 4;
+      break;
+    case kLengthDelimited: {
+      uint64_t n = 0;
+      if (absl::string_view bad = in.ReadVarint(&n); !bad.empty()) {
+        return malformed(start, absl::StrCat(bad, " length of field ", field,
+                                             " (", FieldName(field), ")"));
+      }
+      // protobuf caps a length at 2^31 - 1 as well.
+      if (n > static_cast<uint64_t>(std::numeric_limits<int32_t>::max())) {
+        return malformed(start,
+                         absl::StrCat("length ", n, " of field ", field, " (",
+                                      FieldName(field), ") is too large"));
+      }
+      *length = static_cast<int64_t>(n);
+      break;
+    }
+    case kStartGroup:
+    case kEndGroup:
+      return malformed(start, absl::StrCat("group (wire type ", wire_type,
+                                           ") in field ", field));
+    default:
+      return malformed(start, absl::StrCat("invalid wire type ", wire_type,
+                                           " of field ", field));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void TensorChunkView::CopyDataTo(char* dst) const {
@@ -137,78 +232,23 @@ absl::Status ParseTensorChunk(absl::Span<const absl::string_view> wire,
 
   PieceReader in(wire);
   auto malformed = [&](int64_t at, absl::string_view what) {
-    return absl::InvalidArgumentError(absl::StrCat("malformed TensorChunk (",
-                                                   in.size(), " bytes): ", what,
-                                                   " at byte ", at));
+    return Malformed(in, at, what);
   };
   while (!in.done()) {
     const int64_t start = in.position();
-    uint64_t tag = 0;
-    if (absl::string_view bad = in.ReadVarint(&tag); !bad.empty()) {
-      return malformed(start, absl::StrCat(bad, " field tag"));
-    }
-    const uint64_t field64 = tag >> 3;
-    const uint32_t wire_type = static_cast<uint32_t>(tag & 7);
-    if (field64 == 0 || field64 > kMaxFieldNumber) {
-      return malformed(start, absl::StrCat("invalid field number ", field64));
-    }
-    const int field = static_cast<int>(field64);
-    const bool known = field <= kVersionField || field == kDataField;
-    if (known) {
-      const uint32_t expected = field == kNameField || field == kDataField
-                                    ? kLengthDelimited
-                                    : kVarint;
-      if (wire_type != expected) {
-        return malformed(
-            start, absl::StrCat("field ", field, " (", FieldName(field),
-                                ") has wire type ", wire_type, ", expected ",
-                                expected));
-      }
+    int field = 0;
+    uint32_t wire_type = 0;
+    if (absl::Status s = ReadFieldTag(in, start, &field, &wire_type); !s.ok()) {
+      return s;
     }
     int64_t length = 0;  // of the field's bytes still to take or skip
-    switch (wire_type) {
-      case kVarint: {
-        uint64_t value = 0;
-        if (absl::string_view bad = in.ReadVarint(&value); !bad.empty()) {
-          return malformed(start, absl::StrCat(bad, " varint of field ", field,
-                                               " (", FieldName(field), ")"));
-        }
-        // int64 fields carry two's complement in 64 bits.
-        const int64_t v = static_cast<int64_t>(value);
-        if (field == kOffsetField) chunk->header.offset = v;
-        if (field == kTotalBytesField) chunk->header.total_bytes = v;
-        if (field == kVersionField) chunk->header.version = v;
-        continue;
-      }
-      case kFixed64:
-        length = 8;
-        break;
-      case kFixed32:
-        length = 4;
-        break;
-      case kLengthDelimited: {
-        uint64_t n = 0;
-        if (absl::string_view bad = in.ReadVarint(&n); !bad.empty()) {
-          return malformed(start, absl::StrCat(bad, " length of field ", field,
-                                               " (", FieldName(field), ")"));
-        }
-        // protobuf caps a length at 2^31 - 1 as well.
-        if (n > static_cast<uint64_t>(std::numeric_limits<int32_t>::max())) {
-          return malformed(start,
-                           absl::StrCat("length ", n, " of field ", field, " (",
-                                        FieldName(field), ") is too large"));
-        }
-        length = static_cast<int64_t>(n);
-        break;
-      }
-      case kStartGroup:
-      case kEndGroup:
-        return malformed(start, absl::StrCat("group (wire type ", wire_type,
-                                             ") in field ", field));
-      default:
-        return malformed(start, absl::StrCat("invalid wire type ", wire_type,
-                                             " of field ", field));
+    bool consumed = false;
+    if (absl::Status s = ReadFieldLength(in, start, field, wire_type,
+                                         &chunk->header, &length, &consumed);
+        !s.ok()) {
+      return s;
     }
+    if (consumed) continue;
     if (length > in.remaining()) {
       return malformed(
           start,
