@@ -187,6 +187,307 @@ absl::Status StepRunner::RunQueued(std::vector<PlannedStep> steps, int epoch,
   return absl::OkStatus();
 }
 
+// One epoch of lockstep rounds: what is in flight, what is due (a pause,
+// a boundary, a new ring) and the repairs made, so that each stage of the
+// epoch's loop is a method of its own.
+class StepRunner::LockstepEpoch {
+ public:
+  LockstepEpoch(StepRunner* runner, std::vector<PlannedStep> steps, int epoch,
+                const StepPlan& data, const std::function<bool()>& pause,
+                const Boundary* boundary, ProgressMeter* meter,
+                EpochResult* result, int64_t* correct)
+      : runner_(runner),
+        epoch_(epoch),
+        data_(data),
+        pause_(pause),
+        boundary_(boundary),
+        meter_(meter),
+        result_(result),
+        correct_(correct),
+        // Replicas (mirrored, hybrid) all take part in every all-reduce.
+        replicas_(runner->options_.mode.replicates_dense()),
+        rounds_(runner->part_queues_.empty()
+                    ? GroupIntoGlobalSteps(std::move(steps),
+                                           runner->options_.num_workers,
+                                           /*pad_missing=*/replicas_)
+                    : GroupIntoRounds(
+                          std::move(steps),
+                          static_cast<int>(runner->part_queues_.size()))),
+        // Rounds in flight at once. A server aggregating steps needs the
+        // chief's barrier between rounds (sync_steps.h: the next round's
+        // pulls must find the last one complete), so sync and hybrid:sync
+        // run one round at a time. Replicas whose rows go asynchronously
+        // meet in their all-reduce anyway: they get steps_per_call rounds
+        // per call and as many again queued, so no worker waits for the
+        // chief between steps.
+        window_(replicas_ && !runner->options_.mode.aggregates_steps()
+                    ? 2 * static_cast<size_t>(
+                              std::max(1, runner->options_.steps_per_call))
+                    : 1) {}
+
+  // Runs the rounds until the last, a pause or an error; the steps of the
+  // rounds not run into *not_run.
+  absl::Status Run(std::vector<PlannedStep>* not_run);
+
+ private:
+  struct Round {
+    size_t index = 0;  // in `rounds_`
+    int64_t global_step = 0;
+    int required = 0;
+    std::vector<int64_t> ids;
+    std::vector<StepFuture> futures;
+  };
+
+  // Schedules round r_. An error: the round could not be scheduled and no
+  // repair can run it again.
+  absl::Status ScheduleRound();
+  // The oldest round failed: waits for every step in flight, then, with
+  // a repair and no part of this or a later round completed anywhere
+  // (none of them was applied by any replica), repairs the replicas and
+  // rewinds to that round. OK: rewound; else the epoch's error.
+  absl::Status FailOldest();
+  // Waits for the oldest round and records it (nullopt). OK: the round
+  // failed and runs again (FailOldest); an error ends the epoch.
+  std::optional<absl::Status> FinishOldest();
+  // No round in flight at a due boundary: the late steps recorded, the
+  // boundary's work done.
+  absl::Status TakeBoundary();
+  void RecordStragglers();
+
+  StepRunner* const runner_;
+  const int epoch_;
+  const StepPlan& data_;
+  const std::function<bool()>& pause_;
+  const Boundary* const boundary_;
+  ProgressMeter* const meter_;
+  EpochResult* const result_;
+  int64_t* const correct_;
+  const bool replicas_;
+  std::vector<std::vector<PlannedStep>> rounds_;
+  const size_t window_;
+  // Steps of earlier rounds still running (backup workers' late steps).
+  std::vector<std::pair<int64_t, StepFuture>> stragglers_;
+  std::deque<Round> in_flight_;
+  size_t r_ = 0;  // the next round to schedule
+  bool paused_ = false;
+  // A boundary is due: no round is scheduled until those in flight ended.
+  bool at_boundary_ = false;
+  // The ring's members changed: re-formed once no round is in flight.
+  bool at_reform_ = false;
+  // After a repair, no boundary before the repaired round ran again.
+  size_t boundary_from_ = 0;
+  // A round could not be scheduled after an error (Schedule hands the
+  // error over): no more are, and the rounds in flight show which failed.
+  absl::Status schedule_error_;
+  // Repairs per round: a round whose worker dies every time it runs it
+  // is not run forever.
+  std::map<size_t, int> repairs_;
+};
+
+absl::Status StepRunner::LockstepEpoch::Run(std::vector<PlannedStep>* not_run) {
+  while (true) {
+    if (!paused_ && !at_boundary_ && !at_reform_ && schedule_error_.ok() &&
+        r_ < rounds_.size() && in_flight_.size() < window_) {
+      if (pause_ != nullptr && pause_()) {
+        paused_ = true;
+      } else if (replicas_ && runner_->reform_ != nullptr &&
+                 runner_->coordinator_->ring_changed()) {
+        at_reform_ = true;
+      } else if (boundary_ != nullptr && r_ >= boundary_from_ &&
+                 boundary_->due()) {
+        at_boundary_ = true;
+      } else if (absl::Status s = ScheduleRound(); !s.ok()) {
+        return s;
+      }
+      continue;
+    }
+    if (in_flight_.empty()) {
+      if (!schedule_error_.ok()) return schedule_error_;
+      if (at_reform_) {
+        at_reform_ = false;
+        if (absl::Status s = runner_->ReformRing(&rounds_, r_); !s.ok()) {
+          return s;
+        }
+        continue;
+      }
+      if (at_boundary_) {
+        at_boundary_ = false;
+        if (absl::Status s = TakeBoundary(); !s.ok()) return s;
+        continue;
+      }
+      break;
+    }
+    if (std::optional<absl::Status> end = FinishOldest();
+        end.has_value() && !end->ok()) {
+      return *end;
+    }
+  }
+  if (absl::Status s = runner_->coordinator_->Join(); !s.ok()) return s;
+  RecordStragglers();
+  if (not_run != nullptr) {
+    not_run->clear();
+    for (; r_ < rounds_.size(); ++r_) {
+      for (PlannedStep& step : rounds_[r_]) not_run->push_back(std::move(step));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StepRunner::LockstepEpoch::ScheduleRound() {
+  const std::vector<PlannedStep>& round = rounds_[r_];
+  Round scheduled;
+  scheduled.index = r_++;
+  scheduled.global_step = runner_->next_global_step_++;
+  const int size = static_cast<int>(round.size());
+  scheduled.required =
+      replicas_ ? size : std::max(1, size - runner_->options_.backup_workers);
+  // With backup workers the parts that count are the first to arrive,
+  // so only an average over all of them can weigh each example alike.
+  int64_t examples = 0;
+  for (const PlannedStep& planned : round) examples += planned.size();
+  const bool weigh = runner_->options_.mode.aggregates_steps() &&
+                     scheduled.required == size && examples > 0;
+  for (const PlannedStep& planned : round) {
+    const int queue = runner_->part_queues_.empty()
+                          ? planned.shard
+                          : runner_->part_queues_[scheduled.ids.size()];
+    StepRequest request = runner_->MakeRequest(epoch_, planned, data_);
+    request.set_sync_step(scheduled.global_step);
+    request.set_sync_required(scheduled.required);
+    request.set_sync_part(static_cast<int>(scheduled.ids.size()));
+    if (weigh && planned.size() * size != examples) {
+      request.set_sync_scale(static_cast<float>(
+          static_cast<double>(planned.size()) * size / examples));
+    }
+    scheduled.ids.push_back(request.step());
+    absl::StatusOr<StepFuture> future =
+        runner_->coordinator_->Schedule(std::move(request), queue);
+    if (!future.ok()) {
+      schedule_error_ = future.status();
+      scheduled.ids.pop_back();
+      break;
+    }
+    scheduled.futures.push_back(*std::move(future));
+  }
+  // Its parts scheduled before the error fail with the rounds before
+  // it, which a repair may run again.
+  if (!scheduled.futures.empty()) in_flight_.push_back(std::move(scheduled));
+  if (!schedule_error_.ok() && (!replicas_ || runner_->repair_ == nullptr)) {
+    return schedule_error_;
+  }
+  runner_->ShowScheduled(epoch_);
+  return absl::OkStatus();
+}
+
+absl::Status StepRunner::LockstepEpoch::FailOldest() {
+  absl::Status error = runner_->coordinator_->Join();
+  if (error.ok()) error = schedule_error_;
+  const Round& failed = in_flight_.front();
+  if (error.ok()) {
+    error = absl::InternalError(absl::StrCat("global step ", failed.global_step,
+                                             " failed, but no error came"));
+  }
+  if (!replicas_ || runner_->repair_ == nullptr) return error;
+  int64_t parts = 0;
+  for (const Round& round : in_flight_) {
+    for (const StepFuture& f : round.futures) {
+      if (f.Get().ok()) return error;
+    }
+    for (const PlannedStep& p : rounds_[round.index]) parts += !p.empty();
+  }
+  if (++repairs_[failed.index] > kMaxRepairsPerRound) return error;
+  if (absl::Status s = runner_->repair_(failed.global_step, error); !s.ok()) {
+    std::fprintf(runner_->out_,
+                 "global step %lld cannot run again (%s); the job goes "
+                 "back to its last checkpoint\n",
+                 static_cast<long long>(failed.global_step),
+                 std::string(s.message()).c_str());
+    std::fflush(runner_->out_);
+    return error;
+  }
+  runner_->coordinator_->CountRerun(parts);
+  // The same step ids (so the same dropout seeds) and global steps: a
+  // server holding every part of the failed round, the dead worker's
+  // included (it pushed before it died), counts the parts pushed again
+  // as duplicates of the same gradients; a new global step would apply
+  // that round there and drop it elsewhere (SyncSteps).
+  runner_->next_step_ = failed.ids.front();
+  runner_->next_global_step_ = failed.global_step;
+  r_ = failed.index;
+  at_boundary_ = false;
+  boundary_from_ = r_ + 1;
+  in_flight_.clear();
+  schedule_error_ = absl::OkStatus();
+  runner_->ShowScheduled(epoch_);
+  return absl::OkStatus();
+}
+
+std::optional<absl::Status> StepRunner::LockstepEpoch::FinishOldest() {
+  // The round is over once `required` steps are: their updates are then
+  // applied everywhere, and the next round's pulls see them.
+  RoundLatch(in_flight_.front().futures).Wait(in_flight_.front().required);
+  for (const StepFuture& f : in_flight_.front().futures) {
+    if (f.ready() && !f.Get().ok()) return FailOldest();
+  }
+  if (runner_->options_.round_done != nullptr) {
+    if (absl::Status s =
+            runner_->options_.round_done(in_flight_.front().global_step);
+        !s.ok()) {
+      return s;
+    }
+  }
+  Round round = std::move(in_flight_.front());
+  in_flight_.pop_front();
+  runner_->board_->Update([&](JobStatus* s) {
+    s->set_global_steps_done(
+        std::max(s->global_steps_done(), round.global_step + 1));
+  });
+  std::optional<uint32_t> checksum;
+  for (size_t i = 0; i < round.futures.size(); ++i) {
+    if (!round.futures[i].ready()) {
+      stragglers_.emplace_back(round.ids[i], round.futures[i]);
+      continue;
+    }
+    absl::StatusOr<StepResponse> response = round.futures[i].Get();
+    if (!response.ok()) return runner_->coordinator_->Join();
+    runner_->Record(*response, round.ids[i], meter_, result_, correct_);
+    if (!replicas_) continue;
+    if (checksum.has_value() && *checksum != response->replica_checksum()) {
+      runner_->coordinator_->Join().IgnoreError();
+      return absl::DataLossError(
+          absl::StrCat("the workers' replicas differ after global step ",
+                       round.global_step, ": parameter checksums ", *checksum,
+                       " and ", response->replica_checksum()));
+    }
+    checksum = response->replica_checksum();
+  }
+  return std::nullopt;
+}
+
+absl::Status StepRunner::LockstepEpoch::TakeBoundary() {
+  // Backup workers' late steps end too: a server then holds every round
+  // before the boundary whole, and no part of a later one.
+  if (absl::Status s = runner_->coordinator_->Join(); !s.ok()) return s;
+  RecordStragglers();
+  int64_t left = 0;
+  for (size_t k = r_; k < rounds_.size(); ++k) {
+    left += StepsWithData(rounds_[k], 0);
+  }
+  EpochResult so_far = *result_;
+  AddFigures(*meter_, *correct_, &so_far);
+  return boundary_->take(left, so_far);
+}
+
+void StepRunner::LockstepEpoch::RecordStragglers() {
+  for (auto& [id, future] : stragglers_) {
+    absl::StatusOr<StepResponse> response = future.Get();
+    if (response.ok()) {
+      runner_->Record(*response, id, meter_, result_, correct_);
+    }
+  }
+  stragglers_.clear();
+}
+
 absl::Status StepRunner::RunLockstep(std::vector<PlannedStep> steps, int epoch,
                                      const StepPlan& data,
                                      const std::function<bool()>& pause,
@@ -194,234 +495,9 @@ absl::Status StepRunner::RunLockstep(std::vector<PlannedStep> steps, int epoch,
                                      const Boundary* boundary,
                                      ProgressMeter* meter, EpochResult* result,
                                      int64_t* correct) {
-  // Replicas (mirrored, hybrid) all take part in every all-reduce.
-  const bool replicas = options_.mode.replicates_dense();
-  // Steps of earlier rounds still running (backup workers' late steps).
-  std::vector<std::pair<int64_t, StepFuture>> stragglers;
-  std::vector<std::vector<PlannedStep>> rounds =
-      part_queues_.empty()
-          ? GroupIntoGlobalSteps(std::move(steps), options_.num_workers,
-                                 /*pad_missing=*/replicas)
-          : GroupIntoRounds(std::move(steps),
-                            static_cast<int>(part_queues_.size()));
-  // Rounds in flight at once. A server aggregating steps needs the
-  // chief's barrier between rounds (sync_steps.h: the next round's pulls
-  // must find the last one complete), so sync and hybrid:sync run one
-  // round at a time. Replicas whose rows go asynchronously meet in their
-  // all-reduce anyway: they get steps_per_call rounds per call and as
-  // many again queued, so no worker waits for the chief between steps.
-  const size_t window =
-      replicas && !options_.mode.aggregates_steps()
-          ? 2 * static_cast<size_t>(std::max(1, options_.steps_per_call))
-          : 1;
-  struct Round {
-    size_t index = 0;  // in `rounds`
-    int64_t global_step = 0;
-    int required = 0;
-    std::vector<int64_t> ids;
-    std::vector<StepFuture> futures;
-  };
-  std::deque<Round> in_flight;
-  size_t r = 0;  // the next round to schedule
-  bool paused = false;
-  // A boundary is due: no round is scheduled until those in flight ended.
-  bool at_boundary = false;
-  // The ring's members changed: re-formed once no round is in flight.
-  bool at_reform = false;
-  // After a repair, no boundary before the repaired round ran again.
-  size_t boundary_from = 0;
-  // A round could not be scheduled after an error (Schedule hands the
-  // error over): no more are, and the rounds in flight show which failed.
-  absl::Status schedule_error;
-  // Repairs per round: a round whose worker dies every time it runs it
-  // is not run forever.
-  std::map<size_t, int> repairs;
-  // The oldest round failed: waits for every step in flight, then, with
-  // a repair and no part of this or a later round completed anywhere
-  // (none of them was applied by any replica), repairs the replicas and
-  // rewinds to that round. OK: rewound; else the epoch's error.
-  auto fail_oldest = [&]() -> absl::Status {
-    absl::Status error = coordinator_->Join();
-    if (error.ok()) error = schedule_error;
-    const Round& failed = in_flight.front();
-    if (error.ok()) {
-      error = absl::InternalError(absl::StrCat(
-          "global step ", failed.global_step, " failed, but no error came"));
-    }
-    if (!replicas || repair_ == nullptr) return error;
-    int64_t parts = 0;
-    for (const Round& round : in_flight) {
-      for (const StepFuture& f : round.futures) {
-        if (f.Get().ok()) return error;
-      }
-      for (const PlannedStep& p : rounds[round.index]) parts += !p.empty();
-    }
-    if (++repairs[failed.index] > kMaxRepairsPerRound) return error;
-    if (absl::Status s = repair_(failed.global_step, error); !s.ok()) {
-      std::fprintf(out_,
-                   "global step %lld cannot run again (%s); the job goes "
-                   "back to its last checkpoint\n",
-                   static_cast<long long>(failed.global_step),
-                   std::string(s.message()).c_str());
-      std::fflush(out_);
-      return error;
-    }
-    coordinator_->CountRerun(parts);
-    // The same step ids (so the same dropout seeds) and global steps: a
-    // server holding every part of the failed round, the dead worker's
-    // included (it pushed before it died), counts the parts pushed again
-    // as duplicates of the same gradients; a new global step would apply
-    // that round there and drop it elsewhere (SyncSteps).
-    next_step_ = failed.ids.front();
-    next_global_step_ = failed.global_step;
-    r = failed.index;
-    at_boundary = false;
-    boundary_from = r + 1;
-    in_flight.clear();
-    schedule_error = absl::OkStatus();
-    ShowScheduled(epoch);
-    return absl::OkStatus();
-  };
-  // Waits for the oldest round and records it (nullopt). OK: the round
-  // failed and runs again (fail_oldest); an error ends the epoch.
-  auto finish_oldest = [&]() -> std::optional<absl::Status> {
-    // The round is over once `required` steps are: their updates are then
-    // applied everywhere, and the next round's pulls see them.
-    RoundLatch(in_flight.front().futures).Wait(in_flight.front().required);
-    for (const StepFuture& f : in_flight.front().futures) {
-      if (f.ready() && !f.Get().ok()) return fail_oldest();
-    }
-    Round round = std::move(in_flight.front());
-    in_flight.pop_front();
-    board_->Update([&](JobStatus* s) {
-      s->set_global_steps_done(
-          std::max(s->global_steps_done(), round.global_step + 1));
-    });
-    std::optional<uint32_t> checksum;
-    for (size_t i = 0; i < round.futures.size(); ++i) {
-      if (!round.futures[i].ready()) {
-        stragglers.emplace_back(round.ids[i], round.futures[i]);
-        continue;
-      }
-      absl::StatusOr<StepResponse> response = round.futures[i].Get();
-      if (!response.ok()) return coordinator_->Join();
-      Record(*response, round.ids[i], meter, result, correct);
-      if (!replicas) continue;
-      if (checksum.has_value() && *checksum != response->replica_checksum()) {
-        coordinator_->Join().IgnoreError();
-        return absl::DataLossError(
-            absl::StrCat("the workers' replicas differ after global step ",
-                         round.global_step, ": parameter checksums ", *checksum,
-                         " and ", response->replica_checksum()));
-      }
-      checksum = response->replica_checksum();
-    }
-    return std::nullopt;
-  };
-  while (true) {
-    if (!paused && !at_boundary && !at_reform && schedule_error.ok() &&
-        r < rounds.size() && in_flight.size() < window) {
-      if (pause != nullptr && pause()) {
-        paused = true;
-        continue;
-      }
-      if (replicas && reform_ != nullptr && coordinator_->ring_changed()) {
-        at_reform = true;
-        continue;
-      }
-      if (boundary != nullptr && r >= boundary_from && boundary->due()) {
-        at_boundary = true;
-        continue;
-      }
-      const std::vector<PlannedStep>& round = rounds[r];
-      Round scheduled;
-      scheduled.index = r++;
-      scheduled.global_step = next_global_step_++;
-      const int size = static_cast<int>(round.size());
-      scheduled.required =
-          replicas ? size : std::max(1, size - options_.backup_workers);
-      // With backup workers the parts that count are the first to arrive,
-      // so only an average over all of them can weigh each example alike.
-      int64_t examples = 0;
-      for (const PlannedStep& planned : round) examples += planned.size();
-      const bool weigh = options_.mode.aggregates_steps() &&
-                         scheduled.required == size && examples > 0;
-      for (const PlannedStep& planned : round) {
-        const int queue = part_queues_.empty()
-                              ? planned.shard
-                              : part_queues_[scheduled.ids.size()];
-        StepRequest request = MakeRequest(epoch, planned, data);
-        request.set_sync_step(scheduled.global_step);
-        request.set_sync_required(scheduled.required);
-        request.set_sync_part(static_cast<int>(scheduled.ids.size()));
-        if (weigh && planned.size() * size != examples) {
-          request.set_sync_scale(static_cast<float>(
-              static_cast<double>(planned.size()) * size / examples));
-        }
-        scheduled.ids.push_back(request.step());
-        absl::StatusOr<StepFuture> future =
-            coordinator_->Schedule(std::move(request), queue);
-        if (!future.ok()) {
-          schedule_error = future.status();
-          scheduled.ids.pop_back();
-          break;
-        }
-        scheduled.futures.push_back(*std::move(future));
-      }
-      // Its parts scheduled before the error fail with the rounds before
-      // it, which a repair may run again.
-      if (!scheduled.futures.empty()) in_flight.push_back(std::move(scheduled));
-      if (!schedule_error.ok() && (!replicas || repair_ == nullptr)) {
-        return schedule_error;
-      }
-      ShowScheduled(epoch);
-      continue;
-    }
-    if (in_flight.empty()) {
-      if (!schedule_error.ok()) return schedule_error;
-      if (at_reform) {
-        at_reform = false;
-        if (absl::Status s = ReformRing(&rounds, r); !s.ok()) return s;
-        continue;
-      }
-      if (at_boundary) {
-        // Backup workers' late steps end too: a server then holds every
-        // round before the boundary whole, and no part of a later one.
-        at_boundary = false;
-        if (absl::Status s = coordinator_->Join(); !s.ok()) return s;
-        for (auto& [id, future] : stragglers) {
-          absl::StatusOr<StepResponse> response = future.Get();
-          if (response.ok()) Record(*response, id, meter, result, correct);
-        }
-        stragglers.clear();
-        int64_t left = 0;
-        for (size_t k = r; k < rounds.size(); ++k) {
-          left += StepsWithData(rounds[k], 0);
-        }
-        EpochResult so_far = *result;
-        AddFigures(*meter, *correct, &so_far);
-        if (absl::Status s = boundary->take(left, so_far); !s.ok()) return s;
-        continue;
-      }
-      break;
-    }
-    if (std::optional<absl::Status> end = finish_oldest();
-        end.has_value() && !end->ok()) {
-      return *end;
-    }
-  }
-  if (absl::Status s = coordinator_->Join(); !s.ok()) return s;
-  for (auto& [id, future] : stragglers) {
-    absl::StatusOr<StepResponse> response = future.Get();
-    if (response.ok()) Record(*response, id, meter, result, correct);
-  }
-  if (not_run != nullptr) {
-    not_run->clear();
-    for (; r < rounds.size(); ++r) {
-      for (PlannedStep& step : rounds[r]) not_run->push_back(std::move(step));
-    }
-  }
-  return absl::OkStatus();
+  LockstepEpoch run(this, std::move(steps), epoch, data, pause, boundary, meter,
+                    result, correct);
+  return run.Run(not_run);
 }
 
 absl::Status StepRunner::ReformRing(

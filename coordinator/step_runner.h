@@ -120,6 +120,8 @@ class StepRunner {
   void SetPosition(int64_t step, int64_t global_step);
 
  private:
+  class LockstepEpoch;  // RunLockstep's state, in step_runner.cc
+
   absl::Status RunQueued(std::vector<PlannedStep> steps, int epoch,
                          const StepPlan& data,
                          const std::function<bool()>& pause,
