@@ -70,7 +70,9 @@ absl::StatusOr<VariablePlan> PlanVariables(const JobConfig& job, int num_ps) {
   }
   plan.expected_rows_per_shard = job.expected_rows_per_shard();
   for (const VariableDef& v : plan.variables) {
-    if (v.sparse) plan.precisions[v.name] = TablePrecisionOf(job, v.name);
+    if (!v.sparse) continue;
+    plan.precisions[v.name] = TablePrecisionOf(job, v.name);
+    plan.gradient_precisions[v.name] = RowGradientPrecisionOf(job, v.name);
   }
   return plan;
 }
@@ -250,6 +252,11 @@ std::vector<VariablePlacement> Placements(const VariablePlan& plan) {
     placement.set_name(v.name);
     for (int64_t d : v.shape) placement.mutable_shape()->add_dims(d);
     placement.set_hash_table(plan.IsHashTable(v.name));
+    placement.set_precision(plan.PrecisionOf(v.name));
+    auto gradient = plan.gradient_precisions.find(v.name);
+    if (gradient != plan.gradient_precisions.end()) {
+      placement.set_gradient_precision(gradient->second);
+    }
     for (const ShardInfo& shard : plan.shards) {
       if (shard.variable != v.name) continue;
       ShardPlacement* p = placement.add_shards();

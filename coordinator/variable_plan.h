@@ -34,6 +34,9 @@ struct VariablePlan {
   // How each table's rows are stored (common/model/table_precision.h);
   // tables not here, and dense variables, are fp32.
   absl::flat_hash_map<std::string, RowPrecision> precisions;
+  // What each table's row gradients travel in (RowGradientPrecisionOf);
+  // tables not here push fp32.
+  absl::flat_hash_map<std::string, RowPrecision> gradient_precisions;
 
   bool IsHashTable(const std::string& variable) const;
   RowPrecision PrecisionOf(const std::string& variable) const;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "common/optimizer/row_precision.h"
 
 namespace tessera {
 namespace internal {
@@ -71,6 +72,20 @@ inline absl::Status CopyAndCheckFinite(const char* src, size_t n, float* dst,
                                        int64_t first_element) {
   std::memcpy(dst, src, n * sizeof(float));
   // The copy leaves the block in cache for the check at these chunk sizes.
+  return CheckFinite(absl::MakeConstSpan(dst, n), shard, first_element);
+}
+
+// The same for n gradient values that travelled in `precision`
+// (proto RowsChunk.precision; fp16 and bf16 take 2 bytes each): widened
+// to fp32 into `dst`, which is exact, then checked.
+inline absl::Status WidenAndCheckFinite(RowPrecision precision, const char* src,
+                                        size_t n, float* dst,
+                                        absl::string_view shard,
+                                        int64_t first_element) {
+  if (precision == ROW_FP32) {
+    return CopyAndCheckFinite(src, n, dst, shard, first_element);
+  }
+  WidenRow(precision, src, dst, static_cast<int64_t>(n));
   return CheckFinite(absl::MakeConstSpan(dst, n), shard, first_element);
 }
 

@@ -565,13 +565,17 @@ absl::Status HashTable::CheckIds(absl::Span<const int64_t> ids) const {
   return absl::OkStatus();
 }
 
-int64_t HashTable::Read(absl::Span<const int64_t> ids, float* dst) {
+int64_t HashTable::ReadAs(absl::Span<const int64_t> ids, RowPrecision wire,
+                          void* dst) {
   const Batch& batch = GroupByStripe(ids);
   const uint64_t* hashes = batch.hashes.data();
   const int* order = batch.order.data();
   const int* starts = batch.starts.data();
   const int64_t step = version();
-  const size_t row_bytes = dim_ * sizeof(float);
+  // As stored (fp32, or a narrow table pulled narrow): one copy per row.
+  const bool widen = wire == ROW_FP32 && narrow();
+  const int64_t out_bytes = dim_ * RowPrecisionBytes(widen ? ROW_FP32 : wire);
+  char* const base = static_cast<char*>(dst);
   // A pull touches the header and the values, not the slots.
   const int64_t touched = header_bytes_ + values_bytes_;
   for (int k = 0; k < kStripes; ++k) {
@@ -584,19 +588,27 @@ int64_t HashTable::Read(absl::Span<const int64_t> ids, float* dst) {
                        std::min(j + kPrefetchWindow, starts[k + 1]), touched);
       }
       const int i = order[j];
-      float* out = dst + static_cast<int64_t>(i) * dim_;
+      char* out = base + static_cast<int64_t>(i) * out_bytes;
       char* record = FindOrCreate(s, ids[i], hashes[i]);
       if (record == nullptr) {
         // No room: serve the row's initial value without keeping it.
+        thread_local std::vector<float> init;
+        init.resize(dim_);
         FillRowInit(&s.init, def_.initializer().seed(), ids[i],
-                    absl::MakeSpan(out, dim_));
+                    absl::MakeSpan(init));
+        if (widen || !narrow()) {
+          std::memcpy(out, init.data(), out_bytes);
+        } else {
+          NarrowRowNearest(precision_, init.data(), out, dim_);
+        }
         continue;
       }
       if (track_seen_) Header(record)->last_seen = static_cast<uint32_t>(step);
-      if (narrow()) {
-        WidenRow(precision_, Stored(record), out, dim_);
+      if (widen) {
+        WidenRow(precision_, Stored(record), reinterpret_cast<float*>(out),
+                 dim_);
       } else {
-        std::memcpy(out, Stored(record), row_bytes);
+        std::memcpy(out, Stored(record), out_bytes);
       }
     }
   }

@@ -136,7 +136,8 @@ class HashTable final : public RowTable {
   // Every id routed here by HashShardOf(id, def.num_shards) is valid;
   // others are OutOfRange naming the id and the shard it belongs to.
   absl::Status CheckIds(absl::Span<const int64_t> ids) const override;
-  int64_t Read(absl::Span<const int64_t> ids, float* dst) override;
+  int64_t ReadAs(absl::Span<const int64_t> ids, RowPrecision wire,
+                 void* dst) override;
   using RowTable::Apply;
   int64_t Apply(absl::Span<const int64_t> ids, absl::Span<const float> grads,
                 int64_t schedule_step) override;
@@ -148,7 +149,7 @@ class HashTable final : public RowTable {
   // Bytes one row's record takes: header, values and slots.
   int64_t record_bytes() const { return record_bytes_; }
   int64_t header_bytes() const { return header_bytes_; }
-  RowPrecision precision() const { return precision_; }
+  RowPrecision precision() const override { return precision_; }
   // Where slot k starts among a row's slot floats (HashRowRef::slots).
   int64_t slot_offset(int k) const { return slot_offsets_[k]; }
   int64_t slot_row_elements(int k) const {

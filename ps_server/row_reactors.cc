@@ -36,8 +36,14 @@ RowPullReactor::RowPullReactor(ShardStore* store,
     return;
   }
   ids_ = *std::move(ids);
-  const int64_t row_bytes =
-      std::max<int64_t>(1, table_->row_elements() * sizeof(float));
+  if (absl::Status s = CheckWirePrecision(*table_, request.precision());
+      !s.ok()) {
+    Finish(ToGrpcStatus(s));
+    return;
+  }
+  precision_ = request.precision();
+  const int64_t row_bytes = std::max<int64_t>(
+      1, table_->row_elements() * RowPrecisionBytes(precision_));
   rows_per_chunk_ = std::max<int64_t>(1, chunk_bytes / row_bytes);
   NextWrite();
 }
@@ -53,10 +59,11 @@ void RowPullReactor::NextWrite() {
   chunk_.set_name(table_->def().name());
   chunk_.set_row_elements(row_elements);
   chunk_.set_first(next_);
+  chunk_.set_precision(precision_);
   std::string* values = chunk_.mutable_values();
-  values->resize(n * row_elements * sizeof(float));
-  chunk_.set_version(table_->Read(absl::MakeConstSpan(ids_.data() + next_, n),
-                                  reinterpret_cast<float*>(values->data())));
+  values->resize(n * row_elements * RowPrecisionBytes(precision_));
+  chunk_.set_version(table_->ReadAs(absl::MakeConstSpan(ids_.data() + next_, n),
+                                    precision_, values->data()));
   next_ += std::max<int64_t>(n, 1);
   StartWrite(&chunk_);
 }
@@ -130,11 +137,18 @@ absl::Status RowPushReactor::Accept(const RowsChunk& chunk) {
   }
   absl::StatusOr<std::vector<int64_t>> ids = DecodeIds(*p.table, chunk.ids());
   if (!ids.ok()) return ids.status();
-  const size_t expected = ids->size() * row_elements * sizeof(float);
+  if (!RowPrecision_IsValid(chunk.precision())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("PushRows: shard ", chunk.name(), ": gradient precision ",
+                     chunk.precision(), " is not fp32, fp16 or bf16"));
+  }
+  const size_t expected =
+      ids->size() * row_elements * RowPrecisionBytes(chunk.precision());
   if (chunk.values().size() != expected) {
     return absl::InvalidArgumentError(absl::StrCat(
         "wrong shape: ", ids->size(), " ids of shard ", chunk.name(), " need ",
-        expected, " bytes of values, got ", chunk.values().size()));
+        expected, " bytes of ", RowPrecisionName(chunk.precision()),
+        " values, got ", chunk.values().size()));
   }
   received_rows_ += static_cast<int64_t>(ids->size());
   received_bytes_ += static_cast<int64_t>(expected);
@@ -149,9 +163,10 @@ absl::Status RowPushReactor::Accept(const RowsChunk& chunk) {
   // Element numbers in the error count within this request's rows of the
   // shard, row-major, so "element e" is row e / row_elements of the push.
   if (expected > 0) {
-    if (absl::Status s = CopyAndCheckFinite(
-            chunk.values().data(), ids->size() * row_elements,
-            p.grads.data() + old, chunk.name(), static_cast<int64_t>(old));
+    if (absl::Status s = WidenAndCheckFinite(
+            chunk.precision(), chunk.values().data(),
+            ids->size() * row_elements, p.grads.data() + old, chunk.name(),
+            static_cast<int64_t>(old));
         !s.ok()) {
       return s;
     }

@@ -39,6 +39,7 @@ class RowPullReactor final : public grpc::ServerWriteReactor<RowsChunk> {
 
   std::shared_ptr<RowTable> table_;
   std::vector<int64_t> ids_;
+  RowPrecision precision_ = ROW_FP32;  // of the values sent
   int64_t rows_per_chunk_ = 1;
   int64_t next_ = 0;
   RowsChunk chunk_;

@@ -1,6 +1,7 @@
 #include "ps_server/row_table.h"
 
 #include <algorithm>
+#include <functional>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -30,8 +31,21 @@ std::vector<int64_t> FixedRowTable::LocalRows(
   return rows;
 }
 
-int64_t FixedRowTable::Read(absl::Span<const int64_t> ids, float* dst) {
-  return shard_->ReadRows(LocalRows(ids), dst);
+int64_t FixedRowTable::ReadAs(absl::Span<const int64_t> ids, RowPrecision wire,
+                              void* dst) {
+  return shard_->ReadRowsAs(LocalRows(ids), wire, dst);
+}
+
+absl::Status CheckWirePrecision(const RowTable& table, RowPrecision wire) {
+  if (wire == ROW_FP32 || wire == table.precision()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "shard ", table.def().name(), " stores its rows in ",
+      RowPrecisionName(table.precision()),
+      "; a pull may ask for them in fp32 "
+      "or ",
+      RowPrecisionName(table.precision()), ", not ",
+      RowPrecision_IsValid(wire) ? RowPrecisionName(wire)
+                                 : absl::StrCat("precision ", wire)));
 }
 
 int64_t FixedRowTable::Apply(absl::Span<const int64_t> ids,
@@ -42,6 +56,12 @@ int64_t FixedRowTable::Apply(absl::Span<const int64_t> ids,
 
 void SumDuplicateIds(std::vector<int64_t>* ids, std::vector<float>* grads,
                      int64_t row_elements) {
+  // A worker sends each shard's rows in ascending order (Localize sorts
+  // them): distinct without building a map.
+  if (std::adjacent_find(ids->begin(), ids->end(),
+                         std::greater_equal<int64_t>()) == ids->end()) {
+    return;
+  }
   absl::flat_hash_map<int64_t, int64_t> first;  // id -> its row in the output
   first.reserve(ids->size());
   for (int64_t id : *ids) first.try_emplace(id, 0);

@@ -37,10 +37,21 @@ class RowTable {
   // a growing table cannot take that many new rows). Changes nothing.
   virtual absl::Status CheckIds(absl::Span<const int64_t> ids) const = 0;
 
+  // How the rows' values are stored (ShardDef.precision).
+  virtual RowPrecision precision() const = 0;
+
   // Copies the rows `ids`, in order, to dst (ids.size() * row_elements()
-  // floats) and returns the version they belong to. A growing table
-  // creates the rows it does not hold yet. REQUIRES: CheckIds(ids).ok().
-  virtual int64_t Read(absl::Span<const int64_t> ids, float* dst) = 0;
+  // values of `wire`: ROW_FP32 widens a narrow table's values, which is
+  // exact; the table's own precision copies them as stored) and returns
+  // the version they belong to. A growing table creates the rows it does
+  // not hold yet. REQUIRES: CheckIds(ids).ok(),
+  // CheckWirePrecision(*this, wire).ok().
+  virtual int64_t ReadAs(absl::Span<const int64_t> ids, RowPrecision wire,
+                         void* dst) = 0;
+  // ReadAs in fp32.
+  int64_t Read(absl::Span<const int64_t> ids, float* dst) {
+    return ReadAs(ids, ROW_FP32, dst);
+  }
 
   // Applies one gradient row per id (grads holds ids.size() rows) with the
   // optimizer, touching only those rows and their slots, and returns the
@@ -67,8 +78,10 @@ class FixedRowTable final : public RowTable {
   int64_t row_elements() const override { return shard_->row_elements(); }
   int64_t resident_bytes() const override { return shard_->resident_bytes(); }
   int64_t used_bytes() const override { return shard_->resident_bytes(); }
+  RowPrecision precision() const override { return shard_->precision(); }
   absl::Status CheckIds(absl::Span<const int64_t> ids) const override;
-  int64_t Read(absl::Span<const int64_t> ids, float* dst) override;
+  int64_t ReadAs(absl::Span<const int64_t> ids, RowPrecision wire,
+                 void* dst) override;
   using RowTable::Apply;
   int64_t Apply(absl::Span<const int64_t> ids, absl::Span<const float> grads,
                 int64_t schedule_step) override;
@@ -78,6 +91,12 @@ class FixedRowTable final : public RowTable {
 
   const std::shared_ptr<Shard> shard_;
 };
+
+// OK when `table`'s rows may be pulled in `wire`: ROW_FP32 (widened), or
+// the precision the table stores them in. InvalidArgument naming the shard
+// and both precisions otherwise (a narrower view of an fp32 table would
+// hand the worker values the server does not hold).
+absl::Status CheckWirePrecision(const RowTable& table, RowPrecision wire);
 
 // Makes `ids` unique by summing the gradient rows of repeated ids into the
 // row of their first occurrence (`grads` holds ids->size() rows of

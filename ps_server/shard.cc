@@ -183,6 +183,21 @@ int64_t Shard::ReadRows(absl::Span<const int64_t> rows, float* dst) const {
   return version_;
 }
 
+int64_t Shard::ReadRowsAs(absl::Span<const int64_t> rows, RowPrecision wire,
+                          void* dst) const {
+  if (wire == ROW_FP32 || !narrow()) {
+    return ReadRows(rows, static_cast<float*>(dst));
+  }
+  absl::ReaderMutexLock lock(&mu_);
+  uint16_t* out = static_cast<uint16_t*>(dst);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::memcpy(out + i * row_elements_,
+                narrow_.data() + rows[i] * row_elements_,
+                row_elements_ * sizeof(uint16_t));
+  }
+  return version_;
+}
+
 int64_t Shard::ApplyDense(absl::Span<const float> grad, int64_t schedule_step) {
   const int64_t version = BeginUpdate();
   FinishUpdate(grad, schedule_step);

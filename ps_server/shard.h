@@ -89,6 +89,10 @@ class Shard {
   // Copies the given local rows to dst (rows.size() * row_elements floats).
   // REQUIRES: every row < rows().
   int64_t ReadRows(absl::Span<const int64_t> rows, float* dst) const;
+  // The same in `wire`: ROW_FP32, or the shard's own precision (its values
+  // as stored). REQUIRES: as ReadRows; wire is one of those two.
+  int64_t ReadRowsAs(absl::Span<const int64_t> rows, RowPrecision wire,
+                     void* dst) const;
 
   // Applies a gradient of the whole shard with the optimizer and returns
   // the new version. REQUIRES: grad.size() == num_elements(), all finite.

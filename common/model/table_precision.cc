@@ -34,6 +34,44 @@ RowPrecision TablePrecisionOf(const JobConfig& job, absl::string_view table) {
                                             : job.table_precision();
 }
 
+RowPrecision RowGradientPrecisionOf(const JobConfig& job,
+                                    absl::string_view table) {
+  auto it = job.row_gradient_precisions().find(std::string(table));
+  if (it != job.row_gradient_precisions().end()) return it->second;
+  if (job.has_row_gradient_precision()) return job.row_gradient_precision();
+  return TablePrecisionOf(job, table);
+}
+
+namespace {
+
+// InvalidArgument when `field` (a precision per table) names anything but
+// a table of `variables` or holds something but a RowPrecision.
+absl::Status CheckPerTable(
+    const char* field,
+    const google::protobuf::Map<std::string, RowPrecision>& per_table,
+    const std::vector<VariableDef>& variables) {
+  for (const auto& [table, precision] : per_table) {
+    bool is_table = false;
+    for (const VariableDef& v : variables) {
+      is_table = is_table || (v.sparse && v.name == table);
+    }
+    if (!is_table) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": \"", table,
+                       "\" is not an embedding table of the model (tables: ",
+                       TableNames(variables), ")"));
+    }
+    if (!RowPrecision_IsValid(precision)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": \"", table, "\": ", precision,
+                       " is not one of ROW_FP32, ROW_FP16, ROW_BF16"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status CheckTablePrecisions(
     const JobConfig& job, const std::vector<VariableDef>& variables,
     const absl::flat_hash_set<std::string>& replicated) {
@@ -42,22 +80,21 @@ absl::Status CheckTablePrecisions(
         absl::StrCat("table_precision: ", job.table_precision(),
                      " is not one of ROW_FP32, ROW_FP16, ROW_BF16"));
   }
-  for (const auto& [table, precision] : job.table_precisions()) {
-    bool is_table = false;
-    for (const VariableDef& v : variables) {
-      is_table = is_table || (v.sparse && v.name == table);
-    }
-    if (!is_table) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("table_precisions: \"", table,
-                       "\" is not an embedding table of the model (tables: ",
-                       TableNames(variables), ")"));
-    }
-    if (!RowPrecision_IsValid(precision)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("table_precisions: \"", table, "\": ", precision,
-                       " is not one of ROW_FP32, ROW_FP16, ROW_BF16"));
-    }
+  if (job.has_row_gradient_precision() &&
+      !RowPrecision_IsValid(job.row_gradient_precision())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("row_gradient_precision: ", job.row_gradient_precision(),
+                     " is not one of ROW_FP32, ROW_FP16, ROW_BF16"));
+  }
+  if (absl::Status s =
+          CheckPerTable("table_precisions", job.table_precisions(), variables);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckPerTable("row_gradient_precisions",
+                                     job.row_gradient_precisions(), variables);
+      !s.ok()) {
+    return s;
   }
   for (const VariableDef& v : variables) {
     if (!v.sparse || !replicated.contains(v.name)) continue;

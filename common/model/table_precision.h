@@ -19,9 +19,16 @@ namespace tessera {
 // job.table_precisions[table] if named there, else job.table_precision.
 RowPrecision TablePrecisionOf(const JobConfig& job, absl::string_view table);
 
+// The precision `table`'s row gradients travel in from the workers:
+// job.row_gradient_precisions[table] if named there, else
+// job.row_gradient_precision if set, else the table's own precision.
+RowPrecision RowGradientPrecisionOf(const JobConfig& job,
+                                    absl::string_view table);
+
 // InvalidArgument naming what is wrong when an entry of
-// job.table_precisions names no table among `variables` (listing them),
-// a precision is not a RowPrecision, or a table kept whole on the workers
+// job.table_precisions or job.row_gradient_precisions names no table among
+// `variables` (listing them), a precision is not a RowPrecision, or a table
+// kept whole on the workers
 // (`replicated`, common/model/table_placement.h) is not fp32: replicas
 // are all-reduced as fp32 tensors, so only the servers store fp16/bf16.
 absl::Status CheckTablePrecisions(

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "common/byte_codec.h"
+#include "common/optimizer/row_precision.h"
 #include "common/rpc/grpc_channel.h"
 #include "common/rpc/grpc_status.h"
 #include "common/rpc/tensor_chunk_codec.h"
@@ -221,6 +222,8 @@ absl::Status GrpcTransport::PullRowsOfShard(const RowsPart& part,
   PullRowsRequest request;
   request.set_shard(std::string(part.shard));
   AppendRaw(ids, request.mutable_ids());
+  request.set_precision(part.precision);
+  const int64_t value_bytes = RowPrecisionBytes(part.precision);
   grpc::ClientContext context;
   SetDeadline(&context, options_.timeout_s);
   if (sync_step.has_value()) AttachSyncPull(*sync_step, &context);
@@ -230,20 +233,25 @@ absl::Status GrpcTransport::PullRowsOfShard(const RowsPart& part,
   int64_t rows_received = 0;
   absl::Status bad;
   while (reader->Read(&chunk)) {
-    const int64_t n = chunk.values().size() / sizeof(float) /
+    const int64_t n = chunk.values().size() / value_bytes /
                       std::max<int64_t>(1, row_elements);
     if (chunk.row_elements() != row_elements ||
-        chunk.first() != rows_received ||
+        chunk.first() != rows_received || chunk.precision() != part.precision ||
+        static_cast<int64_t>(chunk.values().size()) !=
+            n * row_elements * value_bytes ||
         rows_received + n > static_cast<int64_t>(ids.size())) {
-      bad = absl::InvalidArgumentError(absl::StrCat(
-          Peer("PullRows"), ": wrong shape: shard ", part.shard, " rows have ",
-          chunk.row_elements(), " elements, expected ", row_elements));
+      bad = absl::InvalidArgumentError(
+          absl::StrCat(Peer("PullRows"), ": wrong shape: shard ", part.shard,
+                       " rows have ", chunk.row_elements(), " elements of ",
+                       RowPrecisionName(chunk.precision()), ", expected ",
+                       row_elements, " of ", RowPrecisionName(part.precision)));
       context.TryCancel();
       break;
     }
     if (!chunk.values().empty()) {
-      std::memcpy(out.data() + rows_received * row_elements,
-                  chunk.values().data(), chunk.values().size());
+      // 2-byte rows widen here, exactly: the worker computes in fp32.
+      WidenRow(part.precision, chunk.values().data(),
+               out.data() + rows_received * row_elements, n * row_elements);
     }
     rows_received += n;
   }
@@ -273,17 +281,19 @@ absl::Status GrpcTransport::PushRowsOfShard(const RowsPart& part,
   grpc::ClientContext context;
   SetDeadline(&context, options_.timeout_s);
   if (sync != nullptr) AttachSyncPush(*sync, &context);
+  const int64_t value_bytes = RowPrecisionBytes(part.precision);
   DeclarePushSize({static_cast<int64_t>(ids.size()),
-                   static_cast<int64_t>(grads.size() * sizeof(float))},
+                   static_cast<int64_t>(grads.size()) * value_bytes},
                   &context);
   std::unique_ptr<grpc::ClientWriter<RowsChunk>> writer =
       stub_->PushRows(&context, response);
   const int64_t rows_per_chunk = std::max<int64_t>(
-      1, options_.chunk_bytes /
-             std::max<int64_t>(1, row_elements * sizeof(float)));
+      1,
+      options_.chunk_bytes / std::max<int64_t>(1, row_elements * value_bytes));
   RowsChunk chunk;
   chunk.set_name(std::string(part.shard));
   chunk.set_row_elements(row_elements);
+  chunk.set_precision(part.precision);
   int64_t next = 0;
   const int64_t total = static_cast<int64_t>(ids.size());
   do {
@@ -292,8 +302,16 @@ absl::Status GrpcTransport::PushRowsOfShard(const RowsPart& part,
     chunk.clear_ids();
     AppendRaw(ids.subspan(next, n), chunk.mutable_ids());
     chunk.clear_values();
-    AppendRaw(grads.subspan(next * row_elements, n * row_elements),
-              chunk.mutable_values());
+    if (part.precision == ROW_FP32) {
+      AppendRaw(grads.subspan(next * row_elements, n * row_elements),
+                chunk.mutable_values());
+    } else {
+      // Rounded to nearest: a pure function of the gradient, so a sync
+      // step's sum is the same on every run (ps_transport.h).
+      chunk.mutable_values()->resize(n * row_elements * value_bytes);
+      NarrowRowNearest(part.precision, grads.data() + next * row_elements,
+                       chunk.mutable_values()->data(), n * row_elements);
+    }
     if (!writer->Write(chunk)) break;
     next += n;
   } while (next < total);

@@ -197,6 +197,18 @@ absl::Status PsClient::PushRows(const std::string& shard,
   return PushRows({&part, 1}, spans, response, sync);
 }
 
+absl::Status PsClient::CheckRowPrecisions(
+    const char* call, absl::Span<const RowsPart> parts) const {
+  for (const RowsPart& part : parts) {
+    if (!RowPrecision_IsValid(part.precision)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Peer(call), ": shard ", part.shard, ": precision ",
+                       part.precision, " is not fp32, fp16 or bf16"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status PsClient::PullRows(absl::Span<const RowsPart> parts,
                                 absl::Span<const absl::Span<float>> out,
                                 std::optional<int64_t> sync_step) {
@@ -204,6 +216,9 @@ absl::Status PsClient::PullRows(absl::Span<const RowsPart> parts,
     return absl::InvalidArgumentError(
         absl::StrCat(Peer("PullRows"), ": ", parts.size(), " shards but ",
                      out.size(), " destinations"));
+  }
+  if (absl::Status s = CheckRowPrecisions("PullRows", parts); !s.ok()) {
+    return s;
   }
   absl::StatusOr<PsTransport*> transport = Transport();
   if (!transport.ok()) return transport.status();
@@ -217,6 +232,9 @@ absl::Status PsClient::PushRows(absl::Span<const RowsPart> parts,
     return absl::InvalidArgumentError(absl::StrCat(Peer("PushRows"), ": ",
                                                    parts.size(), " shards but ",
                                                    grads.size(), " gradients"));
+  }
+  if (absl::Status s = CheckRowPrecisions("PushRows", parts); !s.ok()) {
+    return s;
   }
   absl::StatusOr<PsTransport*> transport = Transport();
   if (!transport.ok()) return transport.status();
@@ -256,6 +274,14 @@ absl::Status PsClient::Health(HealthResponse* response, double timeout_s) {
   SetDeadline(&context, timeout_s > 0 ? timeout_s : options_.timeout_s);
   return FromGrpcStatus(stub_->Health(&context, HealthRequest(), response),
                         Peer("Health"));
+}
+
+absl::Status PsClient::StepNorm(const StepNormRequest& request,
+                                StepNormResponse* response) {
+  grpc::ClientContext context;
+  SetDeadline(&context, options_.timeout_s);
+  return FromGrpcStatus(stub_->StepNorm(&context, request, response),
+                        Peer("StepNorm"));
 }
 
 absl::Status PsClient::Shutdown(const std::string& reason) {

@@ -131,9 +131,16 @@ class PsClient {
 
   absl::Status Health(HealthResponse* response, double timeout_s = 0);
   absl::Status Shutdown(const std::string& reason);
+  // Global-norm clipping of a complete sync step (ps_service.proto
+  // StepNorm).
+  absl::Status StepNorm(const StepNormRequest& request,
+                        StepNormResponse* response);
 
  private:
   std::string Peer(const char* call) const;
+  // InvalidArgument naming a part whose precision is not a RowPrecision.
+  absl::Status CheckRowPrecisions(const char* call,
+                                  absl::Span<const RowsPart> parts) const;
   // The transport of data calls, picked at the first: gRPC unless the
   // options ask for the data plane and the server announces one. Asks
   // Health once; its error (the server is down) is the call's.

@@ -17,10 +17,18 @@ namespace tessera {
 
 // The rows of one shard a call is about: ids of the whole variable, each
 // row `row_elements` floats.
+//
+// `precision`: what the values travel in; the caller's buffers are fp32
+// either way. A pull's rows: ROW_FP32 (the server widens), or the table's
+// own precision (its stored bits, widened here, which is exact). A push's
+// gradients: rounded to nearest even here (fp16 saturating at +-65504;
+// NaN and infinities stay so, and the server refuses them), widened by
+// the server.
 struct RowsPart {
   absl::string_view shard;
   int64_t row_elements = 0;
   absl::Span<const int64_t> ids;
+  RowPrecision precision = ROW_FP32;
 };
 
 // How one parameter server's data calls (dense tensors and sparse rows)

@@ -1,9 +1,11 @@
 #include "ps_server/data_plane/row_plane_service.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
+#include "common/optimizer/row_precision.h"
 #include "ps_server/gradient_check.h"
 #include "ps_server/row_push_apply.h"
 #include "ps_server/wire/dense_wire.h"
@@ -30,10 +32,11 @@ absl::Status Malformed(const char* what) {
       absl::StrCat("data plane: malformed ", what, " table"));
 }
 
-// The refusal of a part whose shard is unknown, of another row size, or
-// does not hold one of the ids; sets part->table otherwise.
+// The refusal of a part whose shard is unknown, of another row size, does
+// not hold one of the ids, or (a pull) cannot serve its precision; sets
+// part->table otherwise.
 absl::Status Resolve(ShardStore& store, absl::Span<const int64_t> ids,
-                     RowPlaneService::Scratch::Part* part) {
+                     bool pull, RowPlaneService::Scratch::Part* part) {
   absl::StatusOr<std::shared_ptr<RowTable>> table = store.FindRows(part->name);
   if (!table.ok()) return table.status();
   if ((*table)->row_elements() != part->row_elements) {
@@ -43,6 +46,12 @@ absl::Status Resolve(ShardStore& store, absl::Span<const int64_t> ids,
                      part->row_elements));
   }
   if (absl::Status s = (*table)->CheckIds(ids); !s.ok()) return s;
+  if (pull) {
+    if (absl::Status s = CheckWirePrecision(**table, part->precision);
+        !s.ok()) {
+      return s;
+    }
+  }
   part->table = *std::move(table);
   return absl::OkStatus();
 }
@@ -71,20 +80,26 @@ absl::Status RowPlaneService::ReadParts(Socket& socket,
   }
   WireReader reader(scratch->table);
   scratch->parts.resize(request.count);
+  const bool precisions = (request.flags & kFrameRowPrecisions) != 0;
   int64_t declared = 0;
   for (Scratch::Part& part : scratch->parts) {
     part.table.reset();
+    int64_t precision = ROW_FP32;
     if (!reader.ReadString16(&part.name) ||
         !reader.ReadInt64(&part.row_elements) ||
         !reader.ReadInt64(&part.rows) || part.row_elements < 0 ||
         part.row_elements > kMaxWireRowElements || part.rows < 0 ||
-        part.rows > kMaxWireRows) {
+        part.rows > kMaxWireRows ||
+        (precisions && !reader.ReadInt64(&precision)) ||
+        precision < INT32_MIN || precision > INT32_MAX ||
+        !RowPrecision_IsValid(static_cast<int>(precision))) {
       return Malformed(what);
     }
+    part.precision = static_cast<RowPrecision>(precision);
     int64_t bytes = part.rows * static_cast<int64_t>(sizeof(int64_t));
     if (request.op == FrameOp::kPushRows) {
-      bytes +=
-          part.rows * part.row_elements * static_cast<int64_t>(sizeof(float));
+      bytes += part.rows * part.row_elements *
+               static_cast<int64_t>(RowPrecisionBytes(part.precision));
     }
     if (bytes > kMaxRequestBytes - declared) return Malformed(what);
     declared += bytes;
@@ -122,13 +137,13 @@ absl::Status RowPlaneService::ServePull(Socket& socket,
     const absl::Span<const int64_t> ids =
         absl::MakeConstSpan(scratch->ids.data() + first, part.rows);
     first += part.rows;
-    if (absl::Status s = Resolve(*store_, ids, &part); !s.ok()) {
+    if (absl::Status s = Resolve(*store_, ids, /*pull=*/true, &part); !s.ok()) {
       ForgetTables(scratch);
       return WriteErrorReply(socket, FrameOp::kPullRowsReply, s);
     }
-    reply.bytes +=
-        kDensePartHeaderBytes +
-        part.rows * part.row_elements * static_cast<int64_t>(sizeof(float));
+    reply.bytes += kDensePartHeaderBytes +
+                   part.rows * part.row_elements *
+                       static_cast<int64_t>(RowPrecisionBytes(part.precision));
   }
   char head[kFrameHeaderBytes];
   EncodeFrameHeader(reply, head);
@@ -138,17 +153,19 @@ absl::Status RowPlaneService::ServePull(Socket& socket,
   first = 0;
   for (size_t k = 0; k < scratch->parts.size() && io.ok(); ++k) {
     Scratch::Part& part = scratch->parts[k];
-    const int64_t row_bytes = part.row_elements * sizeof(float);
+    const int64_t row_bytes =
+        part.row_elements * RowPrecisionBytes(part.precision);
     const int64_t piece_rows =
         std::max<int64_t>(1, kPullPieceBytes / std::max<int64_t>(1, row_bytes));
     int64_t done = 0;
     do {
       const int64_t n = std::min(piece_rows, part.rows - done);
+      // In floats, room enough for n rows of any precision.
       scratch->values.resize(std::max<size_t>(
           scratch->values.size(), static_cast<size_t>(n * part.row_elements)));
-      const int64_t version = part.table->Read(
+      const int64_t version = part.table->ReadAs(
           absl::MakeConstSpan(scratch->ids.data() + first + done, n),
-          scratch->values.data());
+          part.precision, scratch->values.data());
       char part_head[kDensePartHeaderBytes];
       iovec parts[3];
       size_t count = 0;
@@ -192,22 +209,35 @@ absl::Status RowPlaneService::ServePush(Socket& socket,
         !s.ok()) {
       return s;  // cut off: nothing is applied
     }
-    const int64_t bytes =
-        static_cast<int64_t>(part.grads.size() * sizeof(float));
-    for (int64_t done = 0; done < bytes;) {
-      const int64_t piece = std::min(kPushPieceBytes, bytes - done);
-      float* dst = part.grads.data() + done / sizeof(float);
-      if (absl::Status s = socket.ReadFull(dst, piece); !s.ok()) return s;
-      if (internal::AnyNonFinite(dst, piece / sizeof(float)) != 0) {
-        non_finite[k] = true;
+    // Pieces of whole values: each widened (2-byte gradients, from the
+    // scratch they arrive in) and checked while in cache.
+    const int64_t value_bytes = RowPrecisionBytes(part.precision);
+    const int64_t values = static_cast<int64_t>(part.grads.size());
+    const int64_t piece_values = kPushPieceBytes / value_bytes;
+    if (value_bytes != sizeof(float)) scratch->narrow.resize(piece_values);
+    for (int64_t done = 0; done < values;) {
+      const int64_t n = std::min(piece_values, values - done);
+      float* dst = part.grads.data() + done;
+      if (value_bytes == sizeof(float)) {
+        if (absl::Status s = socket.ReadFull(dst, n * sizeof(float)); !s.ok()) {
+          return s;
+        }
+      } else {
+        if (absl::Status s =
+                socket.ReadFull(scratch->narrow.data(), n * value_bytes);
+            !s.ok()) {
+          return s;
+        }
+        WidenRow(part.precision, scratch->narrow.data(), dst, n);
       }
-      done += piece;
+      if (internal::AnyNonFinite(dst, n) != 0) non_finite[k] = true;
+      done += n;
     }
   }
   absl::Status refused = bad_tag;
   for (size_t k = 0; k < scratch->parts.size() && refused.ok(); ++k) {
     Scratch::Part& part = scratch->parts[k];
-    refused = Resolve(*store_, part.ids, &part);
+    refused = Resolve(*store_, part.ids, /*pull=*/false, &part);
     if (refused.ok() && non_finite[k]) {
       refused = internal::NameNonFinite(part.grads, part.name, 0);
     }

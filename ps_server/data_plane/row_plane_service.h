@@ -38,14 +38,17 @@ class RowPlaneService {
       std::string name;
       int64_t row_elements = 0;
       int64_t rows = 0;
+      // What its values travel in (row_wire.h's kFrameRowPrecisions).
+      RowPrecision precision = ROW_FP32;
       std::shared_ptr<RowTable> table;
       std::vector<int64_t> ids;
       std::vector<float> grads;
     };
     std::vector<Part> parts;
-    std::vector<int64_t> ids;   // a pull's ids, all shards
-    std::vector<float> values;  // a pull's rows on their way out
-    std::string table;          // the request's declaration
+    std::vector<int64_t> ids;      // a pull's ids, all shards
+    std::vector<float> values;     // a pull's rows on their way out
+    std::vector<uint16_t> narrow;  // a push's 2-byte gradients on their way in
+    std::string table;             // the request's declaration
   };
 
   // `core` must outlive this.

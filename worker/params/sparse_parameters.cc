@@ -36,6 +36,15 @@ absl::StatusOr<std::unique_ptr<SparseParameters>> SparseParameters::Create(
     table.name = var.name;
     table.dim = shape[1];
     table.hash = placement->hash_table();
+    table.precision = placement->precision();
+    table.gradient_precision = placement->gradient_precision();
+    if (!RowPrecision_IsValid(table.precision) ||
+        !RowPrecision_IsValid(table.gradient_precision)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("table ", var.name, ": precision ", table.precision,
+                       " or gradient precision ", table.gradient_precision,
+                       " is not one of ROW_FP32, ROW_FP16, ROW_BF16"));
+    }
     if (table.hash != (shape[0] == 0)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "table ", var.name, " has ", shape[0], " rows but is placed as ",
@@ -179,7 +188,8 @@ absl::Status SparseParameters::Pull(absl::Span<const std::vector<int64_t>> rows,
           if (r.ids.empty()) continue;
           const Table& table = tables_[r.table];
           r.buffer.resize(r.ids.size() * table.dim);
-          parts.push_back({table.shard_names[r.shard], table.dim, r.ids});
+          parts.push_back(
+              {table.shard_names[r.shard], table.dim, r.ids, table.precision});
           out.push_back(absl::MakeSpan(r.buffer));
         }
         return client->PullRows(parts, out, sync_step);
@@ -244,7 +254,8 @@ absl::Status SparseParameters::PushAlong(
         for (const Request& r : requests) {
           if (!every_shard && r.ids.empty()) continue;
           const Table& table = tables_[r.table];
-          parts.push_back({table.shard_names[r.shard], table.dim, r.ids});
+          parts.push_back({table.shard_names[r.shard], table.dim, r.ids,
+                           table.gradient_precision});
           grads.push_back(r.buffer);
         }
         PushResponse response;

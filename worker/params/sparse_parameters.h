@@ -116,6 +116,9 @@ class SparseParameters {
     std::optional<ShardLayout> layout;  // fixed tables
     std::vector<std::string> shard_names;
     std::vector<int> shard_ps;
+    // What rows are pulled in and gradients pushed in (VariablePlacement).
+    RowPrecision precision = ROW_FP32;
+    RowPrecision gradient_precision = ROW_FP32;
   };
   SparseParameters(std::vector<Table> tables, std::vector<PsClient*> clients)
       : tables_(std::move(tables)),
