@@ -9,12 +9,14 @@
 //   throughput  One in-process parameter server on loopback, its gRPC
 //               service and its TCP data plane side by side. --clients
 //               threads each loop: draw --batch ids from a Zipf(--zipf_s)
-//               law over --vocab ids, deduplicate them (as a worker does),
-//               PullRows the unique ids, PushRows one gradient row per id
-//               (Adagrad). Reports unique rows pulled and pushed per second,
-//               for hash tables and for fixed tables (--fixed_rows rows,
-//               one lock per shard) at each of --dims, on each of --planes
-//               (grpc, tcp) in the same run.
+//               law over --vocab ids, deduplicate and sort them (as a
+//               worker does), PullRows the unique ids, PushRows one
+//               gradient row per id (--optimizers, Adagrad by default).
+//               Reports unique rows pulled and pushed per second, for hash
+//               tables and for fixed tables (--fixed_rows rows, one lock
+//               per shard) at each of --dims and --precisions (rows and
+//               gradients travel in the table's precision), on each of
+//               --planes (grpc, tcp, table) in the same run.
 //   scale       --scale_servers parameter servers, each its own forked
 //               process on loopback, hold one shard each of a dim-16
 //               Adagrad hash table. --scale_workers client threads first
@@ -62,6 +64,7 @@
 #include "bench/embedding_table_bytes.h"
 #include "common/data_plane/data_plane_kind.h"
 #include "common/optimizer/optimizer.h"
+#include "common/optimizer/row_precision.h"
 #include "common/rpc/grpc_channel.h"
 #include "gflags/gflags.h"
 #include "glog/logging.h"
@@ -88,6 +91,12 @@ DEFINE_string(planes, "grpc,tcp",
               "table (no transport: the clients call the server's table "
               "directly, its own ceiling).");
 DEFINE_double(seconds, 5, "Timed seconds per throughput measurement.");
+DEFINE_string(precisions, "fp32",
+              "Throughput runs: table precisions to measure (fp32, fp16, "
+              "bf16); rows and gradients travel in the table's precision.");
+DEFINE_string(optimizers, "adagrad",
+              "Throughput runs: the tables' optimizers to measure (adagrad, "
+              "rowwise_adagrad, sgd, ...).");
 DEFINE_int64(fixed_rows, 1000000,
              "Rows of the fixed table in the throughput runs (Zipf ranks "
              "fold onto them); 0 skips fixed tables.");
@@ -211,12 +220,10 @@ struct ThroughputResult {
 // up; the first second is a warm-up.
 // With `direct` set, the clients call its Read and Apply themselves,
 // without any transport: the table's own ceiling on this machine.
-absl::StatusOr<ThroughputResult> RunClients(const std::string& address,
-                                            DataPlaneKind plane,
-                                            RowTable* direct,
-                                            const std::string& table, bool hash,
-                                            int64_t dim, int clients,
-                                            const Batches& batches) {
+absl::StatusOr<ThroughputResult> RunClients(
+    const std::string& address, DataPlaneKind plane, RowTable* direct,
+    const std::string& table, bool hash, int64_t dim, RowPrecision precision,
+    int clients, const Batches& batches) {
   std::atomic<bool> timing{false}, stop{false};
   std::atomic<int64_t> rows{0}, done{0};
   std::vector<absl::Status> errors(clients);
@@ -239,6 +246,8 @@ absl::StatusOr<ThroughputResult> RunClients(const std::string& address,
           const int64_t id = hash ? HashId(r) : (r - 1) % FLAGS_fixed_rows;
           if (seen.insert(id).second) ids.push_back(id);
         }
+        // Ascending, as a worker's Localize sends them.
+        std::sort(ids.begin(), ids.end());
         values.resize(ids.size() * dim);
         absl::Status s;
         if (direct != nullptr) {
@@ -246,10 +255,15 @@ absl::StatusOr<ThroughputResult> RunClients(const std::string& address,
           grads.assign(values.size(), 0.01f);
           direct->Apply(ids, grads);
         } else {
-          s = client.PullRows(table, ids, dim, absl::MakeSpan(values));
+          // As a worker sends them: rows and gradients in the table's
+          // precision.
+          const RowsPart part{table, dim, ids, precision};
+          const absl::Span<float> out = absl::MakeSpan(values);
+          s = client.PullRows({&part, 1}, {&out, 1});
           if (s.ok()) {
             grads.assign(values.size(), 0.01f);
-            s = client.PushRows(table, ids, dim, grads, &response);
+            const absl::Span<const float> in = grads;
+            s = client.PushRows({&part, 1}, {&in, 1}, &response);
           }
         }
         if (!s.ok()) {
@@ -329,61 +343,79 @@ int RunThroughput(const std::vector<int64_t>& dims) {
       "unique rows pulled and pushed per second (%u cores here)\n",
       FLAGS_batch, FLAGS_zipf_s, FLAGS_vocab,
       std::thread::hardware_concurrency());
-  std::printf("%-6s %4s %7s %5s %10s %10s %12s %12s %10s\n", "table", "dim",
-              "clients", "plane", "uniq/batch", "batches/s", "rows/s",
-              "table_rows", "resid_MB");
+  std::printf("%-6s %4s %-20s %7s %5s %10s %10s %12s %12s %10s\n", "table",
+              "dim", "precision+optimizer", "clients", "plane", "uniq/batch",
+              "batches/s", "rows/s", "table_rows", "resid_MB");
   std::fflush(stdout);
   PsClient admin(address, 0, MakeChannel(address, ChannelSecurity()));
   for (const char* kind : {"hash", "fixed"}) {
     const bool hash = std::string(kind) == "hash";
     if (!hash && FLAGS_fixed_rows <= 0) continue;
     for (int64_t dim : dims) {
-      const std::string variable = absl::StrCat(kind, "_", dim);
-      CreateShardsRequest request;
-      if (hash) {
-        *request.add_shards() = HashDef(variable, dim, 0, 1, 0);
-      } else {
-        ShardDef def = HashDef(variable, dim, 0, 1, 0);
-        def.set_hash_table(false);
-        def.set_dim(0);
-        def.set_num_shards(0);
-        def.mutable_variable_shape()->add_dims(FLAGS_fixed_rows);
-        def.mutable_variable_shape()->add_dims(dim);
-        *def.mutable_shape() = def.variable_shape();
-        *request.add_shards() = def;
-      }
-      *request.mutable_optimizer() = OptimizerNamed("adagrad");
-      CreateShardsResponse created;
-      if (absl::Status s = admin.CreateShards(request, &created); !s.ok()) {
-        LOG(ERROR) << s;
-        return 1;
-      }
-      const std::string shard = request.shards(0).name();
-      for (int64_t clients : ParseList(FLAGS_clients)) {
-        for (const std::optional<DataPlaneKind>& plane_kind : planes) {
-          absl::StatusOr<std::shared_ptr<RowTable>> table =
-              store.FindRows(shard);
-          if (!table.ok()) {
-            LOG(ERROR) << table.status();
+      for (absl::string_view precision_name :
+           absl::StrSplit(FLAGS_precisions, ',', absl::SkipEmpty())) {
+        absl::StatusOr<RowPrecision> precision =
+            ParseRowPrecision(precision_name);
+        if (!precision.ok()) {
+          LOG(ERROR) << "--precisions: " << precision.status();
+          return 1;
+        }
+        for (absl::string_view optimizer :
+             absl::StrSplit(FLAGS_optimizers, ',', absl::SkipEmpty())) {
+          const std::string config =
+              absl::StrCat(precision_name, "+", optimizer);
+          const std::string variable =
+              absl::StrCat(kind, "_", dim, "_", precision_name, "_", optimizer);
+          CreateShardsRequest request;
+          if (hash) {
+            *request.add_shards() = HashDef(variable, dim, 0, 1, 0);
+          } else {
+            ShardDef def = HashDef(variable, dim, 0, 1, 0);
+            def.set_hash_table(false);
+            def.set_dim(0);
+            def.set_num_shards(0);
+            def.mutable_variable_shape()->add_dims(FLAGS_fixed_rows);
+            def.mutable_variable_shape()->add_dims(dim);
+            *def.mutable_shape() = def.variable_shape();
+            *request.add_shards() = def;
+          }
+          request.mutable_shards(0)->set_precision(*precision);
+          *request.mutable_optimizer() = OptimizerNamed(std::string(optimizer));
+          CreateShardsResponse created;
+          if (absl::Status s = admin.CreateShards(request, &created); !s.ok()) {
+            LOG(ERROR) << s;
             return 1;
           }
-          absl::StatusOr<ThroughputResult> r =
-              RunClients(address, plane_kind.value_or(DataPlaneKind::kGrpc),
-                         plane_kind.has_value() ? nullptr : table->get(), shard,
-                         hash, dim, clients, batches);
-          if (!r.ok()) {
-            LOG(ERROR) << r.status();
-            return 1;
+          const std::string shard = request.shards(0).name();
+          for (int64_t clients : ParseList(FLAGS_clients)) {
+            for (const std::optional<DataPlaneKind>& plane_kind : planes) {
+              absl::StatusOr<std::shared_ptr<RowTable>> table =
+                  store.FindRows(shard);
+              if (!table.ok()) {
+                LOG(ERROR) << table.status();
+                return 1;
+              }
+              absl::StatusOr<ThroughputResult> r =
+                  RunClients(address, plane_kind.value_or(DataPlaneKind::kGrpc),
+                             plane_kind.has_value() ? nullptr : table->get(),
+                             shard, hash, dim, *precision, clients, batches);
+              if (!r.ok()) {
+                LOG(ERROR) << r.status();
+                return 1;
+              }
+              const int64_t table_rows =
+                  hash ? static_cast<HashTable&>(**table).rows()
+                       : FLAGS_fixed_rows;
+              std::printf(
+                  "%-6s %4ld %-20s %7ld %5s %10.0f %10.1f %12.0f %12ld "
+                  "%10.1f\n",
+                  kind, dim, config.c_str(), clients,
+                  plane_kind.has_value() ? DataPlaneName(*plane_kind) : "table",
+                  r->unique_per_batch, r->batches_per_s, r->rows_per_s,
+                  table_rows, (*table)->resident_bytes() / 1e6);
+              std::fflush(stdout);
+            }
           }
-          const int64_t table_rows =
-              hash ? static_cast<HashTable&>(**table).rows() : FLAGS_fixed_rows;
-          std::printf(
-              "%-6s %4ld %7ld %5s %10.0f %10.1f %12.0f %12ld %10.1f\n", kind,
-              dim, clients,
-              plane_kind.has_value() ? DataPlaneName(*plane_kind) : "table",
-              r->unique_per_batch, r->batches_per_s, r->rows_per_s, table_rows,
-              (*table)->resident_bytes() / 1e6);
-          std::fflush(stdout);
         }
       }
     }

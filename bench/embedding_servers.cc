@@ -94,6 +94,8 @@ OptimizerConfig OptimizerNamed(const std::string& name) {
   config.set_learning_rate(0.01f);
   if (name == "sgd") {
     config.mutable_sgd();
+  } else if (name == "rowwise_adagrad") {
+    config.mutable_rowwise_adagrad();
   } else {
     config.mutable_adagrad();
   }

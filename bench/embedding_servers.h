@@ -48,7 +48,7 @@ class ZipfSampler {
 // categorical values (odd multiplier: one id per rank).
 int64_t HashId(int64_t rank);
 
-// learning rate 0.01, "sgd" or else Adagrad.
+// learning rate 0.01, "sgd", "rowwise_adagrad" or else Adagrad.
 OptimizerConfig OptimizerNamed(const std::string& name);
 
 // Shard `index` of `num_shards` of a hash table `variable`.

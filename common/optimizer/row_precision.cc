@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/counter_rng.h"
 #include "common/optimizer/optimizer.h"
+#include "common/optimizer/row_precision_f16c.h"
 
 namespace tessera {
 namespace {
@@ -26,11 +27,43 @@ inline uint16_t FloatToBfloat16Bits(float x) {
   return Eigen::numext::bit_cast<uint16_t>(Eigen::bfloat16(x));
 }
 
-inline float Bfloat16BitsToFloat(uint16_t bits) {
-  return static_cast<float>(Eigen::numext::bit_cast<Eigen::bfloat16>(bits));
+// bf16 is the upper half of a float: widening is a shift, which these
+// plain loops let the compiler vectorise.
+inline void WidenBfloat16(const uint16_t* s, float* d, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t bits = static_cast<uint32_t>(s[i]) << 16;
+    std::memcpy(d + i, &bits, sizeof(bits));
+  }
+}
+
+// Round to nearest even, as Eigen::bfloat16(float) does (NaN: its quiet
+// NaN with the sign).
+inline void NarrowBfloat16Nearest(const float* s, uint16_t* d, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, s + i, sizeof(bits));
+    const uint32_t rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;
+    const bool nan = (bits & 0x7FFFFFFFu) > 0x7F800000u;
+    d[i] = static_cast<uint16_t>(nan ? ((bits >> 16) & 0x8000u) | 0x7FC0u
+                                     : rounded);
+  }
 }
 
 }  // namespace
+
+namespace row_precision_internal {
+
+bool UseF16c() {
+#ifdef TESSERA_ROW_PRECISION_F16C
+  static const bool kF16c =
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  return kF16c;
+#else
+  return false;
+#endif
+}
+
+}  // namespace row_precision_internal
 
 int RowPrecisionBytes(RowPrecision precision) {
   return precision == ROW_FP16 || precision == ROW_BF16 ? 2 : 4;
@@ -116,10 +149,13 @@ uint16_t RoundBfloat16Stochastic(float x, uint32_t random16) {
 void WidenRow(RowPrecision precision, const void* src, float* dst, int64_t n) {
   if (precision == ROW_FP16) {
     const uint16_t* s = static_cast<const uint16_t*>(src);
+    if (row_precision_internal::UseF16c()) {
+      row_precision_internal::WidenHalfF16c(s, dst, n);
+      return;
+    }
     for (int64_t i = 0; i < n; ++i) dst[i] = HalfBitsToFloat(s[i]);
   } else if (precision == ROW_BF16) {
-    const uint16_t* s = static_cast<const uint16_t*>(src);
-    for (int64_t i = 0; i < n; ++i) dst[i] = Bfloat16BitsToFloat(s[i]);
+    WidenBfloat16(static_cast<const uint16_t*>(src), dst, n);
   } else {
     std::memcpy(dst, src, n * sizeof(float));
   }
@@ -129,6 +165,10 @@ void NarrowRowStochastic(RowPrecision precision, const float* src, void* dst,
                          int64_t n, uint64_t seed) {
   if (precision == ROW_FP16) {
     uint16_t* d = static_cast<uint16_t*>(dst);
+    if (row_precision_internal::UseF16c()) {
+      row_precision_internal::NarrowHalfStochasticF16c(src, d, n, seed);
+      return;
+    }
     for (int64_t i = 0; i < n; ++i) {
       d[i] = RoundHalfStochastic(src[i], CounterUniform(seed, i));
     }
@@ -147,6 +187,10 @@ void NarrowRowNearest(RowPrecision precision, const float* src, void* dst,
                       int64_t n) {
   if (precision == ROW_FP16) {
     uint16_t* d = static_cast<uint16_t*>(dst);
+    if (row_precision_internal::UseF16c()) {
+      row_precision_internal::NarrowHalfNearestF16c(src, d, n);
+      return;
+    }
     for (int64_t i = 0; i < n; ++i) {
       const float x = src[i];
       // Saturate as the stochastic rounding does, rather than overflow.
@@ -156,8 +200,7 @@ void NarrowRowNearest(RowPrecision precision, const float* src, void* dst,
                  : FloatToHalfBits(x);
     }
   } else if (precision == ROW_BF16) {
-    uint16_t* d = static_cast<uint16_t*>(dst);
-    for (int64_t i = 0; i < n; ++i) d[i] = FloatToBfloat16Bits(src[i]);
+    NarrowBfloat16Nearest(src, static_cast<uint16_t*>(dst), n);
   } else {
     std::memcpy(dst, src, n * sizeof(float));
   }

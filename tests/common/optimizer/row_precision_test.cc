@@ -2,9 +2,11 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "Eigen/Core"
+#include "common/counter_rng.h"
 #include "gtest/gtest.h"
 
 namespace tessera {
@@ -136,6 +138,90 @@ TEST(RowPrecisionTest, WideningAndNearestRoundTripExactly) {
     for (int i = 0; i < (1 << 16); ++i) {
       if (std::isnan(wide[i])) continue;
       ASSERT_EQ(back[i], all[i]) << RowPrecisionName(p) << " bits " << i;
+    }
+  }
+}
+
+// The vectorised conversions (F16C for fp16 where the CPU has it, bit
+// arithmetic for bf16) give Eigen's bits for every finite value and
+// infinity, ties included, fp16 saturating at 65504 rather than
+// overflowing; widening agrees for every 2-byte value.
+TEST(RowPrecisionTest, ConversionsMatchEigenBitForBit) {
+  std::vector<float> x;
+  for (uint32_t bits = 0; bits < 0xFF800000u; bits += 0x00012345u) {
+    float f;
+    std::memcpy(&f, &bits, sizeof(f));
+    x.push_back(f);
+  }
+  // Ties between neighbours (round to even), saturation, the extremes.
+  for (float f : {1.0f + 1.0f / 2048, 1.0f + 3.0f / 2048, 65504.0f, 65519.0f,
+                  65520.0f, 1e30f, 3.4028235e38f, 1.0f + 1.0f / 256,
+                  1.0f + 3.0f / 256, 5.9604645e-8f, 2.9802322e-8f, 0.0f}) {
+    x.push_back(f);
+    x.push_back(-f);
+  }
+  x.push_back(INFINITY);
+  x.push_back(-INFINITY);
+  std::vector<uint16_t> half(x.size()), bf16(x.size());
+  NarrowRowNearest(ROW_FP16, x.data(), half.data(), x.size());
+  NarrowRowNearest(ROW_BF16, x.data(), bf16.data(), x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i])) {  // NaN stays NaN; its payload may differ
+      ASSERT_TRUE(std::isnan(Half(half[i])) && std::isnan(Bf16(bf16[i])));
+      continue;
+    }
+    const float a = std::fabs(x[i]);
+    const float saturated =
+        std::isfinite(a) && a > 65504.0f ? std::copysign(65504.0f, x[i]) : x[i];
+    ASSERT_EQ(half[i],
+              Eigen::numext::bit_cast<uint16_t>(Eigen::half(saturated)))
+        << "fp16 of " << x[i];
+    ASSERT_EQ(bf16[i], Eigen::numext::bit_cast<uint16_t>(Eigen::bfloat16(x[i])))
+        << "bf16 of " << x[i];
+  }
+  std::vector<uint16_t> all(1 << 16);
+  for (int i = 0; i < (1 << 16); ++i) all[i] = static_cast<uint16_t>(i);
+  std::vector<float> wide(all.size());
+  for (RowPrecision p : {ROW_FP16, ROW_BF16}) {
+    WidenRow(p, all.data(), wide.data(), all.size());
+    for (int i = 0; i < (1 << 16); ++i) {
+      const float want = p == ROW_FP16 ? Half(all[i]) : Bf16(all[i]);
+      if (std::isnan(want)) {
+        ASSERT_TRUE(std::isnan(wide[i])) << RowPrecisionName(p) << " " << i;
+        continue;
+      }
+      ASSERT_EQ(std::memcmp(&wide[i], &want, sizeof(float)), 0)
+          << RowPrecisionName(p) << " bits " << i;
+    }
+  }
+}
+
+// NarrowRowStochastic's fp16 rows (8 at a time where the CPU has F16C)
+// are RoundHalfStochastic of each element with its own draw, bit for bit:
+// subnormals, exact values, negative zero, and blocks holding a value that
+// saturates, infinities or NaN.
+TEST(RowPrecisionTest, StochasticRowsMatchTheRulePerElement) {
+  std::vector<float> x;
+  for (uint32_t bits = 0; bits < 0x477FE000u; bits += 0x000F1234u) {
+    float f;
+    std::memcpy(&f, &bits, sizeof(f));
+    x.push_back(f);
+    x.push_back(-f);
+  }
+  for (float f : {0.0f, -0.0f, 1.0f, 65504.0f, 65500.0f, 70000.0f, 1e-7f,
+                  6.0e-8f, INFINITY, NAN}) {
+    x.push_back(f);
+  }
+  for (uint64_t seed : {uint64_t{1}, uint64_t{0xDEADBEEF12345ull}}) {
+    std::vector<uint16_t> row(x.size());
+    NarrowRowStochastic(ROW_FP16, x.data(), row.data(), x.size(), seed);
+    for (size_t i = 0; i < x.size(); ++i) {
+      const uint16_t want = RoundHalfStochastic(x[i], CounterUniform(seed, i));
+      if (std::isnan(x[i])) {
+        ASSERT_TRUE(std::isnan(Half(row[i])));
+        continue;
+      }
+      ASSERT_EQ(row[i], want) << x[i] << " at " << i;
     }
   }
 }
