@@ -33,6 +33,11 @@ struct StepRunnerOptions {
   // The job's learning rates: shown on the progress line and the status
   // board, and kept in the step log and the epoch's figures.
   std::optional<JobLearningRates> learning_rates;
+  // Lockstep modes: called with a global step once its required parts are
+  // done, before the step after it is scheduled (global-norm clipping
+  // across the servers, coordinator/step_norm_exchange.h). An error ends
+  // the epoch.
+  std::function<absl::Status(int64_t global_step)> round_done;
 };
 
 // Runs planned steps on the cluster and counts what they did: async and
