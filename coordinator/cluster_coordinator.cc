@@ -520,12 +520,16 @@ void ClusterCoordinator::RecoverWorker(int worker, WorkerStub* remote) {
   const std::string why =
       absl::StrCat("did not come back within ",
                    absl::FormatDuration(options_.worker_recovery_timeout));
-  if (options_.remove_lost_workers && !options_.replicas_in_lockstep) {
+  if (options_.remove_lost_workers) {
     {
       absl::MutexLock lock(&mu_);
       if (stopping_ || queue_.state(worker) != MemberState::kActive) return;
       HandOver(worker, MemberState::kRemoved,
                absl::StrCat(why, " and was removed"));
+      // A replica: the round it failed runs again without it (the
+      // survivors' ring re-formed by the repair), and the rounds after
+      // have a part per member left (TakeRing).
+      if (options_.replicas_in_lockstep) ring_changed_ = true;
     }
     LOG(WARNING) << "worker " << worker << " " << why
                  << ": removed from the job, its steps go to the others";

@@ -65,8 +65,9 @@ struct CoordinatorOptions {
   bool replicas_in_lockstep = false;
   // A worker that is not back within worker_recovery_timeout is removed
   // from the job, its steps going to the others, instead of failing the
-  // job. Nobody restarts: the job goes on with the workers it has. Not
-  // with replicas_in_lockstep: their ring has a fixed size.
+  // job. Nobody restarts: the job goes on with the workers it has. With
+  // replicas_in_lockstep the ring changes (ring_changed) and its round
+  // runs again on the members left (ReplicaRepair).
   bool remove_lost_workers = false;
   // The floor: fewer active workers than this (after removals and drains;
   // at least 1) fail the job. (Membership refuses a drain that would

@@ -216,7 +216,7 @@ absl::Status ValidateJobConfig(const JobConfig& job) {
 
 absl::Status ValidateJobForWorkers(const JobConfig& job,
                                    const TrainingMode& mode, int num_workers,
-                                   bool remove_lost_workers) {
+                                   bool /*remove_lost_workers*/) {
   if (mode.lockstep() && num_workers > 0 &&
       job.schedule().batch_size() % num_workers != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -231,14 +231,6 @@ absl::Status ValidateJobForWorkers(const JobConfig& job,
         " workers: a step needs at least one worker that is no backup, so "
         "it must be below ",
         num_workers));
-  }
-  if (remove_lost_workers && mode.replicates_dense()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--remove_lost_workers (tessera_local --elastic): mode ",
-        mode.ToString(),
-        " cannot go on without a lost worker, since every worker holds a "
-        "replica that takes part in each all-reduce; elastic jobs are "
-        "async, ssp or sync"));
   }
   return absl::OkStatus();
 }

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/training_mode.h"
 #include "glog/logging.h"
 
 namespace tessera {
@@ -60,16 +61,38 @@ absl::Status ReplicaRepair::Repair(int64_t global_step,
     return absl::FailedPreconditionError(
         "every worker restarted: no replica survived");
   }
+  // A member removed for good changes the round's parts (one per member
+  // left): servers aggregating the round's parts (hybrid:sync) may hold
+  // some of the parts it had, so it cannot run again under its global
+  // step; the job goes back to its last checkpoint instead.
+  const std::vector<int>& members = replicas_->indices();
+  std::vector<int> back, removed;
+  for (int w : restarted) {
+    (std::find(members.begin(), members.end(), w) != members.end() ? back
+                                                                   : removed)
+        .push_back(w);
+  }
+  if (absl::StatusOr<TrainingMode> mode = ParseTrainingMode(job_.mode());
+      !removed.empty() && mode.ok() && mode->aggregates_steps()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "worker ", absl::StrJoin(removed, ", "),
+        " left the ring inside the round, whose parts the servers aggregate"));
+  }
   absl::Status copied = replicas_->Copy(survivor, directory_, job_);
   // The copy is needed only until every worker has read it.
   std::error_code ignored;
   std::filesystem::remove_all(directory_, ignored);
   if (!copied.ok()) return copied;
   coordinator_->replica_losses()->Take();
+  // A worker that never came back was removed (--remove_lost_workers):
+  // the ring goes on without it.
   const std::string line = absl::StrFormat(
-      "worker%s %s restarted inside global step %lld: every replica copied "
-      "from worker %d's in %.2f s; the round runs again",
+      "worker%s %s %s inside global step %lld: every replica copied from "
+      "worker %d's in %.2f s; the round runs again",
       restarted.size() > 1 ? "s" : "", absl::StrJoin(restarted, ", "),
+      removed.empty() ? "restarted"
+      : back.empty()  ? "failed for good and left the ring"
+                      : "failed (some for good, leaving the ring)",
       static_cast<long long>(global_step), survivor,
       absl::ToDoubleSeconds(absl::Now() - start));
   LOG(INFO) << line;

@@ -20,8 +20,39 @@ WorkerReplicas::WorkerReplicas(std::vector<WorkerTask*> workers,
   }
 }
 
+void WorkerReplicas::Drop(int index) {
+  absl::MutexLock lock(&drop_mu_);
+  dropped_.push_back(index);
+}
+
+void WorkerReplicas::ApplyDrops() {
+  std::vector<int> dropped;
+  {
+    absl::MutexLock lock(&drop_mu_);
+    dropped.swap(dropped_);
+  }
+  for (int index : dropped) {
+    auto it = std::find(indices_.begin(), indices_.end(), index);
+    if (it == indices_.end()) continue;
+    workers_.erase(workers_.begin() + (it - indices_.begin()));
+    indices_.erase(it);
+    reformed_ = true;  // the next Restore gives the members their ring
+  }
+}
+
+const std::vector<WorkerTask*>& WorkerReplicas::members() {
+  ApplyDrops();
+  return workers_;
+}
+
+const std::vector<int>& WorkerReplicas::indices() {
+  ApplyDrops();
+  return indices_;
+}
+
 absl::Status WorkerReplicas::Save(const std::string& directory, int64_t step,
                                   SaveShardsResponse* response) {
+  ApplyDrops();
   SaveShardsRequest request;
   request.set_directory(directory);
   request.set_global_step(step);
@@ -54,6 +85,7 @@ absl::Status WorkerReplicas::Restore(const ValidCheckpoint& checkpoint) {
 
 absl::Status WorkerReplicas::RestoreMembers(const ValidCheckpoint* checkpoint,
                                             const std::vector<bool>& only) {
+  ApplyDrops();
   RestoreReplicaRequest request;
   last_epoch_ = std::max(
       last_epoch_ + 1, static_cast<uint64_t>(absl::ToUnixMicros(absl::Now())));
@@ -82,6 +114,7 @@ absl::Status WorkerReplicas::Reform(std::vector<int> indices,
                                     std::vector<WorkerTask*> ring,
                                     const std::string& directory,
                                     const JobConfig& job) {
+  ApplyDrops();
   if (ring.empty() || indices.size() != ring.size()) {
     return absl::InvalidArgumentError(absl::StrCat("an all-reduce ring of ",
                                                    ring.size(), " members and ",
@@ -133,6 +166,7 @@ absl::Status WorkerReplicas::Reform(std::vector<int> indices,
 
 absl::Status WorkerReplicas::Copy(int index, const std::string& directory,
                                   const JobConfig& job) {
+  ApplyDrops();
   const int from = static_cast<int>(
       std::find(indices_.begin(), indices_.end(), index) - indices_.begin());
   if (from >= static_cast<int>(workers_.size())) {

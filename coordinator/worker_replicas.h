@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "coordinator/job_checkpointer.h"
 #include "coordinator/worker_task.h"
 #include "proto/job.pb.h"
@@ -53,10 +55,15 @@ class WorkerReplicas final : public ReplicaCheckpoints {
   // and the job goes back to its last checkpoint, which re-forms it again.
   absl::Status Reform(std::vector<int> indices, std::vector<WorkerTask*> ring,
                       const std::string& directory, const JobConfig& job);
+  // Worker `index` was removed from the job (it did not come back): it
+  // leaves the ring, and the next Save, Restore, Copy or Reform is the
+  // members' left, whose ring a Restore or Copy re-forms. Any thread.
+  void Drop(int index);
+
   // The ring's members, in ring order, and their indices (the
-  // coordinator's: Copy's `from`).
-  const std::vector<WorkerTask*>& members() const { return workers_; }
-  const std::vector<int>& indices() const { return indices_; }
+  // coordinator's: Copy's `from`), those dropped left out.
+  const std::vector<WorkerTask*>& members();
+  const std::vector<int>& indices();
 
  private:
   // Restores every member from `checkpoint`, or only those in `only`
@@ -64,6 +71,11 @@ class WorkerReplicas final : public ReplicaCheckpoints {
   absl::Status RestoreMembers(const ValidCheckpoint* checkpoint,
                               const std::vector<bool>& only);
 
+  // Takes the workers Drop named out of the ring.
+  void ApplyDrops();
+
+  absl::Mutex drop_mu_;
+  std::vector<int> dropped_ ABSL_GUARDED_BY(drop_mu_);
   std::vector<WorkerTask*> workers_;
   std::vector<int> indices_;  // of workers_: 0 to n - 1 until a Reform
   const int max_concurrency_;

@@ -10,8 +10,8 @@
 #    shape and labels outside num_classes are refused naming the file, and
 #    a server that would hold more than the machine's memory is warned of;
 #  - issue #42: what the workers' count decides (sync's batch split and
-#    backup workers), --elastic in mirrored and hybrid, a launcher flag's
-#    typo and a table placed twice are refused before anything starts.
+#    backup workers), a launcher flag's typo and a table placed twice are
+#    refused before anything starts.
 set -uo pipefail
 LOCAL="$1"
 ROOT="$2"
@@ -103,12 +103,6 @@ refused sync_batch_dry '--batch_size) 255 must split evenly'
 run backup --num_ps=2 --num_workers=2 -- --job_file="$MLP" --mode=sync \
   --backup_workers=2
 refused backup '--backup_workers) is 2 but there are only 2 workers'
-run elastic_hybrid --elastic --num_ps=2 --num_workers=2 -- \
-  --job_file="$DLRM" --mode=hybrid
-refused elastic_hybrid 'tessera_local --elastic): mode hybrid cannot go on'
-run elastic_mirrored --elastic --num_ps=0 --num_workers=2 -- \
-  --job_file="$MLP"
-refused elastic_mirrored 'tessera_local --elastic): mode mirrored cannot go on'
 run typo --num_workerz=2 -- --job_file="$MLP"
 refused typo "unknown flag --num_workerz (neither tessera_local's nor the coordinator's"
 grep -q "the coordinator's check of the job" "$tmp/typo.out" &&

@@ -375,15 +375,25 @@ JobRun TrainReplicas(const std::string& name, const std::string& mode,
   const fs::path dir = Dir(name);
   const fs::path rd = dir / "run";
   const std::string local = BuildDir() + "/deploy/local/tessera_local";
-  std::string script =
-      absl::StrCat(local, " --num_ps=", mode == "mirrored" ? 0 : 2,
-                   " --num_workers=2 --max_restarts=0 --run_dir=", rd.string(),
-                   " -- --mode=", mode, " --epochs=", kEpochs,
-                   " --batch_size=64 --checkpoint_dir=", rd.string(),
-                   "/checkpoints", IdxFlags(), " > ",
-                   (dir / "launcher.out").string(), " 2>&1 &\nlauncher=$!\n");
+  std::string script;
+  if (event == "die") {
+    // Worker 1 dies for good in its 111th step (epoch 2), at a fault
+    // point; --elastic removes it after --worker_recovery_timeout_s.
+    const fs::path faults = dir / "faults";
+    fs::create_directories(faults);
+    std::ofstream(faults / "worker-1.step") << "kill 110";
+    script =
+        absl::StrCat("export TESSERA_FAULT_POINTS=", faults.string(), "\n");
+  }
+  absl::StrAppend(
+      &script, local, " --num_ps=", mode == "mirrored" ? 0 : 2,
+      " --num_workers=2 --max_restarts=0", event == "die" ? " --elastic" : "",
+      " --run_dir=", rd.string(), " -- --mode=", mode, " --epochs=", kEpochs,
+      " --batch_size=64 --worker_recovery_timeout_s=1 --checkpoint_dir=",
+      rd.string(), "/checkpoints", IdxFlags(), " > ",
+      (dir / "launcher.out").string(), " 2>&1 &\nlauncher=$!\n");
   const std::string event_out = (dir / "event.out").string();
-  if (!event.empty()) {
+  if (event == "join" || event == "drain") {
     absl::StrAppend(&script, "for i in $(seq 1 2400); do\n", "  n=$(cat ",
                     rd.string(), "/steps.jsonl 2>/dev/null | wc -l)\n",
                     "  [ \"$n\" -ge ", kTriggerLines,
@@ -411,6 +421,7 @@ JobRun TrainReplicas(const std::string& name, const std::string& mode,
   run.event_output = ReadFile(event_out);
   run.launcher_exit = ExitAfter(shell.output, "launcher_exit=");
   run.event_exit = ExitAfter(shell.output, "event_exit=");
+  run.fault_hit = fs::exists(dir / "faults" / "worker-1.step.hit");
   std::ifstream metrics(rd / "metrics.jsonl");
   std::string line;
   while (std::getline(metrics, line)) {
@@ -439,7 +450,7 @@ TEST_P(ElasticReplicasTest,
   const JobRun run =
       TrainReplicas(absl::StrCat(event, "_", tag, "_idx"), mode, event);
   ASSERT_EQ(run.launcher_exit, 0) << run.output;
-  EXPECT_EQ(run.event_exit, 0) << run.event_output;
+  if (event != "die") EXPECT_EQ(run.event_exit, 0) << run.event_output;
   ASSERT_EQ(run.metrics.size(), static_cast<size_t>(kEpochs)) << run.output;
   ASSERT_EQ(base.metrics.size(), static_cast<size_t>(kEpochs)) << base.output;
   EXPECT_THAT(run.output,
@@ -477,6 +488,12 @@ TEST_P(ElasticReplicasTest,
     const std::string row =
         run.output.substr(at, run.output.find('\n', at) - at);
     EXPECT_THAT(row, MatchesRegex(".* active +[1-9][0-9]* steps")) << row;
+  } else if (event == "die") {
+    EXPECT_TRUE(run.fault_hit) << "worker 1 never reached its fault point";
+    EXPECT_THAT(run.output, HasSubstr("removed from the job"));
+    EXPECT_THAT(
+        run.output,
+        MatchesRegex("(.|\n)*  worker 1 [^\n]* removed +[0-9]+ steps(.|\n)*"));
   } else {
     EXPECT_THAT(run.output, HasSubstr("worker 1 drained and told to exit"));
     EXPECT_THAT(
@@ -487,7 +504,7 @@ TEST_P(ElasticReplicasTest,
 
 INSTANTIATE_TEST_SUITE_P(
     ElasticReplicas, ElasticReplicasTest,
-    ::testing::Combine(::testing::Values("join", "drain"),
+    ::testing::Combine(::testing::Values("join", "drain", "die"),
                        ::testing::Values("mirrored", "hybrid:sync")),
     [](const ::testing::TestParamInfo<ReplicaCase>& info) {
       return absl::StrReplaceAll(
