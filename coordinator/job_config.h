@@ -16,11 +16,10 @@ absl::Status ValidateJobConfig(const JobConfig& job);
 // contacted (the coordinator's --dry_run, and so tessera_local's check
 // before it starts anything) and again by TrainingJob: in a lockstep mode
 // (`mode`, as the cluster gives it) the global batch splits evenly over
-// `num_workers`; sync's backup workers are fewer than the workers; and a
-// job whose lost workers are removed (`remove_lost_workers`, tessera_local
-// --elastic) trains in a mode that can go on without one (async, ssp,
-// sync: mirrored and hybrid replicas cannot). InvalidArgument naming the
-// flag otherwise.
+// `num_workers`; and sync's backup workers are fewer than the workers
+// (`remove_lost_workers` is taken in every mode: a mirrored or hybrid
+// replica that is removed leaves the all-reduce ring). InvalidArgument
+// naming the flag otherwise.
 absl::Status ValidateJobForWorkers(const JobConfig& job,
                                    const TrainingMode& mode, int num_workers,
                                    bool remove_lost_workers);

@@ -39,12 +39,11 @@
 // Elastic jobs (docs/operations.md, "Growing and shrinking a job"): with
 // --elastic a worker that drains (exits 0) or dies with no restart left
 // does not end the job, and the coordinator removes a worker that does not
-// come back (--remove_lost_workers; async, ssp and sync jobs: the
-// coordinator's check refuses it in mirrored and hybrid before anything
-// starts). `tessera_local --join=RUN_DIR --num_workers=N` starts N more
-// workers that join the job running in RUN_DIR (deploy/local/
-// join_launcher.h) and waits for them; a job that no longer runs is
-// refused at once.
+// come back (--remove_lost_workers; in mirrored and hybrid jobs it leaves
+// the all-reduce ring). `tessera_local --join=RUN_DIR --num_workers=N`
+// starts N more workers that join the job running in RUN_DIR
+// (deploy/local/join_launcher.h) and waits for them; a job that no longer
+// runs is refused at once.
 //
 // Exit status (common/exit_code.h, docs/exit_codes.md): 0 when the
 // coordinator succeeds; 3 when an operator stopped the job
