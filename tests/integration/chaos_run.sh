@@ -19,9 +19,12 @@
 # (streamed gzipped TFRecord files), table (the click model with growing
 # embedding tables): sync_idx, async_table, hybridsync_table,
 # mirrored_idx, ...
-# Joins and drains are drawn in async, ssp:2 and sync; mirrored and hybrid
-# jobs refuse them today (their all-reduce ring has a fixed size), and get
-# them with TESSERA_CHAOS_RING_JOINS=1 once they do not. A drain drains a
+# Joins and drains are drawn in async, ssp:2 and sync; in mirrored and
+# hybrid jobs (their all-reduce ring re-formed between rounds) with
+# TESSERA_CHAOS_RING_JOINS=1, not by default yet: a chief restarted after
+# a ring join fails to configure the workers (docs/operations.md). There a
+# join changes the parts of a round, so hybrid:sync is checked as the
+# other modes (every example once, the accuracy within noise). A drain drains a
 # worker that joined (joining one first if none is in the job): a drained
 # worker of the start-up would hold up a restarted chief, which waits for
 # every worker of its cluster spec (docs/operations.md).
@@ -563,8 +566,14 @@ for pid in "${JOINERS[@]}"; do
 done
 
 # The checks.
-OUTCOME=$(python3 "$HERE/chaos_check.py" "$MODE" "$BASE/run/metrics.jsonl" \
-  "$RUN/metrics.jsonl" "$EPOCHS" "$EXIT" 2>&1 | tail -1)
+# A join or drain in a mirrored or hybrid job changes the ring's size, so
+# the parts of a round: hybrid:sync is then checked as the other modes.
+CHECK_MODE=$MODE
+[ "$NUM_PS" != 2 ] || [ "${MODE#hybrid}" = "$MODE" ] ||
+  ! grep -qP '\t(JOIN|DRAIN)$' "$DIR/kills.tsv.part" || CHECK_MODE=ring_changed
+OUTCOME=$(python3 "$HERE/chaos_check.py" "$CHECK_MODE" \
+  "$BASE/run/metrics.jsonl" "$RUN/metrics.jsonl" "$EPOCHS" "$EXIT" 2>&1 |
+  tail -1)
 awk -v o="${OUTCOME%% *}" '{ print $0 "\t" o }' "$DIR/kills.tsv.part" \
   > "$DIR/kills.tsv"
 done_kills=$(wc -l < "$DIR/kills.tsv")
