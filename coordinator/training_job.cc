@@ -134,11 +134,6 @@ CoordinatorOptions TrainingJob::SchedulerOptions() {
   CoordinatorOptions coordinator_options = options_.coordinator;
   coordinator_options.on_member_event = [this](int worker, MemberState state,
                                                const std::string& note) {
-    // A replica that did not come back leaves the ring: the repair and
-    // every restore after are the members'.
-    if (state == MemberState::kRemoved && replica_checkpoints_ != nullptr) {
-      replica_checkpoints_->Drop(worker);
-    }
     RecordMemberChange(membership_.get(), out_, worker, state, note);
   };
   if (mode_.kind == TrainingMode::Kind::kSsp) {
@@ -196,6 +191,17 @@ void TrainingJob::MakeRunner(int num_workers) {
           JobLearningRates::Create(job_, mode_);
       rates.ok()) {
     runner.learning_rates = *std::move(rates);
+  }
+  // Global-norm clipping of the global batch's gradient: the servers'
+  // parts of each global step's norm meet here before any server applies
+  // it (docs/design.md#gradient-clipping).
+  if (ClipsGlobalNormOnServers(job_, mode_.aggregates_steps())) {
+    std::vector<PsClient*> clients;
+    for (auto& p : ps_) clients.push_back(p.get());
+    step_norms_ = std::make_unique<StepNormExchange>(std::move(clients));
+    runner.round_done = [this](int64_t global_step) {
+      return step_norms_->Exchange(global_step);
+    };
   }
   runner_ = std::make_unique<StepRunner>(coordinator_.get(), runner, &board_,
                                          metrics_.get(), out_);

@@ -34,6 +34,7 @@
 #include "coordinator/replica_repair.h"
 #include "coordinator/report/epoch_result.h"
 #include "coordinator/report/metrics_writer.h"
+#include "coordinator/step_norm_exchange.h"
 #include "coordinator/step_plan.h"
 #include "coordinator/step_runner.h"
 #include "coordinator/test_set_evaluator.h"
@@ -183,6 +184,7 @@ class TrainingJob : public ElasticControl {
   std::unique_ptr<ReplicaRepair> replica_repair_;        // with the above
   std::unique_ptr<JobCheckpointer> checkpointer_;
   std::unique_ptr<PsRecovery> recovery_;
+  std::unique_ptr<StepNormExchange> step_norms_;  // null: servers don't clip
   std::unique_ptr<StepRunner> runner_;
   std::unique_ptr<TestSetEvaluator> evaluator_;
   std::unique_ptr<JobSetup> setup_;

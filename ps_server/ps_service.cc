@@ -1,6 +1,10 @@
 #include "ps_server/ps_service.h"
 
+#include <cmath>
+#include <map>
+
 #include "absl/strings/str_cat.h"
+#include "common/optimizer/gradient_clipping.h"
 #include "common/rpc/grpc_status.h"
 #include "glog/logging.h"
 #include "ps_server/dense_pull_reactor.h"
@@ -194,6 +198,62 @@ grpc::ServerUnaryReactor* ParameterServerService::RestoreShards(
     }
     reactor->Finish(ToGrpcStatus(status));
   });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ParameterServerService::StepNorm(
+    grpc::CallbackServerContext* context, const StepNormRequest* request,
+    StepNormResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (Refused(context, "ParameterServer.StepNorm", reactor)) return reactor;
+  // A shard's group is its optimizer, when that clips by a global norm.
+  std::map<std::string, float> clip_of;  // serialized optimizer: its norm
+  std::map<std::string, std::string> group;
+  auto group_of = [&](const std::string& shard) -> std::string {
+    auto known = group.find(shard);
+    if (known != group.end()) return known->second;
+    std::string key;
+    absl::StatusOr<std::string> optimizer = store_->OptimizerOf(shard);
+    OptimizerConfig config;
+    if (optimizer.ok() && config.ParseFromString(*optimizer) &&
+        GradientClipOf(config).global_norm > 0) {
+      key = *optimizer;
+      clip_of[key] = GradientClipOf(config).global_norm;
+    }
+    group[shard] = key;
+    return key;
+  };
+  if (request->norms().empty()) {
+    absl::StatusOr<std::map<std::string, double>> partial =
+        core_->sync_steps()->PartialNorms(request->step(), group_of);
+    if (!partial.ok()) {
+      reactor->Finish(ToGrpcStatus(partial.status()));
+      return reactor;
+    }
+    for (const auto& [optimizer, squared] : *partial) {
+      GroupNorm* g = response->add_partial();
+      g->set_optimizer(optimizer);
+      g->set_value(squared);
+    }
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+  std::map<std::string, double> norms;
+  for (const GroupNorm& g : request->norms()) norms[g.optimizer()] = g.value();
+  // As ClipGradients: scaled by limit / norm when the norm is finite and
+  // above the limit.
+  core_->sync_steps()->SetClipScales(
+      request->step(), [&](const std::string& shard) -> float {
+        const std::string key = group_of(shard);
+        auto it = norms.find(key);
+        if (key.empty() || it == norms.end()) return 1.0f;
+        const double limit = clip_of[key];
+        const double norm = it->second;
+        return std::isfinite(norm) && norm > limit
+                   ? static_cast<float>(limit / norm)
+                   : 1.0f;
+      });
+  reactor->Finish(grpc::Status::OK);
   return reactor;
 }
 

@@ -82,6 +82,12 @@ class ParameterServerService final : public DenseRawCallbackService {
   grpc::ServerUnaryReactor* RestoreShards(
       grpc::CallbackServerContext* context, const RestoreShardsRequest* request,
       RestoreShardsResponse* response) override;
+  // Global-norm clipping of a complete sync step (sync_steps.h
+  // PartialNorms, SetClipScales): no norms asks for this server's partial
+  // squared norms; norms set the scale each shard's step is applied with.
+  grpc::ServerUnaryReactor* StepNorm(grpc::CallbackServerContext* context,
+                                     const StepNormRequest* request,
+                                     StepNormResponse* response) override;
 
  private:
   // Finishes `reactor` with UNAUTHENTICATED and returns true when the call

@@ -73,6 +73,17 @@ absl::Status ShardStore::Create(const CreateShardsRequest& request,
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::string> ShardStore::OptimizerOf(
+    const std::string& name) const {
+  absl::MutexLock lock(&mu_);
+  auto it = shards_.find(name);
+  if (it == shards_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("unknown variable shard \"", name, "\""));
+  }
+  return it->second.optimizer;
+}
+
 absl::StatusOr<std::shared_ptr<Shard>> ShardStore::Find(
     const std::string& name) const {
   absl::MutexLock lock(&mu_);

@@ -63,6 +63,10 @@ class ShardStore {
   absl::StatusOr<std::shared_ptr<RowTable>> FindRows(
       const std::string& name) const;
 
+  // The serialized OptimizerConfig the shard was made with; NotFound when
+  // it does not exist.
+  absl::StatusOr<std::string> OptimizerOf(const std::string& name) const;
+
   // Every shard held, in name order.
   std::vector<StoredShard> List() const;
 

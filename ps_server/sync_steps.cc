@@ -52,6 +52,26 @@ class SyncSteps::Pending {
     SettleLocked(step);
   }
 
+  // The squared norm of the average of `step` (0 when this shard holds no
+  // part of it).
+  absl::StatusOr<double> StepSquaredNorm(int64_t step,
+                                         const std::string& name) const {
+    absl::MutexLock lock(&mu_);
+    if (step_ < 0 || step_ < step) return 0.0;
+    if (step_ > step || static_cast<int>(parts_.size()) != required_) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "global norm of sync step ", step, ": shard ", name, " holds step ",
+          step_, " with ", parts_.size(), " of ", required_, " parts"));
+    }
+    return SquaredNormLocked(required_);
+  }
+
+  void SetClipScale(int64_t step, float scale) {
+    absl::MutexLock lock(&mu_);
+    clip_step_ = step;
+    clip_scale_ = scale;
+  }
+
   int64_t dropped() const {
     absl::MutexLock lock(&mu_);
     return dropped_;
@@ -64,8 +84,14 @@ class SyncSteps::Pending {
  protected:
   // Forget the sums of the pending step.
   virtual void Clear() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
-  // Apply the sums divided by `required`.
-  virtual void Apply(int required) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
+  // Apply the sums divided by `required`, times `clip` (global-norm
+  // clipping; 1: none).
+  virtual void Apply(int required, float clip)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
+  // The squared L2 norm, in double, of the floats Apply would apply
+  // unclipped.
+  virtual double SquaredNormLocked(int required) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
 
   mutable absl::Mutex mu_;
 
@@ -74,7 +100,7 @@ class SyncSteps::Pending {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (step_ < 0 || (before.has_value() && step_ >= *before)) return;
     if (static_cast<int>(parts_.size()) == required_) {
-      Apply(required_);
+      Apply(required_, clip_step_ == step_ ? clip_scale_ : 1.0f);
       applied_ = step_;
     } else if (!before.has_value()) {
       return;  // an untagged pull leaves an incomplete step be
@@ -93,6 +119,8 @@ class SyncSteps::Pending {
   int64_t applied_ ABSL_GUARDED_BY(mu_) = -1;
   int64_t dropped_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t duplicates_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t clip_step_ ABSL_GUARDED_BY(mu_) = -1;  // SetClipScale's step
+  float clip_scale_ ABSL_GUARDED_BY(mu_) = 1;
 };
 
 namespace {
@@ -117,15 +145,29 @@ class DensePending final : public SyncSteps::Pending {
  protected:
   void Clear() override { std::fill(sum_.begin(), sum_.end(), 0.0); }
 
-  void Apply(int required) override {
+  void Apply(int required, float clip) override {
     const int64_t n = shard_->num_elements();
     average_.resize(n);
     const double scale = 1.0 / required;
     for (int64_t i = 0; i < n; ++i) {
       average_[i] = static_cast<float>(sum_.empty() ? 0.0 : sum_[i] * scale);
     }
+    if (clip != 1.0f) {
+      for (float& x : average_) x *= clip;
+    }
     shard_->BeginUpdate();
     shard_->FinishUpdate(average_);
+  }
+
+ protected:
+  double SquaredNormLocked(int required) const override {
+    const double scale = 1.0 / required;
+    double sum = 0;
+    for (double s : sum_) {
+      const double x = static_cast<float>(s * scale);
+      sum += x * x;
+    }
+    return sum;
   }
 
  private:
@@ -166,7 +208,25 @@ class RowPending final : public SyncSteps::Pending {
     sums_.clear();
   }
 
-  void Apply(int required) override {
+  double SquaredNormLocked(int required) const override {
+    // Ascending ids, as Apply: the same sum whatever order the parts came.
+    std::vector<int64_t> order(ids_.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(),
+              [&](int64_t a, int64_t b) { return ids_[a] < ids_[b]; });
+    const double scale = 1.0 / required;
+    double sum = 0;
+    for (int64_t j : order) {
+      const double* row = sums_.data() + j * dim_;
+      for (int64_t k = 0; k < dim_; ++k) {
+        const double x = static_cast<float>(row[k] * scale);
+        sum += x * x;
+      }
+    }
+    return sum;
+  }
+
+  void Apply(int required, float clip) override {
     // Ascending ids: the same order in every run, whatever order the
     // parts came in.
     std::vector<int64_t> order(ids_.size());
@@ -182,6 +242,9 @@ class RowPending final : public SyncSteps::Pending {
       for (int64_t k = 0; k < dim_; ++k) {
         grads[j * dim_ + k] = static_cast<float>(sum[k] * scale);
       }
+    }
+    if (clip != 1.0f) {
+      for (float& x : grads) x *= clip;
     }
     // Also with no row: the step counts as one update of the shard.
     table_->Apply(ids, grads);
@@ -251,6 +314,35 @@ void SyncSteps::ApplyBefore(std::optional<int64_t> step) {
     for (const auto& [name, p] : pending_) all.push_back(p);
   }
   for (const std::shared_ptr<Pending>& p : all) p->ApplyBefore(step);
+}
+
+absl::StatusOr<std::map<std::string, double>> SyncSteps::PartialNorms(
+    int64_t step,
+    absl::FunctionRef<std::string(const std::string& shard)> group_of) {
+  std::map<std::string, std::shared_ptr<Pending>> by_name;  // name order
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [name, p] : pending_) by_name.emplace(name, p);
+  }
+  std::map<std::string, double> partial;
+  for (const auto& [name, p] : by_name) {
+    std::string group = group_of(name);
+    if (group.empty()) continue;
+    absl::StatusOr<double> squared = p->StepSquaredNorm(step, name);
+    if (!squared.ok()) return squared.status();
+    partial[std::move(group)] += *squared;
+  }
+  return partial;
+}
+
+void SyncSteps::SetClipScales(
+    int64_t step, absl::FunctionRef<float(const std::string& shard)> scale_of) {
+  std::vector<std::pair<std::string, std::shared_ptr<Pending>>> all;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [name, p] : pending_) all.emplace_back(name, p);
+  }
+  for (const auto& [name, p] : all) p->SetClipScale(step, scale_of(name));
 }
 
 int64_t SyncSteps::dropped() const {

@@ -2,6 +2,7 @@
 #define TESSERA_PS_SERVER_SYNC_STEPS_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
@@ -73,6 +75,22 @@ class SyncSteps {
   // one before it; nullopt: applies every complete step, keeps incomplete
   // ones.
   void ApplyBefore(std::optional<int64_t> step);
+
+  // Global-norm clipping across servers (docs/design.md#gradient-
+  // clipping): per group (`group_of(shard name)`, "" for a shard in none),
+  // the squared L2 norm of this server's part of `step`'s average, each
+  // shard's in double over the floats it would apply, added in shard name
+  // order. FailedPrecondition naming the shard when a grouped shard holds
+  // `step` incomplete or a later step. A shard with no part of `step`
+  // adds nothing.
+  absl::StatusOr<std::map<std::string, double>> PartialNorms(
+      int64_t step,
+      absl::FunctionRef<std::string(const std::string& shard)> group_of);
+  // Scales each shard's pending `step`, when it is applied, by
+  // `scale_of(shard name)` (1: as is).
+  void SetClipScales(
+      int64_t step,
+      absl::FunctionRef<float(const std::string& shard)> scale_of);
 
   int64_t dropped() const;
   int64_t duplicates() const;

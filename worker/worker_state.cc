@@ -224,15 +224,24 @@ absl::Status BuildParameters(const WorkerConfig& config,
 // ConfiguredState::clip: a replica's variables (dense in mirrored and hybrid
 // modes, the tables it keeps) are clipped by the replica after its
 // all-reduce, a moving statistic never; the rest by its optimizer here.
+// Where the servers aggregate steps, a global norm is the global batch's,
+// which the servers clip by (coordinator/step_norm_exchange.h): the worker
+// pushes such an optimizer's gradients as they are.
 absl::StatusOr<GradientClipPlan> PushClipPlan(const WorkerConfig& config,
                                               const TrainingMode& mode,
                                               const Graph& graph) {
+  auto pushed = [&](const OptimizerConfig* o) -> const OptimizerConfig* {
+    return o != nullptr && mode.aggregates_steps() &&
+                   o->clipping().global_norm() > 0
+               ? nullptr
+               : o;
+  };
   std::vector<const OptimizerConfig*> optimizers;
   std::vector<std::string> names;
   for (const VariableDef& v : graph.dense_variables()) {
     optimizers.push_back(mode.replicates_dense() || v.update_rule.has_value()
                              ? nullptr
-                             : &config.optimizer());
+                             : pushed(&config.optimizer()));
     names.push_back(v.name);
   }
   for (const VariableDef& t : graph.tables()) {
@@ -242,7 +251,7 @@ absl::StatusOr<GradientClipPlan> PushClipPlan(const WorkerConfig& config,
       optimizer = it != config.sharded_tables().end() ? &it->second
                                                       : &config.optimizer();
     }
-    optimizers.push_back(optimizer);
+    optimizers.push_back(pushed(optimizer));
     names.push_back(t.name);
   }
   return GradientClipPlan::Create(optimizers, names);

@@ -1,7 +1,9 @@
 #include "ps_server/sync_steps.h"
 
 #include <atomic>
+#include <map>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -202,6 +204,41 @@ TEST_F(SyncStepsTest, ConcurrentPartsApplyEachStepExactlyOnce) {
   EXPECT_THAT(DenseValues(), ElementsAre(10.0f - kSteps, 10.0f - kSteps));
   EXPECT_EQ(dense_->version(), kSteps);
   EXPECT_EQ(steps_.dropped(), 0);
+}
+
+// Global-norm clipping across servers: the partial squared norm of a
+// complete step's average per group, and the step applied scaled.
+TEST_F(SyncStepsTest, PartialNormsOfACompleteStepAndItsClippedApply) {
+  auto group_of = [](const std::string& shard) -> std::string {
+    return shard.rfind("w", 0) == 0 ? "dense" : "tables";
+  };
+  EXPECT_EQ(Dense(0, 2, 0, {2, 4}), Outcome::kAccumulated);
+  // Incomplete: no norm yet, named by its shard.
+  absl::StatusOr<std::map<std::string, double>> partial =
+      steps_.PartialNorms(0, group_of);
+  ASSERT_FALSE(partial.ok());
+  EXPECT_THAT(partial.status().message(), ::testing::HasSubstr("1 of 2"));
+  EXPECT_EQ(Dense(0, 2, 1, {4, 8}), Outcome::kComplete);
+  EXPECT_EQ(Rows(0, 2, 0, {1}, {6, 0}), Outcome::kAccumulated);
+  EXPECT_EQ(Rows(0, 2, 1, {1, 3}, {0, 0, 0, 8}), Outcome::kComplete);
+  partial = steps_.PartialNorms(0, group_of);
+  ASSERT_TRUE(partial.ok()) << partial.status();
+  // Averages: dense {3, 6}; rows 1: {3, 0}, 3: {0, 4}.
+  EXPECT_DOUBLE_EQ(partial->at("dense"), 45);
+  EXPECT_DOUBLE_EQ(partial->at("tables"), 25);
+  // Shards outside any group add nothing.
+  partial =
+      steps_.PartialNorms(0, [](const std::string&) { return std::string(); });
+  ASSERT_TRUE(partial.ok());
+  EXPECT_TRUE(partial->empty());
+  steps_.SetClipScales(0, [](const std::string& shard) {
+    return shard.rfind("w", 0) == 0 ? 0.5f : 1.0f;
+  });
+  steps_.ApplyBefore(1);
+  // SGD with rate 1: 10 - 0.5 * {3, 6}; rows unscaled.
+  EXPECT_THAT(DenseValues(), ElementsAre(8.5f, 7.0f));
+  EXPECT_THAT(Row(1), ElementsAre(7.0f, 10.0f));
+  EXPECT_THAT(Row(3), ElementsAre(10.0f, 6.0f));
 }
 
 TEST_F(SyncStepsTest, AfterResetEarlierStepsAreNoLongerLate) {
