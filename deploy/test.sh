@@ -14,13 +14,15 @@ cd "$BUILD_DIR"
 # without them fails instead (tests/skip_unless_required.h).
 export TESSERA_REQUIRE_DATA="${TESSERA_REQUIRE_DATA:-1}"
 export TESSERA_REQUIRE_TLS="${TESSERA_REQUIRE_TLS:-1}"
-# The tests that kill, stop or time processes (labels fault, elastic,
+# The tests that kill or stop processes at a moment (labels fault and
 # chaos) run twice, so that one that passes by luck fails CI once in a
 # while instead of never (#48; bench/results/flakes.md has the long gate).
-# Both runs go on whatever the other's result; either failing fails.
-KILL_LABELS='^(fault|elastic|chaos)$'
+# The elastic label runs once: a second pass of it too (about 210 s more)
+# would take CI past 27 of its 30 minutes. Both runs go on whatever the
+# other's result; either failing fails.
+REPEAT_LABELS='^(fault|chaos)$'
 rc=0
-ctest --output-on-failure -j2 --timeout 900 -LE "$KILL_LABELS" || rc=$?
-ctest --output-on-failure -j2 --timeout 900 -L "$KILL_LABELS" \
+ctest --output-on-failure -j2 --timeout 900 -LE "$REPEAT_LABELS" || rc=$?
+ctest --output-on-failure -j2 --timeout 900 -L "$REPEAT_LABELS" \
   --repeat until-fail:2 || rc=$?
 exit "$rc"
