@@ -226,6 +226,50 @@ absl::Status CheckpointReader::ReadHeader() {
   return absl::OkStatus();
 }
 
+namespace {
+
+// An entry's header (its name and arrays) into *info; what is malformed
+// about it, empty when nothing is.
+std::string ParseEntryMeta(const std::string& meta, CheckpointEntryInfo* info) {
+  MetaParser parser(meta);
+  uint16_t name_len = 0;
+  uint16_t num_arrays = 0;
+  if (!parser.ReadU16(&name_len) || !parser.ReadBytes(name_len, &info->name) ||
+      !parser.ReadU16(&num_arrays)) {
+    return "malformed header (name)";
+  }
+  for (uint16_t i = 0; i < num_arrays; ++i) {
+    CheckpointArrayInfo a;
+    uint16_t key_len = 0;
+    uint8_t dtype = 0;
+    uint8_t rank = 0;
+    if (!parser.ReadU16(&key_len) || !parser.ReadBytes(key_len, &a.key) ||
+        !parser.ReadU8(&dtype) || !parser.ReadU8(&rank)) {
+      return absl::StrCat("malformed header (array #", i, ")");
+    }
+    if (!IsValidDtype(dtype)) {
+      return absl::StrCat("array #", i, " has unknown dtype code ",
+                          static_cast<int>(dtype));
+    }
+    a.dtype = static_cast<CheckpointDtype>(dtype);
+    if (rank > kMaxCheckpointRank) {
+      return absl::StrCat("array #", i, " has rank ", static_cast<int>(rank),
+                          ", more than ", kMaxCheckpointRank);
+    }
+    a.dims.resize(rank);
+    for (uint8_t d = 0; d < rank; ++d) {
+      if (!parser.ReadI64(&a.dims[d])) {
+        return absl::StrCat("malformed header (array #", i, " dims)");
+      }
+    }
+    info->arrays.push_back(std::move(a));
+  }
+  if (!parser.done()) return "malformed header (trailing bytes)";
+  return "";
+}
+
+}  // namespace
+
 absl::Status CheckpointReader::ReadEntryMeta() {
   const int64_t start = offset_;
   const int64_t index = num_entries_;
@@ -261,43 +305,11 @@ absl::Status CheckpointReader::ReadEntryMeta() {
   }
   // The CRC matched, so a malformed header was written that way: still
   // reported, never trusted.
-  MetaParser parser(meta);
   CheckpointEntryInfo info;
   info.offset = start;
-  uint16_t name_len = 0;
-  uint16_t num_arrays = 0;
-  if (!parser.ReadU16(&name_len) || !parser.ReadBytes(name_len, &info.name) ||
-      !parser.ReadU16(&num_arrays)) {
-    return bad("malformed header (name)");
+  if (std::string malformed = ParseEntryMeta(meta, &info); !malformed.empty()) {
+    return bad(malformed);
   }
-  for (uint16_t i = 0; i < num_arrays; ++i) {
-    CheckpointArrayInfo a;
-    uint16_t key_len = 0;
-    uint8_t dtype = 0;
-    uint8_t rank = 0;
-    if (!parser.ReadU16(&key_len) || !parser.ReadBytes(key_len, &a.key) ||
-        !parser.ReadU8(&dtype) || !parser.ReadU8(&rank)) {
-      return bad(absl::StrCat("malformed header (array #", i, ")"));
-    }
-    if (!IsValidDtype(dtype)) {
-      return bad(absl::StrCat("array #", i, " has unknown dtype code ",
-                              static_cast<int>(dtype)));
-    }
-    a.dtype = static_cast<CheckpointDtype>(dtype);
-    if (rank > kMaxCheckpointRank) {
-      return bad(absl::StrCat("array #", i, " has rank ",
-                              static_cast<int>(rank), ", more than ",
-                              kMaxCheckpointRank));
-    }
-    a.dims.resize(rank);
-    for (uint8_t d = 0; d < rank; ++d) {
-      if (!parser.ReadI64(&a.dims[d])) {
-        return bad(absl::StrCat("malformed header (array #", i, " dims)"));
-      }
-    }
-    info.arrays.push_back(std::move(a));
-  }
-  if (!parser.done()) return bad("malformed header (trailing bytes)");
   std::string problem =
       NameProblem("the entry name", info.name, kMaxCheckpointNameBytes);
   int64_t data_bytes = 0;
