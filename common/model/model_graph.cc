@@ -59,6 +59,43 @@ absl::Status AddInputs(const ModelDef& model, ModelGraph* graph) {
   return absl::OkStatus();
 }
 
+// The layers Order could not place read each other: the error names one
+// cycle among them, `pending` counting each layer's unplaced inputs.
+absl::Status CycleError(const ModelDef& model,
+                        const absl::flat_hash_map<std::string, int>& writer,
+                        const std::vector<int>& pending) {
+  const int n = model.layers_size();
+  // Walk back from a layer left over through writers that are left over
+  // too until one repeats: that walk is a cycle.
+  int at = 0;
+  while (pending[at] == 0) ++at;
+  std::vector<int> walk;
+  std::vector<int> seen(n, -1);
+  while (seen[at] < 0) {
+    seen[at] = static_cast<int>(walk.size());
+    walk.push_back(at);
+    for (const std::string& in : model.layers(at).inputs()) {
+      auto it = writer.find(in);
+      if (it != writer.end() && pending[it->second] > 0) {
+        at = it->second;
+        break;
+      }
+    }
+  }
+  // The walk went from readers to writers; say it in data-flow order,
+  // starting at the layer the description lists first.
+  std::vector<int> loop(walk.rbegin(), walk.rend() - seen[at]);
+  std::rotate(loop.begin(), std::min_element(loop.begin(), loop.end()),
+              loop.end());
+  std::vector<std::string> cycle;
+  for (int i : loop) {
+    cycle.push_back(absl::StrCat("\"", model.layers(i).name(), "\""));
+  }
+  cycle.push_back(cycle.front());
+  return Invalid(
+      absl::StrCat("layers form a cycle: ", absl::StrJoin(cycle, " -> ")));
+}
+
 // Orders the layers so each comes after the writers of its inputs (Kahn's
 // algorithm, ties kept in description order); names a cycle if there is
 // one, else an input nobody writes.
@@ -125,35 +162,7 @@ absl::Status Order(const ModelDef& model, ModelGraph* graph) {
     }
   }
   if (static_cast<int>(graph->order.size()) == n) return absl::OkStatus();
-  // Walk back from a layer left over through writers that are left over
-  // too until one repeats: that walk is a cycle.
-  int at = 0;
-  while (pending[at] == 0) ++at;
-  std::vector<int> walk;
-  std::vector<int> seen(n, -1);
-  while (seen[at] < 0) {
-    seen[at] = static_cast<int>(walk.size());
-    walk.push_back(at);
-    for (const std::string& in : model.layers(at).inputs()) {
-      auto it = writer.find(in);
-      if (it != writer.end() && pending[it->second] > 0) {
-        at = it->second;
-        break;
-      }
-    }
-  }
-  // The walk went from readers to writers; say it in data-flow order,
-  // starting at the layer the description lists first.
-  std::vector<int> loop(walk.rbegin(), walk.rend() - seen[at]);
-  std::rotate(loop.begin(), std::min_element(loop.begin(), loop.end()),
-              loop.end());
-  std::vector<std::string> cycle;
-  for (int i : loop) {
-    cycle.push_back(absl::StrCat("\"", model.layers(i).name(), "\""));
-  }
-  cycle.push_back(cycle.front());
-  return Invalid(
-      absl::StrCat("layers form a cycle: ", absl::StrJoin(cycle, " -> ")));
+  return CycleError(model, writer, pending);
 }
 
 absl::Status CheckLoss(const ModelDef& model, const ModelGraph& graph) {
