@@ -25,21 +25,14 @@ constexpr char kHost[] = "127.0.0.1";
 constexpr absl::Duration kTick = absl::Milliseconds(100);
 constexpr int kTailLines = 20;
 
-}  // namespace
-
-JoinLauncher::JoinLauncher(LauncherOptions options, std::string run_dir,
-                           SignalWatcher* signals)
-    : options_(std::move(options)),
-      run_dir_(std::move(run_dir)),
-      signals_(signals) {}
-
-absl::Status JoinLauncher::StartWorkers() {
-  // The running job: its coordinator's address and its token.
-  const std::string cluster_path = run_dir_ + "/cluster.json";
+// The address of the coordinator of the running job in `run_dir`, from
+// the cluster.json tessera_local wrote there.
+absl::StatusOr<std::string> ChiefOfRun(const std::string& run_dir) {
+  const std::string cluster_path = run_dir + "/cluster.json";
   std::ifstream in(cluster_path);
   if (!in) {
     return absl::NotFoundError(
-        absl::StrCat("--join: ", cluster_path, " cannot be read: is ", run_dir_,
+        absl::StrCat("--join: ", cluster_path, " cannot be read: is ", run_dir,
                      " the run folder of a running tessera_local job?"));
   }
   const std::string text(std::istreambuf_iterator<char>(in), {});
@@ -52,7 +45,48 @@ absl::Status JoinLauncher::StartWorkers() {
     return absl::InvalidArgumentError(absl::StrCat(
         "--join: ", cluster_path, " names no coordinator (cluster.chief)"));
   }
-  const std::string chief = cluster["cluster"]["chief"][0].get<std::string>();
+  return cluster["cluster"]["chief"][0].get<std::string>();
+}
+
+// A joining worker's flags, but its own address.
+std::vector<std::string> JoinArgs(const LauncherOptions& options,
+                                  const std::string& token_file,
+                                  const std::string& chief) {
+  std::vector<std::string> args = {
+      absl::StrCat("--job_token_file=",
+                   std::filesystem::absolute(token_file).string()),
+      absl::StrCat("--join=", chief)};
+  if (!options.tls.cert.empty()) {
+    args.push_back(absl::StrCat(
+        "--tls_cert=", std::filesystem::absolute(options.tls.cert).string()));
+    args.push_back(absl::StrCat(
+        "--tls_key=", std::filesystem::absolute(options.tls.key).string()));
+    args.push_back(absl::StrCat(
+        "--tls_ca=", std::filesystem::absolute(options.tls.ca).string()));
+  }
+  if (!options.tls_target_name_override.empty()) {
+    args.push_back(absl::StrCat("--tls_target_name_override=",
+                                options.tls_target_name_override));
+  }
+  if (!options.data_plane.empty()) {
+    args.push_back(absl::StrCat("--data_plane=", options.data_plane));
+  }
+  return args;
+}
+
+}  // namespace
+
+JoinLauncher::JoinLauncher(LauncherOptions options, std::string run_dir,
+                           SignalWatcher* signals)
+    : options_(std::move(options)),
+      run_dir_(std::move(run_dir)),
+      signals_(signals) {}
+
+absl::Status JoinLauncher::StartWorkers() {
+  // The running job: its coordinator's address and its token.
+  absl::StatusOr<std::string> chief_address = ChiefOfRun(run_dir_);
+  if (!chief_address.ok()) return chief_address.status();
+  const std::string& chief = *chief_address;
   // Before anything is started or written into the folder: a job that
   // ended has no coordinator to take the workers, which would wait for one
   // in silence.
@@ -74,25 +108,7 @@ absl::Status JoinLauncher::StartWorkers() {
   const std::string worker_bin = BinaryUnder(bin_dir, "tessera_worker");
   if (absl::Status s = CheckBinaries({worker_bin}); !s.ok()) return s;
 
-  std::vector<std::string> args = {
-      absl::StrCat("--job_token_file=",
-                   std::filesystem::absolute(token_file).string()),
-      absl::StrCat("--join=", chief)};
-  if (!options_.tls.cert.empty()) {
-    args.push_back(absl::StrCat(
-        "--tls_cert=", std::filesystem::absolute(options_.tls.cert).string()));
-    args.push_back(absl::StrCat(
-        "--tls_key=", std::filesystem::absolute(options_.tls.key).string()));
-    args.push_back(absl::StrCat(
-        "--tls_ca=", std::filesystem::absolute(options_.tls.ca).string()));
-  }
-  if (!options_.tls_target_name_override.empty()) {
-    args.push_back(absl::StrCat("--tls_target_name_override=",
-                                options_.tls_target_name_override));
-  }
-  if (!options_.data_plane.empty()) {
-    args.push_back(absl::StrCat("--data_plane=", options_.data_plane));
-  }
+  const std::vector<std::string> args = JoinArgs(options_, token_file, chief);
   absl::StatusOr<std::vector<int>> ports = PickFreePorts(options_.num_workers);
   if (!ports.ok()) return ports.status();
   std::error_code error;
