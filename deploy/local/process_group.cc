@@ -211,6 +211,60 @@ absl::StatusOr<pid_t> ProcessGroup::Restart(const std::string& name) {
   return *pid;
 }
 
+namespace {
+
+// The child after fork(): its own process group, killed with the
+// launcher, stdin from /dev/null, stdout and stderr into its log, default
+// signals, then execve(). Async-signal-safe calls only; an errno written
+// to `exec_error` says why it did not run.
+[[noreturn]] void ExecChild(pid_t launcher_pid, int null_fd, int log_fd,
+                            int exec_error, char* const* argv,
+                            char* const* envp) {
+  setpgid(0, 0);
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) ChildFail(exec_error);
+  // The launcher may have died before prctl() took effect.
+  if (getppid() != launcher_pid) _exit(1);
+  MoveFdOrDie(null_fd, STDIN_FILENO);
+  MoveFdOrDie(log_fd, STDOUT_FILENO);
+  MoveFdOrDie(log_fd, STDERR_FILENO);
+  // The launcher blocks SIGINT/SIGTERM for its signal thread; the mask and
+  // ignored dispositions would otherwise survive exec.
+  sigset_t empty;
+  sigemptyset(&empty);
+  sigprocmask(SIG_SETMASK, &empty, nullptr);
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof(dfl));
+  dfl.sa_handler = SIG_DFL;
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig != SIGKILL && sig != SIGSTOP) sigaction(sig, &dfl, nullptr);
+  }
+  MarkInheritedFdsCloexec();
+  execve(argv[0], argv, envp);
+  ChildFail(exec_error);
+}
+
+// The parent after fork(): waits for the child's execve() (the pipe
+// closed by exec, or an errno in it). FailedPrecondition naming the
+// binary when it did not run; the child is then reaped.
+absl::Status AwaitExec(pid_t pid, int exec_result, const std::string& binary) {
+  int child_errno = 0;
+  ssize_t n;
+  do {
+    n = read(exec_result, &child_errno, sizeof(child_errno));
+  } while (n < 0 && errno == EINTR);
+  close(exec_result);
+  if (n > 0) {
+    int wait_status;
+    while (waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
+    }
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot execute ", binary, ": ", strerror(child_errno)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<pid_t> ProcessGroup::Spawn(const ChildSpec& spec) {
   if (absl::Status status = CheckExecutable(spec.binary); !status.ok()) {
     return status;
@@ -266,28 +320,8 @@ absl::StatusOr<pid_t> ProcessGroup::Spawn(const ChildSpec& spec) {
     return absl::InternalError(absl::StrCat("fork: ", strerror(err)));
   }
   if (pid == 0) {
-    // Child. Async-signal-safe calls only from here to execve().
-    setpgid(0, 0);
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) ChildFail(exec_pipe[1]);
-    // The launcher may have died before prctl() took effect.
-    if (getppid() != launcher_pid) _exit(1);
-    MoveFdOrDie(null_fd, STDIN_FILENO);
-    MoveFdOrDie(log_fd, STDOUT_FILENO);
-    MoveFdOrDie(log_fd, STDERR_FILENO);
-    // The launcher blocks SIGINT/SIGTERM for its signal thread; the mask and
-    // ignored dispositions would otherwise survive exec.
-    sigset_t empty;
-    sigemptyset(&empty);
-    sigprocmask(SIG_SETMASK, &empty, nullptr);
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof(dfl));
-    dfl.sa_handler = SIG_DFL;
-    for (int sig = 1; sig < NSIG; ++sig) {
-      if (sig != SIGKILL && sig != SIGSTOP) sigaction(sig, &dfl, nullptr);
-    }
-    MarkInheritedFdsCloexec();
-    execve(argv[0], argv.data(), envp.data());
-    ChildFail(exec_pipe[1]);
+    ExecChild(launcher_pid, null_fd, log_fd, exec_pipe[1], argv.data(),
+              envp.data());
   }
 
   // Parent. Also set the group here so it is in place before we might
@@ -296,20 +330,9 @@ absl::StatusOr<pid_t> ProcessGroup::Spawn(const ChildSpec& spec) {
   close(exec_pipe[1]);
   close(log_fd);
   close(null_fd);
-  int child_errno = 0;
-  ssize_t n;
-  do {
-    n = read(exec_pipe[0], &child_errno, sizeof(child_errno));
-  } while (n < 0 && errno == EINTR);
-  close(exec_pipe[0]);
-  if (n > 0) {
-    int wait_status;
-    while (waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
-    }
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cannot execute ", spec.binary, ": ", strerror(child_errno)));
+  if (absl::Status s = AwaitExec(pid, exec_pipe[0], spec.binary); !s.ok()) {
+    return s;
   }
-
   return pid;
 }
 
