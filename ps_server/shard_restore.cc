@@ -443,6 +443,59 @@ absl::Status CheckCovered(const std::string& checkpoint, Target* t) {
                    " (needed by shard ", t->stored.def().name(), ")"));
 }
 
+// The manifest's variables and files by name; an error for a variable
+// listed twice or a file name that is not a plain name.
+absl::Status IndexManifest(
+    const CheckpointManifest& manifest, const std::string& checkpoint,
+    absl::flat_hash_map<std::string, const CheckpointVariable*>* variables,
+    absl::flat_hash_map<std::string, const CheckpointFile*>* files) {
+  for (const CheckpointVariable& v : manifest.variables()) {
+    if (!variables->emplace(v.name(), &v).second) {
+      return absl::DataLossError(absl::StrCat("checkpoint ", checkpoint,
+                                              ": the manifest lists variable ",
+                                              v.name(), " twice"));
+    }
+  }
+  for (const CheckpointFile& f : manifest.files()) {
+    if (!IsPlainFileName(f.name())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "checkpoint ", checkpoint, ": the manifest names file '", f.name(),
+          "', which is not a plain name inside the checkpoint directory"));
+    }
+    files->emplace(f.name(), &f);
+  }
+  return absl::OkStatus();
+}
+
+// Every table target's rows as a new table in (*built)[i] (dense
+// targets: their coverage checked), before anything is swapped in.
+absl::Status BuildTables(const std::string& checkpoint,
+                         std::vector<Target>& targets,
+                         std::vector<std::unique_ptr<HashTable>>* built) {
+  for (size_t i = 0; i < targets.size(); ++i) {
+    Target& t = targets[i];
+    if (t.stored.table == nullptr) {
+      if (absl::Status s = CheckCovered(checkpoint, &t); !s.ok()) return s;
+      continue;
+    }
+    absl::StatusOr<std::unique_ptr<HashTable>> table =
+        t.stored.table->BuildFromState(t.hash);
+    if (!table.ok()) {
+      // Sizes and routing are right by construction; a repeated id means
+      // two saved shards hold the same row.
+      if (absl::IsInvalidArgument(table.status())) {
+        return absl::DataLossError(
+            absl::StrCat("checkpoint ", checkpoint, ", variable ",
+                         t.variable->name(), ": ", table.status().message()));
+      }
+      return table.status();
+    }
+    (*built)[i] = *std::move(table);
+    t.hash = HashTableState();  // its rows now live in (*built)[i]
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status RestoreShardCheckpoint(const CheckpointManifest& manifest,
@@ -451,21 +504,10 @@ absl::Status RestoreShardCheckpoint(const CheckpointManifest& manifest,
                                     RestoreShardsResponse* response) {
   const std::string& checkpoint = directory;
   absl::flat_hash_map<std::string, const CheckpointVariable*> variables;
-  for (const CheckpointVariable& v : manifest.variables()) {
-    if (!variables.emplace(v.name(), &v).second) {
-      return absl::DataLossError(absl::StrCat("checkpoint ", checkpoint,
-                                              ": the manifest lists variable ",
-                                              v.name(), " twice"));
-    }
-  }
   absl::flat_hash_map<std::string, const CheckpointFile*> files;
-  for (const CheckpointFile& f : manifest.files()) {
-    if (!IsPlainFileName(f.name())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "checkpoint ", checkpoint, ": the manifest names file '", f.name(),
-          "', which is not a plain name inside the checkpoint directory"));
-    }
-    files.emplace(f.name(), &f);
+  if (absl::Status s = IndexManifest(manifest, checkpoint, &variables, &files);
+      !s.ok()) {
+    return s;
   }
 
   std::vector<StoredShard> shards = store->List();
@@ -490,26 +532,8 @@ absl::Status RestoreShardCheckpoint(const CheckpointManifest& manifest,
 
   // Everything is read and verified; build what can still fail, then swap.
   std::vector<std::unique_ptr<HashTable>> built(targets.size());
-  for (size_t i = 0; i < targets.size(); ++i) {
-    Target& t = targets[i];
-    if (t.stored.table == nullptr) {
-      if (absl::Status s = CheckCovered(checkpoint, &t); !s.ok()) return s;
-      continue;
-    }
-    absl::StatusOr<std::unique_ptr<HashTable>> table =
-        t.stored.table->BuildFromState(t.hash);
-    if (!table.ok()) {
-      // Sizes and routing are right by construction; a repeated id means
-      // two saved shards hold the same row.
-      if (absl::IsInvalidArgument(table.status())) {
-        return absl::DataLossError(
-            absl::StrCat("checkpoint ", checkpoint, ", variable ",
-                         t.variable->name(), ": ", table.status().message()));
-      }
-      return table.status();
-    }
-    built[i] = *std::move(table);
-    t.hash = HashTableState();  // its rows now live in built[i]
+  if (absl::Status s = BuildTables(checkpoint, targets, &built); !s.ok()) {
+    return s;
   }
   int64_t rows = 0;
   for (size_t i = 0; i < targets.size(); ++i) {
