@@ -43,6 +43,118 @@ struct Incoming {
   int64_t bytes = 0;
 };
 
+// A push's table: each shard's name and gradient bytes, the bytes
+// bounded by kMaxPushBytes in all.
+absl::Status ReadPushTable(const std::string& table, uint32_t count,
+                           std::vector<std::string>* names,
+                           std::vector<int64_t>* sizes) {
+  WireReader reader(table);
+  names->resize(count);
+  sizes->resize(count);
+  int64_t declared = 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    int64_t base_version;
+    if (!reader.ReadString16(&(*names)[i]) ||
+        !reader.ReadInt64(&base_version) || !reader.ReadInt64(&(*sizes)[i]) ||
+        (*sizes)[i] < 0 || (*sizes)[i] > kMaxPushBytes - declared) {
+      return absl::InvalidArgumentError("data plane: malformed push table");
+    }
+    declared += (*sizes)[i];
+  }
+  if (!reader.done()) {
+    return absl::InvalidArgumentError("data plane: malformed push table");
+  }
+  return absl::OkStatus();
+}
+
+// The shards a push names, checked: each known, of the gradient's size
+// and named once. The first refusal; the shards matched before it.
+absl::Status MatchShards(ShardStore* store,
+                         const std::vector<std::string>& names,
+                         const std::vector<int64_t>& sizes,
+                         std::vector<Incoming>* incoming) {
+  incoming->reserve(names.size());
+  absl::Status refused;
+  for (size_t i = 0; i < names.size() && refused.ok(); ++i) {
+    absl::StatusOr<std::shared_ptr<Shard>> shard = store->Find(names[i]);
+    if (!shard.ok()) {
+      refused = shard.status();
+      break;
+    }
+    if (sizes[i] != (*shard)->byte_size()) {
+      refused = absl::InvalidArgumentError(
+          absl::StrCat("wrong shape: shard ", names[i], " has shape [",
+                       absl::StrJoin((*shard)->def().shape().dims(), ","),
+                       "] (", (*shard)->byte_size(),
+                       " bytes) but the gradient has ", sizes[i], " bytes"));
+      break;
+    }
+    for (const Incoming& seen : *incoming) {
+      if (seen.shard == *shard) {
+        refused = absl::InvalidArgumentError(
+            absl::StrCat("shard ", names[i], " appears twice in one push"));
+      }
+    }
+    if (!refused.ok()) break;
+    incoming->push_back({*shard, nullptr, sizes[i]});
+  }
+  return refused;
+}
+
+// Receives every declared byte: into the shards' buffers while the push
+// is valid, else into scratch, so the connection stays in step. A
+// non-finite gradient refuses the push (*refused); the socket's error.
+absl::Status ReceiveGradients(Socket& socket,
+                              const std::vector<std::string>& names,
+                              const std::vector<int64_t>& sizes,
+                              std::vector<Incoming>& incoming,
+                              std::vector<char>* scratch,
+                              absl::Status* refused) {
+  absl::Status io;
+  for (size_t i = 0; i < names.size() && io.ok(); ++i) {
+    Incoming* in = refused->ok() ? &incoming[i] : nullptr;
+    if (in != nullptr) in->grad = in->shard->AcquireBuffer();
+    for (int64_t done = 0; done < sizes[i] && io.ok();) {
+      const int64_t piece = std::min(kPushPieceBytes, sizes[i] - done);
+      if (in == nullptr) {
+        scratch->resize(kPushPieceBytes);
+        io = socket.ReadFull(scratch->data(), piece);
+      } else {
+        float* dst = in->grad.get() + done / sizeof(float);
+        io = socket.ReadFull(dst, piece);
+        const size_t floats = piece / sizeof(float);
+        if (io.ok() && refused->ok() &&
+            internal::AnyNonFinite(dst, floats) != 0) {
+          *refused = internal::NameNonFinite(
+              absl::MakeConstSpan(dst, floats), names[i],
+              done / static_cast<int64_t>(sizeof(float)));
+        }
+      }
+      done += piece;
+    }
+  }
+  return io;
+}
+
+// A push's answer: the error, or the response after the update.
+absl::Status WritePushReply(Socket& socket, uint32_t count,
+                            const absl::Status& status,
+                            const PushResponse& response) {
+  if (!status.ok()) {
+    return WriteErrorReply(socket, FrameOp::kPushDenseReply, status);
+  }
+  const std::string bytes = response.SerializeAsString();
+  FrameHeader reply;
+  reply.op = FrameOp::kPushDenseReply;
+  reply.count = count;
+  reply.bytes = static_cast<int64_t>(bytes.size());
+  char head[kFrameHeaderBytes];
+  EncodeFrameHeader(reply, head);
+  const iovec parts[2] = {{head, sizeof(head)},
+                          {const_cast<char*>(bytes.data()), bytes.size()}};
+  return socket.WriteAll(parts);
+}
+
 }  // namespace
 
 // A connection of the event pool, served one request at a time. It keeps
@@ -292,75 +404,19 @@ absl::Status DensePlaneServer::ServePush(
   core_->CountPush();
   // The declaration first: it says how many bytes follow, whatever else
   // is wrong with the request.
-  WireReader reader(table);
-  std::vector<std::string> names(request.count);
-  std::vector<int64_t> sizes(request.count);
-  int64_t declared = 0;
-  for (uint32_t i = 0; i < request.count; ++i) {
-    int64_t base_version;
-    if (!reader.ReadString16(&names[i]) || !reader.ReadInt64(&base_version) ||
-        !reader.ReadInt64(&sizes[i]) || sizes[i] < 0 ||
-        sizes[i] > kMaxPushBytes - declared) {
-      return absl::InvalidArgumentError("data plane: malformed push table");
-    }
-    declared += sizes[i];
-  }
-  if (!reader.done()) {
-    return absl::InvalidArgumentError("data plane: malformed push table");
+  std::vector<std::string> names;
+  std::vector<int64_t> sizes;
+  if (absl::Status s = ReadPushTable(table, request.count, &names, &sizes);
+      !s.ok()) {
+    return s;
   }
   absl::StatusOr<std::optional<SyncPush>> tag = SyncPushOf(request);
   absl::Status refused = tag.status();
   const std::optional<SyncPush> sync = tag.ok() ? *tag : std::nullopt;
   std::vector<Incoming> incoming;
-  incoming.reserve(request.count);
-  for (uint32_t i = 0; i < request.count && refused.ok(); ++i) {
-    absl::StatusOr<std::shared_ptr<Shard>> shard = store_->Find(names[i]);
-    if (!shard.ok()) {
-      refused = shard.status();
-      break;
-    }
-    if (sizes[i] != (*shard)->byte_size()) {
-      refused = absl::InvalidArgumentError(
-          absl::StrCat("wrong shape: shard ", names[i], " has shape [",
-                       absl::StrJoin((*shard)->def().shape().dims(), ","),
-                       "] (", (*shard)->byte_size(),
-                       " bytes) but the gradient has ", sizes[i], " bytes"));
-      break;
-    }
-    for (const Incoming& seen : incoming) {
-      if (seen.shard == *shard) {
-        refused = absl::InvalidArgumentError(
-            absl::StrCat("shard ", names[i], " appears twice in one push"));
-      }
-    }
-    if (!refused.ok()) break;
-    incoming.push_back({*shard, nullptr, sizes[i]});
-  }
-  // Receive every declared byte: into the shards' buffers while the push
-  // is valid, else into scratch, so the connection stays in step.
-  absl::Status io;
-  for (uint32_t i = 0; i < request.count && io.ok(); ++i) {
-    Incoming* in = refused.ok() ? &incoming[i] : nullptr;
-    if (in != nullptr) in->grad = in->shard->AcquireBuffer();
-    for (int64_t done = 0; done < sizes[i] && io.ok();) {
-      const int64_t piece = std::min(kPushPieceBytes, sizes[i] - done);
-      if (in == nullptr) {
-        scratch->resize(kPushPieceBytes);
-        io = socket.ReadFull(scratch->data(), piece);
-      } else {
-        float* dst = in->grad.get() + done / sizeof(float);
-        io = socket.ReadFull(dst, piece);
-        const size_t floats = piece / sizeof(float);
-        if (io.ok() && refused.ok() &&
-            internal::AnyNonFinite(dst, floats) != 0) {
-          refused = internal::NameNonFinite(
-              absl::MakeConstSpan(dst, floats), names[i],
-              done / static_cast<int64_t>(sizeof(float)));
-        }
-      }
-      done += piece;
-    }
-  }
+  if (refused.ok()) refused = MatchShards(store_, names, sizes, &incoming);
+  const absl::Status io =
+      ReceiveGradients(socket, names, sizes, incoming, scratch, &refused);
   auto release = [&] {
     for (Incoming& in : incoming) {
       if (in.grad != nullptr) in.shard->ReleaseBuffer(std::move(in.grad));
@@ -395,21 +451,7 @@ absl::Status DensePlaneServer::ServePush(
     ApplyDensePush(
         grads, sync, core_->sync_steps(),
         [&](const absl::Status& status, const PushResponse& response) {
-          if (!status.ok()) {
-            written = WriteErrorReply(socket, FrameOp::kPushDenseReply, status);
-          } else {
-            const std::string bytes = response.SerializeAsString();
-            FrameHeader reply;
-            reply.op = FrameOp::kPushDenseReply;
-            reply.count = count;
-            reply.bytes = static_cast<int64_t>(bytes.size());
-            char head[kFrameHeaderBytes];
-            EncodeFrameHeader(reply, head);
-            const iovec parts[2] = {
-                {head, sizeof(head)},
-                {const_cast<char*>(bytes.data()), bytes.size()}};
-            written = socket.WriteAll(parts);
-          }
+          written = WritePushReply(socket, count, status, response);
           // Nothing on this thread touches `socket`, `written` or
           // `answered` after this.
           answered.Notify();
