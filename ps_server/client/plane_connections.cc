@@ -6,13 +6,14 @@
 namespace tessera {
 
 PlaneLease::~PlaneLease() {
-  if (owner_ != nullptr) owner_->Lost();
+  if (owner_ != nullptr && !extra_) owner_->Lost();
 }
 
 PlaneLease& PlaneLease::operator=(PlaneLease&& other) noexcept {
   if (this != &other) {
     if (owner_ != nullptr) owner_->Lost();
     owner_ = other.owner_;
+    extra_ = other.extra_;
     Socket::operator=(std::move(other));
     other.owner_ = nullptr;
   }
@@ -30,16 +31,27 @@ absl::Status PlaneConnections::Prefixed(const char* call,
 
 absl::StatusOr<PlaneLease> PlaneConnections::Acquire() {
   std::optional<Socket> idle;
+  bool extra = false;
   {
     absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(
-        +[](bool* leased) { return !*leased; }, &leased_));
-    leased_ = true;
-    idle.swap(idle_);
+    // This thread holds the lease: waiting would be for itself.
+    extra = leased_ && holder_ == std::this_thread::get_id();
+    if (!extra) {
+      mu_.Await(absl::Condition(
+          +[](bool* leased) { return !*leased; }, &leased_));
+      leased_ = true;
+      holder_ = std::this_thread::get_id();
+      idle.swap(idle_);
+    }
+  }
+  if (extra) {
+    absl::StatusOr<Socket> socket = Connect();
+    if (!socket.ok()) return socket.status();
+    return PlaneLease(this, *std::move(socket), /*extra=*/true);
   }
   // A server that restarted closed it: connect again.
   if (idle.has_value() && idle->IdleAndOpen()) {
-    return PlaneLease(this, *std::move(idle));
+    return PlaneLease(this, *std::move(idle), /*extra=*/false);
   }
   idle.reset();
   absl::StatusOr<Socket> socket = Connect();
@@ -47,7 +59,7 @@ absl::StatusOr<PlaneLease> PlaneConnections::Acquire() {
     Lost();
     return socket.status();
   }
-  return PlaneLease(this, *std::move(socket));
+  return PlaneLease(this, *std::move(socket), /*extra=*/false);
 }
 
 absl::StatusOr<Socket> PlaneConnections::Connect() {
@@ -81,15 +93,18 @@ absl::StatusOr<Socket> PlaneConnections::Connect() {
 }
 
 void PlaneConnections::Release(PlaneLease lease) {
+  if (lease.extra_) return;  // closed as it goes
   absl::MutexLock lock(&mu_);
   idle_.emplace(std::move(static_cast<Socket&>(lease)));
   lease.owner_ = nullptr;
   leased_ = false;
+  holder_ = std::thread::id();
 }
 
 void PlaneConnections::Lost() {
   absl::MutexLock lock(&mu_);
   leased_ = false;
+  holder_ = std::thread::id();
 }
 
 int64_t PlaneConnections::connects() const {

@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -41,7 +42,7 @@ class PlaneConnections;
 class PlaneLease : public Socket {
  public:
   PlaneLease(PlaneLease&& other) noexcept
-      : Socket(std::move(other)), owner_(other.owner_) {
+      : Socket(std::move(other)), owner_(other.owner_), extra_(other.extra_) {
     other.owner_ = nullptr;
   }
   PlaneLease& operator=(PlaneLease&& other) noexcept;
@@ -50,10 +51,11 @@ class PlaneLease : public Socket {
 
  private:
   friend class PlaneConnections;
-  PlaneLease(PlaneConnections* owner, Socket socket)
-      : Socket(std::move(socket)), owner_(owner) {}
+  PlaneLease(PlaneConnections* owner, Socket socket, bool extra)
+      : Socket(std::move(socket)), owner_(owner), extra_(extra) {}
 
   PlaneConnections* owner_;
+  bool extra_;  // a connection of its own (see PlaneConnections), not kept
 };
 
 // The one authenticated connection a worker holds to one parameter
@@ -68,10 +70,12 @@ class PlaneLease : public Socket {
 // not given back: its call returns UNAVAILABLE or DEADLINE_EXCEEDED as on
 // gRPC, and the next call connects afresh.
 //
-// Deadlock: a thread holding a lease (a dense call begun and not yet
-// finished) may lease another server's connection, never a second lease of
-// the same one; threads that hold leases of several servers at once take
-// them in the same order (ShardedParameters: by ps task).
+// Deadlock: a thread that holds the lease (a dense call begun and not yet
+// finished) and begins a second call to the same server would wait for
+// itself; that call gets a connection of its own instead, closed after its
+// reply (the one case of a second connection; a worker's steps begin one
+// call per server). Threads that hold leases of several servers at once
+// take them in the same order (ShardedParameters: by ps task).
 //
 // Thread safety: all methods may be called concurrently.
 class PlaneConnections {
@@ -98,6 +102,7 @@ class PlaneConnections {
   const PlaneConnectionOptions options_;
   mutable absl::Mutex mu_;
   bool leased_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread::id holder_ ABSL_GUARDED_BY(mu_);  // who leased it
   std::optional<Socket> idle_ ABSL_GUARDED_BY(mu_);
   int64_t connects_ ABSL_GUARDED_BY(mu_) = 0;
 };
