@@ -55,6 +55,36 @@ TEST(TablePrecisionTest, UnknownTableIsRefusedNamingTheTables) {
   EXPECT_THAT(s.message(), HasSubstr("tables: emb"));
 }
 
+// Row gradients travel in a table's own precision unless the job says
+// otherwise, per table first, then job-wide.
+TEST(TablePrecisionTest, RowGradientsPerTableThenJobWideThenTheTables) {
+  const JobConfig own = ParseJob(R"pb(
+    table_precision: ROW_BF16
+    table_precisions { key: "a" value: ROW_FP16 }
+  )pb");
+  EXPECT_EQ(RowGradientPrecisionOf(own, "a"), ROW_FP16);
+  EXPECT_EQ(RowGradientPrecisionOf(own, "b"), ROW_BF16);
+  EXPECT_EQ(RowGradientPrecisionOf(JobConfig(), "a"), ROW_FP32);
+  const JobConfig set = ParseJob(R"pb(
+    table_precision: ROW_BF16
+    row_gradient_precision: ROW_FP32
+    row_gradient_precisions { key: "a" value: ROW_FP16 }
+  )pb");
+  EXPECT_EQ(RowGradientPrecisionOf(set, "a"), ROW_FP16);
+  EXPECT_EQ(RowGradientPrecisionOf(set, "b"), ROW_FP32);
+  EXPECT_TRUE(CheckTablePrecisions(set, {Table("a"), Table("b")}, {}).ok());
+}
+
+TEST(TablePrecisionTest, RowGradientPrecisionOfAnUnknownTableIsRefused) {
+  const JobConfig job = ParseJob(
+      R"pb(row_gradient_precisions { key: "nope" value: ROW_FP16 })pb");
+  const absl::Status s = CheckTablePrecisions(job, {Table("emb")}, {});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(),
+              HasSubstr("row_gradient_precisions: \"nope\" is not an "
+                        "embedding table"));
+}
+
 TEST(TablePrecisionTest, ReplicatedTablesStayFp32) {
   const JobConfig job = ParseJob("table_precision: ROW_FP16");
   const absl::Status s = CheckTablePrecisions(job, {Table("emb")}, {"emb"});
