@@ -1,9 +1,13 @@
 // tessera_ps: a parameter server. It serves the shards the coordinator
 // creates on it until the coordinator (or a signal) tells it to stop.
 
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <string>
+#include <system_error>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "common/data_plane/descriptor_limit.h"
 #include "common/data_plane/socket.h"
@@ -16,6 +20,7 @@
 #include "glog/logging.h"
 #include "ps_server/data_plane/dense_plane_server.h"
 #include "ps_server/ps_service.h"
+#include "ps_server/row_memory_budget.h"
 #include "ps_server/shard_store.h"
 
 DEFINE_string(data_plane_server, "events",
@@ -24,6 +29,58 @@ DEFINE_string(data_plane_server, "events",
               "or threads (a thread per connection, the plane before #46)");
 DEFINE_int32(data_plane_threads, 0,
              "the events data plane's pool of threads; 0: one per core");
+DEFINE_string(row_memory_budget, "",
+              "bytes of table rows this server keeps in memory, e.g. 512M or "
+              "2G (K, M, G, T: powers of 1024); a growing table's rows beyond "
+              "it move to a disk tier in --row_disk_dir and come back when "
+              "pulled or pushed. Empty: every row in memory");
+DEFINE_string(row_disk_dir, "",
+              "where the disk tier of --row_memory_budget lives (a folder "
+              "ps-<task index> under it, emptied at start: the tier is a "
+              "cache rebuilt from the job's checkpoint). Empty: "
+              "$TMPDIR/tessera_rows.<port>, or /tmp/tessera_rows.<port>");
+
+namespace {
+
+// The server's row budget from the flags, its disk folder made and
+// emptied, or an error naming the flag (a user's mistake: exit 2).
+absl::StatusOr<std::shared_ptr<tessera::RowMemoryBudget>> RowBudgetFromFlags(
+    const std::string& address, int task_index) {
+  if (FLAGS_row_memory_budget.empty()) {
+    if (!FLAGS_row_disk_dir.empty()) {
+      return absl::InvalidArgumentError(
+          "--row_disk_dir needs --row_memory_budget");
+    }
+    return nullptr;
+  }
+  absl::StatusOr<int64_t> bytes =
+      tessera::ParseByteCount(FLAGS_row_memory_budget);
+  if (!bytes.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--row_memory_budget: ", bytes.status().message()));
+  }
+  std::string root;
+  if (FLAGS_row_disk_dir.empty()) {
+    const char* tmp = std::getenv("TMPDIR");
+    const size_t colon = address.rfind(':');
+    root = absl::StrCat(
+        tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "/tessera_rows.",
+        colon == std::string::npos ? address : address.substr(colon + 1));
+  } else {
+    root = absl::StrCat(FLAGS_row_disk_dir, "/ps-", task_index);
+  }
+  // What a killed server left is stale: the job's checkpoint restores it.
+  std::error_code error;
+  std::filesystem::remove_all(root, error);
+  if (!error) std::filesystem::create_directories(root, error);
+  if (error) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--row_disk_dir: cannot empty or make ", root, ": ", error.message()));
+  }
+  return std::make_shared<tessera::RowMemoryBudget>(*bytes, root);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   tessera::ProcessStart start = tessera::StartProcess(
@@ -67,7 +124,23 @@ int main(int argc, char** argv) {
     LOG(WARNING) << "ps: " << limit.status().message();
   }
 
-  tessera::ShardStore store;
+  absl::StatusOr<std::shared_ptr<tessera::RowMemoryBudget>> row_budget =
+      RowBudgetFromFlags(cluster.own_address(), cluster.task().index);
+  if (!row_budget.ok()) {
+    LOG(ERROR) << row_budget.status().message();
+    return 2;
+  }
+  if (*row_budget != nullptr) {
+    LOG(INFO) << "ps: rows in memory up to " << (*row_budget)->limit_bytes()
+              << " bytes, the rest in " << (*row_budget)->disk_root();
+  }
+  // Destroyed after the store, whose tables remove their own folders.
+  absl::Cleanup remove_tier = [&row_budget] {
+    if (*row_budget == nullptr) return;
+    std::error_code ignored;
+    std::filesystem::remove_all((*row_budget)->disk_root(), ignored);
+  };
+  tessera::ShardStore store(tessera::ShardStoreOptions{*row_budget});
   tessera::PsServiceOptions options;
   options.auth = *std::move(auth);
   options.task_index = cluster.task().index;

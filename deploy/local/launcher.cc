@@ -155,9 +155,14 @@ absl::Status Launcher::Prepare() {
   auto address = [&](int i) { return absl::StrCat(kHost, ":", (*ports)[i]); };
 
   int next_port = 1;
+  std::vector<std::string> ps_args = common_args;
+  if (!options_.row_memory_budget.empty()) {
+    ps_args.push_back(
+        absl::StrCat("--row_memory_budget=", options_.row_memory_budget));
+  }
   for (int i = 0; i < options_.num_ps; ++i) {
     members_.push_back({absl::StrCat("ps-", i), "ps", i, address(next_port++),
-                        ps_bin, common_args});
+                        ps_bin, ps_args});
   }
   std::vector<std::string> worker_args = common_args;
   if (!options_.data_plane.empty()) {

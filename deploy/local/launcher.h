@@ -35,7 +35,8 @@ namespace tessera {
 struct LauncherOptions {
   int num_ps = 2;
   int num_workers = 2;
-  std::string data_plane;  // Empty: the workers' default.
+  std::string data_plane;         // Empty: the workers' default.
+  std::string row_memory_budget;  // Empty: every row in memory.
   bool evaluator = false;
   std::string run_dir;  // Empty: runs/<timestamp>.
   std::string bin_dir;  // Empty: found from this binary's place.

@@ -83,6 +83,10 @@ DEFINE_string(data_plane, "",
               "Passed to every worker as --data_plane (grpc or tcp: how "
               "dense tensors travel to the parameter servers); empty: the "
               "workers' default.");
+DEFINE_string(row_memory_budget, "",
+              "Passed to every parameter server as --row_memory_budget (e.g. "
+              "512M: rows beyond it go to a disk tier); empty: every row in "
+              "memory.");
 DEFINE_bool(evaluator, false,
             "Also start the evaluator task (worker/evaluate/"
             "tessera_evaluator): it evaluates each new checkpoint on the test "
@@ -177,6 +181,7 @@ LauncherOptions OptionsFromFlags() {
   options.num_ps = FLAGS_num_ps;
   options.num_workers = FLAGS_num_workers;
   options.data_plane = FLAGS_data_plane;
+  options.row_memory_budget = FLAGS_row_memory_budget;
   options.evaluator = FLAGS_evaluator;
   options.run_dir = FLAGS_run_dir;
   options.bin_dir = FLAGS_bin_dir;
