@@ -188,6 +188,63 @@ absl::Status RowPlaneService::ServePull(Socket& socket,
   return io;
 }
 
+namespace {
+
+// One part's row ids and gradients, the gradients widened to fp32 as
+// they arrive; *non_finite when any is NaN or Inf. The socket's error:
+// the push was cut off.
+absl::Status ReceivePart(Socket& socket, RowPlaneService::Scratch::Part& part,
+                         std::vector<uint16_t>* narrow, bool* non_finite) {
+  part.ids.resize(part.rows);
+  part.grads.resize(part.rows * part.row_elements);
+  if (absl::Status s =
+          socket.ReadFull(part.ids.data(), part.rows * sizeof(int64_t));
+      !s.ok()) {
+    return s;  // cut off: nothing is applied
+  }
+  // Pieces of whole values: each widened (2-byte gradients, from the
+  // scratch they arrive in) and checked while in cache.
+  const int64_t value_bytes = RowPrecisionBytes(part.precision);
+  const int64_t values = static_cast<int64_t>(part.grads.size());
+  const int64_t piece_values = kPushPieceBytes / value_bytes;
+  if (value_bytes != sizeof(float)) narrow->resize(piece_values);
+  for (int64_t done = 0; done < values;) {
+    const int64_t n = std::min(piece_values, values - done);
+    float* dst = part.grads.data() + done;
+    if (value_bytes == sizeof(float)) {
+      if (absl::Status s = socket.ReadFull(dst, n * sizeof(float)); !s.ok()) {
+        return s;
+      }
+    } else {
+      if (absl::Status s = socket.ReadFull(narrow->data(), n * value_bytes);
+          !s.ok()) {
+        return s;
+      }
+      WidenRow(part.precision, narrow->data(), dst, n);
+    }
+    if (internal::AnyNonFinite(dst, n) != 0) *non_finite = true;
+    done += n;
+  }
+  return absl::OkStatus();
+}
+
+// A push's answer after its update.
+absl::Status WritePushReply(Socket& socket, uint32_t count,
+                            const PushResponse& response) {
+  const std::string bytes = response.SerializeAsString();
+  FrameHeader reply;
+  reply.op = FrameOp::kPushRowsReply;
+  reply.count = count;
+  reply.bytes = static_cast<int64_t>(bytes.size());
+  char head[kFrameHeaderBytes];
+  EncodeFrameHeader(reply, head);
+  const iovec parts[2] = {{head, sizeof(head)},
+                          {const_cast<char*>(bytes.data()), bytes.size()}};
+  return socket.WriteAll(parts);
+}
+
+}  // namespace
+
 absl::Status RowPlaneService::ServePush(Socket& socket,
                                         const FrameHeader& request,
                                         Scratch* scratch) {
@@ -201,38 +258,13 @@ absl::Status RowPlaneService::ServePush(Socket& socket,
   // while it is in cache, and named only if it failed.
   std::vector<bool> non_finite(scratch->parts.size(), false);
   for (size_t k = 0; k < scratch->parts.size(); ++k) {
-    Scratch::Part& part = scratch->parts[k];
-    part.ids.resize(part.rows);
-    part.grads.resize(part.rows * part.row_elements);
-    if (absl::Status s =
-            socket.ReadFull(part.ids.data(), part.rows * sizeof(int64_t));
+    bool part_non_finite = false;
+    if (absl::Status s = ReceivePart(socket, scratch->parts[k],
+                                     &scratch->narrow, &part_non_finite);
         !s.ok()) {
       return s;  // cut off: nothing is applied
     }
-    // Pieces of whole values: each widened (2-byte gradients, from the
-    // scratch they arrive in) and checked while in cache.
-    const int64_t value_bytes = RowPrecisionBytes(part.precision);
-    const int64_t values = static_cast<int64_t>(part.grads.size());
-    const int64_t piece_values = kPushPieceBytes / value_bytes;
-    if (value_bytes != sizeof(float)) scratch->narrow.resize(piece_values);
-    for (int64_t done = 0; done < values;) {
-      const int64_t n = std::min(piece_values, values - done);
-      float* dst = part.grads.data() + done;
-      if (value_bytes == sizeof(float)) {
-        if (absl::Status s = socket.ReadFull(dst, n * sizeof(float)); !s.ok()) {
-          return s;
-        }
-      } else {
-        if (absl::Status s =
-                socket.ReadFull(scratch->narrow.data(), n * value_bytes);
-            !s.ok()) {
-          return s;
-        }
-        WidenRow(part.precision, scratch->narrow.data(), dst, n);
-      }
-      if (internal::AnyNonFinite(dst, n) != 0) non_finite[k] = true;
-      done += n;
-    }
+    non_finite[k] = part_non_finite;
   }
   absl::Status refused = bad_tag;
   for (size_t k = 0; k < scratch->parts.size() && refused.ok(); ++k) {
@@ -272,16 +304,7 @@ absl::Status RowPlaneService::ServePush(Socket& socket,
   if (!applied.ok()) {
     return WriteErrorReply(socket, FrameOp::kPushRowsReply, applied);
   }
-  const std::string bytes = response.SerializeAsString();
-  FrameHeader reply;
-  reply.op = FrameOp::kPushRowsReply;
-  reply.count = request.count;
-  reply.bytes = static_cast<int64_t>(bytes.size());
-  char head[kFrameHeaderBytes];
-  EncodeFrameHeader(reply, head);
-  const iovec parts[2] = {{head, sizeof(head)},
-                          {const_cast<char*>(bytes.data()), bytes.size()}};
-  return socket.WriteAll(parts);
+  return WritePushReply(socket, request.count, response);
 }
 
 }  // namespace tessera
