@@ -53,8 +53,6 @@ constexpr int64_t kTest = 1000;
 // whatever the machine's load (a count of steps.jsonl lines raced the
 // job's end).
 constexpr int kTriggerStep = 110;
-// The same moment as a count of steps.jsonl lines (188 per epoch).
-constexpr int kTriggerLines = 220;
 // The steps worker 1 takes before it dies in the "die" cases.
 constexpr int kDieAfterSteps = 60;
 constexpr char kHidden[] = "512,512";
@@ -376,14 +374,19 @@ JobRun TrainReplicas(const std::string& name, const std::string& mode,
   const fs::path rd = dir / "run";
   const std::string local = BuildDir() + "/deploy/local/tessera_local";
   std::string script;
+  const fs::path faults = dir / "faults";
+  fs::create_directories(faults);
+  script = absl::StrCat("export TESSERA_FAULT_POINTS=", faults.string(), "\n");
   if (event == "die") {
     // Worker 1 dies for good in its 111th step (epoch 2), at a fault
     // point; --elastic removes it after --worker_recovery_timeout_s.
-    const fs::path faults = dir / "faults";
-    fs::create_directories(faults);
     std::ofstream(faults / "worker-1.step") << "kill 110";
-    script =
-        absl::StrCat("export TESSERA_FAULT_POINTS=", faults.string(), "\n");
+  } else if (event == "join" || event == "drain") {
+    // Both workers stop themselves in their 111th step while the worker
+    // joins or drains (a count of steps.jsonl lines raced the job's end).
+    for (const char* worker : {"worker-0", "worker-1"}) {
+      std::ofstream(faults / absl::StrCat(worker, ".step")) << "stop 110";
+    }
   }
   absl::StrAppend(
       &script, local, " --num_ps=", mode == "mirrored" ? 0 : 2,
@@ -393,15 +396,22 @@ JobRun TrainReplicas(const std::string& name, const std::string& mode,
       rd.string(), "/checkpoints", IdxFlags(), " > ",
       (dir / "launcher.out").string(), " 2>&1 &\nlauncher=$!\n");
   const std::string event_out = (dir / "event.out").string();
+  const std::string hit0 = (faults / "worker-0.step.hit").string();
+  const std::string hit1 = (faults / "worker-1.step.hit").string();
   if (event == "join" || event == "drain") {
-    absl::StrAppend(&script, "for i in $(seq 1 2400); do\n", "  n=$(cat ",
-                    rd.string(), "/steps.jsonl 2>/dev/null | wc -l)\n",
-                    "  [ \"$n\" -ge ", kTriggerLines,
-                    " ] && break; sleep 0.02\ndone\n");
+    absl::StrAppend(&script, "for i in $(seq 1 2400); do [ -e ", hit0,
+                    " ] && [ -e ", hit1,
+                    " ] && break; kill -0 $launcher 2>/dev/null || break; "
+                    "sleep 0.05; done\n[ -e ",
+                    hit0, " ] && [ -e ", hit1, " ] && echo both_stopped\n");
   }
   if (event == "join") {
-    absl::StrAppend(&script, local, " --join=", rd.string(),
-                    " --num_workers=1 > ", event_out, " 2>&1 &\njoiner=$!\n");
+    absl::StrAppend(
+        &script, local, " --join=", rd.string(), " --num_workers=1 > ",
+        event_out, " 2>&1 &\njoiner=$!\n",
+        "for i in $(seq 1 2400); do grep -q 'worker 2 (.*) \\(joined on\\|"
+        "could not join\\)' ",
+        (dir / "launcher.out").string(), " && break; sleep 0.05; done\n");
   } else if (event == "drain") {
     absl::StrAppend(
         &script, "chief=$(grep -A1 '\"chief\"' ", rd.string(),
@@ -409,6 +419,10 @@ JobRun TrainReplicas(const std::string& name, const std::string& mode,
         "/coordinator/tessera_ctl --coordinator=$chief --job_token_file=",
         rd.string(), "/job.token drain 1 > ", event_out,
         " 2>&1; echo event_exit=$?\n");
+  }
+  if (event == "join" || event == "drain") {
+    absl::StrAppend(&script, "kill -CONT $(cat ", rd.string(),
+                    "/pids/worker-0) $(cat ", rd.string(), "/pids/worker-1)\n");
   }
   absl::StrAppend(&script, "wait $launcher; echo launcher_exit=$?\n");
   if (event == "join") {
@@ -422,6 +436,7 @@ JobRun TrainReplicas(const std::string& name, const std::string& mode,
   run.launcher_exit = ExitAfter(shell.output, "launcher_exit=");
   run.event_exit = ExitAfter(shell.output, "event_exit=");
   run.fault_hit = fs::exists(dir / "faults" / "worker-1.step.hit");
+  run.both_stopped = shell.output.find("both_stopped") != std::string::npos;
   std::ifstream metrics(rd / "metrics.jsonl");
   std::string line;
   while (std::getline(metrics, line)) {
@@ -450,7 +465,10 @@ TEST_P(ElasticReplicasTest,
   const JobRun run =
       TrainReplicas(absl::StrCat(event, "_", tag, "_idx"), mode, event);
   ASSERT_EQ(run.launcher_exit, 0) << run.output;
-  if (event != "die") EXPECT_EQ(run.event_exit, 0) << run.event_output;
+  if (event != "die") {
+    EXPECT_EQ(run.event_exit, 0) << run.event_output;
+    EXPECT_TRUE(run.both_stopped) << "the workers never reached step 111";
+  }
   ASSERT_EQ(run.metrics.size(), static_cast<size_t>(kEpochs)) << run.output;
   ASSERT_EQ(base.metrics.size(), static_cast<size_t>(kEpochs)) << base.output;
   EXPECT_THAT(run.output,
