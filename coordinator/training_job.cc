@@ -134,6 +134,11 @@ CoordinatorOptions TrainingJob::SchedulerOptions() {
   CoordinatorOptions coordinator_options = options_.coordinator;
   coordinator_options.on_member_event = [this](int worker, MemberState state,
                                                const std::string& note) {
+    // A replica that did not come back leaves the ring: the repair and
+    // every restore after are the members'.
+    if (state == MemberState::kRemoved && replica_checkpoints_ != nullptr) {
+      replica_checkpoints_->Drop(worker);
+    }
     RecordMemberChange(membership_.get(), out_, worker, state, note);
   };
   if (mode_.kind == TrainingMode::Kind::kSsp) {
