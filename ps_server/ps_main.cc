@@ -80,6 +80,93 @@ absl::StatusOr<std::shared_ptr<tessera::RowMemoryBudget>> RowBudgetFromFlags(
   return std::make_shared<tessera::RowMemoryBudget>(*bytes, root);
 }
 
+// How the TCP data plane serves its connections, from
+// --data_plane_server and --data_plane_threads, or an error naming the
+// flag (a user's mistake: exit 2).
+absl::StatusOr<tessera::DataPlaneServing> ServingFromFlags() {
+  tessera::DataPlaneServing serving;
+  if (FLAGS_data_plane_server == "events") {
+    serving = tessera::DataPlaneServing::kEventPool;
+  } else if (FLAGS_data_plane_server == "threads") {
+    serving = tessera::DataPlaneServing::kThreadPerConnection;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--data_plane_server: \"", FLAGS_data_plane_server,
+                     "\" is not one of events, threads"));
+  }
+  if (FLAGS_data_plane_threads < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--data_plane_threads must be >= 0, got ", FLAGS_data_plane_threads));
+  }
+  return serving;
+}
+
+// Every data plane connection holds a descriptor: take all the hard
+// limit allows, and say how many that is.
+void RaiseDescriptors() {
+  absl::StatusOr<tessera::DescriptorLimit> limit =
+      tessera::RaiseDescriptorLimit();
+  if (limit.ok()) {
+    LOG(INFO) << "ps: " << tessera::DescribeDescriptorLimit(*limit);
+  } else {
+    LOG(WARNING) << "ps: " << limit.status().message();
+  }
+}
+
+// Tensor bytes may also travel on a TCP data plane, on a port of the
+// kernel's choosing that Health announces; workers use it with
+// --data_plane=tcp. With --tls_* it runs TLS with the same files and
+// trust as the gRPC server.
+tessera::DensePlaneServerOptions PlaneOptions(
+    const std::string& address, const tessera::ServerOptions& server,
+    const std::string& job_token, tessera::DataPlaneServing serving) {
+  std::string host;
+  int port = 0;
+  tessera::DensePlaneServerOptions plane_options;
+  if (tessera::SplitHostPort(
+          tessera::ListenAddress(address, server.listen_host), &host, &port)
+          .ok()) {
+    plane_options.host = host;
+  }
+  plane_options.job_token = job_token;
+  plane_options.timeout_s = FLAGS_rpc_timeout_s;
+  plane_options.tls = server.tls;
+  plane_options.serving = serving;
+  plane_options.threads = FLAGS_data_plane_threads;
+  return plane_options;
+}
+
+// Starts the data plane and the gRPC server for `service`, serves until a
+// shutdown request or signal, then stops both. Returns the exit code.
+int Serve(const std::string& address,
+          const tessera::ServerOptions& server_options,
+          const tessera::DensePlaneServerOptions& plane_options,
+          tessera::PsCore* core, tessera::ParameterServerService* service,
+          int task_index) {
+  absl::StatusOr<std::unique_ptr<tessera::DensePlaneServer>> data_plane =
+      tessera::DensePlaneServer::Start(core, plane_options);
+  if (!data_plane.ok()) {
+    LOG(ERROR) << data_plane.status().message();
+    return 1;
+  }
+  std::unique_ptr<grpc::Server> server =
+      tessera::StartServer(address, service, server_options);
+  if (server == nullptr) return 1;
+  LOG(INFO) << "ps " << task_index << " serving at " << address
+            << ", data plane on port " << (*data_plane)->port() << " ("
+            << ((*data_plane)->pool_threads() > 0
+                    ? absl::StrCat((*data_plane)->pool_threads(),
+                                   " pool threads")
+                    : std::string("a thread per connection"))
+            << ")" << (server_options.tls.has_value() ? " (TLS)" : "");
+  const std::string why =
+      tessera::WaitForShutdown(&service->shutdown_requested(), "request");
+  LOG(INFO) << "ps " << task_index << " stopping (" << why << ")";
+  tessera::ShutdownServer(server.get(), tessera::kServerShutdownGrace);
+  data_plane->reset();
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -98,31 +185,12 @@ int main(int argc, char** argv) {
     LOG(ERROR) << auth.status().message();
     return 2;
   }
-
-  tessera::DataPlaneServing serving;
-  if (FLAGS_data_plane_server == "events") {
-    serving = tessera::DataPlaneServing::kEventPool;
-  } else if (FLAGS_data_plane_server == "threads") {
-    serving = tessera::DataPlaneServing::kThreadPerConnection;
-  } else {
-    LOG(ERROR) << "--data_plane_server: \"" << FLAGS_data_plane_server
-               << "\" is not one of events, threads";
+  absl::StatusOr<tessera::DataPlaneServing> serving = ServingFromFlags();
+  if (!serving.ok()) {
+    LOG(ERROR) << serving.status().message();
     return 2;
   }
-  if (FLAGS_data_plane_threads < 0) {
-    LOG(ERROR) << "--data_plane_threads must be >= 0, got "
-               << FLAGS_data_plane_threads;
-    return 2;
-  }
-  // Every data plane connection holds a descriptor: take all the hard
-  // limit allows, and say how many that is.
-  absl::StatusOr<tessera::DescriptorLimit> limit =
-      tessera::RaiseDescriptorLimit();
-  if (limit.ok()) {
-    LOG(INFO) << "ps: " << tessera::DescribeDescriptorLimit(*limit);
-  } else {
-    LOG(WARNING) << "ps: " << limit.status().message();
-  }
+  RaiseDescriptors();
 
   absl::StatusOr<std::shared_ptr<tessera::RowMemoryBudget>> row_budget =
       RowBudgetFromFlags(cluster.own_address(), cluster.task().index);
@@ -149,44 +217,8 @@ int main(int argc, char** argv) {
   tessera::ParameterServerService service(&core, options);
 
   const std::string address = cluster.own_address();
-  // Tensor bytes may also travel on a TCP data plane, on a port of the
-  // kernel's choosing that Health announces; workers use it with
-  // --data_plane=tcp. With --tls_* it runs TLS with the same files and
-  // trust as the gRPC server.
-  std::string host;
-  int port = 0;
-  tessera::DensePlaneServerOptions plane_options;
-  if (tessera::SplitHostPort(
-          tessera::ListenAddress(address, start.server.listen_host), &host,
-          &port)
-          .ok()) {
-    plane_options.host = host;
-  }
-  plane_options.job_token = options.auth.token();
-  plane_options.timeout_s = FLAGS_rpc_timeout_s;
-  plane_options.tls = start.server.tls;
-  plane_options.serving = serving;
-  plane_options.threads = FLAGS_data_plane_threads;
-  absl::StatusOr<std::unique_ptr<tessera::DensePlaneServer>> data_plane =
-      tessera::DensePlaneServer::Start(&core, plane_options);
-  if (!data_plane.ok()) {
-    LOG(ERROR) << data_plane.status().message();
-    return 1;
-  }
-  std::unique_ptr<grpc::Server> server =
-      tessera::StartServer(address, &service, start.server);
-  if (server == nullptr) return 1;
-  LOG(INFO) << "ps " << options.task_index << " serving at " << address
-            << ", data plane on port " << (*data_plane)->port() << " ("
-            << ((*data_plane)->pool_threads() > 0
-                    ? absl::StrCat((*data_plane)->pool_threads(),
-                                   " pool threads")
-                    : std::string("a thread per connection"))
-            << ")" << (start.server.tls.has_value() ? " (TLS)" : "");
-  const std::string why =
-      tessera::WaitForShutdown(&service.shutdown_requested(), "request");
-  LOG(INFO) << "ps " << options.task_index << " stopping (" << why << ")";
-  tessera::ShutdownServer(server.get(), tessera::kServerShutdownGrace);
-  data_plane->reset();
-  return 0;
+  return Serve(
+      address, start.server,
+      PlaneOptions(address, start.server, options.auth.token(), *serving),
+      &core, &service, options.task_index);
 }
