@@ -35,17 +35,22 @@ std::string ShardName(int table, int shard) {
 
 }  // namespace
 
+std::vector<int64_t> DlrmTableRows(int64_t row_divisor) {
+  std::vector<int64_t> rows(kTables);
+  for (int t = 0; t < kTables; ++t) {
+    rows[t] = std::max<int64_t>(1, kDlrmTableRows[t] / row_divisor);
+  }
+  return rows;
+}
+
 int RunDlrmTables(std::vector<ServerProcess>& servers,
-                  const DlrmTablesOptions& o) {
+                  const DlrmTablesOptions& o, DlrmTablesResult* result) {
   const int n = static_cast<int>(servers.size());
   std::vector<std::unique_ptr<PsClient>> admin = ConnectServers(servers);
   if (admin.empty()) return 1;
-  std::vector<int64_t> rows(kTables);
+  const std::vector<int64_t> rows = DlrmTableRows(o.row_divisor);
   int64_t total_rows = 0;
-  for (int t = 0; t < kTables; ++t) {
-    rows[t] = std::max<int64_t>(1, kDlrmTableRows[t] / o.row_divisor);
-    total_rows += rows[t];
-  }
+  for (int t = 0; t < kTables; ++t) total_rows += rows[t];
   for (int i = 0; i < n; ++i) {
     CreateShardsRequest request;
     for (int t = 0; t < kTables; ++t) {
@@ -127,34 +132,42 @@ int RunDlrmTables(std::vector<ServerProcess>& servers,
                create_seconds, o.steps);
 
   // Phase 2: DLRM steps, one id per table per example, deduplicated per
-  // table as a worker does.
-  std::atomic<int> step{0};
-  start = Clock::now();
-  std::vector<std::thread> threads;
-  for (int w = 0; w < o.workers; ++w) {
-    threads.emplace_back([&, w] {
-      std::vector<ZipfSampler> zipf;
-      for (int t = 0; t < kTables; ++t) zipf.emplace_back(rows[t], o.zipf_s);
-      std::mt19937_64 rng(100 + w);
-      std::vector<std::vector<std::vector<int64_t>>> routed(
-          n, std::vector<std::vector<int64_t>>(kTables));
-      absl::flat_hash_set<int64_t> seen;
-      while (step.fetch_add(1) < o.steps && !failed) {
-        for (int t = 0; t < kTables; ++t) {
-          for (auto& per_server : routed) per_server[t].clear();
-          seen.clear();
-          for (int b = 0; b < o.batch; ++b) {
-            const int64_t id = HashId(zipf[t](rng));
-            if (seen.insert(id).second) {
-              routed[HashShardOf(id, n)][t].push_back(id);
+  // table as a worker does; o.warmup_steps first, untimed (a disk tier
+  // holds the hot rows in memory only once they have been touched).
+  auto train = [&](int steps, uint64_t seed) {
+    std::atomic<int> step{0};
+    std::vector<std::thread> threads;
+    for (int w = 0; w < o.workers; ++w) {
+      threads.emplace_back([&, w] {
+        std::vector<ZipfSampler> zipf;
+        for (int t = 0; t < kTables; ++t) zipf.emplace_back(rows[t], o.zipf_s);
+        std::mt19937_64 rng(seed + w);
+        std::vector<std::vector<std::vector<int64_t>>> routed(
+            n, std::vector<std::vector<int64_t>>(kTables));
+        absl::flat_hash_set<int64_t> seen;
+        while (step.fetch_add(1) < steps && !failed) {
+          for (int t = 0; t < kTables; ++t) {
+            for (auto& per_server : routed) per_server[t].clear();
+            seen.clear();
+            for (int b = 0; b < o.batch; ++b) {
+              const int64_t id = HashId(zipf[t](rng));
+              if (seen.insert(id).second) {
+                routed[HashShardOf(id, n)][t].push_back(id);
+              }
             }
           }
+          exchange(w, routed, /*push=*/true);
         }
-        exchange(w, routed, /*push=*/true);
-      }
-    });
+      });
+    }
+    for (auto& t : threads) t.join();
+  };
+  if (o.warmup_steps > 0) {
+    train(o.warmup_steps, 1000);
+    for (auto& m : moved) m = 0;
   }
-  for (auto& t : threads) t.join();
+  start = Clock::now();
+  train(o.steps, 100);
   if (failed) return 1;
   const double train_seconds = Seconds(start);
 
@@ -170,6 +183,7 @@ int RunDlrmTables(std::vector<ServerProcess>& servers,
   const double payload = static_cast<double>(o.dim) * 4 * 2;
   for (int i = 0; i < n; ++i) {
     const ServerExit exit = StopServer(servers[i], *admin[i]);
+    if (result != nullptr) result->servers.push_back(exit);
     const double accounted = static_cast<double>(exit.accounted_bytes);
     const double rate = moved[i].load() / train_seconds;
     std::printf("%-6d %12ld %12.1f %10.1f %10.0f %14.0f %14.0f %10.1f\n", i,
@@ -181,6 +195,11 @@ int RunDlrmTables(std::vector<ServerProcess>& servers,
       "servers\n",
       create_seconds, total_rows / create_seconds / 1e6,
       static_cast<double>(o.steps) * o.batch / train_seconds);
+  if (result != nullptr) {
+    result->examples_per_s =
+        static_cast<double>(o.steps) * o.batch / train_seconds;
+    result->rows = total_rows;
+  }
   return 0;
 }
 

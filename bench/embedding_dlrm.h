@@ -21,14 +21,26 @@ struct DlrmTablesOptions {
   int64_t dim = 16;           // the reference: 128
   int batch = 2048;           // examples per step
   int steps = 300;
-  int workers = 2;  // client threads, one step at a time each
+  int warmup_steps = 0;  // untimed, before the timed steps
+  int workers = 2;       // client threads, one step at a time each
   double zipf_s = 1.05;
 };
 
+// What a run measured, for benches that compare runs (bench_disk_tier).
+struct DlrmTablesResult {
+  double examples_per_s = 0;  // of table traffic, over all servers
+  int64_t rows = 0;           // created, over all tables
+  std::vector<ServerExit> servers;
+};
+
 // Runs on servers forked (ForkServer) before any gRPC use; shuts them down.
-// Returns 0 unless a call fails.
+// Returns 0 unless a call fails; fills `result` when given.
 int RunDlrmTables(std::vector<ServerProcess>& servers,
-                  const DlrmTablesOptions& options);
+                  const DlrmTablesOptions& options,
+                  DlrmTablesResult* result = nullptr);
+
+// Rows of each of the 26 tables at `row_divisor`.
+std::vector<int64_t> DlrmTableRows(int64_t row_divisor);
 
 }  // namespace tessera
 

@@ -121,14 +121,20 @@ ShardDef HashDef(const std::string& variable, int64_t dim, int index,
   return def;
 }
 
-ServerProcess ForkServer() {
+ServerProcess ForkServer(int64_t row_memory_budget,
+                         const std::string& disk_root) {
   int fds[2];
   PCHECK(pipe(fds) == 0);
   ServerProcess p;
   p.pid = fork();
   if (p.pid == 0) {
     close(fds[0]);
-    ShardStore store;
+    ShardStoreOptions options;
+    if (row_memory_budget > 0) {
+      options.row_budget =
+          std::make_shared<RowMemoryBudget>(row_memory_budget, disk_root);
+    }
+    ShardStore store(options);
     PsCore core(&store);
     ParameterServerService service(&core, PsServiceOptions());
     grpc::ServerBuilder builder;

@@ -65,8 +65,11 @@ struct ServerProcess {
 // Forks a parameter server process. Must run before this process starts
 // any gRPC machinery, which does not survive fork(). It reports its port
 // and resident bytes on fd, and its final resident and peak bytes when
-// shut down.
-ServerProcess ForkServer();
+// shut down. With `row_memory_budget` > 0 it keeps at most that many bytes
+// of rows in memory and the rest in a disk tier under `disk_root`
+// (tessera_ps --row_memory_budget).
+ServerProcess ForkServer(int64_t row_memory_budget = 0,
+                         const std::string& disk_root = "");
 
 // One line from fd, without the newline.
 std::string ReadLine(int fd);
