@@ -171,7 +171,7 @@ void TrainingJob::MakeCheckpoints(const std::vector<PsClient*>& clients) {
       options_.checkpoint_dir, options_.keep_checkpoints, clients, job_);
   if (mode_.replicates_dense()) {
     replica_checkpoints_ = std::make_unique<WorkerReplicas>(
-        workers_, options_.startup_concurrency);
+        workers_, options_.startup_concurrency, options_.ps_recovery_timeout);
     checkpointer_->SetReplicas(replica_checkpoints_.get());
   }
   PsRecoveryOptions recovery;

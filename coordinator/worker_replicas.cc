@@ -8,13 +8,18 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/rpc/backoff.h"
 #include "coordinator/parallel/bounded_for_each.h"
+#include "glog/logging.h"
 
 namespace tessera {
 
 WorkerReplicas::WorkerReplicas(std::vector<WorkerTask*> workers,
-                               int max_concurrency)
-    : workers_(std::move(workers)), max_concurrency_(max_concurrency) {
+                               int max_concurrency,
+                               absl::Duration restart_timeout)
+    : workers_(std::move(workers)),
+      max_concurrency_(max_concurrency),
+      restart_timeout_(restart_timeout) {
   for (size_t w = 0; w < workers_.size(); ++w) {
     indices_.push_back(static_cast<int>(w));
   }
@@ -101,13 +106,52 @@ absl::Status WorkerReplicas::RestoreMembers(const ValidCheckpoint* checkpoint,
           *mine.mutable_checkpoint()->mutable_manifest() = checkpoint->manifest;
         }
         mine.set_ring_rank(w);
-        RestoreShardsResponse response;
-        absl::Status s = workers_[w]->RestoreReplica(mine, &response);
-        if (s.ok()) return s;
-        return absl::Status(
-            s.code(), absl::StrCat("worker ", w, " (", workers_[w]->address(),
-                                   "): ", s.message()));
+        return RestoreOne(w, mine);
       });
+}
+
+absl::Status WorkerReplicas::RestoreOne(int w,
+                                        const RestoreReplicaRequest& request) {
+  WorkerTask* worker = workers_[w];
+  const std::string who =
+      absl::StrCat("worker ", indices_[w], " (", worker->address(), ")");
+  const absl::Time deadline = absl::Now() + restart_timeout_;
+  Backoff backoff;
+  absl::Status s;
+  bool waited = false;
+  while (true) {
+    RestoreShardsResponse response;
+    s = worker->RestoreReplica(request, &response);
+    if (s.ok()) break;
+    // A worker killed while the job goes back to its checkpoint restarts
+    // (the parameter servers' recovery waits for theirs alike): one that
+    // does not answer yet is waited for, one that answers unconfigured is
+    // configured again, as the coordinator does for a worker back.
+    if (!IsTransient(s) && worker->Probe() != WorkerHealth::kLostState) {
+      return absl::Status(s.code(), absl::StrCat(who, ": ", s.message()));
+    }
+    bool back = false;
+    while (!back && absl::Now() < deadline) {
+      absl::SleepFor(std::min(backoff.Next(), deadline - absl::Now()));
+      const WorkerHealth health = worker->Probe();
+      if (health == WorkerHealth::kLostState) {
+        absl::Status configured = worker->Restore();
+        back = configured.ok();
+        if (!back) s = configured;
+      } else {
+        back = health == WorkerHealth::kReady;
+      }
+    }
+    if (!back) {
+      return absl::UnavailableError(
+          absl::StrCat(who, " did not come back within ",
+                       absl::FormatDuration(restart_timeout_),
+                       " to restore its replica: ", s.message()));
+    }
+    waited = true;
+  }
+  if (waited) LOG(INFO) << who << " came back and restored its replica";
+  return absl::OkStatus();
 }
 
 absl::Status WorkerReplicas::Reform(std::vector<int> indices,

@@ -10,6 +10,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "coordinator/job_checkpointer.h"
 #include "coordinator/worker_task.h"
 #include "proto/job.pb.h"
@@ -20,8 +21,11 @@ namespace tessera {
 class WorkerReplicas final : public ReplicaCheckpoints {
  public:
   // `workers` are not owned and must outlive this; at most
-  // `max_concurrency` restore at once.
-  WorkerReplicas(std::vector<WorkerTask*> workers, int max_concurrency);
+  // `max_concurrency` restore at once. A worker that is down or restarted
+  // when its replica is restored is waited for up to `restart_timeout`
+  // (the parameter servers' recovery bound, --ps_recovery_timeout_s).
+  WorkerReplicas(std::vector<WorkerTask*> workers, int max_concurrency,
+                 absl::Duration restart_timeout);
 
   // The replicas are identical (the chief compares their checksums after
   // every step): the first worker that saves, in index order, saves for
@@ -30,7 +34,9 @@ class WorkerReplicas final : public ReplicaCheckpoints {
                     SaveShardsResponse* response) override;
   // Every worker restores, in parallel, and its all-reduce starts over at
   // one new epoch (microseconds since 1970, above any count of calls and
-  // above the epoch before).
+  // above the epoch before). A worker that does not answer, or answers
+  // unconfigured (it restarted), is waited for and configured again first;
+  // past restart_timeout the error names it.
   absl::Status Restore(const ValidCheckpoint& checkpoint) override;
   // Every worker, in parallel, is asked to evaluate an empty range of the
   // test set: Evaluate first waits for the worker's row pushes in flight
@@ -71,6 +77,10 @@ class WorkerReplicas final : public ReplicaCheckpoints {
   absl::Status RestoreMembers(const ValidCheckpoint* checkpoint,
                               const std::vector<bool>& only);
 
+  // Member `w`'s RestoreReplica, waiting up to restart_timeout_ for a
+  // worker that is down and configuring one that restarted.
+  absl::Status RestoreOne(int w, const RestoreReplicaRequest& request);
+
   // Takes the workers Drop named out of the ring.
   void ApplyDrops();
 
@@ -79,6 +89,7 @@ class WorkerReplicas final : public ReplicaCheckpoints {
   std::vector<WorkerTask*> workers_;
   std::vector<int> indices_;  // of workers_: 0 to n - 1 until a Reform
   const int max_concurrency_;
+  const absl::Duration restart_timeout_;
   uint64_t last_epoch_ = 0;
   // Set once the ring was re-formed: every Restore passes it on.
   bool reformed_ = false;

@@ -166,7 +166,7 @@ class ReplicaRepairTest : public ::testing::Test {
     out_ = std::tmpfile();
     health_ = std::make_unique<ClusterHealth>(std::vector<PsClient*>{}, tasks,
                                               out_, 4);
-    replicas_ = std::make_unique<WorkerReplicas>(tasks, 4);
+    replicas_ = std::make_unique<WorkerReplicas>(tasks, 4, absl::Seconds(5));
     directory_ =
         (std::filesystem::path(::testing::TempDir()) /
          absl::StrCat(
