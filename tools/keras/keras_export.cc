@@ -348,145 +348,64 @@ class Exporter {
     const std::string out = l.output().empty() ? l.name() : l.output();
     std::vector<std::string> ins;
     for (const std::string& in : l.inputs()) ins.push_back(keras_of_[in]);
-    std::string made;
+    absl::StatusOr<std::string> made = ExportLayer(l, std::move(ins), out);
+    if (!made.ok()) return made.status();
+    keras_of_[out] = *made;
+    return absl::OkStatus();
+  }
+
+  // Adds the Keras layers for Tessera layer `l`, which reads Keras layers
+  // `ins` and writes tensor `out`; returns the Keras layer writing `out`.
+  absl::StatusOr<std::string> ExportLayer(const LayerDef& l,
+                                          std::vector<std::string> ins,
+                                          const std::string& out) {
     switch (l.kind_case()) {
-      case LayerDef::kDense: {
-        const DenseLayer& p = l.dense();
-        if (ins.size() > 1) {
-          // Tessera's Dense reads several inputs as their concatenation.
-          ins = {Layer("Concatenate", l.name() + "_concat", {{"axis", -1}}, ins,
-                       "")};
-          int64_t width = 0;
-          for (const std::string& in : l.inputs()) {
-            width += m_.graph.tensors.at(in).shape.back();
-          }
-          shape_of_[ins[0]] = {width};
-        }
-        std::vector<std::string> vars = {l.name() + "/kernel"};
-        if (p.use_bias()) vars.push_back(l.name() + "/bias");
-        made = Layer(
-            "Dense", l.name(),
-            {{"units", p.units()},
-             {"activation", ActivationFor(p.activation(), out)},
-             {"use_bias", p.use_bias()},
-             {"kernel_initializer", InitializerJson(p.kernel_initializer())},
-             {"bias_initializer", InitializerJson(p.bias_initializer())},
-             {"kernel_regularizer", nullptr},
-             {"bias_regularizer", nullptr},
-             {"kernel_constraint", nullptr},
-             {"bias_constraint", nullptr}},
-            ins, out, vars);
-        break;
-      }
-      case LayerDef::kConv2D: {
-        const Conv2DLayer& p = l.conv2d();
-        std::vector<std::string> vars = {l.name() + "/kernel"};
-        if (p.use_bias()) vars.push_back(l.name() + "/bias");
-        json kernel = json::array();
-        for (int64_t k : p.kernel_size()) kernel.push_back(k);
-        if (kernel.size() == 1) kernel.push_back(kernel[0]);
-        json strides = json::array();
-        for (int64_t s : p.strides()) strides.push_back(s);
-        if (strides.empty()) strides = {1, 1};
-        if (strides.size() == 1) strides.push_back(strides[0]);
-        made = Layer(
-            "Conv2D", l.name(),
-            {{"filters", p.filters()},
-             {"kernel_size", kernel},
-             {"strides", strides},
-             {"padding", PaddingName(p.padding())},
-             {"data_format", "channels_last"},
-             {"dilation_rate", {1, 1}},
-             {"groups", 1},
-             {"activation", ActivationFor(p.activation(), out)},
-             {"use_bias", p.use_bias()},
-             {"kernel_initializer", InitializerJson(p.kernel_initializer())},
-             {"bias_initializer", InitializerJson(p.bias_initializer())}},
-            ins, out, vars);
-        break;
-      }
-      case LayerDef::kMaxPool2D: {
-        const MaxPool2DLayer& p = l.max_pool2d();
-        json pool = json::array(), strides = json::array();
-        for (int64_t v : p.pool_size()) pool.push_back(v);
-        if (pool.empty()) pool = {2, 2};
-        if (pool.size() == 1) pool.push_back(pool[0]);
-        for (int64_t v : p.strides()) strides.push_back(v);
-        if (strides.empty()) strides = pool;
-        if (strides.size() == 1) strides.push_back(strides[0]);
-        made = Layer("MaxPooling2D", l.name(),
-                     {{"pool_size", pool},
-                      {"padding", PaddingName(p.padding())},
-                      {"strides", strides},
-                      {"data_format", "channels_last"}},
-                     ins, out);
-        break;
-      }
-      case LayerDef::kActivation: {
-        const Activation a = l.activation().activation();
-        std::string name = ActivationName(a);
-        if (fused_ != LINEAR && out == g_.loss().input() && a == LINEAR &&
-            readers_[out] == 0) {
-          name = ActivationFor(a, out);
-        }
-        made = Layer("Activation", l.name(), {{"activation", name}}, ins, out);
-        break;
-      }
+      case LayerDef::kDense:
+        return ExportDense(l, std::move(ins), out);
+      case LayerDef::kConv2D:
+        return ExportConv2D(l, ins, out);
+      case LayerDef::kMaxPool2D:
+        return ExportMaxPool2D(l, ins, out);
+      case LayerDef::kActivation:
+        return Layer(
+            "Activation", l.name(),
+            {{"activation", ActivationFor(l.activation().activation(), out)}},
+            ins, out);
       case LayerDef::kDropout:
-        made = Layer("Dropout", l.name(),
+        return Layer("Dropout", l.name(),
                      {{"rate", Decimal(l.dropout().rate())},
                       {"noise_shape", nullptr},
                       {"seed", nullptr}},
                      ins, out);
-        break;
       case LayerDef::kBatchNorm:
-        made =
-            Layer("BatchNormalization", l.name(),
-                  {{"axis", -1},
-                   {"momentum", Decimal(l.batch_norm().momentum())},
-                   {"epsilon", Decimal(l.batch_norm().epsilon())},
-                   {"center", true},
-                   {"scale", true}},
-                  ins, out,
-                  {l.name() + "/gamma", l.name() + "/beta",
-                   l.name() + "/moving_mean", l.name() + "/moving_variance"});
-        break;
+        return ExportBatchNorm(l, ins, out);
       case LayerDef::kLayerNorm:
-        made = Layer("LayerNormalization", l.name(),
+        return Layer("LayerNormalization", l.name(),
                      {{"axis", -1},
                       {"epsilon", Decimal(l.layer_norm().epsilon())},
                       {"center", true},
                       {"scale", true}},
                      ins, out, {l.name() + "/gamma", l.name() + "/beta"});
-        break;
       case LayerDef::kFlatten:
-        made = Layer("Flatten", l.name(), {{"data_format", "channels_last"}},
+        return Layer("Flatten", l.name(), {{"data_format", "channels_last"}},
                      ins, out);
-        break;
       case LayerDef::kReshape: {
         json shape = json::array();
         for (int64_t d : l.reshape().shape()) shape.push_back(d);
-        made = Layer("Reshape", l.name(), {{"target_shape", shape}}, ins, out);
-        break;
+        return Layer("Reshape", l.name(), {{"target_shape", shape}}, ins, out);
       }
       case LayerDef::kConcat: {
+        // Keras counts the batch axis; Tessera's shapes are per example.
         int axis = l.concat().axis();
-        made = Layer("Concatenate", l.name(),
+        return Layer("Concatenate", l.name(),
                      {{"axis", axis >= 0 ? axis + 1 : axis}}, ins, out);
-        break;
       }
       case LayerDef::kAdd:
-        made = Layer("Add", l.name(), json::object(), ins, out);
-        break;
+        return Layer("Add", l.name(), json::object(), ins, out);
       case LayerDef::kMultiply:
-        made = Layer("Multiply", l.name(), json::object(), ins, out);
-        break;
-      case LayerDef::kEmbeddingBag: {
-        absl::StatusOr<std::string> bag = AddEmbeddingBag(l, ins, out);
-        if (!bag.ok()) return bag.status();
-        made = *bag;
-        break;
-      }
+        return Layer("Multiply", l.name(), json::object(), ins, out);
+      case LayerDef::kEmbeddingBag:
+        return AddEmbeddingBag(l, ins, out);
       case LayerDef::kDotInteraction:
       case LayerDef::kCross:
       case LayerDef::kFmOrder2:
@@ -497,8 +416,97 @@ class Exporter {
       default:
         return Unsupported(l, "not a layer kind the Keras export knows");
     }
-    keras_of_[out] = made;
-    return absl::OkStatus();
+  }
+
+  std::string ExportDense(const LayerDef& l, std::vector<std::string> ins,
+                          const std::string& out) {
+    const DenseLayer& p = l.dense();
+    if (ins.size() > 1) {
+      // Tessera's Dense reads several inputs as their concatenation.
+      ins = {
+          Layer("Concatenate", l.name() + "_concat", {{"axis", -1}}, ins, "")};
+      int64_t width = 0;
+      for (const std::string& in : l.inputs()) {
+        width += m_.graph.tensors.at(in).shape.back();
+      }
+      shape_of_[ins[0]] = {width};
+    }
+    std::vector<std::string> vars = {l.name() + "/kernel"};
+    if (p.use_bias()) vars.push_back(l.name() + "/bias");
+    return Layer(
+        "Dense", l.name(),
+        {{"units", p.units()},
+         {"activation", ActivationFor(p.activation(), out)},
+         {"use_bias", p.use_bias()},
+         {"kernel_initializer", InitializerJson(p.kernel_initializer())},
+         {"bias_initializer", InitializerJson(p.bias_initializer())},
+         {"kernel_regularizer", nullptr},
+         {"bias_regularizer", nullptr},
+         {"kernel_constraint", nullptr},
+         {"bias_constraint", nullptr}},
+        ins, out, vars);
+  }
+
+  std::string ExportConv2D(const LayerDef& l,
+                           const std::vector<std::string>& ins,
+                           const std::string& out) {
+    const Conv2DLayer& p = l.conv2d();
+    std::vector<std::string> vars = {l.name() + "/kernel"};
+    if (p.use_bias()) vars.push_back(l.name() + "/bias");
+    json kernel = json::array();
+    for (int64_t k : p.kernel_size()) kernel.push_back(k);
+    if (kernel.size() == 1) kernel.push_back(kernel[0]);
+    json strides = json::array();
+    for (int64_t s : p.strides()) strides.push_back(s);
+    if (strides.empty()) strides = {1, 1};
+    if (strides.size() == 1) strides.push_back(strides[0]);
+    return Layer(
+        "Conv2D", l.name(),
+        {{"filters", p.filters()},
+         {"kernel_size", kernel},
+         {"strides", strides},
+         {"padding", PaddingName(p.padding())},
+         {"data_format", "channels_last"},
+         {"dilation_rate", {1, 1}},
+         {"groups", 1},
+         {"activation", ActivationFor(p.activation(), out)},
+         {"use_bias", p.use_bias()},
+         {"kernel_initializer", InitializerJson(p.kernel_initializer())},
+         {"bias_initializer", InitializerJson(p.bias_initializer())}},
+        ins, out, vars);
+  }
+
+  std::string ExportMaxPool2D(const LayerDef& l,
+                              const std::vector<std::string>& ins,
+                              const std::string& out) {
+    const MaxPool2DLayer& p = l.max_pool2d();
+    json pool = json::array(), strides = json::array();
+    for (int64_t v : p.pool_size()) pool.push_back(v);
+    if (pool.empty()) pool = {2, 2};
+    if (pool.size() == 1) pool.push_back(pool[0]);
+    for (int64_t v : p.strides()) strides.push_back(v);
+    if (strides.empty()) strides = pool;
+    if (strides.size() == 1) strides.push_back(strides[0]);
+    return Layer("MaxPooling2D", l.name(),
+                 {{"pool_size", pool},
+                  {"padding", PaddingName(p.padding())},
+                  {"strides", strides},
+                  {"data_format", "channels_last"}},
+                 ins, out);
+  }
+
+  std::string ExportBatchNorm(const LayerDef& l,
+                              const std::vector<std::string>& ins,
+                              const std::string& out) {
+    return Layer("BatchNormalization", l.name(),
+                 {{"axis", -1},
+                  {"momentum", Decimal(l.batch_norm().momentum())},
+                  {"epsilon", Decimal(l.batch_norm().epsilon())},
+                  {"center", true},
+                  {"scale", true}},
+                 ins, out,
+                 {l.name() + "/gamma", l.name() + "/beta",
+                  l.name() + "/moving_mean", l.name() + "/moving_variance"});
   }
 
   absl::StatusOr<std::string> AddEmbeddingBag(
