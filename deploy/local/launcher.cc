@@ -82,6 +82,21 @@ std::optional<std::string> UnknownFlagAmong(
   return std::nullopt;
 }
 
+// Why a failed `exit` after `early_exit` (a process that had exited
+// cleanly) is not restarted; empty when no process had exited cleanly, or
+// `exit` itself is clean.
+std::string NotRestartedWhy(const ChildExit& exit,
+                            const std::optional<ChildExit>& early_exit) {
+  if (!early_exit.has_value() || exit.status.success()) return "";
+  // A bad configuration would not be restarted anyway: that, not the
+  // clean exit before it (often the shutdown the coordinator sent when
+  // it refused the job), is the reason to give.
+  return !exit.status.signaled && exit.status.code == kConfigErrorExitCode
+             ? std::string(kNotRestartableWhy)
+             : absl::StrFormat("; not restarted, since %s had already exited",
+                               early_exit->name);
+}
+
 }  // namespace
 
 Launcher::Launcher(LauncherOptions options,
@@ -111,7 +126,32 @@ absl::Status Launcher::Prepare() {
       !status.ok()) {
     return status;
   }
+  if (absl::Status status = PrepareRunDir(); !status.ok()) return status;
+  absl::StatusOr<std::vector<std::string>> common_args = CommonArgs();
+  if (!common_args.ok()) return common_args.status();
+  absl::StatusOr<std::vector<int>> ports =
+      PickFreePorts(1 + options_.num_ps + options_.num_workers);
+  if (!ports.ok()) return ports.status();
+  AddClusterMembers(*ports, ps_bin, worker_bin, chief_bin, *common_args);
+  if (options_.evaluator) {
+    const std::string evaluator_bin = BinaryUnder(bin_dir, "tessera_evaluator");
+    if (absl::Status status = CheckBinaries({evaluator_bin}); !status.ok()) {
+      return status;
+    }
+    AddEvaluator(evaluator_bin);
+  }
 
+  cluster_ = nlohmann::json::object();
+  for (const ClusterMember& member : members_) {
+    // As in TensorFlow, the evaluator is a task outside the cluster.
+    if (member.type == "evaluator") continue;
+    cluster_[member.type].push_back(member.address);
+  }
+  return WriteFile(run_dir_ + "/cluster.json",
+                   nlohmann::json{{"cluster", cluster_}}.dump(2) + "\n");
+}
+
+absl::Status Launcher::PrepareRunDir() {
   absl::StatusOr<std::string> run_dir = MakeRunDir(options_.run_dir);
   if (!run_dir.ok()) return run_dir.status();
   run_dir_ = *run_dir;
@@ -122,6 +162,10 @@ absl::Status Launcher::Prepare() {
     return absl::InternalError(
         absl::StrCat("cannot create ", run_dir_, "/pids: ", error.message()));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> Launcher::CommonArgs() const {
   // Every process gets the job's token file, and the launcher's TLS
   // flags (checked here, so that a bad file or a key of another
   // certificate fails once, with the command-line exit code, rather than
@@ -148,12 +192,15 @@ absl::Status Launcher::Prepare() {
         "--tls_target_name_override needs TLS: --tls_cert, --tls_key and "
         "--tls_ca");
   }
+  return common_args;
+}
 
-  absl::StatusOr<std::vector<int>> ports =
-      PickFreePorts(1 + options_.num_ps + options_.num_workers);
-  if (!ports.ok()) return ports.status();
-  auto address = [&](int i) { return absl::StrCat(kHost, ":", (*ports)[i]); };
-
+void Launcher::AddClusterMembers(const std::vector<int>& ports,
+                                 const std::string& ps_bin,
+                                 const std::string& worker_bin,
+                                 const std::string& chief_bin,
+                                 const std::vector<std::string>& common_args) {
+  auto address = [&](int i) { return absl::StrCat(kHost, ":", ports[i]); };
   int next_port = 1;
   std::vector<std::string> ps_args = common_args;
   if (!options_.row_memory_budget.empty()) {
@@ -182,38 +229,26 @@ absl::Status Launcher::Prepare() {
                     coordinator_args_.end());
   members_.push_back(
       {kChiefName, "chief", 0, address(0), chief_bin, std::move(chief_args)});
-  if (options_.evaluator) {
-    const std::string evaluator_bin = BinaryUnder(bin_dir, "tessera_evaluator");
-    if (absl::Status status = CheckBinaries({evaluator_bin}); !status.ok()) {
-      return status;
-    }
-    // It watches the folder the coordinator writes to: the user's
-    // --checkpoint_dir when given (it comes last, so it wins there too).
-    std::string checkpoints = run_dir_ + "/checkpoints";
-    for (const std::string& arg : coordinator_args_) {
-      for (const char* prefix : {"--checkpoint_dir=", "-checkpoint_dir="}) {
-        if (absl::StartsWith(arg, prefix)) {
-          checkpoints = arg.substr(std::strlen(prefix));
-        }
+}
+
+void Launcher::AddEvaluator(const std::string& evaluator_bin) {
+  // It watches the folder the coordinator writes to: the user's
+  // --checkpoint_dir when given (it comes last, so it wins there too).
+  std::string checkpoints = run_dir_ + "/checkpoints";
+  for (const std::string& arg : coordinator_args_) {
+    for (const char* prefix : {"--checkpoint_dir=", "-checkpoint_dir="}) {
+      if (absl::StartsWith(arg, prefix)) {
+        checkpoints = arg.substr(std::strlen(prefix));
       }
     }
-    members_.push_back({kEvaluatorName,
-                        "evaluator",
-                        0,
-                        "-",
-                        evaluator_bin,
-                        {absl::StrCat("--checkpoint_dir=", checkpoints),
-                         absl::StrCat("--run_dir=", run_dir_)}});
   }
-
-  cluster_ = nlohmann::json::object();
-  for (const ClusterMember& member : members_) {
-    // As in TensorFlow, the evaluator is a task outside the cluster.
-    if (member.type == "evaluator") continue;
-    cluster_[member.type].push_back(member.address);
-  }
-  return WriteFile(run_dir_ + "/cluster.json",
-                   nlohmann::json{{"cluster", cluster_}}.dump(2) + "\n");
+  members_.push_back({kEvaluatorName,
+                      "evaluator",
+                      0,
+                      "-",
+                      evaluator_bin,
+                      {absl::StrCat("--checkpoint_dir=", checkpoints),
+                       absl::StrCat("--run_dir=", run_dir_)}});
 }
 
 absl::Status Launcher::PrepareToken() {
@@ -400,50 +435,17 @@ int Launcher::Supervise() {
     // cluster down (it does so when it fails, too), and a restarted
     // process would only meet an emptying cluster.
     if (exit->name == kEvaluatorName) {
-      // The evaluator follows training and never holds it up.
-      if (exit->status.success()) {
-        Say("tessera_local: the evaluator finished; see %s\n",
-            LogPath(exit->name));
-      } else {
-        Complain(
-            "tessera_local: warning: the evaluator %s; training goes on "
-            "without it (see %s)\n",
-            exit->status.ToString(), LogPath(exit->name));
-      }
+      ReportEvaluatorExit(*exit);
       continue;
     }
     if (!early_exit.has_value() && WorkerLeft(*exit)) continue;
-    std::string why;
-    bool restartable = !early_exit.has_value();
-    if (!restartable && !exit->status.success()) {
-      // A bad configuration would not be restarted anyway: that, not the
-      // clean exit before it (often the shutdown the coordinator sent when
-      // it refused the job), is the reason to give.
-      why =
-          !exit->status.signaled && exit->status.code == kConfigErrorExitCode
-              ? std::string(kNotRestartableWhy)
-              : absl::StrFormat("; not restarted, since %s had already exited",
-                                early_exit->name);
-    }
+    const bool restartable = !early_exit.has_value();
+    std::string why = NotRestartedWhy(*exit, early_exit);
     if (exit->name == kChiefName) {
-      if (exit->status.success()) return Succeed();
-      if (!exit->status.signaled && exit->status.code == kStoppedExitCode) {
-        return Succeed(kStoppedExitCode);
+      if (std::optional<int> code = ChiefExited(*exit, restartable, why)) {
+        return *code;
       }
-      // The servers' clean exits may trail a coordinator that shut them
-      // down and then exited by itself; one killed by a signal did not.
-      if (restartable && !exit->status.signaled &&
-          restarts_.WouldRestart(*exit)) {
-        if (std::optional<ChildExit> clean = AwaitCleanExit(kShutdownSettle)) {
-          restartable = false;
-          why = absl::StrFormat(
-              "; not restarted, since %s exited cleanly right after it (the "
-              "coordinator shut the cluster down)",
-              clean->name);
-        }
-      }
-      if (restartable && TryRestart(*exit, &why)) continue;
-      return Fail(*exit, absl::StrCat(exit->status.ToString(), why));
+      continue;
     }
     if (!exit->status.success()) {
       if (restartable && TryRestart(*exit, &why)) continue;
@@ -464,6 +466,39 @@ int Launcher::Supervise() {
       chief_deadline = absl::Now() + grace_;
     }
   }
+}
+
+void Launcher::ReportEvaluatorExit(const ChildExit& exit) {
+  // The evaluator follows training and never holds it up.
+  if (exit.status.success()) {
+    Say("tessera_local: the evaluator finished; see %s\n", LogPath(exit.name));
+  } else {
+    Complain(
+        "tessera_local: warning: the evaluator %s; training goes on "
+        "without it (see %s)\n",
+        exit.status.ToString(), LogPath(exit.name));
+  }
+}
+
+std::optional<int> Launcher::ChiefExited(const ChildExit& exit,
+                                         bool restartable, std::string why) {
+  if (exit.status.success()) return Succeed();
+  if (!exit.status.signaled && exit.status.code == kStoppedExitCode) {
+    return Succeed(kStoppedExitCode);
+  }
+  // The servers' clean exits may trail a coordinator that shut them
+  // down and then exited by itself; one killed by a signal did not.
+  if (restartable && !exit.status.signaled && restarts_.WouldRestart(exit)) {
+    if (std::optional<ChildExit> clean = AwaitCleanExit(kShutdownSettle)) {
+      restartable = false;
+      why = absl::StrFormat(
+          "; not restarted, since %s exited cleanly right after it (the "
+          "coordinator shut the cluster down)",
+          clean->name);
+    }
+  }
+  if (restartable && TryRestart(exit, &why)) return std::nullopt;
+  return Fail(exit, absl::StrCat(exit.status.ToString(), why));
 }
 
 bool Launcher::WorkerLeft(const ChildExit& exit) {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
@@ -83,6 +84,19 @@ class Launcher {
 
  private:
   absl::Status Prepare();
+  // Makes the run folder, the job's token in it and its pids folder.
+  absl::Status PrepareRunDir();
+  // The flags every process gets: the token file and the checked TLS flags.
+  absl::StatusOr<std::vector<std::string>> CommonArgs() const;
+  // The servers, workers and coordinator at `ports` (the coordinator's
+  // first), each with `common_args` and its own flags.
+  void AddClusterMembers(const std::vector<int>& ports,
+                         const std::string& ps_bin,
+                         const std::string& worker_bin,
+                         const std::string& chief_bin,
+                         const std::vector<std::string>& common_args);
+  // The evaluator, watching the checkpoint folder the coordinator writes.
+  void AddEvaluator(const std::string& evaluator_bin);
   absl::Status PrepareToken();
   absl::Status StartAll();
   absl::Status WritePidFile(const ClusterMember& member, pid_t pid) const;
@@ -101,6 +115,12 @@ class Launcher {
   // starts, with the coordinator's own words), nullopt to go on.
   std::optional<int> Preflight();
   int Supervise();
+  // Says how the evaluator ended; training goes on either way.
+  void ReportEvaluatorExit(const ChildExit& exit);
+  // The coordinator exited: the launcher's exit code, or nullopt when it
+  // was restarted. `why` says why it would not be restarted.
+  std::optional<int> ChiefExited(const ChildExit& exit, bool restartable,
+                                 std::string why);
   // The coordinator ended with `code`: 0, or kStoppedExitCode for a job an
   // operator stopped, which the launcher exits with too.
   int Succeed(int code = 0);
