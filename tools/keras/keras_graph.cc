@@ -128,27 +128,18 @@ absl::Status ReadInbound(const nlohmann::json& item, KerasNode* node) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
-const KerasNode* KerasGraph::Find(const std::string& name) const {
-  for (const KerasNode& n : layers) {
-    if (n.name == name) return &n;
-  }
-  return nullptr;
-}
-
-absl::StatusOr<KerasGraph> ParseKerasGraph(const nlohmann::json& model) {
+// The model's kind (Sequential or Functional) and Keras version.
+absl::Status ReadModelClass(const nlohmann::json& model, KerasGraph* g) {
   if (!model.is_object()) {
     return absl::InvalidArgumentError("the model config is not a JSON object");
   }
   const std::string cls = StringOr(model, "class_name");
-  KerasGraph g;
   if (model.contains("keras_version") && model["keras_version"].is_string() &&
       model["keras_version"].get<std::string>().rfind("2.", 0) == 0) {
-    g.keras_major = 2;
+    g->keras_major = 2;
   }
   if (cls == "Sequential") {
-    g.sequential = true;
+    g->sequential = true;
   } else if (cls != "Functional" && cls != "Model") {
     return absl::InvalidArgumentError(absl::StrCat(
         "the model is of class \"", cls.empty() ? "?" : cls,
@@ -161,9 +152,12 @@ absl::StatusOr<KerasGraph> ParseKerasGraph(const nlohmann::json& model) {
     return absl::InvalidArgumentError(
         "the model config has no \"config\": {\"layers\": [...]}");
   }
-  const nlohmann::json& config = model["config"];
-  g.name = StringOr(config, "name", g.sequential ? "sequential" : "functional");
-  std::set<std::string> names;
+  return absl::OkStatus();
+}
+
+// Appends config's layers to g->layers, their names to *names.
+absl::Status ReadLayers(const nlohmann::json& config, KerasGraph* g,
+                        std::set<std::string>* names) {
   for (const nlohmann::json& item : config["layers"]) {
     absl::StatusOr<KerasNode> node = ReadNode(item);
     if (!node.ok()) return node.status();
@@ -174,59 +168,67 @@ absl::StatusOr<KerasGraph> ParseKerasGraph(const nlohmann::json& model) {
           ") is a model inside the model: Tessera reads one level of layers "
           "(build the outer model from the inner one's layers)"));
     }
-    if (!names.insert(node->name).second) {
+    if (!names->insert(node->name).second) {
       return absl::InvalidArgumentError(
           absl::StrCat("two layers are named \"", node->name, "\""));
     }
-    if (!g.sequential) {
+    if (!g->sequential) {
       if (absl::Status s = ReadInbound(item, &*node); !s.ok()) return s;
     }
-    g.layers.push_back(*std::move(node));
+    g->layers.push_back(*std::move(node));
   }
-  if (g.sequential) {
-    if (g.layers.empty()) {
-      return absl::InvalidArgumentError("the Sequential model has no layers");
-    }
-    if (g.layers[0].class_name != "InputLayer") {
-      // Keras 2 writes the input's shape on the first layer instead.
-      const nlohmann::json& first = g.layers[0].config;
-      const char* key = first.contains("batch_input_shape")
-                            ? "batch_input_shape"
-                        : first.contains("batch_shape") ? "batch_shape"
-                                                        : nullptr;
-      if (key == nullptr) {
-        return absl::InvalidArgumentError(
-            "the Sequential model has no input shape (add keras.Input(shape) "
-            "as its first layer, or build it, before saving)");
-      }
-      KerasNode input;
-      input.name = "input_layer";
-      input.class_name = "InputLayer";
-      input.config = {
-          {"batch_shape", first[key]},
-          {"dtype", first.value("dtype", nlohmann::json("float32"))},
-          {"name", input.name}};
-      g.layers.insert(g.layers.begin(), std::move(input));
-    }
-    for (size_t i = 1; i < g.layers.size(); ++i) {
-      if (g.layers[i].class_name == "InputLayer") {
-        return absl::InvalidArgumentError(
-            absl::StrCat("the Sequential model has a second InputLayer \"",
-                         g.layers[i].name, "\""));
-      }
-      g.layers[i].inputs = {g.layers[i - 1].name};
-    }
-    g.inputs = {g.layers.front().name};
-    g.outputs = {g.layers.back().name};
-    return g;
+  return absl::OkStatus();
+}
+
+// A Sequential model's layers each read the one before, from an
+// InputLayer first.
+absl::Status ChainSequential(KerasGraph* g) {
+  if (g->layers.empty()) {
+    return absl::InvalidArgumentError("the Sequential model has no layers");
   }
-  g.inputs = TensorList(config.value("input_layers", nlohmann::json()));
-  g.outputs = TensorList(config.value("output_layers", nlohmann::json()));
-  if (g.inputs.empty() || g.outputs.empty()) {
+  if (g->layers[0].class_name != "InputLayer") {
+    // Keras 2 writes the input's shape on the first layer instead.
+    const nlohmann::json& first = g->layers[0].config;
+    const char* key = first.contains("batch_input_shape") ? "batch_input_shape"
+                      : first.contains("batch_shape")     ? "batch_shape"
+                                                          : nullptr;
+    if (key == nullptr) {
+      return absl::InvalidArgumentError(
+          "the Sequential model has no input shape (add keras.Input(shape) "
+          "as its first layer, or build it, before saving)");
+    }
+    KerasNode input;
+    input.name = "input_layer";
+    input.class_name = "InputLayer";
+    input.config = {{"batch_shape", first[key]},
+                    {"dtype", first.value("dtype", nlohmann::json("float32"))},
+                    {"name", input.name}};
+    g->layers.insert(g->layers.begin(), std::move(input));
+  }
+  for (size_t i = 1; i < g->layers.size(); ++i) {
+    if (g->layers[i].class_name == "InputLayer") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the Sequential model has a second InputLayer \"",
+                       g->layers[i].name, "\""));
+    }
+    g->layers[i].inputs = {g->layers[i - 1].name};
+  }
+  g->inputs = {g->layers.front().name};
+  g->outputs = {g->layers.back().name};
+  return absl::OkStatus();
+}
+
+// A Functional model's inputs and outputs, and every layer's inputs, must
+// be layers of the model.
+absl::Status LinkFunctional(const nlohmann::json& config,
+                            const std::set<std::string>& names, KerasGraph* g) {
+  g->inputs = TensorList(config.value("input_layers", nlohmann::json()));
+  g->outputs = TensorList(config.value("output_layers", nlohmann::json()));
+  if (g->inputs.empty() || g->outputs.empty()) {
     return absl::InvalidArgumentError(
         "the Functional model names no input_layers or output_layers");
   }
-  for (const KerasNode& n : g.layers) {
+  for (const KerasNode& n : g->layers) {
     for (const std::string& in : n.inputs) {
       if (names.count(in) == 0) {
         return absl::InvalidArgumentError(
@@ -239,19 +241,41 @@ absl::StatusOr<KerasGraph> ParseKerasGraph(const nlohmann::json& model) {
           "layer \"", n.name, "\" (", n.class_name, ") is never called"));
     }
   }
-  for (const std::string& name : g.inputs) {
-    const KerasNode* n = g.Find(name);
+  for (const std::string& name : g->inputs) {
+    const KerasNode* n = g->Find(name);
     if (n == nullptr || n->class_name != "InputLayer") {
       return absl::InvalidArgumentError(absl::StrCat(
           "model input \"", name, "\" is not an InputLayer of the model"));
     }
   }
-  for (const std::string& name : g.outputs) {
-    if (g.Find(name) == nullptr) {
+  for (const std::string& name : g->outputs) {
+    if (g->Find(name) == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(
           "model output \"", name, "\" is not a layer of the model"));
     }
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+const KerasNode* KerasGraph::Find(const std::string& name) const {
+  for (const KerasNode& n : layers) {
+    if (n.name == name) return &n;
+  }
+  return nullptr;
+}
+
+absl::StatusOr<KerasGraph> ParseKerasGraph(const nlohmann::json& model) {
+  KerasGraph g;
+  if (absl::Status s = ReadModelClass(model, &g); !s.ok()) return s;
+  const nlohmann::json& config = model["config"];
+  g.name = StringOr(config, "name", g.sequential ? "sequential" : "functional");
+  std::set<std::string> names;
+  if (absl::Status s = ReadLayers(config, &g, &names); !s.ok()) return s;
+  absl::Status linked =
+      g.sequential ? ChainSequential(&g) : LinkFunctional(config, names, &g);
+  if (!linked.ok()) return linked;
   return g;
 }
 
