@@ -3,22 +3,13 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "common/rpc/backoff.h"
 #include "coordinator/replica_losses.h"
+#include "coordinator/step_failures.h"
+#include "coordinator/taken_steps.h"
+#include "coordinator/worker_comeback.h"
 #include "glog/logging.h"
 
 namespace tessera {
-namespace {
-
-StepQueue::Options QueueOptions(const CoordinatorOptions& options) {
-  StepQueue::Options queue;
-  queue.steal_threshold = options.steal_threshold;
-  queue.max_staleness = options.max_staleness;
-  return queue;
-}
-
-}  // namespace
-
 ClusterCoordinator::ClusterCoordinator(
     std::vector<std::unique_ptr<WorkerStub>> workers,
     CoordinatorOptions options)
@@ -26,15 +17,17 @@ ClusterCoordinator::ClusterCoordinator(
       num_queues_(static_cast<int>(workers.size())),
       replica_losses_(std::make_unique<ReplicaLosses>()),
       tally_(num_queues_),
-      queue_(num_queues_, QueueOptions(options_),
-             // Called by queue_'s methods, under mu_.
-             [this](int worker) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-               if (worker == StepQueue::kEveryWorker) {
-                 WakeAll();
-               } else {
-                 wake_[worker].Signal();
-               }
-             }) {
+      queue_(
+          num_queues_,
+          StepQueue::Options{options_.steal_threshold, options_.max_staleness},
+          // Called by queue_'s methods, under mu_.
+          [this](int worker) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+            if (worker == StepQueue::kEveryWorker) {
+              WakeAll();
+            } else {
+              wake_[worker].Signal();
+            }
+          }) {
   absl::MutexLock lock(&mu_);
   for (int w = 0; w < num_queues_; ++w) {
     wake_.emplace_back();
@@ -104,7 +97,7 @@ absl::Status ClusterCoordinator::Serve(int worker, int queue) {
       // A replica takes exactly its part of each round: a queue of its
       // own, which the rounds fill once the ring has it (TakeRing).
       queue = queue_.AddQueue();
-      ring_changed_ = true;
+      ring_.MarkChanged();
     }
     queue_.Activate(worker, queue);
   }
@@ -114,22 +107,15 @@ absl::Status ClusterCoordinator::Serve(int worker, int queue) {
   return absl::OkStatus();
 }
 
-bool ClusterCoordinator::ring_changed() const {
-  absl::MutexLock lock(&mu_);
-  return ring_changed_;
-}
-
 std::vector<ClusterCoordinator::RingSeat> ClusterCoordinator::TakeRing() {
   absl::MutexLock lock(&mu_);
-  ring_changed_ = false;
-  for (int w : leaving_) {
+  for (int w : ring_.Take()) {
     if (queue_.state(w) != MemberState::kActive) continue;
     // Its queue is empty: no round is in flight. The worker it goes to
     // keeps its own queue first, the one its parts are scheduled to.
     HandOver(w, MemberState::kDraining, "drained");
     wake_[w].Signal();  // it holds no step: it has drained
   }
-  leaving_.clear();
   std::vector<RingSeat> ring;
   for (int w = 0; w < queue_.num_workers(); ++w) {
     if (queue_.state(w) != MemberState::kActive || queue_.serves(w).empty()) {
@@ -157,8 +143,7 @@ absl::Status ClusterCoordinator::Leave(int worker, MemberState to) {
     // Its parts of the rounds already scheduled are its own to run (no
     // other member may take a second part of a round): it leaves the ring
     // at the next round boundary (TakeRing), with nothing queued.
-    leaving_.insert(worker);
-    ring_changed_ = true;
+    ring_.Drain(worker);
     return absl::OkStatus();
   } else {
     HandOver(worker, to, to == MemberState::kDraining ? "drained" : "left");
@@ -217,8 +202,6 @@ void ClusterCoordinator::Abort(absl::Status error) {
   RecordError(std::move(error));
 }
 
-int64_t ClusterCoordinator::steps_done() const { return tally_.done(); }
-
 std::vector<std::pair<int64_t, bool>> ClusterCoordinator::worker_progress()
     const {
   absl::MutexLock lock(&mu_);
@@ -234,8 +217,6 @@ bool ClusterCoordinator::gone(int worker) const {
   absl::MutexLock lock(&mu_);
   return MemberStateIsGone(queue_.state(worker));
 }
-
-int64_t ClusterCoordinator::steps_rerun() const { return tally_.rerun(); }
 
 int64_t ClusterCoordinator::max_lead() const {
   absl::MutexLock lock(&mu_);
@@ -297,7 +278,6 @@ absl::Status ClusterCoordinator::RunTaken(int worker, WorkerStub* remote,
     }
     tally_.Finished(worker, absl::Now());
     (*taken)[i].future.Set(std::move(response));
-    *finished = i + 1;
     absl::MutexLock lock(&mu_);
     --inflight_;
     // The slowest worker's step may free the others: a worker held back
@@ -306,27 +286,7 @@ absl::Status ClusterCoordinator::RunTaken(int worker, WorkerStub* remote,
     // O(workers^2) per step).
     queue_.WakeFreed();
   };
-  if (taken->size() == 1) {
-    StepResponse response;
-    absl::Status status = remote->RunStep((*taken)[0].request, &response);
-    if (status.ok()) done(0, std::move(response));
-    return status;
-  }
-  request->clear_steps();
-  for (const QueuedStep& p : *taken) *request->add_steps() = p.request;
-  absl::Status status =
-      remote->RunSteps(*request, [&](int i, StepResponse response) {
-        // Only in order, and only each step once.
-        if (static_cast<size_t>(i) == *finished && *finished < taken->size()) {
-          done(*finished, std::move(response));
-        }
-      });
-  if (status.ok() && *finished != taken->size()) {
-    status = absl::InternalError(absl::StrCat("worker ", worker, " finished ",
-                                              *finished, " of ", taken->size(),
-                                              " steps and reported no error"));
-  }
-  return status;
+  return RunTakenSteps(worker, remote, *taken, request, done, finished);
 }
 
 void ClusterCoordinator::RequeueAfter(std::vector<QueuedStep>* taken,
@@ -340,8 +300,7 @@ void ClusterCoordinator::RequeueAfter(std::vector<QueuedStep>* taken,
     if (error_.ok() && !stopping_) {
       queue_.Enqueue(std::move(p), /*front=*/true);
     } else {
-      p.future.Set(absl::CancelledError(absl::StrCat(
-          "step ", p.request.step(), " cancelled after an earlier error")));
+      p.future.Set(CancelledAfterError(p.request.step()));
     }
   }
 }
@@ -374,12 +333,7 @@ void ClusterCoordinator::HandleFailure(int worker, WorkerStub* remote,
 
 void ClusterCoordinator::LoseReplica(int worker, WorkerStub* remote,
                                      const absl::Status& status, QueuedStep p) {
-  const absl::Status lost = absl::AbortedError(absl::StrCat(
-      "step ", p.request.step(), " failed on worker ", worker, " (",
-      status.message(), "): its replica missed a step the others made, so ",
-      "the round runs again from the survivors' replica or the job goes "
-      "back to its last checkpoint; without checkpoints (--checkpoint_dir) "
-      "the job stops"));
+  const absl::Status lost = ReplicaLostError(p.request.step(), worker, status);
   LOG(ERROR) << lost.message();
   // Before the error and the future: whoever sees either may take the
   // loss.
@@ -442,8 +396,7 @@ void ClusterCoordinator::RerunAfterDeath(int worker, WorkerStub* remote,
       // The queue was cancelled meanwhile (an abort, or another step's
       // error): a step queued again now would outlive the Join that
       // recovery waits for, and push an old gradient after a restore.
-      p.future.Set(absl::CancelledError(absl::StrCat(
-          "step ", p.request.step(), " cancelled after an earlier error")));
+      p.future.Set(CancelledAfterError(p.request.step()));
     }
   }
   Tell(worker, MemberState::kDown, std::string(status.message()));
@@ -452,18 +405,9 @@ void ClusterCoordinator::RerunAfterDeath(int worker, WorkerStub* remote,
 
 bool ClusterCoordinator::RetryLater(int worker, const absl::Status& status,
                                     QueuedStep* p) {
-  if (!absl::IsUnavailable(status) && !absl::IsDeadlineExceeded(status)) {
-    return false;
-  }
-  const absl::Time now = absl::Now();
-  if (p->first_failure == absl::InfiniteFuture()) p->first_failure = now;
-  if (now - p->first_failure >= options_.step_retry_timeout) return false;
-  const absl::Duration pause = p->backoff.Next();
-  LOG(WARNING) << "step " << p->request.step() << " failed on worker " << worker
-               << ", which still answers (" << status
-               << "); running it again in " << absl::FormatDuration(pause)
-               << " (retrying for up to "
-               << absl::FormatDuration(options_.step_retry_timeout) << ")";
+  const std::optional<absl::Duration> pause =
+      RetryPause(worker, status, options_.step_retry_timeout, p);
+  if (!pause.has_value()) return false;
   absl::MutexLock lock(&mu_);
   // The pause ends early when the job is aborted or stopped meanwhile.
   mu_.AwaitWithTimeout(
@@ -471,13 +415,12 @@ bool ClusterCoordinator::RetryLater(int worker, const absl::Status& status,
           +[](ClusterCoordinator* self) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
                self->mu_) { return self->stopping_ || !self->error_.ok(); },
           this),
-      pause);
+      *pause);
   --inflight_;
   if (!error_.ok() || stopping_) {
     // As for a dead worker's step: queued now, it would outlive the Join
     // that a recovery waits for.
-    p->future.Set(absl::CancelledError(absl::StrCat(
-        "step ", p->request.step(), " cancelled after an earlier error")));
+    p->future.Set(CancelledAfterError(p->request.step()));
     return true;
   }
   tally_.CountRerun(1);
@@ -486,36 +429,24 @@ bool ClusterCoordinator::RetryLater(int worker, const absl::Status& status,
 }
 
 void ClusterCoordinator::RecoverWorker(int worker, WorkerStub* remote) {
-  const absl::Time deadline = absl::Now() + options_.worker_recovery_timeout;
-  Backoff backoff;
-  while (absl::Now() < deadline) {
-    {
-      absl::MutexLock lock(&mu_);
-      if (stopping_) return;
-      if (queue_.state(worker) == MemberState::kDraining) {
+  const Comeback comeback = AwaitComeback(
+      worker, remote, absl::Now() + options_.worker_recovery_timeout, [&] {
+        absl::MutexLock lock(&mu_);
+        if (stopping_) return true;
+        if (queue_.state(worker) != MemberState::kDraining) return false;
         // Drained while down: it holds no step any more.
         queue_.SetDown(worker, false);
-        return;
-      }
+        return true;
+      });
+  if (comeback == Comeback::kGaveUp) return;
+  if (comeback == Comeback::kBack) {
+    LOG(INFO) << "worker " << worker << " is back";
+    {
+      absl::MutexLock lock(&mu_);
+      queue_.SetDown(worker, false);
     }
-    const WorkerHealth health = remote->Probe();
-    if (health != WorkerHealth::kDown) {
-      absl::Status restored = health == WorkerHealth::kLostState
-                                  ? remote->Restore()
-                                  : absl::OkStatus();
-      if (restored.ok()) {
-        LOG(INFO) << "worker " << worker << " is back";
-        {
-          absl::MutexLock lock(&mu_);
-          queue_.SetDown(worker, false);
-        }
-        Tell(worker, MemberState::kActive, "back");
-        return;
-      }
-      LOG(WARNING) << "worker " << worker << " answers but cannot be "
-                   << "restored yet: " << restored;
-    }
-    absl::SleepFor(backoff.Next());
+    Tell(worker, MemberState::kActive, "back");
+    return;
   }
   const std::string why =
       absl::StrCat("did not come back within ",
@@ -529,7 +460,7 @@ void ClusterCoordinator::RecoverWorker(int worker, WorkerStub* remote) {
       // A replica: the round it failed runs again without it (the
       // survivors' ring re-formed by the repair), and the rounds after
       // have a part per member left (TakeRing).
-      if (options_.replicas_in_lockstep) ring_changed_ = true;
+      if (options_.replicas_in_lockstep) ring_.MarkChanged();
     }
     LOG(WARNING) << "worker " << worker << " " << why
                  << ": removed from the job, its steps go to the others";
@@ -541,8 +472,6 @@ void ClusterCoordinator::RecoverWorker(int worker, WorkerStub* remote) {
       absl::UnavailableError(absl::StrCat("worker ", worker, " ", why)));
 }
 
-void ClusterCoordinator::CountRerun(int64_t steps) { tally_.CountRerun(steps); }
-
 void ClusterCoordinator::RecordError(absl::Status error) {
   if (error_.ok()) {
     error_ = std::move(error);
@@ -552,8 +481,7 @@ void ClusterCoordinator::RecordError(absl::Status error) {
 
 void ClusterCoordinator::CancelQueued() {
   for (QueuedStep& p : queue_.Clear()) {
-    p.future.Set(absl::CancelledError(absl::StrCat(
-        "step ", p.request.step(), " cancelled after an earlier error")));
+    p.future.Set(CancelledAfterError(p.request.step()));
   }
 }
 
@@ -561,11 +489,6 @@ absl::Status ClusterCoordinator::TakeError() {
   absl::Status error = std::move(error_);
   error_ = absl::OkStatus();
   return error;
-}
-
-std::vector<double> ClusterCoordinator::steps_per_second(
-    absl::Duration window) const {
-  return tally_.per_second(window, absl::Now());
 }
 
 }  // namespace tessera

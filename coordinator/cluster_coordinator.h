@@ -5,7 +5,6 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,6 +17,7 @@
 #include "absl/time/time.h"
 #include "coordinator/membership/member_state.h"
 #include "coordinator/membership/worker_seats.h"
+#include "coordinator/schedule/ring_changes.h"
 #include "coordinator/schedule/step_queue.h"
 #include "coordinator/schedule/step_tally.h"
 #include "coordinator/step_future.h"
@@ -149,7 +149,7 @@ class ClusterCoordinator : public WorkerSeats {
     int worker;
     int queue;
   };
-  bool ring_changed() const;
+  bool ring_changed() const { return ring_.changed(); }
   std::vector<RingSeat> TakeRing();
 
   int num_workers() const;
@@ -161,9 +161,9 @@ class ClusterCoordinator : public WorkerSeats {
   // restarted before it is back. ReplicaRepair and PsRecovery take them.
   ReplicaLosses* replica_losses() const { return replica_losses_.get(); }
   // Counts steps that ran again after a repair (steps_rerun).
-  void CountRerun(int64_t steps);
-  int64_t steps_done() const;
-  int64_t steps_rerun() const;
+  void CountRerun(int64_t steps) { tally_.CountRerun(steps); }
+  int64_t steps_done() const { return tally_.done(); }
+  int64_t steps_rerun() const { return tally_.rerun(); }
   // Per worker: steps finished, and whether it is down (failed, not back)
   // or gone (drained or removed).
   std::vector<std::pair<int64_t, bool>> worker_progress() const;
@@ -173,7 +173,9 @@ class ClusterCoordinator : public WorkerSeats {
   // Per worker: steps finished per second over the last `window` (0 for a
   // worker that finished none in it, so an idle worker does not show the
   // job's average).
-  std::vector<double> steps_per_second(absl::Duration window) const;
+  std::vector<double> steps_per_second(absl::Duration window) const {
+    return tally_.per_second(window, absl::Now());
+  }
   // With a staleness bound: the largest lead, in finished steps, that a
   // worker starting a step had over the slowest worker with work (0 with
   // one worker, or without a bound).
@@ -234,6 +236,9 @@ class ClusterCoordinator : public WorkerSeats {
   const std::unique_ptr<ReplicaLosses> replica_losses_;
   // Steps done and run again, and the rates: their own lock.
   StepTally tally_;
+  // Replicas: the ring's members changed, and those that leave it at the
+  // next TakeRing; their own lock, taken inside mu_ where both are.
+  RingChanges ring_;
 
   // One concept: which thread runs which queued step now. The threads
   // wait on the queue, a step in flight ends in it or in the job's error,
@@ -250,9 +255,6 @@ class ClusterCoordinator : public WorkerSeats {
   int64_t inflight_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status error_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  bool ring_changed_ ABSL_GUARDED_BY(mu_) = false;
-  // Replicas that drain: they leave the ring at the next TakeRing.
-  std::set<int> leaving_ ABSL_GUARDED_BY(mu_);
 
   std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);
 };
