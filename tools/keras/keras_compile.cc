@@ -147,16 +147,7 @@ absl::Status ParseSchedule(const json& j, const std::string& optimizer,
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::StatusOr<OptimizerConfig> ParseOptimizer(const json& j) {
-  const std::string cls = ObjectName(j);
-  const std::string name = KerasSnakeCase(cls);
-  const json c =
-      j.is_object() && j.contains("config") && j["config"].is_object()
-          ? j["config"]
-          : json::object();
-  const std::string what = absl::StrCat("optimizer ", cls);
+absl::Status RefuseUnsupportedOptions(const json& c, const std::string& what) {
   for (const char* f : {"loss_scale_factor", "gradient_accumulation_steps"}) {
     if (!IsNull(c, f) && !(c[f].is_number() && c[f].get<double>() == 0)) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -169,16 +160,24 @@ absl::StatusOr<OptimizerConfig> ParseOptimizer(const json& j) {
                      ": use_ema: Tessera keeps no moving average of the "
                      "weights"));
   }
-  OptimizerConfig opt;
+  return absl::OkStatus();
+}
+
+absl::Status ParseWeightDecay(const json& c, const std::string& what,
+                              bool adamw, OptimizerConfig* opt) {
   // AdamW is Adam with decoupled weight decay (Keras' default 0.004).
-  const bool adamw = cls == "AdamW";
   const float weight_decay =
       Float(c, "weight_decay", adamw ? kKerasAdamWWeightDecay : 0.0f);
   if (!std::isfinite(weight_decay) || weight_decay < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": weight_decay must be a number >= 0"));
   }
-  opt.set_weight_decay(weight_decay);
+  opt->set_weight_decay(weight_decay);
+  return absl::OkStatus();
+}
+
+absl::Status ParseClipping(const json& c, const std::string& what,
+                           OptimizerConfig* opt) {
   // Keras 3 takes at most one of the three (its constructor refuses more).
   int clips = 0;
   for (const char* f : {"clipvalue", "clipnorm", "global_clipnorm"}) {
@@ -194,27 +193,24 @@ absl::StatusOr<OptimizerConfig> ParseOptimizer(const json& j) {
         what, ": set at most one of clipvalue, clipnorm and global_clipnorm"));
   }
   if (clips == 1) {
-    GradientClipping* clipping = opt.mutable_clipping();
+    GradientClipping* clipping = opt->mutable_clipping();
     clipping->set_value(Float(c, "clipvalue", 0.0f));
     clipping->set_norm(Float(c, "clipnorm", 0.0f));
     clipping->set_global_norm(Float(c, "global_clipnorm", 0.0f));
   }
-  const float default_lr =
-      name == "sgd" ? kKerasSgdLearningRate : kKerasLearningRate;
-  if (c.contains("learning_rate") && c["learning_rate"].is_object()) {
-    if (absl::Status s = ParseSchedule(c["learning_rate"], what, &opt);
-        !s.ok()) {
-      return s;
-    }
-  } else {
-    opt.set_learning_rate(Float(c, "learning_rate", default_lr));
-  }
-  if (name == "adam" || adamw) {
+  return absl::OkStatus();
+}
+
+// The optimizer's own options, by its snake_case name.
+absl::Status ParseOptimizerKind(const json& c, const std::string& cls,
+                                const std::string& name,
+                                const std::string& what, OptimizerConfig* opt) {
+  if (name == "adam" || cls == "AdamW") {
     if (c.value("amsgrad", false)) {
       return absl::InvalidArgumentError(
           absl::StrCat(what, ": amsgrad: Tessera's Adam has no amsgrad"));
     }
-    AdamOptions* a = opt.mutable_adam();
+    AdamOptions* a = opt->mutable_adam();
     a->set_beta1(Float(c, "beta_1", kKerasAdamBeta1));
     a->set_beta2(Float(c, "beta_2", kKerasAdamBeta2));
     a->set_epsilon(Float(c, "epsilon", kKerasAdamEpsilon));
@@ -222,18 +218,18 @@ absl::StatusOr<OptimizerConfig> ParseOptimizer(const json& j) {
     const float momentum = Float(c, "momentum", 0.0f);
     const bool nesterov = c.value("nesterov", false);
     if (momentum == 0 && !nesterov) {
-      opt.mutable_sgd();
+      opt->mutable_sgd();
     } else {
-      opt.mutable_momentum()->set_momentum(momentum);
-      opt.mutable_momentum()->set_nesterov(nesterov);
+      opt->mutable_momentum()->set_momentum(momentum);
+      opt->mutable_momentum()->set_nesterov(nesterov);
     }
   } else if (name == "adagrad") {
-    AdagradOptions* a = opt.mutable_adagrad();
+    AdagradOptions* a = opt->mutable_adagrad();
     a->set_initial_accumulator_value(
         Float(c, "initial_accumulator_value", kKerasAdagradInitialAccumulator));
     a->set_epsilon(Float(c, "epsilon", kKerasAdagradEpsilon));
   } else if (name == "ftrl") {
-    FtrlOptions* f = opt.mutable_ftrl();
+    FtrlOptions* f = opt->mutable_ftrl();
     f->set_learning_rate_power(
         Float(c, "learning_rate_power", kKerasFtrlLearningRatePower));
     f->set_initial_accumulator_value(
@@ -247,6 +243,39 @@ absl::StatusOr<OptimizerConfig> ParseOptimizer(const json& j) {
         what, ": Tessera has no ", cls.empty() ? "such" : cls,
         " optimizer (it has SGD, SGD with momentum and Nesterov, Adam, "
         "AdamW, Adagrad and Ftrl)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<OptimizerConfig> ParseOptimizer(const json& j) {
+  const std::string cls = ObjectName(j);
+  const std::string name = KerasSnakeCase(cls);
+  const json c =
+      j.is_object() && j.contains("config") && j["config"].is_object()
+          ? j["config"]
+          : json::object();
+  const std::string what = absl::StrCat("optimizer ", cls);
+  if (absl::Status s = RefuseUnsupportedOptions(c, what); !s.ok()) return s;
+  OptimizerConfig opt;
+  if (absl::Status s = ParseWeightDecay(c, what, cls == "AdamW", &opt);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ParseClipping(c, what, &opt); !s.ok()) return s;
+  if (c.contains("learning_rate") && c["learning_rate"].is_object()) {
+    if (absl::Status s = ParseSchedule(c["learning_rate"], what, &opt);
+        !s.ok()) {
+      return s;
+    }
+  } else {
+    opt.set_learning_rate(
+        Float(c, "learning_rate",
+              name == "sgd" ? kKerasSgdLearningRate : kKerasLearningRate));
+  }
+  if (absl::Status s = ParseOptimizerKind(c, cls, name, what, &opt); !s.ok()) {
+    return s;
   }
   if (!std::isfinite(opt.learning_rate()) || opt.learning_rate() <= 0) {
     return absl::InvalidArgumentError(
