@@ -299,9 +299,41 @@ class Converter {
   absl::Status AddLoss() {
     absl::StatusOr<std::vector<json>> per = LossPerOutput();
     if (!per.ok()) return per.status();
+    absl::StatusOr<int> trained = TrainedOutput(*per);
+    if (!trained.ok()) return trained.status();
+    LossSpec spec;
+    std::string output;
+    if (*trained < 0) {
+      trained = 0;
+      output = g_.outputs[0];
+      spec = AssumeLoss(output);
+    } else {
+      output = g_.outputs[*trained];
+      absl::StatusOr<LossSpec> parsed = ParseLoss((*per)[*trained], output);
+      if (!parsed.ok()) return parsed.status();
+      spec = *parsed;
+      if (absl::Status s = CheckLossWeight(*trained); !s.ok()) return s;
+    }
+    absl::StatusOr<std::string> input = SetLoss(spec, tensor_[output]);
+    if (!input.ok()) return input.status();
+    LabelDef* label = SetLabel(spec, *input);
+    if (g_.outputs.size() > 1) {
+      model_->add_outputs(*input);
+      for (size_t i = 0; i < g_.outputs.size(); ++i) {
+        if (static_cast<int>(i) != *trained) {
+          model_->add_outputs(tensor_[g_.outputs[i]]);
+        }
+      }
+    }
+    AddMetrics(label->kind());
+    return absl::OkStatus();
+  }
+
+  // The index of the one output with a loss, -1 when none has one.
+  absl::StatusOr<int> TrainedOutput(const std::vector<json>& per) {
     int trained = -1;
-    for (size_t i = 0; i < per->size(); ++i) {
-      if ((*per)[i].is_null()) continue;
+    for (size_t i = 0; i < per.size(); ++i) {
+      if (per[i].is_null()) continue;
       if (trained >= 0) {
         return absl::InvalidArgumentError(absl::StrCat(
             "outputs \"", g_.outputs[trained], "\" and \"", g_.outputs[i],
@@ -309,36 +341,33 @@ class Converter {
       }
       trained = static_cast<int>(i);
     }
+    return trained;
+  }
+
+  // to_json() holds no compile config: the output layer suggests one.
+  LossSpec AssumeLoss(const std::string& output) {
     LossSpec spec;
-    std::string output;
-    if (trained < 0) {
-      // to_json() holds no compile config: the output layer suggests one.
-      trained = 0;
-      output = g_.outputs[0];
-      const KerasNode& n = *g_.Find(output);
-      const std::string act =
-          ObjectName(n.config.value("activation", json("linear")));
-      if (act == "softmax" || n.class_name == "Softmax") {
-        spec.name = "sparse_categorical_crossentropy";
-      } else if (act == "sigmoid" && n.config.value("units", 0) == 1) {
-        spec.name = "binary_crossentropy";
-      } else {
-        spec.name = "mean_squared_error";
-      }
-      out_->notes.push_back(absl::StrCat("no compile config: loss ", spec.name,
-                                         " assumed from output \"", output,
-                                         "\" (--loss=NAME chooses another)"));
+    const KerasNode& n = *g_.Find(output);
+    const std::string act =
+        ObjectName(n.config.value("activation", json("linear")));
+    if (act == "softmax" || n.class_name == "Softmax") {
+      spec.name = "sparse_categorical_crossentropy";
+    } else if (act == "sigmoid" && n.config.value("units", 0) == 1) {
+      spec.name = "binary_crossentropy";
     } else {
-      output = g_.outputs[trained];
-      absl::StatusOr<LossSpec> parsed = ParseLoss((*per)[trained], output);
-      if (!parsed.ok()) return parsed.status();
-      spec = *parsed;
-      if (absl::Status s = CheckLossWeight(trained); !s.ok()) return s;
+      spec.name = "mean_squared_error";
     }
-    std::string input = tensor_[output];
+    out_->notes.push_back(absl::StrCat("no compile config: loss ", spec.name,
+                                       " assumed from output \"", output,
+                                       "\" (--loss=NAME chooses another)"));
+    return spec;
+  }
+
+  // Sets the model's loss, reading tensor `input` (or the logits under its
+  // activation); returns the tensor the loss reads.
+  absl::StatusOr<std::string> SetLoss(const LossSpec& spec, std::string input) {
     LossDef* loss = model_->mutable_loss();
-    const bool softmax_ce = spec.name == "sparse_categorical_crossentropy" ||
-                            spec.name == "categorical_crossentropy";
+    const bool softmax_ce = IsSoftmaxCrossEntropy(spec);
     if (spec.name == "categorical_crossentropy") {
       out_->notes.push_back(
           "categorical_crossentropy: Tessera's labels are class indices (as "
@@ -360,9 +389,19 @@ class Converter {
       loss->set_kind(LossDef::MEAN_SQUARED_ERROR);
     }
     loss->set_input(input);
+    return input;
+  }
+
+  static bool IsSoftmaxCrossEntropy(const LossSpec& spec) {
+    return spec.name == "sparse_categorical_crossentropy" ||
+           spec.name == "categorical_crossentropy";
+  }
+
+  // The labels the loss reading tensor `input` takes.
+  LabelDef* SetLabel(const LossSpec& spec, const std::string& input) {
     const Shape& shape = facts_[input].shape;
     LabelDef* label = model_->mutable_label();
-    if (softmax_ce) {
+    if (IsSoftmaxCrossEntropy(spec)) {
       label->set_kind(LabelDef::CLASS_INDEX);
       label->set_num_classes(shape.size() == 1 ? shape[0] : 0);
     } else if (spec.name == "binary_crossentropy") {
@@ -370,16 +409,7 @@ class Converter {
     } else {
       label->set_kind(LabelDef::REAL);
     }
-    if (g_.outputs.size() > 1) {
-      model_->add_outputs(input);
-      for (size_t i = 0; i < g_.outputs.size(); ++i) {
-        if (static_cast<int>(i) != trained) {
-          model_->add_outputs(tensor_[g_.outputs[i]]);
-        }
-      }
-    }
-    AddMetrics(label->kind());
-    return absl::OkStatus();
+    return label;
   }
 
   // The compile config's loss_weights, which Tessera has no place for:
