@@ -49,6 +49,21 @@ class LineParser {
                      CtrDataset* data) {
     line_number_ = line_number;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (absl::Status s = SplitColumns(line, data); !s.ok()) return s;
+    shift_ = labeled_ == kUnlabeled ? 1 : 0;
+    if (absl::Status s = ParseLabel(data); !s.ok()) return s;
+    if (absl::Status s = ParseDense(data); !s.ok()) return s;
+    for (int f = 0; f < format_.num_fields; ++f) {
+      if (absl::Status s = ParseField(f, data); !s.ok()) return s;
+    }
+    ++data->size;
+    return absl::OkStatus();
+  }
+
+ private:
+  // Splits `line` into columns_, deciding from the first line of a file
+  // whose label is optional whether it has one.
+  absl::Status SplitColumns(absl::string_view line, CtrDataset* data) {
     const int64_t full =
         int64_t{1} + format_.num_dense + int64_t{format_.num_fields};
     // Until a line decides it, a file whose label is optional may have
@@ -88,7 +103,10 @@ class LineParser {
           "), got ", got > want ? absl::StrCat("more") : absl::StrCat(got),
           ": ", Quote(line)));
     }
-    shift_ = labeled_ == kUnlabeled ? 1 : 0;
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseLabel(CtrDataset* data) {
     if (labeled_ == kUnlabeled) {
       // No label to read.
     } else if (columns_[0] == "0") {
@@ -98,6 +116,10 @@ class LineParser {
     } else {
       return Error(0, "label must be 0 or 1");
     }
+    return absl::OkStatus();
+  }
+
+  absl::Status ParseDense(CtrDataset* data) {
     for (int j = 0; j < format_.num_dense; ++j) {
       absl::string_view text = columns_[1 + j - shift_];
       int64_t x = 0;
@@ -106,38 +128,40 @@ class LineParser {
       }
       data->dense.push_back(CriteoDenseValue(x));
     }
-    for (int f = 0; f < format_.num_fields; ++f) {
-      const int column = 1 + format_.num_dense + f;
-      absl::string_view text = columns_[column - shift_];
-      CtrFieldColumn& field = data->fields[f];
-      while (!text.empty()) {
-        const size_t comma = text.find(',');
-        absl::string_view hex = text.substr(0, comma);
-        uint64_t id = 0;
-        if (!ParseHexId(hex, &id)) {
-          return Error(column,
-                       absl::StrCat("bad hexadecimal id ", Quote(hex),
-                                    " (1 to 16 hex digits, ',' between ids)"));
-        }
-        field.ids.push_back(static_cast<int64_t>(id));
-        if (comma == absl::string_view::npos) break;
-        text.remove_prefix(comma + 1);
-        if (text.empty()) {
-          return Error(column, "bad hexadecimal id \"\" after the last ','");
-        }
-      }
-      if (field.ids.size() > std::numeric_limits<uint32_t>::max()) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            path_, ":", line_number_, ": column ", ColumnName(column),
-            " holds more than 2^32 ids in the data set"));
-      }
-      field.offsets.push_back(static_cast<uint32_t>(field.ids.size()));
-    }
-    ++data->size;
     return absl::OkStatus();
   }
 
- private:
+  // Appends categorical field f's ids (a bag: ',' between them).
+  absl::Status ParseField(int f, CtrDataset* data) {
+    const int column = 1 + format_.num_dense + f;
+    absl::string_view text = columns_[column - shift_];
+    CtrFieldColumn& field = data->fields[f];
+    while (!text.empty()) {
+      const size_t comma = text.find(',');
+      absl::string_view hex = text.substr(0, comma);
+      uint64_t id = 0;
+      if (!ParseHexId(hex, &id)) {
+        return Error(column,
+                     absl::StrCat("bad hexadecimal id ", Quote(hex),
+                                  " (1 to 16 hex digits, ',' between ids)"));
+      }
+      field.ids.push_back(static_cast<int64_t>(id));
+      if (comma == absl::string_view::npos) break;
+      text.remove_prefix(comma + 1);
+      if (text.empty()) {
+        return Error(column, "bad hexadecimal id \"\" after the last ','");
+      }
+    }
+    // The offsets are 32-bit.
+    if (field.ids.size() > std::numeric_limits<uint32_t>::max()) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          path_, ":", line_number_, ": column ", ColumnName(column),
+          " holds more than 2^32 ids in the data set"));
+    }
+    field.offsets.push_back(static_cast<uint32_t>(field.ids.size()));
+    return absl::OkStatus();
+  }
+
   // `column` counts the label as column 0 whether or not the file has
   // one; the name gives the column's place in the line.
   std::string ColumnName(int column) const {
