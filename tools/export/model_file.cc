@@ -71,77 +71,60 @@ absl::Status CheckIsCheckpointFile(const std::string& path) {
   return absl::InvalidArgumentError(message);
 }
 
-}  // namespace
+// The first entry: the job description and the step it was trained to.
+absl::Status ReadHeader(const std::string& path, CheckpointReader& reader,
+                        TrainedModel* m) {
+  const CheckpointEntryInfo& e = reader.entry();
+  const int job = e.FindArray("job"), step = e.FindArray("global_step");
+  if (e.name != kModelFileHeaderEntry || job < 0 || step < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, " is a checkpoint file but not a Tessera model file ",
+        "(tessera_export --format=tessera writes those)"));
+  }
+  std::vector<uint8_t> bytes;
+  std::vector<int64_t> steps;
+  if (absl::Status s = reader.ReadArray(job, &bytes); !s.ok()) return s;
+  if (absl::Status s = reader.ReadArray(step, &steps); !s.ok()) return s;
+  if (!m->job.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())) ||
+      steps.size() != 1) {
+    return absl::DataLossError(
+        absl::StrCat(reader.label(), ": the job description is damaged"));
+  }
+  m->global_step = steps[0];
+  return absl::OkStatus();
+}
 
-absl::StatusOr<TrainedModel> ReadModelFile(const std::string& path) {
-  if (absl::Status s = CheckIsCheckpointFile(path); !s.ok()) return s;
-  absl::StatusOr<std::unique_ptr<CheckpointReader>> opened =
-      CheckpointReader::Open(path);
-  if (!opened.ok()) return opened.status();
-  CheckpointReader& reader = **opened;
-  TrainedModel m;
-  m.checkpoint = path;
-  bool header = false;
-  absl::flat_hash_map<std::string, TrainedVariable> read;
-  while (true) {
-    absl::StatusOr<bool> more = reader.Next();
-    if (!more.ok()) return more.status();
-    if (!*more) break;
-    const CheckpointEntryInfo& e = reader.entry();
-    if (!header) {
-      const int job = e.FindArray("job"), step = e.FindArray("global_step");
-      if (e.name != kModelFileHeaderEntry || job < 0 || step < 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            path, " is a checkpoint file but not a Tessera model file ",
-            "(tessera_export --format=tessera writes those)"));
-      }
-      std::vector<uint8_t> bytes;
-      std::vector<int64_t> steps;
-      if (absl::Status s = reader.ReadArray(job, &bytes); !s.ok()) return s;
-      if (absl::Status s = reader.ReadArray(step, &steps); !s.ok()) return s;
-      if (!m.job.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())) ||
-          steps.size() != 1) {
-        return absl::DataLossError(
-            absl::StrCat(reader.label(), ": the job description is damaged"));
-      }
-      m.global_step = steps[0];
-      header = true;
-      continue;
-    }
-    TrainedVariable v;
-    v.name = e.name;
-    const int values = e.FindArray("values"), ids = e.FindArray("ids");
-    if (values < 0) {
-      return absl::DataLossError(absl::StrCat(
-          reader.label(), ": variable ", e.name, " has no 'values' array"));
-    }
-    v.shape = e.arrays[values].dims;
-    // In file order: the reader only goes forward.
-    if (ids >= 0 && ids < values) {
-      if (absl::Status s = reader.ReadArray(ids, &v.ids); !s.ok()) return s;
-    }
-    if (absl::Status s = reader.ReadArray(values, &v.values); !s.ok()) {
-      return s;
-    }
-    if (ids > values) {
-      if (absl::Status s = reader.ReadArray(ids, &v.ids); !s.ok()) return s;
-    }
-    read[v.name] = std::move(v);
+absl::StatusOr<TrainedVariable> ReadVariable(CheckpointReader& reader) {
+  const CheckpointEntryInfo& e = reader.entry();
+  TrainedVariable v;
+  v.name = e.name;
+  const int values = e.FindArray("values"), ids = e.FindArray("ids");
+  if (values < 0) {
+    return absl::DataLossError(absl::StrCat(reader.label(), ": variable ",
+                                            e.name, " has no 'values' array"));
   }
-  if (!header) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, " holds no model (an empty checkpoint file)"));
+  v.shape = e.arrays[values].dims;
+  // In file order: the reader only goes forward.
+  if (ids >= 0 && ids < values) {
+    if (absl::Status s = reader.ReadArray(ids, &v.ids); !s.ok()) return s;
   }
-  absl::StatusOr<ModelDef> model = JobModel(m.job);
-  if (!model.ok()) return model.status();
-  m.model = *std::move(model);
-  absl::StatusOr<ModelGraph> graph =
-      BuildModelGraph(m.model, m.job.schedule().seed());
-  if (!graph.ok()) return graph.status();
-  m.graph = *std::move(graph);
-  for (const VariableDef& def : m.graph.variables) {
-    auto it = read.find(def.name);
-    if (it == read.end()) {
+  if (absl::Status s = reader.ReadArray(values, &v.values); !s.ok()) {
+    return s;
+  }
+  if (ids > values) {
+    if (absl::Status s = reader.ReadArray(ids, &v.ids); !s.ok()) return s;
+  }
+  return v;
+}
+
+// Moves the variables the model's graph needs from *read into m, in the
+// graph's order, each checked against the shape the graph gives it.
+absl::Status TakeVariables(
+    const std::string& path,
+    absl::flat_hash_map<std::string, TrainedVariable>* read, TrainedModel* m) {
+  for (const VariableDef& def : m->graph.variables) {
+    auto it = read->find(def.name);
+    if (it == read->end()) {
       return absl::NotFoundError(absl::StrCat(
           path, " has no variable ", def.name, ", which the model needs"));
     }
@@ -159,9 +142,50 @@ absl::StatusOr<TrainedModel> ReadModelFile(const std::string& path) {
                        absl::StrJoin(v.shape, ","), "], the model needs [",
                        absl::StrJoin(def.shape, ","), "]"));
     }
-    m.index[def.name] = static_cast<int>(m.variables.size());
-    m.variables.push_back(std::move(v));
+    m->index[def.name] = static_cast<int>(m->variables.size());
+    m->variables.push_back(std::move(v));
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<TrainedModel> ReadModelFile(const std::string& path) {
+  if (absl::Status s = CheckIsCheckpointFile(path); !s.ok()) return s;
+  absl::StatusOr<std::unique_ptr<CheckpointReader>> opened =
+      CheckpointReader::Open(path);
+  if (!opened.ok()) return opened.status();
+  CheckpointReader& reader = **opened;
+  TrainedModel m;
+  m.checkpoint = path;
+  bool header = false;
+  absl::flat_hash_map<std::string, TrainedVariable> read;
+  while (true) {
+    absl::StatusOr<bool> more = reader.Next();
+    if (!more.ok()) return more.status();
+    if (!*more) break;
+    if (!header) {
+      if (absl::Status s = ReadHeader(path, reader, &m); !s.ok()) return s;
+      header = true;
+      continue;
+    }
+    absl::StatusOr<TrainedVariable> v = ReadVariable(reader);
+    if (!v.ok()) return v.status();
+    std::string name = v->name;
+    read[name] = *std::move(v);
+  }
+  if (!header) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " holds no model (an empty checkpoint file)"));
+  }
+  absl::StatusOr<ModelDef> model = JobModel(m.job);
+  if (!model.ok()) return model.status();
+  m.model = *std::move(model);
+  absl::StatusOr<ModelGraph> graph =
+      BuildModelGraph(m.model, m.job.schedule().seed());
+  if (!graph.ok()) return graph.status();
+  m.graph = *std::move(graph);
+  if (absl::Status s = TakeVariables(path, &read, &m); !s.ok()) return s;
   return m;
 }
 
