@@ -188,89 +188,118 @@ nlohmann::json JsonNumber(double x) {
   return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr);
 }
 
-}  // namespace
-
-absl::Status ValidateCtrGeneratorOptions(const CtrGeneratorOptions& o) {
-  auto bad = [](absl::string_view what) {
-    return absl::InvalidArgumentError(what);
-  };
+absl::Status ValidateSizes(const CtrGeneratorOptions& o) {
   if (o.train_examples < 1 || o.test_examples < 1) {
-    return bad(
+    return absl::InvalidArgumentError(
         absl::StrCat("train_examples and test_examples must be >= 1, "
                      "got ",
                      o.train_examples, " and ", o.test_examples));
   }
   if (o.num_fields < 0 || o.num_dense < 0 || o.num_dense > kMaxDense) {
-    return bad(absl::StrCat("fields must be >= 0 and dense in [0, ", kMaxDense,
-                            "], got ", o.num_fields, " and ", o.num_dense));
+    return absl::InvalidArgumentError(
+        absl::StrCat("fields must be >= 0 and dense in [0, ", kMaxDense,
+                     "], got ", o.num_fields, " and ", o.num_dense));
   }
+  return absl::OkStatus();
+}
+
+// The pairwise interactions of fields and of dense features.
+absl::Status ValidateInteractions(const CtrGeneratorOptions& o) {
   if (o.interaction_fields < 0 || o.interaction_fields > o.num_fields ||
       o.interaction_fields == 1) {
-    return bad(
+    return absl::InvalidArgumentError(
         absl::StrCat("interaction_fields must be 0 or in [2, fields], got ",
                      o.interaction_fields));
   }
   if (o.interaction_dim < 1 || o.interaction_dim > kMaxInteractionDim) {
-    return bad(absl::StrCat("interaction_dim must be in [1, ",
-                            kMaxInteractionDim, "], got ", o.interaction_dim));
+    return absl::InvalidArgumentError(
+        absl::StrCat("interaction_dim must be in [1, ", kMaxInteractionDim,
+                     "], got ", o.interaction_dim));
   }
   if (!(o.interaction_scale >= 0 && o.interaction_scale <= 100) ||
       !(o.dense_cross >= 0 && o.dense_cross <= 100)) {
-    return bad(absl::StrCat(
+    return absl::InvalidArgumentError(absl::StrCat(
         "interaction_scale and dense_cross must be in [0, 100], got ",
         o.interaction_scale, " and ", o.dense_cross));
   }
+  return absl::OkStatus();
+}
+
+// How the ids of the categorical fields are drawn.
+absl::Status ValidateIds(const CtrGeneratorOptions& o) {
   if (o.vocab_size < 1 || o.vocab_size > (int64_t{1} << 28)) {
-    return bad(
+    return absl::InvalidArgumentError(
         absl::StrCat("vocab_size must be in [1, 2^28], got ", o.vocab_size));
   }
   if (!(o.zipf_s > 0 && o.zipf_s < 10)) {
-    return bad(absl::StrCat("zipf_s must be in (0, 10), got ", o.zipf_s));
+    return absl::InvalidArgumentError(
+        absl::StrCat("zipf_s must be in (0, 10), got ", o.zipf_s));
   }
   if (o.multi_hot_fields < 0 || o.multi_hot_fields > o.num_fields) {
-    return bad(absl::StrCat("multi_hot_fields must be in [0, fields], got ",
-                            o.multi_hot_fields));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "multi_hot_fields must be in [0, fields], got ", o.multi_hot_fields));
   }
   if (o.hotness.size() > static_cast<size_t>(o.num_fields)) {
-    return bad(absl::StrCat("hotness lists ", o.hotness.size(),
-                            " fields, there are ", o.num_fields));
+    return absl::InvalidArgumentError(
+        absl::StrCat("hotness lists ", o.hotness.size(), " fields, there are ",
+                     o.num_fields));
   }
   for (size_t f = 0; f < o.hotness.size(); ++f) {
     if (o.hotness[f] < 1 || o.hotness[f] > 1000) {
-      return bad(absl::StrCat("hotness of field ", f + 1,
-                              " must be in [1, 1000], got ", o.hotness[f]));
+      return absl::InvalidArgumentError(
+          absl::StrCat("hotness of field ", f + 1,
+                       " must be in [1, 1000], got ", o.hotness[f]));
     }
   }
   if (o.multi_hot < 1 || o.multi_hot > 1000) {
-    return bad(
+    return absl::InvalidArgumentError(
         absl::StrCat("multi_hot must be in [1, 1000], got ", o.multi_hot));
   }
   if (o.combiner != "sum" && o.combiner != "mean") {
-    return bad(
+    return absl::InvalidArgumentError(
         absl::StrCat("combiner must be sum or mean, got \"", o.combiner, "\""));
   }
   if (!(o.missing >= 0 && o.missing < 1)) {
-    return bad(absl::StrCat("missing must be in [0, 1), got ", o.missing));
+    return absl::InvalidArgumentError(
+        absl::StrCat("missing must be in [0, 1), got ", o.missing));
   }
+  return absl::OkStatus();
+}
+
+// The click model: how the label follows from the features.
+absl::Status ValidateClickModel(const CtrGeneratorOptions& o) {
   if (!(o.base_ctr > 0 && o.base_ctr < 1)) {
-    return bad(absl::StrCat("base_ctr must be in (0, 1), got ", o.base_ctr));
+    return absl::InvalidArgumentError(
+        absl::StrCat("base_ctr must be in (0, 1), got ", o.base_ctr));
   }
   if (!(o.weight_scale >= 0 && o.weight_scale <= 100) ||
       !(o.dense_scale >= 0 && o.dense_scale <= 100)) {
-    return bad(
+    return absl::InvalidArgumentError(
         absl::StrCat("weight_scale and dense_scale must be in [0, 100], "
                      "got ",
                      o.weight_scale, " and ", o.dense_scale));
   }
   if (!(o.weight_decay_rank > 0)) {
-    return bad(absl::StrCat("weight_decay_rank must be > 0, got ",
-                            o.weight_decay_rank));
-  }
-  if (o.threads < 0 || o.threads > 256) {
-    return bad(absl::StrCat("threads must be in [0, 256], got ", o.threads));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "weight_decay_rank must be > 0, got ", o.weight_decay_rank));
   }
   if (!(o.noise >= 0 && o.noise < 0.5)) {
-    return bad(absl::StrCat("noise must be in [0, 0.5), got ", o.noise));
+    return absl::InvalidArgumentError(
+        absl::StrCat("noise must be in [0, 0.5), got ", o.noise));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateCtrGeneratorOptions(const CtrGeneratorOptions& o) {
+  for (absl::Status s : {ValidateSizes(o), ValidateInteractions(o),
+                         ValidateIds(o), ValidateClickModel(o)}) {
+    if (!s.ok()) return s;
+  }
+  if (o.threads < 0 || o.threads > 256) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("threads must be in [0, 256], got ", o.threads));
   }
   return absl::OkStatus();
 }
