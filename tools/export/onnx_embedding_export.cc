@@ -64,16 +64,7 @@ std::string Exporter::IdsInputName(const LayerDef& layer) {
   return absl::StrCat(OutputOf(layer), "_ids");
 }
 
-absl::Status Exporter::EmbeddingBag(const LayerDef& layer,
-                                    const std::string& out) {
-  const EmbeddingBagLayer& p = layer.embedding_bag();
-  const int64_t dim = p.dim();
-  const int64_t n = layer.inputs_size();
-  if (options_.pooled_inputs) {
-    b_.Input(out, onnx::TensorProto::FLOAT, {0, n * dim});
-    flat_[out] = out;
-    return absl::OkStatus();
-  }
+absl::StatusOr<std::string> Exporter::AddIdsInput(const LayerDef& layer) {
   // One input per layer, [batch, fields, hotness]: the layer's fields in
   // order, each bag padded with -1 to the hotness (the largest max_hotness
   // of the fields is what the description expects; a wider input works,
@@ -94,7 +85,7 @@ absl::Status Exporter::EmbeddingBag(const LayerDef& layer,
     }
     hotness = std::max<int64_t>(hotness, it->second);
   }
-  b_.Input(ids, onnx::TensorProto::INT64, {0, n, 0},
+  b_.Input(ids, onnx::TensorProto::INT64, {0, layer.inputs_size(), 0},
            {"batch", "", absl::StrCat(ids, "_hotness")});
   // What a server needs to build it, on the input itself.
   graph_->mutable_input(graph_->input_size() - 1)
@@ -102,11 +93,54 @@ absl::Status Exporter::EmbeddingBag(const LayerDef& layer,
           absl::StrCat("ids of ", absl::StrJoin(layer.inputs(), ", "),
                        " in that order, each bag padded with ", kOnnxPaddingId,
                        " to ", hotness, " (their max_hotness) or wider"));
+  return ids;
+}
+
+std::string Exporter::MeanOverIds(const std::string& ids,
+                                  const std::string& sum,
+                                  const std::string& axes,
+                                  const std::string& out) {
+  // Divided by the bag's true count, its ids that are not padding (at
+  // least 1: an empty bag stays zeros, as training's).
+  const std::string is_pad = b_.Fresh(out + "/is_padding");
+  b_.Node("Equal",
+          {ids, b_.Int64s(b_.Fresh(out + "/padding_id"), {}, {kOnnxPaddingId})},
+          is_pad);
+  const std::string real = b_.Fresh(out + "/is_id");
+  b_.Node("Not", {is_pad}, real);
+  const std::string ones = b_.Fresh(out + "/id_ones");
+  OnnxGraphBuilder::SetInt(b_.Node("Cast", {real}, ones), "to",
+                           onnx::TensorProto::FLOAT);
+  const std::string count = b_.Fresh(out + "/count");
+  OnnxGraphBuilder::SetInt(b_.Node("ReduceSum", {ones, axes}, count),
+                           "keepdims", 0);  // [batch, n]
+  const std::string divisor = b_.Fresh(out + "/divisor");
+  b_.Node("Max", {count, b_.FloatScalar(out + "/one", 1.0f)}, divisor);
+  const std::string column = b_.Fresh(out + "/divisor_column");
+  b_.Node("Unsqueeze", {divisor, b_.Int64Vector(out + "/last_axis", {2})},
+          column);  // [batch, n, 1]
+  const std::string mean = b_.Fresh(out + "/mean");
+  b_.Node("Div", {sum, column}, mean);
+  return mean;
+}
+
+absl::Status Exporter::EmbeddingBag(const LayerDef& layer,
+                                    const std::string& out) {
+  const EmbeddingBagLayer& p = layer.embedding_bag();
+  const int64_t dim = p.dim();
+  const int64_t n = layer.inputs_size();
+  if (options_.pooled_inputs) {
+    b_.Input(out, onnx::TensorProto::FLOAT, {0, n * dim});
+    flat_[out] = out;
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::string> ids = AddIdsInput(layer);
+  if (!ids.ok()) return ids.status();
   absl::StatusOr<const TrainedVariable*> table = Var(p.table());
   if (!table.ok()) return table.status();
   absl::StatusOr<std::string> values = TableValues(**table);
   if (!values.ok()) return values.status();
-  const std::string rows = RowsOf(**table, ids, out);
+  const std::string rows = RowsOf(**table, *ids, out);
   const std::string gathered = b_.Fresh(out + "/gathered");
   b_.Node("Gather", {*values, rows}, gathered);  // [batch, n, hotness, dim]
   // ReduceSum over the hotness axis (opset 13+ takes axes as an input):
@@ -115,31 +149,8 @@ absl::Status Exporter::EmbeddingBag(const LayerDef& layer,
   const std::string sum = b_.Fresh(out + "/sum");
   OnnxGraphBuilder::SetInt(b_.Node("ReduceSum", {gathered, axes}, sum),
                            "keepdims", 0);  // [batch, n, dim]
-  std::string pooled = sum;
-  if (p.combiner() == MEAN) {
-    // Divided by the bag's true count, its ids that are not padding (at
-    // least 1: an empty bag stays zeros, as training's).
-    const std::string is_pad = b_.Fresh(out + "/is_padding");
-    b_.Node(
-        "Equal",
-        {ids, b_.Int64s(b_.Fresh(out + "/padding_id"), {}, {kOnnxPaddingId})},
-        is_pad);
-    const std::string real = b_.Fresh(out + "/is_id");
-    b_.Node("Not", {is_pad}, real);
-    const std::string ones = b_.Fresh(out + "/id_ones");
-    OnnxGraphBuilder::SetInt(b_.Node("Cast", {real}, ones), "to",
-                             onnx::TensorProto::FLOAT);
-    const std::string count = b_.Fresh(out + "/count");
-    OnnxGraphBuilder::SetInt(b_.Node("ReduceSum", {ones, axes}, count),
-                             "keepdims", 0);  // [batch, n]
-    const std::string divisor = b_.Fresh(out + "/divisor");
-    b_.Node("Max", {count, b_.FloatScalar(out + "/one", 1.0f)}, divisor);
-    const std::string column = b_.Fresh(out + "/divisor_column");
-    b_.Node("Unsqueeze", {divisor, b_.Int64Vector(out + "/last_axis", {2})},
-            column);  // [batch, n, 1]
-    pooled = b_.Fresh(out + "/mean");
-    b_.Node("Div", {sum, column}, pooled);
-  }
+  const std::string pooled =
+      p.combiner() == MEAN ? MeanOverIds(*ids, sum, axes, out) : sum;
   // Training's layout: field f's vector at columns [f * dim, (f + 1) * dim)
   // (Graph's stride), so [batch, n, dim] flattens to it. The 0 copies the
   // batch, which -1 could not infer from an empty batch.

@@ -119,6 +119,14 @@ class Exporter {
   // The name of embedding_bag `layer`'s id input: "<its output>_ids".
   static std::string IdsInputName(const LayerDef& layer);
 
+  // Adds embedding_bag `layer`'s id input; returns its name.
+  absl::StatusOr<std::string> AddIdsInput(const LayerDef& layer);
+
+  // `sum` [batch, n, dim] divided by each bag's count of ids that are not
+  // padding; returns the quotient's name.
+  std::string MeanOverIds(const std::string& ids, const std::string& sum,
+                          const std::string& axes, const std::string& out);
+
   absl::Status EmbeddingBag(const LayerDef& layer, const std::string& out);
 
   onnx::TensorProto* graph_initializer(const std::string& name);
