@@ -218,6 +218,21 @@ bool ClusterCoordinator::gone(int worker) const {
   return MemberStateIsGone(queue_.state(worker));
 }
 
+bool ClusterCoordinator::AwaitWorkersBack(absl::Duration timeout) const {
+  absl::MutexLock lock(&mu_);
+  auto none_down = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (int w = 0; w < queue_.num_workers(); ++w) {
+      if (queue_.down(w) && !MemberStateIsGone(queue_.state(w))) return false;
+    }
+    return true;
+  };
+  auto over = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopping_ || !error_.ok() || none_down();
+  };
+  mu_.AwaitWithTimeout(absl::Condition(&over), timeout);
+  return none_down();
+}
+
 int64_t ClusterCoordinator::max_lead() const {
   absl::MutexLock lock(&mu_);
   return queue_.max_lead();

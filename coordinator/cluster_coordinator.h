@@ -170,6 +170,12 @@ class ClusterCoordinator : public WorkerSeats {
   // Whether `worker` left the job for good (drained or removed): nothing
   // waits for it to come back.
   bool gone(int worker) const;
+  // Waits until no worker is down (each failed one back, or gone), or an
+  // error is recorded (one not back within --worker_recovery_timeout), the
+  // coordinator stops, or `timeout` passes; true when none is down. Join
+  // does not wait for a failed worker's recovery (its step went back to
+  // the queue), so a recovery that needs every worker waits here.
+  bool AwaitWorkersBack(absl::Duration timeout) const;
   // Per worker: steps finished per second over the last `window` (0 for a
   // worker that finished none in it, so an idle worker does not show the
   // job's average).

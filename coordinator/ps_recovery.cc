@@ -152,9 +152,15 @@ absl::StatusOr<JobPosition> PsRecovery::Recover(const absl::Status& error) {
   if (absl::Status s = health_->WaitForServers(options_.timeout); !s.ok()) {
     return s;
   }
-  // The Join above waited for a failed worker's recovery. A worker that
-  // drained or was removed is not waited for: it left the job (the chaos
-  // soak's seed 48002 failed a job so, its ps killed after a drain).
+  // Join does not wait for a failed worker's recovery (its step went back
+  // to the queue): one still being restarted or configured is waited for,
+  // as long as its own recovery lasts (--worker_recovery_timeout). The
+  // chaos test's ssp2_idx seed 242156 failed a job so: its Configure was
+  // CANCELLED while a server was down, and the check below came 40 ms
+  // later, before the retry. A worker that drained or was removed is not
+  // waited for: it left the job (the chaos soak's seed 48002 failed a job
+  // so, its ps killed after a drain).
+  coordinator_->AwaitWorkersBack(options_.timeout);
   const std::vector<std::pair<int64_t, bool>> workers =
       coordinator_->worker_progress();
   for (size_t w = 0; w < workers.size(); ++w) {

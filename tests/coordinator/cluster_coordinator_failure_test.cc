@@ -129,6 +129,43 @@ TEST_F(ClusterCoordinatorFailureTest, WorkerThatNeverComesBackFailsTheJob) {
   EXPECT_EQ(GetWithin(f).status().code(), absl::StatusCode::kCancelled);
 }
 
+// A parameter server lost while a worker is being restarted (the chaos
+// test's ssp2_idx seed 242156): Join returns the server's error while the
+// worker is still down, so the recovery, which needs every worker, waits
+// for it, through a Configure that failed once, instead of giving up.
+TEST_F(ClusterCoordinatorFailureTest, RecoveryWaitsForAWorkerStillComingBack) {
+  Start(1);
+  workers_[0]->Fail(0, absl::UnavailableError("killed"), /*die=*/true, -1);
+  workers_[0]->FailRestores(
+      absl::CancelledError("worker 0 Configure: CANCELLED"), 1);
+  StepFuture f = MustSchedule(0, 0);
+  ASSERT_TRUE(WaitForEvent(0, MemberState::kDown));
+  coord_->Abort(absl::UnavailableError("ps 1 holds 0 of its 4 shards"));
+  EXPECT_THAT(JoinBounded().message(), HasSubstr("ps 1"));
+  EXPECT_EQ(GetWithin(f).status().code(), absl::StatusCode::kCancelled);
+  EXPECT_TRUE(coord_->worker_progress()[0].second);
+  workers_[0]->Revive();
+  EXPECT_TRUE(coord_->AwaitWorkersBack(coordinator_testing::kWait));
+  EXPECT_FALSE(coord_->worker_progress()[0].second);
+  EXPECT_EQ(workers_[0]->restores(), 2);
+}
+
+TEST_F(ClusterCoordinatorFailureTest,
+       RecoveryStopsWaitingForAWorkerPastItsRecoveryTimeout) {
+  Start(1);
+  workers_[0]->Fail(0, absl::UnavailableError("killed"), /*die=*/true, -1);
+  StepFuture f = MustSchedule(0, 0);
+  ASSERT_TRUE(WaitForEvent(0, MemberState::kDown));
+  coord_->Abort(absl::UnavailableError("ps 1 holds 0 of its 4 shards"));
+  EXPECT_THAT(JoinBounded().message(), HasSubstr("ps 1"));
+  // Not back within --worker_recovery_timeout (2 s here): its recovery
+  // records the error, which ends the wait long before its own timeout.
+  const absl::Time start = absl::Now();
+  EXPECT_FALSE(coord_->AwaitWorkersBack(coordinator_testing::kWait));
+  EXPECT_LT(absl::Now() - start, coordinator_testing::kWait);
+  EXPECT_THAT(JoinBounded().message(), HasSubstr("did not come back"));
+}
+
 TEST_F(ClusterCoordinatorFailureTest, StepErrorOnLiveWorkerCancelsQueuedSteps) {
   Start(1);
   workers_[0]->Gate(0);

@@ -143,8 +143,19 @@ class FakeWorker : public WorkerStub {
   absl::Status Restore() override {
     absl::MutexLock lock(&mu_);
     ++restores_;
+    if (failed_restores_ > 0) {
+      --failed_restores_;
+      return restore_error_;
+    }
     lost_state_ = false;
     return absl::OkStatus();
+  }
+  // The next `times` Restore calls fail with `status` (a Configure that
+  // raced another one, or needed a server that was down).
+  void FailRestores(absl::Status status, int times) {
+    absl::MutexLock lock(&mu_);
+    restore_error_ = std::move(status);
+    failed_restores_ = times;
   }
 
   // The worker was restarted behind the coordinator's back: it answers,
@@ -194,6 +205,8 @@ class FakeWorker : public WorkerStub {
   bool alive_ ABSL_GUARDED_BY(mu_) = true;
   int dead_checks_ ABSL_GUARDED_BY(mu_) = -1;
   int restores_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status restore_error_ ABSL_GUARDED_BY(mu_);
+  int failed_restores_ ABSL_GUARDED_BY(mu_) = 0;
   bool lost_state_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::vector<int64_t>> calls_ ABSL_GUARDED_BY(mu_);
 };
