@@ -3,7 +3,8 @@
   chaos_check.py MODE BASELINE_METRICS RUN_METRICS EPOCHS LAUNCHER_EXIT
 
 Prints the reasons found, then one last line: the outcome (ok, job_lost,
-epoch_missing, example_missed, epoch_differs, accuracy_off) and a few words.
+epoch_missing, example_missed, epoch_differs, accuracy_off,
+baseline_missing) and a few words.
 An epoch's line is written once its checkpoint is safe, so an epoch trained
 again after a failure may have two lines: the last one is the job's.
 """
@@ -35,6 +36,12 @@ def epochs_of(path):
 
 
 def outcome(mode, base, run, epochs):
+    # A baseline of another length (a folder reused with other EPOCHS)
+    # cannot judge this run: say so instead of failing in the comparison.
+    unjudged = [e for e in range(1, epochs + 1) if e not in base]
+    if unjudged:
+        return (f"baseline_missing the undisturbed run has no metrics line "
+                f"for epochs {unjudged}")
     missing = [e for e in range(1, epochs + 1) if e not in run]
     if missing:
         return f"epoch_missing epochs {missing} have no metrics line"
