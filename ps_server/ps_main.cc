@@ -20,6 +20,7 @@
 #include "glog/logging.h"
 #include "ps_server/data_plane/dense_plane_server.h"
 #include "ps_server/ps_service.h"
+#include "ps_server/rocksdb_library.h"
 #include "ps_server/row_memory_budget.h"
 #include "ps_server/shard_store.h"
 
@@ -58,6 +59,13 @@ absl::StatusOr<std::shared_ptr<tessera::RowMemoryBudget>> RowBudgetFromFlags(
   if (!bytes.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--row_memory_budget: ", bytes.status().message()));
+  }
+  // Loaded now, so a node without RocksDB fails at the start (exit 2),
+  // not at a table's first spill.
+  if (absl::StatusOr<const tessera::RocksDbApi*> rocksdb =
+          tessera::LoadRocksDb();
+      !rocksdb.ok()) {
+    return rocksdb.status();
   }
   std::string root;
   if (FLAGS_row_disk_dir.empty()) {

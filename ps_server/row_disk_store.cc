@@ -1,38 +1,51 @@
 #include "ps_server/row_disk_store.h"
 
+#include <rocksdb/c.h>
+
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
 #include <utility>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "glog/logging.h"
-#include "rocksdb/cache.h"
-#include "rocksdb/db.h"
-#include "rocksdb/filter_policy.h"
-#include "rocksdb/options.h"
-#include "rocksdb/table.h"
-#include "rocksdb/write_batch.h"
-#include "rocksdb/write_buffer_manager.h"
+#include "ps_server/rocksdb_library.h"
 
 namespace tessera {
 
 class RowDiskMemory {
  public:
-  explicit RowDiskMemory(int64_t bytes)
-      : cache_(rocksdb::NewLRUCache(static_cast<size_t>(bytes))),
-        // Memtables take about half, charged to the same cache; below
-        // 1 MiB each a tier would flush (and compact) all the time.
-        write_buffers_(std::make_shared<rocksdb::WriteBufferManager>(
-            static_cast<size_t>(std::max<int64_t>(bytes / 2, 2 << 20)),
-            cache_)),
-        write_buffer_bytes_(std::clamp<int64_t>(bytes / 4, 1 << 20, 16 << 20)) {
+  explicit RowDiskMemory(int64_t bytes) : bytes_(bytes) {}
+  ~RowDiskMemory() {
+    if (cache_ != nullptr) api_->cache_destroy(cache_);
   }
 
-  const std::shared_ptr<rocksdb::Cache> cache_;
-  const std::shared_ptr<rocksdb::WriteBufferManager> write_buffers_;
-  const int64_t write_buffer_bytes_;  // one memtable of one tier
+  // The shared cache, made by the first tier to open (when RocksDB is
+  // loaded); the tiers' table options share it.
+  rocksdb_cache_t* Cache(const RocksDbApi& api) {
+    absl::MutexLock lock(&mu_);
+    if (cache_ == nullptr) {
+      api_ = &api;
+      // Memtables take the other half, outside the cache (see the header).
+      cache_ = api.cache_create_lru(
+          static_cast<size_t>(std::max<int64_t>(bytes_ / 2, 1 << 20)));
+    }
+    return cache_;
+  }
+  // One memtable of one tier; below 1 MiB a tier would flush (and
+  // compact) all the time.
+  int64_t write_buffer_bytes() const {
+    return std::clamp<int64_t>(bytes_ / 4, 1 << 20, 16 << 20);
+  }
+
+ private:
+  const int64_t bytes_;
+  absl::Mutex mu_;
+  const RocksDbApi* api_ ABSL_GUARDED_BY(mu_) = nullptr;
+  rocksdb_cache_t* cache_ ABSL_GUARDED_BY(mu_) = nullptr;
 };
 
 std::shared_ptr<RowDiskMemory> NewRowDiskMemory(int64_t bytes) {
@@ -47,44 +60,41 @@ std::string KeyOf(int64_t id) {
   return std::string(reinterpret_cast<const char*>(&id), sizeof(id));
 }
 
-absl::Status FromRocks(const rocksdb::Status& status,
+// Turns a C API error (malloc'ed by RocksDB, null when none) into a
+// status, freeing it.
+absl::Status FromRocks(const RocksDbApi& api, char* error,
                        const std::string& directory, absl::string_view what) {
-  if (status.ok()) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat("disk tier ", directory, ": ", what,
-                                          ": ", status.ToString()));
+  if (error == nullptr) return absl::OkStatus();
+  absl::Status status = absl::InternalError(
+      absl::StrCat("disk tier ", directory, ": ", what, ": ", error));
+  api.free(error);
+  return status;
 }
 
-rocksdb::Options TierOptions(const RowDiskMemory& memory) {
-  rocksdb::Options options;
-  options.create_if_missing = true;
-  options.error_if_exists = true;
-  // The tier exists to save memory: its memtables and blocks live in the
-  // server's shared cache. Bloom filters make a lookup of a row that was
-  // never spilled (every new row) rarely read a block; they and the block
+// Caller destroys the options.
+rocksdb_options_t* TierOptions(const RocksDbApi& api, RowDiskMemory& memory) {
+  rocksdb_options_t* options = api.options_create();
+  api.set_create_if_missing(options, 1);
+  api.set_error_if_exists(options, 1);
+  // The tier exists to save memory: its blocks live in the server's
+  // shared cache. Bloom filters make a lookup of a row that was never
+  // spilled (every new row) rarely read a block; they and the block
   // indexes stay out of the cache, pinned with their files (about 1.3
   // bytes per row on disk), as a filter evicted by blocks would turn
   // every lookup into reads.
-  options.write_buffer_size = static_cast<size_t>(memory.write_buffer_bytes_);
-  options.max_write_buffer_number = 2;
-  options.write_buffer_manager = memory.write_buffers_;
-  options.max_open_files = 256;
+  api.set_write_buffer_size(options,
+                            static_cast<size_t>(memory.write_buffer_bytes()));
+  api.set_max_write_buffer_number(options, 2);
+  api.set_max_open_files(options, 256);
   // Rows are floats: compression would cost time and save little.
-  options.compression = rocksdb::kNoCompression;
-  // Nothing here outlives the server: closing flushes nothing.
-  options.avoid_flush_during_shutdown = true;
-  rocksdb::BlockBasedTableOptions table;
-  table.block_cache = memory.cache_;
-  table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
-  table.cache_index_and_filter_blocks = false;
-  options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  api.set_compression(options, rocksdb_no_compression);
+  rocksdb_block_based_table_options_t* table = api.table_options_create();
+  api.set_block_cache(table, memory.Cache(api));
+  api.set_filter_policy(table, api.filterpolicy_create_bloom(10));
+  api.set_cache_index_and_filter_blocks(table, 0);
+  api.set_block_based_table_factory(options, table);  // copies `table`
+  api.table_options_destroy(table);
   return options;
-}
-
-rocksdb::WriteOptions TierWrites() {
-  rocksdb::WriteOptions writes;
-  // The tier is a cache rebuilt from the checkpoint after a crash.
-  writes.disableWAL = true;
-  return writes;
 }
 
 }  // namespace
@@ -97,6 +107,8 @@ absl::StatusOr<std::unique_ptr<RowDiskStore>> RowDiskStore::Open(
         absl::StrCat("disk tier ", directory,
                      ": record_bytes must be > 0, got ", record_bytes));
   }
+  absl::StatusOr<const RocksDbApi*> api = LoadRocksDb();
+  if (!api.ok()) return api.status();
   std::error_code error;
   std::filesystem::remove_all(directory, error);
   if (!error) std::filesystem::create_directories(directory, error);
@@ -106,31 +118,36 @@ absl::StatusOr<std::unique_ptr<RowDiskStore>> RowDiskStore::Open(
                      ": cannot empty or make the folder: ", error.message()));
   }
   if (memory == nullptr) memory = NewRowDiskMemory(16 << 20);
-  rocksdb::DB* db = nullptr;
-  if (absl::Status s =
-          FromRocks(rocksdb::DB::Open(TierOptions(*memory), directory, &db),
-                    directory, "cannot open");
+  rocksdb_options_t* options = TierOptions(**api, *memory);
+  char* open_error = nullptr;
+  rocksdb_t* db = (*api)->open(options, directory.c_str(), &open_error);
+  (*api)->options_destroy(options);
+  if (absl::Status s = FromRocks(**api, open_error, directory, "cannot open");
       !s.ok()) {
     return s;
   }
   return std::unique_ptr<RowDiskStore>(
-      new RowDiskStore(directory, record_bytes, std::move(memory),
-                       std::unique_ptr<rocksdb::DB>(db)));
+      new RowDiskStore(**api, directory, record_bytes, std::move(memory), db));
 }
 
-RowDiskStore::RowDiskStore(std::string directory, int64_t record_bytes,
-                           std::shared_ptr<RowDiskMemory> memory,
-                           std::unique_ptr<rocksdb::DB> db)
-    : directory_(std::move(directory)),
+RowDiskStore::RowDiskStore(const RocksDbApi& api, std::string directory,
+                           int64_t record_bytes,
+                           std::shared_ptr<RowDiskMemory> memory, rocksdb_t* db)
+    : api_(api),
+      directory_(std::move(directory)),
       record_bytes_(record_bytes),
       memory_(std::move(memory)),
-      db_(std::move(db)) {}
+      db_(db),
+      reads_(api.readoptions_create()),
+      writes_(api.writeoptions_create()) {
+  // The tier is a cache rebuilt from the checkpoint after a crash.
+  api_.writeoptions_disable_wal(writes_, 1);
+}
 
 RowDiskStore::~RowDiskStore() {
-  if (rocksdb::Status s = db_->Close(); !s.ok()) {
-    LOG(WARNING) << "disk tier " << directory_ << ": " << s.ToString();
-  }
-  db_.reset();
+  api_.close(db_);
+  api_.readoptions_destroy(reads_);
+  api_.writeoptions_destroy(writes_);
   std::error_code error;
   std::filesystem::remove_all(directory_, error);
   if (error) {
@@ -141,24 +158,27 @@ RowDiskStore::~RowDiskStore() {
 
 int64_t RowDiskStore::disk_bytes() const {
   uint64_t bytes = 0;
-  db_->GetIntProperty("rocksdb.total-sst-files-size", &bytes);
+  api_.property_int(db_, "rocksdb.total-sst-files-size", &bytes);
   return static_cast<int64_t>(bytes);
 }
 
 absl::Status RowDiskStore::Write(absl::Span<const int64_t> ids,
                                  absl::Span<const char* const> records,
                                  bool deletes) {
-  rocksdb::WriteBatch batch;
+  rocksdb_writebatch_t* batch = api_.writebatch_create();
   for (size_t i = 0; i < ids.size(); ++i) {
     const std::string key = KeyOf(ids[i]);
     if (deletes) {
-      batch.Delete(key);
+      api_.writebatch_delete(batch, key.data(), key.size());
     } else {
-      batch.Put(key, rocksdb::Slice(records[i], record_bytes_));
+      api_.writebatch_put(batch, key.data(), key.size(), records[i],
+                          static_cast<size_t>(record_bytes_));
     }
   }
-  return FromRocks(db_->Write(TierWrites(), &batch), directory_,
-                   "cannot write");
+  char* error = nullptr;
+  api_.write(db_, writes_, batch, &error);
+  api_.writebatch_destroy(batch);
+  return FromRocks(api_, error, directory_, "cannot write");
 }
 
 absl::Status RowDiskStore::Put(absl::Span<const int64_t> ids,
@@ -190,20 +210,26 @@ absl::Status RowDiskStore::Delete(absl::Span<const int64_t> ids) {
 }
 
 absl::StatusOr<bool> RowDiskStore::Get(int64_t id, char* record) const {
-  rocksdb::PinnableSlice value;
-  const rocksdb::Status s = db_->Get(
-      rocksdb::ReadOptions(), db_->DefaultColumnFamily(), KeyOf(id), &value);
-  if (s.IsNotFound()) return false;
-  if (absl::Status status = FromRocks(s, directory_, "cannot read");
+  const std::string key = KeyOf(id);
+  char* error = nullptr;
+  rocksdb_pinnableslice_t* value =
+      api_.get_pinned(db_, reads_, key.data(), key.size(), &error);
+  if (absl::Status status = FromRocks(api_, error, directory_, "cannot read");
       !status.ok()) {
+    if (value != nullptr) api_.pinnableslice_destroy(value);
     return status;
   }
-  if (static_cast<int64_t>(value.size()) != record_bytes_) {
+  if (value == nullptr) return false;  // not found
+  size_t size = 0;
+  const char* data = api_.pinnableslice_value(value, &size);
+  if (static_cast<int64_t>(size) != record_bytes_) {
+    api_.pinnableslice_destroy(value);
     return absl::DataLossError(absl::StrCat("disk tier ", directory_, ": row ",
-                                            id, " has ", value.size(),
-                                            " bytes, not ", record_bytes_));
+                                            id, " has ", size, " bytes, not ",
+                                            record_bytes_));
   }
-  std::memcpy(record, value.data(), record_bytes_);
+  std::memcpy(record, data, record_bytes_);
+  api_.pinnableslice_destroy(value);
   return true;
 }
 
@@ -216,26 +242,31 @@ absl::StatusOr<bool> RowDiskStore::Take(int64_t id, char* record) {
 
 absl::Status RowDiskStore::ForEach(
     absl::FunctionRef<void(int64_t id, const char* record)> fn) const {
-  std::unique_ptr<rocksdb::Iterator> it(
-      db_->NewIterator(rocksdb::ReadOptions()));
+  std::unique_ptr<rocksdb_iterator_t, void (*)(rocksdb_iterator_t*)> it(
+      api_.create_iterator(db_, reads_), api_.iter_destroy);
   // A copy, so the record is aligned for its 64-bit id and floats.
   std::unique_ptr<uint64_t[]> aligned(new uint64_t[(record_bytes_ + 7) / 8]);
   char* record = reinterpret_cast<char*>(aligned.get());
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    const rocksdb::Slice key = it->key();
-    const rocksdb::Slice value = it->value();
-    if (key.size() != sizeof(int64_t) ||
-        static_cast<int64_t>(value.size()) != record_bytes_) {
+  for (api_.iter_seek_to_first(it.get()); api_.iter_valid(it.get());
+       api_.iter_next(it.get())) {
+    size_t key_size = 0;
+    size_t value_size = 0;
+    const char* key = api_.iter_key(it.get(), &key_size);
+    const char* value = api_.iter_value(it.get(), &value_size);
+    if (key_size != sizeof(int64_t) ||
+        static_cast<int64_t>(value_size) != record_bytes_) {
       return absl::DataLossError(absl::StrCat(
-          "disk tier ", directory_, ": a row of ", key.size(), "-byte key and ",
-          value.size(), " bytes, not 8 and ", record_bytes_));
+          "disk tier ", directory_, ": a row of ", key_size, "-byte key and ",
+          value_size, " bytes, not 8 and ", record_bytes_));
     }
     int64_t id;
-    std::memcpy(&id, key.data(), sizeof(id));
-    std::memcpy(record, value.data(), record_bytes_);
+    std::memcpy(&id, key, sizeof(id));
+    std::memcpy(record, value, record_bytes_);
     fn(id, record);
   }
-  return FromRocks(it->status(), directory_, "cannot read");
+  char* error = nullptr;
+  api_.iter_get_error(it.get(), &error);
+  return FromRocks(api_, error, directory_, "cannot read");
 }
 
 }  // namespace tessera

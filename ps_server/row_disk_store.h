@@ -1,5 +1,7 @@
 // The disk tier of a growing table (tessera_ps --row_memory_budget): the
-// records of rows moved out of memory, keyed by row id, in RocksDB.
+// records of rows moved out of memory, keyed by row id, in RocksDB, which
+// is loaded from the node when the first tier opens
+// (ps_server/rocksdb_library.h).
 #ifndef TESSERA_PS_SERVER_ROW_DISK_STORE_H_
 #define TESSERA_PS_SERVER_ROW_DISK_STORE_H_
 
@@ -14,17 +16,21 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 
-namespace rocksdb {
-class DB;
-}  // namespace rocksdb
+// RocksDB's C API handles (rocksdb/c.h).
+struct rocksdb_t;
+struct rocksdb_readoptions_t;
+struct rocksdb_writeoptions_t;
 
 namespace tessera {
 
+struct RocksDbApi;
+
 // The memory the disk tiers of one server share: RocksDB's block cache,
-// which also holds (through a write buffer manager) their memtables, so
-// many tables' tiers together stay within about `bytes` (memtables at
-// least 1 MiB each, 2 MiB in all), plus their Bloom filters and block
-// indexes, about 1.3 bytes per row on disk. Opaque; thread-safe.
+// half of `bytes` (at least 1 MiB), beside each tier's memtables (two of
+// bytes/4 within [1 MiB, 16 MiB]: RocksDB's C API has no write buffer
+// manager to charge them to the cache), so one tier stays within about
+// `bytes`, plus their Bloom filters and block indexes, about 1.3 bytes per
+// row on disk. Made when the first tier opens. Opaque; thread-safe.
 class RowDiskMemory;
 std::shared_ptr<RowDiskMemory> NewRowDiskMemory(int64_t bytes);
 
@@ -45,7 +51,8 @@ class RowDiskStore {
  public:
   // Opens an empty store of `record_bytes` records in `directory`, made
   // (with its parents) or emptied, using `memory` (null: 16 MiB of its
-  // own). Errors name the folder.
+  // own). Errors name the folder; Unavailable when RocksDB's library
+  // cannot be loaded.
   static absl::StatusOr<std::unique_ptr<RowDiskStore>> Open(
       const std::string& directory, int64_t record_bytes,
       std::shared_ptr<RowDiskMemory> memory = nullptr);
@@ -81,16 +88,19 @@ class RowDiskStore {
       absl::FunctionRef<void(int64_t id, const char* record)> fn) const;
 
  private:
-  RowDiskStore(std::string directory, int64_t record_bytes,
-               std::shared_ptr<RowDiskMemory> memory,
-               std::unique_ptr<rocksdb::DB> db);
+  RowDiskStore(const RocksDbApi& api, std::string directory,
+               int64_t record_bytes, std::shared_ptr<RowDiskMemory> memory,
+               rocksdb_t* db);
   absl::Status Write(absl::Span<const int64_t> ids,
                      absl::Span<const char* const> records, bool deletes);
 
+  const RocksDbApi& api_;
   const std::string directory_;
   const int64_t record_bytes_;
   const std::shared_ptr<RowDiskMemory> memory_;  // outlives db_
-  std::unique_ptr<rocksdb::DB> db_;
+  rocksdb_t* const db_;
+  rocksdb_readoptions_t* const reads_;
+  rocksdb_writeoptions_t* const writes_;
   std::atomic<int64_t> rows_{0};
 };
 
