@@ -395,11 +395,11 @@ TEST_F(FaultTest, WorkerKilledWhileARestartedChiefConfiguresIsWaitedFor) {
   }
 }
 
-// A parameter server paused past its heartbeat (SIGSTOP for 4 s, then
-// SIGCONT) answers again with all its shards by the time the recovery
-// asks; the steps it cut short still ended the epoch. It used to end the
-// job ("training failed: UNAVAILABLE: heartbeat: ps 1 ... does not
-// answer", the chaos soak's seeds 2001 and 2004); now every server goes
+// A parameter server paused past its heartbeat (stopped until the chief
+// logs the failed heartbeat, then SIGCONT) answers again with all its shards by
+// the time the recovery asks; the steps it cut short still ended the epoch. It
+// used to end the job ("training failed: UNAVAILABLE: heartbeat: ps 1 ... does
+// not answer", the chaos soak's seeds 2001 and 2004); now every server goes
 // back to the newest checkpoint and the job ends as an undisturbed one.
 TEST_F(FaultTest, ParameterServerPausedPastItsHeartbeatIsRestored) {
   const double baseline = Baseline();
@@ -409,7 +409,8 @@ TEST_F(FaultTest, ParameterServerPausedPastItsHeartbeatIsRestored) {
   // The server stops itself at a fault point, at its push in the middle of
   // epoch 2 (a part of each global step reaches it: 376 an epoch), where a
   // stop after epoch 1's line and a sleep could land after the job's end;
-  // it stays stopped for 4 s, past its heartbeat, then goes on.
+  // it stays stopped until the chief logs its failed heartbeat, then goes
+  // on.
   const fs::path faults = dir / "faults";
   fs::create_directories(faults);
   constexpr int kPushesPerEpoch = 2 * ((kTrain + 63) / 64);
@@ -425,7 +426,13 @@ TEST_F(FaultTest, ParameterServerPausedPastItsHeartbeatIsRestored) {
       " 2>&1 &\nlauncher=$!\n", "for i in $(seq 1 6000); do [ -e ", hit,
       " ] && break; kill -0 $launcher 2>/dev/null || break; sleep 0.02; "
       "done\n[ -e ",
-      hit, " ] && echo ps_stopped\nsleep 4\n", "kill -CONT $(cat ", rd.string(),
+      hit, " ] && echo ps_stopped\n",
+      // Stopped until the chief has seen its heartbeat fail (its log line),
+      // not for a time that may or may not outlast the heartbeat.
+      "for i in $(seq 1 6000); do grep -q 'heartbeat: ' ", rd.string(),
+      "/chief.log 2>/dev/null && echo heartbeat_missed && break; ",
+      "kill -0 $launcher 2>/dev/null || break; sleep 0.02; done\n",
+      "kill -CONT $(cat ", rd.string(),
       "/pids/ps-1)\nwait $launcher; echo launcher_exit=$?\n");
   std::ofstream(dir / "run.sh") << script;
   ShellResult shell = Shell("bash " + (dir / "run.sh").string());
@@ -440,6 +447,8 @@ TEST_F(FaultTest, ParameterServerPausedPastItsHeartbeatIsRestored) {
   }
   EXPECT_THAT(shell.output, HasSubstr("ps_stopped"))
       << "ps 1 never reached its fault point";
+  EXPECT_THAT(shell.output, HasSubstr("heartbeat_missed"))
+      << "the chief never logged ps 1's failed heartbeat";
   ExpectCompleteAndExact(run);
   EXPECT_THAT(run.output, HasSubstr("missed its heartbeat and answers again"));
   EXPECT_THAT(run.output, HasSubstr("recovered in"));
