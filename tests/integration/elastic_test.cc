@@ -130,6 +130,58 @@ int ExitAfter(const std::string& text, const std::string& key) {
 // stopped in their kTriggerStep-th step, `event` happens: "join" (a third
 // worker joins), "drain" (worker 1 drains); or "die" (worker 1 is killed
 // in its kDieAfterSteps-th step and never restarted), or nothing ("").
+// The shell lines that make a join or a drain land while both workers
+// stand stopped at their `step` fault point, then let them go on and wait
+// for the job. Echoes both_stopped (the moment was made), launcher_exit=
+// and event_exit=. With `status_out`, tessera_ctl status after a drain.
+std::string MembershipEventScript(const std::string& event, const fs::path& rd,
+                                  const fs::path& faults,
+                                  const std::string& local,
+                                  const std::string& event_out,
+                                  const std::string& launcher_out,
+                                  const std::string& status_out) {
+  std::string script;
+  const std::string hit0 = (faults / "worker-0.step.hit").string();
+  const std::string hit1 = (faults / "worker-1.step.hit").string();
+  if (event == "join" || event == "drain") {
+    // Both workers stopped at their fault point (or the job ended).
+    absl::StrAppend(&script, "for i in $(seq 1 2400); do [ -e ", hit0,
+                    " ] && [ -e ", hit1,
+                    " ] && break; kill -0 $launcher 2>/dev/null || break; "
+                    "sleep 0.05; done\n[ -e ",
+                    hit0, " ] && [ -e ", hit1, " ] && echo both_stopped\n");
+  }
+  const std::string ctl =
+      absl::StrCat(BuildDir(), "/coordinator/tessera_ctl --coordinator=$chief",
+                   " --job_token_file=", rd.string(), "/job.token ");
+  if (event == "join") {
+    // The workers go on once the coordinator says the newcomer joined
+    // (or could not).
+    absl::StrAppend(
+        &script, local, " --join=", rd.string(), " --num_workers=1 > ",
+        event_out, " 2>&1 &\njoiner=$!\n",
+        "for i in $(seq 1 2400); do grep -q 'worker 2 (.*) \\(joined on\\|"
+        "could not join\\)' ",
+        launcher_out, " && break; sleep 0.05; done\n");
+  } else if (event == "drain") {
+    absl::StrAppend(&script, "chief=$(grep -A1 '\"chief\"' ", rd.string(),
+                    "/cluster.json | tail -1 | tr -d ' \",')\n", ctl,
+                    "drain 1 > ", event_out, " 2>&1; echo event_exit=$?\n");
+    if (!status_out.empty()) {
+      absl::StrAppend(&script, ctl, "status > ", status_out, " 2>&1\n");
+    }
+  }
+  if (event == "join" || event == "drain") {
+    absl::StrAppend(&script, "kill -CONT $(cat ", rd.string(),
+                    "/pids/worker-0) $(cat ", rd.string(), "/pids/worker-1)\n");
+  }
+  absl::StrAppend(&script, "wait $launcher; echo launcher_exit=$?\n");
+  if (event == "join") {
+    absl::StrAppend(&script, "wait $joiner; echo event_exit=$?\n");
+  }
+  return script;
+}
+
 JobRun Train(const std::string& name, const std::string& mode,
              const std::string& data_flags, const std::string& event) {
   JobRun run;
@@ -162,47 +214,11 @@ JobRun Train(const std::string& name, const std::string& mode,
       " --batch_size=", mode == "sync" ? 64 : 32,
       " --worker_recovery_timeout_s=1", data_flags, " > ",
       (dir / "launcher.out").string(), " 2>&1 &\nlauncher=$!\n");
-  const std::string hit0 = (faults / "worker-0.step.hit").string();
-  const std::string hit1 = (faults / "worker-1.step.hit").string();
-  const std::string pids = (rd / "pids").string();
-  if (event == "join" || event == "drain") {
-    // Both workers stopped at their fault point (or the job ended).
-    absl::StrAppend(&script, "for i in $(seq 1 2400); do [ -e ", hit0,
-                    " ] && [ -e ", hit1,
-                    " ] && break; kill -0 $launcher 2>/dev/null || break; "
-                    "sleep 0.05; done\n[ -e ",
-                    hit0, " ] && [ -e ", hit1, " ] && echo both_stopped\n");
-  }
   const std::string event_out = (dir / "event.out").string();
-  const std::string launcher_out = (dir / "launcher.out").string();
-  if (event == "join") {
-    // The workers go on once the coordinator says the newcomer joined
-    // (or could not).
-    absl::StrAppend(
-        &script, local, " --join=", rd.string(), " --num_workers=1 > ",
-        event_out, " 2>&1 &\njoiner=$!\n",
-        "for i in $(seq 1 2400); do grep -q 'worker 2 (.*) \\(joined on\\|"
-        "could not join\\)' ",
-        launcher_out, " && break; sleep 0.05; done\n");
-  } else if (event == "drain") {
-    absl::StrAppend(
-        &script, "chief=$(grep -A1 '\"chief\"' ", rd.string(),
-        "/cluster.json | tail -1 | tr -d ' \",')\n", BuildDir(),
-        "/coordinator/tessera_ctl --coordinator=$chief --job_token_file=",
-        rd.string(), "/job.token drain 1 > ", event_out,
-        " 2>&1; echo event_exit=$?\n", BuildDir(),
-        "/coordinator/tessera_ctl --coordinator=$chief --job_token_file=",
-        rd.string(), "/job.token status > ", (dir / "status.out").string(),
-        " 2>&1\n");
-  }
-  if (event == "join" || event == "drain") {
-    absl::StrAppend(&script, "kill -CONT $(cat ", pids, "/worker-0) $(cat ",
-                    pids, "/worker-1)\n");
-  }
-  absl::StrAppend(&script, "wait $launcher; echo launcher_exit=$?\n");
-  if (event == "join") {
-    absl::StrAppend(&script, "wait $joiner; echo event_exit=$?\n");
-  }
+  absl::StrAppend(&script,
+                  MembershipEventScript(event, rd, faults, local, event_out,
+                                        (dir / "launcher.out").string(),
+                                        (dir / "status.out").string()));
   const fs::path script_path = dir / "run.sh";
   std::ofstream(script_path) << script;
   ShellResult shell = Shell("bash " + script_path.string());
@@ -396,38 +412,9 @@ JobRun TrainReplicas(const std::string& name, const std::string& mode,
       rd.string(), "/checkpoints", IdxFlags(), " > ",
       (dir / "launcher.out").string(), " 2>&1 &\nlauncher=$!\n");
   const std::string event_out = (dir / "event.out").string();
-  const std::string hit0 = (faults / "worker-0.step.hit").string();
-  const std::string hit1 = (faults / "worker-1.step.hit").string();
-  if (event == "join" || event == "drain") {
-    absl::StrAppend(&script, "for i in $(seq 1 2400); do [ -e ", hit0,
-                    " ] && [ -e ", hit1,
-                    " ] && break; kill -0 $launcher 2>/dev/null || break; "
-                    "sleep 0.05; done\n[ -e ",
-                    hit0, " ] && [ -e ", hit1, " ] && echo both_stopped\n");
-  }
-  if (event == "join") {
-    absl::StrAppend(
-        &script, local, " --join=", rd.string(), " --num_workers=1 > ",
-        event_out, " 2>&1 &\njoiner=$!\n",
-        "for i in $(seq 1 2400); do grep -q 'worker 2 (.*) \\(joined on\\|"
-        "could not join\\)' ",
-        (dir / "launcher.out").string(), " && break; sleep 0.05; done\n");
-  } else if (event == "drain") {
-    absl::StrAppend(
-        &script, "chief=$(grep -A1 '\"chief\"' ", rd.string(),
-        "/cluster.json | tail -1 | tr -d ' \",')\n", BuildDir(),
-        "/coordinator/tessera_ctl --coordinator=$chief --job_token_file=",
-        rd.string(), "/job.token drain 1 > ", event_out,
-        " 2>&1; echo event_exit=$?\n");
-  }
-  if (event == "join" || event == "drain") {
-    absl::StrAppend(&script, "kill -CONT $(cat ", rd.string(),
-                    "/pids/worker-0) $(cat ", rd.string(), "/pids/worker-1)\n");
-  }
-  absl::StrAppend(&script, "wait $launcher; echo launcher_exit=$?\n");
-  if (event == "join") {
-    absl::StrAppend(&script, "wait $joiner; echo event_exit=$?\n");
-  }
+  absl::StrAppend(&script,
+                  MembershipEventScript(event, rd, faults, local, event_out,
+                                        (dir / "launcher.out").string(), ""));
   const fs::path script_path = dir / "run.sh";
   std::ofstream(script_path) << script;
   ShellResult shell = Shell("bash " + script_path.string());
