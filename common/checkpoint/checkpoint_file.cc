@@ -120,6 +120,9 @@ size_t CheckpointDtypeSize(CheckpointDtype dtype) {
       return 8;
     case CheckpointDtype::kUint8:
       return 1;
+    case CheckpointDtype::kFloat16:
+    case CheckpointDtype::kBFloat16:
+      return 2;
   }
   return 0;
 }
@@ -134,6 +137,10 @@ absl::string_view CheckpointDtypeName(CheckpointDtype dtype) {
       return "int64";
     case CheckpointDtype::kUint8:
       return "uint8";
+    case CheckpointDtype::kFloat16:
+      return "float16";
+    case CheckpointDtype::kBFloat16:
+      return "bfloat16";
   }
   return "unknown dtype";
 }

@@ -46,11 +46,17 @@
 namespace tessera {
 
 // Element types. The first three have tensor.proto's DataType numbers.
+// The 2-byte floats are an fp16/bf16 table's values as the server stores
+// them (IEEE binary16; the upper half of a float), so such a checkpoint
+// keeps the table's bits at half the size; they have no C++ type here, and
+// are written and read as raw bytes (ReadArray(int, absl::Span<char>)).
 enum class CheckpointDtype : uint8_t {
   kFloat32 = 1,
   kInt32 = 2,
   kInt64 = 3,
   kUint8 = 4,  // raw bytes, e.g. a serialized protobuf
+  kFloat16 = 5,
+  kBFloat16 = 6,
 };
 
 // Bytes per element; 0 for a value that is not a CheckpointDtype.

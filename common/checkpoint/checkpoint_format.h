@@ -60,7 +60,7 @@ inline std::string EncodeFixed32(uint32_t value) {
   return out;
 }
 
-inline bool IsValidDtype(uint8_t code) { return code >= 1 && code <= 4; }
+inline bool IsValidDtype(uint8_t code) { return code >= 1 && code <= 6; }
 
 // Checks a name or key against the limits both sides share; "" if fine.
 std::string NameProblem(absl::string_view what, absl::string_view name,

@@ -109,6 +109,41 @@ TEST(CheckpointFile, RoundTripsEntriesArraysAndShapes) {
   EXPECT_EQ(verified->num_entries, 2);
 }
 
+// An fp16/bf16 table's values are 2-byte arrays: written as raw bytes,
+// read back with their dtype, 2 bytes per element in the file.
+TEST(CheckpointFile, TwoByteFloatArraysKeepTheirDtypeAndSize) {
+  ScratchDir dir;
+  const std::string path = dir.path() + "/narrow";
+  const std::vector<uint16_t> half = {0x3C00, 0xC000, 0x7BFF, 0x0001};
+  const std::vector<uint16_t> bf = {0x3F80, 0xC000, 0x7F7F, 0x0001};
+  auto as_bytes = [](const std::vector<uint16_t>& v) {
+    return absl::string_view(reinterpret_cast<const char*>(v.data()),
+                             v.size() * 2);
+  };
+  {
+    auto writer = CheckpointWriter::Create(path);
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    ASSERT_TRUE(
+        (*writer)
+            ->WriteEntry(
+                "e",
+                {{{"h", CheckpointDtype::kFloat16, {2, 2}}, as_bytes(half)},
+                 {{"b", CheckpointDtype::kBFloat16, {4}}, as_bytes(bf)}})
+            .ok());
+    ASSERT_TRUE((*writer)->Finish().ok());
+  }
+  EXPECT_EQ(CheckpointDtypeSize(CheckpointDtype::kFloat16), 2u);
+  EXPECT_EQ(CheckpointDtypeName(CheckpointDtype::kBFloat16), "bfloat16");
+  auto entries = ReadCheckpointFile(path);
+  ASSERT_TRUE(entries.ok()) << entries.status();
+  const CheckpointEntry& e = (*entries)[0];
+  EXPECT_EQ(e.info.arrays[0].dtype, CheckpointDtype::kFloat16);
+  EXPECT_EQ(e.info.arrays[1].dtype, CheckpointDtype::kBFloat16);
+  EXPECT_EQ(e.info.data_bytes(), 16);
+  EXPECT_EQ(e.data[0], std::string(as_bytes(half)));
+  EXPECT_EQ(e.data[1], std::string(as_bytes(bf)));
+}
+
 TEST(CheckpointFile, WholeFileCrcCoversEveryByteBeforeIt) {
   ScratchDir dir;
   const std::string path = dir.path() + "/f";
