@@ -131,8 +131,9 @@ ServerProcess ForkServer(int64_t row_memory_budget,
     close(fds[0]);
     ShardStoreOptions options;
     if (row_memory_budget > 0) {
-      options.row_budget =
-          std::make_shared<RowMemoryBudget>(row_memory_budget, disk_root);
+      // As tessera_ps: the budget bounds the whole server process.
+      options.row_budget = std::make_shared<RowMemoryBudget>(
+          row_memory_budget, disk_root, &ProcessResidentBytes);
     }
     ShardStore store(options);
     PsCore core(&store);

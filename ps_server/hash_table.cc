@@ -413,8 +413,7 @@ RowDiskStore* HashTable::Disk() {
   absl::MutexLock lock(&disk_mu_);
   if (disk_ == nullptr) {
     absl::StatusOr<std::unique_ptr<RowDiskStore>> opened =
-        RowDiskStore::Open(budget_->NewTierDirectory(def_.name()),
-                           record_bytes_, budget_->disk_memory());
+        RowDiskStore::Open(budget_->disk_database(), record_bytes_);
     CHECK(opened.ok()) << "hash table shard " << def_.name()
                        << " cannot open its disk tier: " << opened.status();
     disk_ = *std::move(opened);

@@ -1,6 +1,7 @@
 // tessera_ps: a parameter server. It serves the shards the coordinator
 // creates on it until the coordinator (or a signal) tells it to stop.
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -31,10 +32,12 @@ DEFINE_string(data_plane_server, "events",
 DEFINE_int32(data_plane_threads, 0,
              "the events data plane's pool of threads; 0: one per core");
 DEFINE_string(row_memory_budget, "",
-              "bytes of table rows this server keeps in memory, e.g. 512M or "
-              "2G (K, M, G, T: powers of 1024); a growing table's rows beyond "
-              "it move to a disk tier in --row_disk_dir and come back when "
-              "pulled or pushed. Empty: every row in memory");
+              "the resident memory this server keeps within, e.g. 512M or 2G "
+              "(K, M, G, T: powers of 1024), counting its rows, its disk "
+              "tier's cache and memtables and its own memory; a growing "
+              "table's rows beyond it move to a disk tier in --row_disk_dir "
+              "and come back when pulled or pushed. Empty: every row in "
+              "memory");
 DEFINE_string(row_disk_dir, "",
               "where the disk tier of --row_memory_budget lives (a folder "
               "ps-<task index> under it, emptied at start: the tier is a "
@@ -85,7 +88,9 @@ absl::StatusOr<std::shared_ptr<tessera::RowMemoryBudget>> RowBudgetFromFlags(
     return absl::InvalidArgumentError(absl::StrCat(
         "--row_disk_dir: cannot empty or make ", root, ": ", error.message()));
   }
-  return std::make_shared<tessera::RowMemoryBudget>(*bytes, root);
+  // The budget bounds the whole server: its own memory counts too.
+  return std::make_shared<tessera::RowMemoryBudget>(
+      *bytes, root, &tessera::ProcessResidentBytes);
 }
 
 // How the TCP data plane serves its connections, from
@@ -207,8 +212,20 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (*row_budget != nullptr) {
-    LOG(INFO) << "ps: rows in memory up to " << (*row_budget)->limit_bytes()
-              << " bytes, the rest in " << (*row_budget)->disk_root();
+    LOG(INFO) << "ps: resident memory up to " << (*row_budget)->limit_bytes()
+              << " bytes (" << (*row_budget)->tier_memory_bytes()
+              << " of them the disk tier's), rows beyond it in "
+              << (*row_budget)->disk_root();
+    // Rows get what the process and the tier leave of the budget.
+    const int64_t own =
+        tessera::ProcessResidentBytes() + (*row_budget)->tier_memory_bytes();
+    if (own > (*row_budget)->limit_bytes() / 2) {
+      LOG(WARNING) << "ps: --row_memory_budget=" << FLAGS_row_memory_budget
+                   << " leaves rows at most "
+                   << std::max<int64_t>(0, (*row_budget)->limit_bytes() - own)
+                   << " bytes: the server itself holds " << own
+                   << " (its process and the disk tier's memory)";
+    }
   }
   // Destroyed after the store, whose tables remove their own folders.
   absl::Cleanup remove_tier = [&row_budget] {

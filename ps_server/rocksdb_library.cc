@@ -36,9 +36,12 @@ absl::Status ResolveAll(void* lib, RocksDbApi& api) {
   Resolve(lib, "rocksdb_writebatch_destroy", &api.writebatch_destroy, &error);
   Resolve(lib, "rocksdb_writebatch_put", &api.writebatch_put, &error);
   Resolve(lib, "rocksdb_writebatch_delete", &api.writebatch_delete, &error);
+  Resolve(lib, "rocksdb_writebatch_delete_range", &api.writebatch_delete_range,
+          &error);
   Resolve(lib, "rocksdb_create_iterator", &api.create_iterator, &error);
   Resolve(lib, "rocksdb_iter_destroy", &api.iter_destroy, &error);
   Resolve(lib, "rocksdb_iter_seek_to_first", &api.iter_seek_to_first, &error);
+  Resolve(lib, "rocksdb_iter_seek", &api.iter_seek, &error);
   Resolve(lib, "rocksdb_iter_valid", &api.iter_valid, &error);
   Resolve(lib, "rocksdb_iter_next", &api.iter_next, &error);
   Resolve(lib, "rocksdb_iter_key", &api.iter_key, &error);

@@ -42,9 +42,11 @@ struct RocksDbApi {
   decltype(&rocksdb_writebatch_destroy) writebatch_destroy = nullptr;
   decltype(&rocksdb_writebatch_put) writebatch_put = nullptr;
   decltype(&rocksdb_writebatch_delete) writebatch_delete = nullptr;
+  decltype(&rocksdb_writebatch_delete_range) writebatch_delete_range = nullptr;
   decltype(&rocksdb_create_iterator) create_iterator = nullptr;
   decltype(&rocksdb_iter_destroy) iter_destroy = nullptr;
   decltype(&rocksdb_iter_seek_to_first) iter_seek_to_first = nullptr;
+  decltype(&rocksdb_iter_seek) iter_seek = nullptr;
   decltype(&rocksdb_iter_valid) iter_valid = nullptr;
   decltype(&rocksdb_iter_next) iter_next = nullptr;
   decltype(&rocksdb_iter_key) iter_key = nullptr;

@@ -3,6 +3,8 @@
 #include <rocksdb/c.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
@@ -16,49 +18,7 @@
 
 namespace tessera {
 
-class RowDiskMemory {
- public:
-  explicit RowDiskMemory(int64_t bytes) : bytes_(bytes) {}
-  ~RowDiskMemory() {
-    if (cache_ != nullptr) api_->cache_destroy(cache_);
-  }
-
-  // The shared cache, made by the first tier to open (when RocksDB is
-  // loaded); the tiers' table options share it.
-  rocksdb_cache_t* Cache(const RocksDbApi& api) {
-    absl::MutexLock lock(&mu_);
-    if (cache_ == nullptr) {
-      api_ = &api;
-      // Memtables take the other half, outside the cache (see the header).
-      cache_ = api.cache_create_lru(
-          static_cast<size_t>(std::max<int64_t>(bytes_ / 2, 1 << 20)));
-    }
-    return cache_;
-  }
-  // One memtable of one tier; below 1 MiB a tier would flush (and
-  // compact) all the time.
-  int64_t write_buffer_bytes() const {
-    return std::clamp<int64_t>(bytes_ / 4, 1 << 20, 16 << 20);
-  }
-
- private:
-  const int64_t bytes_;
-  absl::Mutex mu_;
-  const RocksDbApi* api_ ABSL_GUARDED_BY(mu_) = nullptr;
-  rocksdb_cache_t* cache_ ABSL_GUARDED_BY(mu_) = nullptr;
-};
-
-std::shared_ptr<RowDiskMemory> NewRowDiskMemory(int64_t bytes) {
-  return std::make_shared<RowDiskMemory>(bytes);
-}
-
 namespace {
-
-// Keys are the id's 8 bytes, little-endian as in memory: only equality
-// matters, and a fixed width keeps RocksDB's index small.
-std::string KeyOf(int64_t id) {
-  return std::string(reinterpret_cast<const char*>(&id), sizeof(id));
-}
 
 // Turns a C API error (malloc'ed by RocksDB, null when none) into a
 // status, freeing it.
@@ -71,89 +31,185 @@ absl::Status FromRocks(const RocksDbApi& api, char* error,
   return status;
 }
 
-// Caller destroys the options.
-rocksdb_options_t* TierOptions(const RocksDbApi& api, RowDiskMemory& memory) {
-  rocksdb_options_t* options = api.options_create();
-  api.set_create_if_missing(options, 1);
-  api.set_error_if_exists(options, 1);
-  // The tier exists to save memory: its blocks live in the server's
-  // shared cache. Bloom filters make a lookup of a row that was never
-  // spilled (every new row) rarely read a block; they and the block
-  // indexes stay out of the cache, pinned with their files (about 1.3
-  // bytes per row on disk), as a filter evicted by blocks would turn
-  // every lookup into reads.
-  api.set_write_buffer_size(options,
-                            static_cast<size_t>(memory.write_buffer_bytes()));
-  api.set_max_write_buffer_number(options, 2);
-  api.set_max_open_files(options, 256);
-  // Rows are floats: compression would cost time and save little.
-  api.set_compression(options, rocksdb_no_compression);
-  rocksdb_block_based_table_options_t* table = api.table_options_create();
-  api.set_block_cache(table, memory.Cache(api));
-  api.set_filter_policy(table, api.filterpolicy_create_bloom(10));
-  api.set_cache_index_and_filter_blocks(table, 0);
-  api.set_block_based_table_factory(options, table);  // copies `table`
-  api.table_options_destroy(table);
-  return options;
+// Keys are the tier's number then the id, 8 bytes each, big-endian, so a
+// tier's rows are one key range and a fixed width keeps RocksDB's index
+// small.
+constexpr size_t kKeyBytes = 16;
+using Key = std::array<char, kKeyBytes>;
+
+Key KeyOf(uint64_t tier, int64_t id) {
+  Key key;
+  const uint64_t u = static_cast<uint64_t>(id);
+  for (int b = 0; b < 8; ++b) {
+    key[b] = static_cast<char>(tier >> (56 - 8 * b));
+    key[8 + b] = static_cast<char>(u >> (56 - 8 * b));
+  }
+  return key;
+}
+
+int64_t IdOf(const char* key) {
+  uint64_t u = 0;
+  for (int b = 8; b < 16; ++b)
+    u = (u << 8) | static_cast<unsigned char>(key[b]);
+  return static_cast<int64_t>(u);
 }
 
 }  // namespace
 
+class RowDiskDatabase {
+ public:
+  RowDiskDatabase(std::string directory, int64_t bytes)
+      : directory_(std::move(directory)), bytes_(bytes) {}
+  ~RowDiskDatabase() {
+    if (db_ == nullptr) return;
+    api_->close(db_);
+    api_->readoptions_destroy(reads_);
+    api_->writeoptions_destroy(writes_);
+    api_->cache_destroy(cache_);
+    std::error_code error;
+    std::filesystem::remove_all(directory_, error);
+    if (error) {
+      LOG(WARNING) << "disk tier " << directory_
+                   << ": cannot remove the folder: " << error.message();
+    }
+  }
+
+  // Opens the database the first time a tier asks (loading RocksDB);
+  // later calls return how that went.
+  absl::Status Open() {
+    absl::MutexLock lock(&mu_);
+    if (db_ != nullptr || !open_error_.ok()) return open_error_;
+    open_error_ = OpenLocked();
+    return open_error_;
+  }
+
+  const std::string& directory() const { return directory_; }
+  // Valid once Open succeeded.
+  const RocksDbApi& api() const { return *api_; }
+  rocksdb_t* db() const { return db_; }
+  rocksdb_readoptions_t* reads() const { return reads_; }
+  rocksdb_writeoptions_t* writes() const { return writes_; }
+  uint64_t NewTier() { return tiers_.fetch_add(1, std::memory_order_relaxed); }
+
+ private:
+  absl::Status OpenLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    absl::StatusOr<const RocksDbApi*> api = LoadRocksDb();
+    if (!api.ok()) return api.status();
+    std::error_code error;
+    std::filesystem::remove_all(directory_, error);
+    if (!error) std::filesystem::create_directories(directory_, error);
+    if (error) {
+      return absl::InternalError(
+          absl::StrCat("disk tier ", directory_,
+                       ": cannot empty or make the folder: ", error.message()));
+    }
+    const RocksDbApi& rocks = **api;
+    rocksdb_cache_t* cache = rocks.cache_create_lru(
+        static_cast<size_t>(std::max<int64_t>(bytes_ / 2, 1 << 20)));
+    rocksdb_options_t* options = rocks.options_create();
+    rocks.set_create_if_missing(options, 1);
+    rocks.set_error_if_exists(options, 1);
+    // The tier exists to save memory: its blocks live in the cache above.
+    // Bloom filters make a lookup of a row that was never spilled (every
+    // new row) rarely read a block; they and the block indexes stay out of
+    // the cache, pinned with their files (about 1.3 bytes per row on
+    // disk), as a filter evicted by blocks would turn every lookup into
+    // reads.
+    rocks.set_write_buffer_size(
+        options, static_cast<size_t>(std::max<int64_t>(bytes_ / 4, 1 << 20)));
+    rocks.set_max_write_buffer_number(options, 2);
+    rocks.set_max_open_files(options, 256);
+    // Rows are floats: compression would cost time and save little.
+    rocks.set_compression(options, rocksdb_no_compression);
+    rocksdb_block_based_table_options_t* table = rocks.table_options_create();
+    rocks.set_block_cache(table, cache);
+    rocks.set_filter_policy(table, rocks.filterpolicy_create_bloom(10));
+    rocks.set_cache_index_and_filter_blocks(table, 0);
+    rocks.set_block_based_table_factory(options, table);  // copies `table`
+    rocks.table_options_destroy(table);
+    char* open_error = nullptr;
+    rocksdb_t* db = rocks.open(options, directory_.c_str(), &open_error);
+    rocks.options_destroy(options);
+    if (absl::Status s =
+            FromRocks(rocks, open_error, directory_, "cannot open");
+        !s.ok()) {
+      rocks.cache_destroy(cache);
+      return s;
+    }
+    api_ = &rocks;
+    cache_ = cache;
+    reads_ = rocks.readoptions_create();
+    writes_ = rocks.writeoptions_create();
+    // The tier is a cache rebuilt from the checkpoint after a crash.
+    rocks.writeoptions_disable_wal(writes_, 1);
+    db_ = db;
+    return absl::OkStatus();
+  }
+
+  const std::string directory_;
+  const int64_t bytes_;
+  absl::Mutex mu_;
+  absl::Status open_error_ ABSL_GUARDED_BY(mu_);
+  // Set once by Open under mu_, then read without it: a tier reads them
+  // only after its Open returned.
+  const RocksDbApi* api_ = nullptr;
+  rocksdb_t* db_ = nullptr;
+  rocksdb_cache_t* cache_ = nullptr;
+  rocksdb_readoptions_t* reads_ = nullptr;
+  rocksdb_writeoptions_t* writes_ = nullptr;
+  std::atomic<uint64_t> tiers_{0};
+};
+
+std::shared_ptr<RowDiskDatabase> NewRowDiskDatabase(std::string directory,
+                                                    int64_t memory_bytes) {
+  return std::make_shared<RowDiskDatabase>(std::move(directory), memory_bytes);
+}
+
 absl::StatusOr<std::unique_ptr<RowDiskStore>> RowDiskStore::Open(
-    const std::string& directory, int64_t record_bytes,
-    std::shared_ptr<RowDiskMemory> memory) {
+    std::shared_ptr<RowDiskDatabase> database, int64_t record_bytes) {
   if (record_bytes <= 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("disk tier ", directory,
+        absl::StrCat("disk tier ", database->directory(),
                      ": record_bytes must be > 0, got ", record_bytes));
   }
-  absl::StatusOr<const RocksDbApi*> api = LoadRocksDb();
-  if (!api.ok()) return api.status();
-  std::error_code error;
-  std::filesystem::remove_all(directory, error);
-  if (!error) std::filesystem::create_directories(directory, error);
-  if (error) {
-    return absl::InternalError(
-        absl::StrCat("disk tier ", directory,
-                     ": cannot empty or make the folder: ", error.message()));
-  }
-  if (memory == nullptr) memory = NewRowDiskMemory(16 << 20);
-  rocksdb_options_t* options = TierOptions(**api, *memory);
-  char* open_error = nullptr;
-  rocksdb_t* db = (*api)->open(options, directory.c_str(), &open_error);
-  (*api)->options_destroy(options);
-  if (absl::Status s = FromRocks(**api, open_error, directory, "cannot open");
-      !s.ok()) {
-    return s;
-  }
+  if (absl::Status s = database->Open(); !s.ok()) return s;
+  const uint64_t tier = database->NewTier();
   return std::unique_ptr<RowDiskStore>(
-      new RowDiskStore(**api, directory, record_bytes, std::move(memory), db));
+      new RowDiskStore(std::move(database), tier, record_bytes));
 }
 
-RowDiskStore::RowDiskStore(const RocksDbApi& api, std::string directory,
-                           int64_t record_bytes,
-                           std::shared_ptr<RowDiskMemory> memory, rocksdb_t* db)
-    : api_(api),
-      directory_(std::move(directory)),
-      record_bytes_(record_bytes),
-      memory_(std::move(memory)),
-      db_(db),
-      reads_(api.readoptions_create()),
-      writes_(api.writeoptions_create()) {
-  // The tier is a cache rebuilt from the checkpoint after a crash.
-  api_.writeoptions_disable_wal(writes_, 1);
+absl::StatusOr<std::unique_ptr<RowDiskStore>> RowDiskStore::Open(
+    const std::string& directory, int64_t record_bytes) {
+  return Open(NewRowDiskDatabase(directory, 16 << 20), record_bytes);
 }
+
+RowDiskStore::RowDiskStore(std::shared_ptr<RowDiskDatabase> database,
+                           uint64_t tier, int64_t record_bytes)
+    : database_(std::move(database)),
+      api_(database_->api()),
+      db_(database_->db()),
+      tier_(tier),
+      record_bytes_(record_bytes) {}
 
 RowDiskStore::~RowDiskStore() {
-  api_.close(db_);
-  api_.readoptions_destroy(reads_);
-  api_.writeoptions_destroy(writes_);
-  std::error_code error;
-  std::filesystem::remove_all(directory_, error);
-  if (error) {
-    LOG(WARNING) << "disk tier " << directory_
-                 << ": cannot remove the folder: " << error.message();
+  // The database outlives this store when it is the server's: its rows go.
+  const Key begin = KeyOf(tier_, 0);
+  const Key end = KeyOf(tier_ + 1, 0);
+  rocksdb_writebatch_t* batch = api_.writebatch_create();
+  api_.writebatch_delete_range(batch, begin.data(), begin.size(), end.data(),
+                               end.size());
+  char* error = nullptr;
+  api_.write(db_, database_->writes(), batch, &error);
+  api_.writebatch_destroy(batch);
+  if (absl::Status s =
+          FromRocks(api_, error, directory(), "cannot delete a tier's rows");
+      !s.ok()) {
+    LOG(WARNING) << s;
   }
+}
+
+const std::string& RowDiskStore::directory() const {
+  return database_->directory();
 }
 
 int64_t RowDiskStore::disk_bytes() const {
@@ -167,7 +223,7 @@ absl::Status RowDiskStore::Write(absl::Span<const int64_t> ids,
                                  bool deletes) {
   rocksdb_writebatch_t* batch = api_.writebatch_create();
   for (size_t i = 0; i < ids.size(); ++i) {
-    const std::string key = KeyOf(ids[i]);
+    const Key key = KeyOf(tier_, ids[i]);
     if (deletes) {
       api_.writebatch_delete(batch, key.data(), key.size());
     } else {
@@ -176,16 +232,16 @@ absl::Status RowDiskStore::Write(absl::Span<const int64_t> ids,
     }
   }
   char* error = nullptr;
-  api_.write(db_, writes_, batch, &error);
+  api_.write(db_, database_->writes(), batch, &error);
   api_.writebatch_destroy(batch);
-  return FromRocks(api_, error, directory_, "cannot write");
+  return FromRocks(api_, error, directory(), "cannot write");
 }
 
 absl::Status RowDiskStore::Put(absl::Span<const int64_t> ids,
                                absl::Span<const char* const> records) {
   if (ids.size() != records.size()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("disk tier ", directory_, ": ", ids.size(), " ids and ",
+        absl::StrCat("disk tier ", directory(), ": ", ids.size(), " ids and ",
                      records.size(), " records"));
   }
   if (absl::Status s = Write(ids, records, false); !s.ok()) return s;
@@ -197,7 +253,7 @@ absl::Status RowDiskStore::Overwrite(absl::Span<const int64_t> ids,
                                      absl::Span<const char* const> records) {
   if (ids.size() != records.size()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("disk tier ", directory_, ": ", ids.size(), " ids and ",
+        absl::StrCat("disk tier ", directory(), ": ", ids.size(), " ids and ",
                      records.size(), " records"));
   }
   return Write(ids, records, false);
@@ -210,11 +266,11 @@ absl::Status RowDiskStore::Delete(absl::Span<const int64_t> ids) {
 }
 
 absl::StatusOr<bool> RowDiskStore::Get(int64_t id, char* record) const {
-  const std::string key = KeyOf(id);
+  const Key key = KeyOf(tier_, id);
   char* error = nullptr;
   rocksdb_pinnableslice_t* value =
-      api_.get_pinned(db_, reads_, key.data(), key.size(), &error);
-  if (absl::Status status = FromRocks(api_, error, directory_, "cannot read");
+      api_.get_pinned(db_, database_->reads(), key.data(), key.size(), &error);
+  if (absl::Status status = FromRocks(api_, error, directory(), "cannot read");
       !status.ok()) {
     if (value != nullptr) api_.pinnableslice_destroy(value);
     return status;
@@ -224,7 +280,7 @@ absl::StatusOr<bool> RowDiskStore::Get(int64_t id, char* record) const {
   const char* data = api_.pinnableslice_value(value, &size);
   if (static_cast<int64_t>(size) != record_bytes_) {
     api_.pinnableslice_destroy(value);
-    return absl::DataLossError(absl::StrCat("disk tier ", directory_, ": row ",
+    return absl::DataLossError(absl::StrCat("disk tier ", directory(), ": row ",
                                             id, " has ", size, " bytes, not ",
                                             record_bytes_));
   }
@@ -243,30 +299,32 @@ absl::StatusOr<bool> RowDiskStore::Take(int64_t id, char* record) {
 absl::Status RowDiskStore::ForEach(
     absl::FunctionRef<void(int64_t id, const char* record)> fn) const {
   std::unique_ptr<rocksdb_iterator_t, void (*)(rocksdb_iterator_t*)> it(
-      api_.create_iterator(db_, reads_), api_.iter_destroy);
+      api_.create_iterator(db_, database_->reads()), api_.iter_destroy);
   // A copy, so the record is aligned for its 64-bit id and floats.
   std::unique_ptr<uint64_t[]> aligned(new uint64_t[(record_bytes_ + 7) / 8]);
   char* record = reinterpret_cast<char*>(aligned.get());
-  for (api_.iter_seek_to_first(it.get()); api_.iter_valid(it.get());
-       api_.iter_next(it.get())) {
+  const Key first = KeyOf(tier_, 0);
+  for (api_.iter_seek(it.get(), first.data(), first.size());
+       api_.iter_valid(it.get()); api_.iter_next(it.get())) {
     size_t key_size = 0;
     size_t value_size = 0;
     const char* key = api_.iter_key(it.get(), &key_size);
+    // Past this tier's range: another tier's rows.
+    if (key_size >= 8 && std::memcmp(key, first.data(), 8) != 0) break;
     const char* value = api_.iter_value(it.get(), &value_size);
-    if (key_size != sizeof(int64_t) ||
+    if (key_size != kKeyBytes ||
         static_cast<int64_t>(value_size) != record_bytes_) {
       return absl::DataLossError(absl::StrCat(
-          "disk tier ", directory_, ": a row of ", key_size, "-byte key and ",
-          value_size, " bytes, not 8 and ", record_bytes_));
+          "disk tier ", directory(), ": a row of ", key_size, "-byte key and ",
+          value_size, " bytes, not 16 and ", record_bytes_));
     }
-    int64_t id;
-    std::memcpy(&id, key, sizeof(id));
+    const int64_t id = IdOf(key);
     std::memcpy(record, value, record_bytes_);
     fn(id, record);
   }
   char* error = nullptr;
   api_.iter_get_error(it.get(), &error);
-  return FromRocks(api_, error, directory_, "cannot read");
+  return FromRocks(api_, error, directory(), "cannot read");
 }
 
 }  // namespace tessera

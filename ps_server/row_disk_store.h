@@ -16,32 +16,37 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 
-// RocksDB's C API handles (rocksdb/c.h).
+// RocksDB's C API handle (rocksdb/c.h).
 struct rocksdb_t;
-struct rocksdb_readoptions_t;
-struct rocksdb_writeoptions_t;
 
 namespace tessera {
 
 struct RocksDbApi;
 
-// The memory the disk tiers of one server share: RocksDB's block cache,
-// half of `bytes` (at least 1 MiB), beside each tier's memtables (two of
-// bytes/4 within [1 MiB, 16 MiB]: RocksDB's C API has no write buffer
-// manager to charge them to the cache), so one tier stays within about
-// `bytes`, plus their Bloom filters and block indexes, about 1.3 bytes per
-// row on disk. Made when the first tier opens. Opaque; thread-safe.
-class RowDiskMemory;
-std::shared_ptr<RowDiskMemory> NewRowDiskMemory(int64_t bytes);
+// The one RocksDB database of a server's disk tiers, in `directory`: every
+// tier (every spilling table shard) is a key range of it, so the server's
+// tiers share one pair of memtables, one block cache and one flush and
+// compaction stream, and its memory is bounded once, not per table:
+// `memory_bytes` in all, half for the block cache (at least 1 MiB) and half
+// for two memtables (each memory_bytes / 4, at least 1 MiB; RocksDB's
+// C API has no write buffer manager to charge them to the cache), plus its
+// Bloom filters and block indexes, about 1.3 bytes per row on disk.
+// Opened (RocksDB loaded, the folder emptied) when the first tier opens;
+// the folder is removed when the last tier and the owner let go of it.
+// Opaque; thread-safe.
+class RowDiskDatabase;
+std::shared_ptr<RowDiskDatabase> NewRowDiskDatabase(std::string directory,
+                                                    int64_t memory_bytes);
 
 // Rows held on disk: each an id and its record, opaque bytes of one fixed
 // size (a table's record: header, values in the table's precision and
 // optimizer slots, so they move together and come back bit for bit).
 //
-// A cache of the server's state, never state of its own: Open empties the
-// folder first (what a killed server left there is discarded, and the
-// job's checkpoint restores the rows), writes skip RocksDB's log (nothing
-// here must survive a crash), and the destructor removes the folder.
+// A cache of the server's state, never state of its own: the database's
+// folder is emptied when it opens (what a killed server left there is
+// discarded, and the job's checkpoint restores the rows), writes skip
+// RocksDB's log (nothing here must survive a crash), and the destructor
+// deletes the store's rows (and a database of its own, its folder).
 // Checkpoints read the rows out (ForEach) like the rows in memory.
 //
 // Thread safety: all methods may be called concurrently; the caller keeps
@@ -49,22 +54,25 @@ std::shared_ptr<RowDiskMemory> NewRowDiskMemory(int64_t bytes);
 // consistent by holding the table still.
 class RowDiskStore {
  public:
-  // Opens an empty store of `record_bytes` records in `directory`, made
-  // (with its parents) or emptied, using `memory` (null: 16 MiB of its
-  // own). Errors name the folder; Unavailable when RocksDB's library
-  // cannot be loaded.
+  // Opens an empty store of `record_bytes` records in `database` (a key
+  // range of its own). Errors name the database's folder; Unavailable when
+  // RocksDB's library cannot be loaded.
   static absl::StatusOr<std::unique_ptr<RowDiskStore>> Open(
-      const std::string& directory, int64_t record_bytes,
-      std::shared_ptr<RowDiskMemory> memory = nullptr);
+      std::shared_ptr<RowDiskDatabase> database, int64_t record_bytes);
+  // The same in a database of its own (16 MiB of memory) in `directory`,
+  // made (with its parents) or emptied.
+  static absl::StatusOr<std::unique_ptr<RowDiskStore>> Open(
+      const std::string& directory, int64_t record_bytes);
   ~RowDiskStore();
   RowDiskStore(const RowDiskStore&) = delete;
   RowDiskStore& operator=(const RowDiskStore&) = delete;
 
-  const std::string& directory() const { return directory_; }
+  // The database's folder.
+  const std::string& directory() const;
   int64_t record_bytes() const { return record_bytes_; }
   // Rows held.
   int64_t rows() const { return rows_.load(std::memory_order_relaxed); }
-  // Bytes of the store's files on disk.
+  // Bytes of the database's files on disk (every tier's).
   int64_t disk_bytes() const;
 
   // Writes the rows `ids`, record i at records[i] (record_bytes each), in
@@ -88,19 +96,16 @@ class RowDiskStore {
       absl::FunctionRef<void(int64_t id, const char* record)> fn) const;
 
  private:
-  RowDiskStore(const RocksDbApi& api, std::string directory,
-               int64_t record_bytes, std::shared_ptr<RowDiskMemory> memory,
-               rocksdb_t* db);
+  RowDiskStore(std::shared_ptr<RowDiskDatabase> database, uint64_t tier,
+               int64_t record_bytes);
   absl::Status Write(absl::Span<const int64_t> ids,
                      absl::Span<const char* const> records, bool deletes);
 
+  const std::shared_ptr<RowDiskDatabase> database_;
   const RocksDbApi& api_;
-  const std::string directory_;
+  rocksdb_t* const db_;  // database_'s
+  const uint64_t tier_;  // the first 8 bytes of this store's keys
   const int64_t record_bytes_;
-  const std::shared_ptr<RowDiskMemory> memory_;  // outlives db_
-  rocksdb_t* const db_;
-  rocksdb_readoptions_t* const reads_;
-  rocksdb_writeoptions_t* const writes_;
   std::atomic<int64_t> rows_{0};
 };
 

@@ -1,32 +1,44 @@
 #include "ps_server/row_memory_budget.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 #include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
 
 namespace tessera {
 
 namespace {
 
 int64_t TierMemoryFor(int64_t limit) {
-  return std::clamp<int64_t>(limit / 16, int64_t{1} << 20, int64_t{64} << 20);
+  // Below 4 MiB the memtables (a quarter each, at least 1 MiB) would not
+  // fit in it.
+  return std::clamp<int64_t>(limit / 16, int64_t{4} << 20, int64_t{64} << 20);
 }
 
 }  // namespace
 
-RowMemoryBudget::RowMemoryBudget(int64_t limit_bytes, std::string disk_root)
+RowMemoryBudget::RowMemoryBudget(int64_t limit_bytes, std::string disk_root,
+                                 std::function<int64_t()> resident_bytes)
     : limit_(limit_bytes),
       disk_root_(std::move(disk_root)),
       tier_memory_(TierMemoryFor(limit_bytes)),
-      disk_memory_(NewRowDiskMemory(tier_memory_)),
+      resident_bytes_(std::move(resident_bytes)),
+      disk_database_(
+          NewRowDiskDatabase(absl::StrCat(disk_root_, "/rows"), tier_memory_)),
       used_(tier_memory_) {}
 
 bool RowMemoryBudget::TryCharge(int64_t bytes) {
+  // The process' own memory is what it holds beyond the rows and the
+  // tier: a block fits only if the resident memory has room for it too.
+  if (resident_bytes_ != nullptr && resident_bytes_() + bytes > limit_) {
+    return false;
+  }
   int64_t used = used_.load(std::memory_order_relaxed);
   do {
     if (used + bytes > limit_) return false;
@@ -35,9 +47,16 @@ bool RowMemoryBudget::TryCharge(int64_t bytes) {
   return true;
 }
 
-std::string RowMemoryBudget::NewTierDirectory(absl::string_view name) {
-  return absl::StrCat(disk_root_, "/", absl::StrReplaceAll(name, {{"/", "_"}}),
-                      ".", tiers_.fetch_add(1, std::memory_order_relaxed));
+int64_t ProcessResidentBytes() {
+  // statm's second field: resident pages.
+  std::FILE* file = std::fopen("/proc/self/statm", "r");
+  if (file == nullptr) return 0;
+  long long size = 0;
+  long long resident = 0;
+  const int read = std::fscanf(file, "%lld %lld", &size, &resident);
+  std::fclose(file);
+  if (read != 2) return 0;
+  return static_cast<int64_t>(resident) * sysconf(_SC_PAGESIZE);
 }
 
 absl::StatusOr<int64_t> ParseByteCount(absl::string_view text) {

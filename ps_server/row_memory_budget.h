@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -14,55 +15,69 @@
 
 namespace tessera {
 
-// A server's budget for rows in memory, shared by all its shards. Fixed
-// shards are charged their whole size when made (they cannot spill); a
-// growing table charges what it allocates (record blocks and index) and,
-// when a new block would not fit, moves its least recently touched rows
-// to its disk tier instead (ps_server/hash_table.h). The budget is a
-// target, not a hard cap: a stripe of a table with no block yet takes its
-// first one regardless, so a table may pass it by at most one block per
-// stripe. The disk tiers' shared memory (RocksDB's cache, memtables,
-// indexes and filters) takes tier_memory_bytes() of it from the start:
-// 1/16 of the limit, within [1 MiB, 64 MiB].
+// A server's memory budget (tessera_ps --row_memory_budget), shared by
+// all its shards, and where the rows beyond it go. It bounds the whole
+// server when given the process' resident memory (`resident_bytes`, as
+// tessera_ps does), and the rows alone without:
+//  - rows: fixed shards are charged their whole size when made (they
+//    cannot spill); a growing table charges what it allocates (record
+//    blocks and index) and, when a new block would not fit, moves its
+//    least recently touched rows to the disk tier instead
+//    (ps_server/hash_table.h);
+//  - the disk tier: its one RocksDB database's memory (block cache and
+//    memtables, RowDiskDatabase) is tier_memory_bytes() of the limit,
+//    taken from the start: 1/16 of it, within [4 MiB, 64 MiB];
+//  - the rest of the process (code, gRPC's buffers, threads, the
+//    allocator's slack): a new block fits only when the resident memory
+//    plus the block is within the limit too.
+// The budget is a target, not a hard cap: a stripe of a table with no
+// block yet takes its first one regardless, so a table may pass it by at
+// most one block per stripe, and memory the process takes after a block
+// was granted (the tier filling its share, a larger request) is seen at
+// the next block only.
 //
 // Thread safety: all methods may be called concurrently.
 class RowMemoryBudget {
  public:
-  // `limit_bytes` > 0. `disk_root` is the folder each spilling table makes
-  // its disk tier under; it is created when needed.
-  RowMemoryBudget(int64_t limit_bytes, std::string disk_root);
+  // `limit_bytes` > 0. `disk_root` is the folder the disk tier's database
+  // goes under; it is created when the first table spills.
+  // `resident_bytes`, when given, returns the process' resident memory.
+  RowMemoryBudget(int64_t limit_bytes, std::string disk_root,
+                  std::function<int64_t()> resident_bytes = nullptr);
   RowMemoryBudget(const RowMemoryBudget&) = delete;
   RowMemoryBudget& operator=(const RowMemoryBudget&) = delete;
 
   int64_t limit_bytes() const { return limit_; }
+  // Rows charged and the tier's memory.
   int64_t used_bytes() const { return used_.load(std::memory_order_relaxed); }
   const std::string& disk_root() const { return disk_root_; }
   int64_t tier_memory_bytes() const { return tier_memory_; }
-  // What every disk tier of the server opens with.
-  const std::shared_ptr<RowDiskMemory>& disk_memory() const {
-    return disk_memory_;
+  // The database every disk tier of the server opens in
+  // (disk_root()/rows).
+  const std::shared_ptr<RowDiskDatabase>& disk_database() const {
+    return disk_database_;
   }
 
-  // Takes `bytes` when they fit under the limit; false (nothing taken)
-  // when they do not.
+  // Takes `bytes` when they fit under the limit (with the process'
+  // resident memory, when known); false (nothing taken) when they do not.
   bool TryCharge(int64_t bytes);
   // Takes (or, negative, gives back) `bytes` whether or not they fit.
   void Charge(int64_t bytes) {
     used_.fetch_add(bytes, std::memory_order_relaxed);
   }
 
-  // A folder under disk_root() for one disk tier of the shard `name`,
-  // never handed out twice by this budget: "<root>/<name with / as _>.<n>".
-  std::string NewTierDirectory(absl::string_view name);
-
  private:
   const int64_t limit_;
   const std::string disk_root_;
   const int64_t tier_memory_;
-  const std::shared_ptr<RowDiskMemory> disk_memory_;
+  const std::function<int64_t()> resident_bytes_;
+  const std::shared_ptr<RowDiskDatabase> disk_database_;
   std::atomic<int64_t> used_{0};
-  std::atomic<int64_t> tiers_{0};
 };
+
+// The resident memory of this process (VmRSS, /proc/self/statm), 0 where
+// it cannot be read.
+int64_t ProcessResidentBytes();
 
 // Parses a byte count as flags give it: a whole number with an optional
 // suffix K, M, G or T (powers of 1024; "512M", "2G", "1048576").

@@ -6,7 +6,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -145,7 +147,65 @@ TEST(ParseByteCountTest, TakesSuffixesAndRefusesTheRest) {
   }
 }
 
-TEST(RowMemoryBudgetTest, ChargesWithinTheLimitAndNamesTierFolders) {
+TEST_F(RowDiskStoreTest, TiersOfOneDatabaseKeepTheirRowsApart) {
+  std::shared_ptr<RowDiskDatabase> database =
+      NewRowDiskDatabase((dir_ / "rows").string(), 4 << 20);
+  absl::StatusOr<std::unique_ptr<RowDiskStore>> a =
+      RowDiskStore::Open(database, kRecordBytes);
+  absl::StatusOr<std::unique_ptr<RowDiskStore>> b =
+      RowDiskStore::Open(database, kRecordBytes);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  // The same ids in both, and ids at the ends of the id range.
+  const std::vector<int64_t> ids = {std::numeric_limits<int64_t>::min(), -1, 0,
+                                    7, std::numeric_limits<int64_t>::max()};
+  std::vector<std::string> records;
+  std::vector<const char*> pointers;
+  for (int64_t id : ids) records.push_back(RecordOf(id));
+  for (const std::string& r : records) pointers.push_back(r.data());
+  ASSERT_TRUE((*a)->Put(ids, pointers).ok());
+  const std::string other = RecordOf(1000);
+  const int64_t seven = 7;
+  const char* other_record = other.data();
+  ASSERT_TRUE((*b)->Put(absl::MakeConstSpan(&seven, 1),
+                        absl::MakeConstSpan(&other_record, 1))
+                  .ok());
+  std::map<int64_t, std::string> seen_a, seen_b;
+  ASSERT_TRUE((*a)->ForEach([&](int64_t id, const char* r) {
+                    seen_a[id] = std::string(r, kRecordBytes);
+                  })
+                  .ok());
+  ASSERT_TRUE((*b)->ForEach([&](int64_t id, const char* r) {
+                    seen_b[id] = std::string(r, kRecordBytes);
+                  })
+                  .ok());
+  ASSERT_EQ(seen_a.size(), ids.size());
+  for (int64_t id : ids) EXPECT_EQ(seen_a[id], RecordOf(id)) << id;
+  ASSERT_EQ(seen_b.size(), 1u);
+  EXPECT_EQ(seen_b[7], other);
+  char out[kRecordBytes];
+  absl::StatusOr<bool> got = (*b)->Take(7, out);
+  ASSERT_TRUE(got.ok() && *got);
+  EXPECT_EQ(std::string(out, kRecordBytes), other);
+  got = (*a)->Get(7, out);
+  ASSERT_TRUE(got.ok() && *got) << "b's Take removed a's row";
+  EXPECT_EQ(std::string(out, kRecordBytes), RecordOf(7));
+  // A closed tier's rows go; the database and the other tier stay.
+  a->reset();
+  absl::StatusOr<std::unique_ptr<RowDiskStore>> c =
+      RowDiskStore::Open(database, kRecordBytes);
+  ASSERT_TRUE(c.ok()) << c.status();
+  int visited = 0;
+  ASSERT_TRUE((*c)->ForEach([&](int64_t, const char*) { ++visited; }).ok());
+  EXPECT_EQ(visited, 0);
+  EXPECT_TRUE(fs::exists(dir_ / "rows"));
+  b->reset();
+  c->reset();
+  database.reset();
+  EXPECT_FALSE(fs::exists(dir_ / "rows"));
+}
+
+TEST(RowMemoryBudgetTest, ChargesWithinTheLimit) {
   constexpr int64_t kMiB = 1 << 20;
   RowMemoryBudget budget(64 * kMiB, "/tmp/tiers");
   // The tiers' shared memory comes first: 1/16 of the limit.
@@ -159,9 +219,23 @@ TEST(RowMemoryBudgetTest, ChargesWithinTheLimitAndNamesTierFolders) {
   budget.Charge(-30 * kMiB);
   EXPECT_TRUE(budget.TryCharge(20 * kMiB));
   EXPECT_EQ(RowMemoryBudget(1 << 30, "/x").tier_memory_bytes(), 64 * kMiB);
-  EXPECT_EQ(RowMemoryBudget(1 << 20, "/x").tier_memory_bytes(), kMiB);
-  EXPECT_EQ(budget.NewTierDirectory("emb/part_0"), "/tmp/tiers/emb_part_0.0");
-  EXPECT_EQ(budget.NewTierDirectory("emb/part_0"), "/tmp/tiers/emb_part_0.1");
+  // At least 4 MiB: two memtables of 1 MiB and the cache.
+  EXPECT_EQ(RowMemoryBudget(1 << 20, "/x").tier_memory_bytes(), 4 * kMiB);
+}
+
+TEST(RowMemoryBudgetTest, CountsTheProcessResidentMemory) {
+  constexpr int64_t kMiB = 1 << 20;
+  int64_t resident = 10 * kMiB;
+  RowMemoryBudget budget(64 * kMiB, "/tmp/tiers", [&] { return resident; });
+  // Rows and tier: 4 + 40 MiB; the process: 10 + 40 MiB resident.
+  EXPECT_TRUE(budget.TryCharge(40 * kMiB));
+  resident = 50 * kMiB;
+  EXPECT_TRUE(budget.TryCharge(14 * kMiB));  // 64 resident, 58 charged
+  resident = 64 * kMiB;
+  // Charged rows leave 6 MiB, but the process has none left.
+  EXPECT_FALSE(budget.TryCharge(kMiB));
+  EXPECT_EQ(budget.used_bytes(), 58 * kMiB);
+  EXPECT_GT(ProcessResidentBytes(), 0);
 }
 
 }  // namespace
