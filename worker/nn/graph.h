@@ -19,8 +19,9 @@ namespace tessera {
 // Embedding tables are too big to hold, so a batch brings the rows of each
 // table that it uses: the caller collects, per table, the ids of every
 // sparse input the table reads (Graph::table_reads order, each input's ids
-// in example order), maps them to distinct rows (SparseParameters::
-// Localize), pulls those rows and passes, per id, the position of its row.
+// in example order), maps them to distinct rows (LocalizeTableIds, as
+// RowExchange does), pulls those rows and passes, per id, the position of
+// its row.
 struct GraphBatch {
   int64_t size = 0;
   // One array per dense input of the model, in the description's order,

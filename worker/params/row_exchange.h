@@ -1,16 +1,19 @@
 // The embedding rows of a worker's steps. Pull maps each table's ids in
-// the batch to its distinct rows and routes them once (which shard of
-// which server holds each row), then fetches them: from the servers, or
-// copied out of the replica for a table the replica keeps whole
-// (ReplicatedTables). The graph reads them (pulled, positions) and
+// the batch to its distinct rows and routes them once (RowRouting: which
+// shard of which server holds each row), then fetches them: from every
+// server at once (one PullRows per server: one round trip on the data
+// plane), or copied out of the replica for a table the replica keeps
+// whole (ReplicatedTables). The graph reads them (pulled, positions) and
 // writes the rows' gradients into gradients(); Push sends those along the
 // same routes, or adds a kept table's into the replica's gradient buffer
 // for the all-reduce. The rows, their positions in the batch, the routes and
 // the gradients stay here from the pull to the push.
 //
 // Thread safety: one step at a time. StartPull and StartPush run on the
-// exchange's own thread; a push left in flight (hybrid:ssp:S) owns its
-// routes and gradients and runs beside the next steps.
+// exchange's own thread, which makes one server's call itself and hands
+// the others to kept threads (lanes); a push left in flight
+// (hybrid:ssp:S) owns its routes and gradients and runs beside the next
+// steps on a thread and lanes of its own.
 
 #ifndef TESSERA_WORKER_PARAMS_ROW_EXCHANGE_H_
 #define TESSERA_WORKER_PARAMS_ROW_EXCHANGE_H_
@@ -34,7 +37,7 @@
 #include "worker/nn/graph.h"
 #include "worker/params/mirrored_parameters.h"
 #include "worker/params/replicated_tables.h"
-#include "worker/params/sparse_parameters.h"
+#include "worker/params/row_routing.h"
 
 namespace tessera {
 
@@ -102,26 +105,47 @@ class RowExchange {
  private:
   explicit RowExchange(Options options);
 
+  // Kept threads, one per server but one: a step's calls to the servers
+  // run at once, the last on the calling thread.
+  using Lanes = std::vector<std::unique_ptr<SerialExecutor>>;
+
   // Pull's fetch from the replica of kept table t.
   absl::Status GatherKept(int t);
+  // Pull's fetch of the served tables' rows (unique_) from the servers,
+  // keeping their routes in routes_.
+  absl::Status PullServed(std::optional<int64_t> sync_step);
+  // The rows routes_.per_ps[k] holds, from server k into rows_.
+  absl::Status PullFrom(int k, std::optional<int64_t> sync_step);
   // Sends `grads` (per served table) along `routes` on the exchange's
   // thread, or on the in-flight one.
-  std::future<absl::Status> Send(SparseParameters::Routes routes,
+  std::future<absl::Status> Send(RowRoutes routes,
                                  std::vector<std::vector<float>> grads,
                                  const SyncPush* sync);
+  // Pushes grads[t] ([routes.rows[t], dim]: one summed gradient per
+  // distinct row) of every served table along `routes`, every server at
+  // once on `lanes`. InvalidArgument for a gradient of the wrong size; a
+  // server's refusal as it is. With a lockstep `sync`, every shard of
+  // every table hears of the step, one none of the rows are on too.
+  absl::Status PushAlong(const RowRoutes& routes,
+                         absl::Span<const std::vector<float>> grads,
+                         const SyncPush* sync, Lanes* lanes) const;
+  // Server k's part of PushAlong.
+  absl::Status PushTo(int k, const std::vector<ShardRows>& on_ps,
+                      absl::Span<const std::vector<float>> grads,
+                      const SyncPush* sync, bool every_shard) const;
   // Pull's routes for the served tables' gradients, when the graph's
   // gradient has one row per pulled row in order (as TrainStep makes it);
   // else the gradients' own rows routed anew.
-  absl::Status RoutesOfGradients(SparseParameters::Routes* routes,
+  absl::Status RoutesOfGradients(RowRoutes* routes,
                                  std::vector<std::vector<float>>* grads);
 
   const Options options_;
   const std::vector<VariableDef> tables_;
-  // Per table: its index among the served tables, -1 for a kept one.
-  std::vector<int> served_;
-  // The served tables; with pushes in flight, a second view of them for
-  // those pushes (SparseParameters runs one call at a time).
-  std::unique_ptr<SparseParameters> sparse_, sparse_push_;
+  // Per table: its index among the served tables, -1 for a kept one; per
+  // served table, its index among the tables.
+  std::vector<int> served_, table_of_served_;
+  // Where the served tables' rows are (none: no table is served).
+  std::optional<RowRouting> routing_;
 
   // Per step, reused: the batch's ids of a table, and per table the
   // distinct rows, each id's position among them, the pulled rows and
@@ -131,10 +155,14 @@ class RowExchange {
   std::vector<HostBuffer<float>> rows_;
   std::vector<absl::Span<const float>> pulled_;  // views of rows_
   std::vector<TableGradient> grads_;
-  SparseParameters::Routes routes_;
+  RowRoutes routes_;
 
   std::deque<std::future<absl::Status>> in_flight_;
-  // Last, so they end their work while the tables above still exist.
+  // The lanes of the exchange's thread and of the pushes left in flight
+  // (empty unless pushes stay in flight): each fans out its own calls, so
+  // a pull never waits behind a push in flight to the same server.
+  Lanes lanes_, push_lanes_;
+  // Last, so they end their work while the members above still exist.
   SerialExecutor calls_;
   SerialExecutor pushes_;  // the pushes left in flight
 };
