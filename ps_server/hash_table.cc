@@ -794,12 +794,13 @@ absl::Status HashTable::VisitRows(
 }
 
 // Runs inside VisitRows, which holds every stripe's lock.
-void HashTable::Rows::ForEach(
-    absl::FunctionRef<void(const HashRowRef&)> fn) const {
+void HashTable::Rows::ForEach(absl::FunctionRef<void(const HashRowRef&)> fn,
+                              bool widen) const {
   const HashTable& t = *table_;
   const uint32_t now = static_cast<uint32_t>(step_);
   HashRowRef ref;
-  std::vector<float> wide(t.narrow() ? t.dim_ : 0);
+  widen = widen && t.narrow();
+  std::vector<float> wide(widen ? t.dim_ : 0);
   auto visit = [&](char* record) {
     const RowHeader* header = Header(record);
     if (t.track_seen_) {
@@ -808,10 +809,11 @@ void HashTable::Rows::ForEach(
       ref.swept = (header->state & kSurvivedBit) != 0;
     }
     ref.id = header->id;
-    if (t.narrow()) {
+    ref.stored = t.Stored(record);
+    if (widen) {
       WidenRow(t.precision_, t.Stored(record), wide.data(), t.dim_);
       ref.values = wide.data();
-    } else {
+    } else if (!t.narrow()) {
       ref.values = reinterpret_cast<const float*>(t.Stored(record));
     }
     ref.slots = t.Slots(record);

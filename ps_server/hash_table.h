@@ -46,7 +46,10 @@ struct HashTableState {
 // One row, borrowed from a table held still (HashTable::VisitRows).
 struct HashRowRef {
   int64_t id = 0;
-  const float* values = nullptr;  // dim floats (a narrow row widened)
+  // dim floats (a narrow row widened); null from ForEach(fn, false).
+  const float* values = nullptr;
+  // dim values as stored, in the table's precision (checkpoints keep them).
+  const void* stored = nullptr;
   // The slots, one after another: slot k at HashTable::slot_offset(k),
   // slot_row_elements(k, dim) floats.
   const float* slots = nullptr;
@@ -188,9 +191,11 @@ class HashTable final : public RowTable {
    public:
     int64_t step() const { return step_; }
     int64_t size() const { return size_; }
-    // Calls `fn` for every row, in the same order on every call.
-    void ForEach(absl::FunctionRef<void(const HashRowRef&)> fn) const
-        ABSL_NO_THREAD_SAFETY_ANALYSIS;
+    // Calls `fn` for every row, in the same order on every call. Without
+    // `widen` a narrow table's rows are not widened (HashRowRef::values is
+    // null): for readers of the stored bits alone.
+    void ForEach(absl::FunctionRef<void(const HashRowRef&)> fn,
+                 bool widen = true) const ABSL_NO_THREAD_SAFETY_ANALYSIS;
 
    private:
     friend class HashTable;

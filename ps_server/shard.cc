@@ -294,11 +294,9 @@ absl::Status Shard::VisitState(
     absl::FunctionRef<absl::Status(const ShardStateView&)> fn) const {
   absl::ReaderMutexLock lock(&mu_);
   ShardStateView view;
-  std::vector<float> wide;
+  view.precision = precision_;
   if (narrow()) {
-    wide.resize(num_elements());
-    WidenValues(0, num_elements(), wide.data());
-    view.values = wide;
+    view.narrow = narrow_;
   } else {
     view.values = values_;
   }

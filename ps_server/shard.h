@@ -17,8 +17,9 @@
 
 namespace tessera {
 
-// A shard's whole state, as a checkpoint holds it: values in fp32 whatever
-// the shard stores (an fp16/bf16 shard's widened, which is exact).
+// A shard's whole state, as a restore fills it: values in fp32 whatever
+// the shard stores (an fp16/bf16 shard's widened, which is exact; restored
+// values are rounded to nearest, so the shard's own bits come back).
 struct ShardState {
   std::vector<float> values;
   // One per optimizer slot, rows() * slot_row_elements(k) floats each.
@@ -27,9 +28,13 @@ struct ShardState {
   int64_t updates = 0;  // the optimizer's step count (Adam's t)
 };
 
-// The same, borrowed from a shard under its lock (Shard::VisitState).
+// The state, borrowed from a shard under its lock (Shard::VisitState):
+// the values as the shard stores them, so a checkpoint of an fp16/bf16
+// shard keeps its 2-byte values without a widened copy.
 struct ShardStateView {
-  absl::Span<const float> values;
+  RowPrecision precision = ROW_FP32;
+  absl::Span<const float> values;     // ROW_FP32
+  absl::Span<const uint16_t> narrow;  // ROW_FP16, ROW_BF16: the bits
   std::vector<absl::Span<const float>> slots;
   int64_t version = 0;
   int64_t updates = 0;

@@ -64,8 +64,15 @@ absl::Status WriteDense(const Shard& shard, CheckpointWriter* writer) {
   const std::vector<int64_t> dims = DimsOf(shard.def().shape());
   return shard.VisitState([&](const ShardStateView& view) {
     std::vector<CheckpointArrayView> arrays;
-    arrays.push_back(CheckpointArrayView::Of<float>(kCheckpointValuesKey,
-                                                    view.values, dims));
+    if (view.precision == ROW_FP32) {
+      arrays.push_back(CheckpointArrayView::Of<float>(kCheckpointValuesKey,
+                                                      view.values, dims));
+    } else {
+      arrays.push_back(CheckpointArrayView{
+          {kCheckpointValuesKey, CheckpointValuesDtype(view.precision), dims},
+          absl::string_view(reinterpret_cast<const char*>(view.narrow.data()),
+                            view.narrow.size() * sizeof(uint16_t))});
+    }
     for (size_t k = 0; k < slots.size(); ++k) {
       const int k_int = static_cast<int>(k);
       // A row-wise slot is [rows, its floats per row].
@@ -93,14 +100,17 @@ absl::Status WriteHash(const HashTable& table, CheckpointWriter* writer,
                        int64_t* rows) {
   const std::vector<std::string> slots = CheckpointSlotNames(table.optimizer());
   const int64_t dim = table.row_elements();
-  const size_t row_bytes = dim * sizeof(float);
+  // The values as stored: a narrow table's 2-byte bits, never widened.
+  const size_t row_bytes = dim * RowPrecisionBytes(table.precision());
+  constexpr bool kStored = false;  // ForEach's `widen`
   return table.VisitRows([&](const HashTable::Rows& view) -> absl::Status {
     const int64_t n = view.size();
     *rows = n;
     std::vector<CheckpointArrayInfo> arrays;
     arrays.push_back({kCheckpointIdsKey, CheckpointDtype::kInt64, {n}});
-    arrays.push_back(
-        {kCheckpointValuesKey, CheckpointDtype::kFloat32, {n, dim}});
+    arrays.push_back({kCheckpointValuesKey,
+                      CheckpointValuesDtype(table.precision()),
+                      {n, dim}});
     for (size_t k = 0; k < slots.size(); ++k) {
       arrays.push_back({CheckpointSlotKey(slots[k]),
                         CheckpointDtype::kFloat32,
@@ -119,32 +129,41 @@ absl::Status WriteHash(const HashTable& table, CheckpointWriter* writer,
     }
     ArrayAppender out(writer);
     view.ForEach(
-        [&](const HashRowRef& row) { out.Add(&row.id, sizeof(row.id)); });
-    view.ForEach(
-        [&](const HashRowRef& row) { out.Add(row.values, row_bytes); });
+        [&](const HashRowRef& row) { out.Add(&row.id, sizeof(row.id)); },
+        kStored);
+    view.ForEach([&](const HashRowRef& row) { out.Add(row.stored, row_bytes); },
+                 kStored);
     for (size_t k = 0; k < slots.size(); ++k) {
       const int k_int = static_cast<int>(k);
       const int64_t offset = table.slot_offset(k_int);
       const size_t slot_bytes = table.slot_row_elements(k_int) * sizeof(float);
-      view.ForEach([&](const HashRowRef& row) {
-        out.Add(row.slots + offset, slot_bytes);
-      });
+      view.ForEach(
+          [&](const HashRowRef& row) {
+            out.Add(row.slots + offset, slot_bytes);
+          },
+          kStored);
     }
     const int64_t step = view.step();
     out.Add(&step, sizeof(step));
     if (table.tracks_seen()) {
-      view.ForEach([&](const HashRowRef& row) {
-        const int64_t unseen = row.steps_unseen;
-        out.Add(&unseen, sizeof(unseen));
-      });
-      view.ForEach([&](const HashRowRef& row) {
-        const int32_t pushes = static_cast<int32_t>(row.pushes);
-        out.Add(&pushes, sizeof(pushes));
-      });
-      view.ForEach([&](const HashRowRef& row) {
-        const uint8_t swept = row.swept ? 1 : 0;
-        out.Add(&swept, sizeof(swept));
-      });
+      view.ForEach(
+          [&](const HashRowRef& row) {
+            const int64_t unseen = row.steps_unseen;
+            out.Add(&unseen, sizeof(unseen));
+          },
+          kStored);
+      view.ForEach(
+          [&](const HashRowRef& row) {
+            const int32_t pushes = static_cast<int32_t>(row.pushes);
+            out.Add(&pushes, sizeof(pushes));
+          },
+          kStored);
+      view.ForEach(
+          [&](const HashRowRef& row) {
+            const uint8_t swept = row.swept ? 1 : 0;
+            out.Add(&swept, sizeof(swept));
+          },
+          kStored);
     }
     if (absl::Status s = out.Finish(); !s.ok()) return s;
     // EndEntry refuses an entry whose rows were not all appended.
@@ -201,6 +220,33 @@ std::vector<std::string> CheckpointSlotNames(const Optimizer& optimizer) {
 
 std::string CheckpointSlotKey(absl::string_view slot) {
   return absl::StrCat("slot/", slot);
+}
+
+CheckpointDtype CheckpointValuesDtype(RowPrecision precision) {
+  switch (precision) {
+    case ROW_FP16:
+      return CheckpointDtype::kFloat16;
+    case ROW_BF16:
+      return CheckpointDtype::kBFloat16;
+    default:
+      return CheckpointDtype::kFloat32;
+  }
+}
+
+absl::StatusOr<RowPrecision> RowPrecisionOfValues(CheckpointDtype dtype) {
+  switch (dtype) {
+    case CheckpointDtype::kFloat32:
+      return ROW_FP32;
+    case CheckpointDtype::kFloat16:
+      return ROW_FP16;
+    case CheckpointDtype::kBFloat16:
+      return ROW_BF16;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat(CheckpointDtypeName(dtype),
+                       " is not a precision of values (float32, float16 or "
+                       "bfloat16)"));
+  }
 }
 
 absl::Status SaveShardCheckpoint(const ShardStore& store,

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/checkpoint/checkpoint_file.h"
+#include "common/optimizer/row_precision.h"
 #include "partitioners/hash_routing.h"
 #include "ps_server/shard_checkpoint.h"
 
@@ -230,6 +231,35 @@ absl::Status ReadChecked(CheckpointReader& reader, int index,
   return reader.ReadArray(index, out);
 }
 
+// Reads the "values" array (at `index`) as fp32 into `out`, after checking
+// its shape: float32 as it is, an fp16/bf16 table's 2-byte values widened
+// (exact). The caller rounds them into its own precision.
+absl::Status ReadValues(CheckpointReader& reader, int index,
+                        const std::vector<int64_t>& dims,
+                        std::vector<float>* out) {
+  const CheckpointEntryInfo& e = reader.entry();
+  const CheckpointArrayInfo& a = e.arrays[index];
+  const absl::StatusOr<RowPrecision> precision = RowPrecisionOfValues(a.dtype);
+  if (!precision.ok() || a.dims != dims) {
+    return absl::DataLossError(absl::StrCat(
+        "checkpoint ", reader.label(), ": entry '", e.name, "' array '", a.key,
+        "' is ", CheckpointDtypeName(a.dtype), " ", DimsText(a.dims),
+        ", expected float32, float16 or bfloat16 ", DimsText(dims)));
+  }
+  if (*precision == ROW_FP32) return reader.ReadArray(index, out);
+  std::vector<uint16_t> stored(static_cast<size_t>(a.num_elements()));
+  if (absl::Status s = reader.ReadArray(
+          index, absl::Span<char>(reinterpret_cast<char*>(stored.data()),
+                                  stored.size() * sizeof(uint16_t)));
+      !s.ok()) {
+    return s;
+  }
+  out->resize(stored.size());
+  WidenRow(*precision, stored.data(), out->data(),
+           static_cast<int64_t>(stored.size()));
+  return absl::OkStatus();
+}
+
 // Reads the reader's current entry, the saved shard `need` describes.
 absl::Status LoadEntry(CheckpointReader& reader, const Need& need,
                        LoadedEntry* out) {
@@ -262,7 +292,7 @@ absl::Status LoadEntry(CheckpointReader& reader, const Need& need,
     absl::Status s;
     std::vector<int64_t> scalar;
     if (key == kCheckpointValuesKey) {
-      s = ReadChecked(reader, i, &dims, &out->values);
+      s = ReadValues(reader, i, dims, &out->values);
     } else if (key.rfind("slot/", 0) == 0 && wanted.contains(key)) {
       // Element-wise slots are shaped as the values; a row-wise one
       // (rowwise_adagrad) is [rows, its floats per row].

@@ -11,8 +11,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/checkpoint/checkpoint_file.h"
 #include "common/optimizer/row_precision.h"
 #include "ps_server/hash_table.h"
+#include "ps_server/restore/variable_restore.h"
 #include "ps_server/shard.h"
 #include "ps_server/shard_checkpoint.h"
 #include "ps_server/shard_store.h"
@@ -282,6 +284,30 @@ class Servers {
     }
   }
 
+  // The same as one push per shard (the ids routed to it together), as a
+  // worker's push reaches every shard: the shards' steps stay equal.
+  void PushBatch(const std::string& variable, const std::vector<int64_t>& ids,
+                 const std::vector<float>& grads, int64_t dim) {
+    for (auto& store : stores_) {
+      for (const StoredShard& s : store->List()) {
+        if (s.def().variable() != variable) continue;
+        absl::StatusOr<std::shared_ptr<RowTable>> rows =
+            store->FindRows(s.def().name());
+        if (!rows.ok()) continue;
+        std::vector<int64_t> mine;
+        std::vector<float> mine_grads;
+        for (size_t i = 0; i < ids.size(); ++i) {
+          const std::vector<int64_t> one = {ids[i]};
+          if (!(*rows)->CheckIds(one).ok()) continue;
+          mine.push_back(ids[i]);
+          mine_grads.insert(mine_grads.end(), grads.begin() + i * dim,
+                            grads.begin() + (i + 1) * dim);
+        }
+        if (!mine.empty()) (*rows)->Apply(mine, mine_grads);
+      }
+    }
+  }
+
  private:
   void Create(const std::vector<CreateShardsRequest>& requests,
               const OptimizerConfig& optimizer) {
@@ -344,6 +370,160 @@ TEST(TablePrecisionTest, RestoreConvertsBetweenPrecisions) {
     ASSERT_TRUE(s.ok()) << s;
     EXPECT_EQ(again.Rows("emb", fixed_ids, 8), fixed_n);
     EXPECT_EQ(again.Rows("ids", hash_ids, 8), hash_n);
+
+    // Into the other narrow precision: widened, then rounded to nearest.
+    const RowPrecision other = p == ROW_FP16 ? ROW_BF16 : ROW_FP16;
+    Servers across(1);
+    across.AddFixed(60, 8, 1, other, RowwiseConfig());
+    across.AddHash(8, other, RowwiseConfig());
+    s = across.Restore(saved_n, dir_b.path());
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_EQ(across.Rows("emb", fixed_ids, 8), Narrowed(other, fixed_n));
+    EXPECT_EQ(across.Rows("ids", hash_ids, 8), Narrowed(other, hash_n));
+  }
+}
+
+// The "values" arrays of the checkpoint files in `dir`, by entry name.
+std::map<std::string, CheckpointArrayInfo> ValuesArrays(
+    const std::string& dir, const CheckpointManifest& manifest) {
+  std::map<std::string, CheckpointArrayInfo> out;
+  for (const CheckpointFile& file : manifest.files()) {
+    auto entries = ReadCheckpointFile(dir + "/" + file.name());
+    EXPECT_TRUE(entries.ok()) << entries.status();
+    if (!entries.ok()) continue;
+    for (const CheckpointEntry& e : *entries) {
+      const int i = e.info.FindArray(kCheckpointValuesKey);
+      EXPECT_GE(i, 0) << e.info.name;
+      if (i < 0) continue;
+      out[e.info.name] = e.info.arrays[i];
+      EXPECT_EQ(static_cast<int64_t>(e.data[i].size()),
+                e.info.arrays[i].byte_size());
+    }
+  }
+  return out;
+}
+
+int64_t FilesBytes(const CheckpointManifest& manifest) {
+  int64_t bytes = 0;
+  for (const CheckpointFile& file : manifest.files()) {
+    bytes += file.size_bytes();
+  }
+  return bytes;
+}
+
+// A narrow table's checkpoint holds its 2-byte values (the dtype in the
+// entry's header says which), and a restore in the same precision,
+// re-sharded, gives back every bit: the same rows, and the same rows again
+// after one more push (so the slots and the step came back too).
+TEST(TablePrecisionTest, NarrowCheckpointsHoldTwoBytesPerValue) {
+  const std::vector<int64_t> fixed_ids = {0, 17, 33, 59};
+  std::vector<int64_t> hash_ids;
+  for (int64_t id = -50; id < 450; ++id) hash_ids.push_back(id * 7919);
+  for (RowPrecision p : {ROW_FP16, ROW_BF16}) {
+    ScratchDir dir_n, dir_32;
+    Servers narrow(2), wide(2);
+    for (Servers* s : {&narrow, &wide}) {
+      const RowPrecision precision = s == &narrow ? p : ROW_FP32;
+      s->AddFixed(60, 16, 3, precision, RowwiseConfig());
+      s->AddHash(16, precision, RowwiseConfig());
+      for (int step = 1; step <= 3; ++step) {
+        s->PushBatch("emb", fixed_ids, Grads(4, 16, step), 16);
+        s->PushBatch("ids", hash_ids, Grads(500, 16, step), 16);
+      }
+    }
+    const CheckpointManifest saved = narrow.Save(dir_n.path());
+    const CheckpointManifest saved32 = wide.Save(dir_32.path());
+
+    const auto arrays = ValuesArrays(dir_n.path(), saved);
+    ASSERT_EQ(arrays.size(), 5u);  // 3 fixed shards, 2 hash shards
+    int64_t values = 0;
+    for (const auto& [entry, a] : arrays) {
+      EXPECT_EQ(a.dtype, CheckpointValuesDtype(p)) << entry;
+      EXPECT_EQ(CheckpointDtypeSize(a.dtype), 2u) << entry;
+      values += a.num_elements();
+    }
+    EXPECT_EQ(values, (60 + 500) * 16);
+    for (const auto& [entry, a] : ValuesArrays(dir_32.path(), saved32)) {
+      EXPECT_EQ(a.dtype, CheckpointDtype::kFloat32) << entry;
+    }
+    // 2 bytes less per value; slots, ids and framing are the same.
+    EXPECT_EQ(FilesBytes(saved32) - FilesBytes(saved), values * 2)
+        << RowPrecisionName(p);
+
+    // Re-sharded (3 shards on 2 servers into 2 on 3): the same rows.
+    Servers back(3);
+    back.AddFixed(60, 16, 2, p, RowwiseConfig());
+    back.AddHash(16, p, RowwiseConfig());
+    absl::Status s = back.Restore(saved, dir_n.path());
+    ASSERT_TRUE(s.ok()) << s;
+    const std::vector<float> before = narrow.Rows("ids", hash_ids, 16);
+    EXPECT_EQ(back.Rows("emb", fixed_ids, 16),
+              narrow.Rows("emb", fixed_ids, 16));
+    EXPECT_EQ(back.Rows("ids", hash_ids, 16), before);
+
+    // In the same layout, one more push rounds the same bits: the slots
+    // and the shards' steps (the rounding seeds) came back too.
+    Servers same(2);
+    same.AddFixed(60, 16, 3, p, RowwiseConfig());
+    same.AddHash(16, p, RowwiseConfig());
+    s = same.Restore(saved, dir_n.path());
+    ASSERT_TRUE(s.ok()) << s;
+    for (Servers* t : {&narrow, &same}) {
+      t->PushBatch("emb", fixed_ids, Grads(4, 16, 9), 16);
+      t->PushBatch("ids", hash_ids, Grads(500, 16, 9), 16);
+    }
+    const std::vector<float> after = narrow.Rows("ids", hash_ids, 16);
+    EXPECT_NE(after, before);
+    EXPECT_EQ(same.Rows("ids", hash_ids, 16), after) << RowPrecisionName(p);
+    EXPECT_EQ(same.Rows("emb", fixed_ids, 16),
+              narrow.Rows("emb", fixed_ids, 16));
+  }
+}
+
+// The offline readers (tessera_predict, the evaluator, the ONNX and Keras
+// exporters: RestoreVariables) read a narrow checkpoint widened to fp32,
+// the values the servers held.
+TEST(TablePrecisionTest, OfflineReadersWidenNarrowCheckpoints) {
+  const std::vector<int64_t> fixed_ids = {0, 17, 33, 59};
+  const std::vector<int64_t> hash_ids = {5, 77, 123456789, -4};
+  for (RowPrecision p : {ROW_FP16, ROW_BF16}) {
+    ScratchDir dir;
+    Servers narrow(2);
+    narrow.AddFixed(60, 8, 3, p, RowwiseConfig());
+    narrow.AddHash(8, p, RowwiseConfig());
+    narrow.Push("emb", fixed_ids, Grads(4, 8, 1), 8);
+    narrow.Push("ids", hash_ids, Grads(4, 8, 1), 8);
+    const std::vector<float> all = [&] {
+      std::vector<int64_t> every(60);
+      for (int64_t i = 0; i < 60; ++i) every[i] = i;
+      return narrow.Rows("emb", every, 8);
+    }();
+    const std::vector<float> hash = narrow.Rows("ids", hash_ids, 8);
+    const CheckpointManifest saved = narrow.Save(dir.path());
+
+    VariableToRestore emb, ids;
+    emb.variable.name = "emb";
+    emb.variable.shape = {60, 8};
+    emb.variable.sparse = true;
+    emb.optimizer = RowwiseConfig();
+    ids.variable.name = "ids";
+    ids.variable.shape = {0, 8};
+    ids.variable.sparse = true;
+    ids.optimizer = RowwiseConfig();
+    absl::StatusOr<std::vector<RestoredVariable>> restored =
+        RestoreVariables(saved, dir.path(), {emb, ids});
+    ASSERT_TRUE(restored.ok()) << restored.status();
+    EXPECT_EQ((*restored)[0].values, all) << RowPrecisionName(p);
+    // Sorted by id: -4, 5, 77, 123456789.
+    ASSERT_EQ((*restored)[1].ids, (std::vector<int64_t>{-4, 5, 77, 123456789}));
+    const std::vector<int> order = {3, 0, 1, 2};  // of hash_ids
+    for (size_t r = 0; r < order.size(); ++r) {
+      EXPECT_EQ(std::vector<float>((*restored)[1].values.begin() + r * 8,
+                                   (*restored)[1].values.begin() + r * 8 + 8),
+                std::vector<float>(hash.begin() + order[r] * 8,
+                                   hash.begin() + order[r] * 8 + 8))
+          << RowPrecisionName(p) << " id " << (*restored)[1].ids[r];
+    }
   }
 }
 
