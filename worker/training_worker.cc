@@ -74,6 +74,20 @@ absl::Status TrainingWorker::PrepareParameters(
   return absl::OkStatus();
 }
 
+absl::Status TrainingWorker::StartCollectiveOver(const WorkerConfig& config) {
+  const uint64_t epoch = config.collective_epoch();
+  // A worker of the cluster spec goes back to the spec's ring: a chief
+  // that restarted after a ring join or drain knows only the spec's
+  // workers, and the ring may still hold a newcomer or lack a member. A
+  // group whose members never change restarts as it is.
+  if (config.worker_index() < config.num_workers()) {
+    absl::Status s = all_reducer_->Reform(cluster_.task().index,
+                                          cluster_.tasks("worker"), epoch);
+    if (!absl::IsUnimplemented(s)) return s;
+  }
+  return all_reducer_->Restart(epoch);
+}
+
 absl::Status TrainingWorker::Configure(const WorkerConfig& given,
                                        ConfigureResponse* response) {
   // Gzipped files are read through this machine's inflated copies.
@@ -92,10 +106,7 @@ absl::Status TrainingWorker::Configure(const WorkerConfig& given,
   const ConfiguredState& next = **built;
   if (next.replica != nullptr && config.collective_epoch() != 0) {
     // Before anything changes: a failure leaves the worker as it was.
-    if (absl::Status s = all_reducer_->Restart(config.collective_epoch());
-        !s.ok()) {
-      return s;
-    }
+    if (absl::Status s = StartCollectiveOver(config); !s.ok()) return s;
   }
   response->set_train_examples(next.own_size);
   response->set_train_total(next.train_size);

@@ -87,6 +87,9 @@ class TrainingWorker {
   absl::Status DrainPrefetch();
   // Waits for a prefetch in flight and drops what it staged.
   void CancelPrefetch();
+  // A chief's configuration with a collective epoch: every all-reduce
+  // starts over at it, a worker of the cluster spec on the spec's ring.
+  absl::Status StartCollectiveOver(const WorkerConfig& config);
   // Makes state_->params and the graph's parameters this step's: the prefetched
   // set (already uploaded to the device) when there is one, else a fresh
   // pull (for a replica: its own values); starts the next prefetch if

@@ -130,14 +130,22 @@ absl::StatusOr<std::unique_ptr<MirroredParameters>> BuildReplica(
   // workers) is given its place when the chief re-forms the ring at a
   // round boundary (RestoreReplica), before its first step.
   const bool joined = config.worker_index() >= config.num_workers();
-  if (group == nullptr ||
-      (!joined && (group->num_ranks() != config.num_workers() ||
-                   group->rank() != config.worker_index()))) {
+  // A chief's configuration (every chief's has a collective epoch) puts a
+  // worker of the cluster spec back on the spec's ring (Configure), so the
+  // job must match that ring, not what joins and drains under an earlier
+  // chief made of it.
+  const bool to_spec = group != nullptr && config.collective_epoch() != 0;
+  const int rank =
+      to_spec ? context.cluster->task().index : (group ? group->rank() : -1);
+  const int ranks = to_spec ? context.cluster->num_tasks("worker")
+                            : (group ? group->num_ranks() : 0);
+  if (group == nullptr || (!joined && (ranks != config.num_workers() ||
+                                       rank != config.worker_index()))) {
     return absl::FailedPreconditionError(absl::StrCat(
         mode.ToString(), " mode: the job has ", config.num_workers(),
         " workers and names this one ", config.worker_index(),
-        ", but this worker's all-reduce group was started as rank ",
-        group ? group->rank() : -1, " of ", group ? group->num_ranks() : 0));
+        ", but this worker's all-reduce group was started as rank ", rank,
+        " of ", ranks));
   }
   // Every replica builds the same initial values from the same seed; the
   // tables it keeps whole follow the dense variables.

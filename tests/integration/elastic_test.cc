@@ -40,6 +40,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
+using ::testing::Not;
 
 constexpr char kData[] = "/usr/share/datasets/fashion-mnist";
 constexpr int kEpochs = 3;
@@ -115,6 +116,8 @@ struct JobRun {
   std::vector<nlohmann::json> metrics;  // metrics.jsonl, in order
   bool fault_hit = false;               // a fault point was reached
   bool both_stopped = false;  // join, drain: both workers stopped for it
+  std::string chief_log;      // run/chief.log, every chief's
+  bool chief_hit = false;     // the chief reached its fault point
 };
 
 int ExitAfter(const std::string& text, const std::string& key) {
@@ -133,17 +136,22 @@ int ExitAfter(const std::string& text, const std::string& key) {
 // The shell lines that make a join or a drain land while both workers
 // stand stopped at their `step` fault point, then let them go on and wait
 // for the job. Echoes both_stopped (the moment was made), launcher_exit=
-// and event_exit=. With `status_out`, tessera_ctl status after a drain.
+// and event_exit=. With `status_out`, tessera_ctl status after a drain;
+// `then`: shell lines run once the workers go on again.
 std::string MembershipEventScript(const std::string& event, const fs::path& rd,
                                   const fs::path& faults,
                                   const std::string& local,
                                   const std::string& event_out,
                                   const std::string& launcher_out,
-                                  const std::string& status_out) {
+                                  const std::string& status_out,
+                                  const std::string& then = "") {
   std::string script;
+  // "replace": worker 2 joins and worker 1 drains in the same stop.
+  const bool joins = event == "join" || event == "replace";
+  const bool drains = event == "drain" || event == "replace";
   const std::string hit0 = (faults / "worker-0.step.hit").string();
   const std::string hit1 = (faults / "worker-1.step.hit").string();
-  if (event == "join" || event == "drain") {
+  if (joins || drains) {
     // Both workers stopped at their fault point (or the job ended).
     absl::StrAppend(&script, "for i in $(seq 1 2400); do [ -e ", hit0,
                     " ] && [ -e ", hit1,
@@ -154,16 +162,17 @@ std::string MembershipEventScript(const std::string& event, const fs::path& rd,
   const std::string ctl =
       absl::StrCat(BuildDir(), "/coordinator/tessera_ctl --coordinator=$chief",
                    " --job_token_file=", rd.string(), "/job.token ");
-  if (event == "join") {
+  if (joins) {
     // The workers go on once the coordinator says the newcomer joined
     // (or could not).
     absl::StrAppend(
         &script, local, " --join=", rd.string(), " --num_workers=1 > ",
-        event_out, " 2>&1 &\njoiner=$!\n",
+        event_out, ".join 2>&1 &\njoiner=$!\n",
         "for i in $(seq 1 2400); do grep -q 'worker 2 (.*) \\(joined on\\|"
         "could not join\\)' ",
         launcher_out, " && break; sleep 0.05; done\n");
-  } else if (event == "drain") {
+  }
+  if (drains) {
     absl::StrAppend(&script, "chief=$(grep -A1 '\"chief\"' ", rd.string(),
                     "/cluster.json | tail -1 | tr -d ' \",')\n", ctl,
                     "drain 1 > ", event_out, " 2>&1; echo event_exit=$?\n");
@@ -171,13 +180,14 @@ std::string MembershipEventScript(const std::string& event, const fs::path& rd,
       absl::StrAppend(&script, ctl, "status > ", status_out, " 2>&1\n");
     }
   }
-  if (event == "join" || event == "drain") {
+  if (joins || drains) {
     absl::StrAppend(&script, "kill -CONT $(cat ", rd.string(),
                     "/pids/worker-0) $(cat ", rd.string(), "/pids/worker-1)\n");
   }
-  absl::StrAppend(&script, "wait $launcher; echo launcher_exit=$?\n");
-  if (event == "join") {
+  absl::StrAppend(&script, then, "wait $launcher; echo launcher_exit=$?\n");
+  if (joins) {
     absl::StrAppend(&script, "wait $joiner; echo event_exit=$?\n");
+    absl::StrAppend(&script, "cat ", event_out, ".join >> ", event_out, "\n");
   }
   return script;
 }
@@ -237,13 +247,13 @@ JobRun Train(const std::string& name, const std::string& mode,
   return run;
 }
 
-// The undisturbed synchronous run on `data` ("idx" or "tfrecord").
-// The undisturbed synchronous run on `flags`' data. ctest runs each case
-// in a process of its own: the run is kept in the temporary folder for
-// the binaries it ran with (their modification times name it), so the
-// three sync cases of a data set share one.
-std::vector<nlohmann::json> SyncBaseline(const std::string& flags) {
-  std::string key = flags;
+// The undisturbed run `train` makes, `job` naming it. ctest runs each
+// case in a process of its own: the run's metrics are kept in the
+// temporary folder for the binaries it ran with (their modification times
+// name it), so the cases of one job share one run.
+std::vector<nlohmann::json> KeptBaseline(const std::string& job,
+                                         const std::function<JobRun()>& train) {
+  std::string key = job;
   for (const char* binary :
        {"/worker/tessera_worker", "/coordinator/tessera_coordinator",
         "/ps_server/tessera_ps"}) {
@@ -259,13 +269,19 @@ std::vector<nlohmann::json> SyncBaseline(const std::string& flags) {
   std::string line;
   while (std::getline(in, line)) metrics.push_back(nlohmann::json::parse(line));
   if (metrics.size() == static_cast<size_t>(kEpochs)) return metrics;
-  JobRun run = Train("baseline", "sync", flags, "");
+  JobRun run = train();
   EXPECT_EQ(run.launcher_exit, 0) << run.output;
   if (run.launcher_exit == 0) {
     std::ofstream out(kept);
     for (const nlohmann::json& m : run.metrics) out << m.dump() << "\n";
   }
   return run.metrics;
+}
+
+// The undisturbed synchronous run on `flags`' data.
+std::vector<nlohmann::json> SyncBaseline(const std::string& flags) {
+  return KeptBaseline(absl::StrCat("sync", flags),
+                      [&] { return Train("baseline", "sync", flags, ""); });
 }
 
 using Case = std::tuple<std::string, std::string, std::string>;
@@ -397,28 +413,44 @@ JobRun TrainReplicas(const std::string& name, const std::string& mode,
     // Worker 1 dies for good in its 111th step (epoch 2), at a fault
     // point; --elastic removes it after --worker_recovery_timeout_s.
     std::ofstream(faults / "worker-1.step") << "kill 110";
-  } else if (event == "join" || event == "drain") {
+  } else if (!event.empty()) {
     // Both workers stop themselves in their 111th step while the worker
     // joins or drains (a count of steps.jsonl lines raced the job's end).
     for (const char* worker : {"worker-0", "worker-1"}) {
       std::ofstream(faults / absl::StrCat(worker, ".step")) << "stop 110";
     }
   }
+  // "join_restart": once the ring re-formed with the newcomer, the chief
+  // dies at its fault point `step` 5 steps later and is restarted.
+  const bool restart = event == "join_restart";
+  std::string then;
+  if (restart) {
+    then = absl::StrCat(
+        "for i in $(seq 1 2400); do grep -q 'ring re-formed with workers 0, "
+        "1, 2' ",
+        rd.string(), "/chief.log && break; kill -0 $launcher || break; ",
+        "sleep 0.05; done\necho kill 5 > ", (faults / "chief-0.step").string(),
+        "\n");
+  }
   absl::StrAppend(
       &script, local, " --num_ps=", mode == "mirrored" ? 0 : 2,
-      " --num_workers=2 --max_restarts=0", event == "die" ? " --elastic" : "",
-      " --run_dir=", rd.string(), " -- --mode=", mode, " --epochs=", kEpochs,
+      " --num_workers=2 --max_restarts=", restart ? 1 : 0,
+      event == "die" ? " --elastic" : "", " --run_dir=", rd.string(),
+      " -- --mode=", mode, " --epochs=", kEpochs,
       " --batch_size=64 --worker_recovery_timeout_s=1 --checkpoint_dir=",
       rd.string(), "/checkpoints", IdxFlags(), " > ",
       (dir / "launcher.out").string(), " 2>&1 &\nlauncher=$!\n");
   const std::string event_out = (dir / "event.out").string();
   absl::StrAppend(&script,
-                  MembershipEventScript(event, rd, faults, local, event_out,
-                                        (dir / "launcher.out").string(), ""));
+                  MembershipEventScript(
+                      restart ? "join" : event, rd, faults, local, event_out,
+                      (dir / "launcher.out").string(), "", then));
   const fs::path script_path = dir / "run.sh";
   std::ofstream(script_path) << script;
   ShellResult shell = Shell("bash " + script_path.string());
   run.output = ReadFile(dir / "launcher.out");
+  run.chief_log = ReadFile(rd / "chief.log");
+  run.chief_hit = fs::exists(faults / "chief-0.step.hit");
   run.event_output = ReadFile(event_out);
   run.launcher_exit = ExitAfter(shell.output, "launcher_exit=");
   run.event_exit = ExitAfter(shell.output, "event_exit=");
@@ -432,9 +464,39 @@ JobRun TrainReplicas(const std::string& name, const std::string& mode,
   return run;
 }
 
+// The undisturbed mirrored or hybrid run of TrainReplicas, kept.
+std::vector<nlohmann::json> ReplicaBaseline(const std::string& mode) {
+  return KeptBaseline(absl::StrCat("replicas ", mode, IdxFlags()), [&] {
+    return TrainReplicas(
+        absl::StrCat(absl::StrReplaceAll(mode, {{":", ""}}), "_baseline"), mode,
+        "");
+  });
+}
+
+// One epoch's line of an undisturbed run and of one with `event`.
+void PrintEpoch(const std::string& mode, const std::string& event,
+                const nlohmann::json& m) {
+  std::printf(
+      "[elastic] %s %-11s epoch %d: steps %lld train_loss %.6f "
+      "train_accuracy %.4f test_loss %.6f test_accuracy %.4f\n",
+      mode.c_str(), event.c_str(), m["epoch"].get<int>(),
+      static_cast<long long>(m["steps"].get<int64_t>()),
+      m["train_loss"].get<double>(), m["train_accuracy"].get<double>(),
+      m["test_loss"].get<double>(), m["test_accuracy"].get<double>());
+}
+
 using ReplicaCase = std::tuple<std::string, std::string>;
 
 class ElasticReplicasTest : public ::testing::TestWithParam<ReplicaCase> {
+ public:
+  void SetUp() override {
+    if (!fs::exists(kData))
+      TESSERA_SKIP_UNLESS_REQUIRED(kRequireData)
+          << kData << " is not installed";
+  }
+};
+
+class ElasticRingTest : public ::testing::Test {
  public:
   void SetUp() override {
     if (!fs::exists(kData))
@@ -447,8 +509,7 @@ TEST_P(ElasticReplicasTest,
        TheRingIsReformedAndEveryEpochTrainsEachExampleOnce) {
   const auto& [event, mode] = GetParam();
   const std::string tag = absl::StrReplaceAll(mode, {{":", ""}});
-  const JobRun base = TrainReplicas(absl::StrCat(tag, "_baseline"), mode, "");
-  ASSERT_EQ(base.launcher_exit, 0) << base.output;
+  const std::vector<nlohmann::json> base = ReplicaBaseline(mode);
   const JobRun run =
       TrainReplicas(absl::StrCat(event, "_", tag, "_idx"), mode, event);
   ASSERT_EQ(run.launcher_exit, 0) << run.output;
@@ -457,7 +518,7 @@ TEST_P(ElasticReplicasTest,
     EXPECT_TRUE(run.both_stopped) << "the workers never reached step 111";
   }
   ASSERT_EQ(run.metrics.size(), static_cast<size_t>(kEpochs)) << run.output;
-  ASSERT_EQ(base.metrics.size(), static_cast<size_t>(kEpochs)) << base.output;
+  ASSERT_EQ(base.size(), static_cast<size_t>(kEpochs));
   EXPECT_THAT(run.output,
               MatchesRegex(absl::StrCat(
                   "(.|\n)*global step [0-9]+: the all-reduce ring re-formed "
@@ -469,21 +530,12 @@ TEST_P(ElasticReplicasTest,
     EXPECT_EQ(run.metrics[e]["example_digest"],
               DigestText(DigestOfIndices(0, kTrain)))
         << "epoch " << e + 1;
-    for (const JobRun* r : {&base, &run}) {
-      std::printf(
-          "[elastic] %s %-11s epoch %d: steps %lld train_loss %.6f "
-          "train_accuracy %.4f test_loss %.6f test_accuracy %.4f\n",
-          mode.c_str(), r == &base ? "undisturbed" : event.c_str(), e + 1,
-          static_cast<long long>(r->metrics[e]["steps"].get<int64_t>()),
-          r->metrics[e]["train_loss"].get<double>(),
-          r->metrics[e]["train_accuracy"].get<double>(),
-          r->metrics[e]["test_loss"].get<double>(),
-          r->metrics[e]["test_accuracy"].get<double>());
-    }
+    PrintEpoch(mode, "undisturbed", base[e]);
+    PrintEpoch(mode, event, run.metrics[e]);
   }
   // Before the change the rounds are the undisturbed run's, bit for bit.
-  EXPECT_EQ(run.metrics[0]["train_loss"], base.metrics[0]["train_loss"]);
-  EXPECT_EQ(run.metrics[0]["test_accuracy"], base.metrics[0]["test_accuracy"]);
+  EXPECT_EQ(run.metrics[0]["train_loss"], base[0]["train_loss"]);
+  EXPECT_EQ(run.metrics[0]["test_accuracy"], base[0]["test_accuracy"]);
   EXPECT_GT(run.metrics.back()["test_accuracy"].get<double>(), 0.6);
   if (event == "join") {
     EXPECT_THAT(run.output, HasSubstr("asked to join"));
@@ -516,6 +568,72 @@ INSTANTIATE_TEST_SUITE_P(
           absl::StrCat(std::get<0>(info.param), "_", std::get<1>(info.param)),
           {{":", ""}});
     });
+
+// A change that keeps the ring's size keeps the rounds' parts: worker 2
+// joins and worker 1 drains in the same stop, the ring re-forms with
+// workers 0 and 2 (worker 2 given worker 0's replica), and every round
+// still averages two parts in the plan's order. So a hybrid:sync job
+// stays the undisturbed run with the same number of parts, every epoch
+// bit for bit, through the copy of the replica and the ring's change.
+TEST_F(ElasticRingTest, ARingOfTheSameSizeKeepsHybridSyncBitForBit) {
+  const std::vector<nlohmann::json> base = ReplicaBaseline("hybrid:sync");
+  const JobRun run =
+      TrainReplicas("replace_hybridsync", "hybrid:sync", "replace");
+  ASSERT_EQ(run.launcher_exit, 0) << run.output;
+  EXPECT_EQ(run.event_exit, 0) << run.event_output;
+  EXPECT_TRUE(run.both_stopped) << "the workers never reached step 111";
+  EXPECT_THAT(run.output,
+              MatchesRegex("(.|\n)*global step [0-9]+: the all-reduce ring "
+                           "re-formed with workers 0, 2 in (.|\n)*"));
+  EXPECT_THAT(run.output, HasSubstr("worker 1 drained and told to exit"));
+  EXPECT_THAT(run.output,
+              MatchesRegex("(.|\n)*  worker 2 [^\n]* active +[1-9][0-9]* "
+                           "steps(.|\n)*"));
+  ASSERT_EQ(run.metrics.size(), static_cast<size_t>(kEpochs)) << run.output;
+  ASSERT_EQ(base.size(), static_cast<size_t>(kEpochs));
+  for (int e = 0; e < kEpochs; ++e) {
+    PrintEpoch("hybrid:sync", "undisturbed", base[e]);
+    PrintEpoch("hybrid:sync", "replace", run.metrics[e]);
+    EXPECT_EQ(run.metrics[e]["example_digest"],
+              DigestText(DigestOfIndices(0, kTrain)))
+        << "epoch " << e + 1;
+    for (const char* key : {"examples", "steps", "train_loss", "train_accuracy",
+                            "test_loss", "test_accuracy"}) {
+      EXPECT_EQ(run.metrics[e][key], base[e][key])
+          << "epoch " << e + 1 << " " << key;
+    }
+  }
+}
+
+// A chief restarted after a ring join knows only its cluster spec's
+// workers, whose ring still holds the newcomer: its configuration puts
+// them back on the spec's ring (rank w of 2, TrainingWorker::Configure),
+// where they were refused before ("all-reduce group was started as rank 0
+// of 3"). The chief dies at its fault point `step` 5 steps after the ring
+// re-formed with workers 0, 1, 2, resumes from its last checkpoint, and
+// the job completes with every epoch once, each example once.
+TEST_F(ElasticRingTest, AChiefRestartedAfterARingJoinPutsTheRingBack) {
+  const JobRun run =
+      TrainReplicas("join_restart_mirrored", "mirrored", "join_restart");
+  ASSERT_EQ(run.launcher_exit, 0) << run.output << run.chief_log;
+  EXPECT_TRUE(run.both_stopped) << "the workers never reached step 111";
+  EXPECT_THAT(run.chief_log,
+              HasSubstr("the all-reduce ring re-formed with workers 0, 1, 2"));
+  EXPECT_TRUE(run.chief_hit) << "the chief never reached its fault point";
+  EXPECT_THAT(run.chief_log, HasSubstr("=== restart 1"));
+  EXPECT_THAT(run.chief_log, Not(HasSubstr("was started as rank")));
+  ASSERT_EQ(run.metrics.size(), static_cast<size_t>(kEpochs)) << run.output;
+  for (int e = 0; e < kEpochs; ++e) {
+    PrintEpoch("mirrored", "join_restart", run.metrics[e]);
+    EXPECT_EQ(run.metrics[e]["epoch"].get<int>(), e + 1);
+    EXPECT_EQ(run.metrics[e]["examples"].get<int64_t>(), kTrain)
+        << "epoch " << e + 1;
+    EXPECT_EQ(run.metrics[e]["example_digest"],
+              DigestText(DigestOfIndices(0, kTrain)))
+        << "epoch " << e + 1;
+  }
+  EXPECT_GT(run.metrics.back()["test_accuracy"].get<double>(), 0.6);
+}
 
 }  // namespace
 }  // namespace tessera
