@@ -8,7 +8,10 @@ export CCACHE_BASEDIR="$PWD"
 # The tests' precompiled header (tests/CMakeLists.txt) is cached only
 # when ccache may ignore its timestamps and defines.
 export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}"
+# A build from scratch compiles the tests 8 files to a unit
+# (tests/CMakeLists.txt says why).
 if [ ! -f "$BUILD_DIR/build.ninja" ]; then
-  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DTESSERA_UNITY_TESTS=ON
 fi
 cmake --build "$BUILD_DIR" "$@"
