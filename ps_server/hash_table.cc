@@ -351,6 +351,13 @@ char* HashTable::AllocateRecord(Stripe& s, uint32_t* row) {
         if (charged) budget_->Charge(-block_bytes);
         return nullptr;
       }
+      // Under a budget that reads the resident memory, a block granted
+      // must count at once: touched now, not row by row.
+      if (budget_ != nullptr) {
+        for (int64_t page = 0; page < block_bytes; page += 4096) {
+          static_cast<volatile char*>(block)[page] = 0;
+        }
+      }
       const int64_t before = StripeBytes(s);
       s.blocks.emplace_back(block);
       const int64_t grown = StripeBytes(s) - before;

@@ -90,6 +90,24 @@ class RowDiskDatabase {
   rocksdb_readoptions_t* reads() const { return reads_; }
   rocksdb_writeoptions_t* writes() const { return writes_; }
   uint64_t NewTier() { return tiers_.fetch_add(1, std::memory_order_relaxed); }
+  int64_t MemoryBytes() {
+    rocksdb_t* db;
+    {
+      absl::MutexLock lock(&mu_);
+      db = db_;
+    }
+    if (db == nullptr) return 0;
+    int64_t total = 0;
+    for (const char* property :
+         {"rocksdb.cur-size-all-mem-tables", "rocksdb.block-cache-usage",
+          "rocksdb.estimate-table-readers-mem"}) {
+      uint64_t bytes = 0;
+      if (api_->property_int(db, property, &bytes) == 0) {
+        total += static_cast<int64_t>(bytes);
+      }
+    }
+    return total;
+  }
 
  private:
   absl::Status OpenLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -163,6 +181,10 @@ class RowDiskDatabase {
 std::shared_ptr<RowDiskDatabase> NewRowDiskDatabase(std::string directory,
                                                     int64_t memory_bytes) {
   return std::make_shared<RowDiskDatabase>(std::move(directory), memory_bytes);
+}
+
+int64_t RowDiskMemoryBytes(RowDiskDatabase& database) {
+  return database.MemoryBytes();
 }
 
 absl::StatusOr<std::unique_ptr<RowDiskStore>> RowDiskStore::Open(

@@ -35,8 +35,14 @@ RowMemoryBudget::RowMemoryBudget(int64_t limit_bytes, std::string disk_root,
 
 bool RowMemoryBudget::TryCharge(int64_t bytes) {
   // The process' own memory is what it holds beyond the rows and the
-  // tier: a block fits only if the resident memory has room for it too.
-  if (resident_bytes_ != nullptr && resident_bytes_() + bytes > limit_) {
+  // tier: a block fits only if the resident memory has room for it too
+  // (tables touch a block's pages when granted, so it counts at once).
+  // The tier's share it does not use yet is still to come.
+  if (resident_bytes_ != nullptr &&
+      resident_bytes_() + bytes +
+              std::max<int64_t>(
+                  0, tier_memory_ - RowDiskMemoryBytes(*disk_database_)) >
+          limit_) {
     return false;
   }
   int64_t used = used_.load(std::memory_order_relaxed);

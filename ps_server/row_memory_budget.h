@@ -28,8 +28,10 @@ namespace tessera {
 //    memtables, RowDiskDatabase) is tier_memory_bytes() of the limit,
 //    taken from the start: 1/16 of it, within [4 MiB, 64 MiB];
 //  - the rest of the process (code, gRPC's buffers, threads, the
-//    allocator's slack): a new block fits only when the resident memory
-//    plus the block is within the limit too.
+//    allocator's slack): a new block fits only when the resident memory,
+//    the block and the part of the tier's share it does not use yet are
+//    within the limit too. A table touches a granted block's pages at
+//    once, so the resident memory counts it from then on.
 // The budget is a target, not a hard cap: a stripe of a table with no
 // block yet takes its first one regardless, so a table may pass it by at
 // most one block per stripe, and memory the process takes after a block

@@ -227,12 +227,14 @@ TEST(RowMemoryBudgetTest, CountsTheProcessResidentMemory) {
   constexpr int64_t kMiB = 1 << 20;
   int64_t resident = 10 * kMiB;
   RowMemoryBudget budget(64 * kMiB, "/tmp/tiers", [&] { return resident; });
-  // Rows and tier: 4 + 40 MiB; the process: 10 + 40 MiB resident.
-  EXPECT_TRUE(budget.TryCharge(40 * kMiB));
-  resident = 50 * kMiB;
-  EXPECT_TRUE(budget.TryCharge(14 * kMiB));  // 64 resident, 58 charged
-  resident = 64 * kMiB;
-  // Charged rows leave 6 MiB, but the process has none left.
+  // Charged: the tier's 4 MiB and the rows. Resident: the process, plus
+  // the tier's 4 MiB still to come (its database is not open yet).
+  EXPECT_TRUE(budget.TryCharge(40 * kMiB));  // 10 + 40 + 4 resident
+  resident = 46 * kMiB;
+  EXPECT_TRUE(budget.TryCharge(14 * kMiB));  // 46 + 14 + 4 = 64
+  EXPECT_EQ(budget.used_bytes(), 58 * kMiB);
+  resident = 60 * kMiB;
+  // Charged bytes leave 6 MiB, but the process has no room left.
   EXPECT_FALSE(budget.TryCharge(kMiB));
   EXPECT_EQ(budget.used_bytes(), 58 * kMiB);
   EXPECT_GT(ProcessResidentBytes(), 0);
