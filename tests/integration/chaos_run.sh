@@ -19,12 +19,12 @@
 # (streamed gzipped TFRecord files), table (the click model with growing
 # embedding tables): sync_idx, async_table, hybridsync_table,
 # mirrored_idx, ...
-# Joins and drains are drawn in async, ssp:2 and sync; in mirrored and
-# hybrid jobs (their all-reduce ring re-formed between rounds) with
-# TESSERA_CHAOS_RING_JOINS=1, not by default yet: a chief restarted after
-# a ring join fails to configure the workers (docs/operations.md). There a
-# join changes the parts of a round, so hybrid:sync is checked as the
-# other modes (every example once, the accuracy within noise). A drain drains a
+# Joins and drains are drawn in every mode: in mirrored and hybrid jobs
+# the all-reduce ring re-forms between rounds (TESSERA_CHAOS_RING_JOINS=0
+# leaves them out there), and a chief restarted after a ring join puts
+# the workers back on its cluster spec's ring. A ring join changes the
+# parts of a round, so hybrid:sync is then checked as the other modes
+# (every example once, the accuracy within noise). A drain drains a
 # worker that joined (joining one first if none is in the job): a drained
 # worker of the start-up would hold up a restarted chief, which waits for
 # every worker of its cluster spec (docs/operations.md).
@@ -88,12 +88,12 @@ esac
 # Mirrored keeps every variable in the workers' replicas: no servers.
 NUM_PS=2
 [ "$MODE" = mirrored ] && NUM_PS=0
-# Whether the schedule draws joins and drains: the modes whose membership
-# may change (tessera_local --elastic).
-ELASTIC=0
+# Whether the schedule draws joins and drains (tessera_local --elastic):
+# every mode, mirrored and hybrid unless TESSERA_CHAOS_RING_JOINS=0.
+ELASTIC=1
 case $MODE in
-  sync | async | ssp:2) ELASTIC=1 ;;
-  *) [ "${TESSERA_CHAOS_RING_JOINS:-0}" = 1 ] && ELASTIC=1 ;;
+  sync | async | ssp:2) ;;
+  *) [ "${TESSERA_CHAOS_RING_JOINS:-1}" = 0 ] && ELASTIC=0 ;;
 esac
 case ${SCENARIO#*_} in
   idx)
