@@ -133,10 +133,8 @@ absl::Status RowExchange::PullFrom(int k, std::optional<int64_t> sync_step) {
   std::vector<std::vector<float>> pulled;
   for (const ShardRows& r : on_ps) {
     if (r.ids.empty()) continue;
-    const RowRouting::Table& table = routing_->table(r.table);
-    parts.push_back(
-        {table.shard_names[r.shard], table.dim, r.ids, table.precision});
-    pulled.emplace_back(r.ids.size() * table.dim);
+    parts.push_back({r.name, r.dim, r.ids, r.precision});
+    pulled.emplace_back(r.ids.size() * r.dim);
   }
   std::vector<absl::Span<float>> out(pulled.begin(), pulled.end());
   absl::Status s = options_.clients[k]->PullRows(parts, out, sync_step);
@@ -146,7 +144,7 @@ absl::Status RowExchange::PullFrom(int k, std::optional<int64_t> sync_step) {
   size_t part = 0;
   for (const ShardRows& r : on_ps) {
     if (r.ids.empty()) continue;
-    const int64_t dim = routing_->table(r.table).dim;
+    const int64_t dim = r.dim;
     const float* from = pulled[part++].data();
     float* to = rows_[table_of_served_[r.table]].data();
     for (size_t i = 0; i < r.ids.size(); ++i) {
@@ -198,7 +196,7 @@ std::future<absl::Status> RowExchange::StartPush(float scale,
   }
   if (!routing_.has_value()) return {};
   RowRoutes routes;
-  std::vector<std::vector<float>> grads(routing_->num_tables());
+  std::vector<std::vector<float>> grads(table_of_served_.size());
   if (absl::Status s = RoutesOfGradients(&routes, &grads); !s.ok()) {
     return Ready(std::move(s));
   }
@@ -266,18 +264,17 @@ std::future<absl::Status> RowExchange::Send(
 absl::Status RowExchange::PushAlong(const RowRoutes& routes,
                                     absl::Span<const std::vector<float>> grads,
                                     const SyncPush* sync, Lanes* lanes) const {
-  if (grads.size() != static_cast<size_t>(routing_->num_tables())) {
+  if (grads.size() != routes.tables.size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("gradients of ", grads.size(),
-                     " tables given, the model has ", routing_->num_tables()));
+                     " tables given, the model has ", routes.tables.size()));
   }
   for (size_t t = 0; t < grads.size(); ++t) {
-    const RowRouting::Table& table = routing_->table(static_cast<int>(t));
-    const size_t rows = t < routes.rows.size() ? routes.rows[t] : 0;
-    if (grads[t].size() != rows * table.dim) {
+    const RowRoutes::Table& table = routes.tables[t];
+    if (grads[t].size() != table.rows * table.dim) {
       return absl::InvalidArgumentError(
           absl::StrCat("table ", table.name, ": gradient of ", grads[t].size(),
-                       " floats for ", rows, " rows of ", table.dim));
+                       " floats for ", table.rows, " rows of ", table.dim));
     }
   }
   // A sync push reaches every shard of every table, one without rows too.
@@ -296,15 +293,12 @@ absl::Status RowExchange::PushTo(int k, const std::vector<ShardRows>& on_ps,
   std::vector<std::vector<float>> gathered;
   for (const ShardRows& r : on_ps) {
     if (!every_shard && r.ids.empty()) continue;
-    const RowRouting::Table& table = routing_->table(r.table);
-    parts.push_back({table.shard_names[r.shard], table.dim, r.ids,
-                     table.gradient_precision});
-    gathered.emplace_back(r.ids.size() * table.dim);
+    parts.push_back({r.name, r.dim, r.ids, r.gradient_precision});
+    gathered.emplace_back(r.ids.size() * r.dim);
     const float* in = grads[r.table].data();
     float* out = gathered.back().data();
     for (size_t i = 0; i < r.ids.size(); ++i) {
-      std::copy_n(in + r.positions[i] * table.dim, table.dim,
-                  out + i * table.dim);
+      std::copy_n(in + r.positions[i] * r.dim, r.dim, out + i * r.dim);
     }
   }
   std::vector<absl::Span<const float>> spans(gathered.begin(), gathered.end());

@@ -115,18 +115,22 @@ absl::Status RowRouting::Route(absl::Span<const std::vector<int64_t>> rows,
                      tables_.size()));
   }
   routes->per_ps.assign(num_servers_, {});
-  routes->rows.clear();
+  routes->tables.clear();
   for (size_t t = 0; t < tables_.size(); ++t) {
     const Table& table = tables_[t];
-    routes->rows.push_back(rows[t].size());
+    routes->tables.push_back({table.name, table.dim, rows[t].size()});
     // Every shard's rows, in shard order: the index in per_ps[ps] of each.
     std::vector<int> entry_of;
     for (size_t s = 0; s < table.shard_names.size(); ++s) {
       std::vector<ShardRows>& on_ps = routes->per_ps[table.shard_ps[s]];
       entry_of.push_back(static_cast<int>(on_ps.size()));
-      on_ps.emplace_back();
-      on_ps.back().table = static_cast<int>(t);
-      on_ps.back().shard = static_cast<int>(s);
+      ShardRows& entry = on_ps.emplace_back();
+      entry.table = static_cast<int>(t);
+      entry.shard = static_cast<int>(s);
+      entry.name = table.shard_names[s];
+      entry.dim = table.dim;
+      entry.precision = table.precision;
+      entry.gradient_precision = table.gradient_precision;
     }
     for (size_t i = 0; i < rows[t].size(); ++i) {
       const int64_t id = rows[t][i];

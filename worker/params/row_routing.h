@@ -20,6 +20,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "common/model_spec.h"
 #include "google/protobuf/repeated_field.h"
@@ -28,21 +29,33 @@
 
 namespace tessera {
 
-// The rows of one shard in a step: the row ids, and each one's index in
-// the step's rows of its table.
+// The rows of one shard in a step, and all a call to its server names
+// them with: the shard, a row's floats and the precisions rows are pulled
+// and gradients pushed in (VariablePlacement). `name` views the
+// RowRouting's, which must outlive it.
 struct ShardRows {
   int table = 0;
   int shard = 0;
+  absl::string_view name;
+  int64_t dim = 0;
+  RowPrecision precision = ROW_FP32;
+  RowPrecision gradient_precision = ROW_FP32;
+  // The row ids, and each one's index in the step's rows of its table.
   std::vector<int64_t> ids;
   std::vector<int64_t> positions;
 };
 
-// Where a step's rows go: per parameter server, one ShardRows per shard
-// of every table (a shard without rows too, for a sync push), and the
-// number of rows of each table.
+// Where a step's rows go, complete: per parameter server, one ShardRows
+// per shard of every table (a shard without rows too, for a sync push);
+// per table, its name, a row's floats and how many rows were routed.
 struct RowRoutes {
+  struct Table {
+    absl::string_view name;
+    int64_t dim = 0;
+    size_t rows = 0;
+  };
   std::vector<std::vector<ShardRows>> per_ps;
-  std::vector<size_t> rows;
+  std::vector<Table> tables;
 };
 
 class RowRouting {

@@ -72,7 +72,11 @@ TEST_F(RowRoutingTest, RoutesFixedRowsByTheDivLayout) {
   ASSERT_TRUE(routing.ok()) << routing.status();
   RowRoutes routes;
   ASSERT_TRUE(routing->Route({{1, 7, 9, 4}, {}}, &routes).ok());
-  EXPECT_THAT(routes.rows, ElementsAre(4, 0));
+  ASSERT_EQ(routes.tables.size(), 2u);
+  EXPECT_EQ(routes.tables[0].rows, 4u);
+  EXPECT_EQ(routes.tables[0].name, "fixed");
+  EXPECT_EQ(routes.tables[0].dim, kDim);
+  EXPECT_EQ(routes.tables[1].rows, 0u);
   // Every shard of every table has its entry, with rows or without.
   ASSERT_EQ(routes.per_ps.size(), 2u);
   ASSERT_EQ(routes.per_ps[0].size(), 2u);
@@ -86,6 +90,9 @@ TEST_F(RowRoutingTest, RoutesFixedRowsByTheDivLayout) {
   EXPECT_EQ(high.shard, 1);
   EXPECT_THAT(high.ids, ElementsAre(7, 9));
   EXPECT_THAT(high.positions, ElementsAre(1, 2));
+  // Each entry names what its server's call sends.
+  EXPECT_EQ(high.name, "fixed/part_1");
+  EXPECT_EQ(high.dim, kDim);
   EXPECT_EQ(routing->table(0).dim, kDim);
   EXPECT_EQ(routing->table(0).shard_names[1], "fixed/part_1");
 }
