@@ -19,6 +19,10 @@ namespace {
 
 // A pull holds a shard's shared lock for one chunk of at most this.
 constexpr int64_t kPullChunkBytes = int64_t{4} << 20;
+// On the pool, a pull copies a piece of at most this under the lock, and
+// sends it after; the copy stays in cache until the kernel copies it into
+// the socket.
+constexpr int64_t kPullPieceBytes = int64_t{1} << 20;
 // A push is received in pieces of this, each checked for NaN/Inf while it
 // is still in cache.
 constexpr int64_t kPushPieceBytes = int64_t{1} << 20;
@@ -201,6 +205,9 @@ class DensePlaneServer::PooledPlaneConnection : public PooledConnection {
     if (state->scratch.capacity() > kKeepBytes) {
       std::vector<char>().swap(state->scratch);
     }
+    if (state->pulled.capacity() * sizeof(float) > kKeepBytes) {
+      std::vector<float>().swap(state->pulled);
+    }
   }
 
   DensePlaneServer* const server_;
@@ -303,7 +310,7 @@ absl::Status DensePlaneServer::ServeRequest(Socket& socket,
                                             bool overlap) {
   switch (request.op) {
     case FrameOp::kPullDense:
-      return ServePull(socket, request);
+      return ServePull(socket, request, overlap ? nullptr : &state->pulled);
     case FrameOp::kPushDense:
       return ServePush(socket, request, &state->scratch,
                        overlap ? &state->applier : nullptr);
@@ -318,7 +325,8 @@ absl::Status DensePlaneServer::ServeRequest(Socket& socket,
 }
 
 absl::Status DensePlaneServer::ServePull(Socket& socket,
-                                         const FrameHeader& request) {
+                                         const FrameHeader& request,
+                                         std::vector<float>* copy) {
   std::string table;
   if (absl::Status s = ReadTable(socket, request, &table); !s.ok()) return s;
   core_->CountPull();
@@ -366,29 +374,45 @@ absl::Status DensePlaneServer::ServePull(Socket& socket,
   for (size_t k = 0; k < shards.size(); ++k) {
     const std::shared_ptr<Shard>& shard = shards[k];
     const int64_t total = shard->num_elements();
-    const int64_t chunk = kPullChunkBytes / sizeof(float);
+    const int64_t chunk =
+        (copy == nullptr ? kPullChunkBytes : kPullPieceBytes) / sizeof(float);
     int64_t offset = 0;
     do {
       const int64_t length = std::min(chunk, total - offset);
-      absl::Status s = shard->VisitValues(
-          offset, length, [&](absl::Span<const float> values, int64_t version) {
-            char part[kDensePartHeaderBytes];
-            iovec parts[3];
-            size_t n = 0;
-            if (!head_sent) parts[n++] = {head, sizeof(head)};
-            head_sent = true;
-            if (offset == 0) {
-              // The version of the first chunk; a push may land between
-              // chunks of a large shard, as on the gRPC path.
-              EncodeDensePartHeader(version, shard->byte_size(), part);
-              parts[n++] = {part, sizeof(part)};
-            }
-            parts[n++] = {const_cast<float*>(values.data()),
-                          values.size() * sizeof(float)};
-            const bool last =
-                k + 1 == shards.size() && offset + length >= total;
-            return socket.WriteAll(absl::MakeConstSpan(parts, n), !last);
-          });
+      // One chunk with its headers; `version` is the chunk's.
+      auto send = [&](absl::Span<const float> values, int64_t version) {
+        char part[kDensePartHeaderBytes];
+        iovec parts[3];
+        size_t n = 0;
+        if (!head_sent) parts[n++] = {head, sizeof(head)};
+        head_sent = true;
+        if (offset == 0) {
+          // The version of the first chunk; a push may land between
+          // chunks of a large shard, as on the gRPC path.
+          EncodeDensePartHeader(version, shard->byte_size(), part);
+          parts[n++] = {part, sizeof(part)};
+        }
+        parts[n++] = {const_cast<float*>(values.data()),
+                      values.size() * sizeof(float)};
+        const bool last = k + 1 == shards.size() && offset + length >= total;
+        return socket.WriteAll(absl::MakeConstSpan(parts, n), !last);
+      };
+      absl::Status s;
+      if (copy == nullptr) {
+        s = shard->VisitValues(offset, length, send);
+      } else {
+        int64_t version = 0;
+        copy->resize(std::max(copy->size(), static_cast<size_t>(length)));
+        s = shard->VisitValues(
+            offset, length, [&](absl::Span<const float> values, int64_t v) {
+              std::copy(values.begin(), values.end(), copy->begin());
+              version = v;
+              return absl::OkStatus();
+            });
+        if (s.ok()) {
+          s = send(absl::MakeConstSpan(copy->data(), length), version);
+        }
+      }
       if (!s.ok()) return s;
       offset += length;
     } while (offset < total);
@@ -431,40 +455,54 @@ absl::Status DensePlaneServer::ServePush(
     release();
     return WriteErrorReply(socket, FrameOp::kPushDenseReply, refused);
   }
+  auto job = std::make_shared<std::vector<Incoming>>(std::move(incoming));
+  // Applies the push; `answer` is ApplyDensePush's.
+  auto update =
+      [this, job,
+       sync](absl::FunctionRef<void(const absl::Status&, const PushResponse&)>
+                 answer) {
+        std::vector<DenseGradient> grads;
+        grads.reserve(job->size());
+        for (Incoming& in : *job) {
+          grads.push_back(
+              {in.shard,
+               absl::MakeConstSpan(in.grad.get(), in.shard->num_elements())});
+        }
+        ApplyDensePush(grads, sync, core_->sync_steps(), answer);
+        for (Incoming& in : *job) in.shard->ReleaseBuffer(std::move(in.grad));
+      };
+  const uint32_t count = request.count;
+  if (applier == nullptr) {
+    // The pool: the update runs here, and the answer goes out once the
+    // shards' locks are released. Answering under them (as the applier
+    // does) wakes the client, which on a core it shares with this thread
+    // takes it over, and every pool thread that wants the shards then
+    // waits for this one: bench_connections saw the pool's threads
+    // blocked on one shard's lock most of the time.
+    absl::Status status;
+    PushResponse response;
+    update([&](const absl::Status& s, const PushResponse& r) {
+      status = s;
+      response = r;
+    });
+    return WritePushReply(socket, count, status, response);
+  }
   // The update runs on the connection's applier thread: it answers once
   // the shards are locked, and this thread goes on to receive the next
   // request (into other buffers of the shard's pool) while the optimizer
   // runs, so a stream of pushes costs the transfer, not transfer + update.
   // This thread waits only for the answer: the client sends nothing more
   // on this connection before it has it, so the two never write at once.
-  auto job = std::make_shared<std::vector<Incoming>>(std::move(incoming));
   absl::Notification answered;
   absl::Status written;
-  const uint32_t count = request.count;
-  auto apply = [this, job, sync, count, &socket, &answered, &written] {
-    std::vector<DenseGradient> grads;
-    grads.reserve(job->size());
-    for (Incoming& in : *job) {
-      grads.push_back({in.shard, absl::MakeConstSpan(
-                                     in.grad.get(), in.shard->num_elements())});
-    }
-    ApplyDensePush(
-        grads, sync, core_->sync_steps(),
-        [&](const absl::Status& status, const PushResponse& response) {
-          written = WritePushReply(socket, count, status, response);
-          // Nothing on this thread touches `socket`, `written` or
-          // `answered` after this.
-          answered.Notify();
-        });
-    for (Incoming& in : *job) in.shard->ReleaseBuffer(std::move(in.grad));
+  auto apply = [update, count, &socket, &answered, &written] {
+    update([&](const absl::Status& status, const PushResponse& response) {
+      written = WritePushReply(socket, count, status, response);
+      // Nothing on this thread touches `socket`, `written` or `answered`
+      // after this.
+      answered.Notify();
+    });
   };
-  if (applier == nullptr) {
-    // The pool: the update runs here after the answer went out; the
-    // connection is watched again once it is done, and other connections
-    // have the rest of the pool meanwhile.
-    apply();
-    return written;
-  }
   if (*applier == nullptr) *applier = std::make_unique<SerialExecutor>();
   (*applier)->Post(std::move(apply));
   answered.WaitForNotification();

@@ -27,7 +27,10 @@ enum class DataPlaneServing {
   kThreadPerConnection,
   // common/data_plane/event_listener.h: a fixed pool of threads over one
   // epoll reactor, any number of connections; a push is applied on the
-  // pool thread that received it, after its answer went out.
+  // pool thread that received it, and answered after its update. A pool
+  // thread never writes to a socket while it holds a shard's lock (a pull
+  // is copied out first): the write wakes the client, which may take the
+  // thread's core, and every pool thread wanting that shard would wait.
   kEventPool,
 };
 
@@ -59,12 +62,15 @@ struct DensePlaneServerOptions {
 // declared byte arrived, every shard exists with its size, and every
 // float is finite; it is applied by the same code (ApplyDensePush), so
 // sync, ssp and backup-worker semantics are the same; errors carry the same
-// codes and messages. A pull is sent straight from the shard's memory
-// under its shared lock (chunks of at most 4 MiB each, so a slow reader
-// holds off updates for one chunk at most), and a push is received
-// straight into the shard's reused gradient buffer and checked while it is
-// in cache; its update runs after the answer went out (on a thread of the
-// connection, overlapping its next transfer, or on the pool thread).
+// codes and messages. With a thread per connection a pull is sent
+// straight from the shard's memory under its shared lock (chunks of at
+// most 4 MiB each, so a slow reader holds off updates for one chunk at
+// most); on the pool it is copied out in pieces of 1 MiB and sent after
+// each. A push is received straight into the shard's reused gradient
+// buffer and checked while it is in cache; with a thread per connection
+// its update runs after the answer went out, on a second thread of the
+// connection, overlapping its next transfer; on the pool, on the pool
+// thread, before the answer.
 //
 // Thread safety: connections are served concurrently; the destructor
 // closes them all and returns once none is served.
@@ -87,6 +93,9 @@ class DensePlaneServer {
   // What one connection reuses from request to request.
   struct ConnectionState {
     std::vector<char> scratch;  // drains refused pushes
+    // kEventPool: a dense pull's values, copied out of the shard under its
+    // lock and sent after it (a piece of at most kPullPieceBytes).
+    std::vector<float> pulled;
     RowPlaneService::Scratch rows;
     // kThreadPerConnection: applies the connection's pushes; declared
     // last, so it finishes its updates before the buffers go.
@@ -103,8 +112,11 @@ class DensePlaneServer {
   // goes on.
   absl::Status ServeRequest(Socket& socket, const FrameHeader& request,
                             ConnectionState* state, bool overlap);
-  absl::Status ServePull(Socket& socket, const FrameHeader& request);
-  // `applier` null: the update runs on this thread after the answer.
+  // `copy` null: sent straight from the shard under its shared lock;
+  // else copied into it under the lock and sent after.
+  absl::Status ServePull(Socket& socket, const FrameHeader& request,
+                         std::vector<float>* copy);
+  // `applier` null: the update runs on this thread, then the answer.
   absl::Status ServePush(Socket& socket, const FrameHeader& request,
                          std::vector<char>* scratch,
                          std::unique_ptr<SerialExecutor>* applier);

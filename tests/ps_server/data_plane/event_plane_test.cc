@@ -30,6 +30,7 @@
 #include "ps_server/client/dense_plane_client.h"
 #include "ps_server/client/row_plane_client.h"
 #include "ps_server/data_plane/dense_plane_server.h"
+#include "ps_server/wire/dense_wire.h"
 #include "tests/ps_server/data_plane/dense_plane_test_util.h"
 #include "tests/ps_server/ps_test_util.h"
 
@@ -66,9 +67,9 @@ int ThreadsNow() {
 class PlaneServer {
  public:
   explicit PlaneServer(DataPlaneServing serving, int threads = 2,
-                       double timeout_s = 60) {
+                       double timeout_s = 60, const ShardDef& shard = Dense()) {
     CreateShardsRequest request;
-    *request.add_shards() = Dense();
+    *request.add_shards() = shard;
     *request.mutable_optimizer() = ps_test::SgdConfig(0.5f);
     CreateShardsResponse response;
     EXPECT_TRUE(store_.Create(request, &response).ok());
@@ -231,6 +232,54 @@ TEST(EventPlaneTest, ClientThatDoesNotReadItsRepliesHoldsUpNobody) {
   std::unique_ptr<DensePlaneClient> client = server.Client();
   std::vector<float> values;
   for (int i = 0; i < 20; ++i) ASSERT_TRUE(Pull(*client, &values).ok());
+}
+
+TEST(EventPlaneTest, ReaderThatStallsHoldsNoShardLock) {
+  // A pull of a 16 MiB shard whose client reads its first bytes and then
+  // stops: the pool thread sending it waits on the socket. It must not
+  // wait holding the shard's lock (it copies out a piece and sends it
+  // after), or a push to the shard, on a connection of its own, would
+  // wait for the stalled reader's timeout.
+  const ShardDef big =
+      MakeShardDef("big", 0, {4096, 1024}, 0, 4096, ps_test::ConstantInit(1));
+  PlaneServer server(DataPlaneServing::kEventPool, 2, /*timeout_s=*/60, big);
+  absl::StatusOr<Socket> stalled = server.Connect();
+  ASSERT_TRUE(stalled.ok()) << stalled.status();
+  std::string table;
+  AppendString16(big.name(), &table);
+  FrameHeader header;
+  header.op = FrameOp::kPullDense;
+  header.count = 1;
+  header.bytes = static_cast<int64_t>(table.size());
+  char head[kFrameHeaderBytes];
+  EncodeFrameHeader(header, head);
+  ASSERT_TRUE(stalled->WriteFull(head, sizeof(head)).ok());
+  ASSERT_TRUE(stalled->WriteFull(table.data(), table.size()).ok());
+  // The reply has started: its sender is under way, and stays so.
+  char reply_head[kFrameHeaderBytes];
+  ASSERT_TRUE(stalled->ReadFull(reply_head, sizeof(reply_head)).ok());
+
+  // The client's own timeout bounds the wait if the lock is held.
+  std::unique_ptr<DensePlaneClient> client = server.Client(/*timeout_s=*/10);
+  const std::vector<float> grad(ps_test::NumElements(big), 0.5f);
+  const std::vector<absl::Span<const float>> grads = {
+      absl::MakeConstSpan(grad)};
+  PushResponse response;
+  ASSERT_TRUE(client
+                  ->PushDense({big.name()}, grads, /*base_versions=*/{0},
+                              &response, nullptr)
+                  .ok());
+  EXPECT_EQ(response.applied_size(), 1);
+
+  // The stalled reader still gets its whole reply.
+  FrameHeader reply;
+  ASSERT_TRUE(DecodeFrameHeader(reply_head, &reply).ok());
+  EXPECT_EQ(reply.op, FrameOp::kPullDenseReply);
+  EXPECT_EQ(reply.bytes, static_cast<int64_t>(kDensePartHeaderBytes) +
+                             ps_test::NumElements(big) *
+                                 static_cast<int64_t>(sizeof(float)));
+  std::vector<char> rest(reply.bytes);
+  EXPECT_TRUE(stalled->ReadFull(rest.data(), rest.size()).ok());
 }
 
 TEST(EventPlaneTest, GarbageClosesOnlyThatConnection) {
