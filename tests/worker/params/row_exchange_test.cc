@@ -17,7 +17,9 @@
 #include "tests/worker/nn/graph_test_util.h"
 #include "worker/backend/cpu/cpu_backend.h"
 
-namespace tessera {
+// Named, so the file's names do not meet another test's in a unity build
+// (TESSERA_UNITY_TESTS).
+namespace tessera::row_exchange_test {
 namespace {
 
 using ps_test::TestPsServer;
@@ -223,4 +225,4 @@ TEST_F(RowExchangeTest, RefusesAPlacementOutsideTheDivLayout) {
 }
 
 }  // namespace
-}  // namespace tessera
+}  // namespace tessera::row_exchange_test

@@ -10,7 +10,9 @@
 #include "gtest/gtest.h"
 #include "partitioners/hash_routing.h"
 
-namespace tessera {
+// Named, so the file's names do not meet another test's in a unity build
+// (TESSERA_UNITY_TESTS).
+namespace tessera::row_routing_test {
 namespace {
 
 using ::testing::ElementsAre;
@@ -167,4 +169,4 @@ TEST_F(RowRoutingTest, RefusesPlacementsThatDoNotFit) {
 }
 
 }  // namespace
-}  // namespace tessera
+}  // namespace tessera::row_routing_test
