@@ -72,16 +72,43 @@ absl::Status WorkerReplicas::Save(const std::string& directory, int64_t step,
 }
 
 absl::Status WorkerReplicas::SettleRowPushes() {
-  return BoundedForEach(
-      static_cast<int>(workers_.size()), max_concurrency_, [&](int w) {
-        EvaluateRequest empty;  // [0, 0)
-        EvaluateResponse response;
-        absl::Status s = workers_[w]->Evaluate(empty, &response);
-        if (s.ok()) return s;
-        return absl::Status(
-            s.code(), absl::StrCat("worker ", w, " (", workers_[w]->address(),
-                                   ") settling its row pushes: ", s.message()));
-      });
+  return BoundedForEach(static_cast<int>(workers_.size()), max_concurrency_,
+                        [&](int w) { return SettleOne(w); });
+}
+
+absl::Status WorkerReplicas::SettleOne(int w) {
+  WorkerTask* worker = workers_[w];
+  const std::string who =
+      absl::StrCat("worker ", indices_[w], " (", worker->address(), ")");
+  const absl::Time deadline = absl::Now() + restart_timeout_;
+  Backoff backoff;
+  while (true) {
+    EvaluateRequest empty;  // [0, 0)
+    EvaluateResponse response;
+    absl::Status s = worker->Evaluate(empty, &response);
+    if (s.ok()) return s;
+    // A worker that restarted (it answers unconfigured) has no push in
+    // flight: its pushes ended with its process. One that does not answer
+    // is waited for: a stopped worker still holds its pushes.
+    const WorkerHealth health = worker->Probe();
+    if (health == WorkerHealth::kLostState) {
+      LOG(INFO) << who << " restarted: none of its row pushes is in flight";
+      return absl::OkStatus();
+    }
+    if (health == WorkerHealth::kReady && !IsTransient(s)) {
+      return absl::Status(s.code(), absl::StrCat(who,
+                                                 " settling its row "
+                                                 "pushes: ",
+                                                 s.message()));
+    }
+    if (absl::Now() >= deadline) {
+      return absl::UnavailableError(
+          absl::StrCat(who, " did not come back within ",
+                       absl::FormatDuration(restart_timeout_),
+                       " to settle its row pushes: ", s.message()));
+    }
+    absl::SleepFor(std::min(backoff.Next(), deadline - absl::Now()));
+  }
 }
 
 absl::Status WorkerReplicas::Restore(const ValidCheckpoint& checkpoint) {

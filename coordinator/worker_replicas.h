@@ -40,7 +40,9 @@ class WorkerReplicas final : public ReplicaCheckpoints {
   absl::Status Restore(const ValidCheckpoint& checkpoint) override;
   // Every worker, in parallel, is asked to evaluate an empty range of the
   // test set: Evaluate first waits for the worker's row pushes in flight
-  // (and returns the error of one that failed), and evaluates nothing.
+  // (and returns the error of one that failed), and evaluates nothing. A
+  // worker that restarted (it answers unconfigured) has none; one that does
+  // not answer is waited for up to restart_timeout, as in Restore.
   absl::Status SettleRowPushes() override;
 
   // Saves worker `from`'s replica (the worker of that index) into `directory`
@@ -80,6 +82,8 @@ class WorkerReplicas final : public ReplicaCheckpoints {
   // Member `w`'s RestoreReplica, waiting up to restart_timeout_ for a
   // worker that is down and configuring one that restarted.
   absl::Status RestoreOne(int w, const RestoreReplicaRequest& request);
+  // Member `w`'s part of SettleRowPushes.
+  absl::Status SettleOne(int w);
 
   // Takes the workers Drop named out of the ring.
   void ApplyDrops();
