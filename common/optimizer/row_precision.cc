@@ -63,6 +63,17 @@ bool UseF16c() {
 #endif
 }
 
+bool UseAvx512Draws() {
+#ifdef TESSERA_ROW_PRECISION_F16C
+  static const bool kAvx512 = __builtin_cpu_supports("avx512f") &&
+                              __builtin_cpu_supports("avx512dq") &&
+                              __builtin_cpu_supports("avx512vl");
+  return kAvx512;
+#else
+  return false;
+#endif
+}
+
 }  // namespace row_precision_internal
 
 int RowPrecisionBytes(RowPrecision precision) {
@@ -174,6 +185,10 @@ void NarrowRowStochastic(RowPrecision precision, const float* src, void* dst,
     }
   } else if (precision == ROW_BF16) {
     uint16_t* d = static_cast<uint16_t*>(dst);
+    if (row_precision_internal::UseF16c()) {
+      row_precision_internal::NarrowBfloat16StochasticAvx2(src, d, n, seed);
+      return;
+    }
     for (int64_t i = 0; i < n; ++i) {
       d[i] = RoundBfloat16Stochastic(
           src[i], static_cast<uint32_t>(CounterHash(seed, i) >> 48));

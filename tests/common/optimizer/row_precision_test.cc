@@ -3,10 +3,14 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "Eigen/Core"
 #include "common/counter_rng.h"
+#include "common/optimizer/row_precision_f16c.h"
 #include "gtest/gtest.h"
 
 namespace tessera {
@@ -196,33 +200,94 @@ TEST(RowPrecisionTest, ConversionsMatchEigenBitForBit) {
   }
 }
 
-// NarrowRowStochastic's fp16 rows (8 at a time where the CPU has F16C)
-// are RoundHalfStochastic of each element with its own draw, bit for bit:
-// subnormals, exact values, negative zero, and blocks holding a value that
-// saturates, infinities or NaN.
-TEST(RowPrecisionTest, StochasticRowsMatchTheRulePerElement) {
+// Values for the stochastic rows below: subnormals, exact values,
+// negative zero, and blocks holding a value that saturates, infinities or
+// NaN.
+std::vector<float> StochasticInputs(uint32_t top) {
   std::vector<float> x;
-  for (uint32_t bits = 0; bits < 0x477FE000u; bits += 0x000F1234u) {
+  for (uint32_t bits = 0; bits < top; bits += 0x000F1234u) {
     float f;
     std::memcpy(&f, &bits, sizeof(f));
     x.push_back(f);
     x.push_back(-f);
   }
   for (float f : {0.0f, -0.0f, 1.0f, 65504.0f, 65500.0f, 70000.0f, 1e-7f,
-                  6.0e-8f, INFINITY, NAN}) {
+                  6.0e-8f, INFINITY, NAN, 3.4028235e38f, -3.4028235e38f}) {
     x.push_back(f);
   }
-  for (uint64_t seed : {uint64_t{1}, uint64_t{0xDEADBEEF12345ull}}) {
-    std::vector<uint16_t> row(x.size());
-    NarrowRowStochastic(ROW_FP16, x.data(), row.data(), x.size(), seed);
-    for (size_t i = 0; i < x.size(); ++i) {
-      const uint16_t want = RoundHalfStochastic(x[i], CounterUniform(seed, i));
-      if (std::isnan(x[i])) {
-        ASSERT_TRUE(std::isnan(Half(row[i])));
-        continue;
+  return x;
+}
+
+// Plain seeds, and one whose counter base (seed * K + C of CounterHash) is
+// 2^64 - 5, so a row's counters wrap past 2^64 in its first block.
+std::vector<uint64_t> StochasticSeeds() {
+  return {1, 0xDEADBEEF12345ull, 0xE821ECC0C8EBD8A2ull, 0};
+}
+
+// The rows the vector paths round (F16C and AVX2 or AVX-512 draws where
+// the CPU has them; bit arithmetic for bf16) are the scalar rule of each
+// element with its own draw, bit for bit: fp16 RoundHalfStochastic with
+// CounterUniform(seed, i), bf16 RoundBfloat16Stochastic with the hash's
+// top 16 bits.
+void ExpectRowsMatchTheRule(
+    const std::function<void(RowPrecision, const std::vector<float>&,
+                             std::vector<uint16_t>*, uint64_t)>& narrow,
+    const std::string& path) {
+  for (RowPrecision p : {ROW_FP16, ROW_BF16}) {
+    const std::vector<float> x =
+        StochasticInputs(p == ROW_FP16 ? 0x477FE000u : 0x7F800000u);
+    for (uint64_t seed : StochasticSeeds()) {
+      std::vector<uint16_t> row(x.size());
+      narrow(p, x, &row, seed);
+      for (size_t i = 0; i < x.size(); ++i) {
+        const uint16_t want =
+            p == ROW_FP16
+                ? RoundHalfStochastic(x[i], CounterUniform(seed, i))
+                : RoundBfloat16Stochastic(
+                      x[i], static_cast<uint32_t>(CounterHash(seed, i) >> 48));
+        if (std::isnan(x[i])) {
+          ASSERT_TRUE(std::isnan(p == ROW_FP16 ? Half(row[i]) : Bf16(row[i])));
+          continue;
+        }
+        ASSERT_EQ(row[i], want) << path << " " << RowPrecisionName(p) << " "
+                                << x[i] << " at " << i << " seed " << seed;
       }
-      ASSERT_EQ(row[i], want) << x[i] << " at " << i;
     }
+  }
+}
+
+TEST(RowPrecisionTest, StochasticRowsMatchTheRulePerElement) {
+  ExpectRowsMatchTheRule(
+      [](RowPrecision p, const std::vector<float>& x,
+         std::vector<uint16_t>* row, uint64_t seed) {
+        NarrowRowStochastic(p, x.data(), row->data(), x.size(), seed);
+      },
+      "best");
+}
+
+// Each vector path on its own, whichever the CPU would pick.
+TEST(RowPrecisionTest, EveryDrawPathMatchesTheRule) {
+  using row_precision_internal::Draws;
+  if (!row_precision_internal::UseF16c()) {
+    GTEST_SKIP() << "no AVX2 and F16C here: the scalar rule is all there is";
+  }
+  std::vector<std::pair<Draws, std::string>> paths = {{Draws::kAvx2, "avx2"}};
+  if (row_precision_internal::UseAvx512Draws()) {
+    paths.push_back({Draws::kAvx512, "avx512"});
+  }
+  for (const auto& [draws, name] : paths) {
+    ExpectRowsMatchTheRule(
+        [draws = draws](RowPrecision p, const std::vector<float>& x,
+                        std::vector<uint16_t>* row, uint64_t seed) {
+          if (p == ROW_FP16) {
+            row_precision_internal::NarrowHalfStochasticF16c(
+                x.data(), row->data(), x.size(), seed, draws);
+          } else {
+            row_precision_internal::NarrowBfloat16StochasticAvx2(
+                x.data(), row->data(), x.size(), seed, draws);
+          }
+        },
+        name);
   }
 }
 
