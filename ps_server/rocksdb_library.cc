@@ -60,6 +60,8 @@ absl::Status ResolveAll(void* lib, RocksDbApi& api) {
   Resolve(lib, "rocksdb_options_set_max_open_files", &api.set_max_open_files,
           &error);
   Resolve(lib, "rocksdb_options_set_compression", &api.set_compression, &error);
+  Resolve(lib, "rocksdb_options_set_compaction_style",
+          &api.set_compaction_style, &error);
   Resolve(lib, "rocksdb_options_set_block_based_table_factory",
           &api.set_block_based_table_factory, &error);
   Resolve(lib, "rocksdb_block_based_options_create", &api.table_options_create,

@@ -63,6 +63,8 @@ struct RocksDbApi {
       set_max_write_buffer_number = nullptr;
   decltype(&rocksdb_options_set_max_open_files) set_max_open_files = nullptr;
   decltype(&rocksdb_options_set_compression) set_compression = nullptr;
+  decltype(&rocksdb_options_set_compaction_style) set_compaction_style =
+      nullptr;
   decltype(&rocksdb_options_set_block_based_table_factory)
       set_block_based_table_factory = nullptr;
   decltype(&rocksdb_block_based_options_create) table_options_create = nullptr;
