@@ -157,7 +157,8 @@ for key in sorted({k[:3] for k in table}):
     print(f"| {key[0]} | {key[1]} | {key[2]} | " + " | ".join(cells) + " |")
 failed = [r for r in runs if r[3] != "ok"]
 if failed:
-    print("\nFailed jobs (replay: `bash tests/integration/chaos_run.sh build "
+    print(f"\nFailed jobs (replay: `TESSERA_CHAOS_EPOCHS={epochs} bash "
+          "tests/integration/chaos_run.sh build "
           f"/tmp/replay SCENARIO {per_run} SEED`):\n")
     for r in failed:
         print(f"- {r[0]} seed {r[1]}: {r[3]} ({r[2]} events)")
