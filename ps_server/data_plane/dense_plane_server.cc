@@ -1,9 +1,12 @@
 #include "ps_server/data_plane/dense_plane_server.h"
 
 #include <algorithm>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
@@ -157,6 +160,147 @@ absl::Status WritePushReply(Socket& socket, uint32_t count,
   const iovec parts[2] = {{head, sizeof(head)},
                           {const_cast<char*>(bytes.data()), bytes.size()}};
   return socket.WriteAll(parts);
+}
+
+// A pull's table: the shards it names. Returns an error only for a
+// malformed table (the connection closes); a shard this server does not
+// hold sets `refused` (the request gets an error reply).
+absl::Status FindPullShards(const std::string& table, uint32_t count,
+                            ShardStore* store,
+                            std::vector<std::shared_ptr<Shard>>* shards,
+                            absl::Status* refused) {
+  WireReader reader(table);
+  shards->reserve(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    std::string name;
+    if (!reader.ReadString16(&name)) {
+      return absl::InvalidArgumentError("data plane: malformed pull table");
+    }
+    if (!refused->ok()) continue;
+    absl::StatusOr<std::shared_ptr<Shard>> shard = store->Find(name);
+    if (!shard.ok()) {
+      *refused = shard.status();
+      continue;
+    }
+    shards->push_back(*std::move(shard));
+  }
+  if (!reader.done()) {
+    return absl::InvalidArgumentError("data plane: malformed pull table");
+  }
+  return absl::OkStatus();
+}
+
+// Sends a pull reply's values chunk by chunk; the frame header goes out
+// with the first chunk, in one system call. `copy` null: each chunk is
+// sent straight from the shard under its shared lock; else copied into
+// `copy` under the lock and sent after it.
+absl::Status WritePullValues(Socket& socket,
+                             const std::vector<std::shared_ptr<Shard>>& shards,
+                             std::vector<float>* copy) {
+  FrameHeader reply;
+  reply.op = FrameOp::kPullDenseReply;
+  reply.count = static_cast<uint32_t>(shards.size());
+  for (const auto& shard : shards) {
+    reply.bytes += kDensePartHeaderBytes + shard->byte_size();
+  }
+  char head[kFrameHeaderBytes];
+  EncodeFrameHeader(reply, head);
+  if (shards.empty()) return socket.WriteFull(head, sizeof(head));
+  bool head_sent = false;
+  const int64_t chunk =
+      (copy == nullptr ? kPullChunkBytes : kPullPieceBytes) / sizeof(float);
+  for (size_t k = 0; k < shards.size(); ++k) {
+    const std::shared_ptr<Shard>& shard = shards[k];
+    const int64_t total = shard->num_elements();
+    int64_t offset = 0;
+    do {
+      const int64_t length = std::min(chunk, total - offset);
+      // One chunk with its headers; `version` is the chunk's.
+      auto send = [&](absl::Span<const float> values, int64_t version) {
+        char part[kDensePartHeaderBytes];
+        iovec parts[3];
+        size_t n = 0;
+        if (!head_sent) parts[n++] = {head, sizeof(head)};
+        head_sent = true;
+        if (offset == 0) {
+          // The version of the first chunk; a push may land between
+          // chunks of a large shard, as on the gRPC path.
+          EncodeDensePartHeader(version, shard->byte_size(), part);
+          parts[n++] = {part, sizeof(part)};
+        }
+        parts[n++] = {const_cast<float*>(values.data()),
+                      values.size() * sizeof(float)};
+        const bool last = k + 1 == shards.size() && offset + length >= total;
+        return socket.WriteAll(absl::MakeConstSpan(parts, n), !last);
+      };
+      absl::Status s;
+      if (copy == nullptr) {
+        s = shard->VisitValues(offset, length, send);
+      } else {
+        int64_t version = 0;
+        copy->resize(std::max(copy->size(), static_cast<size_t>(length)));
+        s = shard->VisitValues(
+            offset, length, [&](absl::Span<const float> values, int64_t v) {
+              std::copy(values.begin(), values.end(), copy->begin());
+              version = v;
+              return absl::OkStatus();
+            });
+        if (s.ok()) {
+          s = send(absl::MakeConstSpan(copy->data(), length), version);
+        }
+      }
+      if (!s.ok()) return s;
+      offset += length;
+    } while (offset < total);
+  }
+  return absl::OkStatus();
+}
+
+using PushAnswer =
+    absl::FunctionRef<void(const absl::Status&, const PushResponse&)>;
+// Applies a received push and calls its argument with the outcome.
+using PushUpdate = std::function<void(PushAnswer)>;
+
+// Runs a push's update and writes its answer. `applier` null: on this
+// thread, and the answer goes out once the shards' locks are released;
+// else on the connection's applier thread, answering under them.
+absl::Status AnswerPush(Socket& socket, uint32_t count, PushUpdate update,
+                        std::unique_ptr<SerialExecutor>* applier) {
+  if (applier == nullptr) {
+    // The pool: answering under the shards' locks (as the applier does)
+    // wakes the client, which on a core it shares with this thread takes
+    // it over, and every pool thread that wants the shards then waits for
+    // this one: bench_connections saw the pool's threads blocked on one
+    // shard's lock most of the time.
+    absl::Status status;
+    PushResponse response;
+    update([&](const absl::Status& s, const PushResponse& r) {
+      status = s;
+      response = r;
+    });
+    return WritePushReply(socket, count, status, response);
+  }
+  // The update runs on the connection's applier thread: it answers once
+  // the shards are locked, and this thread goes on to receive the next
+  // request (into other buffers of the shard's pool) while the optimizer
+  // runs, so a stream of pushes costs the transfer, not transfer + update.
+  // This thread waits only for the answer: the client sends nothing more
+  // on this connection before it has it, so the two never write at once.
+  absl::Notification answered;
+  absl::Status written;
+  auto apply = [update = std::move(update), count, &socket, &answered,
+                &written] {
+    update([&](const absl::Status& status, const PushResponse& response) {
+      written = WritePushReply(socket, count, status, response);
+      // Nothing on this thread touches `socket`, `written` or `answered`
+      // after this.
+      answered.Notify();
+    });
+  };
+  if (*applier == nullptr) *applier = std::make_unique<SerialExecutor>();
+  (*applier)->Post(std::move(apply));
+  answered.WaitForNotification();
+  return written;
 }
 
 }  // namespace
@@ -330,25 +474,12 @@ absl::Status DensePlaneServer::ServePull(Socket& socket,
   std::string table;
   if (absl::Status s = ReadTable(socket, request, &table); !s.ok()) return s;
   core_->CountPull();
-  WireReader reader(table);
   std::vector<std::shared_ptr<Shard>> shards;
-  shards.reserve(request.count);
   absl::Status refused;
-  for (uint32_t i = 0; i < request.count; ++i) {
-    std::string name;
-    if (!reader.ReadString16(&name)) {
-      return absl::InvalidArgumentError("data plane: malformed pull table");
-    }
-    if (!refused.ok()) continue;
-    absl::StatusOr<std::shared_ptr<Shard>> shard = store_->Find(name);
-    if (!shard.ok()) {
-      refused = shard.status();
-      continue;
-    }
-    shards.push_back(*std::move(shard));
-  }
-  if (!reader.done()) {
-    return absl::InvalidArgumentError("data plane: malformed pull table");
+  if (absl::Status s =
+          FindPullShards(table, request.count, store_, &shards, &refused);
+      !s.ok()) {
+    return s;
   }
   if (!refused.ok()) {
     return WriteErrorReply(socket, FrameOp::kPullDenseReply, refused);
@@ -360,64 +491,7 @@ absl::Status DensePlaneServer::ServePull(Socket& socket,
                            sync_step.status());
   }
   core_->sync_steps()->ApplyBefore(*sync_step);
-  FrameHeader reply;
-  reply.op = FrameOp::kPullDenseReply;
-  reply.count = request.count;
-  for (const auto& shard : shards) {
-    reply.bytes += kDensePartHeaderBytes + shard->byte_size();
-  }
-  char head[kFrameHeaderBytes];
-  EncodeFrameHeader(reply, head);
-  // The reply's header goes out with the first values, in one system call.
-  bool head_sent = false;
-  if (shards.empty()) return socket.WriteFull(head, sizeof(head));
-  for (size_t k = 0; k < shards.size(); ++k) {
-    const std::shared_ptr<Shard>& shard = shards[k];
-    const int64_t total = shard->num_elements();
-    const int64_t chunk =
-        (copy == nullptr ? kPullChunkBytes : kPullPieceBytes) / sizeof(float);
-    int64_t offset = 0;
-    do {
-      const int64_t length = std::min(chunk, total - offset);
-      // One chunk with its headers; `version` is the chunk's.
-      auto send = [&](absl::Span<const float> values, int64_t version) {
-        char part[kDensePartHeaderBytes];
-        iovec parts[3];
-        size_t n = 0;
-        if (!head_sent) parts[n++] = {head, sizeof(head)};
-        head_sent = true;
-        if (offset == 0) {
-          // The version of the first chunk; a push may land between
-          // chunks of a large shard, as on the gRPC path.
-          EncodeDensePartHeader(version, shard->byte_size(), part);
-          parts[n++] = {part, sizeof(part)};
-        }
-        parts[n++] = {const_cast<float*>(values.data()),
-                      values.size() * sizeof(float)};
-        const bool last = k + 1 == shards.size() && offset + length >= total;
-        return socket.WriteAll(absl::MakeConstSpan(parts, n), !last);
-      };
-      absl::Status s;
-      if (copy == nullptr) {
-        s = shard->VisitValues(offset, length, send);
-      } else {
-        int64_t version = 0;
-        copy->resize(std::max(copy->size(), static_cast<size_t>(length)));
-        s = shard->VisitValues(
-            offset, length, [&](absl::Span<const float> values, int64_t v) {
-              std::copy(values.begin(), values.end(), copy->begin());
-              version = v;
-              return absl::OkStatus();
-            });
-        if (s.ok()) {
-          s = send(absl::MakeConstSpan(copy->data(), length), version);
-        }
-      }
-      if (!s.ok()) return s;
-      offset += length;
-    } while (offset < total);
-  }
-  return absl::OkStatus();
+  return WritePullValues(socket, shards, copy);
 }
 
 absl::Status DensePlaneServer::ServePush(
@@ -457,56 +531,17 @@ absl::Status DensePlaneServer::ServePush(
   }
   auto job = std::make_shared<std::vector<Incoming>>(std::move(incoming));
   // Applies the push; `answer` is ApplyDensePush's.
-  auto update =
-      [this, job,
-       sync](absl::FunctionRef<void(const absl::Status&, const PushResponse&)>
-                 answer) {
-        std::vector<DenseGradient> grads;
-        grads.reserve(job->size());
-        for (Incoming& in : *job) {
-          grads.push_back(
-              {in.shard,
-               absl::MakeConstSpan(in.grad.get(), in.shard->num_elements())});
-        }
-        ApplyDensePush(grads, sync, core_->sync_steps(), answer);
-        for (Incoming& in : *job) in.shard->ReleaseBuffer(std::move(in.grad));
-      };
-  const uint32_t count = request.count;
-  if (applier == nullptr) {
-    // The pool: the update runs here, and the answer goes out once the
-    // shards' locks are released. Answering under them (as the applier
-    // does) wakes the client, which on a core it shares with this thread
-    // takes it over, and every pool thread that wants the shards then
-    // waits for this one: bench_connections saw the pool's threads
-    // blocked on one shard's lock most of the time.
-    absl::Status status;
-    PushResponse response;
-    update([&](const absl::Status& s, const PushResponse& r) {
-      status = s;
-      response = r;
-    });
-    return WritePushReply(socket, count, status, response);
-  }
-  // The update runs on the connection's applier thread: it answers once
-  // the shards are locked, and this thread goes on to receive the next
-  // request (into other buffers of the shard's pool) while the optimizer
-  // runs, so a stream of pushes costs the transfer, not transfer + update.
-  // This thread waits only for the answer: the client sends nothing more
-  // on this connection before it has it, so the two never write at once.
-  absl::Notification answered;
-  absl::Status written;
-  auto apply = [update, count, &socket, &answered, &written] {
-    update([&](const absl::Status& status, const PushResponse& response) {
-      written = WritePushReply(socket, count, status, response);
-      // Nothing on this thread touches `socket`, `written` or `answered`
-      // after this.
-      answered.Notify();
-    });
+  PushUpdate update = [this, job, sync](PushAnswer answer) {
+    std::vector<DenseGradient> grads;
+    grads.reserve(job->size());
+    for (Incoming& in : *job) {
+      grads.push_back({in.shard, absl::MakeConstSpan(
+                                     in.grad.get(), in.shard->num_elements())});
+    }
+    ApplyDensePush(grads, sync, core_->sync_steps(), answer);
+    for (Incoming& in : *job) in.shard->ReleaseBuffer(std::move(in.grad));
   };
-  if (*applier == nullptr) *applier = std::make_unique<SerialExecutor>();
-  (*applier)->Post(std::move(apply));
-  answered.WaitForNotification();
-  return written;
+  return AnswerPush(socket, request.count, std::move(update), applier);
 }
 
 }  // namespace tessera
