@@ -16,7 +16,9 @@
 //               tables and for fixed tables (--fixed_rows rows, one lock
 //               per shard) at each of --dims and --precisions (rows and
 //               gradients travel in the table's precision), on each of
-//               --planes (grpc, tcp, table) in the same run.
+//               --planes (grpc, tcp, table) in the same run; and the
+//               same per second of the process's CPU time (clients and
+//               server), which other load on a shared machine sways less.
 //   scale       --scale_servers parameter servers, each its own forked
 //               process on loopback, hold one shard each of a dim-16
 //               Adagrad hash table. --scale_workers client threads first
@@ -46,6 +48,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -214,7 +217,18 @@ Batches MakeBatches(int count) {
 
 struct ThroughputResult {
   double rows_per_s = 0, batches_per_s = 0, unique_per_batch = 0;
+  // Rows per second of this process's CPU time (clients and server
+  // together): what a row costs, less swayed by other load on a shared
+  // machine than rows_per_s.
+  double rows_per_cpu_s = 0;
 };
+
+// CPU seconds this process has used, all its threads.
+double ProcessCpuSeconds() {
+  timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + t.tv_nsec * 1e-9;
+}
 
 // Clients pull and push deduplicated batches of `table` until the time is
 // up; the first second is a warm-up.
@@ -281,9 +295,11 @@ absl::StatusOr<ThroughputResult> RunClients(
   std::this_thread::sleep_for(std::chrono::seconds(1));
   timing = true;
   const auto start = Clock::now();
+  const double cpu_start = ProcessCpuSeconds();
   std::this_thread::sleep_for(std::chrono::duration<double>(FLAGS_seconds));
   timing = false;
   const double seconds = Seconds(start);
+  const double cpu_seconds = ProcessCpuSeconds() - cpu_start;
   stop = true;
   for (auto& t : threads) t.join();
   for (const absl::Status& s : errors) {
@@ -293,6 +309,7 @@ absl::StatusOr<ThroughputResult> RunClients(
   r.rows_per_s = rows.load() / seconds;
   r.batches_per_s = done.load() / seconds;
   r.unique_per_batch = done.load() > 0 ? double(rows.load()) / done.load() : 0;
+  r.rows_per_cpu_s = cpu_seconds > 0 ? rows.load() / cpu_seconds : 0;
   return r;
 }
 
@@ -343,9 +360,9 @@ int RunThroughput(const std::vector<int64_t>& dims) {
       "unique rows pulled and pushed per second (%u cores here)\n",
       FLAGS_batch, FLAGS_zipf_s, FLAGS_vocab,
       std::thread::hardware_concurrency());
-  std::printf("%-6s %4s %-20s %7s %5s %10s %10s %12s %12s %10s\n", "table",
+  std::printf("%-6s %4s %-20s %7s %5s %10s %10s %12s %12s %12s %10s\n", "table",
               "dim", "precision+optimizer", "clients", "plane", "uniq/batch",
-              "batches/s", "rows/s", "table_rows", "resid_MB");
+              "batches/s", "rows/s", "rows/cpu_s", "table_rows", "resid_MB");
   std::fflush(stdout);
   PsClient admin(address, 0, MakeChannel(address, ChannelSecurity()));
   for (const char* kind : {"hash", "fixed"}) {
@@ -407,12 +424,13 @@ int RunThroughput(const std::vector<int64_t>& dims) {
                   hash ? static_cast<HashTable&>(**table).rows()
                        : FLAGS_fixed_rows;
               std::printf(
-                  "%-6s %4ld %-20s %7ld %5s %10.0f %10.1f %12.0f %12ld "
+                  "%-6s %4ld %-20s %7ld %5s %10.0f %10.1f %12.0f %12.0f %12ld "
                   "%10.1f\n",
                   kind, dim, config.c_str(), clients,
                   plane_kind.has_value() ? DataPlaneName(*plane_kind) : "table",
                   r->unique_per_batch, r->batches_per_s, r->rows_per_s,
-                  table_rows, (*table)->resident_bytes() / 1e6);
+                  r->rows_per_cpu_s, table_rows,
+                  (*table)->resident_bytes() / 1e6);
               std::fflush(stdout);
             }
           }
