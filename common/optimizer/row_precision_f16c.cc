@@ -135,15 +135,24 @@ class DrawsAvx512 {
     __m512i z =
         _mm512_add_epi64(_mm512_set1_epi64(static_cast<int64_t>(base_ + i)),
                          _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7));
-    z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 30)),
+    z = _mm512_mullo_epi64(_mm512_xor_si512(z, Srli<30>(z)),
                            _mm512_set1_epi64(static_cast<int64_t>(kMix1)));
-    z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 27)),
+    z = _mm512_mullo_epi64(_mm512_xor_si512(z, Srli<27>(z)),
                            _mm512_set1_epi64(static_cast<int64_t>(kMix2)));
-    z = _mm512_xor_si512(z, _mm512_srli_epi64(z, 31));
-    return _mm512_cvtepi64_epi32(_mm512_srli_epi64(z, kShift));
+    z = _mm512_xor_si512(z, Srli<31>(z));
+    return _mm512_maskz_cvtepi64_epi32(kAll, Srli<kShift>(z));
   }
 
  private:
+  // The zero-masked forms of the shift and the narrowing, all lanes on:
+  // GCC 12's plain ones start from _mm512_undefined_*, which
+  // -Wmaybe-uninitialized reports.
+  static constexpr __mmask8 kAll = 0xFF;
+  template <int kBits>
+  TESSERA_AVX512_DRAWS static __m512i Srli(__m512i z) {
+    return _mm512_maskz_srli_epi64(kAll, z, kBits);
+  }
+
   const uint64_t base_;
 };
 
