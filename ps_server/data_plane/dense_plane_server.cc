@@ -31,6 +31,10 @@ constexpr int64_t kPullPieceBytes = int64_t{1} << 20;
 constexpr int64_t kPushPieceBytes = int64_t{1} << 20;
 // No single push declares more (a shard is at most 2^40 floats).
 constexpr int64_t kMaxPushBytes = int64_t{1} << 44;
+// The least bytes of a table entry: a pull's name (its 2-byte length), a
+// push's name, base version and size.
+constexpr int64_t kMinPullEntryBytes = 2;
+constexpr int64_t kMinPushEntryBytes = 2 + 8 + 8;
 
 absl::Status ReadTable(Socket& socket, const FrameHeader& request,
                        std::string* table) {
@@ -55,6 +59,14 @@ struct Incoming {
 absl::Status ReadPushTable(const std::string& table, uint32_t count,
                            std::vector<std::string>* names,
                            std::vector<int64_t>* sizes) {
+  // Each entry takes at least kMinPushEntryBytes of the table: a count
+  // past that is a broken frame, refused before it sizes anything.
+  if (static_cast<int64_t>(count) * kMinPushEntryBytes >
+      static_cast<int64_t>(table.size())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("data plane: a push table of ", table.size(),
+                     " bytes cannot name ", count, " shards"));
+  }
   WireReader reader(table);
   names->resize(count);
   sizes->resize(count);
@@ -169,6 +181,12 @@ absl::Status FindPullShards(const std::string& table, uint32_t count,
                             ShardStore* store,
                             std::vector<std::shared_ptr<Shard>>* shards,
                             absl::Status* refused) {
+  if (static_cast<int64_t>(count) * kMinPullEntryBytes >
+      static_cast<int64_t>(table.size())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("data plane: a pull table of ", table.size(),
+                     " bytes cannot name ", count, " shards"));
+  }
   WireReader reader(table);
   shards->reserve(count);
   for (uint32_t i = 0; i < count; ++i) {

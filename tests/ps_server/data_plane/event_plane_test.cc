@@ -311,6 +311,31 @@ TEST(EventPlaneTest, GarbageClosesOnlyThatConnection) {
   EXPECT_TRUE(Pull(*client, &values).ok());
 }
 
+// A frame whose count claims more shards than its table can name (a
+// buggy or hostile peer past the handshake) closes that connection; the
+// server sizes nothing by the count and goes on serving.
+TEST(EventPlaneTest, ACountTheTableCannotHoldClosesOnlyThatConnection) {
+  PlaneServer server(DataPlaneServing::kEventPool, 1);
+  for (FrameOp op : {FrameOp::kPullDense, FrameOp::kPushDense}) {
+    absl::StatusOr<Socket> bad = server.Connect();
+    ASSERT_TRUE(bad.ok()) << bad.status();
+    std::string table;
+    AppendString16("w", &table);
+    FrameHeader header;
+    header.op = op;
+    header.count = 0xfffffff0u;
+    header.bytes = static_cast<int64_t>(table.size());
+    char head[kFrameHeaderBytes];
+    EncodeFrameHeader(header, head);
+    ASSERT_TRUE(bad->WriteFull(head, sizeof(head)).ok());
+    ASSERT_TRUE(bad->WriteFull(table.data(), table.size()).ok());
+    EXPECT_TRUE(WaitForClose(*bad).ok()) << static_cast<int>(op);
+  }
+  std::unique_ptr<DensePlaneClient> client = server.Client();
+  std::vector<float> values;
+  EXPECT_TRUE(Pull(*client, &values).ok());
+}
+
 TEST(EventPlaneTest, WrongTokenIsRefused) {
   PlaneServer server(DataPlaneServing::kEventPool, 1);
   absl::StatusOr<Socket> socket =
