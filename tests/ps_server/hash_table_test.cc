@@ -23,15 +23,6 @@ namespace {
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 
-Initializer UniformInit(uint64_t seed) {
-  Initializer init;
-  init.set_kind(Initializer::UNIFORM);
-  init.set_minval(-0.05f);
-  init.set_maxval(0.05f);
-  init.set_seed(seed);
-  return init;
-}
-
 ShardDef HashDef(int64_t dim, int index = 0, int num_shards = 1) {
   ShardDef def;
   def.set_name(absl::StrCat("ids/part_", index));
@@ -41,7 +32,7 @@ ShardDef HashDef(int64_t dim, int index = 0, int num_shards = 1) {
   def.set_hash_table(true);
   def.set_dim(dim);
   def.set_num_shards(num_shards);
-  *def.mutable_initializer() = UniformInit(11);
+  *def.mutable_initializer() = ps_test::UniformInit(11, 0.05f);
   return def;
 }
 

@@ -48,6 +48,16 @@ inline Initializer ConstantInit(float value) {
   return init;
 }
 
+// Uniform in [-limit, limit], seeded.
+inline Initializer UniformInit(uint64_t seed, float limit) {
+  Initializer init;
+  init.set_kind(Initializer::UNIFORM);
+  init.set_minval(-limit);
+  init.set_maxval(limit);
+  init.set_seed(seed);
+  return init;
+}
+
 inline Initializer GlorotInit(int64_t fan_in, int64_t fan_out, uint64_t seed) {
   Initializer init;
   init.set_kind(Initializer::GLOROT_UNIFORM);

@@ -82,6 +82,13 @@ class RowRouting {
       const google::protobuf::RepeatedPtrField<VariablePlacement>& placements,
       int num_servers);
 
+  // Routes view this object's table and shard names: it is moved only
+  // while no routes exist (out of Create), and never copied.
+  RowRouting(RowRouting&&) = default;
+  RowRouting& operator=(RowRouting&&) = default;
+  RowRouting(const RowRouting&) = delete;
+  RowRouting& operator=(const RowRouting&) = delete;
+
   int num_tables() const { return static_cast<int>(tables_.size()); }
   int num_servers() const { return num_servers_; }
   const Table& table(int t) const { return tables_[t]; }

@@ -48,19 +48,11 @@ constexpr char kModel[] = R"pb(
   loss { kind: SIGMOID_CROSS_ENTROPY input: "out" }
 )pb";
 
-Initializer UniformInit(uint64_t seed) {
-  Initializer init;
-  init.set_kind(Initializer::UNIFORM);
-  init.set_minval(-1);
-  init.set_maxval(1);
-  init.set_seed(seed);
-  return init;
-}
-
 // Row `row` of the table as the servers create it.
 std::vector<float> InitialRow(int64_t row) {
   std::vector<float> out(kDim);
-  FillInitialValues(UniformInit(7), row * kDim, absl::MakeSpan(out));
+  FillInitialValues(ps_test::UniformInit(7, 1.0f), row * kDim,
+                    absl::MakeSpan(out));
   return out;
 }
 
@@ -78,8 +70,8 @@ class RowExchangeTest : public ::testing::Test {
       clients_.push_back(servers_[k]->NewClient());
       CreateShardsRequest request;
       *request.mutable_optimizer() = ps_test::SgdConfig(1.0f);
-      *request.add_shards() = ps_test::MakeShardDef("fixed", k, {kVocab, kDim},
-                                                    5 * k, 5, UniformInit(7));
+      *request.add_shards() = ps_test::MakeShardDef(
+          "fixed", k, {kVocab, kDim}, 5 * k, 5, ps_test::UniformInit(7, 1.0f));
       CreateShardsResponse response;
       ASSERT_TRUE(clients_[k]->CreateShards(request, &response).ok());
       ShardPlacement* s = p->add_shards();
