@@ -220,17 +220,11 @@ bool ClusterCoordinator::gone(int worker) const {
 
 bool ClusterCoordinator::AwaitWorkersBack(absl::Duration timeout) const {
   absl::MutexLock lock(&mu_);
-  auto none_down = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    for (int w = 0; w < queue_.num_workers(); ++w) {
-      if (queue_.down(w) && !MemberStateIsGone(queue_.state(w))) return false;
-    }
-    return true;
-  };
-  auto over = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return stopping_ || !error_.ok() || none_down();
+  auto over = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopping_ || !error_.ok() || !queue_.AnyDown();
   };
   mu_.AwaitWithTimeout(absl::Condition(&over), timeout);
-  return none_down();
+  return !queue_.AnyDown();
 }
 
 int64_t ClusterCoordinator::max_lead() const {
@@ -310,14 +304,21 @@ void ClusterCoordinator::RequeueAfter(std::vector<QueuedStep>* taken,
   // never taken.
   absl::MutexLock lock(&mu_);
   for (size_t i = taken->size(); i-- > first;) {
-    QueuedStep& p = (*taken)[i];
     --inflight_;
-    if (error_.ok() && !stopping_) {
-      queue_.Enqueue(std::move(p), /*front=*/true);
-    } else {
-      p.future.Set(CancelledAfterError(p.request.step()));
-    }
+    ReturnToQueue(std::move((*taken)[i]));
   }
+}
+
+bool ClusterCoordinator::ReturnToQueue(QueuedStep p) {
+  if (!error_.ok() || stopping_) {
+    // The queue was cancelled meanwhile (an abort, or another step's
+    // error): a step queued again now would outlive the Join that a
+    // recovery waits for, and push an old gradient after a restore.
+    p.future.Set(CancelledAfterError(p.request.step()));
+    return false;
+  }
+  queue_.Enqueue(std::move(p), /*front=*/true);
+  return true;
 }
 
 void ClusterCoordinator::EndDrain(int worker) {
@@ -400,19 +401,12 @@ void ClusterCoordinator::RerunAfterDeath(int worker, WorkerStub* remote,
     queue_.SetDown(worker, true);
     if (options_.max_staleness >= 0) WakeAll();
     --inflight_;
-    const bool again = error_.ok() && !stopping_;
-    LOG(WARNING) << "worker " << worker << " failed during step "
-                 << p.request.step() << " (" << status << "); the step "
+    const int64_t step = p.request.step();
+    const bool again = ReturnToQueue(std::move(p));
+    if (again) tally_.CountRerun(1);
+    LOG(WARNING) << "worker " << worker << " failed during step " << step
+                 << " (" << status << "); the step "
                  << (again ? "will run again" : "is cancelled");
-    if (again) {
-      tally_.CountRerun(1);
-      queue_.Enqueue(std::move(p), /*front=*/true);
-    } else {
-      // The queue was cancelled meanwhile (an abort, or another step's
-      // error): a step queued again now would outlive the Join that
-      // recovery waits for, and push an old gradient after a restore.
-      p.future.Set(CancelledAfterError(p.request.step()));
-    }
   }
   Tell(worker, MemberState::kDown, std::string(status.message()));
   RecoverWorker(worker, remote);
@@ -432,14 +426,7 @@ bool ClusterCoordinator::RetryLater(int worker, const absl::Status& status,
           this),
       *pause);
   --inflight_;
-  if (!error_.ok() || stopping_) {
-    // As for a dead worker's step: queued now, it would outlive the Join
-    // that a recovery waits for.
-    p->future.Set(CancelledAfterError(p->request.step()));
-    return true;
-  }
-  tally_.CountRerun(1);
-  queue_.Enqueue(std::move(*p), /*front=*/true);
+  if (ReturnToQueue(std::move(*p))) tally_.CountRerun(1);
   return true;
 }
 

@@ -202,6 +202,9 @@ class ClusterCoordinator : public WorkerSeats {
   // Puts the taken steps from `first` on, which did not run, back at the
   // front of the queue (or cancels them after an error).
   void RequeueAfter(std::vector<QueuedStep>* taken, size_t first);
+  // Puts a step that did not finish back at the front of the queue, or
+  // cancels it when the job has an error or is stopping. True if queued.
+  bool ReturnToQueue(QueuedStep p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A draining worker whose steps are over has drained: tells it.
   void EndDrain(int worker);
   // A step that failed on `worker` with `status`: re-run it (the worker

@@ -208,6 +208,13 @@ void StepQueue::SetDown(int worker, bool down) {
   UpdateStealableOf(worker);
 }
 
+bool StepQueue::AnyDown() const {
+  for (const Worker& w : workers_) {
+    if (w.down && !MemberStateIsGone(w.state)) return true;
+  }
+  return false;
+}
+
 bool StepQueue::HasOwn(int worker) const {
   if (!any_.empty()) return true;
   for (int q : workers_[worker].serves) {

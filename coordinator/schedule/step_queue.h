@@ -119,6 +119,8 @@ class StepQueue {
   // A worker failed and is waited for (true), or came back.
   void SetDown(int worker, bool down);
   bool down(int worker) const { return workers_[worker].down; }
+  // Whether a worker that has not left (drained or removed) is down.
+  bool AnyDown() const;
 
   // The fewest finished steps of a worker that holds the others back
   // (up, not gone, and busy or with steps it may take), `except` left

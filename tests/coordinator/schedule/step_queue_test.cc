@@ -143,6 +143,20 @@ TEST_F(StepQueueTest, ADownWorkerDoesNotHoldTheOthersBack) {
   EXPECT_TRUE(queue_->HasWork(0));
 }
 
+TEST_F(StepQueueTest, AnyDownCountsOnlyWorkersThatHaveNotLeft) {
+  Make(3);
+  EXPECT_FALSE(queue_->AnyDown());
+  queue_->SetDown(1, true);
+  EXPECT_TRUE(queue_->AnyDown());
+  // Removed while down: no recovery waits for it any more.
+  queue_->Leave(1, MemberState::kRemoved);
+  EXPECT_FALSE(queue_->AnyDown());
+  queue_->SetDown(2, true);
+  EXPECT_TRUE(queue_->AnyDown());
+  queue_->SetDown(2, false);
+  EXPECT_FALSE(queue_->AnyDown());
+}
+
 TEST_F(StepQueueTest, LeavingHandsTheQueuesToTheActiveWorkerServingFewest) {
   Make(3);
   const std::vector<StepQueue::Handover> first =
