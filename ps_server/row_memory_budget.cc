@@ -1,5 +1,6 @@
 #include "ps_server/row_memory_budget.h"
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +11,10 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+
+// gperftools' tcmalloc (tessera_ps links it), resolved only where the
+// binary links it: weak, so this library needs no tcmalloc of its own.
+extern "C" void MallocExtension_ReleaseFreeMemory(void) __attribute__((weak));
 
 namespace tessera {
 
@@ -38,12 +43,24 @@ bool RowMemoryBudget::TryCharge(int64_t bytes) {
   // tier: a block fits only if the resident memory has room for it too
   // (tables touch a block's pages when granted, so it counts at once).
   // The tier's share it does not use yet is still to come.
-  if (resident_bytes_ != nullptr &&
-      resident_bytes_() + bytes +
-              std::max<int64_t>(
-                  0, tier_memory_ - RowDiskMemoryBytes(*disk_database_)) >
-          limit_) {
-    return false;
+  if (resident_bytes_ != nullptr) {
+    auto fits = [&] {
+      return resident_bytes_() + bytes +
+                 std::max<int64_t>(
+                     0, tier_memory_ - RowDiskMemoryBytes(*disk_database_)) <=
+             limit_;
+    };
+    // The allocator keeps freed pages resident (tcmalloc always, glibc
+    // below its top chunk), so after tables are dropped and rebuilt (a
+    // restore) the resident memory stays at the old peak although the
+    // process has room. Freed pages go back to the system before a block
+    // is refused, and the resident memory is read again: the budget
+    // still bounds what the process really holds (counting the
+    // allocator's in-use bytes instead would not count its slack).
+    if (!fits()) {
+      ReleaseFreeMemory();
+      if (!fits()) return false;
+    }
   }
   int64_t used = used_.load(std::memory_order_relaxed);
   do {
@@ -51,6 +68,14 @@ bool RowMemoryBudget::TryCharge(int64_t bytes) {
   } while (!used_.compare_exchange_weak(used, used + bytes,
                                         std::memory_order_relaxed));
   return true;
+}
+
+void ReleaseFreeMemory() {
+  if (MallocExtension_ReleaseFreeMemory != nullptr) {
+    MallocExtension_ReleaseFreeMemory();
+  } else {
+    malloc_trim(0);
+  }
 }
 
 int64_t ProcessResidentBytes() {

@@ -31,7 +31,10 @@ namespace tessera {
 //    allocator's slack): a new block fits only when the resident memory,
 //    the block and the part of the tier's share it does not use yet are
 //    within the limit too. A table touches a granted block's pages at
-//    once, so the resident memory counts it from then on.
+//    once, so the resident memory counts it from then on. Before a block
+//    is refused, the allocator's free pages go back to the system
+//    (ReleaseFreeMemory) and the resident memory is read again, so
+//    memory freed by dropped tables does not keep blocking new ones.
 // The budget is a target, not a hard cap: a stripe of a table with no
 // block yet takes its first one regardless, so a table may pass it by at
 // most one block per stripe, and memory the process takes after a block
@@ -61,7 +64,8 @@ class RowMemoryBudget {
   }
 
   // Takes `bytes` when they fit under the limit (with the process'
-  // resident memory, when known); false (nothing taken) when they do not.
+  // resident memory, when known, after returning the allocator's free
+  // pages if it was over); false (nothing taken) when they do not.
   bool TryCharge(int64_t bytes);
   // Takes (or, negative, gives back) `bytes` whether or not they fit.
   void Charge(int64_t bytes) {
@@ -76,6 +80,10 @@ class RowMemoryBudget {
   const std::shared_ptr<RowDiskDatabase> disk_database_;
   std::atomic<int64_t> used_{0};
 };
+
+// Returns the allocator's free pages to the system: tcmalloc's where the
+// binary links it, else glibc's (malloc_trim).
+void ReleaseFreeMemory();
 
 // The resident memory of this process (VmRSS, /proc/self/statm), 0 where
 // it cannot be read.
