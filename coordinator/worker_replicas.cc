@@ -78,8 +78,7 @@ absl::Status WorkerReplicas::SettleRowPushes() {
 
 absl::Status WorkerReplicas::SettleOne(int w) {
   WorkerTask* worker = workers_[w];
-  const std::string who =
-      absl::StrCat("worker ", indices_[w], " (", worker->address(), ")");
+  const std::string who = Who(w);
   const absl::Time deadline = absl::Now() + restart_timeout_;
   Backoff backoff;
   while (true) {
@@ -101,14 +100,39 @@ absl::Status WorkerReplicas::SettleOne(int w) {
                                                  "pushes: ",
                                                  s.message()));
     }
-    if (absl::Now() >= deadline) {
-      return absl::UnavailableError(
-          absl::StrCat(who, " did not come back within ",
-                       absl::FormatDuration(restart_timeout_),
-                       " to settle its row pushes: ", s.message()));
+    if (absl::Status back =
+            AwaitWorker(w, deadline, /*configure=*/false,
+                        "to settle its row pushes", &backoff, s);
+        !back.ok()) {
+      return back;
     }
-    absl::SleepFor(std::min(backoff.Next(), deadline - absl::Now()));
   }
+}
+
+std::string WorkerReplicas::Who(int w) const {
+  return absl::StrCat("worker ", indices_[w], " (", workers_[w]->address(),
+                      ")");
+}
+
+absl::Status WorkerReplicas::AwaitWorker(int w, absl::Time deadline,
+                                         bool configure, absl::string_view why,
+                                         Backoff* backoff, absl::Status last) {
+  WorkerTask* worker = workers_[w];
+  while (absl::Now() < deadline) {
+    absl::SleepFor(std::min(backoff->Next(), deadline - absl::Now()));
+    const WorkerHealth health = worker->Probe();
+    if (health == WorkerHealth::kReady) return absl::OkStatus();
+    if (health != WorkerHealth::kLostState) continue;
+    // Back, but restarted: the caller's call tells it so unless the worker
+    // is to be configured again here.
+    if (!configure) return absl::OkStatus();
+    absl::Status configured = worker->Restore();
+    if (configured.ok()) return configured;
+    last = configured;
+  }
+  return absl::UnavailableError(absl::StrCat(
+      Who(w), " did not come back within ",
+      absl::FormatDuration(restart_timeout_), " ", why, ": ", last.message()));
 }
 
 absl::Status WorkerReplicas::Restore(const ValidCheckpoint& checkpoint) {
@@ -140,15 +164,13 @@ absl::Status WorkerReplicas::RestoreMembers(const ValidCheckpoint* checkpoint,
 absl::Status WorkerReplicas::RestoreOne(int w,
                                         const RestoreReplicaRequest& request) {
   WorkerTask* worker = workers_[w];
-  const std::string who =
-      absl::StrCat("worker ", indices_[w], " (", worker->address(), ")");
+  const std::string who = Who(w);
   const absl::Time deadline = absl::Now() + restart_timeout_;
   Backoff backoff;
-  absl::Status s;
   bool waited = false;
   while (true) {
     RestoreShardsResponse response;
-    s = worker->RestoreReplica(request, &response);
+    absl::Status s = worker->RestoreReplica(request, &response);
     if (s.ok()) break;
     // A worker killed while the job goes back to its checkpoint restarts
     // (the parameter servers' recovery waits for theirs alike): one that
@@ -157,23 +179,10 @@ absl::Status WorkerReplicas::RestoreOne(int w,
     if (!IsTransient(s) && worker->Probe() != WorkerHealth::kLostState) {
       return absl::Status(s.code(), absl::StrCat(who, ": ", s.message()));
     }
-    bool back = false;
-    while (!back && absl::Now() < deadline) {
-      absl::SleepFor(std::min(backoff.Next(), deadline - absl::Now()));
-      const WorkerHealth health = worker->Probe();
-      if (health == WorkerHealth::kLostState) {
-        absl::Status configured = worker->Restore();
-        back = configured.ok();
-        if (!back) s = configured;
-      } else {
-        back = health == WorkerHealth::kReady;
-      }
-    }
-    if (!back) {
-      return absl::UnavailableError(
-          absl::StrCat(who, " did not come back within ",
-                       absl::FormatDuration(restart_timeout_),
-                       " to restore its replica: ", s.message()));
+    if (absl::Status back = AwaitWorker(w, deadline, /*configure=*/true,
+                                        "to restore its replica", &backoff, s);
+        !back.ok()) {
+      return back;
     }
     waited = true;
   }

@@ -9,8 +9,10 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/rpc/backoff.h"
 #include "coordinator/job_checkpointer.h"
 #include "coordinator/worker_task.h"
 #include "proto/job.pb.h"
@@ -84,6 +86,16 @@ class WorkerReplicas final : public ReplicaCheckpoints {
   absl::Status RestoreOne(int w, const RestoreReplicaRequest& request);
   // Member `w`'s part of SettleRowPushes.
   absl::Status SettleOne(int w);
+  // Waits, until `deadline`, pausing by `backoff`, for member `w` to answer
+  // ready, or to answer unconfigured (restarted): then OK, after configuring
+  // it again when `configure`. Past the deadline the error names the worker,
+  // `why` it was waited for and `last` (the failure that made it waited for,
+  // or the last configuration's).
+  absl::Status AwaitWorker(int w, absl::Time deadline, bool configure,
+                           absl::string_view why, Backoff* backoff,
+                           absl::Status last);
+  // "worker <index> (<address>)" of member `w`.
+  std::string Who(int w) const;
 
   // Takes the workers Drop named out of the ring.
   void ApplyDrops();
