@@ -22,8 +22,9 @@ using ::testing::HasSubstr;
 
 // A worker whose first `down_calls` calls (RestoreReplica or Probe) find it
 // down (it was killed), and which then answers unconfigured (it restarted)
-// until configured again. `configured` false with no down calls: it came
-// back before the restore.
+// until configured again; after KeepStateWhileDown, down is stopped
+// (SIGSTOP): it comes back as it was. `configured` false with no down
+// calls: it came back before the restore.
 class RestartingWorker final : public WorkerTask {
  public:
   RestartingWorker(int index, int down_calls, bool configured)
@@ -82,6 +83,10 @@ class RestartingWorker final : public WorkerTask {
     return absl::OkStatus();
   }
 
+  void KeepStateWhileDown() {
+    absl::MutexLock lock(&mu_);
+    keeps_state_ = true;
+  }
   void Answer(absl::Status status) {
     absl::MutexLock lock(&mu_);
     answer_ = std::move(status);
@@ -109,7 +114,7 @@ class RestartingWorker final : public WorkerTask {
     if (down_calls_ < 0) return true;  // never comes back
     if (down_calls_ == 0) return false;
     --down_calls_;
-    configured_ = false;  // it restarts with nothing
+    if (!keeps_state_) configured_ = false;  // it restarts with nothing
     return true;
   }
 
@@ -117,6 +122,7 @@ class RestartingWorker final : public WorkerTask {
   mutable absl::Mutex mu_;
   int down_calls_ ABSL_GUARDED_BY(mu_);
   bool configured_ ABSL_GUARDED_BY(mu_);
+  bool keeps_state_ ABSL_GUARDED_BY(mu_) = false;
   int configures_ ABSL_GUARDED_BY(mu_) = 0;
   int calls_ ABSL_GUARDED_BY(mu_) = 0;
   int settles_ ABSL_GUARDED_BY(mu_) = 0;
@@ -204,14 +210,19 @@ TEST(WorkerReplicasTest, SettlingPassesAWorkerThatRestarted) {
   EXPECT_EQ(restarted.configures(), 0);  // the recovery's to configure
 }
 
+// A stopped worker still holds its pushes in flight: the settling waits
+// for it to answer again and then settles them.
 TEST(WorkerReplicasTest, SettlingWaitsForAWorkerThatDoesNotAnswer) {
   RestartingWorker steady(0, 0, true);
-  RestartingWorker down(1, 3, true);  // then back, unconfigured
-  WorkerReplicas replicas({&steady, &down}, 2, absl::Seconds(30));
+  RestartingWorker stopped(1, 3, true);
+  stopped.KeepStateWhileDown();  // back configured, its pushes landed
+  WorkerReplicas replicas({&steady, &stopped}, 2, absl::Seconds(30));
 
   ASSERT_TRUE(replicas.SettleRowPushes().ok());
 
-  EXPECT_GT(down.calls(), 3);  // asked again while it was down
+  EXPECT_GT(stopped.calls(), 3);    // asked again while it was down
+  EXPECT_EQ(stopped.settles(), 1);  // its pushes were settled, not passed
+  EXPECT_EQ(stopped.configures(), 0);
 }
 
 TEST(WorkerReplicasTest, SettlingNamesAReadyWorkersFailedPush) {
