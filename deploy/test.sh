@@ -5,20 +5,23 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash deploy/install.sh
-# TensorBoard's own reader checks the event files (tensorboard from PyPI).
-# The Python environment (mostly a download, about 3 GB with PyTorch's
-# wheel) is made while the C++ build keeps both cores busy, instead of
-# before it: on a fresh machine that takes minutes off the run.
+# The Python environment the checks use (TensorBoard's own event reader,
+# ONNX Runtime, Keras, PyTorch; mostly a download, about 3 GB with
+# PyTorch's wheel) is made while the C++ build keeps both cores busy,
+# instead of before it: on a fresh machine that takes minutes off the run.
 PYENV_LOG="$(mktemp "${TMPDIR:-/tmp}/tessera-python-env.XXXXXX")"
 bash deploy/python_env.sh >"$PYENV_LOG" 2>&1 &
 pyenv_pid=$!
+# Interrupted, or the build failed: the download stops too.
+trap 'kill "$pyenv_pid" 2>/dev/null; rm -f "$PYENV_LOG"' EXIT
 build_rc=0
 bash deploy/build.sh || build_rc=$?
+if [ "$build_rc" -ne 0 ]; then exit "$build_rc"; fi
 pyenv_rc=0
 wait "$pyenv_pid" || pyenv_rc=$?
+trap - EXIT
 cat "$PYENV_LOG"
 rm -f "$PYENV_LOG"
-if [ "$build_rc" -ne 0 ]; then exit "$build_rc"; fi
 if [ "$pyenv_rc" -ne 0 ]; then
   echo "test.sh: deploy/python_env.sh failed (exit $pyenv_rc)" >&2
   exit "$pyenv_rc"
