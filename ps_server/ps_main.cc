@@ -58,7 +58,7 @@ absl::StatusOr<std::shared_ptr<tessera::RowMemoryBudget>> RowBudgetFromFlags(
     return nullptr;
   }
   absl::StatusOr<int64_t> bytes =
-      tessera::ParseByteCount(FLAGS_row_memory_budget);
+      tessera::ParseRowMemoryLimit(FLAGS_row_memory_budget);
   if (!bytes.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--row_memory_budget: ", bytes.status().message()));

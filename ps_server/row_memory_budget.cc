@@ -129,4 +129,16 @@ absl::StatusOr<int64_t> ParseByteCount(absl::string_view text) {
   return count << shift;
 }
 
+absl::StatusOr<int64_t> ParseRowMemoryLimit(absl::string_view text) {
+  absl::StatusOr<int64_t> bytes = ParseByteCount(text);
+  if (bytes.ok() && *bytes < RowMemoryBudget::kMinLimitBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("\"", text, "\" is below the least budget, ",
+                     RowMemoryBudget::kMinLimitBytes >> 20,
+                     "M: the disk tier's memory takes ", TierMemoryFor(0) >> 20,
+                     "M of it, and rows need the rest"));
+  }
+  return bytes;
+}
+
 }  // namespace tessera

@@ -44,9 +44,14 @@ namespace tessera {
 // Thread safety: all methods may be called concurrently.
 class RowMemoryBudget {
  public:
-  // `limit_bytes` > 0. `disk_root` is the folder the disk tier's database
-  // goes under; it is created when the first table spills.
-  // `resident_bytes`, when given, returns the process' resident memory.
+  // The least limit that leaves rows room: the tier's memory takes at
+  // least 4 MiB of it from the start.
+  static constexpr int64_t kMinLimitBytes = int64_t{8} << 20;
+
+  // `limit_bytes` >= kMinLimitBytes (below it, charges mostly fail).
+  // `disk_root` is the folder the disk tier's database goes under; it is
+  // created when the first table spills. `resident_bytes`, when given, returns
+  // the process' resident memory.
   RowMemoryBudget(int64_t limit_bytes, std::string disk_root,
                   std::function<int64_t()> resident_bytes = nullptr);
   RowMemoryBudget(const RowMemoryBudget&) = delete;
@@ -94,6 +99,10 @@ int64_t ProcessResidentBytes();
 // InvalidArgument naming `text` for anything else, for 0 or a negative
 // number, and for counts that overflow 64 bits.
 absl::StatusOr<int64_t> ParseByteCount(absl::string_view text);
+
+// ParseByteCount of a budget's limit, InvalidArgument naming `text` and
+// the minimum for a count below RowMemoryBudget::kMinLimitBytes.
+absl::StatusOr<int64_t> ParseRowMemoryLimit(absl::string_view text);
 
 }  // namespace tessera
 

@@ -140,7 +140,9 @@ class DiskTierJobTest : public ::testing::Test {
 
 TEST_F(DiskTierJobTest, ServerKilledMidSpillTrainsTheInMemoryBits) {
   const TrainedModel in_memory = Train("in_memory", "");
-  const TrainedModel killed = Train("killed", "48K", /*kill_spill=*/4000);
+  // The least budget tessera_ps takes, below the server's own resident
+  // memory: every block past a stripe's first is refused, rows spill.
+  const TrainedModel killed = Train("killed", "8M", /*kill_spill=*/4000);
   ASSERT_FALSE(in_memory.variables.empty());
   ASSERT_EQ(in_memory.variables.size(), killed.variables.size());
   for (size_t v = 0; v < in_memory.variables.size(); ++v) {

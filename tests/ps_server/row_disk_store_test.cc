@@ -147,6 +147,20 @@ TEST(ParseByteCountTest, TakesSuffixesAndRefusesTheRest) {
   }
 }
 
+TEST(ParseByteCountTest, RowMemoryLimitRefusesLimitsBelowTheTiersMemory) {
+  EXPECT_EQ(*ParseRowMemoryLimit("8M"), RowMemoryBudget::kMinLimitBytes);
+  EXPECT_EQ(*ParseRowMemoryLimit("2G"), int64_t{2} << 30);
+  for (const char* bad : {"1M", "8388607", "4096K"}) {
+    absl::StatusOr<int64_t> parsed = ParseRowMemoryLimit(bad);
+    ASSERT_FALSE(parsed.ok()) << bad;
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+    const std::string message(parsed.status().message());
+    EXPECT_NE(message.find(bad), std::string::npos) << message;
+    EXPECT_NE(message.find("8M"), std::string::npos) << message;
+  }
+  EXPECT_FALSE(ParseRowMemoryLimit("x").ok());
+}
+
 TEST_F(RowDiskStoreTest, TiersOfOneDatabaseKeepTheirRowsApart) {
   std::shared_ptr<RowDiskDatabase> database =
       NewRowDiskDatabase((dir_ / "rows").string(), 4 << 20);
