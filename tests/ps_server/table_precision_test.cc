@@ -24,6 +24,15 @@
 namespace tessera {
 namespace {
 
+// The bits of widened values: a 2-byte value widens to exactly one float,
+// so equal bits here are equal stored bits (EXPECT_EQ on floats would
+// take -0 for +0).
+std::vector<uint32_t> WidenedBits(const std::vector<float>& values) {
+  std::vector<uint32_t> bits(values.size());
+  std::memcpy(bits.data(), values.data(), values.size() * sizeof(float));
+  return bits;
+}
+
 using ps_test::GlorotInit;
 using ps_test::MakeShardDef;
 using testing_util::ScratchDir;
@@ -457,9 +466,9 @@ TEST(TablePrecisionTest, NarrowCheckpointsHoldTwoBytesPerValue) {
     absl::Status s = back.Restore(saved, dir_n.path());
     ASSERT_TRUE(s.ok()) << s;
     const std::vector<float> before = narrow.Rows("ids", hash_ids, 16);
-    EXPECT_EQ(back.Rows("emb", fixed_ids, 16),
-              narrow.Rows("emb", fixed_ids, 16));
-    EXPECT_EQ(back.Rows("ids", hash_ids, 16), before);
+    EXPECT_EQ(WidenedBits(back.Rows("emb", fixed_ids, 16)),
+              WidenedBits(narrow.Rows("emb", fixed_ids, 16)));
+    EXPECT_EQ(WidenedBits(back.Rows("ids", hash_ids, 16)), WidenedBits(before));
 
     // In the same layout, one more push rounds the same bits: the slots
     // and the shards' steps (the rounding seeds) came back too.
@@ -474,9 +483,10 @@ TEST(TablePrecisionTest, NarrowCheckpointsHoldTwoBytesPerValue) {
     }
     const std::vector<float> after = narrow.Rows("ids", hash_ids, 16);
     EXPECT_NE(after, before);
-    EXPECT_EQ(same.Rows("ids", hash_ids, 16), after) << RowPrecisionName(p);
-    EXPECT_EQ(same.Rows("emb", fixed_ids, 16),
-              narrow.Rows("emb", fixed_ids, 16));
+    EXPECT_EQ(WidenedBits(same.Rows("ids", hash_ids, 16)), WidenedBits(after))
+        << RowPrecisionName(p);
+    EXPECT_EQ(WidenedBits(same.Rows("emb", fixed_ids, 16)),
+              WidenedBits(narrow.Rows("emb", fixed_ids, 16)));
   }
 }
 
