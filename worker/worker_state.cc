@@ -133,8 +133,10 @@ absl::StatusOr<std::unique_ptr<MirroredParameters>> BuildReplica(
   // A chief's configuration (every chief's has a collective epoch) puts a
   // worker of the cluster spec back on the spec's ring (Configure), so the
   // job must match that ring, not what joins and drains under an earlier
-  // chief made of it.
-  const bool to_spec = group != nullptr && config.collective_epoch() != 0;
+  // chief made of it. A group that cannot re-form (Configure only restarts
+  // it) keeps the rank and size it started with, which must match.
+  const bool to_spec =
+      group != nullptr && group->can_reform() && config.collective_epoch() != 0;
   const int rank =
       to_spec ? context.cluster->task().index : (group ? group->rank() : -1);
   const int ranks = to_spec ? context.cluster->num_tasks("worker")

@@ -71,6 +71,19 @@ class OneRankOnDevice final : public AllReducer {
   std::vector<float> last;  // what the last device all-reduce was given
 };
 
+// Rank 1 of 2 of a group whose members never change (as NCCL's): it
+// restarts, and cannot re-form.
+class FixedSecondOfTwo final : public AllReducer {
+ public:
+  int rank() const override { return 1; }
+  int num_ranks() const override { return 2; }
+  Memory memory() const override { return Memory::kHost; }
+  absl::Status AllReduce(absl::Span<float>) override {
+    return absl::OkStatus();
+  }
+  absl::Status Restart(uint64_t) override { return absl::OkStatus(); }
+};
+
 // `n` bytes that depend on `seed`, so that two data sets differ.
 Bytes Pattern(int64_t n, int seed, int modulo = 256) {
   Bytes out(n);
@@ -254,6 +267,24 @@ TEST_F(TrainingWorkerTest, FailedConfigureChangesNothing) {
   EXPECT_EQ(a.examples(), 4);
   EXPECT_EQ(a.loss(), b.loss());
   EXPECT_EQ(a.replica_checksum(), b.replica_checksum());
+}
+
+// A chief's configuration (it has a collective epoch) puts a worker on the
+// cluster spec's ring only through Reform: a fixed group keeps the rank and
+// size it started with, so a group that does not match the job is refused
+// and the error names the group's own numbers, not the spec's.
+TEST_F(TrainingWorkerTest, ConfigureRefusesAFixedGroupOfAnotherSize) {
+  WorkerConfig config = Config("fixed", 1, 5);
+  config.set_collective_epoch(1000);
+  FixedSecondOfTwo group;
+  std::unique_ptr<TrainingWorker> worker = MakeWorker(&group);
+  ConfigureResponse response;
+
+  absl::Status s = worker->Configure(config, &response);
+
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_THAT(s.message(), ::testing::HasSubstr("started as rank 1 of 2")) << s;
+  EXPECT_FALSE(worker->configured());
 }
 
 // A second Configure naming other files reads them, even for the same

@@ -67,6 +67,10 @@ class AllReducer {
     return absl::UnimplementedError(
         "this all-reduce cannot change its members");
   }
+  // Whether Reform can change the members: a chief may then put this rank
+  // on another ring than the one it started with. False for a group of
+  // fixed size, whose rank and size are those it started with.
+  virtual bool can_reform() const { return false; }
 
   // Whether AllReduceOnDevice may be called now: true for a group that
   // sums device memory itself (NCCL between GPUs), and for the negotiated

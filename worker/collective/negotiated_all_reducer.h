@@ -83,6 +83,7 @@ class NegotiatedAllReducer final : public AllReducer {
   // size is made when every member votes for it.
   absl::Status Reform(int rank, std::vector<std::string> peers,
                       uint64_t epoch) override;
+  bool can_reform() const override { return true; }
 
   // False until the first AllReduce, then whether the NCCL group sums
   // device memory.

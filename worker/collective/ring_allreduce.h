@@ -110,6 +110,7 @@ class RingAllReduce final : public AllReducer {
   // the calls made; nothing changes then.
   absl::Status Reform(int rank, std::vector<std::string> peers,
                       uint64_t epoch) override;
+  bool can_reform() const override { return true; }
 
  private:
   RingAllReduce(int rank, int num_ranks, RingAllReduceOptions options);
