@@ -170,8 +170,10 @@ void TrainingJob::MakeCheckpoints(const std::vector<PsClient*>& clients) {
   checkpointer_ = std::make_unique<JobCheckpointer>(
       options_.checkpoint_dir, options_.keep_checkpoints, clients, job_);
   if (mode_.replicates_dense()) {
+    // hybrid:ssp:S leaves a worker's last S row pushes in flight.
     replica_checkpoints_ = std::make_unique<WorkerReplicas>(
-        workers_, options_.startup_concurrency, options_.ps_recovery_timeout);
+        workers_, options_.startup_concurrency, options_.ps_recovery_timeout,
+        mode_.ssp_rows ? static_cast<int>(mode_.staleness) : 0);
     checkpointer_->SetReplicas(replica_checkpoints_.get());
   }
   PsRecoveryOptions recovery;

@@ -16,10 +16,12 @@ namespace tessera {
 
 WorkerReplicas::WorkerReplicas(std::vector<WorkerTask*> workers,
                                int max_concurrency,
-                               absl::Duration restart_timeout)
+                               absl::Duration restart_timeout,
+                               int pushes_in_flight)
     : workers_(std::move(workers)),
       max_concurrency_(max_concurrency),
-      restart_timeout_(restart_timeout) {
+      restart_timeout_(restart_timeout),
+      pushes_in_flight_(pushes_in_flight) {
   for (size_t w = 0; w < workers_.size(); ++w) {
     indices_.push_back(static_cast<int>(w));
   }
@@ -86,13 +88,25 @@ absl::Status WorkerReplicas::SettleOne(int w) {
     EvaluateResponse response;
     absl::Status s = worker->Evaluate(empty, &response);
     if (s.ok()) return s;
-    // A worker that restarted (it answers unconfigured) has no push in
-    // flight: its pushes ended with its process. One that does not answer
-    // is waited for: a stopped worker still holds its pushes.
+    // A worker that restarted (it answers unconfigured) ended its pushes
+    // in flight with its process. Without a staleness bound on rows it had
+    // none once its steps ended; under hybrid:ssp:S its last S steps' row
+    // pushes were still in flight (RowExchange keeps them), and the
+    // checkpoint would record those steps as trained without their rows'
+    // gradients. One that does not answer is waited for: a stopped worker
+    // still holds its pushes.
     const WorkerHealth health = worker->Probe();
     if (health == WorkerHealth::kLostState) {
-      LOG(INFO) << who << " restarted: none of its row pushes is in flight";
-      return absl::OkStatus();
+      if (pushes_in_flight_ == 0) {
+        LOG(INFO) << who << " restarted: none of its row pushes is in flight";
+        return absl::OkStatus();
+      }
+      return absl::AbortedError(absl::StrCat(
+          who, " restarted with up to ", pushes_in_flight_,
+          " of its row pushes in flight (hybrid:ssp): the gradients of its "
+          "last steps may be missing from the servers, so no checkpoint can "
+          "count those steps as trained; the job must go back to its last "
+          "checkpoint"));
     }
     if (health == WorkerHealth::kReady && !IsTransient(s)) {
       return absl::Status(s.code(), absl::StrCat(who,

@@ -26,8 +26,11 @@ class WorkerReplicas final : public ReplicaCheckpoints {
   // `max_concurrency` restore at once. A worker that is down or restarted
   // when its replica is restored is waited for up to `restart_timeout`
   // (the parameter servers' recovery bound, --ps_recovery_timeout_s).
+  // `pushes_in_flight`: the row pushes a worker may leave in flight after
+  // its step (hybrid:ssp:S: S; 0 otherwise), which SettleRowPushes cannot
+  // settle on a worker that restarted.
   WorkerReplicas(std::vector<WorkerTask*> workers, int max_concurrency,
-                 absl::Duration restart_timeout);
+                 absl::Duration restart_timeout, int pushes_in_flight = 0);
 
   // The replicas are identical (the chief compares their checksums after
   // every step): the first worker that saves, in index order, saves for
@@ -43,8 +46,11 @@ class WorkerReplicas final : public ReplicaCheckpoints {
   // Every worker, in parallel, is asked to evaluate an empty range of the
   // test set: Evaluate first waits for the worker's row pushes in flight
   // (and returns the error of one that failed), and evaluates nothing. A
-  // worker that restarted (it answers unconfigured) has none; one that does
-  // not answer is waited for up to restart_timeout, as in Restore.
+  // worker that restarted (it answers unconfigured) lost those in flight:
+  // with pushes_in_flight 0 it had none and passes; otherwise ABORTED names
+  // it (its last steps' row gradients may be missing, the job must go back
+  // to its last checkpoint). One that does not answer is waited for up to
+  // restart_timeout, as in Restore.
   absl::Status SettleRowPushes() override;
 
   // Saves worker `from`'s replica (the worker of that index) into `directory`
@@ -106,6 +112,7 @@ class WorkerReplicas final : public ReplicaCheckpoints {
   std::vector<int> indices_;  // of workers_: 0 to n - 1 until a Reform
   const int max_concurrency_;
   const absl::Duration restart_timeout_;
+  const int pushes_in_flight_;
   uint64_t last_epoch_ = 0;
   // Set once the ring was re-formed: every Restore passes it on.
   bool reformed_ = false;

@@ -225,6 +225,40 @@ TEST(WorkerReplicasTest, SettlingWaitsForAWorkerThatDoesNotAnswer) {
   EXPECT_EQ(stopped.configures(), 0);
 }
 
+// Under hybrid:ssp:S a worker's last S row pushes are in flight after its
+// steps end: one that restarted lost them, and a checkpoint may not count
+// their steps as trained.
+TEST(WorkerReplicasTest, SettlingFailsAWorkerThatRestartedWithPushesInFlight) {
+  RestartingWorker steady(0, 0, true);
+  RestartingWorker restarted(1, 0, false);
+  WorkerReplicas replicas({&steady, &restarted}, 2, absl::Seconds(30),
+                          /*pushes_in_flight=*/2);
+
+  absl::Status s = replicas.SettleRowPushes();
+
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted);
+  EXPECT_THAT(s.message(), HasSubstr("worker 1 (127.0.0.1:7001) restarted "
+                                     "with up to 2 of its row pushes in "
+                                     "flight"));
+  EXPECT_THAT(s.message(), HasSubstr("go back to its last checkpoint"));
+  EXPECT_EQ(restarted.settles(), 0);
+  EXPECT_EQ(restarted.configures(), 0);
+}
+
+// Killed while settled, back unconfigured under hybrid:ssp:S: the same.
+TEST(WorkerReplicasTest, SettlingFailsAWorkerKilledWithPushesInFlight) {
+  RestartingWorker steady(0, 0, true);
+  RestartingWorker killed(1, 3, true);  // then back, unconfigured
+  WorkerReplicas replicas({&steady, &killed}, 2, absl::Seconds(30),
+                          /*pushes_in_flight=*/2);
+
+  absl::Status s = replicas.SettleRowPushes();
+
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted);
+  EXPECT_THAT(s.message(), HasSubstr("worker 1 (127.0.0.1:7001) restarted"));
+  EXPECT_EQ(killed.settles(), 0);
+}
+
 TEST(WorkerReplicasTest, SettlingNamesAReadyWorkersFailedPush) {
   RestartingWorker steady(0, 0, true);
   RestartingWorker failing(1, 0, true);
