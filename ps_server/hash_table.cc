@@ -1,5 +1,7 @@
 #include "ps_server/hash_table.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <new>
@@ -352,9 +354,13 @@ char* HashTable::AllocateRecord(Stripe& s, uint32_t* row) {
         return nullptr;
       }
       // Under a budget that reads the resident memory, a block granted
-      // must count at once: touched now, not row by row.
-      if (budget_ != nullptr) {
-        for (int64_t page = 0; page < block_bytes; page += 4096) {
+      // must count at once: touched now, not row by row. Under the
+      // stripe's lock, as the caller holds it from the lookup to writing
+      // the record; a block is at most kBlockBytes (64 pages of 4 KiB),
+      // little beside the spill that comes before most grants.
+      if (budget_ != nullptr && budget_->reads_resident_memory()) {
+        static const int64_t page_bytes = sysconf(_SC_PAGESIZE);
+        for (int64_t page = 0; page < block_bytes; page += page_bytes) {
           static_cast<volatile char*>(block)[page] = 0;
         }
       }

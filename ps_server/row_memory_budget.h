@@ -62,6 +62,9 @@ class RowMemoryBudget {
   int64_t used_bytes() const { return used_.load(std::memory_order_relaxed); }
   const std::string& disk_root() const { return disk_root_; }
   int64_t tier_memory_bytes() const { return tier_memory_; }
+  // Whether charges also look at the process' resident memory (then a
+  // granted block should be touched at once so that the next one sees it).
+  bool reads_resident_memory() const { return resident_bytes_ != nullptr; }
   // The database every disk tier of the server opens in
   // (disk_root()/rows).
   const std::shared_ptr<RowDiskDatabase>& disk_database() const {
