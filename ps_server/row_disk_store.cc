@@ -206,11 +206,6 @@ absl::StatusOr<std::unique_ptr<RowDiskStore>> RowDiskStore::Open(
       new RowDiskStore(std::move(database), tier, record_bytes));
 }
 
-absl::StatusOr<std::unique_ptr<RowDiskStore>> RowDiskStore::Open(
-    const std::string& directory, int64_t record_bytes) {
-  return Open(NewRowDiskDatabase(directory, 16 << 20), record_bytes);
-}
-
 RowDiskStore::RowDiskStore(std::shared_ptr<RowDiskDatabase> database,
                            uint64_t tier, int64_t record_bytes)
     : database_(std::move(database)),
@@ -238,12 +233,6 @@ RowDiskStore::~RowDiskStore() {
 
 const std::string& RowDiskStore::directory() const {
   return database_->directory();
-}
-
-int64_t RowDiskStore::disk_bytes() const {
-  uint64_t bytes = 0;
-  api_.property_int(db_, "rocksdb.total-sst-files-size", &bytes);
-  return static_cast<int64_t>(bytes);
 }
 
 absl::Status RowDiskStore::Write(absl::Span<const int64_t> ids,

@@ -62,10 +62,6 @@ class RowDiskStore {
   // RocksDB's library cannot be loaded.
   static absl::StatusOr<std::unique_ptr<RowDiskStore>> Open(
       std::shared_ptr<RowDiskDatabase> database, int64_t record_bytes);
-  // The same in a database of its own (16 MiB of memory) in `directory`,
-  // made (with its parents) or emptied.
-  static absl::StatusOr<std::unique_ptr<RowDiskStore>> Open(
-      const std::string& directory, int64_t record_bytes);
   ~RowDiskStore();
   RowDiskStore(const RowDiskStore&) = delete;
   RowDiskStore& operator=(const RowDiskStore&) = delete;
@@ -75,8 +71,6 @@ class RowDiskStore {
   int64_t record_bytes() const { return record_bytes_; }
   // Rows held.
   int64_t rows() const { return rows_.load(std::memory_order_relaxed); }
-  // Bytes of the database's files on disk (every tier's).
-  int64_t disk_bytes() const;
 
   // Writes the rows `ids`, record i at records[i] (record_bytes each), in
   // one batch: all of them or, on error, none. REQUIRES: no id is held.

@@ -21,6 +21,8 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int64_t kRecordBytes = 40;
+// A database's memory: the least a budget gives its tier.
+constexpr int64_t kMemory = 4 << 20;
 
 std::string RecordOf(int64_t id) {
   std::string record(kRecordBytes, '\0');
@@ -40,8 +42,8 @@ class RowDiskStoreTest : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   std::unique_ptr<RowDiskStore> Open(const std::string& name) {
-    absl::StatusOr<std::unique_ptr<RowDiskStore>> store =
-        RowDiskStore::Open((dir_ / name).string(), kRecordBytes);
+    absl::StatusOr<std::unique_ptr<RowDiskStore>> store = RowDiskStore::Open(
+        NewRowDiskDatabase((dir_ / name).string(), kMemory), kRecordBytes);
     EXPECT_TRUE(store.ok()) << store.status();
     return store.ok() ? *std::move(store) : nullptr;
   }
@@ -121,8 +123,9 @@ TEST_F(RowDiskStoreTest, OpenDiscardsWhatAKilledServerLeftAndCloseRemoves) {
 TEST_F(RowDiskStoreTest, OpenRefusesAFolderItCannotMake) {
   fs::create_directories(dir_);
   std::ofstream(dir_ / "file") << "x";
-  absl::StatusOr<std::unique_ptr<RowDiskStore>> store =
-      RowDiskStore::Open((dir_ / "file" / "tier").string(), kRecordBytes);
+  absl::StatusOr<std::unique_ptr<RowDiskStore>> store = RowDiskStore::Open(
+      NewRowDiskDatabase((dir_ / "file" / "tier").string(), kMemory),
+      kRecordBytes);
   ASSERT_FALSE(store.ok());
   EXPECT_NE(store.status().message().find((dir_ / "file").string()),
             std::string::npos)
