@@ -40,8 +40,9 @@ double Seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
 }
 
-int64_t ProcStatusBytes(const std::string& key) {
-  std::ifstream in("/proc/self/status");
+int64_t ProcStatusBytes(const std::string& key, pid_t pid) {
+  std::ifstream in(pid == 0 ? std::string("/proc/self/status")
+                            : absl::StrCat("/proc/", pid, "/status"));
   std::string line;
   while (std::getline(in, line)) {
     if (line.rfind(key + ":", 0) == 0) {

@@ -23,8 +23,9 @@ using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::time_point since);
 
-// "VmRSS" or "VmHWM" of this process from /proc/self/status, in bytes.
-int64_t ProcStatusBytes(const std::string& key);
+// "VmRSS" or "VmHWM" of process `pid` (0: this one) from
+// /proc/<pid>/status, in bytes; 0 when it cannot be read.
+int64_t ProcStatusBytes(const std::string& key, pid_t pid = 0);
 
 // Zipf ranks in [1, n] with P(k) ~ k^-s, by Hörmann and Derflinger's
 // rejection-inversion (as Apache Commons RNG's sampler): O(1) per draw and

@@ -44,6 +44,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "bench/embedding_servers.h"
 #include "common/optimizer/optimizer.h"
 #include "common/optimizer/row_precision.h"
 #include "common/rpc/grpc_channel.h"
@@ -72,26 +73,6 @@ DEFINE_double(progress_s, 5, "Seconds between progress lines.");
 
 namespace tessera {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double SecondsSince(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-// VmRSS of process `pid` in bytes; 0 when it cannot be read.
-int64_t RssOf(int pid) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) {
-      int64_t kb = 0;
-      std::sscanf(line.c_str() + 6, "%ld", &kb);
-      return kb * 1024;
-    }
-  }
-  return 0;
-}
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
@@ -155,7 +136,8 @@ class Bench {
   }
 
   int Run() {
-    for (int i = 0; i < n_; ++i) baseline_rss_.push_back(RssOf(pids_[i]));
+    for (int i = 0; i < n_; ++i)
+      baseline_rss_.push_back(ProcStatusBytes("VmRSS", pids_[i]));
     if (absl::Status s = Create(); !s.ok()) {
       LOG(ERROR) << s;
       return 1;
@@ -199,7 +181,7 @@ class Bench {
 
   int64_t ServersRss() const {
     int64_t total = 0;
-    for (int pid : pids_) total += RssOf(pid);
+    for (int pid : pids_) total += ProcStatusBytes("VmRSS", pid);
     return total;
   }
 
@@ -267,7 +249,7 @@ class Bench {
             std::chrono::duration<double>(FLAGS_progress_s / 20));
       }
       const int64_t d = done.load();
-      const double s = SecondsSince(start);
+      const double s = Seconds(start);
       const int64_t rss = ServersRss();
       const double rate = d / std::max(s, 1e-9);
       std::printf(
@@ -288,7 +270,7 @@ class Bench {
       if (d >= FLAGS_rows || stop) break;
     }
     for (auto& t : threads) t.join();
-    const double seconds = SecondsSince(start);
+    const double seconds = Seconds(start);
     if (stop) {
       std::printf("pass %d stopped: %s\n", pass,
                   why.empty() ? "a call failed (see the log)" : why.c_str());
@@ -472,7 +454,7 @@ class Bench {
     for (int i = 0; i < n_; ++i) {
       HealthResponse health;
       absl::Status s = clients_[i]->Health(&health);
-      const int64_t rss = RssOf(pids_[i]);
+      const int64_t rss = ProcStatusBytes("VmRSS", pids_[i]);
       const int64_t r = rows_per_server_[i].load();
       const int64_t growth = rss - baseline_rss_[i];
       rows += r;
