@@ -98,22 +98,10 @@ OptimizerConfig OptimizerConfigNamed(const std::string& name) {
 }
 
 ShardDef TableShard(int index, int num_shards, RowPrecision precision) {
-  ShardDef def;
-  def.set_name(absl::StrCat("huge/part_", index));
-  def.set_variable("huge");
-  def.set_index(index);
-  def.set_dtype(DT_FLOAT);
-  def.set_hash_table(true);
-  def.set_dim(FLAGS_dim);
-  def.set_num_shards(num_shards);
   // Sized up front, so the index never doubles (and briefly holds both).
-  def.set_expected_rows(FLAGS_rows / num_shards * 21 / 20);
+  ShardDef def = HashDef("huge", FLAGS_dim, index, num_shards,
+                         FLAGS_rows / num_shards * 21 / 20);
   def.set_precision(precision);
-  Initializer* init = def.mutable_initializer();
-  init->set_kind(Initializer::UNIFORM);
-  init->set_minval(-0.05f);
-  init->set_maxval(0.05f);
-  init->set_seed(7);
   return def;
 }
 
