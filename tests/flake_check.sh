@@ -9,6 +9,9 @@
 #
 # BUILD_DIR defaults to build, RUNS to 20, LABELS to "fault elastic chaos
 # control". Each run is one `ctest -L LABEL` in BUILD_DIR.
+# FLAKE_LOADS="quiet loaded" (the default) picks the phases, so that the
+# two can run at different times: a quiet machine is rarer than a loaded
+# one. The table also gives each phase's load average, measured over it.
 set -uo pipefail
 BUILD=$(cd "${1:-build}" && pwd)
 RUNS=${2:-20}
@@ -31,9 +34,19 @@ stop_load() {
 trap stop_load EXIT
 
 rows=()
-for load in quiet loaded; do
+LOADS=${FLAKE_LOADS:-quiet loaded}
+for load in $LOADS; do
+  case "$load" in
+    quiet | loaded) ;;
+    *)
+      echo "flake_check: FLAKE_LOADS: unknown phase \"$load\" (quiet or loaded)" >&2
+      exit 2
+      ;;
+  esac
   [ "$load" = loaded ] && start_load
   for label in $LABELS; do
+    load_sum=0
+    load_n=0
     failed=0
     names=""
     start=$(date +%s)
@@ -44,6 +57,8 @@ for load in quiet loaded; do
         names+=" $(grep -oE '[0-9]+ - [^ ]+' "$out" | cut -d' ' -f3 |
           sort -u | tr '\n' ' ')"
       fi
+      load_sum=$(awk -v s="$load_sum" '{ print s + $1 }' /proc/loadavg)
+      load_n=$((load_n + 1))
       elapsed=$(($(date +%s) - start))
       left=$(((RUNS - run) * elapsed / run))
       printf '\rflake_check: %s %s run %d/%d, %d failed, ETA %ds   ' \
@@ -52,13 +67,15 @@ for load in quiet loaded; do
     echo >&2
     names=$(echo "$names" | tr ' ' '\n' | sed '/^$/d' | sort | uniq -c |
       awk '{ printf "%s%s (%d)", (n++ ? ", " : ""), $2, $1 }')
-    rows+=("| $label | $load | $RUNS | $failed | ${names:-} |")
+    mean_load=$(awk -v s="$load_sum" -v n="$load_n" 'BEGIN { printf "%.1f", s / n }')
+    minutes=$(awk -v s="$(($(date +%s) - start))" 'BEGIN { printf "%.0f", s / 60 }')
+    rows+=("| $label | $load | $mean_load | $minutes | $RUNS | $failed | ${names:-} |")
   done
   [ "$load" = loaded ] && stop_load
 done
 
-echo "| label | load | runs | failed runs | failed tests (times) |"
-echo "|---|---|---:|---:|---|"
+echo "| label | load | load average | minutes | runs | failed runs | failed tests (times) |"
+echo "|---|---|---:|---:|---:|---:|---|"
 printf '%s\n' "${rows[@]}"
 echo
 echo "logs: $LOG"
