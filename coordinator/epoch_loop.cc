@@ -258,9 +258,9 @@ absl::StatusOr<int> EpochLoop::TrainEpochs(JobPosition position) {
     }
     PrintEpochResult(parts_.out, result, epochs, parts_.setup->best_auc());
     if (absl::Status lost = CheckpointEpoch(epoch, result); !lost.ok()) {
-      // A server lost its shards (it restarted): this epoch's model is
-      // gone with them, so recover as from a failed epoch and train it
-      // again from the last checkpoint.
+      // A server lost its shards (it restarted), or a worker its row
+      // pushes in flight: this epoch's model is gone with them, so recover
+      // as from a failed epoch and train it again from the last checkpoint.
       if (absl::Status r = Recover(lost, &epoch); !r.ok()) return r;
       continue;
     }
@@ -355,9 +355,7 @@ absl::Status EpochLoop::CheckpointInsideEpoch(int epoch, int64_t planned,
               << " (job step " << at.global_step << ")";
     return absl::OkStatus();
   }
-  if (parts_.recovery != nullptr && !parts_.health->FailedServers().empty()) {
-    return saved.status();
-  }
+  if (MustRecover(saved.status())) return saved.status();
   if (parts_.checkpointer != nullptr) {
     parts_.metrics->RecordWriteFailure(absl::StrFormat(
         "checkpoint after step %lld of %lld of epoch %d failed: %s",
@@ -365,6 +363,14 @@ absl::Status EpochLoop::CheckpointInsideEpoch(int epoch, int64_t planned,
         saved.status().message()));
   }
   return absl::OkStatus();
+}
+
+bool EpochLoop::MustRecover(const absl::Status& failed_save) {
+  if (parts_.recovery == nullptr) return false;
+  // A worker's row pushes in flight went with its process (hybrid:ssp):
+  // no checkpoint can hold the steps they carried, so the job goes back to
+  // the last one and trains them again, as for a lost server.
+  return RowPushesLost(failed_save) || !parts_.health->FailedServers().empty();
 }
 
 absl::Status EpochLoop::Recover(const absl::Status& failure, int* epoch) {
@@ -392,10 +398,7 @@ absl::Status EpochLoop::CheckpointEpoch(int epoch, const EpochResult& result) {
     LOG(WARNING) << "epoch " << epoch << "'s pending metrics line: " << s;
   }
   absl::StatusOr<std::string> saved = SaveCheckpoint(PositionAfter(epoch + 1));
-  if (!saved.ok() && parts_.recovery != nullptr &&
-      !parts_.health->FailedServers().empty()) {
-    return saved.status();
-  }
+  if (!saved.ok() && MustRecover(saved.status())) return saved.status();
   if (!saved.ok() && parts_.checkpointer != nullptr) {
     // Training goes on, but the job will not end as if nothing were
     // lost. (Without checkpoints, only the operator who asked for one

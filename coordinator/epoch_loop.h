@@ -134,8 +134,13 @@ class EpochLoop {
   absl::Status RunEpoch(int epoch, EpochResult* result);
   // The checkpoint after a finished epoch, when its cadence or an
   // operator asks for one. Returns the failure to recover from when a
-  // server lost its shards; a write that failed otherwise is recorded.
+  // server lost its shards or a worker its row pushes in flight
+  // (MustRecover); a write that failed otherwise is recorded.
   absl::Status CheckpointEpoch(int epoch, const EpochResult& result);
+  // Whether a checkpoint that failed with `failed_save` takes the job back
+  // to its last checkpoint (a server lost its shards, or a worker its row
+  // pushes in flight) rather than being recorded as a write failure.
+  bool MustRecover(const absl::Status& failed_save);
   // Recovers from `failure` (PsRecovery) and resumes there.
   absl::Status Recover(const absl::Status& failure, int* epoch);
   // Internal error when a one-pass epoch did not train on every example
@@ -148,8 +153,8 @@ class EpochLoop {
   void RestartCadence();
   // A checkpoint at a step boundary inside epoch `epoch`, after `done` of
   // its `planned` steps, which trained `result`. Returns the failure to
-  // recover from when a server lost its shards; a write that failed
-  // otherwise is recorded and training goes on.
+  // recover from (MustRecover); a write that failed otherwise is recorded
+  // and training goes on.
   absl::Status CheckpointInsideEpoch(int epoch, int64_t planned, int64_t done,
                                      const EpochResult& result);
 

@@ -6,6 +6,7 @@
 #include <map>
 #include <thread>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -13,6 +14,10 @@
 
 namespace tessera {
 namespace {
+
+// The payload that marks RowPushesLostError's status.
+constexpr absl::string_view kRowPushesLost =
+    "tessera.coordinator/row_pushes_lost";
 
 // Runs call(k) for every server at once; the first failure wins.
 absl::Status ForEachServer(size_t n,
@@ -48,6 +53,17 @@ CheckpointManifest ManifestOf(const JobPosition& position, int num_ps,
 }
 
 }  // namespace
+
+absl::Status RowPushesLostError(absl::string_view message) {
+  absl::Status s = absl::AbortedError(message);
+  s.SetPayload(kRowPushesLost, absl::Cord("1"));
+  return s;
+}
+
+bool RowPushesLost(const absl::Status& status) {
+  return absl::IsAborted(status) &&
+         status.GetPayload(kRowPushesLost).has_value();
+}
 
 void AddSavedFiles(const std::vector<SaveShardsResponse>& saved,
                    const JobConfig& job, CheckpointManifest* manifest) {

@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "common/checkpoint/checkpoint_dir.h"
 #include "proto/checkpoint.pb.h"
 #include "proto/job.pb.h"
@@ -46,6 +47,14 @@ class ReplicaCheckpoints {
   // ended), so the servers hold every step before the checkpoint whole.
   virtual absl::Status SettleRowPushes() = 0;
 };
+
+// SettleRowPushes' failure when a worker's row pushes in flight went with
+// its process (it restarted or was killed): ABORTED naming the worker, as
+// `message` says, and marked so that RowPushesLost tells it from other
+// failures. No checkpoint can count the steps whose rows those pushes
+// carried; the job goes back to its last checkpoint (PsRecovery).
+absl::Status RowPushesLostError(absl::string_view message);
+bool RowPushesLost(const absl::Status& status);
 
 // Takes and restores a job's checkpoints through its parameter servers,
 // following the protocol of common/checkpoint/checkpoint_dir.h: the coordinator

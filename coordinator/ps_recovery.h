@@ -1,9 +1,11 @@
 #ifndef TESSERA_COORDINATOR_PS_RECOVERY_H_
 #define TESSERA_COORDINATOR_PS_RECOVERY_H_
 
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -29,6 +31,12 @@ struct PsRecoveryOptions {
   // warm start at step 0: an imported Keras model's weights, another
   // job's result). Empty: the initializers'.
   std::string init_checkpoint;
+  // How many times in a row the job goes back to one checkpoint because a
+  // worker restarted with row pushes in flight (RowPushesLost) before the
+  // next checkpoint; one more is an error. Each time re-trains the steps
+  // since, so a worker that dies before every checkpoint cannot loop the
+  // job forever.
+  int max_lost_push_recoveries = 3;
 };
 
 // Restores the newest valid checkpoint under `root` through `checkpointer`
@@ -61,11 +69,25 @@ class PsRecovery {
   // parameter server failed (it does not answer, answers without its
   // shards, or missed a heartbeat since the last recovery): waits for it to
   // come back, re-creates its shards, restores every server from the newest
-  // valid checkpoint and returns the position to resume at. Otherwise returns
-  // `error`.
+  // valid checkpoint and returns the position to resume at. The same when
+  // `error` is a checkpoint's RowPushesLost (a worker's row pushes in flight
+  // went with its process): restoring every server drops the other
+  // workers' pushes since the checkpoint too, and the steps since are
+  // trained again; past options.max_lost_push_recoveries in a row at one
+  // checkpoint, ABORTED says so. Otherwise returns `error`.
   absl::StatusOr<JobPosition> Recover(const absl::Status& error);
 
  private:
+  // Why the job must go back to its last checkpoint after `error` (empty:
+  // it need not); takes the failures it names (a missed heartbeat, a
+  // replica's missed step).
+  std::vector<std::string> TakeReasons(const absl::Status& error);
+  // Counts a recovery from `error` to `latest`: past the bound of
+  // recoveries for lost row pushes in a row at one checkpoint, the error
+  // that ends the job.
+  absl::Status CountLostPushRecovery(const absl::Status& error,
+                                     const ValidCheckpoint& latest);
+
   JobCheckpointer* const checkpointer_;
   ClusterHealth* const health_;
   ClusterCoordinator* const coordinator_;
@@ -73,6 +95,10 @@ class PsRecovery {
   const std::function<absl::Status()> create_variables_;
   std::FILE* const out_;
   const PsRecoveryOptions options_;
+  // The checkpoint the last recoveries for lost row pushes went back to,
+  // and how many in a row.
+  int64_t lost_push_step_ = -1;
+  int lost_push_recoveries_ = 0;
 };
 
 }  // namespace tessera

@@ -101,7 +101,7 @@ absl::Status WorkerReplicas::SettleOne(int w) {
         LOG(INFO) << who << " restarted: none of its row pushes is in flight";
         return absl::OkStatus();
       }
-      return absl::AbortedError(absl::StrCat(
+      return RowPushesLostError(absl::StrCat(
           who, " restarted with up to ", pushes_in_flight_,
           " of its row pushes in flight (hybrid:ssp): the gradients of its "
           "last steps may be missing from the servers, so no checkpoint can "

@@ -47,10 +47,10 @@ class WorkerReplicas final : public ReplicaCheckpoints {
   // test set: Evaluate first waits for the worker's row pushes in flight
   // (and returns the error of one that failed), and evaluates nothing. A
   // worker that restarted (it answers unconfigured) lost those in flight:
-  // with pushes_in_flight 0 it had none and passes; otherwise ABORTED names
-  // it (its last steps' row gradients may be missing, the job must go back
-  // to its last checkpoint). One that does not answer is waited for up to
-  // restart_timeout, as in Restore.
+  // with pushes_in_flight 0 it had none and passes; otherwise
+  // RowPushesLostError names it (its last steps' row gradients may be
+  // missing: the job goes back to its last checkpoint). One that does not
+  // answer is waited for up to restart_timeout, as in Restore.
   absl::Status SettleRowPushes() override;
 
   // Saves worker `from`'s replica (the worker of that index) into `directory`

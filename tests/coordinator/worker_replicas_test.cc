@@ -237,6 +237,7 @@ TEST(WorkerReplicasTest, SettlingFailsAWorkerThatRestartedWithPushesInFlight) {
   absl::Status s = replicas.SettleRowPushes();
 
   EXPECT_EQ(s.code(), absl::StatusCode::kAborted);
+  EXPECT_TRUE(RowPushesLost(s)) << s;  // the epoch loop recovers from it
   EXPECT_THAT(s.message(), HasSubstr("worker 1 (127.0.0.1:7001) restarted "
                                      "with up to 2 of its row pushes in "
                                      "flight"));
@@ -255,6 +256,7 @@ TEST(WorkerReplicasTest, SettlingFailsAWorkerKilledWithPushesInFlight) {
   absl::Status s = replicas.SettleRowPushes();
 
   EXPECT_EQ(s.code(), absl::StatusCode::kAborted);
+  EXPECT_TRUE(RowPushesLost(s)) << s;  // the epoch loop recovers from it
   EXPECT_THAT(s.message(), HasSubstr("worker 1 (127.0.0.1:7001) restarted"));
   EXPECT_EQ(killed.settles(), 0);
 }
