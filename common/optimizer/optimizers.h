@@ -72,6 +72,7 @@ class AdagradOptimizer final : public Optimizer {
   std::string slot_name(int slot) const override { return "accumulator"; }
   void Apply(float* values, const float* grad, float* const* slots, int64_t n,
              UpdateStep t) const override;
+  float epsilon() const { return epsilon_; }
 
  private:
   const float initial_accumulator_, epsilon_;

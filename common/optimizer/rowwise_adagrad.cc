@@ -11,12 +11,17 @@ void RowwiseAdagradOptimizer::Apply(float* values, const float* grad,
                                     UpdateStep t) const {
   if (n <= 0) return;
   const float lr = BeginUpdate(values, n, t);
+  const float step = AccumulateRow(grad, n, lr, slots[0]);
+  for (int64_t j = 0; j < n; ++j) values[j] -= step * grad[j];
+}
+
+float RowwiseAdagradOptimizer::AccumulateRow(const float* grad, int64_t n,
+                                             float lr,
+                                             float* accumulator) const {
   float sum = 0.0f;
   for (int64_t j = 0; j < n; ++j) sum += grad[j] * grad[j];
-  float& acc = slots[0][0];
-  acc += sum / static_cast<float>(n);
-  const float step = lr / (std::sqrt(acc) + epsilon_);
-  for (int64_t j = 0; j < n; ++j) values[j] -= step * grad[j];
+  *accumulator += sum / static_cast<float>(n);
+  return lr / (std::sqrt(*accumulator) + epsilon_);
 }
 
 absl::StatusOr<std::unique_ptr<Optimizer>> CreateRowwiseAdagrad(

@@ -42,6 +42,14 @@ class RowwiseAdagradOptimizer final : public Optimizer {
   void Apply(float* values, const float* grad, float* const* slots, int64_t n,
              UpdateStep t) const override;
 
+  // Apply's first half, shared with the fused narrow-row step
+  // (narrow_row_step.h) so both make the same bits: adds the row's mean
+  // squared gradient grad[0, n) to *accumulator and returns the step size
+  // lr / (sqrt(*accumulator) + epsilon) that every value moves by times
+  // its gradient. REQUIRES: n > 0.
+  float AccumulateRow(const float* grad, int64_t n, float lr,
+                      float* accumulator) const;
+
  private:
   const float initial_accumulator_, epsilon_;
 };
