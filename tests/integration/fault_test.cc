@@ -104,12 +104,14 @@ class FaultTest : public ::testing::Test {
   // many, a worker in its share of them (half), a server at that many
   // pushes (at least one a step). Counting lines of steps.jsonl, which
   // the chief writes in buffered blocks, could land anywhere, or after
-  // the job's end.
+  // the job's end. A `point` ("evaluate") names the victim's fault point
+  // instead, where it dies after passing it kill_after_lines times.
   static JobRun Train(
       const std::string& name, const std::string& mode,
       const std::string& victim, int kill_after_lines,
       const std::string& data_flags = absl::StrCat(" --train_examples=", kTrain,
-                                                   " --test_examples=10000")) {
+                                                   " --test_examples=10000"),
+      const std::string& point_name = "") {
     JobRun run;
     run.streamed = absl::StrContains(data_flags, "--job_file=");
     run.dir = Dir(name);
@@ -124,9 +126,13 @@ class FaultTest : public ::testing::Test {
                                                  ? ".push"
                                                  : ".step"))
                   .string();
+      if (!point_name.empty()) {
+        point = (faults / absl::StrCat(victim, ".", point_name)).string();
+      }
       std::ofstream(point) << "kill "
-                           << (worker ? kill_after_lines / 2
-                                      : kill_after_lines);
+                           << (worker && point_name.empty()
+                                   ? kill_after_lines / 2
+                                   : kill_after_lines);
     }
     std::string script = absl::StrCat(
         victim.empty() ? "" : "export TESSERA_FAULT_POINTS=",
@@ -662,6 +668,42 @@ INSTANTIATE_TEST_SUITE_P(
                  name.end());
       return name;
     });
+
+// hybrid:ssp:2 leaves a worker's last 2 row pushes in flight after its
+// steps end. Worker 1 dies in its 3rd Evaluate call: the settle of those
+// pushes before the checkpoint after epoch 1 (the 1st settled before the
+// job's first checkpoint, the 2nd evaluated epoch 1's test slice), so its
+// pushes in flight went with it. That checkpoint cannot count epoch 1 as
+// trained: the job goes back to its last checkpoint (step 0) and trains
+// epoch 1 again, each epoch still once. It used to end with DATA_LOSS
+// after training every epoch (the chaos soak's seed 48125).
+TEST_F(FaultTest, HybridSspWorkerKilledWithRowPushesInFlightIsRecovered) {
+  JobRun run = Train("hybrid_ssp_settle", "hybrid:ssp:2", "worker-1", 2,
+                     ClickTableFlags(), "evaluate");
+  ExpectCompleteAndExact(run);
+  EXPECT_THAT(run.output, HasSubstr("row pushes in flight were lost; "
+                                    "training paused"));
+  EXPECT_THAT(run.output, HasSubstr("resuming epoch 1 at step 0"));
+  // Epoch 1's steps, trained twice, are counted as re-run: the summary
+  // ends "; <n> worker steps re-run".
+  const size_t rerun = run.output.find(" steps re-run");
+  ASSERT_NE(rerun, std::string::npos) << run.output;
+  const size_t from = run.output.rfind("; ", rerun) + 2;
+  int64_t steps_rerun = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(
+      run.output.substr(from, run.output.find(' ', from) - from), &steps_rerun))
+      << run.output;
+  EXPECT_EQ(steps_rerun, run.metrics[0]["steps"].get<int64_t>());
+  EXPECT_EQ(run.metrics[0].value("steps_rerun", int64_t{0}), steps_rerun);
+  std::printf(
+      "[fault] hybrid:ssp:2, worker-1 killed settling its row "
+      "pushes: back to step 0, %lld steps re-run, epoch examples",
+      static_cast<long long>(steps_rerun));
+  for (const nlohmann::json& m : run.metrics) {
+    std::printf(" %lld", static_cast<long long>(m["examples"].get<int64_t>()));
+  }
+  std::printf("\n");
+}
 
 // A mirrored worker killed mid-epoch costs the round it was in: the
 // survivors' replica is copied onto every worker and the round runs again
