@@ -2,9 +2,62 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/data_plane/frame.h"
+#include "ps_server/client/plane_replies.h"
 #include "ps_server/wire/dense_wire.h"
 
 namespace tessera {
+namespace {
+
+// A pull's reply, each shard's values straight into out[i].
+PlaneReply ReadPullReply(Socket& socket, bool discard,
+                         absl::Span<const std::string> shards,
+                         absl::Span<const absl::Span<float>> out,
+                         std::vector<int64_t>* versions) {
+  FrameHeader reply;
+  if (PlaneReply r =
+          ReadPlaneReplyHeader(socket, FrameOp::kPullDenseReply, &reply);
+      !r.status.ok()) {
+    return r;
+  }
+  if (reply.count != out.size()) {
+    return {absl::InternalError(absl::StrCat("the reply holds ", reply.count,
+                                             " shards, not ", out.size())),
+            false};
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    char part[kDensePartHeaderBytes];
+    if (absl::Status s = socket.ReadFull(part, sizeof(part)); !s.ok()) {
+      return {s, false};
+    }
+    int64_t version, bytes;
+    DecodeDensePartHeader(part, &version, &bytes);
+    if (discard) {
+      // Nothing of the caller's is touched: it dropped the call.
+      if (bytes < 0) return {absl::InternalError("a negative length"), false};
+      if (absl::Status s = SkipPlaneBytes(socket, bytes); !s.ok()) {
+        return {s, false};
+      }
+      continue;
+    }
+    const int64_t capacity =
+        static_cast<int64_t>(out[i].size() * sizeof(float));
+    if (bytes != capacity) {
+      // The rest of the reply is not read: the connection is dropped.
+      return {absl::InvalidArgumentError(
+                  absl::StrCat("wrong shape: shard ", shards[i], " has ", bytes,
+                               " bytes, the destination ", capacity)),
+              false};
+    }
+    // The one copy: the kernel's, into the caller's buffer.
+    if (absl::Status s = socket.ReadFull(out[i].data(), bytes); !s.ok()) {
+      return {s, false};
+    }
+    if (versions != nullptr) (*versions)[i] = version;
+  }
+  return {};
+}
+
+}  // namespace
 
 DensePlaneClient::DensePlaneClient(DensePlaneClientOptions options)
     : owned_(std::make_shared<PlaneConnections>(std::move(options))),
@@ -14,29 +67,32 @@ DensePlaneClient::DensePlaneClient(
     std::shared_ptr<PlaneConnections> connections)
     : owned_(std::move(connections)), connections_(*owned_) {}
 
-absl::Status DensePlaneClient::CheckPullSizes(
-    absl::Span<const std::string> shards,
-    absl::Span<const absl::Span<float>> out) const {
-  if (shards.size() == out.size()) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat(connections_.peer(), " PullDense: ", shards.size(),
-                   " shards but ", out.size(), " destinations"));
-}
-
 absl::Status DensePlaneClient::PullDense(
     absl::Span<const std::string> shards,
     absl::Span<const absl::Span<float>> out, std::vector<int64_t>* versions,
     std::optional<int64_t> sync_step) {
-  // Refused before anything is sent.
-  if (absl::Status s = CheckPullSizes(shards, out); !s.ok()) return s;
-  return FinishPullDense(BeginPullDense(shards, sync_step), shards, out,
-                         versions);
+  return BeginPull(shards, out, versions, sync_step, /*awaited=*/true).Finish();
 }
 
-DensePlaneClient::Pending DensePlaneClient::BeginPullDense(
-    absl::Span<const std::string> shards, std::optional<int64_t> sync_step) {
-  absl::StatusOr<PlaneLease> socket = Acquire();
-  if (!socket.ok()) return Pending(Prefixed("PullDense", socket.status()));
+PlaneCall DensePlaneClient::BeginPullDense(
+    absl::Span<const std::string> shards,
+    absl::Span<const absl::Span<float>> out, std::vector<int64_t>* versions,
+    std::optional<int64_t> sync_step) {
+  return BeginPull(shards, out, versions, sync_step, /*awaited=*/false);
+}
+
+PlaneCall DensePlaneClient::BeginPull(absl::Span<const std::string> shards,
+                                      absl::Span<const absl::Span<float>> out,
+                                      std::vector<int64_t>* versions,
+                                      std::optional<int64_t> sync_step,
+                                      bool awaited) {
+  // Refused before anything is sent.
+  if (shards.size() != out.size()) {
+    return PlaneCall(absl::InvalidArgumentError(
+        absl::StrCat(connections_.peer(), " PullDense: ", shards.size(),
+                     " shards but ", out.size(), " destinations")));
+  }
+  if (versions != nullptr) versions->assign(shards.size(), 0);
   std::string table;
   for (const std::string& name : shards) AppendString16(name, &table);
   FrameHeader request;
@@ -47,60 +103,12 @@ DensePlaneClient::Pending DensePlaneClient::BeginPullDense(
   char head[kFrameHeaderBytes];
   EncodeFrameHeader(request, head);
   const iovec parts[2] = {{head, sizeof(head)}, {table.data(), table.size()}};
-  if (absl::Status s = socket->WriteAll(parts); !s.ok()) {
-    return Pending(Prefixed("PullDense", s));
-  }
-  return Pending(std::move(socket));
-}
-
-absl::Status DensePlaneClient::FinishPullDense(
-    Pending call, absl::Span<const std::string> shards,
-    absl::Span<const absl::Span<float>> out, std::vector<int64_t>* versions) {
-  if (absl::Status s = CheckPullSizes(shards, out); !s.ok()) return s;
-  if (versions != nullptr) versions->assign(shards.size(), 0);
-  if (!call.socket_.ok()) return call.socket_.status();
-  absl::StatusOr<PlaneLease>& socket = call.socket_;
-  FrameHeader reply;
-  if (absl::Status s =
-          ReadReplyHeader(*socket, FrameOp::kPullDenseReply, &reply);
-      !s.ok()) {
-    // An error reply leaves the connection in step; a broken one does not.
-    if (reply.code != 0 && reply.op == FrameOp::kPullDenseReply) {
-      Release(*std::move(socket));
-    }
-    return Prefixed("PullDense", s);
-  }
-  if (reply.count != shards.size()) {
-    return Prefixed("PullDense", absl::InternalError(absl::StrCat(
-                                     "the reply holds ", reply.count,
-                                     " shards, not ", shards.size())));
-  }
-  for (size_t i = 0; i < shards.size(); ++i) {
-    char part[kDensePartHeaderBytes];
-    if (absl::Status s = socket->ReadFull(part, sizeof(part)); !s.ok()) {
-      return Prefixed("PullDense", s);
-    }
-    int64_t version, bytes;
-    DecodeDensePartHeader(part, &version, &bytes);
-    const int64_t capacity =
-        static_cast<int64_t>(out[i].size() * sizeof(float));
-    if (bytes != capacity) {
-      // The rest of the reply is not read: the connection is dropped.
-      return Prefixed("PullDense",
-                      absl::InvalidArgumentError(absl::StrCat(
-                          "wrong shape: shard ", shards[i], " has ", bytes,
-                          " bytes, the "
-                          "destination ",
-                          capacity)));
-    }
-    // The one copy: the kernel's, into the caller's buffer.
-    if (absl::Status s = socket->ReadFull(out[i].data(), bytes); !s.ok()) {
-      return Prefixed("PullDense", s);
-    }
-    if (versions != nullptr) (*versions)[i] = version;
-  }
-  Release(*std::move(socket));
-  return absl::OkStatus();
+  return connections_.Send(
+      "PullDense", parts,
+      [shards, out, versions](Socket& socket, bool discard) {
+        return ReadPullReply(socket, discard, shards, out, versions);
+      },
+      awaited);
 }
 
 absl::Status DensePlaneClient::PushDense(
@@ -108,22 +116,31 @@ absl::Status DensePlaneClient::PushDense(
     absl::Span<const absl::Span<const float>> grads,
     absl::Span<const int64_t> base_versions, PushResponse* response,
     const SyncPush* sync) {
-  return FinishPushDense(BeginPushDense(shards, grads, base_versions, sync),
-                         response);
+  return BeginPush(shards, grads, base_versions, response, sync,
+                   /*awaited=*/true)
+      .Finish();
 }
 
-DensePlaneClient::Pending DensePlaneClient::BeginPushDense(
+PlaneCall DensePlaneClient::BeginPushDense(
     absl::Span<const std::string> shards,
     absl::Span<const absl::Span<const float>> grads,
-    absl::Span<const int64_t> base_versions, const SyncPush* sync) {
+    absl::Span<const int64_t> base_versions, PushResponse* response,
+    const SyncPush* sync) {
+  return BeginPush(shards, grads, base_versions, response, sync,
+                   /*awaited=*/false);
+}
+
+PlaneCall DensePlaneClient::BeginPush(
+    absl::Span<const std::string> shards,
+    absl::Span<const absl::Span<const float>> grads,
+    absl::Span<const int64_t> base_versions, PushResponse* response,
+    const SyncPush* sync, bool awaited) {
   if (shards.size() != grads.size() ||
       (!base_versions.empty() && base_versions.size() != shards.size())) {
-    return Pending(absl::InvalidArgumentError(absl::StrCat(
+    return PlaneCall(absl::InvalidArgumentError(absl::StrCat(
         connections_.peer(), " PushDense: ", shards.size(), " shards, ",
         grads.size(), " gradients and ", base_versions.size(), " versions")));
   }
-  absl::StatusOr<PlaneLease> socket = Acquire();
-  if (!socket.ok()) return Pending(Prefixed("PushDense", socket.status()));
   std::string table;
   for (size_t i = 0; i < shards.size(); ++i) {
     AppendString16(shards[i], &table);
@@ -144,38 +161,13 @@ DensePlaneClient::Pending DensePlaneClient::BeginPushDense(
   for (absl::Span<const float> g : grads) {
     parts.push_back({const_cast<float*>(g.data()), g.size() * sizeof(float)});
   }
-  if (absl::Status s = socket->WriteAll(parts); !s.ok()) {
-    return Pending(Prefixed("PushDense", s));
-  }
-  return Pending(std::move(socket));
-}
-
-absl::Status DensePlaneClient::FinishPushDense(Pending call,
-                                               PushResponse* response) {
-  if (!call.socket_.ok()) return call.socket_.status();
-  absl::StatusOr<PlaneLease>& socket = call.socket_;
-  FrameHeader reply;
-  if (absl::Status s =
-          ReadReplyHeader(*socket, FrameOp::kPushDenseReply, &reply);
-      !s.ok()) {
-    if (reply.code != 0 && reply.op == FrameOp::kPushDenseReply) {
-      Release(*std::move(socket));
-    }
-    return Prefixed("PushDense", s);
-  }
-  if (reply.bytes > kMaxFrameTableBytes) {
-    return Prefixed("PushDense", absl::InternalError("the reply is too long"));
-  }
-  std::string bytes(reply.bytes, '\0');
-  if (absl::Status s = socket->ReadFull(bytes.data(), bytes.size()); !s.ok()) {
-    return Prefixed("PushDense", s);
-  }
-  if (!response->ParseFromString(bytes)) {
-    return Prefixed("PushDense",
-                    absl::InternalError("the reply is not a PushResponse"));
-  }
-  Release(*std::move(socket));
-  return absl::OkStatus();
+  return connections_.Send(
+      "PushDense", parts,
+      [response](Socket& socket, bool discard) {
+        return ReadPlanePushReply(socket, FrameOp::kPushDenseReply, response,
+                                  discard);
+      },
+      awaited);
 }
 
 }  // namespace tessera

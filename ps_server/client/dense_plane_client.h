@@ -26,9 +26,9 @@ using DensePlaneClientOptions = PlaneConnectionOptions;
 // straight from the caller's (no copy in user space on either side).
 //
 // Calls share the one connection to the server (plane_connections.h),
-// with the row calls when the transport shares it: concurrent calls take
-// turns, and a broken connection is dropped and reads as gRPC's
-// UNAVAILABLE or DEADLINE_EXCEEDED.
+// with the row calls when the transport shares it: concurrent calls are
+// pipelined on it, and a broken connection reads as gRPC's UNAVAILABLE or
+// DEADLINE_EXCEEDED.
 //
 // Thread safety: all methods may be called concurrently.
 class DensePlaneClient {
@@ -50,42 +50,31 @@ class DensePlaneClient {
   // The same calls in two halves, so that one thread can have a call in
   // flight at every parameter server at once (a step's pull from each)
   // instead of a thread per server, which costs a wake-up each way per
-  // call. Begin* sends the request; Finish* reads the reply, with the
-  // arguments and the result of the whole call, and reports an error of
-  // either half. A Pending holds the server's connection until it is
-  // finished; one that is never finished closes the connection.
-  class Pending {
-   public:
-    Pending(Pending&&) = default;
-    Pending& operator=(Pending&&) = default;
-
-   private:
-    friend class DensePlaneClient;
-    explicit Pending(absl::StatusOr<PlaneLease> socket)
-        : socket_(std::move(socket)) {}
-    absl::StatusOr<PlaneLease> socket_;
-  };
-  Pending BeginPullDense(absl::Span<const std::string> shards,
-                         std::optional<int64_t> sync_step = std::nullopt);
-  absl::Status FinishPullDense(Pending call,
-                               absl::Span<const std::string> shards,
-                               absl::Span<const absl::Span<float>> out,
-                               std::vector<int64_t>* versions);
-  // `grads` must stay unchanged until FinishPushDense returns.
-  Pending BeginPushDense(absl::Span<const std::string> shards,
-                         absl::Span<const absl::Span<const float>> grads,
-                         absl::Span<const int64_t> base_versions,
-                         const SyncPush* sync);
-  absl::Status FinishPushDense(Pending call, PushResponse* response);
+  // call. Begin* sends the request; Finish (PlaneCall::Finish) waits for
+  // the reply and reports an error of either half. Every argument must
+  // stay valid (and `grads` unchanged) until Finish returns or the call is
+  // dropped: the reply may be read into `out`, `versions` and `response`
+  // by another call's thread before Finish. A call dropped unfinished has
+  // its reply read into scratch; the connection stays.
+  PlaneCall BeginPullDense(absl::Span<const std::string> shards,
+                           absl::Span<const absl::Span<float>> out,
+                           std::vector<int64_t>* versions,
+                           std::optional<int64_t> sync_step = std::nullopt);
+  PlaneCall BeginPushDense(absl::Span<const std::string> shards,
+                           absl::Span<const absl::Span<const float>> grads,
+                           absl::Span<const int64_t> base_versions,
+                           PushResponse* response, const SyncPush* sync);
 
  private:
-  absl::Status CheckPullSizes(absl::Span<const std::string> shards,
-                              absl::Span<const absl::Span<float>> out) const;
-  absl::StatusOr<PlaneLease> Acquire() { return connections_.Acquire(); }
-  void Release(PlaneLease socket) { connections_.Release(std::move(socket)); }
-  absl::Status Prefixed(const char* call, const absl::Status& s) const {
-    return connections_.Prefixed(call, s);
-  }
+  PlaneCall BeginPull(absl::Span<const std::string> shards,
+                      absl::Span<const absl::Span<float>> out,
+                      std::vector<int64_t>* versions,
+                      std::optional<int64_t> sync_step, bool awaited);
+  PlaneCall BeginPush(absl::Span<const std::string> shards,
+                      absl::Span<const absl::Span<const float>> grads,
+                      absl::Span<const int64_t> base_versions,
+                      PushResponse* response, const SyncPush* sync,
+                      bool awaited);
 
   const std::shared_ptr<PlaneConnections> owned_;
   PlaneConnections& connections_;

@@ -1,23 +1,41 @@
 #include "ps_server/client/plane_connections.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "common/data_plane/handshake.h"
 
 namespace tessera {
 
-PlaneLease::~PlaneLease() {
-  if (owner_ != nullptr && !extra_) owner_->Lost();
-}
-
-PlaneLease& PlaneLease::operator=(PlaneLease&& other) noexcept {
+PlaneCall& PlaneCall::operator=(PlaneCall&& other) noexcept {
   if (this != &other) {
-    if (owner_ != nullptr) owner_->Lost();
+    Abandon();
     owner_ = other.owner_;
-    extra_ = other.extra_;
-    Socket::operator=(std::move(other));
-    other.owner_ = nullptr;
+    call_ = other.call_;
+    error_ = std::move(other.error_);
+    channel_ = std::move(other.channel_);
+    entry_ = std::move(other.entry_);
   }
   return *this;
+}
+
+PlaneCall::~PlaneCall() { Abandon(); }
+
+void PlaneCall::Abandon() {
+  if (entry_ != nullptr) channel_->Abandon(entry_);
+  entry_ = nullptr;
+  channel_ = nullptr;
+}
+
+absl::Status PlaneCall::Finish() {
+  if (entry_ == nullptr) {
+    return error_.ok() ? absl::FailedPreconditionError("finished twice")
+                       : error_;
+  }
+  absl::Status s = channel_->Wait(entry_);
+  entry_ = nullptr;
+  channel_ = nullptr;
+  return s.ok() ? s : owner_->Prefixed(call_, s);
 }
 
 PlaneConnections::PlaneConnections(PlaneConnectionOptions options)
@@ -29,37 +47,39 @@ absl::Status PlaneConnections::Prefixed(const char* call,
       s.code(), absl::StrCat(options_.peer, " ", call, ": ", s.message()));
 }
 
-absl::StatusOr<PlaneLease> PlaneConnections::Acquire() {
-  std::optional<Socket> idle;
-  bool extra = false;
-  {
-    absl::MutexLock lock(&mu_);
-    // This thread holds the lease: waiting would be for itself.
-    extra = leased_ && holder_ == std::this_thread::get_id();
-    if (!extra) {
-      mu_.Await(absl::Condition(
-          +[](bool* leased) { return !*leased; }, &leased_));
-      leased_ = true;
-      holder_ = std::this_thread::get_id();
-      idle.swap(idle_);
+PlaneCall PlaneConnections::Send(const char* call,
+                                 absl::Span<const iovec> request,
+                                 PlaneReplyReader reader, bool awaited) {
+  // A connection found closed before anything was written costs the call
+  // nothing: it goes on a new one (once; a server that closes every new
+  // connection at once gets the error).
+  for (int attempt = 0;; ++attempt) {
+    absl::StatusOr<std::shared_ptr<PlaneChannel>> channel = Channel();
+    if (!channel.ok()) {
+      return PlaneCall(this, call, Prefixed(call, channel.status()));
+    }
+    bool sent = false;
+    absl::StatusOr<std::shared_ptr<PlaneChannel::Entry>> entry =
+        (*channel)->Send(request, std::move(reader), awaited, &sent);
+    if (entry.ok()) {
+      return PlaneCall(this, call, *std::move(channel), *std::move(entry));
+    }
+    if (sent || attempt > 0) {
+      return PlaneCall(this, call, Prefixed(call, entry.status()));
     }
   }
-  if (extra) {
-    absl::StatusOr<Socket> socket = Connect();
-    if (!socket.ok()) return socket.status();
-    return PlaneLease(this, *std::move(socket), /*extra=*/true);
-  }
-  // A server that restarted closed it: connect again.
-  if (idle.has_value() && idle->IdleAndOpen()) {
-    return PlaneLease(this, *std::move(idle), /*extra=*/false);
-  }
-  idle.reset();
+}
+
+absl::StatusOr<std::shared_ptr<PlaneChannel>> PlaneConnections::Channel() {
+  absl::MutexLock lock(&mu_);
+  if (channel_ != nullptr && !channel_->broken()) return channel_;
+  // Calls still reading the broken one keep it alive; it closes with them.
+  channel_ = nullptr;
   absl::StatusOr<Socket> socket = Connect();
-  if (!socket.ok()) {
-    Lost();
-    return socket.status();
-  }
-  return PlaneLease(this, *std::move(socket), /*extra=*/false);
+  if (!socket.ok()) return socket.status();
+  channel_ = std::make_shared<PlaneChannel>(*std::move(socket),
+                                            options_.tls != nullptr);
+  return channel_;
 }
 
 absl::StatusOr<Socket> PlaneConnections::Connect() {
@@ -72,10 +92,7 @@ absl::StatusOr<Socket> PlaneConnections::Connect() {
   absl::StatusOr<Socket> socket =
       Socket::Connect(options_.host, *port, options_.timeout_s);
   if (!socket.ok()) return socket.status();
-  {
-    absl::MutexLock lock(&mu_);
-    ++connects_;
-  }
+  ++connects_;
   if (options_.tls != nullptr) {
     if (absl::Status s =
             options_.tls->Connect(*socket, options_.tls_server_name.empty()
@@ -90,21 +107,6 @@ absl::StatusOr<Socket> PlaneConnections::Connect() {
     return s;
   }
   return socket;
-}
-
-void PlaneConnections::Release(PlaneLease lease) {
-  if (lease.extra_) return;  // closed as it goes
-  absl::MutexLock lock(&mu_);
-  idle_.emplace(std::move(static_cast<Socket&>(lease)));
-  lease.owner_ = nullptr;
-  leased_ = false;
-  holder_ = std::thread::id();
-}
-
-void PlaneConnections::Lost() {
-  absl::MutexLock lock(&mu_);
-  leased_ = false;
-  holder_ = std::thread::id();
 }
 
 int64_t PlaneConnections::connects() const {

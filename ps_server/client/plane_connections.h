@@ -1,18 +1,20 @@
 #ifndef TESSERA_PS_SERVER_CLIENT_PLANE_CONNECTIONS_H_
 #define TESSERA_PS_SERVER_CLIENT_PLANE_CONNECTIONS_H_
 
+#include <sys/uio.h>
+
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
-#include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
 #include "common/data_plane/socket.h"
 #include "common/data_plane/tls.h"
+#include "ps_server/client/plane_channel.h"
 
 namespace tessera {
 
@@ -34,58 +36,70 @@ struct PlaneConnectionOptions {
 
 class PlaneConnections;
 
-// The connection while one call has it (a Socket: the call reads and
-// writes it as one), for the call's request and reply. Given back with
-// PlaneConnections::Release once the reply was read in full; dropped
-// otherwise (the connection broke, or the stream is out of step), which
-// closes it, and the next call connects afresh.
-class PlaneLease : public Socket {
+// One call on the connection: its request was sent (or it failed), and
+// Finish reads its reply. Dropped unfinished, its reply is read into
+// scratch by whoever reads next, and the connection stays in step.
+class PlaneCall {
  public:
-  PlaneLease(PlaneLease&& other) noexcept
-      : Socket(std::move(other)), owner_(other.owner_), extra_(other.extra_) {
-    other.owner_ = nullptr;
-  }
-  PlaneLease& operator=(PlaneLease&& other) noexcept;
-  PlaneLease(const PlaneLease&) = delete;
-  ~PlaneLease();
+  // A call that failed before it was sent (`error`, already prefixed).
+  explicit PlaneCall(absl::Status error)
+      : owner_(nullptr), call_(""), error_(std::move(error)) {}
+  PlaneCall(PlaneCall&& other) noexcept = default;
+  PlaneCall& operator=(PlaneCall&& other) noexcept;
+  PlaneCall(const PlaneCall&) = delete;
+  ~PlaneCall();
+
+  // Waits for the reply (reading it, and those before it, if no one else
+  // is); the call's status, prefixed with the peer and the call. Once.
+  absl::Status Finish();
 
  private:
   friend class PlaneConnections;
-  PlaneLease(PlaneConnections* owner, Socket socket, bool extra)
-      : Socket(std::move(socket)), owner_(owner), extra_(extra) {}
+  PlaneCall(const PlaneConnections* owner, const char* call, absl::Status error)
+      : owner_(owner), call_(call), error_(std::move(error)) {}
+  PlaneCall(const PlaneConnections* owner, const char* call,
+            std::shared_ptr<PlaneChannel> channel,
+            std::shared_ptr<PlaneChannel::Entry> entry)
+      : owner_(owner),
+        call_(call),
+        channel_(std::move(channel)),
+        entry_(std::move(entry)) {}
+  void Abandon();
 
-  PlaneConnections* owner_;
-  bool extra_;  // a connection of its own (see PlaneConnections), not kept
+  const PlaneConnections* owner_;
+  const char* call_;
+  absl::Status error_;  // failed before its reply was queued
+  std::shared_ptr<PlaneChannel> channel_;
+  std::shared_ptr<PlaneChannel::Entry> entry_;
 };
 
 // The one authenticated connection a worker holds to one parameter
-// server's data plane (#46: one descriptor per worker on the server, not
-// one per kind of call), shared by every kind of call: dense pulls and
-// pushes, row pulls and pushes.
+// server's data plane (#46: one descriptor per worker on the server),
+// shared by every kind of call: dense pulls and pushes, row pulls and
+// pushes, from any number of threads at once. Calls are pipelined on it
+// (plane_channel.h): a call's request goes out while earlier calls' replies
+// are still coming, and replies are read in order into each call's own
+// buffers. There is no second connection to the same server: a thread
+// that holds a split call unfinished and begins another one (to the same
+// server) reads the first one's reply before writing.
 //
-// A call leases the connection (making it first: connect, handshake) from
-// its request until its reply was read, so calls on one connection are
-// whole and in order; a second call waits for the first's reply. Calls to
-// different servers run at once. A connection that broke or timed out is
-// not given back: its call returns UNAVAILABLE or DEADLINE_EXCEEDED as on
-// gRPC, and the next call connects afresh.
-//
-// Deadlock: a thread that holds the lease (a dense call begun and not yet
-// finished) and begins a second call to the same server would wait for
-// itself; that call gets a connection of its own instead, closed after its
-// reply (the one case of a second connection; a worker's steps begin one
-// call per server). Threads that hold leases of several servers at once
-// take them in the same order (ShardedParameters: by ps task).
+// The connection is made by the first call (connect, TLS, the token
+// handshake). One that broke (a read or write failed, a reply out of step,
+// the server closed it) fails its queued calls UNAVAILABLE naming the
+// server and why, as gRPC would, and the next call connects afresh,
+// asking resolve_port again. A call that finds the connection closed
+// before it wrote anything goes on a new one at once.
 //
 // Thread safety: all methods may be called concurrently.
 class PlaneConnections {
  public:
   explicit PlaneConnections(PlaneConnectionOptions options);
 
-  // Waits while another call holds the connection.
-  absl::StatusOr<PlaneLease> Acquire();
-  // Gives back a connection whose last reply was read in full.
-  void Release(PlaneLease lease);
+  // Sends `request` (a whole frame) for `call` ("PullRows": for errors)
+  // and queues `reader` for its reply. `awaited`: Finish is called at once
+  // (a split call passes false).
+  PlaneCall Send(const char* call, absl::Span<const iovec> request,
+                 PlaneReplyReader reader, bool awaited = true);
   // `s` with the peer and the call in front of its message.
   absl::Status Prefixed(const char* call, const absl::Status& s) const;
   const std::string& peer() const { return options_.peer; }
@@ -94,16 +108,14 @@ class PlaneConnections {
   int64_t connects() const;
 
  private:
-  friend class PlaneLease;
-  absl::StatusOr<Socket> Connect();
-  // A lease ended without Release: its connection is gone.
-  void Lost();
+  // The connection, made afresh if there is none or it broke.
+  absl::StatusOr<std::shared_ptr<PlaneChannel>> Channel();
+  absl::StatusOr<Socket> Connect() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const PlaneConnectionOptions options_;
+  // Held while connecting, so concurrent calls make one connection.
   mutable absl::Mutex mu_;
-  bool leased_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread::id holder_ ABSL_GUARDED_BY(mu_);  // who leased it
-  std::optional<Socket> idle_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<PlaneChannel> channel_ ABSL_GUARDED_BY(mu_);
   int64_t connects_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

@@ -5,44 +5,15 @@
 namespace tessera {
 namespace {
 
-class PlanePull final : public PsTransport::Pending {
+// A split dense call; dropped unfinished, its reply is read into scratch.
+class PlanePending final : public PsTransport::Pending {
  public:
-  PlanePull(DensePlaneClient* client, DensePlaneClient::Pending call,
-            absl::Span<const std::string> shards,
-            absl::Span<const absl::Span<float>> out,
-            std::vector<int64_t>* versions)
-      : client_(client),
-        call_(std::move(call)),
-        shards_(shards),
-        out_(out),
-        versions_(versions) {}
+  explicit PlanePending(PlaneCall call) : call_(std::move(call)) {}
 
-  absl::Status Finish() override {
-    return client_->FinishPullDense(std::move(call_), shards_, out_, versions_);
-  }
+  absl::Status Finish() override { return call_.Finish(); }
 
  private:
-  DensePlaneClient* const client_;
-  DensePlaneClient::Pending call_;
-  const absl::Span<const std::string> shards_;
-  const absl::Span<const absl::Span<float>> out_;
-  std::vector<int64_t>* const versions_;
-};
-
-class PlanePush final : public PsTransport::Pending {
- public:
-  PlanePush(DensePlaneClient* client, DensePlaneClient::Pending call,
-            PushResponse* response)
-      : client_(client), call_(std::move(call)), response_(response) {}
-
-  absl::Status Finish() override {
-    return client_->FinishPushDense(std::move(call_), response_);
-  }
-
- private:
-  DensePlaneClient* const client_;
-  DensePlaneClient::Pending call_;
-  PushResponse* const response_;
+  PlaneCall call_;
 };
 
 }  // namespace
@@ -51,8 +22,8 @@ std::unique_ptr<PsTransport::Pending> PlaneTransport::BeginPullDense(
     absl::Span<const std::string> shards,
     absl::Span<const absl::Span<float>> out, std::vector<int64_t>* versions,
     std::optional<int64_t> sync_step) {
-  return std::make_unique<PlanePull>(
-      &dense_, dense_.BeginPullDense(shards, sync_step), shards, out, versions);
+  return std::make_unique<PlanePending>(
+      dense_.BeginPullDense(shards, out, versions, sync_step));
 }
 
 std::unique_ptr<PsTransport::Pending> PlaneTransport::BeginPushDense(
@@ -60,9 +31,8 @@ std::unique_ptr<PsTransport::Pending> PlaneTransport::BeginPushDense(
     absl::Span<const absl::Span<const float>> grads,
     absl::Span<const int64_t> base_versions, PushResponse* response,
     const SyncPush* sync) {
-  return std::make_unique<PlanePush>(
-      &dense_, dense_.BeginPushDense(shards, grads, base_versions, sync),
-      response);
+  return std::make_unique<PlanePending>(
+      dense_.BeginPushDense(shards, grads, base_versions, response, sync));
 }
 
 }  // namespace tessera

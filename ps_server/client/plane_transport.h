@@ -13,10 +13,10 @@ namespace tessera {
 // Data calls on a parameter server's TCP data plane
 // (ps_server/data_plane/dense_plane_server.h): dense and row calls on one
 // connection (plane_connections.h), so a server holds one descriptor per
-// worker (#46); a worker's calls to one server take turns on it. The split
-// calls are real halves: Begin sends the request, Finish reads the reply,
-// so one thread keeps a call in flight at every server without a wake-up
-// per call.
+// worker (#46); a worker's calls to one server are pipelined on it. The
+// split calls are real halves: Begin sends the request, Finish reads the
+// reply, so one thread keeps a call in flight at every server without a
+// wake-up per call.
 class PlaneTransport final : public PsTransport {
  public:
   explicit PlaneTransport(const PlaneConnectionOptions& options)

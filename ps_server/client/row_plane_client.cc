@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/data_plane/frame.h"
 #include "common/optimizer/row_precision.h"
+#include "ps_server/client/plane_replies.h"
 #include "ps_server/wire/dense_wire.h"
 #include "ps_server/wire/row_wire.h"
 
@@ -73,6 +74,54 @@ absl::Status CheckSizes(const char* call, absl::Span<const RowsPart> parts,
   return absl::OkStatus();
 }
 
+// A pull's reply, each part's rows widened into out[i] (skipped when
+// `discard`).
+PlaneReply ReadPullRowsReply(Socket& socket, bool discard,
+                             absl::Span<const RowsPart> parts,
+                             absl::Span<const absl::Span<float>> out) {
+  FrameHeader reply;
+  if (PlaneReply r =
+          ReadPlaneReplyHeader(socket, FrameOp::kPullRowsReply, &reply);
+      !r.status.ok()) {
+    return r;
+  }
+  if (reply.count != out.size()) {
+    return {absl::InternalError(absl::StrCat("the reply holds ", reply.count,
+                                             " shards, not ", out.size())),
+            false};
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    char part[kDensePartHeaderBytes];
+    if (absl::Status s = socket.ReadFull(part, sizeof(part)); !s.ok()) {
+      return {s, false};
+    }
+    int64_t version, bytes;
+    DecodeDensePartHeader(part, &version, &bytes);
+    if (discard) {
+      if (bytes < 0) return {absl::InternalError("a negative length"), false};
+      if (absl::Status s = SkipPlaneBytes(socket, bytes); !s.ok()) {
+        return {s, false};
+      }
+      continue;
+    }
+    const int64_t expected = static_cast<int64_t>(out[i].size()) *
+                             RowPrecisionBytes(parts[i].precision);
+    if (bytes != expected) {
+      // The rest of the reply is not read: the connection is dropped.
+      return {absl::InternalError(
+                  absl::StrCat("the reply holds ", bytes, " bytes of shard ",
+                               parts[i].shard, ", not ", expected)),
+              false};
+    }
+    if (absl::Status s = ReadValues(socket, parts[i].precision, out[i].data(),
+                                    static_cast<int64_t>(out[i].size()));
+        !s.ok()) {
+      return {s, false};
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 RowPlaneClient::RowPlaneClient(RowPlaneClientOptions options)
@@ -91,8 +140,6 @@ absl::Status RowPlaneClient::PullRows(absl::Span<const RowsPart> parts,
       !s.ok()) {
     return s;
   }
-  absl::StatusOr<PlaneLease> socket = connections_.Acquire();
-  if (!socket.ok()) return connections_.Prefixed("PullRows", socket.status());
   const std::string table = RowsTable(parts);
   FrameHeader request;
   request.op = FrameOp::kPullRows;
@@ -110,49 +157,12 @@ absl::Status RowPlaneClient::PullRows(absl::Span<const RowsPart> parts,
     iov.push_back({const_cast<int64_t*>(part.ids.data()),
                    part.ids.size() * sizeof(int64_t)});
   }
-  if (absl::Status s = socket->WriteAll(iov); !s.ok()) {
-    return connections_.Prefixed("PullRows", s);
-  }
-  FrameHeader reply;
-  if (absl::Status s =
-          ReadReplyHeader(*socket, FrameOp::kPullRowsReply, &reply);
-      !s.ok()) {
-    // An error reply leaves the connection in step; a broken one does not.
-    if (reply.code != 0 && reply.op == FrameOp::kPullRowsReply) {
-      connections_.Release(*std::move(socket));
-    }
-    return connections_.Prefixed("PullRows", s);
-  }
-  if (reply.count != parts.size()) {
-    return connections_.Prefixed(
-        "PullRows",
-        absl::InternalError(absl::StrCat("the reply holds ", reply.count,
-                                         " shards, not ", parts.size())));
-  }
-  for (size_t i = 0; i < parts.size(); ++i) {
-    char part[kDensePartHeaderBytes];
-    if (absl::Status s = socket->ReadFull(part, sizeof(part)); !s.ok()) {
-      return connections_.Prefixed("PullRows", s);
-    }
-    int64_t version, bytes;
-    DecodeDensePartHeader(part, &version, &bytes);
-    const int64_t expected = static_cast<int64_t>(out[i].size()) *
-                             RowPrecisionBytes(parts[i].precision);
-    if (bytes != expected) {
-      // The rest of the reply is not read: the connection is dropped.
-      return connections_.Prefixed(
-          "PullRows", absl::InternalError(absl::StrCat(
-                          "the reply holds ", bytes, " bytes of shard ",
-                          parts[i].shard, ", not ", expected)));
-    }
-    if (absl::Status s = ReadValues(*socket, parts[i].precision, out[i].data(),
-                                    static_cast<int64_t>(out[i].size()));
-        !s.ok()) {
-      return connections_.Prefixed("PullRows", s);
-    }
-  }
-  connections_.Release(*std::move(socket));
-  return absl::OkStatus();
+  return connections_
+      .Send("PullRows", iov,
+            [parts, out](Socket& socket, bool discard) {
+              return ReadPullRowsReply(socket, discard, parts, out);
+            })
+      .Finish();
 }
 
 absl::Status RowPlaneClient::PushRows(
@@ -165,8 +175,6 @@ absl::Status RowPlaneClient::PushRows(
       !s.ok()) {
     return s;
   }
-  absl::StatusOr<PlaneLease> socket = connections_.Acquire();
-  if (!socket.ok()) return connections_.Prefixed("PushRows", socket.status());
   const std::string table = RowsTable(parts);
   FrameHeader request;
   request.op = FrameOp::kPushRows;
@@ -203,32 +211,14 @@ absl::Status RowPlaneClient::PushRows(
     iov.push_back({dst, grads[i].size() * sizeof(uint16_t)});
     at += grads[i].size();
   }
-  if (absl::Status s = socket->WriteAll(iov); !s.ok()) {
-    return connections_.Prefixed("PushRows", s);
-  }
-  FrameHeader reply;
-  if (absl::Status s =
-          ReadReplyHeader(*socket, FrameOp::kPushRowsReply, &reply);
-      !s.ok()) {
-    if (reply.code != 0 && reply.op == FrameOp::kPushRowsReply) {
-      connections_.Release(*std::move(socket));
-    }
-    return connections_.Prefixed("PushRows", s);
-  }
-  if (reply.bytes > kMaxFrameTableBytes) {
-    return connections_.Prefixed("PushRows",
-                                 absl::InternalError("the reply is too long"));
-  }
-  std::string bytes(reply.bytes, '\0');
-  if (absl::Status s = socket->ReadFull(bytes.data(), bytes.size()); !s.ok()) {
-    return connections_.Prefixed("PushRows", s);
-  }
-  if (!response->ParseFromString(bytes)) {
-    return connections_.Prefixed(
-        "PushRows", absl::InternalError("the reply is not a PushResponse"));
-  }
-  connections_.Release(*std::move(socket));
-  return absl::OkStatus();
+  // Written before Send returns, so `narrow` may be reused after it.
+  return connections_
+      .Send("PushRows", iov,
+            [response](Socket& socket, bool discard) {
+              return ReadPlanePushReply(socket, FrameOp::kPushRowsReply,
+                                        response, discard);
+            })
+      .Finish();
 }
 
 }  // namespace tessera

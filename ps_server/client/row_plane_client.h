@@ -23,7 +23,8 @@ using RowPlaneClientOptions = PlaneConnectionOptions;
 // ones, with the same contracts and error codes, for any number of shards
 // in one round trip. Ids and gradients are sent straight from the
 // caller's memory, and pulled rows received straight into the caller's
-// buffers. Connections: plane_connections.h.
+// buffers. Connections: plane_connections.h (calls from many threads are
+// pipelined on one).
 //
 // Thread safety: all methods may be called concurrently.
 class RowPlaneClient {

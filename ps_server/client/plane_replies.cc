@@ -1,0 +1,49 @@
+#include "ps_server/client/plane_replies.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace tessera {
+
+PlaneReply ReadPlaneReplyHeader(Socket& socket, FrameOp op,
+                                FrameHeader* header) {
+  absl::Status s = ReadReplyHeader(socket, op, header);
+  if (s.ok()) return {};
+  return {s, header->code != 0 && header->op == op};
+}
+
+PlaneReply ReadPlanePushReply(Socket& socket, FrameOp op,
+                              PushResponse* response, bool discard) {
+  FrameHeader reply;
+  if (PlaneReply r = ReadPlaneReplyHeader(socket, op, &reply); !r.status.ok()) {
+    return r;
+  }
+  if (reply.bytes > kMaxFrameTableBytes) {
+    return {absl::InternalError("the reply is too long"), false};
+  }
+  std::string bytes(reply.bytes, '\0');
+  if (absl::Status s = socket.ReadFull(bytes.data(), bytes.size()); !s.ok()) {
+    return {s, false};
+  }
+  PushResponse dropped;
+  if (!(discard ? &dropped : response)->ParseFromString(bytes)) {
+    // Not the protocol: nothing after it can be trusted.
+    return {absl::InternalError("the reply is not a PushResponse"), false};
+  }
+  return {};
+}
+
+absl::Status SkipPlaneBytes(Socket& socket, int64_t bytes) {
+  thread_local std::vector<char> scratch;
+  scratch.resize(int64_t{64} << 10);
+  for (int64_t done = 0; done < bytes;) {
+    const int64_t n =
+        std::min(static_cast<int64_t>(scratch.size()), bytes - done);
+    if (absl::Status s = socket.ReadFull(scratch.data(), n); !s.ok()) return s;
+    done += n;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tessera
