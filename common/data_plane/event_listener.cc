@@ -22,6 +22,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "boost/asio/bind_executor.hpp"
+#include "boost/asio/defer.hpp"
+#include "boost/asio/dispatch.hpp"
 #include "boost/asio/executor_work_guard.hpp"
 #include "boost/asio/io_context.hpp"
 #include "boost/asio/posix/stream_descriptor.hpp"
@@ -32,6 +34,7 @@
 #include "common/data_plane/frame.h"
 #include "common/data_plane/handshake.h"
 #include "common/data_plane/listener.h"
+#include "common/data_plane/ready_queues.h"
 #include "glog/logging.h"
 
 namespace tessera {
@@ -92,8 +95,8 @@ bool ReadableNow(const Socket& socket) {
   return poll(&p, 1, 0) > 0;
 }
 
-// A connection serves at most this many requests in a row on one pool
-// thread before the others get their turn.
+// A connection serves at most this many small requests in a row on one
+// pool thread before the others get their turn.
 constexpr int kInlineRequests = 16;
 
 enum class Got { kHeader, kNothing, kClosed };
@@ -138,7 +141,8 @@ class EventListener::Impl {
         threads_(threads),
         acceptor_(io_, fd),
         accept_backoff_(io_),
-        work_(asio::make_work_guard(io_)) {}
+        work_(asio::make_work_guard(io_)),
+        ready_(options_.small_per_large) {}
 
   // The pool: every thread runs the reactor's loop (one at a time waits in
   // epoll) and the handlers it makes ready, so the thread that saw a
@@ -337,6 +341,8 @@ class EventListener::Impl {
     if (stopping_.load()) return Drop(conn);
     switch (TryHeader(conn->socket, conn->head)) {
       case Got::kHeader:
+        if (!conn->served->Small(conn->head)) return Queue(conn, false);
+        if (!ready_.MayServeSmall()) return Queue(conn, true);
         return Serve(conn);
       case Got::kNothing:
         return Arm(conn, Next::kServe);
@@ -347,29 +353,53 @@ class EventListener::Impl {
 
   // On the strand, with the request's header in conn->head. In a closed
   // loop the client's next request is usually in the socket by the time
-  // the last one's reply is written, so it is served at once on this
-  // thread (no epoll wake-up, no hand-over), up to kInlineRequests in a
-  // row; then the connection goes to the back of the pool's queue, behind
-  // the others.
+  // the last one's reply is written, so a small one is served at once on
+  // this thread (no epoll wake-up, no hand-over), up to kInlineRequests in
+  // a row; a large one, or a small one past those, goes to the ready
+  // queues, behind the others.
   void Serve(const std::shared_ptr<Conn>& conn) {
     for (int served = 1;; ++served) {
       if (stopping_.load() ||
           !conn->served->ServeOne(conn->socket, conn->head)) {
         return Drop(conn);
       }
-      if (served == kInlineRequests) {
-        asio::post(conn->strand, [this, conn] { Continue(conn); });
-        return;
-      }
       switch (TryHeader(conn->socket, conn->head)) {
-        case Got::kHeader:
-          continue;
+        case Got::kHeader: {
+          const bool small = conn->served->Small(conn->head);
+          if (small && served < kInlineRequests && ready_.MayServeSmall()) {
+            continue;
+          }
+          return Queue(conn, small);
+        }
         case Got::kNothing:
           return Arm(conn, Next::kServe);
         case Got::kClosed:
           return Drop(conn);
       }
     }
+  }
+
+  // On the strand, as its last step, with the request's header in
+  // conn->head: one entry in the ready queues and one turn in the pool's
+  // queue to take an entry (not necessarily this one: the one the rule
+  // picks). The turn is deferred (a continuation of this handler: no
+  // thread is woken for it, and it joins the pool's queue once this
+  // handler returns), so the connections found ready before it, whose
+  // small requests go first, are looked at before it is taken.
+  void Queue(const std::shared_ptr<Conn>& conn, bool small) {
+    ready_.Push(conn, small);
+    asio::defer(io_, [this] { ServeNext(); });
+  }
+
+  // A pool thread's turn: serves the connection the rule picks, on its
+  // strand (idle: nothing else of a queued connection is pending, so the
+  // dispatch runs it here and now).
+  void ServeNext() {
+    std::optional<std::shared_ptr<Conn>> next = ready_.Take();
+    if (!next.has_value()) return;
+    std::shared_ptr<Conn> conn = *std::move(next);
+    auto& strand = conn->strand;
+    asio::dispatch(strand, [this, conn = std::move(conn)] { Serve(conn); });
   }
 
   // The owner ends the connection.
@@ -402,6 +432,9 @@ class EventListener::Impl {
   std::atomic<int64_t> accepted_{0};
   absl::Mutex mu_;
   absl::flat_hash_map<Conn*, std::shared_ptr<Conn>> conns_ ABSL_GUARDED_BY(mu_);
+  // Connections whose next request's header was read, waiting for a pool
+  // thread; as many entries as turns queued in io_.
+  ReadyQueues<std::shared_ptr<Conn>> ready_;
 };
 
 absl::StatusOr<std::unique_ptr<EventListener>> EventListener::Start(

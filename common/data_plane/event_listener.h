@@ -19,6 +19,19 @@
 // with nothing to read goes back to epoll. A connection's steps run on its
 // own strand, one at a time.
 //
+// Small requests first: a request its connection calls small
+// (PooledConnection::Small, from its header) is served at once by the
+// thread that read its header, up to 16 in a row on one connection; a
+// large one waits in ReadyQueues (ready_queues.h) for a pool thread's
+// turn, which comes after the connections already found ready have had
+// their headers read, so their small requests are served first. So on a
+// busy pool a cheap request waits for a few headers, not for the large
+// requests ahead of it, the way a woken thread of a thread per connection
+// gets a core ahead of the busy ones. Large requests are not starved:
+// once `small_per_large` small ones were served in a row while a large
+// one waited, the next small one found is queued and the large one
+// served (ReadyQueues' rule).
+//
 // Back-pressure: a connection is watched again only once its request has
 // been served, so a client that sends faster than the pool applies finds
 // the kernel's socket buffers full and TCP holds it back; it cannot take
@@ -62,6 +75,9 @@ struct EventListenerOptions {
   // The socket timeout while a request is served (no progress for this
   // long closes the connection).
   double timeout_s = 120;
+  // Small requests served per large one while both wait (above); at
+  // least 1.
+  int small_per_large = 2;
 };
 
 // What a server keeps per connection.
@@ -76,6 +92,13 @@ class PooledConnection {
   // served belongs to the pool thread, not the connection (thousands of
   // idle connections hold no buffers).
   virtual bool ServeOne(Socket& socket, const char* head) = 0;
+  // Whether the request whose first kFrameHeaderBytes are `head` is cheap
+  // to serve (the pool serves small requests ahead of large ones, above).
+  // Runs on a pool thread, before ServeOne, and must only look at `head`;
+  // a header it cannot make sense of may be called either (ServeOne
+  // refuses it). By default every request is small: served in the order
+  // they became ready.
+  virtual bool Small(const char* head) { return true; }
 };
 
 class EventListener {

@@ -343,6 +343,15 @@ class DensePlaneServer::PooledPlaneConnection : public PooledConnection {
     return s.ok();
   }
 
+  // Row requests are the small ones: a batch's rows (in the benches 64 rows
+  // of 16 floats, 4 KiB) against a whole dense shard each way (64 KiB and
+  // more). Their sizes follow the header, so the op decides.
+  bool Small(const char* head) override {
+    FrameHeader request;
+    if (!DecodeFrameHeader(head, &request).ok()) return true;
+    return request.op == FrameOp::kPullRows || request.op == FrameOp::kPushRows;
+  }
+
  private:
   // A pool thread keeps what a steady stream of ordinary requests needs,
   // not the peak of the largest.
@@ -397,6 +406,7 @@ absl::StatusOr<std::unique_ptr<DensePlaneServer>> DensePlaneServer::Start(
     events.tls = std::move(tls);
     events.handshake_timeout_s = handshake_timeout_s;
     events.timeout_s = self->options_.timeout_s;
+    events.small_per_large = self->options_.small_per_large;
     absl::StatusOr<std::unique_ptr<EventListener>> listener =
         EventListener::Start(std::move(events), [self] {
           return std::make_unique<PooledPlaneConnection>(self);

@@ -50,6 +50,9 @@ struct DensePlaneServerOptions {
   DataPlaneServing serving = DataPlaneServing::kEventPool;
   // kEventPool's threads; 0: one per core (at least 2).
   int threads = 0;
+  // kEventPool: row requests (the small ones) served per dense one while
+  // both wait (EventListenerOptions::small_per_large).
+  int small_per_large = 2;
 };
 
 // A parameter server's TCP data plane (docs/design.md, "Bytes and
