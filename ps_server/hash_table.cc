@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/counter_rng.h"
 #include "common/initializer.h"
+#include "common/optimizer/narrow_row_step.h"
 #include "common/process/fault_point.h"
 #include "glog/logging.h"
 #include "partitioners/hash_routing.h"
@@ -638,8 +639,7 @@ int64_t HashTable::Apply(absl::Span<const int64_t> ids,
   const UpdateStep update(t, schedule_step > 0 ? schedule_step : t);
   float* slots[kMaxSlots];
   int64_t dropped = 0;
-  thread_local std::vector<float> wide;
-  if (narrow()) wide.resize(dim_);
+  NarrowRowStep narrow_step(*optimizer_, precision_, update, rounding_seed_, t);
   for (int k = 0; k < kStripes; ++k) {
     if (starts[k] == starts[k + 1]) continue;
     Stripe& s = stripes_[k];
@@ -667,10 +667,7 @@ int64_t HashTable::Apply(absl::Span<const int64_t> ids,
       }
       const float* grad = grads.data() + static_cast<int64_t>(i) * dim_;
       if (narrow()) {
-        WidenRow(precision_, Stored(record), wide.data(), dim_);
-        optimizer_->Apply(wide.data(), grad, slots, dim_, update);
-        NarrowRowStochastic(precision_, wide.data(), Stored(record), dim_,
-                            RowRoundingSeed(rounding_seed_, t, ids[i]));
+        narrow_step.Apply(Stored(record), grad, slots, dim_, ids[i]);
       } else {
         optimizer_->Apply(reinterpret_cast<float*>(Stored(record)), grad, slots,
                           dim_, update);

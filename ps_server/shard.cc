@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/initializer.h"
+#include "common/optimizer/narrow_row_step.h"
 #include "common/optimizer/table_step.h"
 
 namespace tessera {
@@ -247,20 +248,16 @@ void Shard::FinishUpdate(absl::Span<const float> grad, int64_t schedule_step) {
 
 void Shard::ApplyNarrowRows(absl::Span<const int64_t> rows, const float* grads,
                             UpdateStep t) {
-  std::vector<float> wide(row_elements_);
+  NarrowRowStep step(*optimizer_, precision_, t, rounding_seed_, updates_);
   std::vector<float*> row_slots(slots_.size());
   for (size_t i = 0; i < rows.size(); ++i) {
-    const int64_t at = rows[i] * row_elements_;
-    WidenValues(at, row_elements_, wide.data());
     for (size_t k = 0; k < slots_.size(); ++k) {
       row_slots[k] =
           slot_ptrs_[k] + rows[i] * slot_row_elements(static_cast<int>(k));
     }
-    optimizer_->Apply(wide.data(), grads + i * row_elements_, row_slots.data(),
-                      row_elements_, t);
-    NarrowRowStochastic(
-        precision_, wide.data(), narrow_.data() + at, row_elements_,
-        RowRoundingSeed(rounding_seed_, updates_, def_.row_offset() + rows[i]));
+    step.Apply(narrow_.data() + rows[i] * row_elements_,
+               grads + i * row_elements_, row_slots.data(), row_elements_,
+               def_.row_offset() + rows[i]);
   }
 }
 
