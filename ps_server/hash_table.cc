@@ -14,6 +14,7 @@
 #include "common/process/fault_point.h"
 #include "glog/logging.h"
 #include "partitioners/hash_routing.h"
+#include "ps_server/spilled_id_filter.h"
 
 namespace tessera {
 namespace {
@@ -109,6 +110,9 @@ struct HashTable::Stripe {
   uint32_t free_head ABSL_GUARDED_BY(mu) = kNoRow;
   uint32_t live ABSL_GUARDED_BY(mu) = 0;
   Initializer init ABSL_GUARDED_BY(mu);  // scratch copy for new rows
+  // Every id this stripe moved to the disk tier: a lookup of any other
+  // (every new row) skips the database.
+  SpilledIdFilter spilled ABSL_GUARDED_BY(mu);
 };
 
 absl::StatusOr<std::unique_ptr<HashTable>> HashTable::Create(
@@ -255,6 +259,7 @@ void HashTable::AddAllocated(int64_t bytes) {
 int64_t HashTable::StripeBytes(const Stripe& s) const {
   return static_cast<int64_t>(s.index.capacity() * sizeof(uint32_t) +
                               s.blocks.capacity() * sizeof(s.blocks[0])) +
+         s.spilled.bytes() +
          static_cast<int64_t>(s.blocks.size()) * rows_per_block_ *
              record_bytes_;
 }
@@ -313,8 +318,9 @@ char* HashTable::FindOrCreate(Stripe& s, int64_t id, uint64_t hash,
   bool reloaded = false;
   RowDiskStore* disk = disk_ptr_.load(std::memory_order_acquire);
   // A row of this stripe went to disk under this stripe's lock, so the
-  // count includes it if it is there.
-  if (disk != nullptr && disk->rows() > 0) {
+  // count and the filter include it if it is there.
+  if (disk != nullptr && disk->rows() > 0 && s.spilled.MayContain(id)) {
+    disk_lookups_.fetch_add(1, std::memory_order_relaxed);
     absl::StatusOr<bool> taken = disk->Take(id, record);
     CHECK(taken.ok()) << "hash table shard " << def_.name()
                       << " lost its disk tier: " << taken.status();
@@ -407,11 +413,15 @@ void HashTable::Spill(Stripe& s) {
   thread_local std::vector<const char*> records;
   ids.clear();
   records.clear();
+  const int64_t before = StripeBytes(s);
   for (size_t k = 0; k < n; ++k) {
     char* record = Record(s, by_age[k].second);
     ids.push_back(Header(record)->id);
     records.push_back(record);
+    // Before the write: a row on disk is always in the filter.
+    s.spilled.Add(ids.back());
   }
+  AddAllocated(StripeBytes(s) - before);
   const absl::Status put = Disk()->Put(ids, records);
   CHECK(put.ok()) << "hash table shard " << def_.name()
                   << " cannot spill rows to its disk tier: " << put;
@@ -771,7 +781,10 @@ bool HashTable::Contains(int64_t id) const {
     }
   }
   const RowDiskStore* disk = disk_ptr_.load(std::memory_order_acquire);
-  if (disk == nullptr || disk->rows() == 0) return false;
+  if (disk == nullptr || disk->rows() == 0 || !s.spilled.MayContain(id)) {
+    return false;
+  }
+  disk_lookups_.fetch_add(1, std::memory_order_relaxed);
   std::vector<char> record(record_bytes_);
   absl::StatusOr<bool> found = disk->Get(id, record.data());
   CHECK(found.ok()) << "hash table shard " << def_.name()
@@ -939,6 +952,7 @@ void HashTable::TakeRowsFrom(HashTable& built) {
     std::swap(mine.high_water, theirs.high_water);
     std::swap(mine.free_head, theirs.free_head);
     std::swap(mine.live, theirs.live);
+    mine.spilled.Swap(theirs.spilled);
   }
   const int64_t rows = built.rows();
   built.rows_.store(this->rows(), std::memory_order_relaxed);

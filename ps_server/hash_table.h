@@ -98,9 +98,12 @@ struct HashRowRef {
 // tables) to the table's disk tier (RowDiskStore) and reuses their
 // records. A row comes back, its whole record (values in the table's
 // precision, slots and bookkeeping, so bit for bit), the next time it is
-// pulled or pushed, and may send colder rows out. An id is in one tier
-// at a time. Checkpoints and eviction sweeps see both tiers. The tier is
-// a cache of this server's state: a killed server's is discarded, and the
+// pulled or pushed, and may send colder rows out. Each stripe keeps a
+// Bloom filter of the ids it ever spilled (ps_server/spilled_id_filter.h,
+// about 10 bits an id, charged as the stripe's memory), so a lookup of an
+// id the tier never held (every new row) skips the database. An id is in
+// one tier at a time. Checkpoints and eviction sweeps see both tiers. The tier
+// is a cache of this server's state: a killed server's is discarded, and the
 // job restores the rows from its checkpoint, as for any lost server. A
 // server that cannot read its tier stops (CHECK): its rows would be lost,
 // and stopping hands it to that recovery.
@@ -181,6 +184,11 @@ class HashTable final : public RowTable {
   }
   int64_t reloaded_rows() const {
     return reloaded_.load(std::memory_order_relaxed);
+  }
+  // Lookups that reached the disk tier's database so far: those of ids
+  // the tier may hold (a filter of the ids spilled skips the rest).
+  int64_t disk_lookups() const {
+    return disk_lookups_.load(std::memory_order_relaxed);
   }
   // The disk tier's folder; "" until the first spill.
   std::string disk_directory() const;
@@ -328,6 +336,7 @@ class HashTable final : public RowTable {
   std::atomic<RowDiskStore*> disk_ptr_{nullptr};
   std::atomic<int64_t> spilled_{0};
   std::atomic<int64_t> reloaded_{0};
+  mutable std::atomic<int64_t> disk_lookups_{0};  // Contains counts too
 };
 
 }  // namespace tessera

@@ -158,6 +158,34 @@ TEST_P(DiskTierTest, SpillAndReloadKeepRowsAndSlotsBitForBit) {
   }
 }
 
+TEST_P(DiskTierTest, IdsNeverSpilledDoNotReachTheDiskTier) {
+  std::unique_ptr<Optimizer> optimizer = MakeOptimizer(AdagradConfig());
+  absl::StatusOr<std::unique_ptr<HashTable>> table =
+      HashTable::Create(TableDef(GetParam()), optimizer.get(), Budget(1 << 20));
+  ASSERT_TRUE(table.ok());
+  Train(**table, 30000, 200);
+  ASSERT_GT((*table)->disk_rows(), 0);
+  // New ids (Train's are id * 7919 + 3): created without a database
+  // lookup, but for the filter's rare false positives.
+  const int64_t before = (*table)->disk_lookups();
+  std::vector<int64_t> fresh(2000);
+  for (size_t k = 0; k < fresh.size(); ++k) fresh[k] = -1 - 2 * k;
+  std::vector<float> rows(fresh.size() * kDim);
+  (*table)->Read(fresh, rows.data());
+  EXPECT_LT((*table)->disk_lookups() - before, 200);
+  EXPECT_FALSE((*table)->Contains(-100001));
+  // Ids that went to disk are still looked up: every row comes back.
+  const int64_t reloaded = (*table)->reloaded_rows();
+  std::vector<int64_t> trained(30000);
+  for (size_t k = 0; k < trained.size(); ++k) trained[k] = k * 7919 + 3;
+  rows.resize(trained.size() * kDim);
+  const int64_t on_disk = (*table)->disk_rows();
+  (*table)->Read(trained, rows.data());
+  // (Some of the fresh rows went to disk too.)
+  EXPECT_GE((*table)->reloaded_rows() - reloaded,
+            on_disk - static_cast<int64_t>(fresh.size()));
+}
+
 TEST_P(DiskTierTest, RowsInMemoryStayWithinTheBudget) {
   std::unique_ptr<Optimizer> optimizer = MakeOptimizer(AdagradConfig());
   constexpr int64_t kBudget = 8 << 20;
