@@ -27,6 +27,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/kept_metrics.h"
 #include "tests/shell_command.h"
 #include "tests/skip_unless_required.h"
 
@@ -214,14 +215,32 @@ class FaultTest : public ::testing::Test {
     return *back - *run.kill_time;
   }
 
+  // The undisturbed run of `mode` on `data_flags` (Train's): its metrics
+  // lines, trained once per build for all cases and passes
+  // (tests/kept_metrics.h), each epoch a full pass.
+  static std::vector<nlohmann::json> Undisturbed(
+      const std::string& mode,
+      const std::string& data_flags = absl::StrCat(" --train_examples=", kTrain,
+                                                   " --test_examples=10000")) {
+    // The flags name this process's data folder (tessera_fault_<pid>_...),
+    // whose files every process writes the same.
+    const std::string job = absl::StrReplaceAll(
+        absl::StrCat("fault_test ", mode, " --epochs=", kEpochs, data_flags),
+        {{absl::StrCat("tessera_fault_", getpid(), "_"), "tessera_fault_"}});
+    return KeptMetrics(job, kEpochs, [&] {
+      std::string tag = absl::StrCat(mode, "_baseline");
+      std::replace(tag.begin(), tag.end(), ':', '_');
+      JobRun run = Train(tag, mode, "", 0, data_flags);
+      ExpectCompleteAndExact(run);
+      return run.metrics;
+    });
+  }
+
   // The undisturbed synchronous run the others are compared with: its
   // metrics lines.
   static const std::vector<nlohmann::json>& BaselineMetrics() {
-    static const std::vector<nlohmann::json>* metrics = [] {
-      JobRun run = Train("baseline", "sync", "", 0);
-      EXPECT_EQ(run.launcher_exit, 0) << run.output;
-      return new std::vector<nlohmann::json>(run.metrics);
-    }();
+    static const std::vector<nlohmann::json>* metrics =
+        new std::vector<nlohmann::json>(Undisturbed("sync"));
     return *metrics;
   }
   static double Baseline() {
@@ -555,38 +574,9 @@ std::string ClickTableFlags() {
 }
 
 // The undisturbed run of `mode` on the click data, trained once per build
-// and mode: CTest runs each case in a process of its own, so the first
-// case that needs it trains it and leaves its metrics for the others.
+// and mode (tests/kept_metrics.h).
 std::vector<nlohmann::json> TableBaseline(const std::string& mode) {
-  std::string tag = mode;
-  std::replace(tag.begin(), tag.end(), ':', '_');
-  std::error_code ec;
-  const auto built =
-      fs::last_write_time(BuildDir() + "/coordinator/tessera_coordinator", ec);
-  const fs::path cache =
-      fs::path(::testing::TempDir()) /
-      absl::StrCat("tessera_fault_table_baseline_", tag, "_",
-                   built.time_since_epoch().count(), ".jsonl");
-  std::vector<nlohmann::json> metrics;
-  std::ifstream cached(cache);
-  std::string line;
-  while (std::getline(cached, line)) {
-    metrics.push_back(nlohmann::json::parse(line));
-  }
-  if (metrics.size() == static_cast<size_t>(kEpochs)) return metrics;
-  JobRun run = FaultTest::Train(absl::StrCat("table_baseline_", tag), mode, "",
-                                0, ClickTableFlags());
-  FaultTest::ExpectCompleteAndExact(run);
-  if (run.launcher_exit == 0 &&
-      run.metrics.size() == static_cast<size_t>(kEpochs)) {
-    const fs::path part = absl::StrCat(cache.string(), ".", getpid());
-    {
-      std::ofstream out(part);
-      for (const nlohmann::json& m : run.metrics) out << m.dump() << "\n";
-    }
-    fs::rename(part, cache, ec);
-  }
-  return run.metrics;
+  return FaultTest::Undisturbed(mode, ClickTableFlags());
 }
 
 // Embedding tables in sync, hybrid:sync and hybrid (#30, #31): a worker, a
@@ -712,8 +702,8 @@ TEST_F(FaultTest, HybridSspWorkerKilledWithRowPushesInFlightIsRecovered) {
 // the round and the job goes back to its last checkpoint instead, with the
 // same result.)
 TEST_F(FaultTest, MirroredWorkerKilledMidEpochTrainsTheUndisturbedModel) {
-  const JobRun baseline = Train("mirrored_baseline", "mirrored", "", 0);
-  ExpectCompleteAndExact(baseline);
+  JobRun baseline;
+  baseline.metrics = Undisturbed("mirrored");
   ASSERT_EQ(baseline.metrics.size(), static_cast<size_t>(kEpochs));
   JobRun run =
       Train("mirrored_worker", "mirrored", "worker-1", kMidSecondEpoch);
