@@ -1,10 +1,13 @@
 """Real PyTorch's side of torch_check.sh: weights to import from, and the
 round trip's comparisons. Each command exits 1 with FAIL lines when a
-comparison fails."""
+comparison fails; several run in one process when separated by "+"."""
+import contextlib
 import gzip
 import json
 import os
+import shlex
 import sys
+import traceback
 
 import numpy as np
 import safetensors.torch
@@ -148,14 +151,66 @@ def read_csv(path, n):
     return dense, ids
 
 
-if __name__ == "__main__":
-    cmd = sys.argv[1]
+def cli_batch(listing):
+    """Runs `python3 -m tessera_torch` once per line of `listing` ("NAME
+    ARG...", shell-quoted) in this one interpreter: importing torch is
+    most of each run's time. NAME.out and NAME.err beside the listing get
+    the run's output and NAME.code its exit status as the module's
+    __main__ gives it (main's return value, or SystemExit's code)."""
+    from tessera_torch.cli import main
+    folder = os.path.dirname(os.path.abspath(listing))
+    for line in open(listing):
+        words = shlex.split(line)
+        if not words:
+            continue
+        base = os.path.join(folder, words[0])
+        with open(base + ".out", "w") as out, open(base + ".err", "w") as err:
+            with contextlib.redirect_stdout(out), \
+                    contextlib.redirect_stderr(err):
+                try:
+                    code = main(words[1:])
+                except SystemExit as e:
+                    code = e.code
+                    if code is not None and not isinstance(code, int):
+                        print(code, file=sys.stderr)
+                        code = 1
+                except Exception:  # as an uncaught one ends the module
+                    traceback.print_exc()
+                    code = 1
+        with open(base + ".code", "w") as f:
+            f.write("%d\n" % (code or 0))
+
+
+def run(argv):
+    """One command of the list: its exit status."""
+    cmd = argv[0]
     if cmd == "weights":
-        weights(sys.argv[2], sys.argv[3])
+        weights(argv[1], argv[2])
     elif cmd == "csv":
-        write_csv(sys.argv[2], int(sys.argv[3]))
+        write_csv(argv[1], int(argv[2]))
+    elif cmd == "cli":
+        cli_batch(argv[1])
     elif cmd == "evaluate":
-        sys.exit(evaluate(*sys.argv[2:6]))
+        return evaluate(*argv[1:5])
     elif cmd == "roundtrip":
-        args = sys.argv[2:] + [None] * (5 - len(sys.argv[2:]))
-        sys.exit(roundtrip(*args[:5]))
+        args = argv[1:] + [None] * (5 - len(argv[1:]))
+        return roundtrip(*args[:5])
+    else:
+        print("FAIL: unknown command %r" % cmd)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    # Commands separated by "+", run in order in this one process (each
+    # start imports torch again); exit 1 when any failed.
+    status = 0
+    command = []
+    for word in sys.argv[1:] + ["+"]:
+        if word != "+":
+            command.append(word)
+            continue
+        if command and run(command):
+            status = 1
+        command = []
+    sys.exit(status)

@@ -16,8 +16,12 @@ EXPORT="$2"
 ROOT="$3"
 HERE="$(cd "$(dirname "$0")" && pwd)"
 PYENV="${TESSERA_PYENV:-$HOME/.cache/tessera/pyenv}"
+# Found, not imported: an import of torch takes seconds, and a broken one
+# fails the check at its first step anyway.
 if [ ! -x "$PYENV/bin/python" ] ||
-   ! "$PYENV/bin/python" -c 'import torch, torch.fx, safetensors' 2>/dev/null
+   ! "$PYENV/bin/python" -c 'import importlib.util as u, sys
+sys.exit(not (u.find_spec("torch") and u.find_spec("safetensors")))' \
+     2>/dev/null
 then
   echo "torch_fashion_mnist_check: no Python environment with torch and" \
        "safetensors at $PYENV; run deploy/python_env.sh first" >&2
@@ -30,14 +34,24 @@ trap 'rm -rf "$DIR"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 TEST_EXAMPLES=2000
 
+# Python starts twice, not four times (each start imports torch): both
+# imports run through the module's main in one interpreter
+# (torch_check.py cli), both evaluations in another.
+CLI="$DIR/cli.list"
 for spec in MLP:x:784:float32 CNN:x:1x28x28:float32; do
   IFS=: read -r name input dims dtype <<< "$spec"
-  "$PY" -m tessera_torch import --module="$HERE/torch_models.py:$name" \
+  printf '%q ' "$name.import" import --module="$HERE/torch_models.py:$name" \
     --inputs="$input:$dims:$dtype" --loss=cross_entropy \
     --optimizer=adam:0.001 --output="$DIR/$name.textproto" \
     --weights_out="$DIR/$name.safetensors" \
-    --data_from="$ROOT/deploy/jobs/mlp_fashion_mnist.textproto" \
-    > "$DIR/$name.import" 2>&1 || { cat "$DIR/$name.import"; fail "import $name"; }
+    --data_from="$ROOT/deploy/jobs/mlp_fashion_mnist.textproto" >> "$CLI"
+  echo >> "$CLI"
+done
+"$PY" "$HERE/torch_check.py" cli "$CLI"
+EVALUATE=()
+for name in MLP CNN; do
+  [ "$(cat "$DIR/$name.import.code")" = 0 ] ||
+    { cat "$DIR/$name.import.out" "$DIR/$name.import.err"; fail "import $name"; }
   "$LOCAL" --num_ps=2 --num_workers=2 --run_dir="$DIR/$name.run" -- \
     --job_file="$DIR/$name.textproto" \
     --init_weights="$DIR/$name.safetensors" --epochs=1 \
@@ -50,8 +64,9 @@ for spec in MLP:x:784:float32 CNN:x:1x28x28:float32; do
   "$EXPORT" --format=safetensors --checkpoint="$DIR/$name.run/checkpoints" \
     --output="$DIR/$name.trained.safetensors" > /dev/null || fail "export $name"
   echo "$name: $(grep '^warm start from ' "$DIR/$name.log")"
-  "$PY" "$HERE/torch_check.py" evaluate "$name" \
-    "$DIR/$name.trained.safetensors" "$TEST_EXAMPLES" "$accuracy" ||
-    fail "$name: PyTorch's accuracy is not Tessera's"
+  EVALUATE+=(+ evaluate "$name" "$DIR/$name.trained.safetensors" \
+    "$TEST_EXAMPLES" "$accuracy")
 done
+"$PY" "$HERE/torch_check.py" "${EVALUATE[@]:1}" ||
+  fail "PyTorch's accuracy is not Tessera's (the FAIL lines above)"
 echo "torch_fashion_mnist_check: ok"

@@ -16,8 +16,12 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 PYENV="${TESSERA_PYENV:-$HOME/.cache/tessera/pyenv}"
 # Keras 3 on JAX's CPU backend (TensorFlow is not installed).
 export KERAS_BACKEND=jax JAX_PLATFORMS=cpu
+# Found, not imported: importing Keras and JAX takes seconds, and a broken
+# one fails the check at its first step anyway.
 if [ ! -x "$PYENV/bin/python" ] ||
-   ! "$PYENV/bin/python" -c 'import keras, jax, h5py' 2>/dev/null; then
+   ! "$PYENV/bin/python" -c 'import importlib.util as u, sys
+sys.exit(not all(u.find_spec(m) for m in ("keras", "jax", "h5py")))' \
+     2>/dev/null; then
   echo "keras_fashion_mnist_check: no Python environment with keras, jax" \
        "and h5py at $PYENV; run deploy/python_env.sh first" >&2
   exit 1
