@@ -140,6 +140,20 @@ __attribute__((always_inline)) inline __m128i RoundHalf8(const D& draws,
     }
     return _mm_load_si128(reinterpret_cast<const __m128i*>(out));
   }
+  // Where every lane is a normal half's (2^-14 <= a), the rule is an
+  // integer carry: a's 13 bits below the half's are k / 2^13 of the step
+  // to the next half, p = k / 2^13 exactly, and the draw u = r / 2^24, so
+  // u < p exactly when r >> 11 < k, which is when adding 0x1FFF - (r >>
+  // 11) to the float's bits carries into the half's; truncating then
+  // gives the rule's half, sign included.
+  if (_mm256_movemask_ps(
+          _mm256_cmp_ps(a, _mm256_set1_ps(0x1p-14f), _CMP_GE_OQ)) == 0xFF) {
+    const __m256i up =
+        _mm256_xor_si256(draws.template Bits<51>(i), _mm256_set1_epi32(0x1FFF));
+    return _mm256_cvtps_ph(
+        _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(x), up)),
+        _MM_FROUND_TO_ZERO);
+  }
   // lo: the magnitude rounded to nearest, then down a step when that
   // went up, so lo <= a < lo + 1 as halves (subnormals included).
   __m128i lo = _mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT);
