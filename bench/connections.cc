@@ -64,8 +64,10 @@ DEFINE_int32(client_threads, 16,
              "threads driving the connections (each connection belongs to "
              "one; --connections must be multiples of it)");
 DEFINE_int32(server_threads, 0, "the events plane's pool; 0: one per core");
+DEFINE_bool(rows_first, false,
+            "the events plane serves row requests ahead of dense ones");
 DEFINE_int32(small_per_large, 2,
-             "the events plane: row requests served per dense one while both "
+             "with --rows_first: row requests served per dense one while both "
              "wait");
 DEFINE_int64(dense_floats, 16384,
              "floats of the dense shard pulled and pushed");
@@ -154,6 +156,7 @@ absl::Status Serve(const std::string& plane) {
   options.host = "127.0.0.1";
   options.serving = *serving;
   options.threads = FLAGS_server_threads;
+  options.rows_first = FLAGS_rows_first;
   options.small_per_large = FLAGS_small_per_large;
   absl::StatusOr<std::unique_ptr<DensePlaneServer>> server =
       DensePlaneServer::Start(&core, options);
@@ -188,6 +191,7 @@ absl::StatusOr<ServerProcess> SpawnServer(const std::string& plane) {
       absl::StrCat("--serve=", plane),
       absl::StrCat("--server_threads=", FLAGS_server_threads),
       absl::StrCat("--small_per_large=", FLAGS_small_per_large),
+      absl::StrCat("--rows_first=", FLAGS_rows_first ? "true" : "false"),
       absl::StrCat("--server_cpus=", FLAGS_server_cpus),
       absl::StrCat("--dense_floats=", FLAGS_dense_floats),
       absl::StrCat("--table_rows=", FLAGS_table_rows),

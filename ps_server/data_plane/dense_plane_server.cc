@@ -347,6 +347,7 @@ class DensePlaneServer::PooledPlaneConnection : public PooledConnection {
   // of 16 floats, 4 KiB) against a whole dense shard each way (64 KiB and
   // more). Their sizes follow the header, so the op decides.
   bool Small(const char* head) override {
+    if (!server_->options_.rows_first) return true;
     FrameHeader request;
     if (!DecodeFrameHeader(head, &request).ok()) return true;
     return request.op == FrameOp::kPullRows || request.op == FrameOp::kPushRows;
