@@ -45,6 +45,16 @@ absl::Status ReplicaRepair::Repair(int64_t global_step,
         absl::StrCat("no worker restarted, so the round would fail again: ",
                      error.message()));
   }
+  const absl::StatusOr<TrainingMode> mode = ParseTrainingMode(job_.mode());
+  if (mode.ok() && mode->ssp_rows && mode->staleness > 0) {
+    // Its last rounds' row pushes, up to S in flight, went with its
+    // process: running this round again would not bring them back.
+    return absl::FailedPreconditionError(absl::StrCat(
+        "worker ", absl::StrJoin(restarted, ", "), " restarted with up to ",
+        mode->staleness,
+        " of its row pushes in flight (hybrid:ssp): the rows of its last "
+        "rounds may be missing from the servers"));
+  }
   const std::vector<std::pair<int64_t, bool>> workers =
       coordinator_->worker_progress();
   int survivor = -1;
@@ -72,8 +82,7 @@ absl::Status ReplicaRepair::Repair(int64_t global_step,
                                                                    : removed)
         .push_back(w);
   }
-  if (absl::StatusOr<TrainingMode> mode = ParseTrainingMode(job_.mode());
-      !removed.empty() && mode.ok() && mode->aggregates_steps()) {
+  if (!removed.empty() && mode.ok() && mode->aggregates_steps()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "worker ", absl::StrJoin(removed, ", "),
         " left the ring inside the round, whose parts the servers aggregate"));

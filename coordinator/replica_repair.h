@@ -30,6 +30,8 @@ namespace tessera {
 // - no worker restarted: the failure was not a lost process, and the same
 //   round would fail again;
 // - every worker restarted, or a restarted one is not back;
+// - hybrid:ssp:S: a restarted worker's last row pushes (up to S in flight)
+//   went with its process, and the rounds they belonged to are done;
 // - the copy fails.
 //
 // Thread safety: one thread (the training loop's).

@@ -148,7 +148,7 @@ class ReplicaTask : public WorkerTask {
 
 class ReplicaRepairTest : public ::testing::Test {
  protected:
-  void Start(int n) {
+  void Start(int n, const std::string& mode = "") {
     std::vector<std::unique_ptr<WorkerStub>> owned;
     std::vector<WorkerTask*> tasks;
     barrier_ = std::make_unique<RoundBarrier>(n);
@@ -175,6 +175,7 @@ class ReplicaRepairTest : public ::testing::Test {
             .string();
     JobConfig job;
     job.mutable_optimizer()->set_learning_rate(0.5);
+    job.set_mode(mode);
     repair_ =
         std::make_unique<ReplicaRepair>(coordinator_.get(), health_.get(),
                                         replicas_.get(), directory_, job, out_);
@@ -250,6 +251,24 @@ TEST_F(ReplicaRepairTest, RefusesWhenNoWorkerRestarted) {
   absl::Status s = repair_->Repair(2, error);
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
   EXPECT_THAT(s.message(), HasSubstr("no worker restarted"));
+  EXPECT_TRUE(workers_[0]->saved_into().empty());
+  EXPECT_TRUE(workers_[0]->restores().empty());
+  // Left for the checkpoint recovery.
+  EXPECT_TRUE(coordinator_->replica_losses()->Take());
+}
+
+// hybrid:ssp:2: the restarted worker's last 2 rounds' row pushes may
+// never have reached the servers; the round alone cannot run again.
+TEST_F(ReplicaRepairTest, RefusesWhenARestartedWorkerHadRowPushesInFlight) {
+  Start(2, "hybrid:ssp:2");
+  workers_[0]->FailStep(4, /*die=*/false);
+  workers_[1]->FailStep(4, /*die=*/true);
+  absl::Status error = RunRound(4);
+  ASSERT_FALSE(error.ok());
+  absl::Status s = repair_->Repair(2, error);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_THAT(s.message(), HasSubstr("worker 1 restarted with up to 2 of its "
+                                     "row pushes in flight"));
   EXPECT_TRUE(workers_[0]->saved_into().empty());
   EXPECT_TRUE(workers_[0]->restores().empty());
   // Left for the checkpoint recovery.
