@@ -47,9 +47,9 @@ class PsTransport {
  public:
   // A dense call that Begin* started. Finish waits for its reply and
   // returns the result of the whole call (an error of either half).
-  // Dropping one that was never finished waits for it or abandons it
-  // (closes its connection); either way no buffer of the call is touched
-  // afterwards.
+  // Dropping one that was never finished waits for it or abandons it (on
+  // the data plane its reply is read into scratch); either way no buffer
+  // of the call is touched afterwards.
   class Pending {
    public:
     virtual ~Pending() = default;
