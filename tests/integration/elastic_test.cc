@@ -31,6 +31,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/kept_folder.h"
 #include "tests/shell_command.h"
 #include "tests/skip_unless_required.h"
 
@@ -82,27 +83,43 @@ std::string IdxFlags() {
 // files (6 and 2), and a job file that streams them.
 std::string TfRecordFlags() {
   static const std::string flags = [] {
-    const fs::path dir = Dir("tfrecord_data");
-    const std::string convert = BuildDir() + "/worker/tessera_to_tfrecord";
-    ShellResult train = Shell(absl::StrCat(
-        convert, " --from=idx --images=", kData,
-        "/train-images-idx3-ubyte.gz --labels=", kData,
-        "/train-labels-idx1-ubyte.gz --examples=", kTrain,
-        " --prefix=", (dir / "train").string(), " --shards=6 --gzip"));
-    ShellResult test = Shell(absl::StrCat(
-        convert, " --from=idx --images=", kData,
+    const std::string convert = "/worker/tessera_to_tfrecord";
+    const std::string train_flags =
+        absl::StrCat(" --from=idx --images=", kData,
+                     "/train-images-idx3-ubyte.gz --labels=", kData,
+                     "/train-labels-idx1-ubyte.gz --examples=", kTrain,
+                     " --shards=6 --gzip");
+    const std::string test_flags = absl::StrCat(
+        " --from=idx --images=", kData,
         "/t10k-images-idx3-ubyte.gz --labels=", kData,
-        "/t10k-labels-idx1-ubyte.gz --examples=", kTest,
-        " --prefix=", (dir / "test").string(), " --shards=2 --gzip"));
-    EXPECT_EQ(train.exit_code, 0) << train.output;
-    EXPECT_EQ(test.exit_code, 0) << test.output;
-    std::ofstream(dir / "job.textproto") << absl::StrCat(
+        "/t10k-labels-idx1-ubyte.gz --examples=", kTest, " --shards=2 --gzip");
+    // Converted once per build of the converter for every case.
+    const fs::path data = KeptFolder(
+        train_flags + test_flags, convert, [&](const fs::path& into) {
+          ShellResult train =
+              Shell(absl::StrCat(BuildDir(), convert, train_flags,
+                                 " --prefix=", (into / "train").string()));
+          ShellResult test =
+              Shell(absl::StrCat(BuildDir(), convert, test_flags,
+                                 " --prefix=", (into / "test").string()));
+          EXPECT_EQ(train.exit_code, 0) << train.output;
+          EXPECT_EQ(test.exit_code, 0) << test.output;
+          return train.exit_code == 0 && test.exit_code == 0;
+        });
+    // Beside the kept folder, so that the flags (and the kept undisturbed
+    // runs they name) are the same in every case process.
+    const fs::path job = data.string() + ".job.textproto";
+    const fs::path part = absl::StrCat(job.string(), ".", getpid());
+    std::ofstream(part) << absl::StrCat(
         "model { kind: \"mlp\" input_dim: 784 hidden_units: 512 "
         "hidden_units: 512 num_classes: 10 }\n",
-        "data { format: \"tfrecord\" train_files: \"", (dir / "train").string(),
-        "-*\" test_files: \"", (dir / "test").string(),
-        "-*\" label_feature: \"label\" }\n");
-    return absl::StrCat(" --job_file=", (dir / "job.textproto").string());
+        "data { format: \"tfrecord\" train_files: \"",
+        (data / "train").string(), "-*\" test_files: \"",
+        (data / "test").string(), "-*\" label_feature: \"label\" }\n");
+    std::error_code error;
+    fs::rename(part, job, error);
+    EXPECT_FALSE(error) << error.message();
+    return absl::StrCat(" --job_file=", job.string());
   }();
   return flags;
 }
