@@ -14,6 +14,24 @@
 #include "glog/logging.h"
 
 namespace tessera {
+namespace {
+
+// Under hybrid:ssp:S a restarted worker's last rounds' row pushes, up to S
+// in flight, went with its process: running the failed round again would
+// not bring them back.
+absl::Status RowPushesKept(const absl::StatusOr<TrainingMode>& mode,
+                           const std::vector<int>& restarted) {
+  if (!mode.ok() || !mode->ssp_rows || mode->staleness <= 0) {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "worker ", absl::StrJoin(restarted, ", "), " restarted with up to ",
+      mode->staleness,
+      " of its row pushes in flight (hybrid:ssp): the rows of its last "
+      "rounds may be missing from the servers"));
+}
+
+}  // namespace
 
 ReplicaRepair::ReplicaRepair(ClusterCoordinator* coordinator,
                              ClusterHealth* health, WorkerReplicas* replicas,
@@ -46,15 +64,7 @@ absl::Status ReplicaRepair::Repair(int64_t global_step,
                      error.message()));
   }
   const absl::StatusOr<TrainingMode> mode = ParseTrainingMode(job_.mode());
-  if (mode.ok() && mode->ssp_rows && mode->staleness > 0) {
-    // Its last rounds' row pushes, up to S in flight, went with its
-    // process: running this round again would not bring them back.
-    return absl::FailedPreconditionError(absl::StrCat(
-        "worker ", absl::StrJoin(restarted, ", "), " restarted with up to ",
-        mode->staleness,
-        " of its row pushes in flight (hybrid:ssp): the rows of its last "
-        "rounds may be missing from the servers"));
-  }
+  if (absl::Status s = RowPushesKept(mode, restarted); !s.ok()) return s;
   const std::vector<std::pair<int64_t, bool>> workers =
       coordinator_->worker_progress();
   int survivor = -1;
