@@ -53,10 +53,10 @@ struct DensePlaneServerOptions {
   // kEventPool: serve row requests (the small ones) ahead of dense ones
   // (EventListener's small requests first), `small_per_large` of them per
   // dense one while both wait. Off by default: on the shared 2-core
-  // machine of bench/results/connections.md (run 6) it moved dense MB/s
-  // at 64 connections from 1.12-1.68x the thread-per-connection plane to
-  // 0.66-1.38x without raising rows/s; off, every request is small and
-  // served in the order it became ready, as before.
+  // machine of bench/results/connections.md (run 6, 64 connections) it
+  // took dense MB/s at or above the thread-per-connection plane's from 14
+  // of 18 runs to 11 and rows/s from 5 to 7, no clear gain; off, every
+  // request is small and served in the order it became ready, as before.
   bool rows_first = false;
   int small_per_large = 2;
 };
