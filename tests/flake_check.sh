@@ -2,7 +2,8 @@
 # The flake gate (#48): runs the tests that kill, stop or time processes
 # (CTest labels fault, elastic, chaos, control) RUNS times each, once on a
 # quiet machine and once with two busy processes beside them, and prints
-# a markdown table: label, load, runs, failed runs, the tests that failed.
+# a markdown table: label, load, the mean of the 1-minute load average
+# read after each run, minutes, runs, failed runs, the tests that failed.
 # Too long for CI; its table goes in bench/results/flakes.md.
 #
 #   bash tests/flake_check.sh [BUILD_DIR] [RUNS] [LABELS]
@@ -11,7 +12,7 @@
 # control". Each run is one `ctest -L LABEL` in BUILD_DIR.
 # FLAKE_LOADS="quiet loaded" (the default) picks the phases, so that the
 # two can run at different times: a quiet machine is rarer than a loaded
-# one. The table also gives each phase's load average, measured over it.
+# one.
 set -uo pipefail
 BUILD=$(cd "${1:-build}" && pwd)
 RUNS=${2:-20}
@@ -33,7 +34,8 @@ stop_load() {
 }
 trap stop_load EXIT
 
-rows=()
+# Every phase is checked before any runs: a typo must not cost the hours
+# of a quiet phase and then its table.
 LOADS=${FLAKE_LOADS:-quiet loaded}
 for load in $LOADS; do
   case "$load" in
@@ -43,6 +45,10 @@ for load in $LOADS; do
       exit 2
       ;;
   esac
+done
+
+rows=()
+for load in $LOADS; do
   [ "$load" = loaded ] && start_load
   for label in $LABELS; do
     load_sum=0
