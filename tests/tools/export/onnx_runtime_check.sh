@@ -19,8 +19,11 @@ ROOT="$5"
 shift 5
 HERE="$(cd "$(dirname "$0")" && pwd)"
 PYENV="${TESSERA_PYENV:-$HOME/.cache/tessera/pyenv}"
+# Found, not imported (an import takes seconds; a broken one fails the
+# check at its first step anyway).
 if [ ! -x "$PYENV/bin/python" ] ||
-   ! "$PYENV/bin/python" -c 'import onnx, onnxruntime' 2>/dev/null; then
+   ! "$PYENV/bin/python" -c 'import importlib.util as u, sys
+sys.exit(not all(u.find_spec(m) for m in ("onnx", "onnxruntime")))' 2>/dev/null; then
   echo "onnx_runtime_check: no Python environment with onnx and" \
        "onnxruntime at $PYENV; run deploy/python_env.sh first" >&2
   exit 1
