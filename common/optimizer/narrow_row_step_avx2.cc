@@ -107,8 +107,11 @@ TESSERA_AVX512_DRAWS void StepWithAvx512(const RowKernel& k, uint16_t* stored,
 }  // namespace
 
 void StepNarrowRowAvx2(const RowKernel& k, uint16_t* stored, const float* grad,
-                       float* acc, int64_t n, uint64_t seed) {
-  if (row_precision_internal::UseAvx512Draws()) {
+                       float* acc, int64_t n, uint64_t seed,
+                       row_precision_internal::Draws draws) {
+  using row_precision_internal::Draws;
+  if (draws == Draws::kAvx512 ||
+      (draws == Draws::kBest && row_precision_internal::UseAvx512Draws())) {
     StepWithAvx512(k, stored, grad, acc, n, seed);
   } else {
     StepWithAvx2(k, stored, grad, acc, n, seed);
@@ -118,7 +121,7 @@ void StepNarrowRowAvx2(const RowKernel& k, uint16_t* stored, const float* grad,
 #else
 
 void StepNarrowRowAvx2(const RowKernel&, uint16_t*, const float*, float*,
-                       int64_t, uint64_t) {}
+                       int64_t, uint64_t, row_precision_internal::Draws) {}
 
 #endif
 

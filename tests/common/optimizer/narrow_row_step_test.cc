@@ -7,6 +7,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/optimizer/optimizer.h"
@@ -103,64 +104,86 @@ struct Table {
   std::vector<std::vector<float>> slots;
 };
 
-TEST(NarrowRowStepTest, FusedStepKeepsEveryBitOfWidenApplyNarrow) {
-  const bool f16c = row_precision_internal::UseF16c();
-  if (!f16c) GTEST_LOG_(INFO) << "no F16C here: only the plain way runs";
+using row_precision_internal::Draws;
+
+constexpr uint64_t kTableSeed = 0x7E55E4A;
+
+// 30 updates of a table of 24 rows of `dim` values: NarrowRowStep with
+// `draws` against the old widen/Apply/narrow way spelled out, every
+// stored bit and slot after each update.
+void ExpectFusedMatchesPlain(const Case& c, const Optimizer& optimizer,
+                             RowPrecision precision, int dim, Draws draws) {
   constexpr int kRows = 24;
   constexpr int kSteps = 30;
-  constexpr uint64_t kTableSeed = 0x7E55E4A;
+  const bool f16c = row_precision_internal::UseF16c();
+  std::mt19937_64 rng(dim * 131 + precision);
+  Table fused(optimizer, precision, kRows, dim, rng);
+  Table plain = fused;
+  std::vector<float> grad(dim), wide(dim);
+  for (int64_t t = 1; t <= kSteps; ++t) {
+    // An asynchronous push: its schedule step is not its count.
+    const UpdateStep update(t, 3 * t + 1);
+    NarrowRowStep step(optimizer, precision, update, kTableSeed, t,
+                       /*allow_fused=*/true, draws);
+    EXPECT_EQ(step.rule() != NarrowRowStep::Rule::kPlain, c.fused && f16c);
+    for (int row = 0; row < kRows; ++row) {
+      if (rng() % 3 == 0) continue;  // rows this push leaves alone
+      const float scale = rng() % 8 == 0 ? 100.0f : 1.0f;
+      for (float& g : grad) {
+        g = scale * std::uniform_real_distribution<float>(-1, 1)(rng);
+      }
+      if (rng() % 50 == 0) grad[rng() % dim] = 0.0f;
+      const int64_t id = 1000 + 7 * row;  // the row's id in the table
+      std::vector<float*> s = fused.RowSlots(optimizer, row);
+      step.Apply(fused.stored.data() + row * dim, grad.data(), s.data(), dim,
+                 id);
+      // The old way: widen, Apply, round back.
+      uint16_t* old = plain.stored.data() + row * dim;
+      s = plain.RowSlots(optimizer, row);
+      WidenRow(precision, old, wide.data(), dim);
+      optimizer.Apply(wide.data(), grad.data(), s.data(), dim, update);
+      NarrowRowStochastic(precision, wide.data(), old, dim,
+                          RowRoundingSeed(kTableSeed, t, id));
+    }
+    ASSERT_EQ(0, std::memcmp(fused.stored.data(), plain.stored.data(),
+                             fused.stored.size() * sizeof(uint16_t)))
+        << "stored bits differ after update " << t;
+    for (size_t k = 0; k < fused.slots.size(); ++k) {
+      ASSERT_EQ(0, std::memcmp(fused.slots[k].data(), plain.slots[k].data(),
+                               fused.slots[k].size() * sizeof(float)))
+          << "slot " << k << " differs after update " << t;
+    }
+  }
+  // The rows moved (the comparison compared something).
+  std::mt19937_64 rng2(dim * 131 + precision);
+  Table start(optimizer, precision, kRows, dim, rng2);
+  EXPECT_NE(0, std::memcmp(start.stored.data(), fused.stored.data(),
+                           fused.stored.size() * sizeof(uint16_t)));
+}
+
+// Each fused variant on its own: the AVX2 draws are what an AVX2-only CPU
+// runs, so they are held to the plain way even where AVX-512 would be
+// picked (the two variants are compiled apart, and once rounded apart).
+TEST(NarrowRowStepTest, FusedStepKeepsEveryBitOfWidenApplyNarrow) {
+  std::vector<std::pair<Draws, std::string>> paths = {{Draws::kAvx2, "avx2"}};
+  if (!row_precision_internal::UseF16c()) {
+    GTEST_LOG_(INFO) << "no F16C here: only the plain way runs";
+  } else if (row_precision_internal::UseAvx512Draws()) {
+    paths.push_back({Draws::kAvx512, "avx512"});
+  } else {
+    GTEST_LOG_(INFO) << "no AVX-512 here: the AVX2 draws only";
+  }
   for (const Case& c : Cases()) {
     absl::StatusOr<std::unique_ptr<Optimizer>> made = CreateOptimizer(c.config);
     ASSERT_TRUE(made.ok()) << made.status();
-    const Optimizer& optimizer = **made;
-    for (RowPrecision precision : {ROW_FP16, ROW_BF16}) {
-      for (int dim : {1, 5, 8, 13, 64, 100}) {
-        SCOPED_TRACE(c.name + " " + RowPrecisionName(precision) + " dim " +
-                     std::to_string(dim));
-        std::mt19937_64 rng(dim * 131 + precision);
-        Table fused(optimizer, precision, kRows, dim, rng);
-        Table plain = fused;
-        std::vector<float> grad(dim), wide(dim);
-        for (int64_t t = 1; t <= kSteps; ++t) {
-          // An asynchronous push: its schedule step is not its count.
-          const UpdateStep update(t, 3 * t + 1);
-          NarrowRowStep step(optimizer, precision, update, kTableSeed, t);
-          EXPECT_EQ(step.rule() != NarrowRowStep::Rule::kPlain,
-                    c.fused && f16c);
-          for (int row = 0; row < kRows; ++row) {
-            if (rng() % 3 == 0) continue;  // rows this push leaves alone
-            const float scale = rng() % 8 == 0 ? 100.0f : 1.0f;
-            for (float& g : grad) {
-              g = scale * std::uniform_real_distribution<float>(-1, 1)(rng);
-            }
-            if (rng() % 50 == 0) grad[rng() % dim] = 0.0f;
-            const int64_t id = 1000 + 7 * row;  // the row's id in the table
-            std::vector<float*> s = fused.RowSlots(optimizer, row);
-            step.Apply(fused.stored.data() + row * dim, grad.data(), s.data(),
-                       dim, id);
-            // The old way: widen, Apply, round back.
-            uint16_t* old = plain.stored.data() + row * dim;
-            s = plain.RowSlots(optimizer, row);
-            WidenRow(precision, old, wide.data(), dim);
-            optimizer.Apply(wide.data(), grad.data(), s.data(), dim, update);
-            NarrowRowStochastic(precision, wide.data(), old, dim,
-                                RowRoundingSeed(kTableSeed, t, id));
-          }
-          ASSERT_EQ(0, std::memcmp(fused.stored.data(), plain.stored.data(),
-                                   fused.stored.size() * sizeof(uint16_t)))
-              << "stored bits differ after update " << t;
-          for (size_t k = 0; k < fused.slots.size(); ++k) {
-            ASSERT_EQ(0,
-                      std::memcmp(fused.slots[k].data(), plain.slots[k].data(),
-                                  fused.slots[k].size() * sizeof(float)))
-                << "slot " << k << " differs after update " << t;
-          }
+    for (const auto& [draws, path] : paths) {
+      for (RowPrecision precision : {ROW_FP16, ROW_BF16}) {
+        for (int dim : {1, 5, 8, 13, 64, 100}) {
+          SCOPED_TRACE(c.name + " " + RowPrecisionName(precision) + " dim " +
+                       std::to_string(dim) + " draws " + path);
+          ExpectFusedMatchesPlain(c, **made, precision, dim, draws);
+          if (HasFatalFailure()) return;
         }
-        // The rows moved (the comparison compared something).
-        std::mt19937_64 rng2(dim * 131 + precision);
-        Table start(optimizer, precision, kRows, dim, rng2);
-        EXPECT_NE(0, std::memcmp(start.stored.data(), fused.stored.data(),
-                                 fused.stored.size() * sizeof(uint16_t)));
       }
     }
   }
