@@ -73,7 +73,11 @@ absl::Status ReadNextFrameHeader(Socket& socket, FrameHeader* header) {
   return DecodeFrameHeader(raw, header);
 }
 
-absl::Status ReadReplyHeader(Socket& socket, FrameOp op, FrameHeader* header) {
+absl::Status ReadReplyHeader(Socket& socket, FrameOp op, FrameHeader* header,
+                             bool* in_step) {
+  bool ignored;
+  if (in_step == nullptr) in_step = &ignored;
+  *in_step = false;
   if (absl::Status s = ReadFrameHeader(socket, header); !s.ok()) {
     // A stream out of step is as good as a broken one.
     return s.code() == absl::StatusCode::kInvalidArgument
@@ -85,7 +89,10 @@ absl::Status ReadReplyHeader(Socket& socket, FrameOp op, FrameHeader* header) {
         "data plane: expected a reply of op ", static_cast<int>(op),
         ", got op ", static_cast<int>(header->op)));
   }
-  if (header->code == 0) return absl::OkStatus();
+  if (header->code == 0) {
+    *in_step = true;
+    return absl::OkStatus();
+  }
   if (header->bytes > kMaxFrameTableBytes) {
     return absl::InternalError("data plane: an error reply is too long");
   }
@@ -94,6 +101,7 @@ absl::Status ReadReplyHeader(Socket& socket, FrameOp op, FrameHeader* header) {
       !s.ok()) {
     return s;
   }
+  *in_step = true;
   const int code = header->code;
   return absl::Status(code > 0 && code <= 16
                           ? static_cast<absl::StatusCode>(code)

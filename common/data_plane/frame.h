@@ -80,8 +80,13 @@ absl::Status ReadFrameHeader(Socket& socket, FrameHeader* header);
 // takes (Socket::ReadFullAfterIdle).
 absl::Status ReadNextFrameHeader(Socket& socket, FrameHeader* header);
 // Reads a header that must be `op`; a reply carrying an error is read in
-// full and returned as that error (the connection stays usable).
-absl::Status ReadReplyHeader(Socket& socket, FrameOp op, FrameHeader* header);
+// full and returned as that error (the connection stays usable). *in_step
+// (when given) is true only when the stream is still in step: OK, or the
+// server's coded error with its whole message read. Any other failure (a
+// malformed header, a negative or oversized length, a read cut off) leaves
+// the connection unusable.
+absl::Status ReadReplyHeader(Socket& socket, FrameOp op, FrameHeader* header,
+                             bool* in_step = nullptr);
 // Writes a reply of op `op` carrying `error` (not OK).
 absl::Status WriteErrorReply(Socket& socket, FrameOp op,
                              const absl::Status& error);

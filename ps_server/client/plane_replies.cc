@@ -8,9 +8,9 @@ namespace tessera {
 
 PlaneReply ReadPlaneReplyHeader(Socket& socket, FrameOp op,
                                 FrameHeader* header) {
-  absl::Status s = ReadReplyHeader(socket, op, header);
-  if (s.ok()) return {};
-  return {s, header->code != 0 && header->op == op};
+  bool in_step = false;
+  absl::Status s = ReadReplyHeader(socket, op, header, &in_step);
+  return {s, in_step};
 }
 
 PlaneReply ReadPlanePushReply(Socket& socket, FrameOp op,

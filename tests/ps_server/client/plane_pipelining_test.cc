@@ -38,10 +38,13 @@ constexpr char kPeer[] = "ps 9 (fake)";
 
 // A data plane that answers PullDense with kFloats floats of 1.5 per
 // shard, except on its first connection: there it reads `requests`
-// requests and then hangs up or answers with a header that is not one.
+// requests and then hangs up, answers with a header that is not one, or
+// answers the first with an error reply that leaves the stream out of step
+// (a negative length; a message longer than kMaxFrameTableBytes; a message
+// cut off by a hang-up) and the rest as usual.
 class FakePlane {
  public:
-  enum class First { kHangUp, kGarbage };
+  enum class First { kHangUp, kGarbage, kNegativeError, kLongError, kCutError };
 
   FakePlane(First first, int requests) : first_(first), requests_(requests) {
     absl::StatusOr<std::unique_ptr<Listener>> started = Listener::Start(
@@ -61,6 +64,76 @@ class FakePlane {
     return socket.ReadFull(payload.data(), payload.size());
   }
 
+  static absl::Status WritePullReply(Socket& socket, uint32_t count) {
+    FrameHeader reply;
+    reply.op = FrameOp::kPullDenseReply;
+    reply.count = count;
+    char head[kFrameHeaderBytes];
+    EncodeFrameHeader(reply, head);
+    if (absl::Status s = socket.WriteFull(head, sizeof(head)); !s.ok()) {
+      return s;
+    }
+    const std::vector<float> values(kFloats, 1.5f);
+    for (uint32_t i = 0; i < count; ++i) {
+      char part[kDensePartHeaderBytes];
+      EncodeDensePartHeader(1, kFloats * sizeof(float), part);
+      if (absl::Status s = socket.WriteFull(part, sizeof(part)); !s.ok()) {
+        return s;
+      }
+      if (absl::Status s =
+              socket.WriteFull(values.data(), kFloats * sizeof(float));
+          !s.ok()) {
+        return s;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // An error reply of the right op whose length is `bytes`, followed by
+  // `sent` bytes of message.
+  static absl::Status WriteBadError(Socket& socket, int64_t bytes,
+                                    int64_t sent) {
+    FrameHeader reply;
+    reply.op = FrameOp::kPullDenseReply;
+    reply.code = static_cast<int32_t>(absl::StatusCode::kNotFound);
+    reply.bytes = bytes;
+    char head[kFrameHeaderBytes];
+    EncodeFrameHeader(reply, head);
+    if (absl::Status s = socket.WriteFull(head, sizeof(head)); !s.ok()) {
+      return s;
+    }
+    const std::string message(sent, 'm');
+    return socket.WriteFull(message.data(), message.size());
+  }
+
+  // The first connection's misbehaviour, after its requests were read.
+  absl::Status Misbehave(Socket& socket, uint32_t count) {
+    switch (first_) {
+      case First::kHangUp:
+        return absl::OkStatus();
+      case First::kGarbage: {
+        const char junk[kFrameHeaderBytes] = "this is not a frame header";
+        return socket.WriteFull(junk, sizeof(junk));
+      }
+      case First::kCutError:
+        return WriteBadError(socket, 100, 10);
+      case First::kNegativeError:
+      case First::kLongError: {
+        absl::Status s =
+            first_ == First::kNegativeError
+                ? WriteBadError(socket, -1, 0)
+                : WriteBadError(socket, kMaxFrameTableBytes + 1, 64);
+        // The rest in step, as a client that trusted the length would
+        // expect them.
+        for (int i = 1; i < requests_ && s.ok(); ++i) {
+          s = WritePullReply(socket, count);
+        }
+        return s;
+      }
+    }
+    return absl::OkStatus();
+  }
+
   void Serve(Socket& socket) {
     const bool first = served_.fetch_add(1) == 0;
     if (!AcceptDataPlaneHandshake(socket, "").ok()) return;
@@ -69,30 +142,14 @@ class FakePlane {
       for (int i = 0; i < requests_; ++i) {
         if (!ReadRequest(socket, &request).ok()) return;
       }
-      if (first_ == First::kGarbage) {
-        const char junk[kFrameHeaderBytes] = "this is not a frame header";
-        if (!socket.WriteFull(junk, sizeof(junk)).ok()) return;
-        char byte;
-        (void)socket.ReadFull(&byte, 1);  // until the client hangs up
-      }
+      if (!Misbehave(socket, request.count).ok()) return;
+      if (first_ == First::kHangUp || first_ == First::kCutError) return;
+      char byte;
+      (void)socket.ReadFull(&byte, 1);  // until the client hangs up
       return;
     }
     while (ReadRequest(socket, &request).ok()) {
-      FrameHeader reply;
-      reply.op = FrameOp::kPullDenseReply;
-      reply.count = request.count;
-      char head[kFrameHeaderBytes];
-      EncodeFrameHeader(reply, head);
-      if (!socket.WriteFull(head, sizeof(head)).ok()) return;
-      const std::vector<float> values(kFloats, 1.5f);
-      for (uint32_t i = 0; i < request.count; ++i) {
-        char part[kDensePartHeaderBytes];
-        EncodeDensePartHeader(1, kFloats * sizeof(float), part);
-        if (!socket.WriteFull(part, sizeof(part)).ok() ||
-            !socket.WriteFull(values.data(), kFloats * sizeof(float)).ok()) {
-          return;
-        }
-      }
+      if (!WritePullReply(socket, request.count).ok()) return;
     }
   }
 
@@ -139,6 +196,10 @@ class FakePlaneTest : public ::testing::Test {
     return results;
   }
 
+  // kThreads pulls queued on the first connection, which answers as
+  // `first` says; the next pull connects afresh.
+  void ExpectQueuedCallsFailThenReconnect(FakePlane::First first);
+
   std::atomic<int> resolves_{0};
 };
 
@@ -160,9 +221,9 @@ TEST_F(FakePlaneTest, AServerThatDiesFailsEveryQueuedCallAndTheNextReconnects) {
   EXPECT_EQ(resolves_.load(), 2);  // the port asked again
 }
 
-TEST_F(FakePlaneTest, AMalformedReplyFailsEveryQueuedCallNotReadOutOfStep) {
+void FakePlaneTest::ExpectQueuedCallsFailThenReconnect(FakePlane::First first) {
   constexpr int kThreads = 3;
-  FakePlane plane(FakePlane::First::kGarbage, kThreads);
+  FakePlane plane(first, kThreads);
   ASSERT_GT(plane.port(), 0);
   std::unique_ptr<DensePlaneClient> client = Client(plane);
   int broke = 0;
@@ -182,6 +243,24 @@ TEST_F(FakePlaneTest, AMalformedReplyFailsEveryQueuedCallNotReadOutOfStep) {
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_EQ(out, std::vector<float>(kFloats, 1.5f));
   EXPECT_EQ(plane.connections(), 2);
+}
+
+TEST_F(FakePlaneTest, AMalformedReplyFailsEveryQueuedCallNotReadOutOfStep) {
+  ExpectQueuedCallsFailThenReconnect(FakePlane::First::kGarbage);
+}
+
+// Error replies whose code and op are right but whose message was not
+// read whole: the stream is out of step all the same (#46).
+TEST_F(FakePlaneTest, AnErrorReplyWithANegativeLengthBreaksTheConnection) {
+  ExpectQueuedCallsFailThenReconnect(FakePlane::First::kNegativeError);
+}
+
+TEST_F(FakePlaneTest, AnErrorReplyTooLongToReadBreaksTheConnection) {
+  ExpectQueuedCallsFailThenReconnect(FakePlane::First::kLongError);
+}
+
+TEST_F(FakePlaneTest, AnErrorReplyCutOffBreaksTheConnection) {
+  ExpectQueuedCallsFailThenReconnect(FakePlane::First::kCutError);
 }
 
 // 4M floats, 16 MiB: more than the socket buffers of both ends hold.
