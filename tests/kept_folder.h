@@ -10,30 +10,29 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "tests/kept_key.h"
 #include "tests/shell_command.h"
 
 namespace tessera {
 
 // A folder of input files (converted data) that the cases of a test binary
-// share, written once per build of `tool` (a path under the build folder)
-// rather than once per case process: CTest runs each case in a process of
-// its own and CI repeats the fault label. `job` must name everything that
-// decides the files (the tool's flags). `fill` writes them into the folder
-// it is given and returns whether it succeeded; only a filled folder is
-// kept, renamed whole into place, so a case never reads part of one.
+// share, written once per build of the test executable and of `tool` (a
+// path under the build folder) rather than once per case process: CTest
+// runs each case in a process of its own and CI repeats the fault label.
+// `job` must name everything that decides the files besides those two
+// (the tool's flags). `fill` writes them into the folder it is given and
+// returns whether it succeeded; only a filled folder is kept, renamed
+// whole into place, so a case never reads part of one.
 inline std::filesystem::path KeptFolder(
     const std::string& job, const std::string& tool,
     const std::function<bool(const std::filesystem::path&)>& fill) {
   namespace fs = std::filesystem;
-  std::error_code error;
-  const auto mtime = fs::last_write_time(BuildDir() + tool, error);
   const fs::path kept =
       fs::path(::testing::TempDir()) /
-      absl::StrCat("tessera_kept_folder_",
-                   std::hash<std::string>()(absl::StrCat(
-                       job, ":", tool, ":", mtime.time_since_epoch().count())));
+      KeptKey("tessera_kept_folder_", job, {fs::path(BuildDir() + tool)});
   if (fs::is_directory(kept)) return kept;
   const fs::path part = absl::StrCat(kept.string(), ".", getpid());
+  std::error_code error;
   fs::remove_all(part, error);
   fs::create_directories(part);
   if (!fill(part)) return part;

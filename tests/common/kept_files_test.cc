@@ -1,0 +1,58 @@
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "tests/kept_key.h"
+
+namespace tessera {
+namespace kept_files_test {
+
+namespace fs = std::filesystem;
+
+// A job no other process keeps (nor an earlier run of this test).
+std::string UniqueJob(const std::string& name) {
+  static int count = 0;
+  return absl::StrCat(
+      "kept_files_test ", name, " ", getpid(), " ", ++count, " ",
+      fs::file_time_type::clock::now().time_since_epoch().count());
+}
+
+TEST(KeptKeyTest, TheTestExecutableIsPartOfEveryKey) {
+  const std::vector<fs::path> files = KeptKeyFiles({"/some/binary"});
+  ASSERT_GE(files.size(), 2u);
+  EXPECT_EQ(files.front(), "/proc/self/exe");
+  EXPECT_EQ(files.back(), "/some/binary");
+  EXPECT_EQ(KeptFileIdentity("/proc/self/exe").find("absent"),
+            std::string::npos);
+}
+
+TEST(KeptKeyTest, ARebuiltBinaryChangesTheKey) {
+  const fs::path binary = fs::path(::testing::TempDir()) /
+                          absl::StrCat("kept_files_test_binary_", getpid());
+  std::ofstream(binary) << "one";
+  const std::string job = UniqueJob("key");
+  const std::string before = KeptKey("p_", job, {binary});
+  EXPECT_EQ(KeptKey("p_", job, {binary}), before);
+  EXPECT_NE(KeptKey("p_", job + " --more", {binary}), before);
+  // The same size, a later modification time.
+  std::ofstream(binary) << "two";
+  fs::last_write_time(binary,
+                      fs::last_write_time(binary) + std::chrono::seconds(5));
+  const std::string rebuilt = KeptKey("p_", job, {binary});
+  EXPECT_NE(rebuilt, before);
+  // The same modification time, another size.
+  const auto mtime = fs::last_write_time(binary);
+  std::ofstream(binary) << "three";
+  fs::last_write_time(binary, mtime);
+  EXPECT_NE(KeptKey("p_", job, {binary}), rebuilt);
+  fs::remove(binary);
+}
+
+}  // namespace kept_files_test
+}  // namespace tessera
