@@ -8,7 +8,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/kept_folder.h"
 #include "tests/kept_key.h"
+#include "tests/kept_metrics.h"
 
 namespace tessera {
 namespace kept_files_test {
@@ -52,6 +55,48 @@ TEST(KeptKeyTest, ARebuiltBinaryChangesTheKey) {
   fs::last_write_time(binary, mtime);
   EXPECT_NE(KeptKey("p_", job, {binary}), rebuilt);
   fs::remove(binary);
+}
+
+std::vector<nlohmann::json> TwoEpochs() {
+  return {{{"epoch", 1}, {"train_loss", 0.5}},
+          {{"epoch", 2}, {"train_loss", 0.25}}};
+}
+
+TEST(KeptMetricsTest, AKeptFileThatDoesNotParseIsTrainedAgain) {
+  const std::string job = UniqueJob("metrics");
+  const fs::path kept = KeptMetricsPath(job);
+  std::ofstream(kept) << "{\"epoch\": 1}\n{\"epoch\": 2, \"train_lo";
+  int trained = 0;
+  const auto train = [&] {
+    ++trained;
+    return TwoEpochs();
+  };
+  EXPECT_EQ(KeptMetrics(job, 2, train), TwoEpochs());
+  EXPECT_EQ(trained, 1);
+  // Now kept whole: read back, not trained.
+  EXPECT_EQ(KeptMetrics(job, 2, train), TwoEpochs());
+  EXPECT_EQ(trained, 1);
+  EXPECT_FALSE(fs::exists(absl::StrCat(kept.string(), ".", getpid())));
+  fs::remove(kept);
+}
+
+TEST(KeptMetricsTest, AnIncompleteRunIsNotKept) {
+  const std::string job = UniqueJob("incomplete");
+  int trained = 0;
+  const auto killed = [&] {
+    ++trained;
+    return std::vector<nlohmann::json>{TwoEpochs()[0]};
+  };
+  EXPECT_EQ(KeptMetrics(job, 2, killed).size(), 1u);
+  EXPECT_FALSE(fs::exists(KeptMetricsPath(job)));
+  EXPECT_EQ(KeptMetrics(job, 2, killed).size(), 1u);
+  EXPECT_EQ(trained, 2);
+  // A kept file with too few lines is trained again too.
+  std::ofstream(KeptMetricsPath(job)) << "{\"epoch\": 1}\n";
+  EXPECT_EQ(KeptMetrics(job, 2, TwoEpochs), TwoEpochs());
+  EXPECT_EQ(KeptMetrics(job, 2, killed), TwoEpochs());
+  EXPECT_EQ(trained, 2);
+  fs::remove(KeptMetricsPath(job));
 }
 
 }  // namespace kept_files_test
