@@ -22,7 +22,10 @@ namespace tessera {
 // `job` must name everything that decides the files besides those two
 // (the tool's flags). `fill` writes them into the folder it is given and
 // returns whether it succeeded; only a filled folder is kept, renamed
-// whole into place, so a case never reads part of one.
+// whole into place, so a case never reads part of one. A process that
+// fills it at the same time as another and renames second removes its own
+// copy and uses the first's (the same files). When `fill` fails, its
+// partial folder is returned (the case fails on it) and never kept.
 inline std::filesystem::path KeptFolder(
     const std::string& job, const std::string& tool,
     const std::function<bool(const std::filesystem::path&)>& fill) {
@@ -37,7 +40,13 @@ inline std::filesystem::path KeptFolder(
   fs::create_directories(part);
   if (!fill(part)) return part;
   fs::rename(part, kept, error);
-  return error ? part : kept;
+  if (!error) return kept;
+  // Another process renamed its folder into place first.
+  if (fs::is_directory(kept)) {
+    fs::remove_all(part, error);
+    return kept;
+  }
+  return part;
 }
 
 }  // namespace tessera

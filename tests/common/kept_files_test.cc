@@ -99,5 +99,47 @@ TEST(KeptMetricsTest, AnIncompleteRunIsNotKept) {
   fs::remove(KeptMetricsPath(job));
 }
 
+TEST(KeptFolderTest, TheLoserOfTheRenameRaceRemovesItsCopy) {
+  const std::string job = UniqueJob("folder");
+  fs::path mine;
+  const auto fill = [&](const fs::path& into) {
+    mine = into;
+    // Another process fills and renames its folder first.
+    const std::string name = into.filename().string();
+    const fs::path theirs =
+        into.parent_path() / name.substr(0, name.rfind('.'));
+    fs::create_directories(theirs);
+    std::ofstream(theirs / "data") << "theirs";
+    std::ofstream(into / "data") << "mine";
+    return true;
+  };
+  const fs::path kept = KeptFolder(job, "/no/tool", fill);
+  EXPECT_NE(kept, mine);
+  EXPECT_FALSE(fs::exists(mine));
+  std::string data;
+  std::ifstream(kept / "data") >> data;
+  EXPECT_EQ(data, "theirs");
+  fs::remove_all(kept);
+}
+
+TEST(KeptFolderTest, AFolderWhoseFillFailedIsNotKept) {
+  const std::string job = UniqueJob("failed");
+  int fills = 0;
+  const auto fail = [&](const fs::path&) { return ++fills == 0; };
+  const fs::path partial = KeptFolder(job, "/no/tool", fail);
+  KeptFolder(job, "/no/tool", fail);
+  EXPECT_EQ(fills, 2);
+  const fs::path kept = KeptFolder(job, "/no/tool", [&](const fs::path& into) {
+    std::ofstream(into / "data") << "filled";
+    return true;
+  });
+  EXPECT_NE(kept, partial);
+  EXPECT_TRUE(fs::exists(kept / "data"));
+  EXPECT_FALSE(fs::exists(partial));
+  EXPECT_EQ(KeptFolder(job, "/no/tool", fail), kept);
+  EXPECT_EQ(fills, 2);
+  fs::remove_all(kept);
+}
+
 }  // namespace kept_files_test
 }  // namespace tessera
