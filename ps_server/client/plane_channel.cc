@@ -75,6 +75,15 @@ absl::StatusOr<std::shared_ptr<PlaneChannel::Entry>> PlaneChannel::Send(
   if (tls_) reading_ = false;
   if (!s.ok()) {
     BreakLocked(s);
+    // The caller's buffers go when this returns: as Abandon, wait out a
+    // reader already inside the entry's reader. None can be today (replies
+    // are read in order, and later calls wait for write_mu_), but nothing
+    // else keeps it that way.
+    entry->abandoned = true;
+    auto free = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return !entry->reading;
+    };
+    mu_.Await(absl::Condition(&free));
     return s;
   }
   return entry;
