@@ -328,8 +328,10 @@ absl::Status RowsRoundTrip(PsClient& client, int64_t id) {
 void BigCallsAtOnce(PsClient& client) {
   std::vector<float> values(ps_test::NumElements(MuxBigShard()), -1.0f);
   const std::vector<absl::Span<float>> out = {absl::MakeSpan(values)};
+  // Outlives Finish: the split call's reader keeps the Span.
+  const std::vector<std::string> names = {MuxBigShard().name()};
   std::unique_ptr<PsClient::Pending> pull =
-      client.BeginPullDense({MuxBigShard().name()}, out, nullptr);
+      client.BeginPullDense(names, out, nullptr);
   absl::Status s = BigPush(client);
   EXPECT_TRUE(s.ok()) << s;
   s = pull->Finish();
