@@ -25,20 +25,12 @@ PlaneReply ReadPullReply(Socket& socket, bool discard,
             false};
   }
   for (size_t i = 0; i < out.size(); ++i) {
-    char part[kDensePartHeaderBytes];
-    if (absl::Status s = socket.ReadFull(part, sizeof(part)); !s.ok()) {
-      return {s, false};
-    }
     int64_t version, bytes;
-    DecodeDensePartHeader(part, &version, &bytes);
-    if (discard) {
-      // Nothing of the caller's is touched: it dropped the call.
-      if (bytes < 0) return {absl::InternalError("a negative length"), false};
-      if (absl::Status s = SkipPlaneBytes(socket, bytes); !s.ok()) {
-        return {s, false};
-      }
-      continue;
+    if (PlaneReply r = ReadPlanePart(socket, discard, &version, &bytes);
+        !r.status.ok()) {
+      return r;
     }
+    if (discard) continue;
     const int64_t capacity =
         static_cast<int64_t>(out[i].size() * sizeof(float));
     if (bytes != capacity) {

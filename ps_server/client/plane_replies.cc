@@ -4,6 +4,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "ps_server/wire/dense_wire.h"
+
 namespace tessera {
 
 PlaneReply ReadPlaneReplyHeader(Socket& socket, FrameOp op,
@@ -30,6 +33,27 @@ PlaneReply ReadPlanePushReply(Socket& socket, FrameOp op,
   if (!(discard ? &dropped : response)->ParseFromString(bytes)) {
     // Not the protocol: nothing after it can be trusted.
     return {absl::InternalError("the reply is not a PushResponse"), false};
+  }
+  return {};
+}
+
+PlaneReply ReadPlanePart(Socket& socket, bool discard, int64_t* version,
+                         int64_t* bytes) {
+  char part[kDensePartHeaderBytes];
+  if (absl::Status s = socket.ReadFull(part, sizeof(part)); !s.ok()) {
+    return {s, false};
+  }
+  DecodeDensePartHeader(part, version, bytes);
+  if (*bytes < 0) {
+    return {absl::InternalError(
+                absl::StrCat("a reply part claims ", *bytes, " bytes")),
+            false};
+  }
+  if (discard) {
+    // Nothing of the caller's is touched: it dropped the call.
+    if (absl::Status s = SkipPlaneBytes(socket, *bytes); !s.ok()) {
+      return {s, false};
+    }
   }
   return {};
 }

@@ -20,6 +20,11 @@ PlaneReply ReadPlaneReplyHeader(Socket& socket, FrameOp op,
 // when `discard`).
 PlaneReply ReadPlanePushReply(Socket& socket, FrameOp op,
                               PushResponse* response, bool discard);
+// Reads one part's header (ps_server/wire/dense_wire.h) of a pull's reply
+// into *version and *bytes; a negative length is out of step. `discard`:
+// the part's bytes are read and dropped too (the call was dropped).
+PlaneReply ReadPlanePart(Socket& socket, bool discard, int64_t* version,
+                         int64_t* bytes);
 // Reads and drops `bytes` bytes (a reply part nobody waits for).
 absl::Status SkipPlaneBytes(Socket& socket, int64_t bytes);
 
