@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "common/data_plane/data_plane_kind.h"
 #include "common/process/cluster_flags.h"
 #include "common/process/process_start.h"
@@ -232,6 +234,11 @@ int main(int argc, char** argv) {
   const std::string why =
       tessera::WaitForShutdown(&service.shutdown_requested(), "request");
   LOG(INFO) << "worker " << task_index << " stopping (" << why << ")";
+  // A step waiting in an all-reduce for a ring that will not finish (the
+  // chief restarted, a neighbour stopped first) would hold the executor,
+  // and so the exit, until the all-reduce deadline: end it now.
+  all_reducer.Shutdown(absl::CancelledError(
+      absl::StrCat("worker ", task_index, " is stopping (", why, ")")));
   watch.reset();
   tessera::ShutdownServer(server.get(), tessera::kServerShutdownGrace);
   return 0;

@@ -46,6 +46,12 @@ class AllReducer {
   // cannot, lets the call run to its deadline.
   virtual void Abort(const absl::Status& why) {}
 
+  // As Abort, for good: Restart and Reform do not end it. For a process
+  // that is stopping (a signal, the chief's Shutdown), whose step must not
+  // wait out the all-reduce deadline before the process can exit. The
+  // default, for a group that cannot start over anyway, is Abort.
+  virtual void Shutdown(const absl::Status& why) { Abort(why); }
+
   // Starts the group over after a failure: every rank calls it with the
   // same `epoch`, larger than the number of calls any rank made, before
   // its next AllReduce, so that a rank that restarted (its count back at

@@ -190,6 +190,12 @@ void NegotiatedAllReducer::Abort(const absl::Status& why) {
   if (nccl_ != nullptr) nccl_->Abort(why);
 }
 
+void NegotiatedAllReducer::Shutdown(const absl::Status& why) {
+  ring_->Shutdown(why);
+  std::lock_guard<std::mutex> lock(abort_mu_);
+  if (nccl_ != nullptr) nccl_->Abort(why);
+}
+
 void NegotiatedAllReducer::LeaveNccl() {
   std::unique_ptr<AllReducer> nccl;
   {

@@ -74,6 +74,9 @@ class NegotiatedAllReducer final : public AllReducer {
   // Reaches the ring and, once the group is on it, NCCL: survivors of a
   // failed step stop waiting at once on either.
   void Abort(const absl::Status& why) override;
+  // As Abort, for good: the ring refuses every later call, negotiating
+  // included, so NCCL is never joined again.
+  void Shutdown(const absl::Status& why) override;
   // Leaves NCCL, aborting its communicator (a peer may be dead, and
   // finalizing would wait for it; a restarted rank has no communicator),
   // and the ring starts over; the next AllReduce negotiates again.

@@ -99,6 +99,11 @@ std::string RingAllReduce::PeerName(int rank) const {
 
 void RingAllReduce::Abort(const absl::Status& why) { receiver_->Abort(why); }
 
+void RingAllReduce::Shutdown(const absl::Status& why) {
+  receiver_->ShutDown(why);  // first: the call's error is `why`
+  transport_->ShutDown();
+}
+
 absl::Status RingAllReduce::Restart(uint64_t epoch) {
   if (epoch < generation_) {
     return absl::InvalidArgumentError(

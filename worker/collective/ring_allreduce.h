@@ -100,8 +100,12 @@ class RingAllReduce final : public AllReducer {
   // the others. After an error every rank should stop using the ring.
   absl::Status AllReduce(absl::Span<float> data) override;
   void Abort(const absl::Status& why) override;
-  // Ends an abort. InvalidArgument when `epoch` is below the calls this
-  // rank made.
+  // Fails the call in progress at once with `why` (its waits for the left
+  // neighbour, and its sending to a right one that does not read or
+  // answer) and every later one, for good.
+  void Shutdown(const absl::Status& why) override;
+  // Ends an abort (not a Shutdown). InvalidArgument when `epoch` is below the
+  // calls this rank made.
   absl::Status Restart(uint64_t epoch) override;
   // The ring re-formed between calls: this is rank `rank` of
   // peers.size(), `peers` every rank's address in ring order, and the

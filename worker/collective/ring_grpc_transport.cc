@@ -58,6 +58,8 @@ class ExchangeStream final
     return status_;
   }
 
+  grpc::ClientContext* context() { return &context_; }
+
   void OnWriteDone(bool ok) override {
     absl::MutexLock lock(&mu_);
     writing_ = false;
@@ -110,6 +112,13 @@ absl::Status GrpcRingTransport::Send(RingCall* call,
   const int64_t chunk_elements = link_.chunk_elements;
 
   ExchangeStream stream(right_.get(), deadline, link_.receiver, call);
+  // Registered for ShutDown, which cancels it (a cancelled stream's writes
+  // and Finish return at once), until Finish has returned.
+  {
+    absl::MutexLock lock(&stream_mu_);
+    if (shut_down_) stream.context()->TryCancel();
+    stream_context_ = stream.context();
+  }
   // Two messages in turn: one is filled while the other is on the wire.
   CollectiveChunk chunks[2];
   int next = 0;
@@ -148,11 +157,21 @@ absl::Status GrpcRingTransport::Send(RingCall* call,
     }
   }
   const grpc::Status status = stream.Finish(clean);
+  {
+    absl::MutexLock lock(&stream_mu_);
+    stream_context_ = nullptr;
+  }
   // The first error of the call wins: a local one (which cancelled the
   // stream) or the right neighbour's.
   if (!status.ok())
     return link_.receiver->Fail(call, FromGrpcStatus(status, peer));
   return link_.receiver->Fail(call, absl::OkStatus());
+}
+
+void GrpcRingTransport::ShutDown() {
+  absl::MutexLock lock(&stream_mu_);
+  shut_down_ = true;
+  if (stream_context_ != nullptr) stream_context_->TryCancel();
 }
 
 }  // namespace tessera

@@ -5,6 +5,9 @@
 #include <string>
 #include <utility>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "grpcpp/client_context.h"
 #include "proto/collective_service.grpc.pb.h"
 #include "worker/collective/ring_transport.h"
 
@@ -26,11 +29,16 @@ class GrpcRingTransport final : public RingTransport {
     link_.num_ranks = num_ranks;
     return absl::OkStatus();
   }
+  void ShutDown() override;
 
  private:
   RingLink link_;
   std::string right_name_;
   std::unique_ptr<Collective::Stub> right_;
+  // The stream of the Send in progress, for ShutDown to cancel.
+  absl::Mutex stream_mu_;
+  grpc::ClientContext* stream_context_ ABSL_GUARDED_BY(stream_mu_) = nullptr;
+  bool shut_down_ ABSL_GUARDED_BY(stream_mu_) = false;
 };
 
 }  // namespace tessera

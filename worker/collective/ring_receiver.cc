@@ -425,7 +425,14 @@ absl::Status RingReceiver::aborted() const {
 
 void RingReceiver::ClearAbort() {
   absl::MutexLock lock(&mu_);
-  aborted_ = absl::OkStatus();
+  aborted_ = shut_down_;
+}
+
+void RingReceiver::ShutDown(const absl::Status& why) {
+  absl::MutexLock lock(&mu_);
+  if (shut_down_.ok()) shut_down_ = why;
+  aborted_ = shut_down_;
+  if (active_ != nullptr) FailLocked(active_, shut_down_);
 }
 
 void RingReceiver::FailLocked(RingCall* call, const absl::Status& status) {

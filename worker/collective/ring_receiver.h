@@ -112,6 +112,9 @@ class RingReceiver final : public Collective::CallbackService {
   void Abort(const absl::Status& why);
   absl::Status aborted() const;
   void ClearAbort();
+  // As Abort, but ClearAbort does not end it: the process is stopping.
+  // A waiter in WaitReceived returns `why` at once, not at its deadline.
+  void ShutDown(const absl::Status& why);
 
   // Ends `call`: after it returns, nothing touches call->data any more.
   // When `outcome` is an error the stream from the left is ended with it.
@@ -186,6 +189,8 @@ class RingReceiver final : public Collective::CallbackService {
   int data_plane_port_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status aborted_ ABSL_GUARDED_BY(mu_);
+  // ShutDown's reason; aborted_ holds it too, and ClearAbort restores it.
+  absl::Status shut_down_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace tessera

@@ -105,7 +105,14 @@ void TcpRingTransport::SetRight(const std::string& address,
 void TcpRingTransport::Reset() {
   // A restarted neighbour listens on a new data plane port.
   right_port_ = 0;
+  absl::MutexLock lock(&right_mu_);
   right_socket_.Close();
+}
+
+void TcpRingTransport::ShutDown() {
+  absl::MutexLock lock(&right_mu_);
+  shut_down_ = true;
+  right_socket_.Shutdown();  // wakes a write or a read in Send
 }
 
 void TcpRingTransport::ServeLeft(Socket& socket) {
@@ -173,15 +180,24 @@ absl::StatusOr<Socket> TcpRingTransport::ConnectRight(absl::Time deadline) {
 // per call cost more than a small buffer's transfer. A kept one the
 // neighbour closed is replaced before anything is written to it.
 absl::Status TcpRingTransport::KeepRightConnected(absl::Time deadline) {
+  {
+    absl::MutexLock lock(&right_mu_);
+    if (shut_down_) {
+      return absl::CancelledError("ring all-reduce: this rank is stopping");
+    }
+  }
   if (right_socket_.valid() && right_socket_.IdleAndOpen()) {
     right_socket_.SetTimeout(SecondsLeft(deadline)).IgnoreError();
     return absl::OkStatus();
   }
-  right_socket_.Close();
+  CloseRight();
   absl::StatusOr<Socket> connected = ConnectRight(deadline);
   if (!connected.ok()) return connected.status();
+  absl::MutexLock lock(&right_mu_);
   right_socket_ = *std::move(connected);
   ++connections_opened_;
+  // A ShutDown that came while it connected found nothing to shut down.
+  if (shut_down_) right_socket_.Shutdown();
   return absl::OkStatus();
 }
 
@@ -226,8 +242,8 @@ absl::Status TcpRingTransport::Send(RingCall* call,
                 link_.receiver->WaitReceived(call, step - 1, done + n, deadline,
                                              /*stop_when_send_ends=*/false);
             !w.ok()) {
-          right_socket_.Close();  // tells the right neighbour
-          return w;               // the call's first error
+          CloseRight();  // tells the right neighbour
+          return w;      // the call's first error
         }
       }
       FrameHeader chunk;
@@ -249,7 +265,7 @@ absl::Status TcpRingTransport::Send(RingCall* call,
   }
   status = AwaitReply(socket, status);
   // After an error the connection is in an unknown state.
-  if (!status.ok()) right_socket_.Close();
+  if (!status.ok()) CloseRight();
   // The first error of the call wins: a local one or the right
   // neighbour's.
   return link_.receiver->Fail(call, status.ok() ? status : named(status));

@@ -6,7 +6,9 @@
 #include <string>
 #include <utility>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "common/data_plane/listener.h"
 #include "common/data_plane/socket.h"
 #include "common/data_plane/tls.h"
@@ -39,6 +41,7 @@ class TcpRingTransport final : public RingTransport {
   void Reset() override;
   // Starts the listener when the ring grows from one rank.
   absl::Status Reform(int rank, int num_ranks) override;
+  void ShutDown() override;
   int64_t connections_opened() const override { return connections_opened_; }
   int port() const override {
     return listener_ == nullptr ? 0 : listener_->port();
@@ -55,14 +58,22 @@ class TcpRingTransport final : public RingTransport {
   // right_socket_ open for a call: the kept connection, or a new one in
   // place of one the neighbour closed (it restarted, or gave a call up).
   absl::Status KeepRightConnected(absl::Time deadline);
+  void CloseRight() {
+    absl::MutexLock lock(&right_mu_);
+    right_socket_.Close();
+  }
 
   RingLink link_;  // rank and num_ranks change in Reform
   std::string right_address_;
   std::string right_name_;
   std::unique_ptr<Collective::Stub> right_;  // asks for its port
   std::shared_ptr<const DataPlaneTls> tls_client_;
-  int right_port_ = 0;   // the right neighbour's data plane; 0: not asked
-  Socket right_socket_;  // kept from call to call
+  int right_port_ = 0;  // the right neighbour's data plane; 0: not asked
+  // Kept from call to call. Replaced and closed by the calling thread
+  // under right_mu_, so that ShutDown can shut it down from another.
+  absl::Mutex right_mu_;
+  Socket right_socket_;
+  bool shut_down_ ABSL_GUARDED_BY(right_mu_) = false;
   int64_t connections_opened_ = 0;
   // Last: its threads use the receiver, and go first.
   std::unique_ptr<Listener> listener_;

@@ -38,8 +38,9 @@ struct RingLink {
 // RingReceiver.
 //
 // Thread safety: SetRight, Send and Reset are called by the one thread that
-// calls AllReduce, never concurrently; a transport's own threads (a
-// listener) only hand connections to the receiver.
+// calls AllReduce, never concurrently; ShutDown from any thread; a
+// transport's own threads (a listener) only hand connections to the
+// receiver.
 class RingTransport {
  public:
   virtual ~RingTransport() = default;
@@ -68,6 +69,12 @@ class RingTransport {
   // another (SetRight follows). Called between calls. Errors: what this
   // rank's receiving end needs for a larger ring cannot start (a listener).
   virtual absl::Status Reform(int rank, int num_ranks) = 0;
+
+  // The rank is stopping (RingAllReduce::Shutdown; its receiver has failed
+  // the call first): a Send blocked on the right neighbour (a write it
+  // does not read, an answer it does not give) returns at once, and so
+  // does every later one, with the call's error. Any thread, for good.
+  virtual void ShutDown() = 0;
 
   // Connections opened to the right neighbour (the data plane); 0 for
   // transports that keep none of their own.

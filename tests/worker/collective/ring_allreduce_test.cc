@@ -404,6 +404,26 @@ void ExpectReformedSums(Ring& ring, const std::vector<int>& members,
 // Elastic mirrored jobs (#48): between calls the ring is re-formed with
 // new members, growing from one rank (no data plane listener yet), then
 // shrinking, and each ring sums its own members only.
+// A worker that is stopping (#48) ends the call waiting for a peer that
+// never calls, well before the deadline, with the stop; a Restart that
+// comes after does not let a later call wait again.
+TEST_P(RingTransportTest, ShutdownEndsAWaitingCallForGood) {
+  Ring ring(2, Options({.chunk_bytes = 64, .timeout_s = 60}));
+  std::vector<float> x(1000, 1.0f);
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  absl::Status waiting;
+  std::thread caller(
+      [&] { waiting = ring.rank(0).AllReduce(absl::MakeSpan(x)); });
+  ring.rank(0).Shutdown(absl::CancelledError("worker 0 is stopping (SIGTERM)"));
+  caller.join();
+  EXPECT_LT(absl::Now(), deadline);
+  EXPECT_TRUE(absl::IsCancelled(waiting)) << waiting;
+  EXPECT_THAT(std::string(waiting.message()), HasSubstr("is stopping"));
+  ASSERT_TRUE(ring.rank(0).Restart(1000).ok());
+  absl::Status later = ring.rank(0).AllReduce(absl::MakeSpan(x));
+  EXPECT_TRUE(absl::IsCancelled(later)) << later;
+}
+
 TEST_P(RingTransportTest, ReformGrowsAndShrinksTheRingBetweenCalls) {
   Ring ring(4, Options({.chunk_bytes = 64, .timeout_s = 30}), -1,
             /*singletons=*/true);

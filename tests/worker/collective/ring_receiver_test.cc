@@ -8,8 +8,11 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/data_plane/data_plane_kind.h"
 #include "common/data_plane/frame.h"
 #include "common/data_plane/listener.h"
@@ -135,6 +138,39 @@ TEST_P(RingReceiverTest, LateStreamOfAFailedCallGetsItsError) {
   EXPECT_THAT(std::string(s.message()), HasSubstr("right neighbour is gone"));
   // Call 0 still never existed.
   EXPECT_TRUE(absl::IsInvalidArgument(SendHeader(0)));
+}
+
+// A worker told to stop ends the step waiting for its left neighbour at
+// once, not at the all-reduce deadline (#48: a stopped worker waited two
+// minutes), and a Restart of the ring does not take the stop back.
+TEST(RingReceiverShutDownTest, WaiterGetsTheStopBeforeItsDeadlineForGood) {
+  RingReceiver receiver(1, 2, "rank 0 (left)", RpcAuth());
+  const RingSchedule schedule(2, 1, 4);
+  float data[4] = {0, 0, 0, 0};
+  RingCall call(1, &schedule, data);
+  receiver.Begin(&call);
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  absl::Status waited;
+  absl::Time returned;
+  std::thread waiter([&] {
+    waited = receiver.WaitReceived(&call, -1, 0, deadline,
+                                   /*stop_when_send_ends=*/false);
+    returned = absl::Now();
+  });
+  receiver.ShutDown(absl::CancelledError("worker 1 is stopping (SIGTERM)"));
+  waiter.join();
+  EXPECT_TRUE(absl::IsCancelled(waited)) << waited;
+  EXPECT_THAT(std::string(waited.message()), HasSubstr("stopping (SIGTERM)"));
+  EXPECT_LT(returned, deadline);
+  receiver.End(&call, waited);
+
+  receiver.ClearAbort();  // what Restart and Reform do
+  EXPECT_TRUE(absl::IsCancelled(receiver.aborted())) << receiver.aborted();
+  RingCall next(2, &schedule, data);
+  receiver.Begin(&next);
+  absl::Status s = receiver.WaitReceived(&next, -1, 0, deadline, false);
+  EXPECT_TRUE(absl::IsCancelled(s)) << s;
+  receiver.End(&next, s);
 }
 
 }  // namespace
