@@ -26,6 +26,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -449,6 +450,15 @@ absl::StatusOr<RunResult> RunOne(const std::string& plane, int n) {
   return result;
 }
 
+// A flag out of range, a user error: main exits 2 on it.
+absl::Status CheckFlags() {
+  if (FLAGS_small_per_large < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--small_per_large must be at least 1, not ", FLAGS_small_per_large));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Run() {
   if (!FLAGS_serve.empty()) return Serve(FLAGS_serve);
   if (FLAGS_client_threads < 1 || FLAGS_rate < 0 || FLAGS_seconds <= 0 ||
@@ -539,5 +549,12 @@ int main(int argc, char** argv) {
   return tessera::BenchMain(
       argc, argv, "bench_connections",
       "bench_connections --connections=64,256,1024 --planes=threads,events",
-      tessera::Run);
+      [] {
+        if (absl::Status s = tessera::CheckFlags(); !s.ok()) {
+          std::fprintf(stderr, "bench_connections: error: %s\n",
+                       s.ToString().c_str());
+          std::exit(2);
+        }
+        return tessera::Run();
+      });
 }

@@ -20,6 +20,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "boost/asio/bind_executor.hpp"
 #include "boost/asio/defer.hpp"
@@ -439,6 +440,12 @@ class EventListener::Impl {
 
 absl::StatusOr<std::unique_ptr<EventListener>> EventListener::Start(
     EventListenerOptions options, NewConnection new_connection) {
+  if (options.small_per_large < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("EventListenerOptions::small_per_large must be at least "
+                     "1, not ",
+                     options.small_per_large));
+  }
   int port = 0;
   absl::StatusOr<int> fd =
       OpenListeningSocket(options.host, options.port, &port);

@@ -76,7 +76,7 @@ struct EventListenerOptions {
   // long closes the connection).
   double timeout_s = 120;
   // Small requests served per large one while both wait (above); at
-  // least 1.
+  // least 1 (Start refuses less).
   int small_per_large = 2;
 };
 

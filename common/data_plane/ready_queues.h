@@ -34,7 +34,9 @@ namespace tessera {
 template <typename T>
 class ReadyQueues {
  public:
-  // `small_per_large` >= 1 (values below are taken as 1).
+  // `small_per_large` >= 1: EventListener::Start refuses less, naming the
+  // option; a value below that gets here anyway is taken as 1 rather than
+  // let large items jump every small one.
   explicit ReadyQueues(int small_per_large)
       : small_per_large_(small_per_large < 1 ? 1 : small_per_large) {}
 

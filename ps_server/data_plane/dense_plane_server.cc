@@ -387,6 +387,11 @@ class DensePlaneServer::PooledPlaneConnection : public PooledConnection {
 
 absl::StatusOr<std::unique_ptr<DensePlaneServer>> DensePlaneServer::Start(
     PsCore* core, DensePlaneServerOptions options) {
+  if (options.small_per_large < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "DensePlaneServerOptions::small_per_large must be at least 1, not ",
+        options.small_per_large));
+  }
   std::unique_ptr<DensePlaneServer> server(
       new DensePlaneServer(core, std::move(options)));
   DensePlaneServer* self = server.get();

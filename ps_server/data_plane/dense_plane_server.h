@@ -58,7 +58,7 @@ struct DensePlaneServerOptions {
   // of 18 runs to 11 and rows/s from 5 to 7, no clear gain; off, every
   // request is small and served in the order it became ready, as before.
   bool rows_first = false;
-  int small_per_large = 2;
+  int small_per_large = 2;  // at least 1 (Start refuses less)
 };
 
 // A parameter server's TCP data plane (docs/design.md, "Bytes and

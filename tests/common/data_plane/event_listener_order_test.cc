@@ -3,9 +3,11 @@
 // ready before it. The order itself is ReadyQueues' (ready_queues_test.cc);
 // this checks that the pool follows it.
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
@@ -113,6 +115,20 @@ TEST(EventListenerOrderTest, SmallRequestGoesAheadOfALargeOneReadyBefore) {
   EXPECT_EQ(ReplyName(large), 2);
   absl::MutexLock lock(&served.mu);
   EXPECT_EQ(served.order, (std::vector<int64_t>{1, 3, 2}));
+}
+
+TEST(EventListenerOrderTest, SmallPerLargeBelowOneIsRefused) {
+  EventListenerOptions options;
+  options.host = "127.0.0.1";
+  options.small_per_large = 0;
+  absl::StatusOr<std::unique_ptr<EventListener>> listener =
+      EventListener::Start(options,
+                           [] { return std::unique_ptr<PooledConnection>(); });
+  ASSERT_FALSE(listener.ok());
+  EXPECT_EQ(listener.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(
+      std::string(listener.status().message()),
+      ::testing::HasSubstr("small_per_large must be at least 1, not 0"));
 }
 
 }  // namespace event_listener_order_test

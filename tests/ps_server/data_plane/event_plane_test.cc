@@ -130,6 +130,22 @@ absl::Status WaitForClose(Socket& socket) {
   return s.ok() ? absl::InternalError("the server sent a byte") : s;
 }
 
+TEST(EventPlaneTest, SmallPerLargeBelowOneIsRefused) {
+  ShardStore store;
+  PsCore core(&store);
+  DensePlaneServerOptions options;
+  options.host = "127.0.0.1";
+  options.rows_first = true;
+  options.small_per_large = -3;
+  absl::StatusOr<std::unique_ptr<DensePlaneServer>> started =
+      DensePlaneServer::Start(&core, options);
+  ASSERT_FALSE(started.ok());
+  EXPECT_EQ(started.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(
+      std::string(started.status().message()),
+      ::testing::HasSubstr("small_per_large must be at least 1, not -3"));
+}
+
 TEST(EventPlaneTest, ManyConnectionsShareAFixedPool) {
   PlaneServer server(DataPlaneServing::kEventPool, 2);
   EXPECT_EQ(server.server().pool_threads(), 2);
