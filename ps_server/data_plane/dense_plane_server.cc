@@ -302,8 +302,10 @@ absl::Status AnswerPush(Socket& socket, uint32_t count, PushUpdate update,
   // the shards are locked, and this thread goes on to receive the next
   // request (into other buffers of the shard's pool) while the optimizer
   // runs, so a stream of pushes costs the transfer, not transfer + update.
-  // This thread waits only for the answer: the client sends nothing more
-  // on this connection before it has it, so the two never write at once.
+  // This thread waits only for the answer, and reads the next request
+  // only after it has been written: the worker may pipeline more calls on
+  // this connection meanwhile (#46), but they wait in the socket, so this
+  // thread's next reply never overlaps the applier's write.
   absl::Notification answered;
   absl::Status written;
   auto apply = [update = std::move(update), count, &socket, &answered,
