@@ -29,6 +29,10 @@ inline uint64_t BlockOf(uint64_t hash, uint64_t blocks) {
 }  // namespace
 
 void SpilledIdFilter::Add(int64_t id) {
+  // A row spilled again after it came back (or an id the filter already
+  // answers for) needs no new bits: without this check the filter grew
+  // with the number of spills, not of ids, and took the budget's memory.
+  if (MayContain(id)) return;
   if (levels_.empty() || levels_.back().size >= levels_.back().capacity) {
     Level level;
     level.capacity =

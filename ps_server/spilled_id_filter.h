@@ -16,10 +16,13 @@ namespace tessera {
 //
 // Contract: MayContain(id) is true for every id added (no false
 // negatives); for an id never added it is false but for about 1% of ids
-// (10 bits and 6 probes of one 64-byte block per id, in each filter).
-// Ids are never removed: a row that came back from disk keeps its bits,
-// which costs only a lookup that finds nothing, and the ids a stripe ever
-// spilled are bounded by its rows.
+// per filter of the series (10 bits and 6 probes of one 64-byte block per
+// id), so about 1% times the number of filters in all, which grows with
+// the log of the ids held. Adding an id the filter already answers for
+// changes nothing, so a row spilled again and again costs its bits once:
+// the filter grows with the distinct ids a stripe spilled, not with its
+// spills. Ids are never removed: a row that came back from disk keeps its
+// bits, which costs only a lookup that finds nothing.
 //
 // Not thread-safe: a stripe's lock guards its filter.
 class SpilledIdFilter {
