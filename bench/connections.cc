@@ -452,6 +452,13 @@ absl::StatusOr<RunResult> RunOne(const std::string& plane, int n) {
 
 // A flag out of range, a user error: main exits 2 on it.
 absl::Status CheckFlags() {
+  if (FLAGS_client_threads < 1 || FLAGS_rate < 0 || FLAGS_seconds <= 0 ||
+      FLAGS_dense_floats < 1 || FLAGS_table_rows < 1 || FLAGS_row_dim < 1 ||
+      FLAGS_rows_per_request < 1) {
+    return absl::InvalidArgumentError(
+        "--client_threads, --seconds, --dense_floats, --table_rows, "
+        "--row_dim and --rows_per_request must be positive, --rate >= 0");
+  }
   if (FLAGS_small_per_large < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--small_per_large must be at least 1, not ", FLAGS_small_per_large));
@@ -461,13 +468,6 @@ absl::Status CheckFlags() {
 
 absl::Status Run() {
   if (!FLAGS_serve.empty()) return Serve(FLAGS_serve);
-  if (FLAGS_client_threads < 1 || FLAGS_rate < 0 || FLAGS_seconds <= 0 ||
-      FLAGS_dense_floats < 1 || FLAGS_table_rows < 1 || FLAGS_row_dim < 1 ||
-      FLAGS_rows_per_request < 1) {
-    return absl::InvalidArgumentError(
-        "--client_threads, --seconds, --dense_floats, --table_rows, "
-        "--row_dim and --rows_per_request must be positive, --rate >= 0");
-  }
   std::vector<int> ns;
   for (absl::string_view s : absl::StrSplit(FLAGS_connections, ',')) {
     int n = 0;
