@@ -151,13 +151,15 @@ std::vector<std::string> PsRecovery::TakeReasons(const absl::Status& error) {
 
 absl::Status PsRecovery::CountLostPushRecovery(const absl::Status& error,
                                                const ValidCheckpoint& latest) {
-  if (!RowPushesLost(error)) {
+  // Only a newer checkpoint starts the count again: a recovery for another
+  // reason in between (a server lost) went back to the same one, so the
+  // job made no progress past it.
+  if (latest.step != lost_push_step_) {
+    lost_push_step_ = latest.step;
     lost_push_recoveries_ = 0;
-    return absl::OkStatus();
   }
-  lost_push_recoveries_ =
-      latest.step == lost_push_step_ ? lost_push_recoveries_ + 1 : 1;
-  lost_push_step_ = latest.step;
+  if (!RowPushesLost(error)) return absl::OkStatus();
+  ++lost_push_recoveries_;
   if (lost_push_recoveries_ <= options_.max_lost_push_recoveries) {
     return absl::OkStatus();
   }
@@ -174,6 +176,18 @@ absl::StatusOr<JobPosition> PsRecovery::Recover(const absl::Status& error) {
   std::vector<std::string> failed = TakeReasons(error);
   if (failed.empty()) return error;
   const absl::Time start = absl::Now();
+  // The checkpoint is a directory's, so it is known before the servers
+  // are back: a recovery past the bound gives up before it waits for them,
+  // re-creates their variables or pauses the heartbeat.
+  std::vector<std::string> rejected;
+  absl::StatusOr<ValidCheckpoint> latest = checkpointer_->Latest(&rejected);
+  for (const std::string& why : rejected) {
+    std::fprintf(out_, "checkpoint rejected: %s\n", why.c_str());
+  }
+  if (!latest.ok()) return latest.status();
+  if (absl::Status s = CountLostPushRecovery(error, *latest); !s.ok()) {
+    return s;
+  }
   health_->Pause(true);
   std::fprintf(out_, "%s; training paused (the epoch failed with: %s)\n",
                absl::StrJoin(failed, "; ").c_str(),
@@ -202,15 +216,6 @@ absl::StatusOr<JobPosition> PsRecovery::Recover(const absl::Status& error) {
     }
   }
   if (absl::Status s = create_variables_(); !s.ok()) return s;
-  std::vector<std::string> rejected;
-  absl::StatusOr<ValidCheckpoint> latest = checkpointer_->Latest(&rejected);
-  for (const std::string& why : rejected) {
-    std::fprintf(out_, "checkpoint rejected: %s\n", why.c_str());
-  }
-  if (!latest.ok()) return latest.status();
-  if (absl::Status s = CountLostPushRecovery(error, *latest); !s.ok()) {
-    return s;
-  }
   if (absl::Status s = checkpointer_->Restore(*latest); !s.ok()) return s;
   coordinator_->Join().IgnoreError();
   health_->Pause(false);

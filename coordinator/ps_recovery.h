@@ -73,8 +73,9 @@ class PsRecovery {
   // `error` is a checkpoint's RowPushesLost (a worker's row pushes in flight
   // went with its process): restoring every server drops the other
   // workers' pushes since the checkpoint too, and the steps since are
-  // trained again; past options.max_lost_push_recoveries in a row at one
-  // checkpoint, ABORTED says so. Otherwise returns `error`.
+  // trained again; past options.max_lost_push_recoveries at one
+  // checkpoint, ABORTED says so before anything is waited for or paused.
+  // Otherwise returns `error`.
   absl::StatusOr<JobPosition> Recover(const absl::Status& error);
 
  private:
@@ -83,8 +84,9 @@ class PsRecovery {
   // replica's missed step).
   std::vector<std::string> TakeReasons(const absl::Status& error);
   // Counts a recovery from `error` to `latest`: past the bound of
-  // recoveries for lost row pushes in a row at one checkpoint, the error
-  // that ends the job.
+  // recoveries for lost row pushes at one checkpoint (a newer checkpoint
+  // starts the count again, a recovery for another reason does not), the
+  // error that ends the job.
   absl::Status CountLostPushRecovery(const absl::Status& error,
                                      const ValidCheckpoint& latest);
 

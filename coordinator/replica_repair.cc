@@ -11,20 +11,24 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "common/training_mode.h"
+#include "coordinator/job_checkpointer.h"
 #include "glog/logging.h"
 
 namespace tessera {
 namespace {
 
-// Under hybrid:ssp:S a restarted worker's last rounds' row pushes, up to S
-// in flight, went with its process: running the failed round again would
-// not bring them back.
-absl::Status RowPushesKept(const absl::StatusOr<TrainingMode>& mode,
-                           const std::vector<int>& restarted) {
+// The refusal when a restarted worker's row pushes were in flight, OK when
+// none could be: under hybrid:ssp:S its last rounds' row pushes, up to S,
+// went with its process, and running the failed round again would not
+// bring them back. RowPushesLostError, as the checkpoint settle's, so that
+// PsRecovery counts the job's return to its last checkpoint toward the
+// same bound (max_lost_push_recoveries) whichever of the two saw it.
+absl::Status LostRowPushesRefusal(const absl::StatusOr<TrainingMode>& mode,
+                                  const std::vector<int>& restarted) {
   if (!mode.ok() || !mode->ssp_rows || mode->staleness <= 0) {
     return absl::OkStatus();
   }
-  return absl::FailedPreconditionError(absl::StrCat(
+  return RowPushesLostError(absl::StrCat(
       "worker ", absl::StrJoin(restarted, ", "), " restarted with up to ",
       mode->staleness,
       " of its row pushes in flight (hybrid:ssp): the rows of its last "
@@ -64,7 +68,9 @@ absl::Status ReplicaRepair::Repair(int64_t global_step,
                      error.message()));
   }
   const absl::StatusOr<TrainingMode> mode = ParseTrainingMode(job_.mode());
-  if (absl::Status s = RowPushesKept(mode, restarted); !s.ok()) return s;
+  if (absl::Status s = LostRowPushesRefusal(mode, restarted); !s.ok()) {
+    return s;
+  }
   const std::vector<std::pair<int64_t, bool>> workers =
       coordinator_->worker_progress();
   int survivor = -1;

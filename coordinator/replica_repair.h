@@ -31,7 +31,8 @@ namespace tessera {
 //   round would fail again;
 // - every worker restarted, or a restarted one is not back;
 // - hybrid:ssp:S: a restarted worker's last row pushes (up to S in flight)
-//   went with its process, and the rounds they belonged to are done;
+//   went with its process, and the rounds they belonged to are done
+//   (RowPushesLostError, which the epoch's error carries to PsRecovery);
 // - the copy fails.
 //
 // Thread safety: one thread (the training loop's).

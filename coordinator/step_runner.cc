@@ -13,6 +13,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/process/fault_point.h"
 #include "coordinator/global_steps.h"
+#include "coordinator/job_checkpointer.h"
 #include "coordinator/step_future.h"
 
 namespace tessera {
@@ -403,6 +404,12 @@ absl::Status StepRunner::LockstepEpoch::FailOldest() {
                  static_cast<long long>(failed.global_step),
                  std::string(s.message()).c_str());
     std::fflush(runner_->out_);
+    // PsRecovery bounds the job's returns to one checkpoint for lost row
+    // pushes (hybrid:ssp), so the epoch's error says they were lost.
+    if (RowPushesLost(s)) {
+      return RowPushesLostError(absl::StrCat(
+          s.message(), "; the round failed with: ", error.message()));
+    }
     return error;
   }
   runner_->coordinator_->CountRerun(parts);

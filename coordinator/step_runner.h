@@ -90,7 +90,8 @@ class StepRunner {
   // replica is again that of before the round (ReplicaRepair): the round
   // and those after it run again, under their step ids (so with their
   // dropout seeds) and global steps. Else the epoch ends with the error,
-  // as without a repair.
+  // as without a repair; a RowPushesLost refusal instead (hybrid:ssp),
+  // naming the round's error.
   using RoundRepair =
       std::function<absl::Status(int64_t global_step, const absl::Status&)>;
   void SetRoundRepair(RoundRepair repair) { repair_ = std::move(repair); }

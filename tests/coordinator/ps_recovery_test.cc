@@ -17,6 +17,7 @@
 #include "coordinator/cluster_health.h"
 #include "coordinator/control/job_status_board.h"
 #include "coordinator/job_checkpointer.h"
+#include "coordinator/replica_losses.h"
 #include "tests/common/checkpoint/checkpoint_test_util.h"
 #include "tests/coordinator/fake_worker.h"
 #include "tests/ps_server/ps_test_util.h"
@@ -72,7 +73,11 @@ class PsRecoveryTest : public coordinator_testing::CoordinatorFixture {
     options.timeout = absl::Seconds(5);
     recovery_ = std::make_unique<PsRecovery>(
         checkpointer_.get(), health_.get(), coord_.get(), &board_,
-        [] { return absl::OkStatus(); }, out_, options);
+        [this] {
+          ++variables_created_;
+          return absl::OkStatus();
+        },
+        out_, options);
   }
   void TearDown() override {
     recovery_.reset();
@@ -114,6 +119,7 @@ class PsRecoveryTest : public coordinator_testing::CoordinatorFixture {
   std::unique_ptr<ClusterHealth> health_;
   JobStatusBoard board_;
   std::unique_ptr<PsRecovery> recovery_;
+  int variables_created_ = 0;
   std::FILE* out_ = nullptr;
   char* out_buffer_ = nullptr;
   size_t out_size_ = 0;
@@ -183,6 +189,32 @@ TEST_F(PsRecoveryTest, LostRowPushesAtOneCheckpointAreRecoveredBoundedly) {
   // A checkpoint written since starts the count again.
   ASSERT_TRUE(checkpointer_->Save(At(60)).ok());
   EXPECT_TRUE(recovery_->Recover(LostPushes()).ok());
+}
+
+// A recovery for another reason between them (here a replica's missed
+// step, not marked as lost pushes) does not start the count again: the
+// job went back to the same checkpoint. The recovery past the bound gives
+// up before it waits for anything, re-creates variables or pauses.
+TEST_F(PsRecoveryTest, AnotherRecoveryBetweenDoesNotClearTheLostPushCount) {
+  ASSERT_TRUE(checkpointer_->Save(At(40)).ok());
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(recovery_->Recover(LostPushes()).ok()) << "recovery " << i;
+  }
+  coord_->replica_losses()->Lost();
+  ASSERT_TRUE(
+      recovery_->Recover(absl::UnavailableError("worker 1 failed a step"))
+          .ok());
+  ASSERT_TRUE(recovery_->Recover(LostPushes()).ok());
+  const int created = variables_created_;
+  const size_t paused = Output().size();
+
+  absl::StatusOr<JobPosition> again = recovery_->Recover(LostPushes());
+
+  ASSERT_FALSE(again.ok());
+  EXPECT_THAT(again.status().message(), HasSubstr("giving up"));
+  EXPECT_EQ(variables_created_, created);
+  EXPECT_THAT(Output().substr(paused),
+              ::testing::Not(HasSubstr("training paused")));
 }
 
 }  // namespace ps_recovery_testing

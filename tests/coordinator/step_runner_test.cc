@@ -18,6 +18,7 @@
 #include "common/byte_codec.h"
 #include "common/training_mode.h"
 #include "coordinator/control/job_status_board.h"
+#include "coordinator/job_checkpointer.h"
 #include "coordinator/replica_repair.h"
 #include "coordinator/step_plan.h"
 #include "gmock/gmock.h"
@@ -219,6 +220,22 @@ TEST_F(StepRunnerRepairTest, ARefusedRepairEndsTheEpochNamingWhy) {
   EXPECT_THAT(Out(), HasSubstr("global step 1 cannot run again (a parameter "
                                "server failed too)"));
   EXPECT_EQ(log_.Successes()[4], 0);  // round 2 never ran
+}
+
+// hybrid:ssp: the refusal says the restarted worker's row pushes were
+// lost, and the epoch's error too, for PsRecovery's bound.
+TEST_F(StepRunnerRepairTest, ARefusalForLostRowPushesIsTheEpochsError) {
+  KillWorker1InRound1(/*survivor_completes=*/false);
+  runner_->SetRoundRepair([](int64_t, const absl::Status&) {
+    return RowPushesLostError(
+        "worker 1 restarted with up to 2 of its row "
+        "pushes in flight");
+  });
+  EpochResult result;
+  absl::Status s = runner_->Run(Steps(), 1, plan_, "epoch 1/1", &result);
+  EXPECT_TRUE(RowPushesLost(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("worker 1 restarted with up to 2"));
+  EXPECT_THAT(s.message(), HasSubstr("failed on worker"));
 }
 
 TEST_F(StepRunnerRepairTest, ARoundAReplicaAppliedIsNotRunAgain) {
