@@ -200,7 +200,10 @@ absl::StatusOr<std::string> JobCheckpointer::SaveInto(
     directory = dir_.Prepare(position.global_step);
   }
   if (!directory.ok()) return directory.status();
-  if (replicas_ != nullptr) {
+  // A checkpoint at step 0 counts no step as trained, so no row push can
+  // be missing from it: a worker that restarted between its configuration
+  // and the job's first checkpoint must not fail the job at its start.
+  if (replicas_ != nullptr && position.global_step > 0) {
     if (absl::Status s = replicas_->SettleRowPushes(); !s.ok()) return s;
   }
   absl::StatusOr<std::vector<SaveShardsResponse>> responses =

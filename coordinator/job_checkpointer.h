@@ -85,7 +85,8 @@ class JobCheckpointer {
   void ExpectShards(std::vector<int64_t> per_ps);
 
   // With replicas, their row pushes in flight land first
-  // (ReplicaCheckpoints::SettleRowPushes). Every parameter server saves its
+  // (ReplicaCheckpoints::SettleRowPushes), except at step 0 (no step
+  // trained, so none can be missing). Every parameter server saves its
   // shards, in parallel; then the
   // manifest (variables, shapes, partitioning, position, the job) is
   // committed and checkpoints beyond the newest `keep` are deleted.

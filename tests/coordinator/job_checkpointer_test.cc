@@ -193,5 +193,19 @@ TEST_F(JobCheckpointerTest, ARowPushThatFailedToSettleFailsTheCheckpoint) {
   EXPECT_FALSE(fs::exists(dir_.path() + "/ckpt-0000000080"));
 }
 
+// Issue #48: a worker that restarted before the job's first checkpoint
+// (step 0) had no row push in flight; the settle would fail the job.
+TEST_F(JobCheckpointerTest, TheFirstCheckpointDoesNotSettleRowPushes) {
+  RecordingReplicas replicas(
+      dir_.path() + "/ckpt-0000000000/ps-0.shards",
+      RowPushesLostError("worker 1 restarted with up to 2 of its row pushes "
+                         "in flight"));
+  checkpointer_->SetReplicas(&replicas);
+  absl::StatusOr<std::string> saved = checkpointer_->Save(At(0));
+  EXPECT_FALSE(replicas.settled);
+  EXPECT_FALSE(RowPushesLost(saved.status())) << saved.status();
+  EXPECT_TRUE(replicas.server_file_at_save);
+}
+
 }  // namespace
 }  // namespace tessera

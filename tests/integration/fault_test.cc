@@ -677,15 +677,15 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 // hybrid:ssp:2 leaves a worker's last 2 row pushes in flight after its
-// steps end. Worker 1 dies in its 3rd Evaluate call: the settle of those
-// pushes before the checkpoint after epoch 1 (the 1st settled before the
-// job's first checkpoint, the 2nd evaluated epoch 1's test slice), so its
-// pushes in flight went with it. That checkpoint cannot count epoch 1 as
+// steps end. Worker 1 dies in its 2nd Evaluate call: the settle of those
+// pushes before the checkpoint after epoch 1 (the 1st evaluated epoch 1's
+// test slice; the job's first checkpoint, at step 0, settles nothing), so
+// its pushes in flight went with it. That checkpoint cannot count epoch 1 as
 // trained: the job goes back to its last checkpoint (step 0) and trains
 // epoch 1 again, each epoch still once. It used to end with DATA_LOSS
 // after training every epoch (the chaos soak's seed 48125).
 TEST_F(FaultTest, HybridSspWorkerKilledWithRowPushesInFlightIsRecovered) {
-  JobRun run = Train("hybrid_ssp_settle", "hybrid:ssp:2", "worker-1", 2,
+  JobRun run = Train("hybrid_ssp_settle", "hybrid:ssp:2", "worker-1", 1,
                      ClickTableFlags(), "evaluate");
   ExpectCompleteAndExact(run);
   EXPECT_THAT(run.output, HasSubstr("row pushes in flight were lost; "
