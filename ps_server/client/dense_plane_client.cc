@@ -13,16 +13,10 @@ PlaneReply ReadPullReply(Socket& socket, bool discard,
                          absl::Span<const std::string> shards,
                          absl::Span<const absl::Span<float>> out,
                          std::vector<int64_t>* versions) {
-  FrameHeader reply;
   if (PlaneReply r =
-          ReadPlaneReplyHeader(socket, FrameOp::kPullDenseReply, &reply);
+          ReadPlanePullHeader(socket, FrameOp::kPullDenseReply, out.size());
       !r.status.ok()) {
     return r;
-  }
-  if (reply.count != out.size()) {
-    return {absl::InternalError(absl::StrCat("the reply holds ", reply.count,
-                                             " shards, not ", out.size())),
-            false};
   }
   for (size_t i = 0; i < out.size(); ++i) {
     int64_t version, bytes;

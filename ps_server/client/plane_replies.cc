@@ -37,6 +37,19 @@ PlaneReply ReadPlanePushReply(Socket& socket, FrameOp op,
   return {};
 }
 
+PlaneReply ReadPlanePullHeader(Socket& socket, FrameOp op, size_t parts) {
+  FrameHeader reply;
+  if (PlaneReply r = ReadPlaneReplyHeader(socket, op, &reply); !r.status.ok()) {
+    return r;
+  }
+  if (reply.count != parts) {
+    return {absl::InternalError(absl::StrCat("the reply holds ", reply.count,
+                                             " shards, not ", parts)),
+            false};
+  }
+  return {};
+}
+
 PlaneReply ReadPlanePart(Socket& socket, bool discard, int64_t* version,
                          int64_t* bytes) {
   char part[kDensePartHeaderBytes];

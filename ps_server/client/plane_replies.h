@@ -3,6 +3,7 @@
 #ifndef TESSERA_PS_SERVER_CLIENT_PLANE_REPLIES_H_
 #define TESSERA_PS_SERVER_CLIENT_PLANE_REPLIES_H_
 
+#include <cstddef>
 #include <cstdint>
 
 #include "common/data_plane/frame.h"
@@ -16,6 +17,9 @@ namespace tessera {
 // and leaves the stream in step; anything else that fails does not.
 PlaneReply ReadPlaneReplyHeader(Socket& socket, FrameOp op,
                                 FrameHeader* header);
+// Reads a pull's reply header (`op`) that must announce `parts` parts,
+// one per shard asked; another count is out of step.
+PlaneReply ReadPlanePullHeader(Socket& socket, FrameOp op, size_t parts);
 // A push's reply (`op`): its PushResponse into *response (not touched
 // when `discard`).
 PlaneReply ReadPlanePushReply(Socket& socket, FrameOp op,

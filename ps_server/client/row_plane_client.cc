@@ -79,16 +79,10 @@ absl::Status CheckSizes(const char* call, absl::Span<const RowsPart> parts,
 PlaneReply ReadPullRowsReply(Socket& socket, bool discard,
                              absl::Span<const RowsPart> parts,
                              absl::Span<const absl::Span<float>> out) {
-  FrameHeader reply;
   if (PlaneReply r =
-          ReadPlaneReplyHeader(socket, FrameOp::kPullRowsReply, &reply);
+          ReadPlanePullHeader(socket, FrameOp::kPullRowsReply, out.size());
       !r.status.ok()) {
     return r;
-  }
-  if (reply.count != out.size()) {
-    return {absl::InternalError(absl::StrCat("the reply holds ", reply.count,
-                                             " shards, not ", out.size())),
-            false};
   }
   for (size_t i = 0; i < out.size(); ++i) {
     int64_t version, bytes;
