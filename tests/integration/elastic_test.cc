@@ -32,6 +32,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/kept_folder.h"
+#include "tests/kept_tfrecords.h"
 #include "tests/shell_command.h"
 #include "tests/skip_unless_required.h"
 
@@ -83,7 +84,6 @@ std::string IdxFlags() {
 // files (6 and 2), and a job file that streams them.
 std::string TfRecordFlags() {
   static const std::string flags = [] {
-    const std::string convert = "/worker/tessera_to_tfrecord";
     const std::string train_flags =
         absl::StrCat(" --from=idx --images=", kData,
                      "/train-images-idx3-ubyte.gz --labels=", kData,
@@ -93,33 +93,10 @@ std::string TfRecordFlags() {
         " --from=idx --images=", kData,
         "/t10k-images-idx3-ubyte.gz --labels=", kData,
         "/t10k-labels-idx1-ubyte.gz --examples=", kTest, " --shards=2 --gzip");
-    // Converted once per build of the converter for every case.
-    const fs::path data = KeptFolder(
-        train_flags + test_flags, convert, [&](const fs::path& into) {
-          ShellResult train =
-              Shell(absl::StrCat(BuildDir(), convert, train_flags,
-                                 " --prefix=", (into / "train").string()));
-          ShellResult test =
-              Shell(absl::StrCat(BuildDir(), convert, test_flags,
-                                 " --prefix=", (into / "test").string()));
-          EXPECT_EQ(train.exit_code, 0) << train.output;
-          EXPECT_EQ(test.exit_code, 0) << test.output;
-          return train.exit_code == 0 && test.exit_code == 0;
-        });
-    // Beside the kept folder, so that the flags (and the kept undisturbed
-    // runs they name) are the same in every case process.
-    const fs::path job = data.string() + ".job.textproto";
-    const fs::path part = absl::StrCat(job.string(), ".", getpid());
-    std::ofstream(part) << absl::StrCat(
+    return KeptTfRecordJob(
+        train_flags, test_flags,
         "model { kind: \"mlp\" input_dim: 784 hidden_units: 512 "
-        "hidden_units: 512 num_classes: 10 }\n",
-        "data { format: \"tfrecord\" train_files: \"",
-        (data / "train").string(), "-*\" test_files: \"",
-        (data / "test").string(), "-*\" label_feature: \"label\" }\n");
-    std::error_code error;
-    fs::rename(part, job, error);
-    EXPECT_FALSE(error) << error.message();
-    return absl::StrCat(" --job_file=", job.string());
+        "hidden_units: 512 num_classes: 10 }\n");
   }();
   return flags;
 }
