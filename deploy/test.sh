@@ -39,8 +39,20 @@ export TESSERA_REQUIRE_TLS="${TESSERA_REQUIRE_TLS:-1}"
 # would take CI past 27 of its 30 minutes. Both runs go on whatever the
 # other's result; either failing fails.
 REPEAT_LABELS='^(fault|chaos)$'
+# Every test's files (runs, checkpoints, generated data) go under one
+# folder, removed when every test passed and kept, for their logs, when
+# one failed: a passing case removes its own (tests/scratch_dir.h), and
+# this catches the rest. Both passes share it, and with it the undisturbed
+# runs kept per build (tests/kept_metrics.h).
+TEST_TMP="$(mktemp -d "${TMPDIR:-/tmp}/tessera-tests.XXXXXX")"
+export TMPDIR="$TEST_TMP" TEST_TMPDIR="$TEST_TMP"
 rc=0
 ctest --output-on-failure -j2 --timeout 900 -LE "$REPEAT_LABELS" || rc=$?
 ctest --output-on-failure -j2 --timeout 900 -L "$REPEAT_LABELS" \
   --repeat until-fail:2 || rc=$?
+if [ "$rc" -eq 0 ]; then
+  rm -rf "$TEST_TMP"
+else
+  echo "test.sh: a test failed; its files are kept in $TEST_TMP" >&2
+fi
 exit "$rc"

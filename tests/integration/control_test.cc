@@ -14,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/scratch_dir.h"
 #include "tests/shell_command.h"
 #include "tests/skip_unless_required.h"
 
@@ -85,10 +86,7 @@ TEST(ControlTest, AParameterServerIsNotTakenForACoordinator) {
 TEST(ControlTest, StatusScheduleJoinCheckpointStop) {
   if (!fs::exists(kData))
     TESSERA_SKIP_UNLESS_REQUIRED(kRequireData) << kData << " is not installed";
-  const fs::path dir = fs::path(::testing::TempDir()) /
-                       absl::StrCat("tessera_control_", getpid());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = ScratchDir(absl::StrCat("tessera_control_", getpid()));
   const fs::path rd = dir / "run";
   const fs::path out = dir / "launcher.out";
   const std::string ctl = BuildDir() + "/coordinator/tessera_ctl";
@@ -178,10 +176,7 @@ TEST(ControlTest, StatusScheduleJoinCheckpointStop) {
 TEST(ControlTest, StopInsideAnEpochCheckpointsThereAndResumes) {
   if (!fs::exists(kData))
     TESSERA_SKIP_UNLESS_REQUIRED(kRequireData) << kData << " is not installed";
-  const fs::path dir =
-      fs::path(::testing::TempDir()) / absl::StrCat("tessera_stop_", getpid());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = ScratchDir(absl::StrCat("tessera_stop_", getpid()));
   const fs::path rd = dir / "run";
   const fs::path out = dir / "launcher.out";
   const std::string ck = (dir / "checkpoints").string();
@@ -255,10 +250,7 @@ TEST(ControlTest, StopInsideAnEpochCheckpointsThereAndResumes) {
 TEST(ControlTest, ExtraStepsProgressNamesEachPartsSteps) {
   if (!fs::exists(kData))
     TESSERA_SKIP_UNLESS_REQUIRED(kRequireData) << kData << " is not installed";
-  const fs::path dir =
-      fs::path(::testing::TempDir()) / absl::StrCat("tessera_extra_", getpid());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = ScratchDir(absl::StrCat("tessera_extra_", getpid()));
   const fs::path rd = dir / "run";
   const fs::path out = dir / "launcher.out";
   const std::string ctl = BuildDir() + "/coordinator/tessera_ctl";

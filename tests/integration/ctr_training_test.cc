@@ -16,6 +16,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/scratch_dir.h"
 #include "tests/shell_command.h"
 
 namespace tessera {
@@ -35,12 +36,9 @@ constexpr double kTablesLearnedAuc = 0.675;
 class CtrTrainingTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) /
-           absl::StrCat(
-               "tessera_ctr_it_", getpid(), "_",
-               ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = ScratchDir(absl::StrCat(
+        "tessera_ctr_it_", getpid(), "_",
+        ::testing::UnitTest::GetInstance()->current_test_info()->name()));
     data_ = dir_ / "data";
     ShellResult gen = Shell(absl::StrCat(
         BuildDir(), "/worker/tessera_ctr_gen --out_dir=", data_.string(),

@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "tests/scratch_dir.h"
 #include "tests/shell_command.h"
 #include "tools/export/trained_model.h"
 
@@ -29,10 +30,7 @@ namespace fs = std::filesystem;
 class DiskTierJobTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) /
-           absl::StrCat("tessera_disk_tier_", getpid());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = ScratchDir(absl::StrCat("tessera_disk_tier_", getpid()));
     for (const char* split : {"train", "test"}) {
       std::ofstream csv(dir_ / absl::StrCat(split, ".csv"));
       csv << "big,x_0,x_1,label\n";

@@ -33,6 +33,7 @@
 #include "nlohmann/json.hpp"
 #include "tests/kept_folder.h"
 #include "tests/kept_tfrecords.h"
+#include "tests/scratch_dir.h"
 #include "tests/shell_command.h"
 #include "tests/skip_unless_required.h"
 
@@ -68,11 +69,7 @@ std::string ReadFile(const fs::path& path) {
 }
 
 fs::path Dir(const std::string& name) {
-  fs::path dir = fs::path(::testing::TempDir()) /
-                 absl::StrCat("tessera_elastic_", getpid(), "_", name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
+  return ScratchDir(absl::StrCat("tessera_elastic_", getpid(), "_", name));
 }
 
 std::string IdxFlags() {

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/scratch_dir.h"
 #include "tests/shell_command.h"
 #include "tests/skip_unless_required.h"
 
@@ -30,12 +31,9 @@ constexpr char kMissing[] = "/nonexistent-tessera/ck";
 class ExitCodesTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) /
-           absl::StrCat(
-               "tessera_exit_", getpid(), "_",
-               ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = ScratchDir(absl::StrCat(
+        "tessera_exit_", getpid(), "_",
+        ::testing::UnitTest::GetInstance()->current_test_info()->name()));
   }
   void TearDown() override { fs::remove_all(dir_); }
 

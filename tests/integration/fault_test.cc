@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -30,6 +31,7 @@
 #include "tests/kept_folder.h"
 #include "tests/kept_metrics.h"
 #include "tests/kept_tfrecords.h"
+#include "tests/scratch_dir.h"
 #include "tests/shell_command.h"
 #include "tests/skip_unless_required.h"
 
@@ -93,11 +95,7 @@ class FaultTest : public ::testing::Test {
   }
 
   static fs::path Dir(const std::string& name) {
-    fs::path dir = fs::path(::testing::TempDir()) /
-                   absl::StrCat("tessera_fault_", getpid(), "_", name);
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    return dir;
+    return ScratchDir(absl::StrCat("tessera_fault_", getpid(), "_", name));
   }
 
   // Trains kEpochs over kTrain examples with 2 ps and 2 workers; when
@@ -206,6 +204,10 @@ class FaultTest : public ::testing::Test {
   }
 
   static double FinalAccuracy(const JobRun& run) {
+    if (run.metrics.empty()) {
+      ADD_FAILURE() << "the job wrote no metrics";
+      return std::nan("");
+    }
     return run.metrics.back()["test_accuracy"].get<double>();
   }
 
@@ -317,7 +319,7 @@ TEST_F(FaultTest, KilledCoordinatorResumesFromTheLastCheckpoint) {
 
 TEST_F(FaultTest, AsynchronousTrainingSurvivesAParameterServerKill) {
   JobRun run = Train("async_ps", "async", "ps-0", kLinesPerEpoch / 2 * 3);
-  ExpectCompleteAndExact(run);
+  ASSERT_NO_FATAL_FAILURE(ExpectCompleteAndExact(run));
   EXPECT_THAT(run.output, HasSubstr("recovered in"));
   std::printf(
       "[fault] async, ps-0 killed: resumed after %.2f s; accuracy "
@@ -476,7 +478,7 @@ TEST_F(FaultTest, ParameterServerPausedPastItsHeartbeatIsRestored) {
       << "ps 1 never reached its fault point";
   EXPECT_THAT(shell.output, HasSubstr("heartbeat_missed"))
       << "the chief never logged ps 1's failed heartbeat";
-  ExpectCompleteAndExact(run);
+  ASSERT_NO_FATAL_FAILURE(ExpectCompleteAndExact(run));
   EXPECT_THAT(run.output, HasSubstr("missed its heartbeat and answers again"));
   EXPECT_THAT(run.output, HasSubstr("recovered in"));
   EXPECT_EQ(FinalAccuracy(run), baseline);
@@ -512,7 +514,7 @@ std::string StreamedTfRecordFlags() {
 TEST_F(FaultTest, StreamedTfRecordKeepsExactlyOnceWhenAWorkerDies) {
   JobRun run = Train("tfrecord_worker", "sync", "worker-1", kMidSecondEpoch,
                      StreamedTfRecordFlags());
-  ExpectCompleteAndExact(run, 8);
+  ASSERT_NO_FATAL_FAILURE(ExpectCompleteAndExact(run, 8));
   EXPECT_THAT(run.output, HasSubstr("worker 1 died (signal 9); restarting"));
   std::printf("[fault] tfrecord, worker-1 killed: accuracy %.4f\n",
               FinalAccuracy(run));
@@ -522,7 +524,7 @@ TEST_F(FaultTest, StreamedTfRecordKeepsExactlyOnceWhenAWorkerDies) {
 TEST_F(FaultTest, StreamedTfRecordKeepsExactlyOnceWhenAServerDies) {
   JobRun run = Train("tfrecord_ps", "async", "ps-1", kMidSecondEpoch,
                      StreamedTfRecordFlags());
-  ExpectCompleteAndExact(run);
+  ASSERT_NO_FATAL_FAILURE(ExpectCompleteAndExact(run));
   EXPECT_THAT(run.output, HasSubstr("recovered in"));
   std::printf("[fault] tfrecord, ps-1 killed: accuracy %.4f\n",
               FinalAccuracy(run));
@@ -532,7 +534,7 @@ TEST_F(FaultTest, StreamedTfRecordKeepsExactlyOnceWhenAServerDies) {
 TEST_F(FaultTest, StreamedTfRecordKeepsExactlyOnceWhenTheCoordinatorDies) {
   JobRun run = Train("tfrecord_chief", "sync", "chief-0", kMidSecondEpoch,
                      StreamedTfRecordFlags());
-  ExpectCompleteAndExact(run);
+  ASSERT_NO_FATAL_FAILURE(ExpectCompleteAndExact(run));
   EXPECT_THAT(run.output, HasSubstr("resuming from"));
   std::printf("[fault] tfrecord, coordinator killed: accuracy %.4f\n",
               FinalAccuracy(run));
@@ -549,7 +551,8 @@ TEST_F(FaultTest, StreamedTfRecordKeepsExactlyOnceWhenTheCoordinatorDies) {
 // flags that make Train use it, with global steps of 64.
 std::string ClickTableFlags() {
   static const std::string flags = [] {
-    const fs::path dir = FaultTest::Dir("click_data");
+    const fs::path dir = ProgramScratchDir(
+        absl::StrCat("tessera_fault_", getpid(), "_click_data"));
     ShellResult gen = Shell(absl::StrCat(
         BuildDir(), "/worker/tessera_ctr_gen --out_dir=", dir.string(),
         " --train_examples=", kTrain, " --test_examples=2000",
@@ -597,7 +600,7 @@ TEST_P(TableFaultTest, EveryEpochOnceAndTheModelOfTheUndisturbedRun) {
   std::replace(tag.begin(), tag.end(), ':', '_');
   JobRun run = Train(absl::StrCat("table_", tag), mode, victim, kMidSecondEpoch,
                      ClickTableFlags());
-  ExpectCompleteAndExact(run);
+  ASSERT_NO_FATAL_FAILURE(ExpectCompleteAndExact(run));
   EXPECT_THAT(run.output, HasSubstr("(signal 9); restarting"));
   ASSERT_EQ(run.metrics.size(), baseline.size());
   // The lockstep modes repeat the undisturbed run; the others (rows pushed
@@ -664,7 +667,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST_F(FaultTest, HybridSspWorkerKilledWithRowPushesInFlightIsRecovered) {
   JobRun run = Train("hybrid_ssp_settle", "hybrid:ssp:2", "worker-1", 1,
                      ClickTableFlags(), "evaluate");
-  ExpectCompleteAndExact(run);
+  ASSERT_NO_FATAL_FAILURE(ExpectCompleteAndExact(run));
   EXPECT_THAT(run.output, HasSubstr("row pushes in flight were lost; "
                                     "training paused"));
   EXPECT_THAT(run.output, HasSubstr("resuming epoch 1 at step 0"));
@@ -701,7 +704,7 @@ TEST_F(FaultTest, MirroredWorkerKilledMidEpochTrainsTheUndisturbedModel) {
   ASSERT_EQ(baseline.metrics.size(), static_cast<size_t>(kEpochs));
   JobRun run =
       Train("mirrored_worker", "mirrored", "worker-1", kMidSecondEpoch);
-  ExpectCompleteAndExact(run);
+  ASSERT_NO_FATAL_FAILURE(ExpectCompleteAndExact(run));
   EXPECT_THAT(run.output, HasSubstr("(signal 9); restarting"));
   ASSERT_EQ(run.metrics.size(), baseline.metrics.size());
   for (size_t e = 0; e < run.metrics.size(); ++e) {

@@ -17,6 +17,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/scratch_dir.h"
 #include "tests/shell_command.h"
 #include "tests/skip_unless_required.h"
 
@@ -52,12 +53,9 @@ class LocalTrainingTest : public ::testing::Test {
     if (!fs::exists(kData))
       TESSERA_SKIP_UNLESS_REQUIRED(kRequireData)
           << kData << " is not installed";
-    dir_ = fs::path(::testing::TempDir()) /
-           absl::StrCat(
-               "tessera_it_", getpid(), "_",
-               ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = ScratchDir(absl::StrCat(
+        "tessera_it_", getpid(), "_",
+        ::testing::UnitTest::GetInstance()->current_test_info()->name()));
   }
 
   std::string Launcher() const {

@@ -15,6 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/scratch_dir.h"
 #include "tests/shell_command.h"
 #include "tests/skip_unless_required.h"
 
@@ -36,10 +37,7 @@ class ManyWorkersTest : public ::testing::TestWithParam<const char*> {
     if (!fs::exists(kData))
       TESSERA_SKIP_UNLESS_REQUIRED(kRequireData)
           << kData << " is not installed";
-    dir_ = fs::path(::testing::TempDir()) /
-           absl::StrCat("tessera_many_", getpid(), "_", GetParam());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = ScratchDir(absl::StrCat("tessera_many_", getpid(), "_", GetParam()));
   }
   void TearDown() override { fs::remove_all(dir_); }
 

@@ -21,6 +21,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/scratch_dir.h"
 #include "tests/shell_command.h"
 
 namespace tessera {
@@ -150,10 +151,8 @@ void WriteCriteoLikeFile(const fs::path& path, int lines, uint32_t seed) {
 }
 
 TEST(RecommendationJobFilesTest, RunUnchangedOnCriteoFormatFiles) {
-  const fs::path dir = fs::path(::testing::TempDir()) /
-                       absl::StrCat("tessera_recsys_criteo_", getpid());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir =
+      ScratchDir(absl::StrCat("tessera_recsys_criteo_", getpid()));
   WriteCriteoLikeFile(dir / "train.tsv", 3000, 1);
   WriteCriteoLikeFile(dir / "test.tsv", 1000, 2);
   for (const char* name : {"dlrm", "dcn_v2", "deepfm", "wide_deep"}) {
@@ -179,10 +178,8 @@ TEST(RecommendationJobFilesTest, RunUnchangedOnCriteoFormatFiles) {
 // and a growing one) and dimensions, one table shared by two fields, a
 // mean-combined multi-hot field, and a table with its own optimizer.
 TEST(RecommendationJobFilesTest, TablesOfDifferentShapesAndOptimizersTrain) {
-  const fs::path dir = fs::path(::testing::TempDir()) /
-                       absl::StrCat("tessera_recsys_tables_", getpid());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir =
+      ScratchDir(absl::StrCat("tessera_recsys_tables_", getpid()));
   ShellResult gen = Shell(absl::StrCat(
       BuildDir(), "/worker/tessera_ctr_gen --out_dir=", (dir / "data").string(),
       " --train_examples=20000 --test_examples=4000 --fields=4 --dense=2",
@@ -329,10 +326,8 @@ TEST(RecommendationJobFilesTest, TablesOfDifferentShapesAndOptimizersTrain) {
 // and sorted once: a checkpoint evaluated by one worker or by two gives the
 // same figure to the last digit.
 TEST(RecommendationJobFilesTest, CheckpointAucDoesNotDependOnWorkerCount) {
-  const fs::path dir = fs::path(::testing::TempDir()) /
-                       absl::StrCat("tessera_recsys_eval_", getpid());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir =
+      ScratchDir(absl::StrCat("tessera_recsys_eval_", getpid()));
   ShellResult gen = Shell(absl::StrCat(
       BuildDir(), "/worker/tessera_ctr_gen --out_dir=", (dir / "data").string(),
       " --train_examples=6000 --test_examples=3001 --vocab_size=300",

@@ -24,6 +24,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/kept_metrics.h"
+#include "tests/scratch_dir.h"
 #include "tests/shell_command.h"
 #include "tests/skip_unless_required.h"
 
@@ -48,18 +49,15 @@ std::string ReadFile(const fs::path& path) {
 }
 
 fs::path Dir(const std::string& name) {
-  fs::path dir = fs::path(::testing::TempDir()) /
-                 absl::StrCat("tessera_step_ckpt_", getpid(), "_", name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
+  return ScratchDir(absl::StrCat("tessera_step_ckpt_", getpid(), "_", name));
 }
 
 // Generated click data and the DLRM job file (tables on the servers,
 // dense layers in the replicas of the hybrid modes).
 std::string ClickFlags() {
   static const std::string flags = [] {
-    const fs::path dir = Dir("click_data");
+    const fs::path dir = ProgramScratchDir(
+        absl::StrCat("tessera_step_ckpt_", getpid(), "_click_data"));
     ShellResult gen = Shell(absl::StrCat(
         BuildDir(), "/worker/tessera_ctr_gen --out_dir=", dir.string(),
         " --train_examples=", kTrain, " --test_examples=2000",

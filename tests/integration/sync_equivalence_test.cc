@@ -32,6 +32,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/scratch_dir.h"
 #include "tests/shell_command.h"
 #include "tools/local_train/local_trainer.h"
 #include "worker/backend/cpu/cpu_backend.h"
@@ -67,10 +68,8 @@ class SyncEquivalenceTest
   void SetUp() override {
     std::string mode = Mode();
     std::replace(mode.begin(), mode.end(), ':', '_');
-    dir_ = fs::path(::testing::TempDir()) /
-           absl::StrCat("tessera_sync_eq_", getpid(), "_", Job(), "_", mode);
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = ScratchDir(
+        absl::StrCat("tessera_sync_eq_", getpid(), "_", Job(), "_", mode));
     ShellResult gen = Shell(absl::StrCat(
         BuildDir(), "/worker/tessera_ctr_gen --out_dir=", Data().string(),
         " --train_examples=", kExamples, " --test_examples=512",

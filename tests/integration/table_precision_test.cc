@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/scratch_dir.h"
 #include "tests/shell_command.h"
 #include "tools/export/trained_model.h"
 
@@ -59,11 +60,8 @@ std::string JobCaseName(const ::testing::TestParamInfo<JobCase>& info) {
 class TablePrecisionJobTest : public ::testing::TestWithParam<JobCase> {
  protected:
   void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) /
-           absl::StrCat("tessera_table_precision_", getpid(), "_",
-                        JobCaseName({GetParam(), 0}));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = ScratchDir(absl::StrCat("tessera_table_precision_", getpid(), "_",
+                                   JobCaseName({GetParam(), 0})));
     for (const char* split : {"train", "test"}) {
       std::ofstream csv(dir_ / absl::StrCat(split, ".csv"));
       csv << "id,big,x_0,x_1,x_2,label\n";

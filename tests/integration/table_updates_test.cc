@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/scratch_dir.h"
 #include "tests/shell_command.h"
 #include "tools/export/trained_model.h"
 
@@ -52,10 +53,8 @@ double Relative(const std::vector<float>& a, const std::vector<float>& b) {
 class TableUpdatesTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) /
-           absl::StrCat("tessera_table_updates_", getpid(), "_", GetParam());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = ScratchDir(
+        absl::StrCat("tessera_table_updates_", getpid(), "_", GetParam()));
     // label = a per-id offset plus a linear function of x, so the
     // embedding has something to learn; ids cover the vocabulary unevenly
     // so rows go untouched for several steps.

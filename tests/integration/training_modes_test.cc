@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "tests/scratch_dir.h"
 #include "tests/shell_command.h"
 #include "tests/skip_unless_required.h"
 
@@ -38,12 +39,9 @@ class TrainingModesTest : public ::testing::Test {
     if (!fs::exists(kData))
       TESSERA_SKIP_UNLESS_REQUIRED(kRequireData)
           << kData << " is not installed";
-    dir_ = fs::path(::testing::TempDir()) /
-           absl::StrCat(
-               "tessera_modes_", getpid(), "_",
-               ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = ScratchDir(absl::StrCat(
+        "tessera_modes_", getpid(), "_",
+        ::testing::UnitTest::GetInstance()->current_test_info()->name()));
   }
 
   // Trains 2 epochs of a 12000-example subset; returns the epoch lines.
