@@ -39,7 +39,6 @@ class ManyWorkersTest : public ::testing::TestWithParam<const char*> {
           << kData << " is not installed";
     dir_ = ScratchDir(absl::StrCat("tessera_many_", getpid(), "_", GetParam()));
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   fs::path dir_;
 };

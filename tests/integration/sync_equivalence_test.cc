@@ -77,7 +77,6 @@ class SyncEquivalenceTest
         " --zipf_s=1.2 --weight_decay_rank=5 --threads=1"));
     ASSERT_EQ(gen.exit_code, 0) << gen.output;
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   fs::path Data() const { return dir_ / "data"; }
   std::string JobFile() const {
