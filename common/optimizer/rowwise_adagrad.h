@@ -15,7 +15,10 @@ namespace tessera {
 // For one row w[0, n) with gradient g[0, n) and accumulator acc (slot 0,
 // "row_accumulator", one float per row, starting at
 // initial_accumulator_value, default 0):
-//   acc += (sum_j g_j^2) / n          (the sum in element order, in fp32)
+//   acc += (sum_j g_j^2) / n          (in fp32: lane l = j mod 8 of eight
+//                                      running sums takes g_j^2 in element
+//                                      order, then the lanes are added as
+//                                      ((0+4) + (2+6)) + ((1+5) + (3+7)))
 //   w_j -= lr * g_j / (sqrt(acc) + epsilon)   (epsilon default 1e-8)
 // with lr the update's scheduled rate (OptimizerConfig.schedule)
 // as FBGEMM and TorchRec compute it. A row with a zero gradient does not

@@ -83,6 +83,37 @@ TEST(RowwiseAdagradTest, TableStepKeepsOneAccumulatorPerRow) {
   EXPECT_EQ(values[1 * kDim], 1.0f);  // untouched rows stay
 }
 
+// The accumulator's sum has one order (the header's eight lanes), so a
+// row's bits do not depend on how the sum is computed; written here as
+// the header states it, one element at a time.
+float LaneOrderedSumOfSquares(const std::vector<float>& g) {
+  float lane[8] = {};
+  for (size_t j = 0; j < g.size(); ++j) lane[j % 8] += g[j] * g[j];
+  return ((lane[0] + lane[4]) + (lane[2] + lane[6])) +
+         ((lane[1] + lane[5]) + (lane[3] + lane[7]));
+}
+
+TEST(RowwiseAdagradTest, SumsSquaresInTheDocumentedLaneOrder) {
+  absl::StatusOr<std::unique_ptr<Optimizer>> opt =
+      CreateOptimizer(RowwiseConfig(0.05f));
+  ASSERT_TRUE(opt.ok()) << opt.status();
+  const auto& rowwise = static_cast<const RowwiseAdagradOptimizer&>(**opt);
+  for (int dim : {1, 3, 8, 13, 16, 64, 100}) {
+    std::vector<float> g(dim);
+    // Magnitudes spread over 2^-10..2^10, so another order rounds
+    // differently.
+    for (int j = 0; j < dim; ++j) {
+      g[j] = std::ldexp(1.0f + 0.37f * j, (j * 7) % 21 - 10) *
+             (j % 3 == 0 ? -1.0f : 1.0f);
+    }
+    float acc = 0.25f;
+    const float step = rowwise.AccumulateRow(g.data(), dim, 0.05f, &acc);
+    const float want = 0.25f + LaneOrderedSumOfSquares(g) / dim;
+    EXPECT_EQ(acc, want) << "dim " << dim;
+    EXPECT_EQ(step, 0.05f / (std::sqrt(want) + 1e-8f)) << "dim " << dim;
+  }
+}
+
 TEST(RowwiseAdagradTest, RefusesBadOptions) {
   OptimizerConfig config = RowwiseConfig(0.1f);
   config.mutable_rowwise_adagrad()->set_epsilon(0);
