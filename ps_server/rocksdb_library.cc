@@ -62,6 +62,12 @@ absl::Status ResolveAll(void* lib, RocksDbApi& api) {
   Resolve(lib, "rocksdb_options_set_compression", &api.set_compression, &error);
   Resolve(lib, "rocksdb_options_set_compaction_style",
           &api.set_compaction_style, &error);
+  Resolve(lib, "rocksdb_options_set_level0_file_num_compaction_trigger",
+          &api.set_level0_file_num_compaction_trigger, &error);
+  Resolve(lib, "rocksdb_options_set_level0_slowdown_writes_trigger",
+          &api.set_level0_slowdown_writes_trigger, &error);
+  Resolve(lib, "rocksdb_options_set_level0_stop_writes_trigger",
+          &api.set_level0_stop_writes_trigger, &error);
   Resolve(lib, "rocksdb_options_set_block_based_table_factory",
           &api.set_block_based_table_factory, &error);
   Resolve(lib, "rocksdb_block_based_options_create", &api.table_options_create,

@@ -65,6 +65,12 @@ struct RocksDbApi {
   decltype(&rocksdb_options_set_compression) set_compression = nullptr;
   decltype(&rocksdb_options_set_compaction_style) set_compaction_style =
       nullptr;
+  decltype(&rocksdb_options_set_level0_file_num_compaction_trigger)
+      set_level0_file_num_compaction_trigger = nullptr;
+  decltype(&rocksdb_options_set_level0_slowdown_writes_trigger)
+      set_level0_slowdown_writes_trigger = nullptr;
+  decltype(&rocksdb_options_set_level0_stop_writes_trigger)
+      set_level0_stop_writes_trigger = nullptr;
   decltype(&rocksdb_options_set_block_based_table_factory)
       set_block_based_table_factory = nullptr;
   decltype(&rocksdb_block_based_options_create) table_options_create = nullptr;
