@@ -217,6 +217,43 @@ TEST_P(DiskTierTest, RowsInMemoryStayWithinTheBudget) {
   EXPECT_FALSE(std::filesystem::exists(tier)) << "the tier outlived its server";
 }
 
+TEST_P(DiskTierTest, RowsPushedOftenStayInMemoryPastRowsPushedOnce) {
+  std::unique_ptr<Optimizer> optimizer = MakeOptimizer(AdagradConfig());
+  // Half of it the tier's own memory (at least 4 MiB), half rows.
+  absl::StatusOr<std::unique_ptr<HashTable>> table =
+      HashTable::Create(TableDef(GetParam()), optimizer.get(), Budget(8 << 20));
+  ASSERT_TRUE(table.ok());
+  HashTable& t = **table;
+  std::vector<int64_t> hot(256);
+  for (size_t k = 0; k < hot.size(); ++k) hot[k] = -1 - static_cast<int64_t>(k);
+  std::vector<float> rows(hot.size() * kDim);
+  const std::vector<float> grads(hot.size() * kDim, 0.01f);
+  for (int push = 0; push < 8; ++push) {
+    t.Read(hot, rows.data());
+    t.Apply(hot, grads);
+  }
+  // Then rows pushed once each until twice as many are on disk as in
+  // memory: the hot rows are older than all of them (plain LRU would send
+  // them first), but pushed 8 times, so they weigh an eighth of their age,
+  // less than the oldest rows still in memory.
+  std::vector<int64_t> batch(hot.size());
+  for (int64_t first = 0; t.disk_rows() <= 2 * t.rows();
+       first += batch.size()) {
+    for (size_t k = 0; k < batch.size(); ++k) batch[k] = first + k;
+    t.Read(batch, rows.data());
+    t.Apply(batch, grads);
+  }
+  const int64_t reloaded = t.reloaded_rows();
+  t.Read(hot, rows.data());
+  EXPECT_EQ(t.reloaded_rows(), reloaded)
+      << "rows pushed 8 times went to disk before rows pushed once since; "
+      << t.rows() << " rows in memory, " << t.disk_rows() << " on disk";
+  // The oldest of the rows pushed once did go.
+  for (size_t k = 0; k < batch.size(); ++k) batch[k] = k;
+  t.Read(batch, rows.data());
+  EXPECT_EQ(t.reloaded_rows(), reloaded + static_cast<int64_t>(batch.size()));
+}
+
 TEST_P(DiskTierTest, EvictionSweepsRowsOnDiskToo) {
   std::unique_ptr<Optimizer> optimizer = MakeOptimizer(AdagradConfig());
   std::shared_ptr<RowMemoryBudget> budget = Budget(1 << 20);
