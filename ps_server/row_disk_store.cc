@@ -146,15 +146,16 @@ class RowDiskDatabase {
     // merging whole sorted runs writes each byte a few times, and the
     // Bloom filters keep the extra runs cheap to look up.
     rocks.set_compaction_style(options, rocksdb_universal_compaction);
-    // Merge when 12 sorted runs wait, not RocksDB's 4: each merge then
-    // takes more runs at once, so a spilled byte is rewritten about twice
-    // per DLRM epoch instead of 6 times (2.8-3.9 GB of compaction output
-    // against 11 GB per server, bench/results/tables.md), for at most 12
-    // Bloom filter probes per lookup. Writes slow and stop at 3x and 4x that,
-    // as RocksDB's defaults do at 5x and 9x of 4.
-    rocks.set_level0_file_num_compaction_trigger(options, 12);
-    rocks.set_level0_slowdown_writes_trigger(options, 36);
-    rocks.set_level0_stop_writes_trigger(options, 48);
+    // Merge when 20 sorted runs wait, not RocksDB's 4: each merge then
+    // takes more runs at once, so a spilled byte is rewritten about once
+    // per DLRM epoch instead of 6 times (1.9-2.0 GB of compaction output
+    // against 11 GB per server; 12 runs: 2.8-3.9 GB, 32: no faster;
+    // bench/results/tables.md), for at most 20 Bloom filter probes per
+    // lookup. Writes slow and stop at 3x and 4x that, as RocksDB's
+    // defaults do at 5x and 9x of 4.
+    rocks.set_level0_file_num_compaction_trigger(options, 20);
+    rocks.set_level0_slowdown_writes_trigger(options, 60);
+    rocks.set_level0_stop_writes_trigger(options, 80);
     rocksdb_block_based_table_options_t* table = rocks.table_options_create();
     rocks.set_block_cache(table, cache);
     rocks.set_filter_policy(table, rocks.filterpolicy_create_bloom(10));
