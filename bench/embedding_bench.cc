@@ -88,6 +88,12 @@ DEFINE_int64(mem_rows, 3000000, "Rows of the memory measurement's table.");
 DEFINE_int64(vocab, 10000000, "Distinct ids the Zipf law draws from.");
 DEFINE_double(zipf_s, 1.05, "Zipf exponent.");
 DEFINE_int32(batch, 4096, "Ids per batch, before deduplication.");
+DEFINE_int32(distinct_batches, 256,
+             "Throughput runs: distinct batches the clients cycle through; "
+             "their distinct ids are the table's rows (256: ~266 K rows of "
+             "--vocab 10 M, a table that half fits in cache; 4096: ~2 M "
+             "rows, where each lookup is a memory miss). Every row is "
+             "created before timing.");
 DEFINE_string(clients, "1,4", "Client threads for the throughput runs.");
 DEFINE_string(planes, "grpc,tcp",
               "Planes the throughput runs' row calls travel on: grpc, tcp, or "
@@ -313,6 +319,33 @@ absl::StatusOr<ThroughputResult> RunClients(
   return r;
 }
 
+// Creates every row the batches name, so that each plane's timed seconds
+// find the same full table (a large --distinct_batches would otherwise
+// spend them creating rows).
+absl::Status Prefill(ShardStore& store, const std::string& shard, bool hash,
+                     int64_t dim, const Batches& batches) {
+  absl::StatusOr<std::shared_ptr<RowTable>> table = store.FindRows(shard);
+  if (!table.ok()) return table.status();
+  const auto start = Clock::now();
+  absl::flat_hash_set<int64_t> seen;
+  std::vector<int64_t> ids;
+  std::vector<float> values;
+  for (const auto& ranks : batches.ranks) {
+    ids.clear();
+    for (int64_t r : ranks) {
+      const int64_t id = hash ? HashId(r) : (r - 1) % FLAGS_fixed_rows;
+      if (seen.insert(id).second) ids.push_back(id);
+    }
+    if (ids.empty()) continue;
+    std::sort(ids.begin(), ids.end());
+    values.resize(ids.size() * dim);
+    (*table)->Read(ids, values.data());
+  }
+  LOG(INFO) << shard << ": " << seen.size() << " rows created in "
+            << Seconds(start) << " s before timing";
+  return absl::OkStatus();
+}
+
 int RunThroughput(const std::vector<int64_t>& dims) {
   ShardStore store;
   PsServiceOptions options;
@@ -353,7 +386,7 @@ int RunThroughput(const std::vector<int64_t>& dims) {
     planes.push_back(*kind);
   }
   const std::string address = absl::StrCat("127.0.0.1:", port);
-  const Batches batches = MakeBatches(256);
+  const Batches batches = MakeBatches(FLAGS_distinct_batches);
   std::printf(
       "\nthroughput: 1 server on loopback, Adagrad, batches of %d Zipf(%.2f) "
       "ids over %ld ids, deduplicated, then PullRows + PushRows; rows/s = "
@@ -404,6 +437,11 @@ int RunThroughput(const std::vector<int64_t>& dims) {
             return 1;
           }
           const std::string shard = request.shards(0).name();
+          if (absl::Status s = Prefill(store, shard, hash, dim, batches);
+              !s.ok()) {
+            LOG(ERROR) << s;
+            return 1;
+          }
           for (int64_t clients : ParseList(FLAGS_clients)) {
             for (const std::optional<DataPlaneKind>& plane_kind : planes) {
               absl::StatusOr<std::shared_ptr<RowTable>> table =
