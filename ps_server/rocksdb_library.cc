@@ -86,6 +86,8 @@ absl::Status ResolveAll(void* lib, RocksDbApi& api) {
   Resolve(lib, "rocksdb_cache_destroy", &api.cache_destroy, &error);
   Resolve(lib, "rocksdb_readoptions_create", &api.readoptions_create, &error);
   Resolve(lib, "rocksdb_readoptions_destroy", &api.readoptions_destroy, &error);
+  Resolve(lib, "rocksdb_readoptions_set_fill_cache",
+          &api.readoptions_set_fill_cache, &error);
   Resolve(lib, "rocksdb_writeoptions_create", &api.writeoptions_create, &error);
   Resolve(lib, "rocksdb_writeoptions_destroy", &api.writeoptions_destroy,
           &error);

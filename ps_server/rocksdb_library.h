@@ -88,6 +88,8 @@ struct RocksDbApi {
   decltype(&rocksdb_cache_destroy) cache_destroy = nullptr;
   decltype(&rocksdb_readoptions_create) readoptions_create = nullptr;
   decltype(&rocksdb_readoptions_destroy) readoptions_destroy = nullptr;
+  decltype(&rocksdb_readoptions_set_fill_cache) readoptions_set_fill_cache =
+      nullptr;
   decltype(&rocksdb_writeoptions_create) writeoptions_create = nullptr;
   decltype(&rocksdb_writeoptions_destroy) writeoptions_destroy = nullptr;
   decltype(&rocksdb_writeoptions_disable_WAL) writeoptions_disable_wal =

@@ -174,6 +174,10 @@ class RowDiskDatabase {
     api_ = &rocks;
     cache_ = cache;
     reads_ = rocks.readoptions_create();
+    // A block read for a reload holds a row that leaves the disk at once,
+    // beside rows of random ids: caching it only evicts another block
+    // (191.9 CPU seconds for the DLRM epoch against 195.7 filling it).
+    rocks.readoptions_set_fill_cache(reads_, 0);
     writes_ = rocks.writeoptions_create();
     // The tier is a cache rebuilt from the checkpoint after a crash.
     rocks.writeoptions_disable_wal(writes_, 1);
