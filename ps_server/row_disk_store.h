@@ -38,7 +38,8 @@ class RowDiskDatabase;
 std::shared_ptr<RowDiskDatabase> NewRowDiskDatabase(std::string directory,
                                                     int64_t memory_bytes);
 // The memory `database` holds now: its memtables, cached blocks, and its
-// files' indexes and filters (0 before it opens).
+// files' indexes and filters (those as of at most 0.1 s ago; 0 before it
+// opens).
 int64_t RowDiskMemoryBytes(RowDiskDatabase& database);
 
 // Rows held on disk: each an id and its record, opaque bytes of one fixed
