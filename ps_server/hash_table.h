@@ -93,10 +93,11 @@ struct HashRowRef {
 // Memory budget and disk tier: a table made with a RowMemoryBudget
 // (tessera_ps --row_memory_budget) charges the budget what it allocates.
 // When a stripe needs a new block and the budget has no room, the stripe
-// moves its least recently touched sixteenth of rows (by the step each
-// was last pulled or pushed: LRU in batches, the policy of Paddle's SSD
-// tables) to the table's disk tier (RowDiskStore) and reuses their
-// records. A row comes back, its whole record (values in the table's
+// moves a sixteenth of its rows to the table's disk tier (RowDiskStore)
+// and reuses their records: those of the greatest age (steps since last
+// pulled or pushed) divided by their push count, capped at 16 (LRU in
+// batches, Paddle's SSD tables' policy, weighted so that the rows of a
+// Zipf law pushed once leave before popular rows not touched lately). A row comes back, its whole record (values in the table's
 // precision, slots and bookkeeping, so bit for bit), the next time it is
 // pulled or pushed, and may send colder rows out. Each stripe keeps a
 // Bloom filter of the ids it ever spilled (ps_server/spilled_id_filter.h,
@@ -248,8 +249,9 @@ class HashTable final : public RowTable {
   // Spill. nullptr when memory ran out.
   char* AllocateRecord(Stripe& s, uint32_t* row)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
-  // Moves the least recently touched sixteenth of `s`'s rows (at least
-  // one) to the disk tier and frees their records. REQUIRES: s holds rows.
+  // Moves a sixteenth of `s`'s rows (at least one), the greatest age per
+  // push first, to the disk tier and frees their records. REQUIRES: s
+  // holds rows.
   void Spill(Stripe& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
   // The disk tier, opened on first use.
   RowDiskStore* Disk();

@@ -22,7 +22,7 @@ namespace tessera {
 //  - rows: fixed shards are charged their whole size when made (they
 //    cannot spill); a growing table charges what it allocates (record
 //    blocks and index) and, when a new block would not fit, moves its
-//    least recently touched rows to the disk tier instead
+//    rows least recently or least often touched to the disk tier instead
 //    (ps_server/hash_table.h);
 //  - the disk tier: its one RocksDB database's memory (block cache and
 //    memtables, RowDiskDatabase) is tier_memory_bytes() of the limit,
