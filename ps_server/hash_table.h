@@ -97,17 +97,17 @@ struct HashRowRef {
 // and reuses their records: those of the greatest age (steps since last
 // pulled or pushed) divided by their push count, capped at 16 (LRU in
 // batches, Paddle's SSD tables' policy, weighted so that the rows of a
-// Zipf law pushed once leave before popular rows not touched lately). A row comes back, its whole record (values in the table's
-// precision, slots and bookkeeping, so bit for bit), the next time it is
-// pulled or pushed, and may send colder rows out. Each stripe keeps a
-// Bloom filter of the ids it ever spilled (ps_server/spilled_id_filter.h,
-// about 10 bits an id, charged as the stripe's memory), so a lookup of an
-// id the tier never held (every new row) skips the database. An id is in
-// one tier at a time. Checkpoints and eviction sweeps see both tiers. The tier
-// is a cache of this server's state: a killed server's is discarded, and the
-// job restores the rows from its checkpoint, as for any lost server. A
-// server that cannot read its tier stops (CHECK): its rows would be lost,
-// and stopping hands it to that recovery.
+// Zipf law pushed once leave before popular rows not touched lately). A row
+// comes back, its whole record (values in the table's precision, slots and
+// bookkeeping, so bit for bit), the next time it is pulled or pushed, and may
+// send colder rows out. Each stripe keeps a Bloom filter of the ids it ever
+// spilled (ps_server/spilled_id_filter.h, about 10 bits an id, charged as the
+// stripe's memory), so a lookup of an id the tier never held (every new row)
+// skips the database. An id is in one tier at a time. Checkpoints and eviction
+// sweeps see both tiers. The tier is a cache of this server's state: a killed
+// server's is discarded, and the job restores the rows from its checkpoint, as
+// for any lost server. A server that cannot read its tier stops (CHECK): its
+// rows would be lost, and stopping hands it to that recovery.
 //
 // Thread safety: all methods may be called concurrently. Ids are spread
 // over kStripes stripes by hash, each with its own lock, index and records,
