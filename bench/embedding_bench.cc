@@ -221,6 +221,17 @@ Batches MakeBatches(int count) {
   return b;
 }
 
+// Appends to *ids the table ids of `ranks` not yet in *seen (hash tables:
+// HashId; fixed tables: folded onto --fixed_rows), adding them to *seen.
+void AppendNewIds(const std::vector<int64_t>& ranks, bool hash,
+                  absl::flat_hash_set<int64_t>* seen,
+                  std::vector<int64_t>* ids) {
+  for (int64_t r : ranks) {
+    const int64_t id = hash ? HashId(r) : (r - 1) % FLAGS_fixed_rows;
+    if (seen->insert(id).second) ids->push_back(id);
+  }
+}
+
 struct ThroughputResult {
   double rows_per_s = 0, batches_per_s = 0, unique_per_batch = 0;
   // Rows per second of this process's CPU time (clients and server
@@ -262,10 +273,7 @@ absl::StatusOr<ThroughputResult> RunClients(
         const auto& ranks = batches.ranks[i % batches.ranks.size()];
         seen.clear();
         ids.clear();
-        for (int64_t r : ranks) {
-          const int64_t id = hash ? HashId(r) : (r - 1) % FLAGS_fixed_rows;
-          if (seen.insert(id).second) ids.push_back(id);
-        }
+        AppendNewIds(ranks, hash, &seen, &ids);
         // Ascending, as a worker's Localize sends them.
         std::sort(ids.begin(), ids.end());
         values.resize(ids.size() * dim);
@@ -332,10 +340,7 @@ absl::Status Prefill(ShardStore& store, const std::string& shard, bool hash,
   std::vector<float> values;
   for (const auto& ranks : batches.ranks) {
     ids.clear();
-    for (int64_t r : ranks) {
-      const int64_t id = hash ? HashId(r) : (r - 1) % FLAGS_fixed_rows;
-      if (seen.insert(id).second) ids.push_back(id);
-    }
+    AppendNewIds(ranks, hash, &seen, &ids);
     if (ids.empty()) continue;
     std::sort(ids.begin(), ids.end());
     values.resize(ids.size() * dim);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
@@ -14,8 +15,6 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/time/clock.h"
-#include "absl/time/time.h"
 #include "glog/logging.h"
 #include "ps_server/rocksdb_library.h"
 
@@ -118,7 +117,9 @@ class RowDiskDatabase {
   // compaction ends, by about 1.3 bytes a row, so a reading up to 0.1 s
   // old is used.
   int64_t ReadersBytes(rocksdb_t* db) {
-    const int64_t now = absl::ToUnixNanos(absl::Now());
+    const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::steady_clock::now().time_since_epoch())
+                            .count();
     if (now - readers_at_.load(std::memory_order_relaxed) < 100'000'000) {
       return readers_bytes_.load(std::memory_order_relaxed);
     }
@@ -220,7 +221,7 @@ class RowDiskDatabase {
   rocksdb_writeoptions_t* writes_ = nullptr;
   std::atomic<uint64_t> tiers_{0};
   std::atomic<int64_t> readers_bytes_{0};
-  std::atomic<int64_t> readers_at_{0};  // Unix ns of readers_bytes_
+  std::atomic<int64_t> readers_at_{0};  // steady-clock ns of readers_bytes_
 };
 
 std::shared_ptr<RowDiskDatabase> NewRowDiskDatabase(std::string directory,
