@@ -61,6 +61,12 @@ DEFINE_double(rate, 2000,
               "sending its next request when its last is answered), the "
               "server's throughput");
 DEFINE_double(seconds, 5, "how long each run sends at --rate");
+DEFINE_int32(rounds, 1,
+             "runs per plane and N, the planes taking turns (A B B A A B "
+             "...): the machine's speed drifts by 20-35% over minutes, and "
+             "turns spread that drift over both planes instead of putting it "
+             "between them; each round's ratio is printed, and the table "
+             "sums the rounds");
 DEFINE_int32(client_threads, 16,
              "threads driving the connections (each connection belongs to "
              "one; --connections must be multiples of it)");
@@ -321,16 +327,33 @@ Buffers MakeBuffers(int seed) {
   return b;
 }
 
+// One or more runs of a plane at one N, summed.
 struct RunResult {
-  ProcSample open;   // every connection open, before the timed part
-  ProcSample after;  // at the end of the timed part
-  double cpu_per_request_us = 0;
-  double p50_ms = 0, p99_ms = 0;
-  double rows_per_s = 0;
-  double dense_mb_per_s = 0;
-  int64_t requests = 0;
+  int threads = 0;      // the server's, the most seen
+  int64_t rss_kib = 0;  // the server's, the most seen
+  double cpu_s = 0;     // the server's, during the timed parts
+  std::vector<double> latencies_ms;
+  int64_t rows = 0;
+  int64_t bytes = 0;
+  double elapsed_s = 0;
   int64_t errors = 0;
-  double achieved_rate = 0;
+
+  void Add(const RunResult& other) {
+    threads = std::max(threads, other.threads);
+    rss_kib = std::max(rss_kib, other.rss_kib);
+    cpu_s += other.cpu_s;
+    latencies_ms.insert(latencies_ms.end(), other.latencies_ms.begin(),
+                        other.latencies_ms.end());
+    rows += other.rows;
+    bytes += other.bytes;
+    elapsed_s += other.elapsed_s;
+    errors += other.errors;
+  }
+  int64_t requests() const { return static_cast<int64_t>(latencies_ms.size()); }
+  double rows_per_s() const { return elapsed_s > 0 ? rows / elapsed_s : 0; }
+  double dense_mb_per_s() const {
+    return elapsed_s > 0 ? bytes / elapsed_s / 1e6 : 0;
+  }
 };
 
 absl::StatusOr<RunResult> RunOne(const std::string& plane, int n) {
@@ -376,8 +399,7 @@ absl::StatusOr<RunResult> RunOne(const std::string& plane, int n) {
     return absl::UnavailableError(absl::StrCat(
         errors.load(), " of ", n, " connections could not be opened"));
   }
-  RunResult result;
-  result.open = Sample(child->pid);
+  const ProcSample open = Sample(child->pid);
   const bool open_loop = FLAGS_rate > 0;
   const int64_t total = open_loop
                             ? static_cast<int64_t>(FLAGS_rate * FLAGS_seconds)
@@ -422,31 +444,22 @@ absl::StatusOr<RunResult> RunOne(const std::string& plane, int n) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   const ProcSample after = Sample(child->pid);
-  result.after = after;
   slots.clear();  // closes the connections
   StopServer(*child);
 
-  std::vector<double> all;
-  for (auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
-  std::sort(all.begin(), all.end());
-  result.requests = static_cast<int64_t>(all.size());
-  result.errors = errors.load();
-  if (!all.empty()) {
-    result.p50_ms = all[all.size() / 2];
-    result.p99_ms = all[std::min(all.size() - 1, all.size() * 99 / 100)];
+  RunResult result;
+  result.threads = std::max(open.threads, after.threads);
+  result.rss_kib = std::max(open.rss_kib, after.rss_kib);
+  result.cpu_s = after.cpu_s - open.cpu_s;
+  for (auto& l : latencies) {
+    result.latencies_ms.insert(result.latencies_ms.end(), l.begin(), l.end());
   }
-  int64_t all_rows = 0, all_bytes = 0;
   for (int t = 0; t < threads; ++t) {
-    all_rows += rows[t];
-    all_bytes += bytes[t];
+    result.rows += rows[t];
+    result.bytes += bytes[t];
   }
-  result.cpu_per_request_us =
-      result.requests > 0
-          ? (after.cpu_s - result.open.cpu_s) * 1e6 / result.requests
-          : 0;
-  result.rows_per_s = all_rows / elapsed;
-  result.dense_mb_per_s = all_bytes / elapsed / 1e6;
-  result.achieved_rate = result.requests / elapsed;
+  result.elapsed_s = elapsed;
+  result.errors = errors.load();
   return result;
 }
 
@@ -458,6 +471,10 @@ absl::Status CheckFlags() {
     return absl::InvalidArgumentError(
         "--client_threads, --seconds, --dense_floats, --table_rows, "
         "--row_dim and --rows_per_request must be positive, --rate >= 0");
+  }
+  if (FLAGS_rounds < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--rounds must be at least 1, not ", FLAGS_rounds));
   }
   if (FLAGS_small_per_large < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -506,12 +523,14 @@ absl::Status Run() {
       "bench_connections: %g requests/s in all (0: closed loop) for %g s "
       "per run, %d client "
       "threads; half the connections dense (%lld floats), half rows (%lld "
-      "rows of %lld), each alternating pull and push; %ld cores; "
+      "rows of %lld), each alternating pull and push; %d round(s) per "
+      "plane, taking turns; %ld cores; "
       "RLIMIT_NOFILE %llu\n\n",
       FLAGS_rate, FLAGS_seconds, FLAGS_client_threads,
       static_cast<long long>(FLAGS_dense_floats),
       static_cast<long long>(FLAGS_rows_per_request),
-      static_cast<long long>(FLAGS_row_dim), sysconf(_SC_NPROCESSORS_ONLN),
+      static_cast<long long>(FLAGS_row_dim), FLAGS_rounds,
+      sysconf(_SC_NPROCESSORS_ONLN),
       static_cast<unsigned long long>(limit->soft));
   std::printf(
       "| plane | connections | server threads | server RSS MiB | CPU "
@@ -520,23 +539,66 @@ absl::Status Run() {
       "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   std::fflush(stdout);
   for (int n : ns) {
-    for (const std::string& plane : planes) {
-      absl::StatusOr<RunResult> r = RunOne(plane, n);
-      if (!r.ok()) {
-        std::printf("| %s | %d | failed: %s |\n", plane.c_str(), n,
-                    std::string(r.status().message()).c_str());
-        std::fflush(stdout);
+    std::vector<RunResult> sums(planes.size());
+    std::vector<std::string> failed(planes.size());
+    for (int round = 0; round < FLAGS_rounds; ++round) {
+      // A B, then B A: a drift that is linear over two rounds falls on
+      // both planes alike.
+      std::vector<size_t> order(planes.size());
+      for (size_t i = 0; i < order.size(); ++i) {
+        order[i] = round % 2 == 0 ? i : order.size() - 1 - i;
+      }
+      std::vector<RunResult> this_round(planes.size());
+      for (size_t i : order) {
+        if (!failed[i].empty()) continue;
+        absl::StatusOr<RunResult> r = RunOne(planes[i], n);
+        if (!r.ok()) {
+          failed[i] = std::string(r.status().message());
+          continue;
+        }
+        this_round[i] = *r;
+        sums[i].Add(*r);
+      }
+      if (FLAGS_rounds > 1 && planes.size() > 1 && failed[0].empty() &&
+          failed.back().empty()) {
+        const RunResult& a = this_round[0];
+        const RunResult& b = this_round.back();
+        std::fprintf(stderr,
+                     "round %d of %d, %d connections: %s/%s rows/s %.0f/%.0f "
+                     "= %.2f, dense MB/s %.1f/%.1f = %.2f\n",
+                     round + 1, FLAGS_rounds, n, planes.back().c_str(),
+                     planes[0].c_str(), b.rows_per_s(), a.rows_per_s(),
+                     a.rows_per_s() > 0 ? b.rows_per_s() / a.rows_per_s() : 0,
+                     b.dense_mb_per_s(), a.dense_mb_per_s(),
+                     a.dense_mb_per_s() > 0
+                         ? b.dense_mb_per_s() / a.dense_mb_per_s()
+                         : 0);
+      }
+    }
+    for (size_t i = 0; i < planes.size(); ++i) {
+      if (!failed[i].empty()) {
+        std::printf("| %s | %d | failed: %s |\n", planes[i].c_str(), n,
+                    failed[i].c_str());
         continue;
       }
+      RunResult& r = sums[i];
+      std::sort(r.latencies_ms.begin(), r.latencies_ms.end());
+      const std::vector<double>& all = r.latencies_ms;
+      const double p50 = all.empty() ? 0 : all[all.size() / 2];
+      const double p99 =
+          all.empty() ? 0
+                      : all[std::min(all.size() - 1, all.size() * 99 / 100)];
+      const double cpu_per_request_us =
+          r.requests() > 0 ? r.cpu_s * 1e6 / r.requests() : 0;
       std::printf(
           "| %s | %d | %d | %.1f | %.1f | %.2f | %.2f | %.0f | %.0f | %.1f | "
           "%lld |\n",
-          plane.c_str(), n, std::max(r->open.threads, r->after.threads),
-          std::max(r->open.rss_kib, r->after.rss_kib) / 1024.0,
-          r->cpu_per_request_us, r->p50_ms, r->p99_ms, r->achieved_rate,
-          r->rows_per_s, r->dense_mb_per_s, static_cast<long long>(r->errors));
-      std::fflush(stdout);
+          planes[i].c_str(), n, r.threads, r.rss_kib / 1024.0,
+          cpu_per_request_us, p50, p99,
+          r.elapsed_s > 0 ? r.requests() / r.elapsed_s : 0, r.rows_per_s(),
+          r.dense_mb_per_s(), static_cast<long long>(r.errors));
     }
+    std::fflush(stdout);
   }
   return absl::OkStatus();
 }
