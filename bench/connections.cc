@@ -62,11 +62,11 @@ DEFINE_double(rate, 2000,
               "server's throughput");
 DEFINE_double(seconds, 5, "how long each run sends at --rate");
 DEFINE_int32(rounds, 1,
-             "runs per plane and N, the planes taking turns (A B B A A B "
-             "...): the machine's speed drifts by 20-35% over minutes, and "
-             "turns spread that drift over both planes instead of putting it "
-             "between them; each round's ratio is printed, and the table "
-             "sums the rounds");
+             "runs per plane and N, every (N, plane) pair taking turns (A B, "
+             "then B A, ...): the machine's speed drifts by 20-35% over "
+             "minutes, and turns spread that drift over every pair instead "
+             "of putting it between them; each round's ratio goes to "
+             "stderr, and the table sums the rounds");
 DEFINE_int32(client_threads, 16,
              "threads driving the connections (each connection belongs to "
              "one; --connections must be multiples of it)");
@@ -350,6 +350,13 @@ struct RunResult {
     errors += other.errors;
   }
   int64_t requests() const { return static_cast<int64_t>(latencies_ms.size()); }
+  // The q-th percentile of the latencies (sorts them).
+  double Percentile(int q) {
+    if (latencies_ms.empty()) return 0;
+    std::sort(latencies_ms.begin(), latencies_ms.end());
+    return latencies_ms[std::min(latencies_ms.size() - 1,
+                                 latencies_ms.size() * q / 100)];
+  }
   double rows_per_s() const { return elapsed_s > 0 ? rows / elapsed_s : 0; }
   double dense_mb_per_s() const {
     return elapsed_s > 0 ? bytes / elapsed_s / 1e6 : 0;
@@ -538,68 +545,65 @@ absl::Status Run() {
       "| p50 ms | p99 ms | requests/s | rows/s | dense MB/s | errors |\n"
       "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   std::fflush(stdout);
-  for (int n : ns) {
-    std::vector<RunResult> sums(planes.size());
-    std::vector<std::string> failed(planes.size());
-    for (int round = 0; round < FLAGS_rounds; ++round) {
-      // A B, then B A: a drift that is linear over two rounds falls on
-      // both planes alike.
-      std::vector<size_t> order(planes.size());
-      for (size_t i = 0; i < order.size(); ++i) {
-        order[i] = round % 2 == 0 ? i : order.size() - 1 - i;
-      }
-      std::vector<RunResult> this_round(planes.size());
-      for (size_t i : order) {
-        if (!failed[i].empty()) continue;
-        absl::StatusOr<RunResult> r = RunOne(planes[i], n);
-        if (!r.ok()) {
-          failed[i] = std::string(r.status().message());
-          continue;
-        }
-        this_round[i] = *r;
-        sums[i].Add(*r);
-      }
-      if (FLAGS_rounds > 1 && planes.size() > 1 && failed[0].empty() &&
-          failed.back().empty()) {
-        const RunResult& a = this_round[0];
-        const RunResult& b = this_round.back();
-        std::fprintf(stderr,
-                     "round %d of %d, %d connections: %s/%s rows/s %.0f/%.0f "
-                     "= %.2f, dense MB/s %.1f/%.1f = %.2f\n",
-                     round + 1, FLAGS_rounds, n, planes.back().c_str(),
-                     planes[0].c_str(), b.rows_per_s(), a.rows_per_s(),
-                     a.rows_per_s() > 0 ? b.rows_per_s() / a.rows_per_s() : 0,
-                     b.dense_mb_per_s(), a.dense_mb_per_s(),
-                     a.dense_mb_per_s() > 0
-                         ? b.dense_mb_per_s() / a.dense_mb_per_s()
-                         : 0);
-      }
-    }
-    for (size_t i = 0; i < planes.size(); ++i) {
-      if (!failed[i].empty()) {
-        std::printf("| %s | %d | failed: %s |\n", planes[i].c_str(), n,
-                    failed[i].c_str());
+  // Every (N, plane) pair once a round, in order, then in reverse (A B,
+  // then B A): a drift that is linear over two rounds falls on every pair
+  // alike, for the planes' ratio and for the N's.
+  const size_t pairs = ns.size() * planes.size();
+  std::vector<RunResult> sums(pairs);
+  std::vector<std::string> failed(pairs);
+  for (int round = 0; round < FLAGS_rounds; ++round) {
+    std::vector<RunResult> this_round(pairs);
+    for (size_t k = 0; k < pairs; ++k) {
+      const size_t p = round % 2 == 0 ? k : pairs - 1 - k;
+      if (!failed[p].empty()) continue;
+      absl::StatusOr<RunResult> r =
+          RunOne(planes[p % planes.size()], ns[p / planes.size()]);
+      if (!r.ok()) {
+        failed[p] = std::string(r.status().message());
         continue;
       }
-      RunResult& r = sums[i];
-      std::sort(r.latencies_ms.begin(), r.latencies_ms.end());
-      const std::vector<double>& all = r.latencies_ms;
-      const double p50 = all.empty() ? 0 : all[all.size() / 2];
-      const double p99 =
-          all.empty() ? 0
-                      : all[std::min(all.size() - 1, all.size() * 99 / 100)];
-      const double cpu_per_request_us =
-          r.requests() > 0 ? r.cpu_s * 1e6 / r.requests() : 0;
-      std::printf(
-          "| %s | %d | %d | %.1f | %.1f | %.2f | %.2f | %.0f | %.0f | %.1f | "
-          "%lld |\n",
-          planes[i].c_str(), n, r.threads, r.rss_kib / 1024.0,
-          cpu_per_request_us, p50, p99,
-          r.elapsed_s > 0 ? r.requests() / r.elapsed_s : 0, r.rows_per_s(),
-          r.dense_mb_per_s(), static_cast<long long>(r.errors));
+      this_round[p] = *r;
+      sums[p].Add(*r);
     }
-    std::fflush(stdout);
+    if (FLAGS_rounds == 1 || planes.size() < 2) continue;
+    for (size_t j = 0; j < ns.size(); ++j) {
+      const size_t first = j * planes.size(), last = first + planes.size() - 1;
+      if (!failed[first].empty() || !failed[last].empty()) continue;
+      RunResult& a = this_round[first];
+      RunResult& b = this_round[last];
+      std::fprintf(
+          stderr,
+          "round %d of %d, %d connections: %s/%s rows/s %.0f/%.0f = %.2f, "
+          "dense MB/s %.1f/%.1f = %.2f, p99 ms %.2f/%.2f\n",
+          round + 1, FLAGS_rounds, ns[j], planes.back().c_str(),
+          planes[0].c_str(), b.rows_per_s(), a.rows_per_s(),
+          a.rows_per_s() > 0 ? b.rows_per_s() / a.rows_per_s() : 0,
+          b.dense_mb_per_s(), a.dense_mb_per_s(),
+          a.dense_mb_per_s() > 0 ? b.dense_mb_per_s() / a.dense_mb_per_s() : 0,
+          b.Percentile(99), a.Percentile(99));
+    }
   }
+  for (size_t p = 0; p < pairs; ++p) {
+    const std::string& plane = planes[p % planes.size()];
+    const int n = ns[p / planes.size()];
+    if (!failed[p].empty()) {
+      std::printf("| %s | %d | failed: %s |\n", plane.c_str(), n,
+                  failed[p].c_str());
+      continue;
+    }
+    RunResult& r = sums[p];
+    const double p50 = r.Percentile(50);
+    const double p99 = r.Percentile(99);
+    const double cpu_per_request_us =
+        r.requests() > 0 ? r.cpu_s * 1e6 / r.requests() : 0;
+    std::printf(
+        "| %s | %d | %d | %.1f | %.1f | %.2f | %.2f | %.0f | %.0f | %.1f | "
+        "%lld |\n",
+        plane.c_str(), n, r.threads, r.rss_kib / 1024.0, cpu_per_request_us,
+        p50, p99, r.elapsed_s > 0 ? r.requests() / r.elapsed_s : 0,
+        r.rows_per_s(), r.dense_mb_per_s(), static_cast<long long>(r.errors));
+  }
+  std::fflush(stdout);
   return absl::OkStatus();
 }
 
