@@ -117,6 +117,10 @@ struct HashTable::Stripe {
   // Every id this stripe moved to the disk tier: a lookup of any other
   // (every new row) skips the database.
   SpilledIdFilter spilled ABSL_GUARDED_BY(mu);
+  // Rows read back from the disk tier whose disk copies are still there:
+  // deleted in one write when the batch is done with the stripe
+  // (DeleteReloaded), not one write each. Empty whenever mu is free.
+  std::vector<int64_t> reloaded ABSL_GUARDED_BY(mu);
 };
 
 absl::StatusOr<std::unique_ptr<HashTable>> HashTable::Create(
@@ -325,10 +329,11 @@ char* HashTable::FindOrCreate(Stripe& s, int64_t id, uint64_t hash,
   // count and the filter include it if it is there.
   if (disk != nullptr && disk->rows() > 0 && s.spilled.MayContain(id)) {
     disk_lookups_.fetch_add(1, std::memory_order_relaxed);
-    absl::StatusOr<bool> taken = disk->Take(id, record);
-    CHECK(taken.ok()) << "hash table shard " << def_.name()
-                      << " lost its disk tier: " << taken.status();
-    reloaded = *taken;
+    absl::StatusOr<bool> found = disk->Get(id, record);
+    CHECK(found.ok()) << "hash table shard " << def_.name()
+                      << " lost its disk tier: " << found.status();
+    reloaded = *found;
+    if (reloaded) s.reloaded.push_back(id);
   }
   if (reloaded) {
     reloaded_.fetch_add(1, std::memory_order_relaxed);
@@ -394,7 +399,18 @@ char* HashTable::AllocateRecord(Stripe& s, uint32_t* row) {
   return Record(s, *row);
 }
 
+void HashTable::DeleteReloaded(Stripe& s) {
+  if (s.reloaded.empty()) return;
+  const absl::Status deleted = Disk()->Delete(s.reloaded);
+  CHECK(deleted.ok()) << "hash table shard " << def_.name()
+                      << " lost its disk tier: " << deleted;
+  s.reloaded.clear();
+}
+
 void HashTable::Spill(Stripe& s) {
+  // First: a row brought back in this batch may go out again below, and
+  // its pending delete must not land after its new copy.
+  DeleteReloaded(s);
   const uint32_t now = static_cast<uint32_t>(version());
   thread_local std::vector<std::pair<uint64_t, uint32_t>> by_age;
   by_age.clear();
@@ -645,6 +661,7 @@ int64_t HashTable::ReadAs(absl::Span<const int64_t> ids, RowPrecision wire,
         std::memcpy(out, Stored(record), out_bytes);
       }
     }
+    DeleteReloaded(s);
   }
   return step;
 }
@@ -694,6 +711,7 @@ int64_t HashTable::Apply(absl::Span<const int64_t> ids,
                           dim_, update);
       }
     }
+    DeleteReloaded(s);
   }
   if (dropped > 0) {
     LOG_EVERY_N(ERROR, 1000) << "hash table shard " << def_.name()
@@ -920,6 +938,7 @@ absl::StatusOr<std::unique_ptr<HashTable>> HashTable::BuildFromState(
     absl::MutexLock lock(&s.mu);
     bool fresh = false;
     char* record = table.FindOrCreate(s, id, hash, &fresh);
+    table.DeleteReloaded(s);
     if (record == nullptr) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "hash table shard ", def_.name(),

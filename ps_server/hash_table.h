@@ -253,6 +253,10 @@ class HashTable final : public RowTable {
   // push first, to the disk tier and frees their records. REQUIRES: s
   // holds rows.
   void Spill(Stripe& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  // Deletes the disk copies of the rows FindOrCreate brought back into
+  // `s`, in one write. Every holder of s.mu that calls FindOrCreate calls
+  // it before letting go, so no one else sees a row in both tiers.
+  void DeleteReloaded(Stripe& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
   // The disk tier, opened on first use.
   RowDiskStore* Disk();
   // Counts `bytes` (negative: freed) as allocated, and charges the budget.

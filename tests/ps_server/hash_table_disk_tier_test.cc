@@ -158,6 +158,41 @@ TEST_P(DiskTierTest, SpillAndReloadKeepRowsAndSlotsBitForBit) {
   }
 }
 
+// A batch brings rows back and, under a budget far smaller than the
+// batch, sends some of them out again before it is done with their stripe:
+// the disk copies of rows brought back are deleted in one write per
+// stripe, and that write must land before their new copies, not after.
+TEST_P(DiskTierTest, RowsBroughtBackAndSentOutAgainInOneBatchKeepTheirCopy) {
+  std::unique_ptr<Optimizer> optimizer = MakeOptimizer(AdagradConfig());
+  absl::StatusOr<std::unique_ptr<HashTable>> in_memory =
+      HashTable::Create(TableDef(GetParam()), optimizer.get());
+  absl::StatusOr<std::unique_ptr<HashTable>> tiered =
+      HashTable::Create(TableDef(GetParam()), optimizer.get(), Budget(1 << 20));
+  ASSERT_TRUE(in_memory.ok() && tiered.ok());
+  Train(**in_memory, 30000, 200);
+  Train(**tiered, 30000, 200);
+  std::vector<int64_t> all;
+  for (const auto& [id, bytes] : RowsOf(**in_memory)) all.push_back(id);
+  ASSERT_GT((*tiered)->disk_rows(), static_cast<int64_t>(all.size()) / 2);
+  std::vector<float> a(all.size() * kDim), b(all.size() * kDim);
+  for (int pass = 0; pass < 2; ++pass) {
+    const int64_t reloaded = (*tiered)->reloaded_rows();
+    const int64_t spilled = (*tiered)->spilled_rows();
+    (*in_memory)->Read(all, a.data());
+    (*tiered)->Read(all, b.data());
+    // Most rows came back and most went out again, in this one batch.
+    EXPECT_GT((*tiered)->reloaded_rows() - reloaded,
+              static_cast<int64_t>(all.size()) / 2);
+    EXPECT_GT((*tiered)->spilled_rows() - spilled,
+              static_cast<int64_t>(all.size()) / 2);
+    // A row whose new copy was deleted would come back as a new row.
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0)
+        << "pass " << pass;
+    EXPECT_EQ((*tiered)->total_rows(), (*in_memory)->rows()) << "pass " << pass;
+  }
+  EXPECT_EQ(RowsOf(**tiered), RowsOf(**in_memory));
+}
+
 TEST_P(DiskTierTest, IdsNeverSpilledDoNotReachTheDiskTier) {
   std::unique_ptr<Optimizer> optimizer = MakeOptimizer(AdagradConfig());
   absl::StatusOr<std::unique_ptr<HashTable>> table =
