@@ -100,6 +100,12 @@ DEFINE_string(planes, "grpc,tcp",
               "table (no transport: the clients call the server's table "
               "directly, its own ceiling).");
 DEFINE_double(seconds, 5, "Timed seconds per throughput measurement.");
+DEFINE_int32(rounds, 1,
+             "throughput mode: measurements per case, every case taking its "
+             "turn once a round, in order and then in reverse: the machine's "
+             "speed drifts by 20-35% over minutes, and turns spread that "
+             "drift over the cases compared instead of putting it between "
+             "them. Each round's rows/s go to stderr; the table sums them.");
 DEFINE_string(precisions, "fp32",
               "Throughput runs: table precisions to measure (fp32, fp16, "
               "bf16); rows and gradients travel in the table's precision.");
@@ -232,12 +238,29 @@ void AppendNewIds(const std::vector<int64_t>& ranks, bool hash,
   }
 }
 
+// One or more timed runs of a case, summed.
 struct ThroughputResult {
-  double rows_per_s = 0, batches_per_s = 0, unique_per_batch = 0;
-  // Rows per second of this process's CPU time (clients and server
-  // together): what a row costs, less swayed by other load on a shared
-  // machine than rows_per_s.
-  double rows_per_cpu_s = 0;
+  int64_t rows = 0, batches = 0;
+  double seconds = 0;
+  // This process's CPU time (clients and server together): rows per CPU
+  // second say what a row costs, less swayed by other load on a shared
+  // machine than rows per second.
+  double cpu_seconds = 0;
+
+  void Add(const ThroughputResult& other) {
+    rows += other.rows;
+    batches += other.batches;
+    seconds += other.seconds;
+    cpu_seconds += other.cpu_seconds;
+  }
+  double rows_per_s() const { return seconds > 0 ? rows / seconds : 0; }
+  double batches_per_s() const { return seconds > 0 ? batches / seconds : 0; }
+  double unique_per_batch() const {
+    return batches > 0 ? static_cast<double>(rows) / batches : 0;
+  }
+  double rows_per_cpu_s() const {
+    return cpu_seconds > 0 ? rows / cpu_seconds : 0;
+  }
 };
 
 // CPU seconds this process has used, all its threads.
@@ -320,10 +343,10 @@ absl::StatusOr<ThroughputResult> RunClients(
     if (!s.ok()) return s;
   }
   ThroughputResult r;
-  r.rows_per_s = rows.load() / seconds;
-  r.batches_per_s = done.load() / seconds;
-  r.unique_per_batch = done.load() > 0 ? double(rows.load()) / done.load() : 0;
-  r.rows_per_cpu_s = cpu_seconds > 0 ? rows.load() / cpu_seconds : 0;
+  r.rows = rows.load();
+  r.batches = done.load();
+  r.seconds = seconds;
+  r.cpu_seconds = cpu_seconds;
   return r;
 }
 
@@ -403,6 +426,19 @@ int RunThroughput(const std::vector<int64_t>& dims) {
               "batches/s", "rows/s", "rows/cpu_s", "table_rows", "resid_MB");
   std::fflush(stdout);
   PsClient admin(address, 0, MakeChannel(address, ChannelSecurity()));
+  // Every table is made and filled first, so that the rounds below take
+  // the cases in turn.
+  struct Case {
+    const char* kind;
+    bool hash;
+    int64_t dim;
+    std::string config;
+    RowPrecision precision;
+    std::string shard;
+    int64_t clients;
+    std::optional<DataPlaneKind> plane;
+  };
+  std::vector<Case> cases;
   for (const char* kind : {"hash", "fixed"}) {
     const bool hash = std::string(kind) == "hash";
     if (!hash && FLAGS_fixed_rows <= 0) continue;
@@ -449,38 +485,59 @@ int RunThroughput(const std::vector<int64_t>& dims) {
           }
           for (int64_t clients : ParseList(FLAGS_clients)) {
             for (const std::optional<DataPlaneKind>& plane_kind : planes) {
-              absl::StatusOr<std::shared_ptr<RowTable>> table =
-                  store.FindRows(shard);
-              if (!table.ok()) {
-                LOG(ERROR) << table.status();
-                return 1;
-              }
-              absl::StatusOr<ThroughputResult> r =
-                  RunClients(address, plane_kind.value_or(DataPlaneKind::kGrpc),
-                             plane_kind.has_value() ? nullptr : table->get(),
-                             shard, hash, dim, *precision, clients, batches);
-              if (!r.ok()) {
-                LOG(ERROR) << r.status();
-                return 1;
-              }
-              const int64_t table_rows =
-                  hash ? static_cast<HashTable&>(**table).rows()
-                       : FLAGS_fixed_rows;
-              std::printf(
-                  "%-6s %4ld %-20s %7ld %5s %10.0f %10.1f %12.0f %12.0f %12ld "
-                  "%10.1f\n",
-                  kind, dim, config.c_str(), clients,
-                  plane_kind.has_value() ? DataPlaneName(*plane_kind) : "table",
-                  r->unique_per_batch, r->batches_per_s, r->rows_per_s,
-                  r->rows_per_cpu_s, table_rows,
-                  (*table)->resident_bytes() / 1e6);
-              std::fflush(stdout);
+              cases.push_back({kind, hash, dim, config, *precision, shard,
+                               clients, plane_kind});
             }
           }
         }
       }
     }
   }
+  auto plane_name = [](const Case& c) {
+    return c.plane.has_value() ? DataPlaneName(*c.plane) : "table";
+  };
+  std::vector<ThroughputResult> sums(cases.size());
+  for (int round = 0; round < FLAGS_rounds; ++round) {
+    for (size_t k = 0; k < cases.size(); ++k) {
+      const Case& c = cases[round % 2 == 0 ? k : cases.size() - 1 - k];
+      absl::StatusOr<std::shared_ptr<RowTable>> table = store.FindRows(c.shard);
+      if (!table.ok()) {
+        LOG(ERROR) << table.status();
+        return 1;
+      }
+      absl::StatusOr<ThroughputResult> r =
+          RunClients(address, c.plane.value_or(DataPlaneKind::kGrpc),
+                     c.plane.has_value() ? nullptr : table->get(), c.shard,
+                     c.hash, c.dim, c.precision, c.clients, batches);
+      if (!r.ok()) {
+        LOG(ERROR) << r.status();
+        return 1;
+      }
+      sums[&c - cases.data()].Add(*r);
+      if (FLAGS_rounds > 1) {
+        std::fprintf(stderr, "round %d of %d: %s %ld %s %ld %s %.0f rows/s\n",
+                     round + 1, FLAGS_rounds, c.kind, c.dim, c.config.c_str(),
+                     c.clients, plane_name(c), r->rows_per_s());
+      }
+    }
+  }
+  for (size_t k = 0; k < cases.size(); ++k) {
+    const Case& c = cases[k];
+    const ThroughputResult& r = sums[k];
+    absl::StatusOr<std::shared_ptr<RowTable>> table = store.FindRows(c.shard);
+    if (!table.ok()) {
+      LOG(ERROR) << table.status();
+      return 1;
+    }
+    const int64_t table_rows =
+        c.hash ? static_cast<HashTable&>(**table).rows() : FLAGS_fixed_rows;
+    std::printf(
+        "%-6s %4ld %-20s %7ld %5s %10.0f %10.1f %12.0f %12.0f %12ld %10.1f\n",
+        c.kind, c.dim, c.config.c_str(), c.clients, plane_name(c),
+        r.unique_per_batch(), r.batches_per_s(), r.rows_per_s(),
+        r.rows_per_cpu_s(), table_rows, (*table)->resident_bytes() / 1e6);
+  }
+  std::fflush(stdout);
   plane->reset();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   return 0;
