@@ -499,7 +499,8 @@ int RunThroughput(const std::vector<int64_t>& dims) {
   std::vector<ThroughputResult> sums(cases.size());
   for (int round = 0; round < FLAGS_rounds; ++round) {
     for (size_t k = 0; k < cases.size(); ++k) {
-      const Case& c = cases[round % 2 == 0 ? k : cases.size() - 1 - k];
+      const size_t turn = round % 2 == 0 ? k : cases.size() - 1 - k;
+      const Case& c = cases[turn];
       absl::StatusOr<std::shared_ptr<RowTable>> table = store.FindRows(c.shard);
       if (!table.ok()) {
         LOG(ERROR) << table.status();
@@ -513,7 +514,7 @@ int RunThroughput(const std::vector<int64_t>& dims) {
         LOG(ERROR) << r.status();
         return 1;
       }
-      sums[&c - cases.data()].Add(*r);
+      sums[turn].Add(*r);
       if (FLAGS_rounds > 1) {
         std::fprintf(stderr, "round %d of %d: %s %ld %s %ld %s %.0f rows/s\n",
                      round + 1, FLAGS_rounds, c.kind, c.dim, c.config.c_str(),
