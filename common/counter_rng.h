@@ -33,6 +33,23 @@ TESSERA_HOST_DEVICE inline float CounterUniform(uint64_t seed,
          (1.0f / 16777216.0f);
 }
 
+// A 32-bit counter hash, for streams drawn many to a row where 32 bits a
+// draw are enough (a stochastic rounding's): key + counter times the
+// golden ratio, through Wellons' "lowbias32" finaliser. For one key it is
+// a bijection of the counter, and its two 32-bit multiplies are one AVX2
+// instruction each for eight lanes, where CounterHash's 64-bit ones take
+// three each for four.
+constexpr uint32_t kCounterHash32Step = 0x9E3779B9u;
+constexpr uint32_t kCounterHash32Mix1 = 0x7FEB352Du;
+constexpr uint32_t kCounterHash32Mix2 = 0x846CA68Bu;
+TESSERA_HOST_DEVICE inline uint32_t CounterHash32(uint32_t key,
+                                                  uint32_t counter) {
+  uint32_t z = key + counter * kCounterHash32Step;
+  z = (z ^ (z >> 16)) * kCounterHash32Mix1;
+  z = (z ^ (z >> 15)) * kCounterHash32Mix2;
+  return z ^ (z >> 16);
+}
+
 // Mixes a step or layer number into a seed, so streams do not overlap.
 TESSERA_HOST_DEVICE inline uint64_t DeriveSeed(uint64_t seed, uint64_t salt) {
   return CounterHash(seed ^ 0x5851F42D4C957F2Dull, salt);

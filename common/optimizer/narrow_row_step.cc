@@ -11,13 +11,11 @@ namespace tessera {
 
 NarrowRowStep::NarrowRowStep(const Optimizer& optimizer, RowPrecision precision,
                              UpdateStep t, uint64_t table_seed, int64_t step,
-                             bool allow_fused,
-                             row_precision_internal::Draws draws)
+                             bool allow_fused)
     : optimizer_(optimizer),
       precision_(precision),
       t_(t),
-      step_seed_(DeriveSeed(table_seed, static_cast<uint64_t>(step))),
-      draws_(draws) {
+      step_seed_(DeriveSeed(table_seed, static_cast<uint64_t>(step))) {
   // Weight decay moves the values before the step (BeginUpdate): the
   // plain way has it.
   if (!allow_fused || optimizer.weight_decay() != 0 ||
@@ -51,22 +49,20 @@ void NarrowRowStep::Apply(void* stored, const float* grad, float* const* slots,
   switch (rule_) {
     case Rule::kSgd:
       k.scale = lr_;
-      narrow_row_internal::StepNarrowRowAvx2(k, bits, grad, nullptr, dim, seed,
-                                             draws_);
+      narrow_row_internal::StepNarrowRowAvx2(k, bits, grad, nullptr, dim, seed);
       return;
     case Rule::kAdagrad:
       k.kernel = narrow_row_internal::Kernel::kAdagrad;
       k.lr = lr_;
       k.epsilon = epsilon_;
-      narrow_row_internal::StepNarrowRowAvx2(k, bits, grad, slots[0], dim, seed,
-                                             draws_);
+      narrow_row_internal::StepNarrowRowAvx2(k, bits, grad, slots[0], dim,
+                                             seed);
       return;
     case Rule::kRowwiseAdagrad:
       if (dim <= 0) return;
       k.scale = static_cast<const RowwiseAdagradOptimizer&>(optimizer_)
                     .AccumulateRow(grad, dim, lr_, slots[0]);
-      narrow_row_internal::StepNarrowRowAvx2(k, bits, grad, nullptr, dim, seed,
-                                             draws_);
+      narrow_row_internal::StepNarrowRowAvx2(k, bits, grad, nullptr, dim, seed);
       return;
     case Rule::kPlain:
       break;

@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "common/optimizer/optimizer.h"
-#include "common/optimizer/row_precision_f16c.h"
 #include "proto/job.pb.h"
 
 namespace tessera {
@@ -28,14 +27,10 @@ class NarrowRowStep {
   // One update `t` of a table stored in `precision` (ROW_FP16 or
   // ROW_BF16), whose rows round with RowRoundingSeed(table_seed, step,
   // row). `optimizer` must outlive this. `allow_fused` false: always the
-  // plain way (tests compare the two). `draws`: which draws the fused pass
-  // rounds with (row_precision_f16c.h); kBest but in tests, which hold
-  // each path to the plain way.
+  // plain way (tests compare the two).
   NarrowRowStep(const Optimizer& optimizer, RowPrecision precision,
                 UpdateStep t, uint64_t table_seed, int64_t step,
-                bool allow_fused = true,
-                row_precision_internal::Draws draws =
-                    row_precision_internal::Draws::kBest);
+                bool allow_fused = true);
 
   // Steps row `row` (its id in the whole variable): `stored` holds its
   // `dim` values in the table's precision, grad[0, dim) its gradient,
@@ -52,7 +47,6 @@ class NarrowRowStep {
   // DeriveSeed(table_seed, step): RowRoundingSeed's first half, once per
   // update rather than per row.
   const uint64_t step_seed_;
-  const row_precision_internal::Draws draws_;
   Rule rule_ = Rule::kPlain;
   float lr_ = 0;             // the update's scheduled rate
   float epsilon_ = 0;        // Adagrad's

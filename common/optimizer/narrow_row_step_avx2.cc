@@ -20,15 +20,14 @@ namespace narrow_row_internal {
 
 namespace {
 
-using row_rounding_avx2::DrawsAvx2;
-using row_rounding_avx2::DrawsAvx512;
+using row_rounding_avx2::Draws8;
 
 // Values i..i+7 of the row: s, g and acc point at them, draws count from i.
-template <Kernel kKernel, bool kBf16, class D>
+template <Kernel kKernel, bool kBf16>
 __attribute__((always_inline)) inline void Step8(const RowKernel& k,
-                                                 const D& draws, uint16_t* s,
-                                                 const float* g, float* acc,
-                                                 int64_t i, uint64_t seed) {
+                                                 const Draws8& draws,
+                                                 uint16_t* s, const float* g,
+                                                 float* acc, int64_t i) {
   const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));
   __m256 w = kBf16 ? _mm256_castsi256_ps(
                          _mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16))
@@ -44,21 +43,22 @@ __attribute__((always_inline)) inline void Step8(const RowKernel& k,
     w = _mm256_sub_ps(
         w, _mm256_div_ps(_mm256_mul_ps(_mm256_set1_ps(k.lr), gv), denominator));
   }
-  const __m128i out =
-      kBf16 ? row_rounding_avx2::RoundBfloat16x8(draws, w, i, seed)
-            : row_rounding_avx2::RoundHalf8(draws, w, i, seed);
+  const __m128i out = kBf16 ? row_rounding_avx2::RoundBfloat16x8(draws, w, i)
+                            : row_rounding_avx2::RoundHalf8(draws, w, i);
   _mm_storeu_si128(reinterpret_cast<__m128i*>(s), out);
 }
 
-template <Kernel kKernel, bool kBf16, class D>
-__attribute__((always_inline)) inline void StepRow(
-    const RowKernel& k, const D& draws, uint16_t* stored, const float* grad,
-    float* acc, int64_t n, uint64_t seed) {
+template <Kernel kKernel, bool kBf16>
+__attribute__((always_inline)) inline void StepRow(const RowKernel& k,
+                                                   const Draws8& draws,
+                                                   uint16_t* stored,
+                                                   const float* grad,
+                                                   float* acc, int64_t n) {
   constexpr bool kSlot = kKernel == Kernel::kAdagrad;
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     Step8<kKernel, kBf16>(k, draws, stored + i, grad + i,
-                          kSlot ? acc + i : nullptr, i, seed);
+                          kSlot ? acc + i : nullptr, i);
   }
   if (i == n) return;
   // The last n - i values in lanes of their own: every lane is computed
@@ -71,57 +71,33 @@ __attribute__((always_inline)) inline void StepRow(
   std::copy(stored + i, stored + n, s);
   std::copy(grad + i, grad + n, g);
   if (kSlot) std::copy(acc + i, acc + n, a);
-  Step8<kKernel, kBf16>(k, draws, s, g, a, i, seed);
+  Step8<kKernel, kBf16>(k, draws, s, g, a, i);
   std::copy(s, s + m, stored + i);
   if (kSlot) std::copy(a, a + m, acc + i);
-}
-
-template <class D>
-__attribute__((always_inline)) inline void Dispatch(
-    const RowKernel& k, const D& draws, uint16_t* stored, const float* grad,
-    float* acc, int64_t n, uint64_t seed) {
-  if (k.kernel == Kernel::kScaled) {
-    if (k.bf16) {
-      StepRow<Kernel::kScaled, true>(k, draws, stored, grad, acc, n, seed);
-    } else {
-      StepRow<Kernel::kScaled, false>(k, draws, stored, grad, acc, n, seed);
-    }
-  } else if (k.bf16) {
-    StepRow<Kernel::kAdagrad, true>(k, draws, stored, grad, acc, n, seed);
-  } else {
-    StepRow<Kernel::kAdagrad, false>(k, draws, stored, grad, acc, n, seed);
-  }
-}
-
-void StepWithAvx2(const RowKernel& k, uint16_t* stored, const float* grad,
-                  float* acc, int64_t n, uint64_t seed) {
-  Dispatch(k, DrawsAvx2(seed), stored, grad, acc, n, seed);
-}
-
-TESSERA_AVX512_DRAWS void StepWithAvx512(const RowKernel& k, uint16_t* stored,
-                                         const float* grad, float* acc,
-                                         int64_t n, uint64_t seed) {
-  Dispatch(k, DrawsAvx512(seed), stored, grad, acc, n, seed);
 }
 
 }  // namespace
 
 void StepNarrowRowAvx2(const RowKernel& k, uint16_t* stored, const float* grad,
-                       float* acc, int64_t n, uint64_t seed,
-                       row_precision_internal::Draws draws) {
-  using row_precision_internal::Draws;
-  if (draws == Draws::kAvx512 ||
-      (draws == Draws::kBest && row_precision_internal::UseAvx512Draws())) {
-    StepWithAvx512(k, stored, grad, acc, n, seed);
+                       float* acc, int64_t n, uint64_t seed) {
+  const Draws8 draws(seed);
+  if (k.kernel == Kernel::kScaled) {
+    if (k.bf16) {
+      StepRow<Kernel::kScaled, true>(k, draws, stored, grad, acc, n);
+    } else {
+      StepRow<Kernel::kScaled, false>(k, draws, stored, grad, acc, n);
+    }
+  } else if (k.bf16) {
+    StepRow<Kernel::kAdagrad, true>(k, draws, stored, grad, acc, n);
   } else {
-    StepWithAvx2(k, stored, grad, acc, n, seed);
+    StepRow<Kernel::kAdagrad, false>(k, draws, stored, grad, acc, n);
   }
 }
 
 #else
 
 void StepNarrowRowAvx2(const RowKernel&, uint16_t*, const float*, float*,
-                       int64_t, uint64_t, row_precision_internal::Draws) {}
+                       int64_t, uint64_t) {}
 
 #endif
 

@@ -6,8 +6,6 @@
 
 #include <cstdint>
 
-#include "common/optimizer/row_precision_f16c.h"
-
 namespace tessera {
 namespace narrow_row_internal {
 
@@ -28,14 +26,9 @@ struct RowKernel {
 
 // Widens stored[0, n) (fp16 or bf16 bits), steps it as `k` says with
 // grad[0, n) (and acc[0, n) for kAdagrad), and stores it rounded
-// stochastically with `seed` as NarrowRowStochastic does. `draws` as in
-// row_precision_f16c.h: kBest in production; tests name each path, since
-// the AVX2 one is what AVX2-only CPUs run. kAvx512 only when
-// UseAvx512Draws().
-void StepNarrowRowAvx2(
-    const RowKernel& k, uint16_t* stored, const float* grad, float* acc,
-    int64_t n, uint64_t seed,
-    row_precision_internal::Draws draws = row_precision_internal::Draws::kBest);
+// stochastically with `seed` as NarrowRowStochastic does.
+void StepNarrowRowAvx2(const RowKernel& k, uint16_t* stored, const float* grad,
+                       float* acc, int64_t n, uint64_t seed);
 
 }  // namespace narrow_row_internal
 }  // namespace tessera

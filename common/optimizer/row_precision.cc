@@ -63,17 +63,6 @@ bool UseF16c() {
 #endif
 }
 
-bool UseAvx512Draws() {
-#ifdef TESSERA_ROW_PRECISION_F16C
-  static const bool kAvx512 = __builtin_cpu_supports("avx512f") &&
-                              __builtin_cpu_supports("avx512dq") &&
-                              __builtin_cpu_supports("avx512vl");
-  return kAvx512;
-#else
-  return false;
-#endif
-}
-
 }  // namespace row_precision_internal
 
 int RowPrecisionBytes(RowPrecision precision) {
@@ -180,8 +169,10 @@ void NarrowRowStochastic(RowPrecision precision, const float* src, void* dst,
       row_precision_internal::NarrowHalfStochasticF16c(src, d, n, seed);
       return;
     }
+    const uint32_t key = RowRoundingKey(seed);
     for (int64_t i = 0; i < n; ++i) {
-      d[i] = RoundHalfStochastic(src[i], CounterUniform(seed, i));
+      d[i] = RoundHalfStochastic(src[i],
+                                 RowRoundingUniform(RowRoundingBits(key, i)));
     }
   } else if (precision == ROW_BF16) {
     uint16_t* d = static_cast<uint16_t*>(dst);
@@ -189,9 +180,9 @@ void NarrowRowStochastic(RowPrecision precision, const float* src, void* dst,
       row_precision_internal::NarrowBfloat16StochasticAvx2(src, d, n, seed);
       return;
     }
+    const uint32_t key = RowRoundingKey(seed);
     for (int64_t i = 0; i < n; ++i) {
-      d[i] = RoundBfloat16Stochastic(
-          src[i], static_cast<uint32_t>(CounterHash(seed, i) >> 48));
+      d[i] = RoundBfloat16Stochastic(src[i], RowRoundingBits(key, i) >> 16);
     }
   } else {
     std::memcpy(dst, src, n * sizeof(float));

@@ -8,11 +8,11 @@
 // < hi becomes hi with probability (x - lo) / (hi - lo), so the stored
 // value is unbiased (E[stored] = x) and many small updates are not lost to
 // round-to-nearest (Gupta et al. 2015; FBGEMM's fp16 tables). The draw for
-// element e of a row is CounterUniform(seed, e) with a seed from
-// RowRoundingSeed(table, step, row): a pure function of the table, its
-// step and the element, so a sync job rounds the same bits on every run,
-// after any failure and on any sharding. Values beyond fp16's largest
-// finite magnitude (65504) saturate there; NaN stays NaN; bf16 keeps
+// element e of a row is RowRoundingBits(RowRoundingKey(seed), e) with a
+// seed from RowRoundingSeed(table, step, row): a pure function of the
+// table, its step and the element, so a sync job rounds the same bits on
+// every run, after any failure and on any sharding. Values beyond fp16's
+// largest finite magnitude (65504) saturate there; NaN stays NaN; bf16 keeps
 // float's range.
 #ifndef TESSERA_COMMON_OPTIMIZER_ROW_PRECISION_H_
 #define TESSERA_COMMON_OPTIMIZER_ROW_PRECISION_H_
@@ -22,6 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/counter_rng.h"
 #include "proto/job.pb.h"
 
 namespace tessera {
@@ -74,6 +75,20 @@ struct TableRowBytes {
 // shard holds values and slots only.
 TableRowBytes RowBytesOf(RowPrecision precision, int64_t dim,
                          const Optimizer& optimizer, bool growing);
+
+// The draws: a row's key, once per row from its 64-bit seed, then 32 bits
+// per element from the 32-bit counter hash, which vector code makes eight
+// at a time for about what the rounding itself costs. fp16 takes a
+// draw's top 24 bits as u in [0, 1) (RowRoundingUniform), bf16 its top 16.
+inline uint32_t RowRoundingKey(uint64_t seed) {
+  return static_cast<uint32_t>(CounterHash(seed, 0) >> 32);
+}
+inline uint32_t RowRoundingBits(uint32_t key, int64_t element) {
+  return CounterHash32(key, static_cast<uint32_t>(element));
+}
+inline float RowRoundingUniform(uint32_t bits) {
+  return static_cast<float>(bits >> 8) * (1.0f / 16777216.0f);
+}
 
 // One value rounded stochastically with uniform draw u in [0, 1): the rule
 // NarrowRowStochastic applies per element, for tests.

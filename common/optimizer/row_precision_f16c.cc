@@ -5,7 +5,6 @@
 
 #include <cmath>
 
-#include "common/counter_rng.h"
 #include "common/optimizer/row_precision.h"
 #include "common/optimizer/row_rounding_avx2.h"
 #endif
@@ -60,93 +59,40 @@ void NarrowHalfNearestF16c(const float* src, uint16_t* dst, int64_t n) {
   }
 }
 
-namespace {
-
-using row_rounding_avx2::DrawsAvx2;
-using row_rounding_avx2::DrawsAvx512;
-
-template <class D>
-__attribute__((always_inline)) inline void NarrowHalfStochastic(
-    const D& draws, const float* src, uint16_t* dst, int64_t n, uint64_t seed) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
-                     row_rounding_avx2::RoundHalf8(
-                         draws, _mm256_loadu_ps(src + i), i, seed));
-  }
-  for (; i < n; ++i) {
-    dst[i] = RoundHalfStochastic(src[i], CounterUniform(seed, i));
-  }
-}
-
-template <class D>
-__attribute__((always_inline)) inline void NarrowBfloat16Stochastic(
-    const D& draws, const float* src, uint16_t* dst, int64_t n, uint64_t seed) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
-                     row_rounding_avx2::RoundBfloat16x8(
-                         draws, _mm256_loadu_ps(src + i), i, seed));
-  }
-  for (; i < n; ++i) {
-    dst[i] = RoundBfloat16Stochastic(
-        src[i], static_cast<uint32_t>(CounterHash(seed, i) >> 48));
-  }
-}
-
-void NarrowHalfStochasticAvx2(const float* src, uint16_t* dst, int64_t n,
-                              uint64_t seed) {
-  NarrowHalfStochastic(DrawsAvx2(seed), src, dst, n, seed);
-}
-
-TESSERA_AVX512_DRAWS void NarrowHalfStochasticAvx512(const float* src,
-                                                     uint16_t* dst, int64_t n,
-                                                     uint64_t seed) {
-  NarrowHalfStochastic(DrawsAvx512(seed), src, dst, n, seed);
-}
-
-void NarrowBfloat16StochasticWithAvx2(const float* src, uint16_t* dst,
-                                      int64_t n, uint64_t seed) {
-  NarrowBfloat16Stochastic(DrawsAvx2(seed), src, dst, n, seed);
-}
-
-TESSERA_AVX512_DRAWS void NarrowBfloat16StochasticWithAvx512(const float* src,
-                                                             uint16_t* dst,
-                                                             int64_t n,
-                                                             uint64_t seed) {
-  NarrowBfloat16Stochastic(DrawsAvx512(seed), src, dst, n, seed);
-}
-
-bool Avx512(Draws draws) {
-  return draws == Draws::kAvx512 || (draws == Draws::kBest && UseAvx512Draws());
-}
-
-}  // namespace
-
 void NarrowHalfStochasticF16c(const float* src, uint16_t* dst, int64_t n,
-                              uint64_t seed, Draws draws) {
-  if (Avx512(draws)) {
-    NarrowHalfStochasticAvx512(src, dst, n, seed);
-  } else {
-    NarrowHalfStochasticAvx2(src, dst, n, seed);
+                              uint64_t seed) {
+  const row_rounding_avx2::Draws8 draws(seed);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm_storeu_si128(
+        reinterpret_cast<__m128i*>(dst + i),
+        row_rounding_avx2::RoundHalf8(draws, _mm256_loadu_ps(src + i), i));
+  }
+  for (; i < n; ++i) {
+    dst[i] = RoundHalfStochastic(
+        src[i], RowRoundingUniform(RowRoundingBits(draws.key(), i)));
   }
 }
 
 void NarrowBfloat16StochasticAvx2(const float* src, uint16_t* dst, int64_t n,
-                                  uint64_t seed, Draws draws) {
-  if (Avx512(draws)) {
-    NarrowBfloat16StochasticWithAvx512(src, dst, n, seed);
-  } else {
-    NarrowBfloat16StochasticWithAvx2(src, dst, n, seed);
+                                  uint64_t seed) {
+  const row_rounding_avx2::Draws8 draws(seed);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm_storeu_si128(
+        reinterpret_cast<__m128i*>(dst + i),
+        row_rounding_avx2::RoundBfloat16x8(draws, _mm256_loadu_ps(src + i), i));
+  }
+  for (; i < n; ++i) {
+    dst[i] =
+        RoundBfloat16Stochastic(src[i], RowRoundingBits(draws.key(), i) >> 16);
   }
 }
 
 #else
 
-void NarrowHalfStochasticF16c(const float*, uint16_t*, int64_t, uint64_t,
-                              Draws) {}
-void NarrowBfloat16StochasticAvx2(const float*, uint16_t*, int64_t, uint64_t,
-                                  Draws) {}
+void NarrowHalfStochasticF16c(const float*, uint16_t*, int64_t, uint64_t) {}
+void NarrowBfloat16StochasticAvx2(const float*, uint16_t*, int64_t, uint64_t) {}
 void WidenHalfF16c(const uint16_t*, float*, int64_t) {}
 void NarrowHalfNearestF16c(const float*, uint16_t*, int64_t) {}
 

@@ -2,8 +2,8 @@
 // the files built with AVX2 and F16C (row_precision_f16c.cc, which rounds
 // whole rows, and narrow_row_step_avx2.cc, which rounds a row as its
 // optimizer step makes it, without an fp32 copy). One definition, so both
-// give the baseline rule's bits: the draws CounterUniform(seed, i) and
-// CounterHash(seed, i) >> 48, the same neighbours, the same probability.
+// give the baseline rule's bits: the same draws (RowRoundingBits), the
+// same neighbours, the same probability.
 // Include only from a file built with -mavx2 -mf16c.
 #ifndef TESSERA_COMMON_OPTIMIZER_ROW_ROUNDING_AVX2_H_
 #define TESSERA_COMMON_OPTIMIZER_ROW_ROUNDING_AVX2_H_
@@ -12,121 +12,59 @@
 
 #include <cstdint>
 
-#include "common/counter_rng.h"
 #include "common/optimizer/row_precision.h"
 
 namespace tessera {
 namespace row_rounding_avx2 {
 
-// CounterHash(seed, i) (common/counter_rng.h) is mix(seed * K + C + i):
-// the part before i is one number per row, and mix is SplitMix64's
-// finaliser, whose constants these are.
-inline uint64_t CounterBase(uint64_t seed) {
-  return seed * 0xD1B54A32D192ED03ull + 0x9E3779B97F4A7C15ull;
-}
-constexpr uint64_t kMix1 = 0xBF58476D1CE4E5B9ull;
-constexpr uint64_t kMix2 = 0x94D049BB133111EBull;
-
-// Both draw kinds give, for 8 consecutive counters i..i+7 of one row,
-// CounterHash(seed, i + j) >> kShift (kShift >= 32) as eight 32-bit lanes.
-
-// AVX2 has no 64-bit multiply: each is made of three 32-bit ones, four
-// lanes at a time.
-class DrawsAvx2 {
+// The draws RowRoundingBits(key, i + j) (row_precision.h), j in [0, 8),
+// as eight 32-bit lanes shifted right by kShift: the 32-bit hash's two
+// multiplies are one AVX2 instruction each, where the 64-bit counter hash
+// it replaced took three 32-bit ones per multiply and half the lanes
+// (bench/results/tables.md).
+class Draws8 {
  public:
-  explicit DrawsAvx2(uint64_t seed)
-      : base_(CounterBase(seed)),
-        mix1_lo_(_mm256_set1_epi64x(kMix1 & 0xFFFFFFFFu)),
-        mix1_hi_(_mm256_set1_epi64x(kMix1 >> 32)),
-        mix2_lo_(_mm256_set1_epi64x(kMix2 & 0xFFFFFFFFu)),
-        mix2_hi_(_mm256_set1_epi64x(kMix2 >> 32)) {}
+  explicit Draws8(uint64_t seed)
+      : key_(RowRoundingKey(seed)),
+        steps_(_mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                                  _mm256_set1_epi32(kStep))) {}
+
+  uint32_t key() const { return key_; }
 
   template <int kShift>
   __m256i Bits(int64_t i) const {
-    const __m256i low = Hash4<kShift>(i);
-    const __m256i high = Hash4<kShift>(i + 4);
-    // The low dword of each 64-bit lane: 0, 2 of each 128-bit half.
-    const __m256i both = _mm256_castps_si256(
-        _mm256_shuffle_ps(_mm256_castsi256_ps(low), _mm256_castsi256_ps(high),
-                          _MM_SHUFFLE(2, 0, 2, 0)));
-    // Lanes are now 0 1 4 5 2 3 6 7: put them in order.
-    return _mm256_permute4x64_epi64(both, _MM_SHUFFLE(3, 1, 2, 0));
+    // key + (i + j) * golden, each lane wrapping as the scalar one does.
+    __m256i z = _mm256_add_epi32(
+        _mm256_set1_epi32(static_cast<int32_t>(key_ + static_cast<uint32_t>(i) *
+                                                          kCounterHash32Step)),
+        steps_);
+    z = _mm256_xor_si256(z, _mm256_srli_epi32(z, 16));
+    z = _mm256_mullo_epi32(z, _mm256_set1_epi32(kMix1));
+    z = _mm256_xor_si256(z, _mm256_srli_epi32(z, 15));
+    z = _mm256_mullo_epi32(z, _mm256_set1_epi32(kMix2));
+    z = _mm256_xor_si256(z, _mm256_srli_epi32(z, 16));
+    return _mm256_srli_epi32(z, kShift);
   }
 
  private:
-  // The low 64 bits of a * c, c given as its 32-bit halves.
-  static __m256i MulLo64(__m256i a, __m256i c_lo, __m256i c_hi) {
-    const __m256i lo = _mm256_mul_epu32(a, c_lo);
-    const __m256i cross =
-        _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(a, 32), c_lo),
-                         _mm256_mul_epu32(a, c_hi));
-    return _mm256_add_epi64(lo, _mm256_slli_epi64(cross, 32));
-  }
-
-  template <int kShift>
-  __m256i Hash4(int64_t i) const {
-    __m256i z =
-        _mm256_add_epi64(_mm256_set1_epi64x(static_cast<int64_t>(base_ + i)),
-                         _mm256_setr_epi64x(0, 1, 2, 3));
-    z = MulLo64(_mm256_xor_si256(z, _mm256_srli_epi64(z, 30)), mix1_lo_,
-                mix1_hi_);
-    z = MulLo64(_mm256_xor_si256(z, _mm256_srli_epi64(z, 27)), mix2_lo_,
-                mix2_hi_);
-    return _mm256_srli_epi64(_mm256_xor_si256(z, _mm256_srli_epi64(z, 31)),
-                             kShift);
-  }
-
-  const uint64_t base_;
-  const __m256i mix1_lo_, mix1_hi_, mix2_lo_, mix2_hi_;
+  static constexpr int32_t kStep = static_cast<int32_t>(kCounterHash32Step);
+  static constexpr int32_t kMix1 = static_cast<int32_t>(kCounterHash32Mix1);
+  static constexpr int32_t kMix2 = static_cast<int32_t>(kCounterHash32Mix2);
+  const uint32_t key_;
+  const __m256i steps_;  // j * golden, j in [0, 8)
 };
 
-// AVX-512 DQ multiplies 64-bit lanes: eight lanes, two multiplies.
-#define TESSERA_AVX512_DRAWS \
-  __attribute__((target("avx512f,avx512dq,avx512vl")))
-class DrawsAvx512 {
- public:
-  explicit DrawsAvx512(uint64_t seed) : base_(CounterBase(seed)) {}
-
-  template <int kShift>
-  TESSERA_AVX512_DRAWS __m256i Bits(int64_t i) const {
-    __m512i z =
-        _mm512_add_epi64(_mm512_set1_epi64(static_cast<int64_t>(base_ + i)),
-                         _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7));
-    z = _mm512_mullo_epi64(_mm512_xor_si512(z, Srli<30>(z)),
-                           _mm512_set1_epi64(static_cast<int64_t>(kMix1)));
-    z = _mm512_mullo_epi64(_mm512_xor_si512(z, Srli<27>(z)),
-                           _mm512_set1_epi64(static_cast<int64_t>(kMix2)));
-    z = _mm512_xor_si512(z, Srli<31>(z));
-    return _mm512_maskz_cvtepi64_epi32(kAll, Srli<kShift>(z));
-  }
-
- private:
-  // The zero-masked forms of the shift and the narrowing, all lanes on:
-  // GCC 12's plain ones start from _mm512_undefined_*, which
-  // -Wmaybe-uninitialized reports.
-  static constexpr __mmask8 kAll = 0xFF;
-  template <int kBits>
-  TESSERA_AVX512_DRAWS static __m512i Srli(__m512i z) {
-    return _mm512_maskz_srli_epi64(kAll, z, kBits);
-  }
-
-  const uint64_t base_;
-};
-
-// CounterUniform(seed, i + j), j in [0, 8): the top 24 bits, scaled.
-template <class D>
-__attribute__((always_inline)) inline __m256 Uniform8(const D& draws,
+// RowRoundingUniform of the draws: their top 24 bits, scaled.
+__attribute__((always_inline)) inline __m256 Uniform8(const Draws8& draws,
                                                       int64_t i) {
-  return _mm256_mul_ps(_mm256_cvtepi32_ps(draws.template Bits<40>(i)),
+  return _mm256_mul_ps(_mm256_cvtepi32_ps(draws.Bits<8>(i)),
                        _mm256_set1_ps(1.0f / 16777216.0f));
 }
 
-// The fp16 bits of x[j] rounded stochastically with CounterUniform(seed,
-// i + j): RoundHalfStochastic's rule, lane by lane.
-template <class D>
-__attribute__((always_inline)) inline __m128i RoundHalf8(const D& draws,
-                                                         __m256 x, int64_t i,
-                                                         uint64_t seed) {
+// The fp16 bits of x[j] rounded stochastically with draw i + j:
+// RoundHalfStochastic's rule, lane by lane.
+__attribute__((always_inline)) inline __m128i RoundHalf8(const Draws8& draws,
+                                                         __m256 x, int64_t i) {
   const __m256 sign = _mm256_set1_ps(-0.0f);
   const __m256 a = _mm256_andnot_ps(sign, x);
   // NaN, infinities and what saturates: the scalar rule, rarely taken.
@@ -136,7 +74,8 @@ __attribute__((always_inline)) inline __m128i RoundHalf8(const D& draws,
     alignas(16) uint16_t out[8];
     _mm256_store_ps(v, x);
     for (int j = 0; j < 8; ++j) {
-      out[j] = RoundHalfStochastic(v[j], CounterUniform(seed, i + j));
+      out[j] = RoundHalfStochastic(
+          v[j], RowRoundingUniform(RowRoundingBits(draws.key(), i + j)));
     }
     return _mm_load_si128(reinterpret_cast<const __m128i*>(out));
   }
@@ -149,7 +88,7 @@ __attribute__((always_inline)) inline __m128i RoundHalf8(const D& draws,
   if (_mm256_movemask_ps(
           _mm256_cmp_ps(a, _mm256_set1_ps(0x1p-14f), _CMP_GE_OQ)) == 0xFF) {
     const __m256i up =
-        _mm256_xor_si256(draws.template Bits<51>(i), _mm256_set1_epi32(0x1FFF));
+        _mm256_xor_si256(draws.Bits<19>(i), _mm256_set1_epi32(0x1FFF));
     return _mm256_cvtps_ph(
         _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(x), up)),
         _MM_FROUND_TO_ZERO);
@@ -185,15 +124,12 @@ __attribute__((always_inline)) inline __m128i RoundHalf8(const D& draws,
                                        _mm256_extractf128_si256(sign32, 1)));
 }
 
-// The bf16 bits of x[j] rounded stochastically with CounterHash(seed, i +
-// j) >> 48: RoundBfloat16Stochastic's rule, lane by lane (16 random bits
+// The bf16 bits of x[j] rounded stochastically with the top 16 bits of
+// draw i + j: RoundBfloat16Stochastic's rule, lane by lane (16 random bits
 // added below the kept ones, then truncated; a carry into infinity
 // saturates).
-template <class D>
-__attribute__((always_inline)) inline __m128i RoundBfloat16x8(const D& draws,
-                                                              __m256 x,
-                                                              int64_t i,
-                                                              uint64_t seed) {
+__attribute__((always_inline)) inline __m128i RoundBfloat16x8(
+    const Draws8& draws, __m256 x, int64_t i) {
   const __m256i exponent = _mm256_set1_epi32(0x7F800000);
   const __m256i bits = _mm256_castps_si256(x);
   // NaN and infinities: the scalar rule, rarely taken.
@@ -205,13 +141,13 @@ __attribute__((always_inline)) inline __m128i RoundBfloat16x8(const D& draws,
     _mm256_store_ps(v, x);
     for (int j = 0; j < 8; ++j) {
       out[j] = RoundBfloat16Stochastic(
-          v[j], static_cast<uint32_t>(CounterHash(seed, i + j) >> 48));
+          v[j], RowRoundingBits(draws.key(), i + j) >> 16);
     }
     return _mm_load_si128(reinterpret_cast<const __m128i*>(out));
   }
   const __m256i infinity16 = _mm256_set1_epi32(0x7F80);
   const __m256i rounded =
-      _mm256_srli_epi32(_mm256_add_epi32(bits, draws.template Bits<48>(i)), 16);
+      _mm256_srli_epi32(_mm256_add_epi32(bits, draws.Bits<16>(i)), 16);
   const __m256i overflow =
       _mm256_cmpeq_epi32(_mm256_and_si256(rounded, infinity16), infinity16);
   const __m256i saturated = _mm256_or_si256(

@@ -104,15 +104,13 @@ struct Table {
   std::vector<std::vector<float>> slots;
 };
 
-using row_precision_internal::Draws;
-
 constexpr uint64_t kTableSeed = 0x7E55E4A;
 
-// 30 updates of a table of 24 rows of `dim` values: NarrowRowStep with
-// `draws` against the old widen/Apply/narrow way spelled out, every
-// stored bit and slot after each update.
+// 30 updates of a table of 24 rows of `dim` values: NarrowRowStep against the
+// old widen/Apply/narrow way spelled out, every stored bit and slot after each
+// update.
 void ExpectFusedMatchesPlain(const Case& c, const Optimizer& optimizer,
-                             RowPrecision precision, int dim, Draws draws) {
+                             RowPrecision precision, int dim) {
   constexpr int kRows = 24;
   constexpr int kSteps = 30;
   const bool f16c = row_precision_internal::UseF16c();
@@ -123,8 +121,7 @@ void ExpectFusedMatchesPlain(const Case& c, const Optimizer& optimizer,
   for (int64_t t = 1; t <= kSteps; ++t) {
     // An asynchronous push: its schedule step is not its count.
     const UpdateStep update(t, 3 * t + 1);
-    NarrowRowStep step(optimizer, precision, update, kTableSeed, t,
-                       /*allow_fused=*/true, draws);
+    NarrowRowStep step(optimizer, precision, update, kTableSeed, t);
     EXPECT_EQ(step.rule() != NarrowRowStep::Rule::kPlain, c.fused && f16c);
     for (int row = 0; row < kRows; ++row) {
       if (rng() % 3 == 0) continue;  // rows this push leaves alone
@@ -161,29 +158,19 @@ void ExpectFusedMatchesPlain(const Case& c, const Optimizer& optimizer,
                            fused.stored.size() * sizeof(uint16_t)));
 }
 
-// Each fused variant on its own: the AVX2 draws are what an AVX2-only CPU
-// runs, so they are held to the plain way even where AVX-512 would be
-// picked (the two variants are compiled apart, and once rounded apart).
 TEST(NarrowRowStepTest, FusedStepKeepsEveryBitOfWidenApplyNarrow) {
-  std::vector<std::pair<Draws, std::string>> paths = {{Draws::kAvx2, "avx2"}};
   if (!row_precision_internal::UseF16c()) {
     GTEST_LOG_(INFO) << "no F16C here: only the plain way runs";
-  } else if (row_precision_internal::UseAvx512Draws()) {
-    paths.push_back({Draws::kAvx512, "avx512"});
-  } else {
-    GTEST_LOG_(INFO) << "no AVX-512 here: the AVX2 draws only";
   }
   for (const Case& c : Cases()) {
     absl::StatusOr<std::unique_ptr<Optimizer>> made = CreateOptimizer(c.config);
     ASSERT_TRUE(made.ok()) << made.status();
-    for (const auto& [draws, path] : paths) {
-      for (RowPrecision precision : {ROW_FP16, ROW_BF16}) {
-        for (int dim : {1, 5, 8, 13, 64, 100}) {
-          SCOPED_TRACE(c.name + " " + RowPrecisionName(precision) + " dim " +
-                       std::to_string(dim) + " draws " + path);
-          ExpectFusedMatchesPlain(c, **made, precision, dim, draws);
-          if (HasFatalFailure()) return;
-        }
+    for (RowPrecision precision : {ROW_FP16, ROW_BF16}) {
+      for (int dim : {1, 5, 8, 13, 64, 100}) {
+        SCOPED_TRACE(c.name + " " + RowPrecisionName(precision) + " dim " +
+                     std::to_string(dim));
+        ExpectFusedMatchesPlain(c, **made, precision, dim);
+        if (HasFatalFailure()) return;
       }
     }
   }
