@@ -171,8 +171,7 @@ void NarrowRowStochastic(RowPrecision precision, const float* src, void* dst,
     }
     const uint32_t key = RowRoundingKey(seed);
     for (int64_t i = 0; i < n; ++i) {
-      d[i] = RoundHalfStochastic(src[i],
-                                 RowRoundingUniform(RowRoundingBits(key, i)));
+      d[i] = RoundHalfAt(src[i], key, i);
     }
   } else if (precision == ROW_BF16) {
     uint16_t* d = static_cast<uint16_t*>(dst);
@@ -182,7 +181,7 @@ void NarrowRowStochastic(RowPrecision precision, const float* src, void* dst,
     }
     const uint32_t key = RowRoundingKey(seed);
     for (int64_t i = 0; i < n; ++i) {
-      d[i] = RoundBfloat16Stochastic(src[i], RowRoundingBits(key, i) >> 16);
+      d[i] = RoundBfloat16At(src[i], key, i);
     }
   } else {
     std::memcpy(dst, src, n * sizeof(float));

@@ -95,6 +95,15 @@ inline float RowRoundingUniform(uint32_t bits) {
 uint16_t RoundHalfStochastic(float x, float u);
 uint16_t RoundBfloat16Stochastic(float x, uint32_t random16);
 
+// Element i of a row whose key is `key`, rounded as every path rounds it:
+// fp16 with its draw's top 24 bits as u, bf16 with its top 16.
+inline uint16_t RoundHalfAt(float x, uint32_t key, int64_t i) {
+  return RoundHalfStochastic(x, RowRoundingUniform(RowRoundingBits(key, i)));
+}
+inline uint16_t RoundBfloat16At(float x, uint32_t key, int64_t i) {
+  return RoundBfloat16Stochastic(x, RowRoundingBits(key, i) >> 16);
+}
+
 }  // namespace tessera
 
 #endif  // TESSERA_COMMON_OPTIMIZER_ROW_PRECISION_H_

@@ -69,8 +69,7 @@ void NarrowHalfStochasticF16c(const float* src, uint16_t* dst, int64_t n,
         row_rounding_avx2::RoundHalf8(draws, _mm256_loadu_ps(src + i), i));
   }
   for (; i < n; ++i) {
-    dst[i] = RoundHalfStochastic(
-        src[i], RowRoundingUniform(RowRoundingBits(draws.key(), i)));
+    dst[i] = RoundHalfAt(src[i], draws.key(), i);
   }
 }
 
@@ -84,8 +83,7 @@ void NarrowBfloat16StochasticAvx2(const float* src, uint16_t* dst, int64_t n,
         row_rounding_avx2::RoundBfloat16x8(draws, _mm256_loadu_ps(src + i), i));
   }
   for (; i < n; ++i) {
-    dst[i] =
-        RoundBfloat16Stochastic(src[i], RowRoundingBits(draws.key(), i) >> 16);
+    dst[i] = RoundBfloat16At(src[i], draws.key(), i);
   }
 }
 

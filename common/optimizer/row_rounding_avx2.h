@@ -74,8 +74,7 @@ __attribute__((always_inline)) inline __m128i RoundHalf8(const Draws8& draws,
     alignas(16) uint16_t out[8];
     _mm256_store_ps(v, x);
     for (int j = 0; j < 8; ++j) {
-      out[j] = RoundHalfStochastic(
-          v[j], RowRoundingUniform(RowRoundingBits(draws.key(), i + j)));
+      out[j] = RoundHalfAt(v[j], draws.key(), i + j);
     }
     return _mm_load_si128(reinterpret_cast<const __m128i*>(out));
   }
@@ -140,8 +139,7 @@ __attribute__((always_inline)) inline __m128i RoundBfloat16x8(
     alignas(16) uint16_t out[8];
     _mm256_store_ps(v, x);
     for (int j = 0; j < 8; ++j) {
-      out[j] = RoundBfloat16Stochastic(
-          v[j], RowRoundingBits(draws.key(), i + j) >> 16);
+      out[j] = RoundBfloat16At(v[j], draws.key(), i + j);
     }
     return _mm_load_si128(reinterpret_cast<const __m128i*>(out));
   }
