@@ -463,8 +463,9 @@ RowDiskStore* HashTable::Disk() {
   if (disk != nullptr) return disk;
   absl::MutexLock lock(&disk_mu_);
   if (disk_ == nullptr) {
-    absl::StatusOr<std::unique_ptr<RowDiskStore>> opened =
-        RowDiskStore::Open(budget_->disk_database(), record_bytes_);
+    absl::StatusOr<std::unique_ptr<RowDiskStore>> opened = RowDiskStore::Open(
+        budget_->disk_database(), record_bytes_,
+        [](int64_t id) -> uint32_t { return StripeOf(TableHash(id)); });
     CHECK(opened.ok()) << "hash table shard " << def_.name()
                        << " cannot open its disk tier: " << opened.status();
     disk_ = *std::move(opened);

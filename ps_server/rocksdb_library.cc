@@ -60,6 +60,13 @@ absl::Status ResolveAll(void* lib, RocksDbApi& api) {
   Resolve(lib, "rocksdb_options_set_max_open_files", &api.set_max_open_files,
           &error);
   Resolve(lib, "rocksdb_options_set_compression", &api.set_compression, &error);
+  Resolve(lib, "rocksdb_options_set_optimize_filters_for_hits",
+          &api.set_optimize_filters_for_hits, &error);
+  Resolve(lib, "rocksdb_options_set_memtable_prefix_bloom_size_ratio",
+          &api.set_memtable_prefix_bloom_size_ratio, &error);
+  api.set_memtable_whole_key_filtering =
+      reinterpret_cast<decltype(api.set_memtable_whole_key_filtering)>(
+          dlsym(lib, "rocksdb_options_set_memtable_whole_key_filtering"));
   Resolve(lib, "rocksdb_options_set_compaction_style",
           &api.set_compaction_style, &error);
   Resolve(lib, "rocksdb_options_set_level0_file_num_compaction_trigger",

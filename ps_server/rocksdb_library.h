@@ -63,6 +63,14 @@ struct RocksDbApi {
       set_max_write_buffer_number = nullptr;
   decltype(&rocksdb_options_set_max_open_files) set_max_open_files = nullptr;
   decltype(&rocksdb_options_set_compression) set_compression = nullptr;
+  decltype(&rocksdb_options_set_optimize_filters_for_hits)
+      set_optimize_filters_for_hits = nullptr;
+  decltype(&rocksdb_options_set_memtable_prefix_bloom_size_ratio)
+      set_memtable_prefix_bloom_size_ratio = nullptr;
+  // Optional (null where the library lacks it): RocksDB 6.11's C API has
+  // no setter for it.
+  decltype(&rocksdb_options_set_memtable_whole_key_filtering)
+      set_memtable_whole_key_filtering = nullptr;
   decltype(&rocksdb_options_set_compaction_style) set_compaction_style =
       nullptr;
   decltype(&rocksdb_options_set_level0_file_num_compaction_trigger)

@@ -33,25 +33,28 @@ absl::Status FromRocks(const RocksDbApi& api, char* error,
   return status;
 }
 
-// Keys are the tier's number then the id, 8 bytes each, big-endian, so a
-// tier's rows are one key range and a fixed width keeps RocksDB's index
-// small.
-constexpr size_t kKeyBytes = 16;
+// Keys are the tier's number (8 bytes), the row's group (4) and its id
+// (8), big-endian, so a tier's rows are one key range, a group's rows one
+// range inside it, and a fixed width keeps RocksDB's index small.
+constexpr size_t kKeyBytes = 20;
+constexpr size_t kIdAt = 12;
 using Key = std::array<char, kKeyBytes>;
 
-Key KeyOf(uint64_t tier, int64_t id) {
+Key KeyOf(uint64_t tier, uint32_t group, int64_t id) {
   Key key;
   const uint64_t u = static_cast<uint64_t>(id);
   for (int b = 0; b < 8; ++b) {
     key[b] = static_cast<char>(tier >> (56 - 8 * b));
-    key[8 + b] = static_cast<char>(u >> (56 - 8 * b));
+    key[kIdAt + b] = static_cast<char>(u >> (56 - 8 * b));
   }
+  for (int b = 0; b < 4; ++b)
+    key[8 + b] = static_cast<char>(group >> (24 - 8 * b));
   return key;
 }
 
 int64_t IdOf(const char* key) {
   uint64_t u = 0;
-  for (int b = 8; b < 16; ++b)
+  for (size_t b = kIdAt; b < kKeyBytes; ++b)
     u = (u << 8) | static_cast<unsigned char>(key[b]);
   return static_cast<int64_t>(u);
 }
@@ -163,6 +166,18 @@ class RowDiskDatabase {
     rocks.set_max_open_files(options, 256);
     // Rows are floats: compression would cost time and save little.
     rocks.set_compression(options, rocksdb_no_compression);
+    // A lookup reaches the disk only for a row the spilled-id filter says
+    // was spilled, so it almost always finds it: the last sorted run (most
+    // of the rows) needs no Bloom filter, whose building was compaction
+    // CPU and whose bits were budget memory.
+    rocks.set_optimize_filters_for_hits(options, 1);
+    // Most lookups find the row in an older sorted run, not in the
+    // memtables: a Bloom filter of the memtables' keys (2% of their
+    // memory) answers those without a walk down each skip list.
+    if (rocks.set_memtable_whole_key_filtering != nullptr) {
+      rocks.set_memtable_whole_key_filtering(options, 1);
+      rocks.set_memtable_prefix_bloom_size_ratio(options, 0.02);
+    }
     // Universal compaction: every row is written at each spill and
     // deleted when it comes back, so leveled compaction's rewriting of
     // each byte at every level took half the server's CPU (perf, DLRM);
@@ -234,7 +249,8 @@ int64_t RowDiskMemoryBytes(RowDiskDatabase& database) {
 }
 
 absl::StatusOr<std::unique_ptr<RowDiskStore>> RowDiskStore::Open(
-    std::shared_ptr<RowDiskDatabase> database, int64_t record_bytes) {
+    std::shared_ptr<RowDiskDatabase> database, int64_t record_bytes,
+    GroupOf group_of) {
   if (record_bytes <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("disk tier ", database->directory(),
@@ -243,21 +259,27 @@ absl::StatusOr<std::unique_ptr<RowDiskStore>> RowDiskStore::Open(
   if (absl::Status s = database->Open(); !s.ok()) return s;
   const uint64_t tier = database->NewTier();
   return std::unique_ptr<RowDiskStore>(
-      new RowDiskStore(std::move(database), tier, record_bytes));
+      new RowDiskStore(std::move(database), tier, record_bytes, group_of));
 }
 
 RowDiskStore::RowDiskStore(std::shared_ptr<RowDiskDatabase> database,
-                           uint64_t tier, int64_t record_bytes)
+                           uint64_t tier, int64_t record_bytes,
+                           GroupOf group_of)
     : database_(std::move(database)),
       api_(database_->api()),
       db_(database_->db()),
       tier_(tier),
-      record_bytes_(record_bytes) {}
+      record_bytes_(record_bytes),
+      group_of_(group_of) {}
+
+Key RowDiskStore::KeyOf(int64_t id) const {
+  return tessera::KeyOf(tier_, group_of_ == nullptr ? 0 : group_of_(id), id);
+}
 
 RowDiskStore::~RowDiskStore() {
   // The database outlives this store when it is the server's: its rows go.
-  const Key begin = KeyOf(tier_, 0);
-  const Key end = KeyOf(tier_ + 1, 0);
+  const Key begin = tessera::KeyOf(tier_, 0, 0);
+  const Key end = tessera::KeyOf(tier_ + 1, 0, 0);
   rocksdb_writebatch_t* batch = api_.writebatch_create();
   api_.writebatch_delete_range(batch, begin.data(), begin.size(), end.data(),
                                end.size());
@@ -281,15 +303,21 @@ absl::Status RowDiskStore::Write(absl::Span<const int64_t> ids,
   // In key order: the memtable's skip list then inserts each key next to
   // the last (RocksDB keeps the previous insert's position), instead of
   // searching from the top for every key of a spill.
+  thread_local std::vector<Key> keys;
   thread_local std::vector<uint32_t> order;
+  keys.resize(ids.size());
   order.resize(ids.size());
-  for (size_t i = 0; i < ids.size(); ++i) order[i] = static_cast<uint32_t>(i);
-  std::sort(order.begin(), order.end(), [ids](uint32_t a, uint32_t b) {
-    return static_cast<uint64_t>(ids[a]) < static_cast<uint64_t>(ids[b]);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    keys[i] = KeyOf(ids[i]);
+    order[i] = static_cast<uint32_t>(i);
+  }
+  // Bytewise, as RocksDB compares (std::array's < compares signed chars).
+  std::sort(order.begin(), order.end(), [](uint32_t a, uint32_t b) {
+    return std::memcmp(keys[a].data(), keys[b].data(), kKeyBytes) < 0;
   });
   rocksdb_writebatch_t* batch = api_.writebatch_create();
   for (const uint32_t i : order) {
-    const Key key = KeyOf(tier_, ids[i]);
+    const Key& key = keys[i];
     if (deletes) {
       api_.writebatch_delete(batch, key.data(), key.size());
     } else {
@@ -332,7 +360,7 @@ absl::Status RowDiskStore::Delete(absl::Span<const int64_t> ids) {
 }
 
 absl::StatusOr<bool> RowDiskStore::Get(int64_t id, char* record) const {
-  const Key key = KeyOf(tier_, id);
+  const Key key = KeyOf(id);
   char* error = nullptr;
   rocksdb_pinnableslice_t* value =
       api_.get_pinned(db_, database_->reads(), key.data(), key.size(), &error);
@@ -369,7 +397,7 @@ absl::Status RowDiskStore::ForEach(
   // A copy, so the record is aligned for its 64-bit id and floats.
   std::unique_ptr<uint64_t[]> aligned(new uint64_t[(record_bytes_ + 7) / 8]);
   char* record = reinterpret_cast<char*>(aligned.get());
-  const Key first = KeyOf(tier_, 0);
+  const Key first = tessera::KeyOf(tier_, 0, 0);
   for (api_.iter_seek(it.get(), first.data(), first.size());
        api_.iter_valid(it.get()); api_.iter_next(it.get())) {
     size_t key_size = 0;
@@ -382,7 +410,7 @@ absl::Status RowDiskStore::ForEach(
         static_cast<int64_t>(value_size) != record_bytes_) {
       return absl::DataLossError(absl::StrCat(
           "disk tier ", directory(), ": a row of ", key_size, "-byte key and ",
-          value_size, " bytes, not 16 and ", record_bytes_));
+          value_size, " bytes, not ", kKeyBytes, " and ", record_bytes_));
     }
     const int64_t id = IdOf(key);
     std::memcpy(record, value, record_bytes_);

@@ -104,6 +104,49 @@ TEST_F(RowDiskStoreTest, PutTakeRoundTripsRecordsBitForBit) {
   EXPECT_FALSE(*got);
 }
 
+TEST_F(RowDiskStoreTest, RowsOfAGroupAreKeptTogetherInIdOrder) {
+  // Groups by the id's remainder: ids 0..11 in three groups, negative ids
+  // (high bytes set) last within their group, as bytes order them.
+  auto by_three = [](int64_t id) -> uint32_t {
+    return static_cast<uint32_t>(((id % 3) + 3) % 3);
+  };
+  absl::StatusOr<std::unique_ptr<RowDiskStore>> opened = RowDiskStore::Open(
+      NewRowDiskDatabase((dir_ / "grouped").string(), kMemory), kRecordBytes,
+      by_three);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  RowDiskStore& store = **opened;
+  std::vector<int64_t> ids = {11, -3, 4, 0, 9, 2, 7, 5, 1, 3, 10, 8, 6};
+  std::vector<std::string> records;
+  std::vector<const char*> pointers;
+  for (int64_t id : ids) records.push_back(RecordOf(id));
+  for (const std::string& r : records) pointers.push_back(r.data());
+  ASSERT_TRUE(store.Put(ids, pointers).ok());
+
+  std::vector<int64_t> order;
+  ASSERT_TRUE(store
+                  .ForEach([&](int64_t id, const char* record) {
+                    order.push_back(id);
+                    EXPECT_EQ(std::string(record, kRecordBytes), RecordOf(id));
+                  })
+                  .ok());
+  EXPECT_EQ(order,
+            (std::vector<int64_t>{0, 3, 6, 9, -3, 1, 4, 7, 10, 2, 5, 8, 11}));
+  // Lookups, deletes and takes find a row through its group.
+  char out[kRecordBytes];
+  absl::StatusOr<bool> got = store.Take(-3, out);
+  ASSERT_TRUE(got.ok() && *got);
+  EXPECT_EQ(std::string(out, kRecordBytes), RecordOf(-3));
+  const int64_t seven = 7;
+  ASSERT_TRUE(store.Delete({&seven, 1}).ok());
+  got = store.Get(7, out);
+  ASSERT_TRUE(got.ok());
+  EXPECT_FALSE(*got);
+  got = store.Get(10, out);
+  ASSERT_TRUE(got.ok() && *got);
+  EXPECT_EQ(std::string(out, kRecordBytes), RecordOf(10));
+  EXPECT_EQ(store.rows(), 11);
+}
+
 TEST_F(RowDiskStoreTest, OpenDiscardsWhatAKilledServerLeftAndCloseRemoves) {
   const fs::path folder = dir_ / "tier";
   fs::create_directories(folder);
