@@ -1,6 +1,7 @@
 #include "ps_server/row_disk_store.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -326,6 +327,39 @@ TEST(RowMemoryBudgetTest, MemoryFreedButStillResidentDoesNotBlockCharges) {
       << " after freeing, " << ProcessResidentBytes() << " now";
   EXPECT_LT(ProcessResidentBytes(), before + 64 * kMiB);
   delete[] pieces.back();
+}
+
+TEST(RowMemoryBudgetTest, ResidentBytesFollowTouchedMemoryAndTheForkedChild) {
+  constexpr int64_t kMiB = 1 << 20;
+  const int64_t before = ProcessResidentBytes();
+  ASSERT_GT(before, 0);
+  // Read once more through the file kept open: it must read afresh.
+  std::unique_ptr<char[]> touched(new char[64 * kMiB]);
+  std::memset(touched.get(), 1, 64 * kMiB);
+  EXPECT_GE(ProcessResidentBytes(), before + 60 * kMiB);
+  // A forked child touching memory of its own sees its own resident
+  // memory grow, not the parent's reading (the file is per process).
+  int pipe_fds[2];
+  ASSERT_EQ(pipe(pipe_fds), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const int64_t child_before = ProcessResidentBytes();
+    char* more = new char[128 * kMiB];
+    std::memset(more, 2, 128 * kMiB);
+    const int64_t grown = ProcessResidentBytes() - child_before;
+    const bool ok = grown >= 120 * kMiB;
+    (void)!write(pipe_fds[1], &ok, 1);
+    _exit(0);
+  }
+  close(pipe_fds[1]);
+  bool child_ok = false;
+  ASSERT_EQ(read(pipe_fds[0], &child_ok, 1), 1);
+  close(pipe_fds[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_TRUE(child_ok) << "the child's reading did not grow by its 128 MiB";
+  EXPECT_LT(ProcessResidentBytes(), before + 128 * kMiB);
 }
 
 }  // namespace
