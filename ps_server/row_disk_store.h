@@ -99,8 +99,7 @@ class RowDiskStore {
                          absl::Span<const char* const> records);
 
   // Calls `fn` with every row held, in (group, id-byte) order, from one
-  // snapshot.
-  // The record is valid during the call only.
+  // snapshot. The record is valid during the call only.
   absl::Status ForEach(
       absl::FunctionRef<void(int64_t id, const char* record)> fn) const;
 
