@@ -102,7 +102,7 @@ awk -v r="$tier_rate" -v a="$tier_hwm0" -v b="$tier_hwm1" \
   worst = (a > b ? a : b) * 1024 / m
   printf "%-10s %12d %14.1f %14.1f %11.2fx\n", "tiered", r, a * 1.024e-3,
     b * 1.024e-3, worst
-  printf "tiered / in-memory examples/s: %.2fx (target >= 0.5x); tiered " \
+  printf "tiered / in-memory examples/s: %.3fx (target >= 0.5x); tiered " \
     "peak resident memory %.2fx the budget (target <= 1.15x)\n", r / mr, worst
 }'
 grep -h "disk tier\|spill" "$WORK/runs/tiered/ps-"*.log | tail -4 || true
