@@ -5,14 +5,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 #include <utility>
-#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 
 // gperftools' tcmalloc (tessera_ps links it), resolved only where the
@@ -107,11 +106,9 @@ int64_t ProcessResidentBytes() {
   if (got <= 0) return 0;
   text[got] = '\0';
   // statm's second field: resident pages.
-  std::vector<absl::string_view> fields =
-      absl::StrSplit(absl::string_view(text, got), ' ', absl::SkipEmpty());
-  int64_t resident = 0;
-  if (fields.size() < 2 || !absl::SimpleAtoi(fields[1], &resident)) return 0;
-  return resident * sysconf(_SC_PAGESIZE);
+  long long resident = 0;
+  if (std::sscanf(text, "%*s %lld", &resident) != 1) return 0;
+  return static_cast<int64_t>(resident) * sysconf(_SC_PAGESIZE);
 }
 
 absl::StatusOr<int64_t> ParseByteCount(absl::string_view text) {
