@@ -38,6 +38,8 @@ absl::Status FromRocks(const RocksDbApi& api, char* error,
 // range inside it, and a fixed width keeps RocksDB's index small.
 constexpr size_t kKeyBytes = 20;
 constexpr size_t kIdAt = 12;
+// The block cache's size, and the least of each memtable's.
+constexpr int64_t kCacheBytes = 1 << 20;
 using Key = std::array<char, kKeyBytes>;
 
 Key KeyOf(uint64_t tier, uint32_t group, int64_t id) {
@@ -149,19 +151,23 @@ class RowDiskDatabase {
                        ": cannot empty or make the folder: ", error.message()));
     }
     const RocksDbApi& rocks = **api;
-    rocksdb_cache_t* cache = rocks.cache_create_lru(
-        static_cast<size_t>(std::max<int64_t>(bytes_ / 2, 1 << 20)));
+    // Reads do not fill the cache (below) and the indexes and filters stay
+    // out of it, so it holds next to nothing: its 1 MiB is a floor, and
+    // the memory goes to the memtables: a row spilled and brought back
+    // before its memtable is flushed leaves a key's tombstone to flush and
+    // compact, not its record.
+    rocksdb_cache_t* cache = rocks.cache_create_lru(kCacheBytes);
     rocksdb_options_t* options = rocks.options_create();
     rocks.set_create_if_missing(options, 1);
     rocks.set_error_if_exists(options, 1);
-    // The tier exists to save memory: its blocks live in the cache above.
     // Bloom filters make a lookup of a row that was never spilled (every
     // new row) rarely read a block; they and the block indexes stay out of
     // the cache, pinned with their files (about 1.3 bytes per row on
     // disk), as a filter evicted by blocks would turn every lookup into
     // reads.
-    rocks.set_write_buffer_size(
-        options, static_cast<size_t>(std::max<int64_t>(bytes_ / 4, 1 << 20)));
+    rocks.set_write_buffer_size(options,
+                                static_cast<size_t>(std::max<int64_t>(
+                                    (bytes_ - kCacheBytes) / 2, kCacheBytes)));
     rocks.set_max_write_buffer_number(options, 2);
     rocks.set_max_open_files(options, 256);
     // Rows are floats: compression would cost time and save little.

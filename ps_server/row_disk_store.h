@@ -28,10 +28,10 @@ struct RocksDbApi;
 // tier (every spilling table shard) is a key range of it, so the server's
 // tiers share one pair of memtables, one block cache and one flush and
 // compaction stream, and its memory is bounded once, not per table:
-// `memory_bytes` in all, half for the block cache (at least 1 MiB) and half
-// for two memtables (each memory_bytes / 4, at least 1 MiB; RocksDB's
-// C API has no write buffer manager to charge them to the cache), plus its
-// Bloom filters and block indexes, about 1.3 bytes per row on disk.
+// `memory_bytes` in all: 1 MiB of block cache (reads do not fill it) and
+// two memtables of the rest (each (memory_bytes - 1 MiB) / 2, at least
+// 1 MiB), plus its Bloom filters and block indexes, about 1.3 bytes per
+// row on disk.
 // Opened (RocksDB loaded, the folder emptied) when the first tier opens;
 // the folder is removed when the last tier and the owner let go of it.
 // Opaque; thread-safe.
