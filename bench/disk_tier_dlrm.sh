@@ -16,6 +16,8 @@
 #
 #   bash bench/disk_tier_dlrm.sh            # from the repository root
 #   EXAMPLES=200000 bash bench/disk_tier_dlrm.sh   # a quick look
+#   ROUNDS=2 bash bench/disk_tier_dlrm.sh   # in-memory, tiered, tiered,
+#                                           # in-memory: mean rates
 set -euo pipefail
 
 BUILD=${BUILD:-build}
@@ -24,6 +26,11 @@ EXAMPLES=${EXAMPLES:-1000000}
 VOCAB=${VOCAB:-1000000}
 DIM=${DIM:-64}
 MULTIPLE=${MULTIPLE:-4}
+ROUNDS=${ROUNDS:-1}
+if ! [[ $ROUNDS =~ ^[1-9][0-9]*$ ]]; then
+  echo "disk_tier_dlrm: ROUNDS must be a whole number >= 1, not \"$ROUNDS\"" >&2
+  exit 2
+fi
 
 for tool in worker/tessera_ctr_gen deploy/local/tessera_local; do
   if [[ ! -x "$BUILD/$tool" ]]; then
@@ -87,6 +94,33 @@ budget_mb=$(echo "$allocated" |
 budget=$((budget_mb * 1000000))
 echo "disk_tier_dlrm: budget $budget bytes per server" >&2
 read -r tier_rate tier_hwm0 tier_hwm1 < <(run tiered "$budget")
+echo "disk_tier_dlrm: round 1 of $ROUNDS: in-memory $mem_rate, tiered" \
+  "$tier_rate examples/s" >&2
+
+# Later rounds take turns the other way each time (tiered first in round
+# 2), so a drift of the machine's speed over minutes falls on both runs
+# alike; the table shows each run's mean rate and highest memory.
+max() { echo $(($1 > $2 ? $1 : $2)); }
+for ((round = 2; round <= ROUNDS; ++round)); do
+  if ((round % 2 == 0)); then order="tiered in_memory"; else order="in_memory tiered"; fi
+  for name in $order; do
+    if [[ $name == tiered ]]; then
+      read -r r h0 h1 < <(run tiered "$budget")
+      tier_rate=$((tier_rate + r))
+      tier_hwm0=$(max "$tier_hwm0" "$h0") tier_hwm1=$(max "$tier_hwm1" "$h1")
+      this_tier=$r
+    else
+      read -r r h0 h1 < <(run in_memory)
+      mem_rate=$((mem_rate + r))
+      mem_hwm0=$(max "$mem_hwm0" "$h0") mem_hwm1=$(max "$mem_hwm1" "$h1")
+      this_mem=$r
+    fi
+  done
+  echo "disk_tier_dlrm: round $round of $ROUNDS: in-memory $this_mem," \
+    "tiered $this_tier examples/s" >&2
+done
+mem_rate=$((mem_rate / ROUNDS))
+tier_rate=$((tier_rate / ROUNDS))
 
 echo "disk_tier_dlrm: DLRM (deploy/jobs/dlrm.textproto, dim $DIM), $EXAMPLES" \
   "examples x 26 Zipf(1.05) fields of $VOCAB ids, 2 ps, 2 workers, async"
