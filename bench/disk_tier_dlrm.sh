@@ -84,8 +84,21 @@ run() {
   echo "$rate ${hwm[0]} ${hwm[1]}"
 }
 
+# take NAME: one run of NAME (the tiered one under $budget), added to its
+# sums: rate[NAME] (examples/s), hwm0/hwm1[NAME] (the highest), last[NAME].
+declare -A rate=() hwm0=() hwm1=() last=()
+take() {
+  local name=$1 r h0 h1 limit=
+  if [[ $name == tiered ]]; then limit=$budget; fi
+  read -r r h0 h1 < <(run "$name" "$limit")
+  rate[$name]=$((${rate[$name]:-0} + r))
+  hwm0[$name]=$((h0 > ${hwm0[$name]:-0} ? h0 : ${hwm0[$name]:-0}))
+  hwm1[$name]=$((h1 > ${hwm1[$name]:-0} ? h1 : ${hwm1[$name]:-0}))
+  last[$name]=$r
+}
+
 echo "disk_tier_dlrm: every row in memory" >&2
-read -r mem_rate mem_hwm0 mem_hwm1 < <(run in_memory)
+take in_memory
 # "ps 0 327.1 of 380.0 MB, ps 1 ...": each server's rows, allocated.
 allocated=$(sed -n 's/.*(ps 0 [0-9.]* of \([0-9.]*\) MB, ps 1 [0-9.]* of \([0-9.]*\) MB).*/\1 \2/p' \
   "$WORK/runs/in_memory/chief.log" | tail -1)
@@ -93,34 +106,28 @@ budget_mb=$(echo "$allocated" |
   awk -v m="$MULTIPLE" '{a = $1 > $2 ? $1 : $2; printf "%d", a / m}')
 budget=$((budget_mb * 1000000))
 echo "disk_tier_dlrm: budget $budget bytes per server" >&2
-read -r tier_rate tier_hwm0 tier_hwm1 < <(run tiered "$budget")
-echo "disk_tier_dlrm: round 1 of $ROUNDS: in-memory $mem_rate, tiered" \
-  "$tier_rate examples/s" >&2
+take tiered
+echo "disk_tier_dlrm: round 1 of $ROUNDS: in-memory ${last[in_memory]}," \
+  "tiered ${last[tiered]} examples/s" >&2
 
 # Later rounds take turns the other way each time (tiered first in round
 # 2), so a drift of the machine's speed over minutes falls on both runs
 # alike; the table shows each run's mean rate and highest memory.
-max() { echo $(($1 > $2 ? $1 : $2)); }
 for ((round = 2; round <= ROUNDS; ++round)); do
-  if ((round % 2 == 0)); then order="tiered in_memory"; else order="in_memory tiered"; fi
-  for name in $order; do
-    if [[ $name == tiered ]]; then
-      read -r r h0 h1 < <(run tiered "$budget")
-      tier_rate=$((tier_rate + r))
-      tier_hwm0=$(max "$tier_hwm0" "$h0") tier_hwm1=$(max "$tier_hwm1" "$h1")
-      this_tier=$r
-    else
-      read -r r h0 h1 < <(run in_memory)
-      mem_rate=$((mem_rate + r))
-      mem_hwm0=$(max "$mem_hwm0" "$h0") mem_hwm1=$(max "$mem_hwm1" "$h1")
-      this_mem=$r
-    fi
-  done
-  echo "disk_tier_dlrm: round $round of $ROUNDS: in-memory $this_mem," \
-    "tiered $this_tier examples/s" >&2
+  if ((round % 2 == 0)); then
+    take tiered
+    take in_memory
+  else
+    take in_memory
+    take tiered
+  fi
+  echo "disk_tier_dlrm: round $round of $ROUNDS: in-memory" \
+    "${last[in_memory]}, tiered ${last[tiered]} examples/s" >&2
 done
-mem_rate=$((mem_rate / ROUNDS))
-tier_rate=$((tier_rate / ROUNDS))
+mem_rate=$((rate[in_memory] / ROUNDS)) mem_hwm0=${hwm0[in_memory]}
+mem_hwm1=${hwm1[in_memory]}
+tier_rate=$((rate[tiered] / ROUNDS)) tier_hwm0=${hwm0[tiered]}
+tier_hwm1=${hwm1[tiered]}
 
 echo "disk_tier_dlrm: DLRM (deploy/jobs/dlrm.textproto, dim $DIM), $EXAMPLES" \
   "examples x 26 Zipf(1.05) fields of $VOCAB ids, 2 ps, 2 workers, async"
