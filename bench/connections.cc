@@ -43,6 +43,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "bench/bench_main.h"
+#include "bench/cpu_pin.h"
 #include "common/data_plane/descriptor_limit.h"
 #include "ps_server/client/dense_plane_client.h"
 #include "ps_server/client/row_plane_client.h"
@@ -118,27 +119,6 @@ ShardDef Def(const std::string& variable, int64_t rows, int64_t dim) {
   def.mutable_shape()->add_dims(rows);
   def.mutable_shape()->add_dims(dim);
   return def;
-}
-
-// Runs this process (and the threads it starts later) on `cpus`, a list
-// of core numbers ("" leaves it alone).
-absl::Status PinTo(const std::string& cpus, const char* flag) {
-  if (cpus.empty()) return absl::OkStatus();
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  for (absl::string_view c : absl::StrSplit(cpus, ',')) {
-    int cpu = -1;
-    if (!absl::SimpleAtoi(c, &cpu) || cpu < 0 || cpu >= CPU_SETSIZE) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--", flag, ": \"", c, "\" is not a core number"));
-    }
-    CPU_SET(cpu, &set);
-  }
-  if (sched_setaffinity(0, sizeof(set), &set) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--", flag, "=", cpus, ": cannot run there: ", std::strerror(errno)));
-  }
-  return absl::OkStatus();
 }
 
 // The child: a parameter server's data plane until stdin closes.

@@ -7,11 +7,14 @@
 //               accounting and by VmRSS (after - before), against
 //               rows * dim * 4 * (1 + slots) and the 1.25 x bound.
 //   throughput  One in-process parameter server on loopback, its gRPC
-//               service and its TCP data plane side by side. --clients
-//               threads each loop: draw --batch ids from a Zipf(--zipf_s)
-//               law over --vocab ids, deduplicate and sort them (as a
-//               worker does), PullRows the unique ids, PushRows one
-//               gradient row per id (--optimizers, Adagrad by default).
+//               service and its TCP data plane side by side. Before
+//               timing, --distinct_batches batches of --batch ids are drawn
+//               from a Zipf(--zipf_s) law over --vocab ids, deduplicated
+//               and sorted (as a worker does); --clients threads then loop
+//               over them: PullRows the unique ids, PushRows one gradient
+//               row per id (--optimizers, Adagrad by default).
+//               --server_cpus and --client_cpus put the server and its
+//               clients on cores of their own.
 //               Reports unique rows pulled and pushed per second, for hash
 //               tables and for fixed tables (--fixed_rows rows, one lock
 //               per shard) at each of --dims and --precisions (rows and
@@ -38,6 +41,7 @@
 // Progress goes to stderr, the tables to stdout. Exit status 0 unless a
 // call fails.
 
+#include <sched.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -62,6 +66,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "bench/cpu_pin.h"
 #include "bench/embedding_dlrm.h"
 #include "bench/embedding_servers.h"
 #include "bench/embedding_table_bytes.h"
@@ -106,6 +111,15 @@ DEFINE_int32(rounds, 1,
              "speed drifts by 20-35% over minutes, and turns spread that "
              "drift over the cases compared instead of putting it between "
              "them. Each round's rows/s go to stderr; the table sums them.");
+DEFINE_string(server_cpus, "",
+              "throughput mode: cores the server's threads run on, and the "
+              "table plane's clients, which do the table's work themselves; "
+              "with --client_cpus, a row's cost on the server's cores is "
+              "measured apart from its clients' (as with clients on other "
+              "machines). Empty: any core.");
+DEFINE_string(client_cpus, "",
+              "throughput mode: cores the grpc and tcp planes' client "
+              "threads run on; empty: any core.");
 DEFINE_string(precisions, "fp32",
               "Throughput runs: table precisions to measure (fp32, fp16, "
               "bf16); rows and gradients travel in the table's precision.");
@@ -213,19 +227,15 @@ void RunMemory(const std::vector<int64_t>& dims) {
 
 struct Batches {
   std::vector<std::vector<int64_t>> ranks;  // Zipf ranks, --batch each
-};
+  // Each batch's table ids, deduplicated and ascending (as a worker's
+  // Localize sends them), for hash and for fixed tables. Made once, so
+  // that the timed seconds hold only what the table and the plane do.
+  std::vector<std::vector<int64_t>> hash_ids, fixed_ids;
 
-Batches MakeBatches(int count) {
-  Batches b;
-  ZipfSampler zipf(FLAGS_vocab, FLAGS_zipf_s);
-  std::mt19937_64 rng(1);
-  b.ranks.resize(count);
-  for (auto& batch : b.ranks) {
-    batch.resize(FLAGS_batch);
-    for (int64_t& r : batch) r = zipf(rng);
+  const std::vector<std::vector<int64_t>>& ids(bool hash) const {
+    return hash ? hash_ids : fixed_ids;
   }
-  return b;
-}
+};
 
 // Appends to *ids the table ids of `ranks` not yet in *seen (hash tables:
 // HashId; fixed tables: folded onto --fixed_rows), adding them to *seen.
@@ -236,6 +246,29 @@ void AppendNewIds(const std::vector<int64_t>& ranks, bool hash,
     const int64_t id = hash ? HashId(r) : (r - 1) % FLAGS_fixed_rows;
     if (seen->insert(id).second) ids->push_back(id);
   }
+}
+
+Batches MakeBatches(int count) {
+  Batches b;
+  ZipfSampler zipf(FLAGS_vocab, FLAGS_zipf_s);
+  std::mt19937_64 rng(1);
+  b.ranks.resize(count);
+  for (auto& batch : b.ranks) {
+    batch.resize(FLAGS_batch);
+    for (int64_t& r : batch) r = zipf(rng);
+  }
+  for (bool hash : {true, false}) {
+    std::vector<std::vector<int64_t>>& out = hash ? b.hash_ids : b.fixed_ids;
+    if (!hash && FLAGS_fixed_rows <= 0) continue;
+    out.resize(count);
+    absl::flat_hash_set<int64_t> seen;
+    for (int i = 0; i < count; ++i) {
+      seen.clear();
+      AppendNewIds(b.ranks[i], hash, &seen, &out[i]);
+      std::sort(out[i].begin(), out[i].end());
+    }
+  }
+  return b;
 }
 
 // One or more timed runs of a case, summed.
@@ -284,21 +317,24 @@ absl::StatusOr<ThroughputResult> RunClients(
   std::vector<std::thread> threads;
   for (int c = 0; c < clients; ++c) {
     threads.emplace_back([&, c] {
+      // The table plane's clients do the table's own work.
+      if (absl::Status s = direct != nullptr
+                               ? PinTo(FLAGS_server_cpus, "server_cpus")
+                               : PinTo(FLAGS_client_cpus, "client_cpus");
+          !s.ok()) {
+        errors[c] = s;
+        stop = true;
+        return;
+      }
       PsClientOptions options;
       options.data_plane = plane;
       PsClient client(address, 0, MakeChannel(address, ChannelSecurity()),
                       options);
-      std::vector<int64_t> ids;
+      const std::vector<std::vector<int64_t>>& all_ids = batches.ids(hash);
       std::vector<float> values, grads;
-      absl::flat_hash_set<int64_t> seen;
       PushResponse response;
       for (size_t i = c * 7; !stop.load(); ++i) {
-        const auto& ranks = batches.ranks[i % batches.ranks.size()];
-        seen.clear();
-        ids.clear();
-        AppendNewIds(ranks, hash, &seen, &ids);
-        // Ascending, as a worker's Localize sends them.
-        std::sort(ids.begin(), ids.end());
+        const std::vector<int64_t>& ids = all_ids[i % all_ids.size()];
         values.resize(ids.size() * dim);
         absl::Status s;
         if (direct != nullptr) {
@@ -375,6 +411,18 @@ absl::Status Prefill(ShardStore& store, const std::string& shard, bool hash,
 }
 
 int RunThroughput(const std::vector<int64_t>& dims) {
+  // The server's threads take the mask of the thread that starts them;
+  // this thread goes back to every core afterwards.
+  cpu_set_t all;
+  sched_getaffinity(0, sizeof(all), &all);
+  for (const auto& [cpus, flag] :
+       {std::pair{&FLAGS_client_cpus, "client_cpus"},
+        std::pair{&FLAGS_server_cpus, "server_cpus"}}) {
+    if (absl::Status s = PinTo(*cpus, flag); !s.ok()) {
+      LOG(ERROR) << s;
+      return 1;
+    }
+  }
   ShardStore store;
   PsServiceOptions options;
   PsCore core(&store);
@@ -398,6 +446,7 @@ int RunThroughput(const std::vector<int64_t>& dims) {
     LOG(ERROR) << "could not start the data plane: " << plane.status();
     return 1;
   }
+  sched_setaffinity(0, sizeof(all), &all);
   // nullopt: no transport (the "table" plane).
   std::vector<std::optional<DataPlaneKind>> planes;
   for (absl::string_view name : absl::StrSplit(FLAGS_planes, ',')) {
@@ -421,6 +470,13 @@ int RunThroughput(const std::vector<int64_t>& dims) {
       "unique rows pulled and pushed per second (%u cores here)\n",
       FLAGS_batch, FLAGS_zipf_s, FLAGS_vocab,
       std::thread::hardware_concurrency());
+  if (!FLAGS_server_cpus.empty() || !FLAGS_client_cpus.empty()) {
+    std::printf(
+        "server (and the table plane's clients) on cores %s, grpc and tcp "
+        "clients on cores %s\n",
+        FLAGS_server_cpus.empty() ? "any" : FLAGS_server_cpus.c_str(),
+        FLAGS_client_cpus.empty() ? "any" : FLAGS_client_cpus.c_str());
+  }
   std::printf("%-6s %4s %-20s %7s %5s %10s %10s %12s %12s %12s %10s\n", "table",
               "dim", "precision+optimizer", "clients", "plane", "uniq/batch",
               "batches/s", "rows/s", "rows/cpu_s", "table_rows", "resid_MB");

@@ -1,0 +1,20 @@
+#ifndef TESSERA_BENCH_CPU_PIN_H_
+#define TESSERA_BENCH_CPU_PIN_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace tessera {
+
+// Runs the calling thread (and the threads it starts later, which inherit
+// its mask) on `cpus`, a comma-separated list of core numbers; "" leaves
+// it alone. `flag` names the option in the error, e.g. "server_cpus".
+// Benches pin a server and its clients to cores of their own so that a
+// figure says what the server costs, not what its clients take from it
+// on a machine with few cores.
+absl::Status PinTo(const std::string& cpus, const char* flag);
+
+}  // namespace tessera
+
+#endif  // TESSERA_BENCH_CPU_PIN_H_
