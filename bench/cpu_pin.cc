@@ -1,9 +1,15 @@
 #include "bench/cpu_pin.h"
 
 #include <sched.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -28,6 +34,31 @@ absl::Status PinTo(const std::string& cpus, const char* flag) {
         "--", flag, "=", cpus, ": cannot run there: ", std::strerror(errno)));
   }
   return absl::OkStatus();
+}
+
+double CoresBusySeconds(const std::string& cpus) {
+  if (cpus.empty()) return 0;
+  std::vector<std::string> wanted;
+  for (absl::string_view c : absl::StrSplit(cpus, ',')) {
+    wanted.push_back(absl::StrCat("cpu", c));
+  }
+  std::ifstream stat("/proc/stat");
+  std::string line;
+  int64_t busy = 0;
+  while (std::getline(stat, line)) {
+    std::vector<absl::string_view> f =
+        absl::StrSplit(line, ' ', absl::SkipEmpty());
+    if (f.size() < 8 ||
+        std::find(wanted.begin(), wanted.end(), f[0]) == wanted.end()) {
+      continue;
+    }
+    // user nice system idle iowait irq softirq steal ...
+    for (int k : {1, 2, 3, 6, 7}) {
+      int64_t ticks = 0;
+      if (absl::SimpleAtoi(f[k], &ticks)) busy += ticks;
+    }
+  }
+  return static_cast<double>(busy) / sysconf(_SC_CLK_TCK);
 }
 
 }  // namespace tessera

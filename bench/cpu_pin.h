@@ -15,6 +15,13 @@ namespace tessera {
 // on a machine with few cores.
 absl::Status PinTo(const std::string& cpus, const char* flag);
 
+// Seconds the cores of `cpus` (as for PinTo) have been busy since boot, by
+// /proc/stat: user, nice, system, irq and softirq time, not idle, iowait
+// or the time the hypervisor gave to other guests (steal). The difference
+// over a run is what the code pinned there cost, kernel work included.
+// 0 when `cpus` is empty or /proc/stat cannot be read.
+double CoresBusySeconds(const std::string& cpus);
+
 }  // namespace tessera
 
 #endif  // TESSERA_BENCH_CPU_PIN_H_

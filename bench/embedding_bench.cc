@@ -13,6 +13,8 @@
 //               and sorted (as a worker does); --clients threads then loop
 //               over them: PullRows the unique ids, PushRows one gradient
 //               row per id (--optimizers, Adagrad by default).
+//               The table plane's clients push each batch after their
+//               next pull (--table_push_lags), as a plane's server sees it.
 //               --server_cpus and --client_cpus put the server and its
 //               clients on cores of their own.
 //               Reports unique rows pulled and pushed per second, for hash
@@ -120,6 +122,15 @@ DEFINE_string(server_cpus, "",
 DEFINE_string(client_cpus, "",
               "throughput mode: cores the grpc and tcp planes' client "
               "threads run on; empty: any core.");
+DEFINE_string(table_push_lags, "1",
+              "throughput mode: the table plane's clients push the batch "
+              "they pulled this many batches before (0: the one they just "
+              "pulled); a list gives one table case per lag, shown as "
+              "\"table\" at 1 and \"tblN\" at N. A plane's server never "
+              "sees a batch's push straight after its pull: the round trip "
+              "and the other clients' requests come between (in training, a "
+              "whole step). At 0 every row a push touches is still in cache "
+              "from its pull, a warmth no plane gives its server.");
 DEFINE_string(precisions, "fp32",
               "Throughput runs: table precisions to measure (fp32, fp16, "
               "bf16); rows and gradients travel in the table's precision.");
@@ -279,12 +290,16 @@ struct ThroughputResult {
   // second say what a row costs, less swayed by other load on a shared
   // machine than rows per second.
   double cpu_seconds = 0;
+  // With --server_cpus: the seconds those cores were busy, the server's
+  // (and the kernel's work for it) apart from its clients'.
+  double server_cpu_seconds = 0;
 
   void Add(const ThroughputResult& other) {
     rows += other.rows;
     batches += other.batches;
     seconds += other.seconds;
     cpu_seconds += other.cpu_seconds;
+    server_cpu_seconds += other.server_cpu_seconds;
   }
   double rows_per_s() const { return seconds > 0 ? rows / seconds : 0; }
   double batches_per_s() const { return seconds > 0 ? batches / seconds : 0; }
@@ -293,6 +308,9 @@ struct ThroughputResult {
   }
   double rows_per_cpu_s() const {
     return cpu_seconds > 0 ? rows / cpu_seconds : 0;
+  }
+  double rows_per_server_cpu_s() const {
+    return server_cpu_seconds > 0 ? rows / server_cpu_seconds : 0;
   }
 };
 
@@ -309,8 +327,8 @@ double ProcessCpuSeconds() {
 // without any transport: the table's own ceiling on this machine.
 absl::StatusOr<ThroughputResult> RunClients(
     const std::string& address, DataPlaneKind plane, RowTable* direct,
-    const std::string& table, bool hash, int64_t dim, RowPrecision precision,
-    int clients, const Batches& batches) {
+    int push_lag, const std::string& table, bool hash, int64_t dim,
+    RowPrecision precision, int clients, const Batches& batches) {
   std::atomic<bool> timing{false}, stop{false};
   std::atomic<int64_t> rows{0}, done{0};
   std::vector<absl::Status> errors(clients);
@@ -339,8 +357,10 @@ absl::StatusOr<ThroughputResult> RunClients(
         absl::Status s;
         if (direct != nullptr) {
           direct->Read(ids, values.data());
-          grads.assign(values.size(), 0.01f);
-          direct->Apply(ids, grads);
+          const std::vector<int64_t>& pushed =
+              all_ids[(i + all_ids.size() - push_lag) % all_ids.size()];
+          grads.assign(pushed.size() * dim, 0.01f);
+          direct->Apply(pushed, grads);
         } else {
           // As a worker sends them: rows and gradients in the table's
           // precision.
@@ -369,10 +389,13 @@ absl::StatusOr<ThroughputResult> RunClients(
   timing = true;
   const auto start = Clock::now();
   const double cpu_start = ProcessCpuSeconds();
+  const double server_cpu_start = CoresBusySeconds(FLAGS_server_cpus);
   std::this_thread::sleep_for(std::chrono::duration<double>(FLAGS_seconds));
   timing = false;
   const double seconds = Seconds(start);
   const double cpu_seconds = ProcessCpuSeconds() - cpu_start;
+  const double server_cpu_seconds =
+      CoresBusySeconds(FLAGS_server_cpus) - server_cpu_start;
   stop = true;
   for (auto& t : threads) t.join();
   for (const absl::Status& s : errors) {
@@ -383,6 +406,7 @@ absl::StatusOr<ThroughputResult> RunClients(
   r.batches = done.load();
   r.seconds = seconds;
   r.cpu_seconds = cpu_seconds;
+  r.server_cpu_seconds = server_cpu_seconds;
   return r;
 }
 
@@ -463,6 +487,20 @@ int RunThroughput(const std::vector<int64_t>& dims) {
     planes.push_back(*kind);
   }
   const std::string address = absl::StrCat("127.0.0.1:", port);
+  std::vector<int64_t> lags;
+  for (absl::string_view text :
+       absl::StrSplit(FLAGS_table_push_lags, ',', absl::SkipEmpty())) {
+    int64_t lag = -1;
+    if (!absl::SimpleAtoi(text, &lag) || lag < 0 ||
+        lag >= FLAGS_distinct_batches) {
+      LOG(ERROR) << "--table_push_lags: \"" << text
+                 << "\" is not a whole number at least 0 and below "
+                    "--distinct_batches ("
+                 << FLAGS_distinct_batches << ")";
+      return 1;
+    }
+    lags.push_back(lag);
+  }
   const Batches batches = MakeBatches(FLAGS_distinct_batches);
   std::printf(
       "\nthroughput: 1 server on loopback, Adagrad, batches of %d Zipf(%.2f) "
@@ -477,9 +515,11 @@ int RunThroughput(const std::vector<int64_t>& dims) {
         FLAGS_server_cpus.empty() ? "any" : FLAGS_server_cpus.c_str(),
         FLAGS_client_cpus.empty() ? "any" : FLAGS_client_cpus.c_str());
   }
-  std::printf("%-6s %4s %-20s %7s %5s %10s %10s %12s %12s %12s %10s\n", "table",
-              "dim", "precision+optimizer", "clients", "plane", "uniq/batch",
-              "batches/s", "rows/s", "rows/cpu_s", "table_rows", "resid_MB");
+  // rows/srv_cpu_s: rows per second of the --server_cpus cores' busy time.
+  std::printf("%-6s %4s %-20s %7s %5s %10s %10s %12s %12s %12s %12s %10s\n",
+              "table", "dim", "precision+optimizer", "clients", "plane",
+              "uniq/batch", "batches/s", "rows/s", "rows/cpu_s",
+              "rows/srv_cpu_s", "table_rows", "resid_MB");
   std::fflush(stdout);
   PsClient admin(address, 0, MakeChannel(address, ChannelSecurity()));
   // Every table is made and filled first, so that the rounds below take
@@ -493,6 +533,7 @@ int RunThroughput(const std::vector<int64_t>& dims) {
     std::string shard;
     int64_t clients;
     std::optional<DataPlaneKind> plane;
+    int push_lag = 0;  // the table plane's
   };
   std::vector<Case> cases;
   for (const char* kind : {"hash", "fixed"}) {
@@ -541,16 +582,24 @@ int RunThroughput(const std::vector<int64_t>& dims) {
           }
           for (int64_t clients : ParseList(FLAGS_clients)) {
             for (const std::optional<DataPlaneKind>& plane_kind : planes) {
-              cases.push_back({kind, hash, dim, config, *precision, shard,
-                               clients, plane_kind});
+              if (plane_kind.has_value()) {
+                cases.push_back({kind, hash, dim, config, *precision, shard,
+                                 clients, plane_kind});
+                continue;
+              }
+              for (int64_t lag : lags) {
+                cases.push_back({kind, hash, dim, config, *precision, shard,
+                                 clients, plane_kind, static_cast<int>(lag)});
+              }
             }
           }
         }
       }
     }
   }
-  auto plane_name = [](const Case& c) {
-    return c.plane.has_value() ? DataPlaneName(*c.plane) : "table";
+  auto plane_name = [](const Case& c) -> std::string {
+    if (c.plane.has_value()) return DataPlaneName(*c.plane);
+    return c.push_lag == 1 ? "table" : absl::StrCat("tbl", c.push_lag);
   };
   std::vector<ThroughputResult> sums(cases.size());
   for (int round = 0; round < FLAGS_rounds; ++round) {
@@ -564,8 +613,8 @@ int RunThroughput(const std::vector<int64_t>& dims) {
       }
       absl::StatusOr<ThroughputResult> r =
           RunClients(address, c.plane.value_or(DataPlaneKind::kGrpc),
-                     c.plane.has_value() ? nullptr : table->get(), c.shard,
-                     c.hash, c.dim, c.precision, c.clients, batches);
+                     c.plane.has_value() ? nullptr : table->get(), c.push_lag,
+                     c.shard, c.hash, c.dim, c.precision, c.clients, batches);
       if (!r.ok()) {
         LOG(ERROR) << r.status();
         return 1;
@@ -574,7 +623,7 @@ int RunThroughput(const std::vector<int64_t>& dims) {
       if (FLAGS_rounds > 1) {
         std::fprintf(stderr, "round %d of %d: %s %ld %s %ld %s %.0f rows/s\n",
                      round + 1, FLAGS_rounds, c.kind, c.dim, c.config.c_str(),
-                     c.clients, plane_name(c), r->rows_per_s());
+                     c.clients, plane_name(c).c_str(), r->rows_per_s());
       }
     }
   }
@@ -589,10 +638,15 @@ int RunThroughput(const std::vector<int64_t>& dims) {
     const int64_t table_rows =
         c.hash ? static_cast<HashTable&>(**table).rows() : FLAGS_fixed_rows;
     std::printf(
-        "%-6s %4ld %-20s %7ld %5s %10.0f %10.1f %12.0f %12.0f %12ld %10.1f\n",
-        c.kind, c.dim, c.config.c_str(), c.clients, plane_name(c),
+        "%-6s %4ld %-20s %7ld %5s %10.0f %10.1f %12.0f %12.0f %12s %12ld "
+        "%10.1f\n",
+        c.kind, c.dim, c.config.c_str(), c.clients, plane_name(c).c_str(),
         r.unique_per_batch(), r.batches_per_s(), r.rows_per_s(),
-        r.rows_per_cpu_s(), table_rows, (*table)->resident_bytes() / 1e6);
+        r.rows_per_cpu_s(),
+        FLAGS_server_cpus.empty()
+            ? "-"
+            : absl::StrFormat("%.0f", r.rows_per_server_cpu_s()).c_str(),
+        table_rows, (*table)->resident_bytes() / 1e6);
   }
   std::fflush(stdout);
   plane->reset();
