@@ -68,6 +68,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "bench/cpu_pin.h"
 #include "bench/embedding_dlrm.h"
 #include "bench/embedding_servers.h"
@@ -801,6 +802,9 @@ int main(int argc, char** argv) {
   gflags::ParseCommandLineFlags(&argc, &argv, true);
   google::InitGoogleLogging(argv[0]);
   FLAGS_logtostderr = true;
+  // As tessera_ps runs (common/process/process_start.cc): without the
+  // debugging check of every lock order that Debian's Abseil makes.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   const std::vector<int64_t> dims = tessera::ParseList(FLAGS_dims);
   // Children first: fork() before this process starts gRPC.
   if (tessera::HasMode("memory")) tessera::RunMemory(dims);
