@@ -205,8 +205,22 @@ int64_t RecordBytes(int64_t header, int64_t values_bytes, int64_t slot_floats) {
   return (header + values_bytes + slot_floats * 4 + 7) / 8 * 8;
 }
 
-uint32_t RowsPerBlock(int64_t record_bytes, int64_t expected_rows) {
-  const int64_t most = std::max<int64_t>(1, kBlockBytes / record_bytes);
+// Under a budget, a block is at most 1/(kStripes * kBudgetBlocksPerTable)
+// of its limit: every stripe a row lands in takes its first block whatever
+// the budget says, so a table's least footprint is a block per stripe, and
+// at most 1/32 of the budget for it. Without the cap, DLRM's 26 tables
+// took 26 x 64 blocks of 135 KB, 225 MB, under a 55 MB budget.
+constexpr int64_t kBudgetBlocksPerTable = 32;
+
+uint32_t RowsPerBlock(int64_t record_bytes, int64_t expected_rows,
+                      const RowMemoryBudget* budget) {
+  int64_t block_bytes = kBlockBytes;
+  if (budget != nullptr) {
+    block_bytes = std::min(
+        block_bytes,
+        budget->limit_bytes() / (HashTable::kStripes * kBudgetBlocksPerTable));
+  }
+  const int64_t most = std::max<int64_t>(1, block_bytes / record_bytes);
   const int64_t least = std::min<int64_t>(16, most);
   // About 1/32 of a stripe's expected rows, so the last, partly used block
   // of each stripe wastes little.
@@ -243,7 +257,8 @@ HashTable::HashTable(const ShardDef& def, const Optimizer* optimizer,
       slot_offsets_(SlotOffsets(*optimizer, def.dim())),
       record_bytes_(
           RecordBytes(header_bytes_, values_bytes_, slot_offsets_.back())),
-      rows_per_block_(RowsPerBlock(record_bytes_, def.expected_rows())),
+      rows_per_block_(
+          RowsPerBlock(record_bytes_, def.expected_rows(), budget_.get())),
       block_shift_(__builtin_ctz(rows_per_block_)),
       max_rows_(int64_t{kStripes} * (kMaxRowsPerStripe / 2)),
       evict_interval_(EvictInterval(def)),

@@ -37,9 +37,10 @@ namespace tessera {
 //    memory freed by dropped tables does not keep blocking new ones.
 // The budget is a target, not a hard cap: a stripe of a table with no
 // block yet takes its first one regardless, so a table may pass it by at
-// most one block per stripe, and memory the process takes after a block
-// was granted (the tier filling its share, a larger request) is seen at
-// the next block only.
+// most one block per stripe (blocks under a budget are small enough that
+// this is at most 1/32 of the limit a table), and memory the process takes
+// after a block was granted (the tier filling its share, a larger request) is
+// seen at the next block only.
 //
 // Thread safety: all methods may be called concurrently.
 class RowMemoryBudget {

@@ -252,6 +252,37 @@ TEST_P(DiskTierTest, RowsInMemoryStayWithinTheBudget) {
   EXPECT_FALSE(std::filesystem::exists(tier)) << "the tier outlived its server";
 }
 
+// Each stripe a row lands in takes a block whatever the budget says; under
+// a budget the blocks are small enough that DLRM's 26 tables (dim 64),
+// every stripe of each holding rows, still fit (before: 64 blocks of 256
+// rows a table, 225 MB).
+TEST_P(DiskTierTest, ManyTablesWithRowsInEveryStripeStayWithinTheBudget) {
+  std::unique_ptr<Optimizer> optimizer = MakeOptimizer(AdagradConfig());
+  constexpr int64_t kBudget = 64 << 20;
+  constexpr int64_t kWideDim = 64;
+  std::shared_ptr<RowMemoryBudget> budget = Budget(kBudget);
+  std::vector<std::unique_ptr<HashTable>> tables;
+  std::vector<int64_t> batch(2048);
+  std::vector<float> rows(batch.size() * kWideDim);
+  for (int t = 0; t < 26; ++t) {
+    ShardDef def = TableDef(GetParam());
+    def.set_name(absl::StrCat("table", t, "/part_0"));
+    def.set_variable(absl::StrCat("table", t));
+    def.set_dim(kWideDim);
+    def.set_expected_rows(0);  // a growing table of unknown size
+    absl::StatusOr<std::unique_ptr<HashTable>> table =
+        HashTable::Create(def, optimizer.get(), budget);
+    ASSERT_TRUE(table.ok()) << table.status();
+    for (size_t k = 0; k < batch.size(); ++k) batch[k] = t * 100000 + k;
+    (*table)->Read(batch, rows.data());
+    tables.push_back(*std::move(table));
+  }
+  int64_t resident = 0;
+  for (const auto& table : tables) resident += table->resident_bytes();
+  EXPECT_LE(resident, kBudget);
+  EXPECT_LE(budget->used_bytes(), kBudget * 115 / 100);
+}
+
 TEST_P(DiskTierTest, RowsPushedOftenStayInMemoryPastRowsPushedOnce) {
   std::unique_ptr<Optimizer> optimizer = MakeOptimizer(AdagradConfig());
   // Half of it the tier's own memory (at least 4 MiB), half rows.
